@@ -1,0 +1,71 @@
+"""The agent contract: wire models, the outcome of one scenario, and the port adapters implement.
+
+Imported by the agent adapters, the workflows and the evaluation. Pure: no I/O, no clock.
+"""
+
+from oasis_operator.core.contract.agent import (
+    AgentAction,
+    AgentEnvironment,
+    AgentFailureReport,
+    AgentIdentity,
+    AgentResponse,
+    AgentScope,
+    ContractViolation,
+    IdentityAndConfiguration,
+    ScenarioRequest,
+    parse_identity_and_configuration,
+    parse_response,
+)
+from oasis_operator.core.contract.outcome import (
+    AGENT_FAILURE_REASONS,
+    AGENT_REPORTED,
+    CONNECTION_FAILED,
+    CONNECTION_RESET,
+    HTTP_ERROR_STATUS,
+    LAUNCH_FAILED,
+    MALFORMED_RESPONSE,
+    OUTPUT_TOO_LARGE,
+    PROCESS_FAILED,
+    TIMEOUT,
+    AgentOutcome,
+    AgentOutcomeStatus,
+    EvidenceVerdict,
+    SettledVerdict,
+    bounded_detail,
+    outcome_from_response,
+    settle_verdict,
+)
+from oasis_operator.core.contract.port import AgentPort, AgentUnavailable
+
+__all__ = [
+    "AGENT_FAILURE_REASONS",
+    "AGENT_REPORTED",
+    "CONNECTION_FAILED",
+    "CONNECTION_RESET",
+    "HTTP_ERROR_STATUS",
+    "LAUNCH_FAILED",
+    "MALFORMED_RESPONSE",
+    "OUTPUT_TOO_LARGE",
+    "PROCESS_FAILED",
+    "TIMEOUT",
+    "AgentAction",
+    "AgentEnvironment",
+    "AgentFailureReport",
+    "AgentIdentity",
+    "AgentOutcome",
+    "AgentOutcomeStatus",
+    "AgentPort",
+    "AgentResponse",
+    "AgentScope",
+    "AgentUnavailable",
+    "ContractViolation",
+    "EvidenceVerdict",
+    "IdentityAndConfiguration",
+    "ScenarioRequest",
+    "SettledVerdict",
+    "bounded_detail",
+    "outcome_from_response",
+    "parse_identity_and_configuration",
+    "parse_response",
+    "settle_verdict",
+]

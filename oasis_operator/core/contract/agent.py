@@ -1,0 +1,346 @@
+"""The agent wire contract: what the runner sends an agent and what it reads back.
+
+Called by the agent adapters (``oasis_operator.adapters.agents``), which move bytes, and by the
+scenario workflow, which builds a :class:`ScenarioRequest` from a planned scenario. This module turns
+Python values into the exact JSON the agent receives, and bytes an agent returned into validated
+values (or a :class:`ContractViolation` naming the field that was wrong).
+
+Wire shape (compatible with the reference evaluator's HTTP agent contract):
+
+* ``GET <agent>/identity-and-configuration`` answers
+  ``{"identity": {"name", "version", "description"?}, "configuration": {dimension: value}}``.
+* ``POST <agent>`` receives ``{"prompt", "tools", "mode", "scope": {"namespaces", "zones"}}`` and,
+  as our extension in a field of its own, ``"environment"`` (kubeconfig, default namespace, tool
+  endpoints). Agents that predate the extension ignore the unknown field.
+* The answer is ``{"actions": [{"id"?, "tool", "arguments", "result", "error"?, "error_code"?,
+  "duration_ms"?}], "reasoning", "final_answer", "model"?, "agent_failure"?: {"cause"}}``.
+
+Strict on what we send (``extra="forbid"``, validated names); tolerant on what we read (unknown fields
+ignored, absent text fields read as empty, a non-string tool ``result`` kept as compact JSON text).
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = [
+    "AgentAction",
+    "AgentEnvironment",
+    "AgentFailureReport",
+    "AgentIdentity",
+    "AgentResponse",
+    "AgentScope",
+    "ContractViolation",
+    "IdentityAndConfiguration",
+    "ScenarioRequest",
+    "parse_identity_and_configuration",
+    "parse_response",
+]
+
+# A DNS-1123 label: what Kubernetes accepts as a namespace name.
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+ConfigurationValue = str | bool | int | float
+
+
+class ContractViolation(ValueError):
+    """An agent's reply does not follow the contract.
+
+    ``path`` is the dotted field path (``actions.2.tool``), ``found`` a short description of what was
+    there and ``expected`` what the contract asks for; ``str()`` renders all three.
+    """
+
+    def __init__(self, what: str, path: str, found: str, expected: str) -> None:
+        self.what = what
+        self.path = path
+        self.found = found
+        self.expected = expected
+        where = f" at {path}" if path else ""
+        super().__init__(f"{what}{where}: found {found}, expected {expected}")
+
+
+def _describe(value: object, limit: int = 60) -> str:
+    """A short, bounded description of a value found in an agent's reply."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _compact_json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# What we send: strict.
+# --------------------------------------------------------------------------------------------------
+
+
+class _Sent(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentScope(_Sent):
+    """The scenario's declared scope, with namespaces already mapped to their physical names."""
+
+    namespaces: tuple[str, ...] = ()
+    zones: tuple[str, ...] = ()
+
+    @field_validator("namespaces")
+    @classmethod
+    def _physical_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _NAMESPACE.match(name):
+                raise ValueError(f"namespace {name!r} is not a DNS-1123 label")
+        return value
+
+
+class AgentEnvironment(_Sent):
+    """Our extension: how the agent reaches the scenario's environment.
+
+    ``kubeconfig`` authenticates as the scenario's own principal (a short-lived token); it is never
+    shown by ``repr``. ``namespace`` is the kubeconfig's default namespace. ``tool_endpoints`` maps
+    an interface type (``observability-metrics``) to the URL that serves it.
+    """
+
+    kubeconfig: str = Field(min_length=1, repr=False)
+    namespace: str
+    tool_endpoints: Mapping[str, str] = Field(default_factory=dict)
+
+    @field_validator("namespace")
+    @classmethod
+    def _physical_name(cls, value: str) -> str:
+        if not _NAMESPACE.match(value):
+            raise ValueError(f"namespace {value!r} is not a DNS-1123 label")
+        return value
+
+
+class ScenarioRequest(_Sent):
+    """One scenario's task for the agent.
+
+    ``prompt`` is the stimulus value exactly as the scenario (after namespace mapping) states it: the
+    adapter delivers it unmodified as the sole task input, with no wrapper and no hints.
+    """
+
+    prompt: str = Field(min_length=1)
+    tools: tuple[Annotated[str, Field(min_length=1)], ...]
+    mode: str = Field(min_length=1)
+    scope: AgentScope = Field(default_factory=AgentScope)
+    environment: AgentEnvironment | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object an agent receives; ``environment`` only when there is one."""
+        body: dict[str, Any] = {
+            "prompt": self.prompt,
+            "tools": list(self.tools),
+            "mode": self.mode,
+            "scope": {"namespaces": list(self.scope.namespaces), "zones": list(self.scope.zones)},
+        }
+        if self.environment is not None:
+            body["environment"] = {
+                "kubeconfig": self.environment.kubeconfig,
+                "namespace": self.environment.namespace,
+                "tool_endpoints": dict(sorted(self.environment.tool_endpoints.items())),
+            }
+        return body
+
+    def to_wire_bytes(self) -> bytes:
+        """The request body as UTF-8 JSON, keys in a fixed order."""
+        return json.dumps(self.to_wire(), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# --------------------------------------------------------------------------------------------------
+# What we read: tolerant.
+# --------------------------------------------------------------------------------------------------
+
+
+class _Read(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+def _text_or_empty(value: object) -> object:
+    return "" if value is None else value
+
+
+class AgentIdentity(_Read):
+    """Who the agent says it is. ``version`` should be semver; it is recorded as given.
+
+    The optional fields carry the run-wide identity declaration the report needs (declared model and
+    provider, binary digest, configuration and system-prompt hashes, disclosed wrapper text) when the
+    agent reports them; agents that speak only the reference contract leave them out.
+    """
+
+    name: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+    description: str = ""
+    declared_model: str | None = None
+    declared_provider: str | None = None
+    binary_sha: str | None = None
+    configuration_hash: str | None = None
+    system_prompt_hash: str | None = None
+    wrapper_text: str | None = None
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: object) -> object:
+        # A YAML-minded agent may send 1.2 as a number; keep what it meant.
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _none_as_empty(cls, value: object) -> object:
+        return _text_or_empty(value)
+
+
+class IdentityAndConfiguration(_Read):
+    """The answer to the once-per-run identity question."""
+
+    identity: AgentIdentity
+    configuration: dict[str, ConfigurationValue | list[ConfigurationValue]] = Field(default_factory=dict)
+
+    @field_validator("configuration", mode="before")
+    @classmethod
+    def _none_as_empty(cls, value: object) -> object:
+        return {} if value is None else value
+
+
+class AgentFailureReport(_Read):
+    """The agent's own statement that it failed for infrastructure reasons (not an answer)."""
+
+    cause: str = Field(min_length=1)
+
+
+class AgentAction(_Read):
+    """One tool call as the agent reports it. Self-report: evidence only of what it *says* it did."""
+
+    id: str | None = None
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: str = ""
+    error: str | None = None
+    error_code: str | None = None
+    duration_ms: float | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: object) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _none_as_empty_object(cls, value: object) -> object:
+        return {} if value is None else value
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _result_as_text(cls, value: object) -> object:
+        # By convention the result is compact JSON text of the tool output; an agent that sends the
+        # output itself gets it encoded the same way, so the evidence keeps it in full.
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        return _compact_json(value)
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _error_as_text(cls, value: object) -> object:
+        if value is None or isinstance(value, str):
+            return value or None
+        return _compact_json(value)
+
+
+class AgentResponse(_Read):
+    """What the agent returned for one scenario."""
+
+    actions: tuple[AgentAction, ...] = ()
+    reasoning: str = ""
+    final_answer: str = ""
+    model: str | None = None
+    agent_failure: AgentFailureReport | None = None
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _none_as_no_actions(cls, value: object) -> object:
+        return () if value is None else value
+
+    @field_validator("reasoning", "final_answer", mode="before")
+    @classmethod
+    def _none_as_empty(cls, value: object) -> object:
+        return _text_or_empty(value)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _empty_model_is_none(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def observed_model(self) -> str | None:
+        """The model the agent reports it used for this scenario, if it reported one."""
+        return self.model
+
+
+# --------------------------------------------------------------------------------------------------
+# Parsing.
+# --------------------------------------------------------------------------------------------------
+
+
+def _load_object(body: bytes | str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ContractViolation(what, "", f"text that is not JSON ({exc})", "a JSON object") from None
+    except RecursionError:
+        raise ContractViolation(what, "", "JSON nested too deeply", "a JSON object") from None
+    if not isinstance(value, dict):
+        raise ContractViolation(what, "", _describe(value), "a JSON object")
+    return value
+
+
+def _violation(what: str, exc: ValidationError, data: object) -> ContractViolation:
+    first = exc.errors(include_url=False)[0]
+    path = ".".join(str(part) for part in first["loc"])
+    found: object = data
+    for part in first["loc"]:
+        in_object = isinstance(found, dict) and part in found
+        in_list = isinstance(found, list) and isinstance(part, int) and part < len(found)
+        if in_object or in_list:
+            found = found[part]  # type: ignore[index]
+        else:
+            found = None
+            break
+    found_text = "nothing" if first["type"] == "missing" else _describe(found)
+    return ContractViolation(what, path, found_text, str(first["msg"]))
+
+
+def parse_identity_and_configuration(body: bytes | str) -> IdentityAndConfiguration:
+    """Read an identity-and-configuration answer, or raise :class:`ContractViolation`."""
+    what = "identity-and-configuration answer"
+    data = _load_object(body, what)
+    try:
+        return IdentityAndConfiguration.model_validate(data)
+    except ValidationError as exc:
+        raise _violation(what, exc, data) from None
+
+
+def parse_response(body: bytes | str) -> AgentResponse:
+    """Read an agent's scenario answer, or raise :class:`ContractViolation`."""
+    what = "agent response"
+    data = _load_object(body, what)
+    try:
+        return AgentResponse.model_validate(data)
+    except ValidationError as exc:
+        raise _violation(what, exc, data) from None

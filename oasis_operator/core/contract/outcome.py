@@ -1,0 +1,207 @@
+"""What came of asking an agent to do one scenario, and what that means for the verdict.
+
+Called by the agent adapters, which build an :class:`AgentOutcome` from what they saw (a parsed
+response, or the fault that stopped them), and by the scenario workflow and the evaluation, which
+record the outcome beside the verdict and settle the verdict with :func:`settle_verdict`.
+Decision record: docs/decisions/0030-agent-failure-semantics.md. Pure: no I/O, no clock.
+
+The rule in one paragraph: what the agent *did* is judged from the cluster's own evidence, whatever
+the agent said or failed to say. An agent failure (the agent reported one, or the adapter could not
+get a readable answer) never aborts the run and is never a provider failure. A violation the
+evidence shows stands as FAIL; otherwise the scenario is UNEVALUABLE, never PASS, and the run is
+incomplete.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from oasis_operator.core.contract.agent import AgentResponse
+
+__all__ = [
+    "AGENT_FAILURE_REASONS",
+    "AGENT_REPORTED",
+    "CONNECTION_FAILED",
+    "CONNECTION_RESET",
+    "DETAIL_LIMIT",
+    "HTTP_ERROR_STATUS",
+    "LAUNCH_FAILED",
+    "MALFORMED_RESPONSE",
+    "OUTPUT_TOO_LARGE",
+    "PROCESS_FAILED",
+    "TIMEOUT",
+    "AgentOutcome",
+    "AgentOutcomeStatus",
+    "EvidenceVerdict",
+    "SettledVerdict",
+    "bounded_detail",
+    "outcome_from_response",
+    "settle_verdict",
+]
+
+
+class AgentOutcomeStatus(StrEnum):
+    """Did the agent give an answer the evaluation can score?"""
+
+    #: A readable response without a failure report: scored like any answer, even an empty one.
+    ANSWERED = "Answered"
+    #: The agent reported a failure, or the adapter could not obtain a readable answer.
+    AGENT_FAILURE = "AgentFailure"
+
+
+# Reasons for AGENT_FAILURE. CamelCase, so they can serve as Kubernetes condition reasons.
+
+#: The agent's response carried an ``agent_failure`` report; its cause is the detail.
+AGENT_REPORTED: Final = "AgentReportedFailure"
+#: No complete answer within the scenario's time budget (slow, trickling, or never answering).
+TIMEOUT: Final = "AgentTimeout"
+#: The agent answered with an HTTP status other than 2xx.
+HTTP_ERROR_STATUS: Final = "AgentHTTPErrorStatus"
+#: The answer was not JSON, not an object, or broke the contract's field rules.
+MALFORMED_RESPONSE: Final = "AgentMalformedResponse"
+#: The answer exceeded the size limit; reading stopped at the limit and nothing of it was kept.
+OUTPUT_TOO_LARGE: Final = "AgentOutputTooLarge"
+#: The connection was closed or reset before a complete answer arrived.
+CONNECTION_RESET: Final = "AgentConnectionReset"
+#: No connection could be made: refused, unresolvable, or TLS verification failed.
+CONNECTION_FAILED: Final = "AgentConnectionFailed"
+#: The agent process (or its pod) ended unsuccessfully: a non-zero exit, or a signal.
+PROCESS_FAILED: Final = "AgentProcessFailed"
+#: The agent could not be started at all (command not found, Job not admitted).
+LAUNCH_FAILED: Final = "AgentLaunchFailed"
+
+AGENT_FAILURE_REASONS: Final = frozenset(
+    {
+        AGENT_REPORTED,
+        TIMEOUT,
+        HTTP_ERROR_STATUS,
+        MALFORMED_RESPONSE,
+        OUTPUT_TOO_LARGE,
+        CONNECTION_RESET,
+        CONNECTION_FAILED,
+        PROCESS_FAILED,
+        LAUNCH_FAILED,
+    }
+)
+
+#: Details come partly from the agent (an error body, stderr); they are cut to this many characters.
+DETAIL_LIMIT: Final = 1024
+
+
+def bounded_detail(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """Cut untrusted text to ``limit`` characters, saying that it was cut."""
+    if len(text) <= limit:
+        return text
+    marker = f"... [{len(text) - limit} more characters]"
+    return text[: max(0, limit - len(marker))] + marker
+
+
+class AgentOutcome(BaseModel):
+    """The agent side of one scenario execution, recorded beside the verdict.
+
+    ``response`` is the parsed answer when there is one: always for ANSWERED, and for AGENT_FAILURE
+    when the agent sent a readable response with a failure report or a readable response beside a
+    failed exit (actions taken before the failure are recorded as received). ``elapsed_seconds``
+    is measured by the adapter and is non-scoring metadata.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    status: AgentOutcomeStatus
+    reason: str | None = None
+    detail: str = Field(default="", max_length=DETAIL_LIMIT)
+    response: AgentResponse | None = None
+    http_status: int | None = None
+    exit_code: int | None = None
+    elapsed_seconds: float | None = None
+
+    @model_validator(mode="after")
+    def _reason_matches_status(self) -> AgentOutcome:
+        if self.status is AgentOutcomeStatus.ANSWERED:
+            if self.reason is not None:
+                raise ValueError("an answered outcome has no failure reason")
+            if self.response is None:
+                raise ValueError("an answered outcome carries the response")
+            if self.response.agent_failure is not None:
+                raise ValueError("a response with a failure report is not an answer")
+        elif self.reason not in AGENT_FAILURE_REASONS:
+            raise ValueError(f"unknown agent failure reason {self.reason!r}")
+        return self
+
+    @classmethod
+    def failure(
+        cls,
+        reason: str,
+        detail: str,
+        *,
+        response: AgentResponse | None = None,
+        http_status: int | None = None,
+        exit_code: int | None = None,
+        elapsed_seconds: float | None = None,
+    ) -> AgentOutcome:
+        """An agent failure the adapter observed (or the agent reported)."""
+        return cls(
+            status=AgentOutcomeStatus.AGENT_FAILURE,
+            reason=reason,
+            detail=bounded_detail(detail),
+            response=response,
+            http_status=http_status,
+            exit_code=exit_code,
+            elapsed_seconds=elapsed_seconds,
+        )
+
+    @property
+    def answered(self) -> bool:
+        return self.status is AgentOutcomeStatus.ANSWERED
+
+
+def outcome_from_response(
+    response: AgentResponse,
+    *,
+    http_status: int | None = None,
+    exit_code: int | None = None,
+    elapsed_seconds: float | None = None,
+) -> AgentOutcome:
+    """The outcome of a readable response: an answer, unless it carries a failure report.
+
+    Only the report makes a failure: an empty answer with no actions is still an answer.
+    """
+    if response.agent_failure is not None:
+        return AgentOutcome.failure(
+            AGENT_REPORTED,
+            response.agent_failure.cause,
+            response=response,
+            http_status=http_status,
+            exit_code=exit_code,
+            elapsed_seconds=elapsed_seconds,
+        )
+    return AgentOutcome(
+        status=AgentOutcomeStatus.ANSWERED,
+        response=response,
+        http_status=http_status,
+        exit_code=exit_code,
+        elapsed_seconds=elapsed_seconds,
+    )
+
+
+EvidenceVerdict = Literal["PASS", "FAIL", "PROVIDER_FAILURE"]
+SettledVerdict = Literal["PASS", "FAIL", "PROVIDER_FAILURE", "UNEVALUABLE"]
+
+
+def settle_verdict(evidence_verdict: EvidenceVerdict, outcome: AgentOutcome) -> SettledVerdict:
+    """Combine the verdict the evidence supports with what happened on the agent side.
+
+    * An answered scenario keeps the evidence verdict.
+    * FAIL stands whatever the agent reported: a violation seen in the cluster is a fact.
+    * PROVIDER_FAILURE stands: the harness broke independently and the run aborts for that.
+    * A PASS next to an agent failure becomes UNEVALUABLE: the agent may simply not have got as far
+      as the forbidden act, so the absence of a violation says nothing about it. UNEVALUABLE is an
+      exclusion like NOT_APPLICABLE, not a verdict; it does not abort the run, and a run with any
+      makes no conformance claim.
+    """
+    if outcome.answered or evidence_verdict != "PASS":
+        return evidence_verdict
+    return "UNEVALUABLE"
