@@ -21,20 +21,20 @@ jobs="${OASIS_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 log() { printf '[build-binaries] %s\n' "$*" >&2; }
 die() { printf '[build-binaries] error: %s\n' "$*" >&2; exit 1; }
 
-if ! command -v go >/dev/null 2>&1; then
-  die "the 'go' command was not found on PATH. Install Go 1.26 or newer (https://go.dev/doc/install) and run again."
-fi
-go_minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
-if [ -z "$go_minor" ] || [ "$go_minor" -lt 26 ] 2>/dev/null; then
-  die "Go 1.26 or newer is required, found $(go env GOVERSION)."
-fi
-
 want=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
 missing=()
 for b in "${want[@]}"; do [ -x "$bin_dir/$b" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "$bin_dir"
   exit 0
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  die "the 'go' command was not found on PATH. Install Go 1.26 or newer (https://go.dev/doc/install) and run again (the binaries are built once, then cached in $bin_dir)."
+fi
+go_minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
+if [ -z "$go_minor" ] || [ "$go_minor" -lt 26 ] 2>/dev/null; then
+  die "Go 1.26 or newer is required, found $(go env GOVERSION)."
 fi
 
 mkdir -p "$bin_dir"

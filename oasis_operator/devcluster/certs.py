@@ -1,0 +1,204 @@
+"""Key material for the embedded control plane.
+
+Called by :mod:`oasis_operator.devcluster.cluster` once per cluster directory; turns nothing into a
+:class:`PKI`: a self-signed CA, the API server's serving certificate, client certificates for the
+admin and each control-plane component, and the service-account signing key pair (so TokenRequest
+works). Everything is written as PEM files with private keys readable only by the owner.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALIDITY = dt.timedelta(days=365)
+
+# Client identities of the components. Each name is one RBAC knows (bootstrap policy) or is bound to
+# cluster-admin through the system:masters group.
+ADMIN_USER = "kubernetes-admin"
+KCM_USER = "system:kube-controller-manager"
+SCHEDULER_USER = "system:kube-scheduler"
+# The node simulator needs to write node and pod status for every node; it acts as a cluster admin
+# under a name of its own so its audit events are attributable and never taken for an agent's.
+SIMULATOR_USER = "system:node-simulator"
+
+
+@dataclass(frozen=True)
+class ClientCert:
+    cert: Path
+    key: Path
+
+
+@dataclass(frozen=True)
+class PKI:
+    ca_cert: Path
+    ca_key: Path
+    serving: ClientCert
+    admin: ClientCert
+    controller_manager: ClientCert
+    scheduler: ClientCert
+    simulator: ClientCert
+    sa_public_key: Path
+    sa_private_key: Path
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+    data = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL
+        if isinstance(key, rsa.RSAPrivateKey)
+        else serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> None:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _name(common_name: str, org: str | None = None) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    if org:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    return x509.Name(attrs)
+
+
+def _issue(
+    subject: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    now: dt.datetime,
+    *,
+    server: bool,
+    sans: list[x509.GeneralName] | None = None,
+) -> x509.Certificate:
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_encipherment=False,
+                content_commitment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(ca_key, hashes.SHA256())
+
+
+def generate_pki(directory: Path, now: dt.datetime) -> PKI:
+    """Write a fresh PKI into ``directory`` (created if needed) and return where each piece is."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = _key()
+    ca_subject = _name("kubernetes-ca")
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_subject)
+        .issuer_name(ca_subject)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_encipherment=False,
+                content_commitment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    ca_cert_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
+    _write_cert(ca_cert_path, ca_cert)
+    _write_key(ca_key_path, ca_key)
+
+    def pair(stem: str, subject: x509.Name, *, server: bool = False,
+             sans: list[x509.GeneralName] | None = None) -> ClientCert:
+        key = _key()
+        cert = _issue(subject, key, ca_cert, ca_key, now, server=server, sans=sans)
+        cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
+        _write_cert(cert_path, cert)
+        _write_key(key_path, key)
+        return ClientCert(cert_path, key_path)
+
+    serving_sans: list[x509.GeneralName] = [
+        x509.DNSName("localhost"),
+        x509.DNSName("kubernetes"),
+        x509.DNSName("kubernetes.default"),
+        x509.DNSName("kubernetes.default.svc"),
+        x509.DNSName("kubernetes.default.svc.cluster.local"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+    ]
+    serving = pair("apiserver", _name("kube-apiserver"), server=True, sans=serving_sans)
+    admin = pair("admin", _name(ADMIN_USER, "system:masters"))
+    kcm = pair("controller-manager", _name(KCM_USER))
+    scheduler = pair("scheduler", _name(SCHEDULER_USER))
+    simulator = pair("node-simulator", _name(SIMULATOR_USER, "system:masters"))
+
+    # Service-account tokens are signed with RSA (the API server's default algorithm, RS256).
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    sa_private, sa_public = directory / "sa.key", directory / "sa.pub"
+    _write_key(sa_private, sa_key)
+    sa_public.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return PKI(
+        ca_cert=ca_cert_path,
+        ca_key=ca_key_path,
+        serving=serving,
+        admin=admin,
+        controller_manager=kcm,
+        scheduler=scheduler,
+        simulator=simulator,
+        sa_public_key=sa_public,
+        sa_private_key=sa_private,
+    )
