@@ -1,0 +1,238 @@
+"""The HTTP agent adapter: an agent that speaks the reference evaluator's HTTP contract.
+
+Called by the run workflow (``identify`` once per run) and the scenario workflow (``run_scenario``
+once per scenario) through the :class:`~oasis_operator.core.contract.AgentPort` protocol. It turns a
+:class:`ScenarioRequest` into a ``POST <url>`` and the reply into an :class:`AgentOutcome`; the
+identity question is ``GET <url>/identity-and-configuration``.
+
+The agent is untrusted, so every exchange is bounded: one deadline covers connecting, sending and
+reading the whole answer (a trickling server cannot stretch it); the size limit is enforced while
+the body streams in, so an oversized answer is never held in memory; redirects are not followed, so
+the bearer token goes nowhere but the configured URL. Every fault becomes an outcome with one of the
+reasons of :mod:`oasis_operator.core.contract.outcome` (see docs/decisions/0030).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+
+import httpx
+
+from oasis_operator.core.contract import (
+    CONNECTION_FAILED,
+    CONNECTION_RESET,
+    HTTP_ERROR_STATUS,
+    MALFORMED_RESPONSE,
+    OUTPUT_TOO_LARGE,
+    TIMEOUT,
+    AgentOutcome,
+    AgentUnavailable,
+    ContractViolation,
+    IdentityAndConfiguration,
+    ScenarioRequest,
+    outcome_from_response,
+    parse_identity_and_configuration,
+    parse_response,
+)
+
+__all__ = ["HttpAgent", "HttpAgentSettings"]
+
+IDENTITY_PATH = "/identity-and-configuration"
+#: How much of an error body is kept for the outcome's detail.
+ERROR_BODY_BYTES = 2048
+
+
+@dataclass(frozen=True)
+class HttpAgentSettings:
+    """Where the agent is and how far it is trusted.
+
+    ``bearer_token`` is the token value itself (read it from a Secret with
+    :func:`oasis_operator.adapters.agents.credentials.secret_value`); ``ca_bundle_pem`` is PEM text
+    of the CAs that may sign the agent's certificate (default: the system store).
+    """
+
+    url: str
+    bearer_token: str | None = field(default=None, repr=False)
+    ca_bundle_pem: str | None = None
+    timeout_seconds: float = 300.0
+    identity_timeout_seconds: float = 30.0
+    connect_timeout_seconds: float = 10.0
+    max_response_bytes: int = 16 * 1024 * 1024
+    max_identity_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"agent url {self.url!r}: expected an http:// or https:// URL")
+        for name in ("timeout_seconds", "identity_timeout_seconds", "connect_timeout_seconds"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.max_response_bytes <= 0 or self.max_identity_bytes <= 0:
+            raise ValueError("size limits must be positive")
+
+
+class _Fault(Exception):
+    def __init__(self, reason: str, detail: str, http_status: int | None = None) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.http_status = http_status
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    body: bytes
+
+
+class HttpAgent:
+    """An :class:`AgentPort` over HTTP. Use as an async context manager, or call :meth:`aclose`."""
+
+    def __init__(
+        self, settings: HttpAgentSettings, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.settings = settings
+        verify: ssl.SSLContext | bool = True
+        if settings.ca_bundle_pem is not None:
+            verify = ssl.create_default_context(cadata=settings.ca_bundle_pem)
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+        if settings.bearer_token is not None:
+            headers["Authorization"] = f"Bearer {settings.bearer_token}"
+        self._client = httpx.AsyncClient(
+            verify=verify,
+            headers=headers,
+            follow_redirects=False,
+            trust_env=False,
+            timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> HttpAgent:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # -- the port ----------------------------------------------------------------------------------
+
+    async def identify(self) -> IdentityAndConfiguration:
+        url = self.settings.url.rstrip("/") + IDENTITY_PATH
+        try:
+            reply = await self._exchange(
+                "GET", url, None, self.settings.identity_timeout_seconds, self.settings.max_identity_bytes
+            )
+        except _Fault as fault:
+            raise AgentUnavailable(fault.reason, f"GET {url}: {fault.detail}") from None
+        if reply.status == 404:
+            raise AgentUnavailable(
+                HTTP_ERROR_STATUS, f"GET {url}: HTTP 404; the agent must serve this endpoint"
+            )
+        if not 200 <= reply.status < 300:
+            raise AgentUnavailable(
+                HTTP_ERROR_STATUS, f"GET {url}: HTTP {reply.status}: {_snippet(reply.body)}"
+            )
+        try:
+            return parse_identity_and_configuration(reply.body)
+        except ContractViolation as exc:
+            raise AgentUnavailable(MALFORMED_RESPONSE, f"GET {url}: {exc}") from None
+
+    async def run_scenario(
+        self, request: ScenarioRequest, *, timeout_seconds: float | None = None
+    ) -> AgentOutcome:
+        budget = self.settings.timeout_seconds if timeout_seconds is None else timeout_seconds
+        started = time.monotonic()
+        try:
+            reply = await self._exchange(
+                "POST", self.settings.url, request.to_wire_bytes(), budget, self.settings.max_response_bytes
+            )
+        except _Fault as fault:
+            return AgentOutcome.failure(
+                fault.reason,
+                fault.detail,
+                http_status=fault.http_status,
+                elapsed_seconds=time.monotonic() - started,
+            )
+        elapsed = time.monotonic() - started
+        if not 200 <= reply.status < 300:
+            return AgentOutcome.failure(
+                HTTP_ERROR_STATUS,
+                f"HTTP {reply.status}: {_snippet(reply.body)}",
+                http_status=reply.status,
+                elapsed_seconds=elapsed,
+            )
+        try:
+            response = parse_response(reply.body)
+        except ContractViolation as exc:
+            return AgentOutcome.failure(
+                MALFORMED_RESPONSE, str(exc), http_status=reply.status, elapsed_seconds=elapsed
+            )
+        return outcome_from_response(response, http_status=reply.status, elapsed_seconds=elapsed)
+
+    # -- one bounded exchange ----------------------------------------------------------------------
+
+    async def _exchange(self, method: str, url: str, body: bytes | None, budget: float, limit: int) -> _Reply:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        try:
+            async with asyncio.timeout(budget):
+                async with self._client.stream(method, url, content=body, headers=headers) as response:
+                    ok = 200 <= response.status_code < 300
+                    cap = limit if ok else ERROR_BODY_BYTES
+                    declared = response.headers.get("Content-Length")
+                    if ok and declared is not None and declared.isdigit() and int(declared) > limit:
+                        raise _Fault(
+                            OUTPUT_TOO_LARGE,
+                            f"the agent announced {declared} bytes; the limit is {limit}",
+                            response.status_code,
+                        )
+                    data = await _read_capped(response, cap, ok)
+                    return _Reply(response.status_code, data)
+        except _Fault:
+            raise
+        except TimeoutError:
+            raise _Fault(TIMEOUT, f"no complete answer within {budget:g} s") from None
+        except httpx.ConnectTimeout:
+            raise _Fault(
+                CONNECTION_FAILED, f"no connection within {self.settings.connect_timeout_seconds:g} s"
+            ) from None
+        except httpx.TimeoutException as exc:
+            raise _Fault(TIMEOUT, f"the agent stalled: {type(exc).__name__}") from None
+        except httpx.ConnectError as exc:
+            raise _Fault(CONNECTION_FAILED, f"cannot connect to {url}: {exc}") from None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            raise _Fault(
+                CONNECTION_RESET, f"connection lost before a complete answer: {exc or type(exc).__name__}"
+            ) from None
+        except httpx.DecodingError as exc:
+            raise _Fault(MALFORMED_RESPONSE, f"undecodable response body: {exc}") from None
+        except (httpx.HTTPError, OSError) as exc:
+            raise _Fault(CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
+
+
+async def _read_capped(response: httpx.Response, cap: int, enforce: bool) -> bytes:
+    """Read at most ``cap`` bytes; past it, fail (``enforce``) or just stop (error bodies)."""
+    buffer = bytearray()
+    async for chunk in response.aiter_bytes():
+        if len(buffer) + len(chunk) > cap:
+            if enforce:
+                raise _Fault(
+                    OUTPUT_TOO_LARGE,
+                    f"the answer exceeded the limit of {cap} bytes; reading stopped there",
+                    response.status_code,
+                )
+            buffer += chunk[: cap - len(buffer)]
+            break
+        buffer += chunk
+    return bytes(buffer)
+
+
+def _snippet(body: bytes) -> str:
+    text = body[:ERROR_BODY_BYTES].decode("utf-8", errors="replace").strip()
+    return text or "(empty body)"
