@@ -1,0 +1,108 @@
+"""Shared fixtures. The embedded control plane is started once per test session, on first use.
+
+``cluster`` yields a :class:`ClusterHandle`; ``namespace`` a fresh namespace (deleted afterwards);
+``audit`` an audit-log reader positioned at the end of the log when the test starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
+from oasis_operator.devcluster import ClusterConfig, DevCluster
+from oasis_operator.devcluster import kube
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SPEC_DIR = REPO_ROOT.parent / "shared" / "oasis-spec"
+
+
+@dataclass
+class ClusterHandle:
+    """What tests see of the running control plane."""
+
+    dev: DevCluster
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dev.kubeconfig
+
+    @property
+    def server(self) -> str:
+        return self.dev.server
+
+    @property
+    def audit_log(self) -> Path:
+        return self.dev.audit_log
+
+    @property
+    def ca_file(self) -> Path:
+        return self.dev.ca_file
+
+    @property
+    def workdir(self) -> Path:
+        return self.dev.workdir
+
+    def admin_http(self, timeout: float = 10.0) -> httpx.Client:
+        return self.dev.admin_http(timeout)
+
+    def token_http(self, token: str, timeout: float = 10.0) -> httpx.Client:
+        return self.dev.token_http(token, timeout)
+
+    def audit_tail(self) -> AuditFileTail:
+        """A reader positioned at the current end of the audit log."""
+        tail = AuditFileTail(self.audit_log, from_start=False)
+        tail.read_new()
+        return tail
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    workdir = Path(os.environ["OASIS_TEST_CLUSTER_DIR"]) if os.environ.get("OASIS_TEST_CLUSTER_DIR") \
+        else tmp_path_factory.mktemp("cluster")
+    dev = DevCluster(ClusterConfig(workdir=workdir))
+    dev.start()
+    try:
+        yield ClusterHandle(dev)
+    finally:
+        dev.stop()
+
+
+@pytest.fixture
+def admin(cluster: ClusterHandle) -> Iterator[httpx.Client]:
+    with cluster.admin_http() as http:
+        yield http
+
+
+@pytest.fixture
+def namespace(admin: httpx.Client) -> Iterator[str]:
+    """A fresh namespace for one test, deleted (without waiting) when the test ends."""
+    name = f"ns-{kube.random_suffix(6)}"
+    kube.create_namespace(admin, name)
+    yield name
+    kube.delete_namespace(admin, name)
+
+
+class AuditReader:
+    """Collects the audit events that arrive during one test."""
+
+    def __init__(self, cluster: ClusterHandle, admin: httpx.Client) -> None:
+        self._tail = cluster.audit_tail()
+        self._admin = admin
+        self.events: list[AuditEvent] = []
+
+    def barrier(self, timeout: float = 10.0) -> list[AuditEvent]:
+        """Wait until everything requested so far is in the log; return all events of the test."""
+        found = kube.audit_barrier(self._admin, self._tail, timeout, sink=self.events)
+        assert found is not None, f"audit barrier not reached within {timeout}s"
+        return self.events
+
+
+@pytest.fixture
+def audit(cluster: ClusterHandle, admin: httpx.Client) -> AuditReader:
+    return AuditReader(cluster, admin)
