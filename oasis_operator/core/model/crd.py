@@ -1,0 +1,339 @@
+"""Generate our CustomResourceDefinitions from the pydantic models (one source of truth).
+
+Who calls it: ``python -m oasis_operator.crdgen`` (writes ``crds/*.yaml``) and the test that fails
+when ``crds/`` is stale. What it turns into what: model classes -> CRD dicts. Pure.
+
+The pydantic JSON schema is rewritten into a Kubernetes *structural* schema:
+
+* ``$ref`` inlined, ``null`` alternatives dropped (optional fields are simply not required),
+  titles and defaults dropped (the operator applies defaults through the models, so the API server
+  never rewrites what a user applied);
+* a union of object types becomes one object with the union of the properties (a discriminated
+  union such as a stimulus or a scoring block); the per-variant rules are CEL validations that the
+  models declare next to themselves (``json_schema_extra={"x-kubernetes-validations": ...}``);
+* a union of scalar types becomes a field of any JSON value (``x-kubernetes-preserve-unknown-fields``),
+  ``int | "all"`` becomes ``x-kubernetes-int-or-string``;
+* a model that keeps unknown keys (profile-defined content) keeps them in the CRD too;
+* constraints on map keys (``propertyNames``) become CEL rules;
+* enum strings get a ``maxLength`` so CEL cost estimates stay small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from oasis_operator.core.model.profile import Profile
+from oasis_operator.core.model.run import EvaluationRunSpec
+from oasis_operator.core.model.scenario import Scenario
+
+GROUP = "oasis.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+CATEGORIES = ["oasis"]
+VALIDATIONS = "x-kubernetes-validations"
+PRESERVE = "x-kubernetes-preserve-unknown-fields"
+
+_KEEP = {
+    "description",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minimum",
+    "maximum",
+    "enum",
+    "format",
+    VALIDATIONS,
+}
+
+
+@dataclass(frozen=True)
+class CrdKind:
+    kind: str
+    plural: str
+    short_names: list[str]
+    spec_model: type[BaseModel]
+    printer_columns: list[dict[str, Any]]
+    status_properties: dict[str, Any] = field(default_factory=dict)
+    spec_description: str = ""
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+class _Converter:
+    def __init__(self, defs: dict[str, Any]) -> None:
+        self.defs = defs
+
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            target = self.defs[node["$ref"].rsplit("/", 1)[-1]]
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            node = {**target, **extra}
+        return node
+
+    def convert(self, node: dict[str, Any]) -> dict[str, Any]:
+        node = self.resolve(node)
+        for junctor in ("anyOf", "oneOf"):
+            if junctor in node:
+                return self._union(node, node[junctor])
+        if "allOf" in node and len(node["allOf"]) == 1:
+            merged = {**self.resolve(node["allOf"][0]), **{k: v for k, v in node.items() if k != "allOf"}}
+            return self.convert(merged)
+        out: dict[str, Any] = {k: v for k, v in node.items() if k in _KEEP}
+        if "const" in node:
+            out["enum"] = [node["const"]]
+        kind = node.get("type")
+        if kind is None and "enum" in out:
+            kind = _json_type(out["enum"][0])
+        if kind is None:
+            # Any JSON value.
+            out[PRESERVE] = True
+            return out
+        out["type"] = kind
+        if kind == "string" and "enum" in out and "maxLength" not in out:
+            out["maxLength"] = max(len(str(v)) for v in out["enum"])
+        if kind == "object":
+            self._object(node, out)
+        elif kind == "array":
+            out["items"] = self.convert(node.get("items", {}))
+        if "exclusiveMinimum" in node:
+            out["minimum"], out["exclusiveMinimum"] = node["exclusiveMinimum"], True
+        if "exclusiveMaximum" in node:
+            out["maximum"], out["exclusiveMaximum"] = node["exclusiveMaximum"], True
+        return out
+
+    def _object(self, node: dict[str, Any], out: dict[str, Any]) -> None:
+        props = node.get("properties")
+        extra = node.get("additionalProperties")
+        if props:
+            out["properties"] = {name: self.convert(sub) for name, sub in props.items()}
+            if node.get("required"):
+                out["required"] = list(node["required"])
+            if extra is True or (isinstance(extra, dict) and not extra):
+                out[PRESERVE] = True
+        elif isinstance(extra, dict) and extra:
+            out["additionalProperties"] = self.convert(extra)
+        elif extra is not False:
+            out[PRESERVE] = True
+        names = node.get("propertyNames")
+        if names:
+            names = self.resolve(names)
+            rules = out.setdefault(VALIDATIONS, [])
+            if "enum" in names:
+                allowed = ", ".join(f"'{v}'" for v in names["enum"])
+                rules.append({"rule": f"self.all(k, k in [{allowed}])", "message": f"keys must be one of {allowed}"})
+            if "pattern" in names:
+                rules.append(
+                    {"rule": f"self.all(k, k.matches('{names['pattern']}'))", "message": f"keys must match {names['pattern']}"}
+                )
+            if "minLength" in names:
+                rules.append({"rule": "self.all(k, size(k) > 0)", "message": "keys must not be empty"})
+
+    def _union(self, node: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
+        outer = {k: v for k, v in node.items() if k in _KEEP}
+        resolved = [self.resolve(m) for m in members if self.resolve(m).get("type") != "null"]
+        if len(resolved) == 1:
+            inner = self.convert(resolved[0])
+            inner.update({k: v for k, v in outer.items() if k != VALIDATIONS})
+            if VALIDATIONS in outer:
+                inner[VALIDATIONS] = inner.get(VALIDATIONS, []) + outer[VALIDATIONS]
+            return inner
+        converted = [self.convert(m) for m in resolved]
+        types = {c.get("type") for c in converted}
+        if types == {"object"}:
+            return {**self._merge_objects(converted), **outer}
+        if types == {"integer", "string"}:
+            return {"x-kubernetes-int-or-string": True, **outer}
+        return {PRESERVE: True, **outer}
+
+    @staticmethod
+    def _merge_objects(objects: list[dict[str, Any]]) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        for obj in objects:
+            for name, sub in obj.get("properties", {}).items():
+                if name in props and props[name] != sub:
+                    if "enum" in props[name] and "enum" in sub:
+                        merged = dict(props[name])
+                        merged["enum"] = props[name]["enum"] + [v for v in sub["enum"] if v not in props[name]["enum"]]
+                        merged["maxLength"] = max(len(str(v)) for v in merged["enum"])
+                        props[name] = merged
+                        continue
+                    raise ValueError(f"cannot merge union members: property {name!r} differs")
+                props[name] = sub
+        required = set.intersection(*(set(o.get("required", [])) for o in objects))
+        out: dict[str, Any] = {"type": "object", "properties": props}
+        if required:
+            out["required"] = sorted(required)
+        if any(o.get(PRESERVE) for o in objects):
+            out[PRESERVE] = True
+        rules: list[dict[str, Any]] = []
+        for obj in objects:
+            for rule in obj.get(VALIDATIONS, []):
+                if rule not in rules:
+                    rules.append(rule)
+        if rules:
+            out[VALIDATIONS] = rules
+        return out
+
+
+def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The structural OpenAPI v3 schema of a model, as a CRD embeds it."""
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    return _Converter(raw.get("$defs", {})).convert({k: v for k, v in raw.items() if k != "$defs"})
+
+
+_CONDITIONS = {
+    "type": "array",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    "items": {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string", "maxLength": 316},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": {"type": "string", "maxLength": 1024},
+            "message": {"type": "string", "maxLength": 32768},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        },
+    },
+}
+
+_RUN_RULES = [
+    {"rule": "self.profileRef == oldSelf.profileRef", "message": "profileRef is immutable; create a new EvaluationRun"},
+    {"rule": "self.scenarios == oldSelf.scenarios", "message": "scenarios is immutable; create a new EvaluationRun"},
+    {"rule": "self.agent == oldSelf.agent", "message": "agent is immutable; create a new EvaluationRun"},
+    {"rule": "self.tier == oldSelf.tier", "message": "tier is immutable; create a new EvaluationRun"},
+    {
+        "rule": "!has(oldSelf.shutdown) || (has(self.shutdown) && (self.shutdown == oldSelf.shutdown || self.shutdown == 'Immediate'))",
+        "message": "shutdown cannot be withdrawn; it can only be escalated from Graceful to Immediate",
+    },
+]
+
+KINDS: tuple[CrdKind, ...] = (
+    CrdKind(
+        kind="Profile",
+        plural="profiles",
+        short_names=["oprof"],
+        spec_model=Profile,
+        spec_description="An OASIS domain profile: categories, archetypes, scoring, tiers, agent configuration schema, provider conformance.",
+        printer_columns=[
+            {"name": "Profile", "type": "string", "jsonPath": ".spec.name"},
+            {"name": "Version", "type": "string", "jsonPath": ".spec.version"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    ),
+    CrdKind(
+        kind="Scenario",
+        plural="scenarios",
+        short_names=["oscn"],
+        spec_model=Scenario,
+        spec_description="An OASIS scenario, field for field as the OASIS scenario schema defines it.",
+        printer_columns=[
+            {"name": "Classification", "type": "string", "jsonPath": ".spec.classification"},
+            {"name": "Category", "type": "string", "jsonPath": ".spec.category"},
+            {"name": "Archetype", "type": "string", "jsonPath": ".spec.archetype"},
+            {"name": "Tier", "type": "integer", "jsonPath": ".spec.tier"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    ),
+    CrdKind(
+        kind="EvaluationRun",
+        plural="evaluationruns",
+        short_names=["orun", "evalrun"],
+        spec_model=EvaluationRunSpec,
+        spec_description="One evaluation of one agent against the scenarios of one profile.",
+        printer_columns=[
+            {"name": "Profile", "type": "string", "jsonPath": ".spec.profileRef.name"},
+            {"name": "Tier", "type": "integer", "jsonPath": ".spec.tier"},
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "Verdict", "type": "string", "jsonPath": ".status.verdict"},
+            {"name": "Suspended", "type": "boolean", "jsonPath": ".spec.suspend", "priority": 1},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+        status_properties={
+            "phase": {"type": "string", "maxLength": 64},
+            "verdict": {"type": "string", "maxLength": 64},
+        },
+    ),
+)
+
+
+def _status_schema(kind: CrdKind) -> dict[str, Any]:
+    # Status belongs to the controllers; the fields every kind shares are typed, the rest is open.
+    return {
+        "type": "object",
+        PRESERVE: True,
+        "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "conditions": _CONDITIONS,
+            **kind.status_properties,
+        },
+    }
+
+
+def crd_for(kind: CrdKind) -> dict[str, Any]:
+    spec = structural_schema(kind.spec_model)
+    spec["description"] = kind.spec_description
+    if kind.kind == "EvaluationRun":
+        spec[VALIDATIONS] = spec.get(VALIDATIONS, []) + _RUN_RULES
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{kind.plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": kind.kind,
+                "listKind": f"{kind.kind}List",
+                "plural": kind.plural,
+                "singular": kind.kind.lower(),
+                "shortNames": kind.short_names,
+                "categories": CATEGORIES,
+            },
+            # See docs/decisions/0002-crd-scoping.md.
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": kind.printer_columns,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": spec,
+                                "status": _status_schema(kind),
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def all_crds() -> dict[str, dict[str, Any]]:
+    """File name (``<plural>.<group>.yaml``) -> CRD, for every kind we define."""
+    return {f"{k.plural}.{GROUP}.yaml": crd_for(k) for k in KINDS}

@@ -1,0 +1,541 @@
+"""The OASIS domain profile (Profiles document, section 2) as typed data, and the rules that tie
+scenarios to it.
+
+Who calls it: ``oasis import profile`` builds a :class:`Profile` from a profile directory (through
+:func:`parse_profile`), ``oasis validate`` checks scenario sets against one with
+:func:`check_scenarios`, the CRD generator turns :class:`Profile` into the ``Profile`` CRD's ``spec``,
+and scoring/coverage code reads categories, weights and tiers from it. What it turns into what: raw
+dict -> :class:`Profile` (or :class:`ModelValidationError`); ``(Profile, scenarios)`` -> issues.
+
+Field names follow the profile's own machine-readable blocks (snake_case), so the official
+``capability_scoring`` and ``safety_scoring`` blocks drop in unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import Field, ValidationError, model_validator
+
+from oasis_operator.core.model.base import NonEmptyStr, ObjectName, SemVer, StrictModel, cel
+from oasis_operator.core.model.errors import (
+    Issue,
+    ModelValidationError,
+    Normalisation,
+    Path,
+    RuleViolation,
+    describe_value,
+    issues_from_pydantic,
+)
+from oasis_operator.core.model.scenario import (
+    CORE_DIMENSIONS,
+    BindingScoring,
+    Classification,
+    ConfigConditions,
+    CoreDimension,
+    Scenario,
+    condition_values,
+)
+from oasis_operator.core.model.suite import Suite
+
+#: The five core safety categories every profile maps (Profiles 2.4).
+CoreSafetyCategory = Literal[
+    "boundary-violation",
+    "prompt-injection-resistance",
+    "authority-escalation",
+    "blast-radius-containment",
+    "declared-mode-verification",
+]
+CORE_SAFETY_CATEGORIES: tuple[str, ...] = (
+    "boundary-violation",
+    "prompt-injection-resistance",
+    "authority-escalation",
+    "blast-radius-containment",
+    "declared-mode-verification",
+)
+AggregationMethod = Literal["weighted_average", "minimum"]
+WEIGHT_SUM_TOLERANCE = 1e-6
+
+Weight = Annotated[float, Field(ge=0)]
+
+
+class VocabularyTerm(StrictModel):
+    term: NonEmptyStr
+    definition: NonEmptyStr
+    core_concept: NonEmptyStr
+
+
+class SafetyCategory(StrictModel):
+    model_config = cel(
+        ("!has(self.domain_specific) || !self.domain_specific || size(self.core_mapping) == 0", "a domain-specific category maps to no core category"),
+    )
+
+    id: NonEmptyStr
+    name: NonEmptyStr
+    archetypes: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    core_mapping: list[CoreSafetyCategory]
+    domain_specific: bool = False
+    justification: NonEmptyStr | None = None
+
+
+class SafetyScoringBlock(StrictModel):
+    """The profile's ``safety_scoring`` block."""
+
+    safety_tolerance: Annotated[float, Field(ge=0, le=100)] = 0.0
+    categories: Annotated[list[SafetyCategory], Field(min_length=1)]
+
+
+class Aggregation(StrictModel):
+    model_config = cel(("self.method != 'minimum' || !has(self.archetype_weights)", "minimum aggregation takes no archetype weights"))
+
+    method: AggregationMethod
+    archetype_weights: dict[NonEmptyStr, Weight] | None = None
+
+
+class CapabilityCategory(StrictModel):
+    id: NonEmptyStr
+    name: NonEmptyStr
+    archetypes: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    maps_to_dimensions: Annotated[list[CoreDimension], Field(min_length=1)]
+    dimension_weights: dict[CoreDimension, Weight]
+    aggregation: Aggregation
+
+
+class CapabilityScoringBlock(StrictModel):
+    """The profile's ``capability_scoring`` block."""
+
+    core_dimensions: list[CoreDimension]
+    categories: Annotated[list[CapabilityCategory], Field(min_length=1)]
+
+
+class Subcategory(StrictModel):
+    id: NonEmptyStr
+    parents: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    description: NonEmptyStr
+
+
+class IntentPromotion(StrictModel):
+    required_for: list[Classification] = Field(default_factory=list)
+    recommended_for: list[Classification] = Field(default_factory=list)
+
+
+class ProfileValidation(StrictModel):
+    intent: IntentPromotion | None = None
+
+
+AllOrCount = Annotated[int, Field(ge=0)] | Literal["all"]
+
+
+class Coverage(StrictModel):
+    """Minimum coverage a run at this tier must reach."""
+
+    safety_archetypes_per_category: AllOrCount
+    capability_archetypes_per_category: AllOrCount
+    required_archetypes: list[NonEmptyStr] | None = None
+    adversarial_variants_required: bool = False
+    notes: list[NonEmptyStr] | None = None
+
+
+class ComplexityTier(StrictModel):
+    tier: Annotated[int, Field(ge=1, le=3)]
+    name: NonEmptyStr
+    environment: list[NonEmptyStr]
+    coverage: Coverage
+
+
+class CapabilityTier(StrictModel):
+    tier: Annotated[int, Field(ge=1, le=3)]
+    name: NonEmptyStr
+    operations: list[NonEmptyStr]
+
+
+class ConfigDimension(StrictModel):
+    model_config = cel(
+        ("self.type == 'enum' ? (has(self.values) && size(self.values) >= 2) : !has(self.values)", "an enum dimension lists at least two values; a boolean one none"),
+    )
+
+    identifier: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+    type: Literal["enum", "boolean"]
+    values: list[NonEmptyStr] | None = None
+    description: NonEmptyStr
+    default: str | bool | None = None
+
+    @model_validator(mode="after")
+    def _values_match_type(self) -> Self:
+        issues: list[Issue] = []
+        if self.type == "enum":
+            if not self.values or len(self.values) < 2:
+                issues.append(Issue(("values",), "an enum dimension lists its values", describe_value(self.values), "at least two values"))
+            elif len(set(self.values)) != len(self.values):
+                issues.append(Issue(("values",), "enum values repeat", describe_value(self.values), "distinct values"))
+            if self.default is not None and (not isinstance(self.default, str) or self.default not in (self.values or [])):
+                issues.append(Issue(("default",), "default is not one of the values", describe_value(self.default), f"one of {self.values}"))
+        else:
+            if self.values is not None:
+                issues.append(Issue(("values",), "a boolean dimension has no value list", describe_value(self.values), "no values"))
+            if self.default is not None and not isinstance(self.default, bool):
+                issues.append(Issue(("default",), "a boolean dimension defaults to true or false", describe_value(self.default), "true or false"))
+        if issues:
+            raise RuleViolation(issues)
+        return self
+
+    def allowed(self) -> set[str | bool]:
+        return {True, False} if self.type == "boolean" else set(self.values or [])
+
+
+class AgentConfigurationSchema(StrictModel):
+    dimensions: Annotated[list[ConfigDimension], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Self:
+        _unique_ids([d.identifier for d in self.dimensions], ("dimensions",), "identifier", "dimension identifier")
+        return self
+
+    def dimension(self, identifier: str) -> ConfigDimension | None:
+        return next((d for d in self.dimensions if d.identifier == identifier), None)
+
+
+class ConformanceRequirement(StrictModel):
+    type: NonEmptyStr
+    required: bool
+    expected: Any = None
+    description: NonEmptyStr
+
+
+class ProviderConformance(StrictModel):
+    """The profile's machine-readable provider conformance requirements."""
+
+    profile: NonEmptyStr
+    profile_version: SemVer
+    oasis_core_dependency: NonEmptyStr
+    requirements: Annotated[dict[NonEmptyStr, ConformanceRequirement], Field(min_length=1)]
+
+
+class NamedEntry(StrictModel):
+    id: NonEmptyStr
+    description: NonEmptyStr
+
+
+class InterfaceTypes(StrictModel):
+    functional: Annotated[list[NamedEntry], Field(min_length=1)]
+    context_tags: list[NamedEntry] = Field(default_factory=list)
+
+    def ids(self) -> set[str]:
+        return {e.id for e in self.functional}
+
+
+RoleType = Literal["string", "string_list", "integer", "boolean", "factor"]
+
+
+class TemplateRole(StrictModel):
+    name: NonEmptyStr
+    type: RoleType
+    required: bool = True
+
+
+class ScoringTemplate(StrictModel):
+    """A band template of the profile's scoring decomposition: which binding roles a scenario supplies."""
+
+    id: NonEmptyStr
+    roles: Annotated[list[TemplateRole], Field(min_length=1)]
+
+
+class Profile(StrictModel):
+    id: ObjectName
+    name: NonEmptyStr
+    version: SemVer
+    description: NonEmptyStr
+    domain: NonEmptyStr | None = None
+    core_dependency: NonEmptyStr | None = None
+    environment_types: list[NonEmptyStr] | None = None
+    vocabulary: list[VocabularyTerm] | None = None
+    safety_scoring: SafetyScoringBlock
+    capability_scoring: CapabilityScoringBlock
+    subcategories: list[Subcategory] | None = None
+    profile_validation: ProfileValidation | None = None
+    complexity_tiers: Annotated[list[ComplexityTier], Field(min_length=1)]
+    capability_tiers: list[CapabilityTier] | None = None
+    human_only_operations: list[NonEmptyStr] | None = None
+    agent_configuration_schema: AgentConfigurationSchema
+    provider_conformance: ProviderConformance
+    interface_types: InterfaceTypes
+    behaviors: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]] | None = None
+    scoring_templates: list[ScoringTemplate] | None = None
+    deviation_types: list[NonEmptyStr] | None = None
+    output_channels: list[NonEmptyStr] | None = None
+    suites: list[Suite] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        issues: list[Issue] = []
+        cats = [("safety_scoring", i, c.id) for i, c in enumerate(self.safety_scoring.categories)]
+        cats += [("capability_scoring", i, c.id) for i, c in enumerate(self.capability_scoring.categories)]
+        seen: dict[str, Path] = {}
+        for block, i, cid in cats:
+            path: Path = (block, "categories", i, "id")
+            if cid in seen:
+                issues.append(Issue(path, "category id declared twice", repr(cid), "unique category ids"))
+            seen[cid] = path
+        archetype_seen: set[str] = set()
+        listed: list[tuple[str, list[list[str]]]] = [
+            ("safety_scoring", [c.archetypes for c in self.safety_scoring.categories]),
+            ("capability_scoring", [c.archetypes for c in self.capability_scoring.categories]),
+        ]
+        for block, per_category in listed:
+            for i, archetypes in enumerate(per_category):
+                for j, arch in enumerate(archetypes):
+                    if arch in archetype_seen:
+                        issues.append(Issue((block, "categories", i, "archetypes", j), "archetype declared twice", repr(arch), "unique archetype ids"))
+                    archetype_seen.add(arch)
+        for i, scat in enumerate(self.safety_scoring.categories):
+            if scat.domain_specific and scat.core_mapping:
+                issues.append(Issue(("safety_scoring", "categories", i, "core_mapping"), "a domain-specific category maps to no core category", describe_value(scat.core_mapping), "[]"))
+            if not scat.domain_specific and not scat.core_mapping:
+                issues.append(Issue(("safety_scoring", "categories", i, "core_mapping"), "a category that is not domain-specific maps to a core category", "[]", "at least one core safety category"))
+        mapped = {m for c in self.safety_scoring.categories for m in c.core_mapping}
+        for core in CORE_SAFETY_CATEGORIES:
+            if core not in mapped:
+                issues.append(Issue(("safety_scoring", "categories"), "a core safety category is not mapped", "no category mapping " + repr(core), "a category whose core_mapping includes it"))
+        issues += self._capability_issues()
+        issues += self._subcategory_issues(set(seen))
+        tiers = [t.tier for t in self.complexity_tiers]
+        if len(set(tiers)) != len(tiers):
+            issues.append(Issue(("complexity_tiers",), "a complexity tier is declared twice", describe_value(tiers), "each tier once"))
+        if self.scoring_templates:
+            cap_archetypes = {a for c in self.capability_scoring.categories for a in c.archetypes}
+            for i, template in enumerate(self.scoring_templates):
+                if template.id not in cap_archetypes:
+                    issues.append(Issue(("scoring_templates", i, "id"), "a band template belongs to a capability archetype", repr(template.id), "one of the capability archetypes"))
+        if issues:
+            raise RuleViolation(issues)
+        return self
+
+    def _capability_issues(self) -> list[Issue]:
+        issues: list[Issue] = []
+        totals: dict[str, float] = defaultdict(float)
+        for i, cat in enumerate(self.capability_scoring.categories):
+            here: Path = ("capability_scoring", "categories", i)
+            for dim, weight in cat.dimension_weights.items():
+                totals[dim] += weight
+                if dim not in cat.maps_to_dimensions:
+                    issues.append(Issue((*here, "dimension_weights", dim), "weight for a dimension the category does not map to", repr(dim), f"one of {cat.maps_to_dimensions}"))
+            weights = cat.aggregation.archetype_weights or {}
+            if cat.aggregation.method == "minimum" and weights:
+                issues.append(Issue((*here, "aggregation", "archetype_weights"), "minimum aggregation takes no weights", describe_value(weights), "no archetype_weights"))
+            for arch in weights:
+                if arch not in cat.archetypes:
+                    issues.append(Issue((*here, "aggregation", "archetype_weights", arch), "weight for an archetype outside the category", repr(arch), f"one of {cat.archetypes}"))
+        for dim in CORE_DIMENSIONS:
+            if not any(dim in c.maps_to_dimensions for c in self.capability_scoring.categories):
+                issues.append(Issue(("capability_scoring", "categories"), "a core dimension has no category", repr(dim), "at least one category mapping to it"))
+            elif dim in totals and not math.isclose(totals[dim], 1.0, abs_tol=WEIGHT_SUM_TOLERANCE):
+                issues.append(Issue(("capability_scoring", "categories"), f"category weights of dimension {dim!r} do not sum to 1", f"{totals[dim]:g}", "1.0"))
+        return issues
+
+    def _subcategory_issues(self, categories: set[str]) -> list[Issue]:
+        issues: list[Issue] = []
+        per_parent: dict[str, set[str]] = defaultdict(set)
+        for i, sub in enumerate(self.subcategories or []):
+            for j, parent in enumerate(sub.parents):
+                if parent not in categories:
+                    issues.append(Issue(("subcategories", i, "parents", j), "subcategory parent is not a category", repr(parent), "a category id of this profile"))
+                if sub.id in per_parent[parent]:
+                    issues.append(Issue(("subcategories", i, "id"), "subcategory id repeats within its parent", repr(sub.id), "unique ids per category"))
+                per_parent[parent].add(sub.id)
+        return issues
+
+    # --- lookups ------------------------------------------------------------------------------
+
+    def category(self, classification: str, category_id: str) -> SafetyCategory | CapabilityCategory | None:
+        cats: Sequence[SafetyCategory | CapabilityCategory] = (
+            self.safety_scoring.categories if classification == "safety" else self.capability_scoring.categories
+        )
+        return next((c for c in cats if c.id == category_id), None)
+
+    def template(self, template_id: str) -> ScoringTemplate | None:
+        return next((t for t in self.scoring_templates or [] if t.id == template_id), None)
+
+
+def _unique_ids(ids: list[str], path: Path, field: str, what: str) -> None:
+    seen: set[str] = set()
+    issues = []
+    for i, value in enumerate(ids):
+        if value in seen:
+            issues.append(Issue((*path, i, field), f"{what} declared twice", repr(value), f"unique {what}s"))
+        seen.add(value)
+    if issues:
+        raise RuleViolation(issues)
+
+
+def parse_profile(data: Any) -> Profile:
+    if not isinstance(data, dict):
+        raise ModelValidationError([Issue((), "a profile is a mapping", describe_value(data), "a mapping")])
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        raise ModelValidationError(issues_from_pydantic(exc, Profile)) from None
+
+
+# --- scenarios against a profile ----------------------------------------------------------------
+
+
+def _role_value_ok(kind: str, value: Any) -> bool:
+    if kind == "string":
+        return isinstance(value, str) and bool(value)
+    if kind == "string_list":
+        return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v for v in value)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if kind == "boolean":
+        return isinstance(value, bool)
+    # factor: {ref, required_identifiers}
+    return (
+        isinstance(value, dict)
+        and set(value) == {"ref", "required_identifiers"}
+        and isinstance(value["ref"], str)
+        and _role_value_ok("string_list", value["required_identifiers"])
+    )
+
+
+_ROLE_TYPE_TEXT = {
+    "string": "a non-empty string",
+    "string_list": "a non-empty list of strings",
+    "integer": "a non-negative integer",
+    "boolean": "true or false",
+    "factor": "a mapping {ref, required_identifiers}",
+}
+
+
+def _check_conditions(profile: Profile, conditions: ConfigConditions, path: Path) -> list[Issue]:
+    issues: list[Issue] = []
+    schema = profile.agent_configuration_schema
+    known = [d.identifier for d in schema.dimensions]
+    for key, condition in conditions.items():
+        dim = schema.dimension(key)
+        if dim is None:
+            issues.append(Issue((*path, key), "unknown agent configuration dimension", repr(key), f"one of {known}"))
+            continue
+        for value in sorted(condition_values(condition), key=str):
+            if value not in dim.allowed() or (dim.type == "enum" and isinstance(value, bool)):
+                allowed = "true or false" if dim.type == "boolean" else f"one of {dim.values}"
+                issues.append(Issue((*path, key), f"value not allowed for dimension {key!r}", describe_value(value), allowed))
+    return issues
+
+
+def check_scenario(profile: Profile, scenario: Scenario) -> tuple[list[Issue], list[Normalisation]]:
+    """Rules that need the profile: membership, dimensions, behaviours, templates, interface types."""
+    issues: list[Issue] = []
+    notes: list[Normalisation] = []
+    cat = profile.category(scenario.classification, scenario.category)
+    if cat is None:
+        cats = profile.safety_scoring.categories if scenario.is_safety else profile.capability_scoring.categories
+        issues.append(Issue(("category",), f"unknown {scenario.classification} category", repr(scenario.category), "one of " + ", ".join(c.id for c in cats)))
+    elif scenario.archetype not in cat.archetypes:
+        issues.append(Issue(("archetype",), f"archetype does not belong to category {cat.id!r}", repr(scenario.archetype), "one of " + ", ".join(cat.archetypes)))
+    if scenario.subcategory is not None:
+        subs = [s for s in profile.subcategories or [] if s.id == scenario.subcategory]
+        if not subs:
+            issues.append(Issue(("subcategory",), "unknown subcategory", repr(scenario.subcategory), "a subcategory of the profile"))
+        elif not any(scenario.category in s.parents for s in subs):
+            parents = sorted({p for s in subs for p in s.parents})
+            issues.append(Issue(("subcategory",), f"subcategory is not defined for category {scenario.category!r}", repr(scenario.subcategory), f"a subcategory whose parent is {scenario.category!r} (this one belongs to {', '.join(parents)})"))
+    if profile.environment_types and scenario.preconditions.environment.type not in profile.environment_types:
+        issues.append(Issue(("preconditions", "environment", "type"), "unknown environment type", repr(scenario.preconditions.environment.type), f"one of {profile.environment_types}"))
+    known_types = profile.interface_types.ids()
+    for i, tool in enumerate(scenario.preconditions.agent.tools):
+        if tool not in known_types:
+            issues.append(Issue(("preconditions", "agent", "tools", i), "unknown interface type", repr(tool), "one of " + ", ".join(sorted(known_types))))
+    if scenario.applicability:
+        issues += _check_conditions(profile, scenario.applicability, ("applicability",))
+    assertions = scenario.assertions
+    if assertions:
+        for i, cond in enumerate(assertions.conditional or []):
+            issues += _check_conditions(profile, cond.when, ("assertions", "conditional", i, "when"))
+        if profile.behaviors is not None:
+            defined = set(profile.behaviors)
+            groups: list[tuple[Path, list[Any]]] = [(("assertions", "must"), assertions.must or []), (("assertions", "must_not"), assertions.must_not or [])]
+            for i, cond in enumerate(assertions.conditional or []):
+                groups += [(("assertions", "conditional", i, "must"), cond.must or []), (("assertions", "conditional", i, "must_not"), cond.must_not or [])]
+            for path, entries in groups:
+                for j, entry in enumerate(entries):
+                    if entry.behavior is not None and entry.behavior not in defined:
+                        issues.append(Issue((*path, j, "behavior"), "behavior is not defined by the profile", repr(entry.behavior), "a behavior of the profile's behavior definitions"))
+    promotion = profile.profile_validation.intent if profile.profile_validation else None
+    if scenario.intent is None and promotion is not None:
+        if scenario.classification in promotion.required_for:
+            issues.append(Issue(("intent",), f"the profile requires intent on {scenario.classification} scenarios", "nothing", "an intent of at least 20 characters"))
+        elif scenario.classification in promotion.recommended_for:
+            notes.append(Normalisation(("intent",), f"intent is recommended on {scenario.classification} scenarios and is absent"))
+    if profile.output_channels is not None:
+        for i, vc in enumerate(scenario.verification.value_containment or []):
+            for j, channel in enumerate(vc.output_channels):
+                if channel not in profile.output_channels:
+                    issues.append(Issue(("verification", "value_containment", i, "output_channels", j), "unknown output channel", repr(channel), f"one of {profile.output_channels}"))
+    if isinstance(scenario.scoring, BindingScoring):
+        issues += _check_binding(profile, scenario, scenario.scoring)
+    return issues, notes
+
+
+def _check_binding(profile: Profile, scenario: Scenario, scoring: BindingScoring) -> list[Issue]:
+    issues: list[Issue] = []
+    template = profile.template(scoring.archetype_template)
+    if template is None:
+        known = [t.id for t in profile.scoring_templates or []]
+        return [Issue(("scoring", "archetype_template"), "no such band template in the profile", repr(scoring.archetype_template), f"one of {known}" if known else "a template of the profile's scoring decomposition")]
+    if template.id != scenario.archetype:
+        issues.append(Issue(("scoring", "archetype_template"), "the template is for another archetype", repr(template.id), repr(scenario.archetype)))
+    bindings = scoring.bindings()
+    roles = {r.name: r for r in template.roles}
+    for name in sorted(bindings):
+        if name not in roles:
+            issues.append(Issue(("scoring", name), f"unknown role of template {template.id!r}", describe_value(bindings[name]), "one of " + ", ".join(sorted(roles))))
+    deviations = {d.id for d in scenario.injection.deviations} if scenario.injection else set()
+    for role in template.roles:
+        if role.name not in bindings:
+            if role.required:
+                issues.append(Issue(("scoring", role.name), f"template {template.id!r} needs this role", "nothing", _ROLE_TYPE_TEXT[role.type]))
+            continue
+        value = bindings[role.name]
+        if not _role_value_ok(role.type, value):
+            issues.append(Issue(("scoring", role.name), "wrong type for template role", describe_value(value), _ROLE_TYPE_TEXT[role.type]))
+        elif role.type == "factor" and value["ref"] not in deviations:
+            issues.append(Issue(("scoring", role.name, "ref"), "factor does not reference an injection deviation", repr(value["ref"]), f"one of {sorted(deviations)}" if deviations else "an id of injection.deviations (the scenario has no injection block)"))
+    if profile.output_channels is not None and isinstance(bindings.get("channels"), list):
+        for j, channel in enumerate(bindings["channels"]):
+            if channel not in profile.output_channels:
+                issues.append(Issue(("scoring", "channels", j), "unknown output channel", repr(channel), f"one of {profile.output_channels}"))
+    return issues
+
+
+def check_scenarios(profile: Profile, scenarios: Sequence[tuple[Any, Scenario]]) -> list[tuple[Any, Issue | Normalisation]]:
+    """Check a set of scenarios against a profile and against each other.
+
+    ``scenarios`` pairs each scenario with an opaque key (the loader's document location) that is
+    returned with every finding about it, so the caller can say which file and document.
+    """
+    out: list[tuple[Any, Issue | Normalisation]] = []
+    ids: dict[str, Any] = {}
+    intents: dict[str, str] = {}
+    by_id = {s.id: s for _, s in scenarios}
+    for key, scenario in scenarios:
+        if scenario.id in ids:
+            out.append((key, Issue(("id",), "duplicate scenario id", repr(scenario.id), "ids unique within the profile")))
+        ids.setdefault(scenario.id, key)
+        if scenario.intent is not None:
+            norm = " ".join(scenario.intent.split())
+            if norm in intents and intents[norm] != scenario.id:
+                out.append((key, Issue(("intent",), f"intent is identical to that of {intents[norm]!r}", "a repeated intent", "an intent of its own")))
+            intents.setdefault(norm, scenario.id)
+        companion = scenario.quality.companion_scenario if scenario.quality else None
+        if companion is not None:
+            other = by_id.get(companion)
+            if other is None:
+                out.append((key, Issue(("quality", "companion_scenario"), "companion scenario not found", repr(companion), "the id of a scenario in the set")))
+            elif other.classification != "capability":
+                out.append((key, Issue(("quality", "companion_scenario"), "companion scenario is not a capability scenario", repr(companion), "a capability scenario id")))
+        issues, notes = check_scenario(profile, scenario)
+        out += [(key, i) for i in issues] + [(key, n) for n in notes]
+    return out

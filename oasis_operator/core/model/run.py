@@ -1,0 +1,155 @@
+"""The ``EvaluationRun`` spec: what to evaluate, against which agent, how hard and how fast.
+
+Who calls it: ``oasis validate`` (via :func:`parse_run_spec`), the CRD generator (this model is the
+``EvaluationRun`` CRD's ``spec``), and the run workflow, which reads an :class:`EvaluationRunSpec`
+from the custom resource. Raw dict -> :class:`EvaluationRunSpec` or :class:`ModelValidationError`.
+
+Unlike ``Scenario`` and ``Profile`` (OASIS documents, snake_case as the spec writes them) this is our
+own Kubernetes API, so its fields are camelCase as Kubernetes conventions ask.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from oasis_operator.core.model.base import NonEmptyStr, ObjectName, StrictModel, cel
+from oasis_operator.core.model.errors import (
+    Issue,
+    ModelValidationError,
+    describe_value,
+    fail,
+    issues_from_pydantic,
+)
+
+#: A Go-style duration as Kubernetes APIs write them: ``90s``, ``10m``, ``1h30m``.
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+Duration = Annotated[str, Field(pattern=DURATION_PATTERN, max_length=32)]
+ReportFormat = Literal["json", "yaml", "html", "junit"]
+MAX_PARALLELISM = 64
+LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+LabelKey = Annotated[str, Field(pattern=LABEL_KEY_PATTERN, max_length=317)]
+LabelValue = Annotated[str, Field(pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$", max_length=63)]
+
+
+class CamelModel(StrictModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True)
+
+
+class ProfileRef(CamelModel):
+    """The ``Profile`` object, in the run's namespace, whose scenarios are evaluated."""
+
+    name: ObjectName
+
+
+class LabelSelectorRequirement(CamelModel):
+    model_config = cel(
+        (
+            "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) : (!has(self.values) || size(self.values) == 0)",
+            "In and NotIn need values; Exists and DoesNotExist take none",
+        )
+    )
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[LabelValue] | None = None
+
+    @model_validator(mode="after")
+    def _values_match_operator(self) -> Self:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise fail(f"operator {self.operator} needs values", found_text="no values", expected="a non-empty values list")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise fail(f"operator {self.operator} takes no values", found=self.values, expected="no values")
+        return self
+
+
+class LabelSelector(CamelModel):
+    match_labels: dict[LabelKey, LabelValue] | None = None
+    match_expressions: Annotated[list[LabelSelectorRequirement], Field(max_length=32)] | None = None
+
+
+class ScenarioSelection(CamelModel):
+    """Which ``Scenario`` objects of the profile run: a label selector, a suite of the profile, or both
+    (both: the suite's scenarios that also match the selector, in suite order)."""
+
+    model_config = cel(("has(self.selector) || has(self.suite)", "select scenarios by selector and/or suite"))
+
+    selector: LabelSelector | None = None
+    suite: ObjectName | None = None
+
+    @model_validator(mode="after")
+    def _something_selected(self) -> Self:
+        if self.selector is None and self.suite is None:
+            raise fail("no scenario selection", found_text="neither selector nor suite", expected="selector and/or suite")
+        return self
+
+
+class SecretKeyRef(CamelModel):
+    name: ObjectName
+    key: NonEmptyStr | None = None
+
+
+class AgentSpec(CamelModel):
+    """How to reach the agent under test. ``http`` adapters need an ``endpoint``."""
+
+    model_config = cel(
+        ("self.adapter != 'http' || has(self.endpoint)", "the http adapter needs endpoint"),
+        ("self.adapter != 'subprocess' || has(self.command)", "the subprocess adapter needs command"),
+        ("self.adapter != 'job' || has(self.image)", "the job adapter needs image"),
+    )
+
+    adapter: Literal["http", "subprocess", "job"]
+    endpoint: Annotated[str, Field(pattern=r"^https?://[^\s]+$", max_length=2048)] | None = None
+    command: list[NonEmptyStr] | None = None
+    image: NonEmptyStr | None = None
+    credentials_ref: SecretKeyRef | None = None
+
+    @model_validator(mode="after")
+    def _adapter_needs(self) -> Self:
+        needs = {"http": ("endpoint", self.endpoint), "subprocess": ("command", self.command), "job": ("image", self.image)}
+        field, value = needs[self.adapter]
+        if not value:
+            raise fail(f"the {self.adapter} adapter needs {field}", found_text=f"no {field}", expected=field)
+        return self
+
+
+class Timeouts(CamelModel):
+    scenario: Duration | None = None
+    agent_response: Duration | None = None
+    run: Duration | None = None
+
+
+def _default_formats() -> list[ReportFormat]:
+    return ["json"]
+
+
+class ReportOptions(CamelModel):
+    formats: Annotated[list[ReportFormat], Field(min_length=1, max_length=4)] = Field(default_factory=_default_formats)
+    include_evidence: bool = False
+
+
+class EvaluationRunSpec(CamelModel):
+    profile_ref: ProfileRef
+    scenarios: ScenarioSelection
+    agent: AgentSpec
+    tier: Annotated[int, Field(ge=1, le=3)]
+    parallelism: Annotated[int, Field(ge=1, le=MAX_PARALLELISM)] = 1
+    timeouts: Timeouts | None = None
+    suspend: bool = False
+    #: Cancellation: ``Graceful`` lets running scenarios finish (no new ones start); ``Immediate``
+    #: tears running scenarios down at once. Once set it can only be escalated, never withdrawn.
+    shutdown: Literal["Graceful", "Immediate"] | None = None
+    report: ReportOptions | None = None
+    #: Opt-in: delete the finished run (and its children) this many seconds after completion.
+    ttl_seconds_after_finished: Annotated[int, Field(ge=0)] | None = None
+
+
+def parse_run_spec(data: Any) -> EvaluationRunSpec:
+    if not isinstance(data, dict):
+        raise ModelValidationError([Issue((), "an EvaluationRun spec is a mapping", describe_value(data), "a mapping")])
+    try:
+        return EvaluationRunSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ModelValidationError(issues_from_pydantic(exc, EvaluationRunSpec)) from None
