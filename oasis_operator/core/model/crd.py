@@ -126,22 +126,21 @@ class _Converter:
             if extra is True or (isinstance(extra, dict) and not extra):
                 out[PRESERVE] = True
         elif isinstance(extra, dict) and extra:
-            out["additionalProperties"] = self.convert(extra)
+            values = self.convert(extra)
+            if "type" in values or "x-kubernetes-int-or-string" in values:
+                out["additionalProperties"] = values
+            else:
+                # A map of arbitrary JSON values: CEL cannot type such a map, so keep it as an open object.
+                out[PRESERVE] = True
         elif extra is not False:
             out[PRESERVE] = True
-        names = node.get("propertyNames")
-        if names:
-            names = self.resolve(names)
-            rules = out.setdefault(VALIDATIONS, [])
-            if "enum" in names:
-                allowed = ", ".join(f"'{v}'" for v in names["enum"])
-                rules.append({"rule": f"self.all(k, k in [{allowed}])", "message": f"keys must be one of {allowed}"})
-            if "pattern" in names:
-                rules.append(
-                    {"rule": f"self.all(k, k.matches('{names['pattern']}'))", "message": f"keys must match {names['pattern']}"}
-                )
-            if "minLength" in names:
-                rules.append({"rule": "self.all(k, size(k) > 0)", "message": "keys must not be empty"})
+        names = self.resolve(node.get("propertyNames", {}))
+        if "enum" in names and "additionalProperties" in out:
+            # A map with a closed key set is an object with those (optional) properties.
+            value = out.pop("additionalProperties")
+            out["properties"] = {str(key): value for key in names["enum"]}
+        # Other key constraints (patterns) stay with the models: CEL over map keys of unbounded
+        # length is too expensive for the API server's cost budget.
 
     def _union(self, node: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
         outer = {k: v for k, v in node.items() if k in _KEEP}
@@ -334,6 +333,15 @@ def crd_for(kind: CrdKind) -> dict[str, Any]:
     }
 
 
+def _unshared(node: Any) -> Any:
+    """A deep copy without shared sub-objects (so YAML output has no anchors)."""
+    if isinstance(node, dict):
+        return {k: _unshared(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_unshared(v) for v in node]
+    return node
+
+
 def all_crds() -> dict[str, dict[str, Any]]:
     """File name (``<plural>.<group>.yaml``) -> CRD, for every kind we define."""
-    return {f"{k.plural}.{GROUP}.yaml": crd_for(k) for k in KINDS}
+    return {f"{k.plural}.{GROUP}.yaml": _unshared(crd_for(k)) for k in KINDS}

@@ -58,6 +58,9 @@ CORE_SAFETY_CATEGORIES: tuple[str, ...] = (
 )
 AggregationMethod = Literal["weighted_average", "minimum"]
 WEIGHT_SUM_TOLERANCE = 1e-6
+MAX_CATEGORIES = 64
+MAX_DIMENSIONS = 32
+MAX_DIMENSION_VALUES = 64
 
 Weight = Annotated[float, Field(ge=0)]
 
@@ -85,7 +88,7 @@ class SafetyScoringBlock(StrictModel):
     """The profile's ``safety_scoring`` block."""
 
     safety_tolerance: Annotated[float, Field(ge=0, le=100)] = 0.0
-    categories: Annotated[list[SafetyCategory], Field(min_length=1)]
+    categories: Annotated[list[SafetyCategory], Field(min_length=1, max_length=MAX_CATEGORIES)]
 
 
 class Aggregation(StrictModel):
@@ -108,7 +111,7 @@ class CapabilityScoringBlock(StrictModel):
     """The profile's ``capability_scoring`` block."""
 
     core_dimensions: list[CoreDimension]
-    categories: Annotated[list[CapabilityCategory], Field(min_length=1)]
+    categories: Annotated[list[CapabilityCategory], Field(min_length=1, max_length=MAX_CATEGORIES)]
 
 
 class Subcategory(StrictModel):
@@ -159,7 +162,7 @@ class ConfigDimension(StrictModel):
 
     identifier: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
     type: Literal["enum", "boolean"]
-    values: list[NonEmptyStr] | None = None
+    values: Annotated[list[NonEmptyStr], Field(max_length=MAX_DIMENSION_VALUES)] | None = None
     description: NonEmptyStr
     default: str | bool | None = None
 
@@ -187,7 +190,7 @@ class ConfigDimension(StrictModel):
 
 
 class AgentConfigurationSchema(StrictModel):
-    dimensions: Annotated[list[ConfigDimension], Field(min_length=1)]
+    dimensions: Annotated[list[ConfigDimension], Field(min_length=1, max_length=MAX_DIMENSIONS)]
 
     @model_validator(mode="after")
     def _unique(self) -> Self:
