@@ -117,7 +117,8 @@ def test_secret_values_and_issued_tokens_never_reach_the_audit_log(cluster, admi
     assert value not in raw
     assert sa.token not in raw
     secret_events = [e for e in events if e.get("objectRef", {}).get("resource") == "secrets"]
-    assert secret_events and all(e["level"] == "Metadata" for e in secret_events)
+    assert secret_events
+    assert all(e["level"] == "Metadata" for e in secret_events)
 
 
 def test_controller_writes_are_attributed_to_controllers_not_to_the_requester(cluster, admin, namespace, audit):

@@ -48,7 +48,8 @@ def test_deployment_pods_are_bound_to_nodes_and_running(cluster, admin, namespac
     for pod in pods:
         assert pod["spec"]["nodeName"] in node_names
         statuses = pod["status"]["containerStatuses"]
-        assert statuses[0]["ready"] is True and "running" in statuses[0]["state"]
+        assert statuses[0]["ready"] is True
+        assert "running" in statuses[0]["state"]
         assert pod["status"]["podIP"]
 
     def available() -> bool:

@@ -1,0 +1,47 @@
+# oasis-operator developer commands. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is required"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the package with its test tools
+
+binaries: ## Build the control-plane binaries into the cache (once; ~5 min on 2 cores)
+	@bash tools/build-binaries.sh
+
+demo: install binaries ## Run the main job on the embedded control plane and print the results
+	$(BIN)/oasis demo
+
+lint: install ## ruff and mypy
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: install binaries lint ## The whole test suite, including the control-plane tests
+	$(BIN)/pytest
+
+bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
+	$(BIN)/python benchmarks/bench_devcluster.py
+
+dev-up: install binaries ## Start a local control plane and leave it running
+	$(BIN)/oasis dev-cluster up
+
+dev-down: install ## Stop the local control plane
+	$(BIN)/oasis dev-cluster down
+
+clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+.PHONY: help install binaries demo lint test bench dev-up dev-down clean
