@@ -15,8 +15,7 @@ import httpx
 import pytest
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
-from oasis_operator.devcluster import ClusterConfig, DevCluster
-from oasis_operator.devcluster import kube
+from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPEC_DIR = REPO_ROOT.parent / "shared" / "oasis-spec"

@@ -49,4 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Re-enter through the package so CliError is the same class sub-commands raise.
+    from oasis_operator.cli.main import main as _main
+
+    sys.exit(_main())

@@ -58,7 +58,7 @@ def resolve(*, build: bool = True, quiet: bool = False) -> Binaries:
     # The script's progress goes to stderr; keep it on the terminal unless asked to be quiet, and
     # always keep its tail for the error message.
     proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False
+        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
     )
     if not quiet and proc.stderr:
         sys.stderr.write(proc.stderr)

@@ -89,7 +89,7 @@ class Supervisor:
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
                 start_new_session=True,
-                preexec_fn=_die_with_parent if self.tie_to_parent else None,  # noqa: PLW1509
+                preexec_fn=_die_with_parent if self.tie_to_parent else None,
             )
         component = Component(name, list(argv), log_path, proc)
         self.components.append(component)
