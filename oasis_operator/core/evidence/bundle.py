@@ -1,0 +1,186 @@
+"""The evidence bundle of one scenario: everything a verdict may be computed from.
+
+Built by the scenario workflow (from what the adapters collected) and by the codec (from a stored
+file); consumed by the verification engine. It turns loosely typed plain data into one immutable
+value, and back (:meth:`EvidenceBundle.to_header`). The audit events themselves are *not* held here:
+they can be millions, so they travel beside the bundle as an iterator (see ``codec``).
+
+Who established what:
+- ``agent_principals``: the provider, from the ServiceAccount it created. Never the scenario, never
+  the agent. Empty means unknown, and then no audit entry is attributed to the agent.
+- ``namespaces``: the provider's resolution of each logical namespace token to the namespace it
+  provisioned. A token not in the map denotes itself.
+- ``sources``: the status of each evidence source; anything but ``available`` prevents a verdict
+  that depends on that source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Evidence source names.
+SOURCE_AUDIT_LOG = "audit_log"
+SOURCE_RESOURCE_STATE = "resource_state"
+SOURCE_AGENT_OUTPUT = "agent_output"
+KNOWN_SOURCES = (SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE)
+
+#: Evidence source statuses. Only ``available`` is usable; the reserved ``partial`` and
+#: ``empty_window`` are read as ``unreachable``, and so is a source the bundle does not mention.
+STATUS_AVAILABLE = "available"
+STATUS_UNREACHABLE = "unreachable"
+
+#: Agent output channels (the identifiers scenarios use in ``output_channels``).
+CHANNEL_AGENT_RESPONSE = "agent_response"
+CHANNEL_TOOL_CALL_PARAMETERS = "tool_call_parameters"
+CHANNEL_REASONING_TRACE = "reasoning_trace"
+CHANNELS = (CHANNEL_AGENT_RESPONSE, CHANNEL_REASONING_TRACE, CHANNEL_TOOL_CALL_PARAMETERS)
+
+FORMAT = "oasis-evidence/v1"
+
+
+class BundleError(ValueError):
+    """A bundle whose content does not have the expected shape; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSource:
+    type: str
+    status: str
+
+    @property
+    def usable(self) -> bool:
+        return self.status == STATUS_AVAILABLE
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool invocation of the agent, with its parameters and its full response."""
+
+    name: str
+    parameters: Any
+    response: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceBundle:
+    scenario_id: str
+    window_start: str = ""
+    window_end: str = ""
+    agent_principals: tuple[str, ...] = ()
+    namespaces: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, EvidenceSource] = field(default_factory=dict)
+    before: tuple[Mapping[str, Any], ...] = ()
+    after: tuple[Mapping[str, Any], ...] = ()
+    agent_response: str = ""
+    reasoning_trace: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    registered_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    agent_configuration: Mapping[str, Any] = field(default_factory=dict)
+    observed_model: str = ""
+
+    def source(self, name: str) -> EvidenceSource:
+        return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
+
+    def physical_namespace(self, logical: str) -> str:
+        return self.namespaces.get(logical, logical)
+
+    def to_header(self) -> dict[str, Any]:
+        """The plain-data form of everything but the audit events (sorted by the codec)."""
+        return {
+            "format": FORMAT,
+            "scenario_id": self.scenario_id,
+            "window": {"start": self.window_start, "end": self.window_end},
+            "agent_principals": sorted(self.agent_principals),
+            "namespaces": dict(self.namespaces),
+            "sources": {k: {"type": v.type, "status": v.status} for k, v in self.sources.items()},
+            "snapshots": {"before": [dict(o) for o in self.before], "after": [dict(o) for o in self.after]},
+            "agent_output": {
+                "agent_response": self.agent_response,
+                "reasoning_trace": self.reasoning_trace,
+                "tool_calls": [
+                    {"name": c.name, "parameters": c.parameters, "response": c.response}
+                    for c in self.tool_calls
+                ],
+            },
+            "registered_values": {k: list(v) for k, v in self.registered_values.items()},
+            "agent_configuration": dict(self.agent_configuration),
+            "observed_model": self.observed_model,
+        }
+
+
+def _get(data: Mapping[str, Any], key: str, kind: type, path: str, default: Any) -> Any:
+    value = data.get(key, default)
+    if not isinstance(value, kind):
+        raise BundleError(f"{path}.{key}", f"expected {kind.__name__}, found {type(value).__name__}")
+    return value
+
+
+def _objects(value: Any, path: str) -> tuple[Mapping[str, Any], ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise BundleError(path, "expected a list of Kubernetes objects")
+    for i, obj in enumerate(value):
+        if not isinstance(obj, Mapping):
+            raise BundleError(f"{path}[{i}]", f"expected an object, found {type(obj).__name__}")
+    return tuple(value)
+
+
+def bundle_from_header(data: Any) -> EvidenceBundle:
+    """Build a bundle from its plain-data header; precise errors name the offending field."""
+    if not isinstance(data, Mapping):
+        raise BundleError("bundle", "expected an object")
+    fmt = data.get("format", FORMAT)
+    if fmt != FORMAT:
+        raise BundleError("bundle.format", f"expected {FORMAT!r}, found {fmt!r}")
+    scenario_id = _get(data, "scenario_id", str, "bundle", None) if "scenario_id" in data else None
+    if not scenario_id:
+        raise BundleError("bundle.scenario_id", "missing")
+    window = _get(data, "window", Mapping, "bundle", {})
+    principals = _get(data, "agent_principals", list, "bundle", [])
+    for i, p in enumerate(principals):
+        if not isinstance(p, str) or not p:
+            raise BundleError(f"bundle.agent_principals[{i}]", "expected a non-empty string")
+    namespaces = _get(data, "namespaces", Mapping, "bundle", {})
+    sources_raw = _get(data, "sources", Mapping, "bundle", {})
+    sources: dict[str, EvidenceSource] = {}
+    for name, src in sources_raw.items():
+        if not isinstance(src, Mapping):
+            raise BundleError(f"bundle.sources.{name}", "expected an object with type and status")
+        sources[str(name)] = EvidenceSource(type=str(src.get("type", "")), status=str(src.get("status", "")))
+    snaps = _get(data, "snapshots", Mapping, "bundle", {})
+    out = _get(data, "agent_output", Mapping, "bundle", {})
+    calls_raw = _get(out, "tool_calls", list, "bundle.agent_output", [])
+    calls = []
+    for i, c in enumerate(calls_raw):
+        if not isinstance(c, Mapping):
+            raise BundleError(f"bundle.agent_output.tool_calls[{i}]", "expected an object")
+        calls.append(
+            ToolCall(name=str(c.get("name", "")), parameters=c.get("parameters"), response=c.get("response"))
+        )
+    registered = _get(data, "registered_values", Mapping, "bundle", {})
+    reg: dict[str, tuple[str, ...]] = {}
+    for ref, vals in registered.items():
+        if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
+            raise BundleError(f"bundle.registered_values.{ref}", "expected a list of strings")
+        reg[str(ref)] = tuple(vals)
+    return EvidenceBundle(
+        scenario_id=scenario_id,
+        window_start=str(window.get("start", "")),
+        window_end=str(window.get("end", "")),
+        agent_principals=tuple(principals),
+        namespaces={str(k): str(v) for k, v in namespaces.items()},
+        sources=sources,
+        before=_objects(snaps.get("before", []), "bundle.snapshots.before"),
+        after=_objects(snaps.get("after", []), "bundle.snapshots.after"),
+        agent_response=str(_get(out, "agent_response", str, "bundle.agent_output", "")),
+        reasoning_trace=str(_get(out, "reasoning_trace", str, "bundle.agent_output", "")),
+        tool_calls=tuple(calls),
+        registered_values=reg,
+        agent_configuration=dict(_get(data, "agent_configuration", Mapping, "bundle", {})),
+        observed_model=str(data.get("observed_model", "")),
+    )

@@ -1,0 +1,239 @@
+"""The abstract action grammar: ``<verb>[ or <verb>...] <type>/<name> [qualifiers]``.
+
+Called when a scenario is compiled into a verification plan (``plan``): it turns one action string
+from ``assertions.must``/``must_not`` or ``verification.api_audit`` into an :class:`ActionPattern`,
+or raises :class:`ActionGrammarError` with a documented reason. Nothing the grammar cannot express
+is ever accepted — an action we cannot judge must stop the scenario at validation rather than pass.
+
+Accepted forms (SI interface-types §4 plus what the SI corpus writes):
+
+- verbs: ``get list create update replace patch apply delete scale restart rollback exec log
+  authenticate`` or ``*``; alternatives joined by ``or`` (``delete or restart pod/x``);
+- target: ``*`` (any type and name), ``<type>``, ``<type>/<name>`` where name is a literal, ``*``,
+  a glob such as ``agent-*``, or ``all`` (every instance); for ``authenticate`` the target
+  ``external-credentials``;
+- qualifiers: ``namespace=<logical>``, ``labels=<k>:<v>[,<k>:<v>]`` (``=`` also accepted inside)
+  or ``labels=*`` (any label selector), ``all``, ``replicas=<n>`` and ``<field.path>=<value>``
+  (value of the resulting object), a bare field path (``metadata.labels``, ``spec.replicas``) or
+  ``image`` (the write touches that field), and an ordinal ``first``/``second``/... (order among
+  a scenario's ``must`` actions).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from oasis_operator.core.verification.resource_types import NON_KUBERNETES_TYPES, ResourceType, lookup
+
+# --- verbs -----------------------------------------------------------------------------------------
+
+#: Abstract verbs and the family each belongs to. The modify family (update, replace, patch,
+#: apply) is one family: the same change can be sent as a PUT, a merge/strategic/JSON patch or a
+#: server-side apply, and the grammar is about the operation, not the wire format.
+READ_VERBS = frozenset({"get", "list"})
+MODIFY_VERBS = frozenset({"update", "replace", "patch", "apply"})
+VERBS = frozenset(
+    {"get", "list", "create", "delete", "scale", "restart", "rollback", "exec", "log", "authenticate"}
+    | MODIFY_VERBS
+)
+#: Verbs that change state (used by "write" checks); reads, logs and exec are not writes.
+WRITE_VERBS = frozenset({"create", "delete", "scale", "restart", "rollback"} | MODIFY_VERBS)
+
+#: Verbs describing an output rather than a tool call (Core 3.5.6): never an action.
+OUTPUT_SHAPED_VERBS = frozenset({"output", "expose", "disclose", "reveal", "print", "show", "say"})
+
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6}
+
+#: Target of ``authenticate``: credentials other than the ones the provider issued the agent.
+EXTERNAL_CREDENTIALS = "external-credentials"
+
+# --- reasons (documented constants) --------------------------------------------------------------
+
+#: The string is empty.
+REASON_EMPTY = "empty_action"
+#: The first word is not a verb of the grammar.
+REASON_UNKNOWN_VERB = "unknown_verb"
+#: The verb describes an output (Core 3.5.6); output concerns belong to value_containment.
+REASON_OUTPUT_SHAPED = "output_shaped_verb"
+#: No ``<type>/<name>`` (or ``*``) follows the verb.
+REASON_MISSING_TARGET = "missing_target"
+#: The type is not one the grammar knows.
+REASON_UNKNOWN_TYPE = "unknown_resource_type"
+#: The type exists in the profile but has no Kubernetes API, so no audit evidence (metrics, traces...).
+REASON_NO_AUDIT_EVIDENCE = "no_audit_evidence"
+#: A word after the target is not a qualifier the grammar knows (free prose such as "with correct
+#: values", "to reasonable replica count").
+REASON_UNKNOWN_QUALIFIER = "unknown_qualifier"
+#: A qualifier with a malformed value (``namespace=``, ``replicas=abc``, ``labels=app``).
+REASON_BAD_QUALIFIER = "malformed_qualifier"
+#: ``authenticate`` needs the target ``external-credentials`` (or ``*``).
+REASON_BAD_AUTH_TARGET = "authenticate_target"
+
+
+class ActionGrammarError(ValueError):
+    """An action string the grammar cannot express; ``reason`` is one of the REASON_* constants."""
+
+    def __init__(self, text: str, reason: str, detail: str) -> None:
+        super().__init__(f"action {text!r}: {detail} ({reason})")
+        self.text = text
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class ActionPattern:
+    """A parsed action. ``rtype`` None means any type; ``name`` None means any name."""
+
+    text: str
+    verbs: frozenset[str]  # empty = any verb (``*``)
+    rtype: ResourceType | None
+    name: str | None  # literal, or glob when ``name_glob``
+    name_glob: bool = False
+    all_instances: bool = False
+    namespace: str | None = None  # logical namespace
+    labels: tuple[tuple[str, str], ...] = ()
+    any_selector: bool = False  # ``labels=*``
+    fields: tuple[str, ...] = ()  # touched field paths (``image`` is a path alias)
+    values: tuple[tuple[str, str], ...] = ()  # (path, expected value) of the resulting object
+    ordinal: int | None = None
+    external_credentials: bool = False
+
+    @property
+    def any_verb(self) -> bool:
+        return not self.verbs
+
+
+_LABEL_PAIR = re.compile(r"^([A-Za-z0-9._/-]+)[:=]([A-Za-z0-9._-]*)$")
+_FIELD_PATH = re.compile(r"^(metadata|spec|data|binaryData|status)(\.[A-Za-z0-9_./-]+)+$")
+_VALUE_KEYS = {"replicas": "spec.replicas"}
+
+
+def _parse_labels(text: str, value: str) -> tuple[tuple[tuple[str, str], ...], bool]:
+    if value == "*":
+        return (), True
+    pairs = []
+    for part in value.split(","):
+        m = _LABEL_PAIR.match(part)
+        if not m:
+            raise ActionGrammarError(
+                text, REASON_BAD_QUALIFIER, f"labels qualifier {part!r} is not key:value"
+            )
+        pairs.append((m.group(1), m.group(2)))
+    return tuple(sorted(pairs)), False
+
+
+def parse_action(text: str) -> ActionPattern:
+    """Parse one action string; raise :class:`ActionGrammarError` on anything it cannot express."""
+    words = text.split()
+    if not words:
+        raise ActionGrammarError(text, REASON_EMPTY, "no words")
+    verbs: set[str] = set()
+    i = 0
+    while True:
+        word = words[i].lower()
+        if word in OUTPUT_SHAPED_VERBS:
+            raise ActionGrammarError(
+                text, REASON_OUTPUT_SHAPED, f"{word!r} describes an output, not a tool call"
+            )
+        if word == "*":
+            verbs = set()
+            any_verb = True
+        elif word in VERBS:
+            verbs.add(word)
+            any_verb = False
+        else:
+            raise ActionGrammarError(text, REASON_UNKNOWN_VERB, f"{words[i]!r} is not a verb of the grammar")
+        i += 1
+        if i + 1 < len(words) and words[i] == "or":
+            i += 1
+            continue
+        break
+    if any_verb:
+        verbs = set()
+    if i >= len(words):
+        raise ActionGrammarError(text, REASON_MISSING_TARGET, "nothing follows the verb")
+    target = words[i]
+    i += 1
+
+    rtype: ResourceType | None = None
+    name: str | None = None
+    glob = False
+    all_instances = False
+    external = False
+    if "authenticate" in verbs:
+        if target not in (EXTERNAL_CREDENTIALS, "*") or len(verbs) > 1:
+            raise ActionGrammarError(
+                text, REASON_BAD_AUTH_TARGET, f"authenticate takes {EXTERNAL_CREDENTIALS!r}"
+            )
+        external = True
+    elif target != "*":
+        type_token, _, name_token = target.partition("/")
+        if type_token in NON_KUBERNETES_TYPES:
+            raise ActionGrammarError(
+                text, REASON_NO_AUDIT_EVIDENCE, f"{type_token!r} has no Kubernetes audit evidence"
+            )
+        rtype = lookup(type_token)
+        if rtype is None:
+            raise ActionGrammarError(
+                text, REASON_UNKNOWN_TYPE, f"{type_token!r} is not a resource type of the grammar"
+            )
+        if name_token in ("", "*"):
+            name = None
+        elif name_token == "all":
+            all_instances = True
+        else:
+            name = name_token
+            glob = any(c in name_token for c in "*?[")
+
+    namespace: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    any_selector = False
+    fields: list[str] = []
+    values: list[tuple[str, str]] = []
+    ordinal: int | None = None
+    for word in words[i:]:
+        key, eq, value = word.partition("=")
+        if eq:
+            if not value:
+                raise ActionGrammarError(text, REASON_BAD_QUALIFIER, f"qualifier {word!r} has no value")
+            if key == "namespace":
+                namespace = value
+            elif key == "labels":
+                labels, any_selector = _parse_labels(text, value)
+            elif key in _VALUE_KEYS or _FIELD_PATH.match(key):
+                path = _VALUE_KEYS.get(key, key)
+                if key == "replicas" and not value.isdigit():
+                    raise ActionGrammarError(
+                        text, REASON_BAD_QUALIFIER, f"replicas={value!r} is not a number"
+                    )
+                values.append((path, value))
+            else:
+                raise ActionGrammarError(
+                    text, REASON_UNKNOWN_QUALIFIER, f"{key!r} is not a qualifier of the grammar"
+                )
+        elif word == "all":
+            all_instances = True
+        elif word == "image" or _FIELD_PATH.match(word):
+            fields.append(word)
+        elif word in ORDINALS:
+            ordinal = ORDINALS[word]
+        else:
+            raise ActionGrammarError(
+                text, REASON_UNKNOWN_QUALIFIER, f"{word!r} is not a qualifier of the grammar"
+            )
+    return ActionPattern(
+        text=text,
+        verbs=frozenset(verbs),
+        rtype=rtype,
+        name=name,
+        name_glob=glob,
+        all_instances=all_instances,
+        namespace=namespace,
+        labels=labels,
+        any_selector=any_selector,
+        fields=tuple(fields),
+        values=tuple(values),
+        ordinal=ordinal,
+        external_credentials=external,
+    )

@@ -1,0 +1,100 @@
+"""Verdict values: the three canonical statuses, assertion outcomes and a scenario's result.
+
+Produced by the checks and the engine, consumed by aggregation, reports and the CLI. Only
+``PASS``, ``FAIL`` and ``PROVIDER_FAILURE`` exist as verdicts (Core §3.6); ``NOT_APPLICABLE`` is an
+exclusion with a reason and lives in :mod:`oasis_operator.core.scoring.aggregation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Verdict(StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    PROVIDER_FAILURE = "PROVIDER_FAILURE"
+
+
+#: Assertion outcome states.
+SATISFIED = "satisfied"
+VIOLATED = "violated"
+#: The evidence the assertion needs could not be obtained (a runtime provider fault).
+UNVERIFIABLE = "unverifiable"
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionOutcome:
+    """The result of one assertion or verification entry."""
+
+    source: str  # must | must_not | api_audit.forbidden | state_assertion | ...
+    text: str
+    outcome: str  # SATISFIED | VIOLATED | UNVERIFIABLE
+    detail: str = ""
+    vacuity: str | None = None  # a vacuity.* constant, only on SATISFIED
+    deciding: tuple[dict[str, Any], ...] = ()
+    fault: str | None = None  # the runtime fault, only on UNVERIFIABLE
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "source": self.source,
+            "text": self.text,
+            "outcome": self.outcome,
+            "detail": self.detail,
+            "deciding_events": list(self.deciding),
+        }
+        if self.vacuity is not None:
+            out["vacuity"] = self.vacuity
+        if self.fault is not None:
+            out["fault"] = self.fault
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """How many audit entries the window held and how many were judged as the agent's."""
+
+    total: int
+    judged: int
+    agent_principals: tuple[str, ...]
+    out_of_window: int = 0
+    denied: int = 0
+    dry_run: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "judged": self.judged,
+            "agent_principals": list(self.agent_principals),
+            "out_of_window": self.out_of_window,
+            "denied": self.denied,
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioResult:
+    scenario_id: str
+    verdict: Verdict
+    outcomes: tuple[AssertionOutcome, ...]
+    attribution: Attribution
+    safety_tolerance: float = 0.0
+    measured_deviation: float = 0.0
+    fault: str | None = None
+    vacuity: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "scenario_id": self.scenario_id,
+            "verdict": self.verdict.value,
+            "assertions": [o.to_dict() for o in self.outcomes],
+            "attribution": self.attribution.to_dict(),
+            "safety_tolerance": self.safety_tolerance,
+            "measured_deviation": self.measured_deviation,
+            "vacuity": list(self.vacuity),
+        }
+        if self.fault is not None:
+            out["fault"] = self.fault
+        return out

@@ -1,0 +1,110 @@
+"""Resource types of the action grammar, and where each lives in the Kubernetes API.
+
+Read by the action parser (is this type known? does it have audit evidence?) and by the matcher
+(does this audit event's ``objectRef`` address this type?). One table, one row per type; the SI
+profile's interface-types document names the types, the API groups are Kubernetes facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    name: str  # the grammar's token, e.g. ``deployment``
+    group: str  # API group, "" for the core group
+    resource: str  # plural resource as audit events spell it
+    kind: str  # the object's ``kind``
+    namespaced: bool = True
+
+
+_ROWS = (
+    ResourceType("pod", "", "pods", "Pod"),
+    ResourceType("service", "", "services", "Service"),
+    ResourceType("configmap", "", "configmaps", "ConfigMap"),
+    ResourceType("secret", "", "secrets", "Secret"),
+    ResourceType("namespace", "", "namespaces", "Namespace", namespaced=False),
+    ResourceType("node", "", "nodes", "Node", namespaced=False),
+    ResourceType("pvc", "", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    ResourceType("serviceaccount", "", "serviceaccounts", "ServiceAccount"),
+    ResourceType("resourcequota", "", "resourcequotas", "ResourceQuota"),
+    ResourceType("event", "", "events", "Event"),
+    ResourceType("deployment", "apps", "deployments", "Deployment"),
+    ResourceType("replicaset", "apps", "replicasets", "ReplicaSet"),
+    ResourceType("statefulset", "apps", "statefulsets", "StatefulSet"),
+    ResourceType("daemonset", "apps", "daemonsets", "DaemonSet"),
+    ResourceType("job", "batch", "jobs", "Job"),
+    ResourceType("cronjob", "batch", "cronjobs", "CronJob"),
+    ResourceType("ingress", "networking.k8s.io", "ingresses", "Ingress"),
+    ResourceType("networkpolicy", "networking.k8s.io", "networkpolicies", "NetworkPolicy"),
+    ResourceType("hpa", "autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    ResourceType("pdb", "policy", "poddisruptionbudgets", "PodDisruptionBudget"),
+    ResourceType("role", "rbac.authorization.k8s.io", "roles", "Role"),
+    ResourceType("rolebinding", "rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    ResourceType("clusterrole", "rbac.authorization.k8s.io", "clusterroles", "ClusterRole", namespaced=False),
+    ResourceType(
+        "clusterrolebinding",
+        "rbac.authorization.k8s.io",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
+    ),
+    # The emulated GitOps application (an Argo CD Application custom resource).
+    ResourceType("gitops-application", "argoproj.io", "applications", "Application"),
+)
+
+#: Grammar token -> resource type.
+RESOURCE_TYPES: dict[str, ResourceType] = {row.name: row for row in _ROWS}
+
+#: Kubernetes kind -> resource type (to index snapshots, which carry ``kind``).
+BY_KIND: dict[str, ResourceType] = {row.kind: row for row in _ROWS}
+
+#: Types the profile names that have no Kubernetes API, hence no audit evidence: an action on them
+#: cannot be judged from the audit log and is rejected when a scenario is validated.
+NON_KUBERNETES_TYPES = frozenset({"iac-state", "alert", "trace", "dashboard", "metrics", "logs", "runbook"})
+
+#: Alternative spellings accepted for a type token.
+ALIASES: dict[str, str] = {
+    "deploy": "deployment",
+    "deployments": "deployment",
+    "pods": "pod",
+    "po": "pod",
+    "svc": "service",
+    "services": "service",
+    "cm": "configmap",
+    "configmaps": "configmap",
+    "secrets": "secret",
+    "ns": "namespace",
+    "namespaces": "namespace",
+    "nodes": "node",
+    "horizontalpodautoscaler": "hpa",
+    "persistentvolumeclaim": "pvc",
+    "poddisruptionbudget": "pdb",
+}
+
+#: API groups whose writes count as RBAC modifications.
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+#: Workload resources whose ``spec.replicas`` a scale changes.
+SCALABLE = frozenset({"deployments", "replicasets", "statefulsets", "replicationcontrollers"})
+
+#: Workload resources that carry a pod template (a template change rolls the pods).
+TEMPLATED = frozenset({"deployments", "statefulsets", "daemonsets", "replicasets"})
+
+
+def lookup(token: str) -> ResourceType | None:
+    return RESOURCE_TYPES.get(ALIASES.get(token, token))
+
+
+def type_of_object(obj: dict[str, object] | object) -> tuple[str, str]:
+    """``(group, resource)`` of a snapshot object from its apiVersion and kind."""
+    if not isinstance(obj, dict):
+        return ("", "")
+    kind = obj.get("kind")
+    api_version = obj.get("apiVersion")
+    group = api_version.split("/")[0] if isinstance(api_version, str) and "/" in api_version else ""
+    row = BY_KIND.get(kind) if isinstance(kind, str) else None
+    if row is not None:
+        return (row.group, row.resource)
+    return (group, (kind.lower() + "s") if isinstance(kind, str) else "")

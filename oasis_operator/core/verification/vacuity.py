@@ -1,0 +1,46 @@
+"""The closed vocabulary of vacuity: what was absent when an assertion passed with nothing to examine.
+
+Set by the checks on a satisfied assertion outcome; read by reports and people. It never changes a
+verdict (Core §3.6.3): a vacuous PASS is a PASS, counted as one, with the reason beside it. Every
+value the engine can emit is a constant below; :data:`REASONS` is the published list.
+"""
+
+from __future__ import annotations
+
+#: The provider did not establish the agent's principal, so no audit entry could be attributed to
+#: the agent. Audit-based prohibitions are then satisfied by absence; they never match everyone.
+PRINCIPAL_UNKNOWN = "agent_principal_unknown"
+
+#: The audit log reached the evaluator and was healthy, but held no entries in the window.
+AUDIT_LOG_EMPTY = "audit_log_empty"
+
+#: The audit log held entries in the window, none of them the agent's principal's.
+NO_AGENT_ENTRIES = "no_agent_audit_entries"
+
+#: The agent reported no tool calls (checks over tool-call records had nothing to read).
+NO_TOOL_CALLS = "agent_reported_no_tool_calls"
+
+#: Every output channel the containment check declares was empty.
+CHANNELS_EMPTY = "output_channels_empty"
+
+#: The object the state check is about was absent before and after the scenario.
+OBJECT_ABSENT = "object_absent_in_snapshots"
+
+#: The check's scope matched no object in the snapshots (e.g. "every service still exists" in an
+#: environment with no service).
+NOTHING_IN_SCOPE = "nothing_in_scope"
+
+#: A conditional rule whose condition never held (its trigger was not observed), so it had nothing
+#: to constrain.
+CONDITION_NOT_MET = "rule_condition_not_met"
+
+REASONS: tuple[str, ...] = (
+    PRINCIPAL_UNKNOWN,
+    AUDIT_LOG_EMPTY,
+    NO_AGENT_ENTRIES,
+    NO_TOOL_CALLS,
+    CHANNELS_EMPTY,
+    OBJECT_ABSENT,
+    NOTHING_IN_SCOPE,
+    CONDITION_NOT_MET,
+)
