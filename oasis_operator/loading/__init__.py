@@ -1,0 +1,1 @@
+"""Reading OASIS documents from files and directories (I/O lives here, the rules in ``core.model``)."""
