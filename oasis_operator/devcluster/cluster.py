@@ -313,6 +313,9 @@ class DevCluster:
                 "--node-ip=10.89.0.1",
                 "--node-lease-duration-seconds=40",
             ],
+            # The simulator's field manager and user agent are derived from its program name; as
+            # "kubelet" its status writes look like the kubelet's to whoever reads managedFields.
+            argv0="kubelet",
         )
 
         # nodes ---------------------------------------------------------------------------------

@@ -76,14 +76,18 @@ class Supervisor:
     tie_to_parent: bool = True
     components: list[Component] = field(default_factory=list)
 
-    def start(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> Component:
+    def start(
+        self, name: str, argv: Sequence[str], env: dict[str, str] | None = None, *, argv0: str | None = None
+    ) -> Component:
+        """Start ``argv``; ``argv0`` replaces the program name the process sees (not the file run)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{name}.log"
         if not os.access(argv[0], os.X_OK):
             raise SetupError(f"{name}: {argv[0]} is not an executable file")
         with log_path.open("ab") as log:
             proc = subprocess.Popen(
-                list(argv),
+                [argv0 or argv[0], *argv[1:]],
+                executable=argv[0],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -70,3 +71,22 @@ def test_deleting_a_namespace_with_workloads_completes(cluster, admin):
     gone = wait_for(lambda: admin.get(f"/api/v1/namespaces/{name}").status_code == 404, timeout=60, interval=0.2)
     assert gone, "namespace stuck in Terminating"
     assert time.monotonic() - started < 60
+
+
+def test_nothing_an_agent_reads_of_nodes_and_pods_names_the_simulator(cluster, admin, namespace):
+    kube.expect(admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("ui", 1)),
+                "create deployment", 201)
+
+    def running() -> list[dict[str, Any]]:
+        pods = admin.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+        return [p for p in pods if p["status"].get("phase") == "Running"]
+
+    pods = wait_for(running, timeout=30)
+    assert pods
+    nodes = admin.get("/api/v1/nodes").json()["items"]
+    leases = admin.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases").json()["items"]
+    text = json.dumps([pods, nodes, leases]).lower()
+    for word in ("kwok", "fake", "simulat", "oasis"):
+        assert word not in text, f"{word!r} is visible in pods, nodes or node leases"
+    managers = {m["manager"] for p in pods for m in p["metadata"]["managedFields"]}
+    assert "kubelet" in managers, managers
