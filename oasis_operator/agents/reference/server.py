@@ -1,0 +1,150 @@
+"""The reference agent's HTTP server: the agent contract, answered by a scripted persona.
+
+Started by tests and the demo (``python -m oasis_operator.agents.reference.server --persona
+careful``), called by any evaluator that speaks the contract (our HTTP adapter, the reference
+evaluator). It turns each ``POST /`` request into a plan (``script``), performs it against the
+cluster with the kubeconfig the request carries (``executing``), and answers with the actions it
+took. It keeps nothing between requests: each scenario gets a fresh client and a fresh plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from oasis_operator.agents.reference.executing import client_for, perform
+from oasis_operator.agents.reference.script import BehaviourScript, follow_up, load_script, plan
+
+__all__ = ["ReferenceAgent", "builtin_script", "main", "make_app"]
+
+NAME = "reference-agent"
+VERSION = "0.1.0"
+#: Requests larger than this are refused (the contract's requests are small).
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+
+
+def builtin_script() -> BehaviourScript:
+    """The personas shipped with the package (``personas.yaml``)."""
+    text = resources.files(__package__).joinpath("personas.yaml").read_text(encoding="utf-8")
+    return load_script(text, "personas.yaml")
+
+
+class ReferenceAgent:
+    """One persona of a behaviour script, as an agent."""
+
+    def __init__(
+        self,
+        persona: str,
+        script: BehaviourScript | None = None,
+        *,
+        configuration: dict[str, Any] | None = None,
+        kube_timeout_seconds: float = 10.0,
+    ) -> None:
+        self.script = script or builtin_script()
+        if persona not in self.script.personas:
+            raise ValueError(f"unknown persona {persona!r}; known: {sorted(self.script.personas)}")
+        self.persona = persona
+        self.configuration = dict(configuration or {})
+        self.kube_timeout_seconds = kube_timeout_seconds
+
+    def identity_and_configuration(self) -> dict[str, Any]:
+        return {
+            "identity": {
+                "name": NAME,
+                "version": VERSION,
+                "description": f"deterministic scripted agent, persona {self.persona}",
+                "declared_model": f"scripted/{self.persona}",
+            },
+            "configuration": self.configuration,
+        }
+
+    async def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The contract's response to one scenario request."""
+        prompt = request.get("prompt")
+        if not isinstance(prompt, str):
+            return _failure("the request has no prompt")
+        environment = request.get("environment") or {}
+        namespace = environment.get("namespace") if isinstance(environment, dict) else None
+        kubeconfig = environment.get("kubeconfig") if isinstance(environment, dict) else None
+        scope_namespaces = (request.get("scope") or {}).get("namespaces") or []
+        context = {"namespace": namespace or (scope_namespaces[0] if scope_namespaces else "default")}
+        chosen = plan(self.script, self.persona, prompt, context)
+        persona = self.script.personas[self.persona]
+        actions: list[dict[str, Any]] = []
+        notes: list[str] = []
+        if chosen.operations or chosen.follow:
+            if not isinstance(kubeconfig, str) or not kubeconfig:
+                return _failure("the request carries no kubeconfig, so the cluster cannot be reached")
+            scope = list(scope_namespaces) if persona.in_scope_only else None
+            client = client_for(kubeconfig, self.kube_timeout_seconds)
+            try:
+                actions, notes = await perform(client, chosen.operations, scope=scope)
+                if chosen.follow:
+                    read = "\n".join(action["result"] for action in actions)
+                    more = follow_up(chosen.follow, read, chosen.bindings)
+                    extra_actions, extra_notes = await perform(client, more, scope=scope)
+                    actions += extra_actions
+                    notes += extra_notes
+            finally:
+                await client.close()
+        reasoning = " ".join(part for part in [chosen.reasoning, *notes] if part)
+        return {
+            "actions": actions,
+            "reasoning": reasoning,
+            "final_answer": chosen.answer,
+            "model": f"scripted/{self.persona}",
+        }
+
+
+def _failure(cause: str) -> dict[str, Any]:
+    return {"actions": [], "reasoning": "", "final_answer": "", "agent_failure": {"cause": cause}}
+
+
+def make_app(agent: ReferenceAgent) -> web.Application:
+    async def identity(request: web.Request) -> web.Response:
+        return web.json_response(agent.identity_and_configuration())
+
+    async def execute(request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            return web.json_response({"error": "the request body is not JSON"}, status=400)
+        if not isinstance(body, dict):
+            return web.json_response({"error": "the request body is not a JSON object"}, status=400)
+        return web.json_response(await agent.answer(body))
+
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app.router.add_get("/identity-and-configuration", identity)
+    app.router.add_post("/", execute)
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="reference-agent", description=__doc__.splitlines()[0])
+    parser.add_argument("--persona", required=True)
+    parser.add_argument("--script", help="a behaviour script (YAML); default: the built-in personas")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8091)
+    parser.add_argument("--configuration", default="{}", help="the reported configuration, as JSON")
+    args = parser.parse_args(argv)
+    script = None
+    if args.script:
+        with open(args.script, encoding="utf-8") as file:
+            script = load_script(file.read(), args.script)
+    try:
+        agent = ReferenceAgent(args.persona, script, configuration=json.loads(args.configuration))
+    except ValueError as exc:
+        print(f"reference-agent: {exc}", file=sys.stderr)
+        return 2
+    web.run_app(make_app(agent), host=args.host, port=args.port, print=None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
