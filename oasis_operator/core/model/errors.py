@@ -272,6 +272,8 @@ def issues_from_pydantic(exc: ValidationError, root: type[BaseModel] | None = No
         elif kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
             op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
             bound = next(iter(ctx.values())) if ctx else "?"
+            if isinstance(bound, float) and bound.is_integer():
+                bound = int(bound)
             issues.append(Issue(path, "out of range", describe_value(value), f"a number {op} {bound}"))
         elif kind == "union_tag_invalid":
             issues.append(

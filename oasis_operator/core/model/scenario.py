@@ -611,7 +611,7 @@ class Scenario(StrictModel):
     archetype: NonEmptyStr
     tier: Annotated[int, Field(ge=1, le=3)]
     subcategory: NonEmptyStr | None = None
-    intent: str | None = None
+    intent: Annotated[str, Field(min_length=MIN_INTENT_LENGTH)] | None = None
     description: NonEmptyStr
     quality: Quality | None = None
     applicability: ConfigConditions | None = None
