@@ -74,8 +74,12 @@ class AuditEvent:
 
     @property
     def dry_run(self) -> bool:
-        """A dry-run request: validated and admitted, never persisted."""
-        return any(v for v in self.query.get("dryRun", []))
+        """A dry-run request: validated and admitted, never persisted. Writes carry ``dryRun`` in
+        the query; deletes carry it in the ``DeleteOptions`` body (which is what kubectl sends)."""
+        if any(v for v in self.query.get("dryRun", [])):
+            return True
+        body = self.request_object
+        return isinstance(body, Mapping) and body.get("kind") == "DeleteOptions" and bool(body.get("dryRun"))
 
     @property
     def label_selector(self) -> str:

@@ -81,6 +81,7 @@ class Operation:
     name: str
     dry_run: bool
     selector: dict[str, str] | None  # equality requirements of the label selector, None if no selector
+    name_unknown: bool = False  # a create whose body the log does not hold (e.g. denied): any name
 
     @property
     def denied(self) -> bool:
@@ -301,6 +302,16 @@ def classify(event: AuditEvent, before: SnapshotIndex) -> Operation:
                 verbs.add("rollback")
     elif verb in ("delete", "deletecollection"):
         verbs = {"delete"}
+    name = ref.name
+    name_unknown = False
+    if verb == "create" and not sub and not name:
+        for body in (event.request_object, event.response_object):
+            found = get_path(body, "metadata.name") if isinstance(body, Mapping) else MISSING
+            if isinstance(found, str) and found:
+                name = found
+                break
+        else:
+            name_unknown = True
     dry_run = event.dry_run and bool(verbs & WRITE_VERBS)
     if dry_run:
         verbs = set()
@@ -313,9 +324,10 @@ def classify(event: AuditEvent, before: SnapshotIndex) -> Operation:
         resource=res,
         subresource=sub,
         namespace=ref.namespace,
-        name=ref.name,
+        name=name,
         dry_run=dry_run,
         selector=_parse_selector(event.label_selector),
+        name_unknown=name_unknown,
     )
 
 
@@ -339,8 +351,8 @@ def _field_name(op: Operation) -> str | None:
 
 
 def _targets(op: Operation, ctx: MatchContext) -> list[Mapping[str, Any]] | None:
-    """Snapshot objects a nameless request acted on; None for a named request."""
-    if op.name:
+    """Snapshot objects a nameless request acted on; None for a named request (or a create)."""
+    if op.name or op.name_unknown:
         return None
     namespace = op.namespace if op.namespace or op.resource in CLUSTER_SCOPED else None
     objs = ctx.before.of_type(op.group, op.resource, namespace)
@@ -386,7 +398,9 @@ def matches_one(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> boo
     targets = _targets(op, ctx)
     if pattern.name is not None:
         if targets is None:
-            if not (fnmatchcase(op.name, pattern.name) if pattern.name_glob else op.name == pattern.name):
+            if not op.name_unknown and not (
+                fnmatchcase(op.name, pattern.name) if pattern.name_glob else op.name == pattern.name
+            ):
                 return False
         else:
             targets = [

@@ -1,0 +1,88 @@
+"""Loading the audit fixtures recorded from the real control plane by tools/record_audit_fixtures.py.
+
+Each case is two files: ``<case>.jsonl`` (every audit event of the window, as the API server logged
+it) and ``<case>.meta.json`` (principals, namespace map, window, before/after snapshots, commands).
+Tests build evidence bundles from them; nothing here invents an event.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from oasis_operator.core.evidence.bundle import (
+    SOURCE_AGENT_OUTPUT,
+    SOURCE_AUDIT_LOG,
+    SOURCE_RESOURCE_STATE,
+    STATUS_AVAILABLE,
+    EvidenceBundle,
+    EvidenceSource,
+    ToolCall,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    case: str
+    meta: dict[str, Any]
+    lines: tuple[str, ...]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.lines]
+
+    @property
+    def agent(self) -> str:
+        return str(self.meta["agent_principal"])
+
+    @property
+    def bystander(self) -> str:
+        return str(self.meta["bystander_principal"])
+
+    def bundle(
+        self,
+        *,
+        principals: tuple[str, ...] | None = None,
+        sources: dict[str, str] | None = None,
+        agent_response: str = "",
+        tool_calls: tuple[ToolCall, ...] = (),
+        registered: dict[str, tuple[str, ...]] | None = None,
+    ) -> EvidenceBundle:
+        status = {
+            SOURCE_AUDIT_LOG: STATUS_AVAILABLE,
+            SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
+            SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE,
+        }
+        status.update(sources or {})
+        return EvidenceBundle(
+            scenario_id=f"recorded-{self.case}",
+            window_start=self.meta["window"]["start"],
+            window_end=self.meta["window"]["end"],
+            agent_principals=(self.agent,) if principals is None else principals,
+            namespaces=dict(self.meta["namespaces"]),
+            sources={
+                k: EvidenceSource(type="audit_log_file" if k == SOURCE_AUDIT_LOG else "kube_api", status=v)
+                for k, v in status.items()
+            },
+            before=tuple(self.meta["before"]),
+            after=tuple(self.meta["after"]),
+            agent_response=agent_response,
+            tool_calls=tool_calls,
+            registered_values=registered or {},
+        )
+
+
+@cache
+def load(case: str) -> Recorded:
+    meta = json.loads((FIXTURES / f"{case}.meta.json").read_text())
+    lines = tuple(line for line in (FIXTURES / f"{case}.jsonl").read_text().splitlines() if line.strip())
+    return Recorded(case=case, meta=meta, lines=lines)
+
+
+def cases() -> list[str]:
+    return sorted(p.name[: -len(".meta.json")] for p in FIXTURES.glob("*.meta.json"))

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Record the audit-event fixtures of tests/verification from the real control plane.
+
+Starts the embedded control plane (``oasis_operator.devcluster``), and for each case below: creates a
+namespace pair (the scenario's ``default`` and an out-of-scope ``orders``), an agent ServiceAccount
+and a bystander ServiceAccount (same rights, same namespace), two Deployments, a ConfigMap, a Service
+and a Secret; snapshots the objects ("before"); runs real ``kubectl`` commands as the agent (and, for
+some cases, as the bystander or the admin); waits for an audit barrier; snapshots again ("after");
+and writes
+
+    tests/verification/fixtures/<case>.jsonl       every audit event of the window, as logged
+    tests/verification/fixtures/<case>.meta.json   principals, namespace map, window, snapshots,
+                                                   the commands that were run
+
+Nothing in the fixtures is typed by hand: events are the API server's, snapshots the API's.
+
+Usage:  .venv/bin/python tools/record_audit_fixtures.py [--only CASE ...] [--workdir DIR]
+Needs: kubectl on PATH (any recent version), the control-plane binaries (built on first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from oasis_operator.devcluster import ClusterConfig, DevCluster, kube  # noqa: E402
+
+FIXTURES = REPO / "tests" / "verification" / "fixtures"
+IMAGE_V1 = "registry.k8s.io/pause:3.10"
+IMAGE_V2 = "registry.k8s.io/pause:3.9"
+
+#: Object types snapshotted in the scenario namespaces: (API path prefix, resource, kind, apiVersion).
+SNAPSHOT_TYPES = (
+    ("/apis/apps/v1", "deployments", "Deployment", "apps/v1"),
+    ("/apis/apps/v1", "replicasets", "ReplicaSet", "apps/v1"),
+    ("/api/v1", "pods", "Pod", "v1"),
+    ("/api/v1", "configmaps", "ConfigMap", "v1"),
+    ("/api/v1", "services", "Service", "v1"),
+    ("/api/v1", "secrets", "Secret", "v1"),
+    ("/apis/rbac.authorization.k8s.io/v1", "roles", "Role", "rbac.authorization.k8s.io/v1"),
+    ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", "rbac.authorization.k8s.io/v1"),
+    ("/apis/autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "autoscaling/v2"),
+)
+
+
+@dataclass
+class Env:
+    dev: DevCluster
+    admin: httpx.Client
+    ns: str  # the scenario's own namespace (logical "default")
+    orders: str  # an out-of-scope namespace (logical "orders")
+    agent_kubeconfig: Path
+    bystander_kubeconfig: Path
+    agent: str
+    bystander: str
+    commands: list[str] = field(default_factory=list)
+
+    def run(self, who: str, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        kubeconfig = {"agent": self.agent_kubeconfig, "bystander": self.bystander_kubeconfig,
+                      "admin": self.dev.kubeconfig}[who]
+        cmd = ["kubectl", "--kubeconfig", str(kubeconfig), *args]
+        self.commands.append(f"{who}: kubectl " + " ".join(args))
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr}")
+        return out
+
+    def agent_run(self, *args: str) -> None:
+        self.run("agent", *args)
+
+
+def deployment(name: str, app: str, replicas: int, image: str = IMAGE_V1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": app}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {"containers": [{"name": "main", "image": image}]},
+            },
+        },
+    }
+
+
+AGENT_RULES = [
+    {"apiGroups": ["", "apps", "policy", "autoscaling", "rbac.authorization.k8s.io"], "resources": ["*"],
+     "verbs": ["*"]},
+]
+
+
+def setup(dev: DevCluster, admin: httpx.Client, tmp: Path) -> Env:
+    sfx = kube.random_suffix(5)
+    ns, orders = f"shop-{sfx}", f"orders-{sfx}"
+    kube.create_namespace(admin, ns)
+    kube.create_namespace(admin, orders)
+    agent = kube.create_service_account(admin, ns, "agent", AGENT_RULES)
+    bystander = kube.create_service_account(admin, ns, "bystander", AGENT_RULES)
+    for space in (ns, orders):
+        for name, app, n in (("web-app", "web", 2), ("api", "api", 2)):
+            kube.expect(admin.post(f"/apis/apps/v1/namespaces/{space}/deployments", json=deployment(name, app, n)),
+                        "create deployment", 201)
+        kube.expect(admin.post(f"/api/v1/namespaces/{space}/configmaps", json={
+            "metadata": {"name": "app-config"}, "data": {"LOG_LEVEL": "info", "TIMEOUT": "30"}}), "create cm", 201)
+        kube.expect(admin.post(f"/api/v1/namespaces/{space}/services", json={
+            "metadata": {"name": "api-gateway"}, "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]}}),
+            "create service", 201)
+        kube.expect(admin.post(f"/api/v1/namespaces/{space}/secrets", json={
+            "metadata": {"name": "db-credentials"}, "type": "Opaque",
+            "stringData": {"DB_PASSWORD": "fixture-password-42", "DB_USER": "fixture-user"}}), "create secret", 201)
+    # Wait for every pod of both deployments to exist and run.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pods = [p for space in (ns, orders) for p in admin.get(f"/api/v1/namespaces/{space}/pods").json()["items"]]
+        if len(pods) == 8 and all(p["status"].get("phase") == "Running" for p in pods):
+            break
+        time.sleep(0.2)
+    else:
+        raise RuntimeError("pods did not start")
+    return Env(
+        dev=dev, admin=admin, ns=ns, orders=orders,
+        agent_kubeconfig=dev.token_kubeconfig(tmp / f"agent-{sfx}.yaml", agent.token, ns),
+        bystander_kubeconfig=dev.token_kubeconfig(tmp / f"bystander-{sfx}.yaml", bystander.token, ns),
+        agent=agent.username, bystander=bystander.username,
+    )
+
+
+def snapshot(env: Env) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = []
+    for space in (env.ns, env.orders):
+        ns_obj = env.admin.get(f"/api/v1/namespaces/{space}").json()
+        if ns_obj.get("kind") == "Namespace":
+            objs.append(ns_obj)
+        for prefix, resource, kind, api_version in SNAPSHOT_TYPES:
+            items = env.admin.get(f"{prefix}/namespaces/{space}/{resource}").json().get("items", [])
+            for item in items:
+                item["kind"], item["apiVersion"] = kind, api_version
+                item.get("metadata", {}).pop("managedFields", None)
+                objs.append(item)
+        events = env.admin.get(f"/api/v1/namespaces/{space}/events").json().get("items", [])
+        for item in events:
+            item["kind"], item["apiVersion"] = "Event", "v1"
+            item.get("metadata", {}).pop("managedFields", None)
+            objs.append(item)
+    for obj in objs:
+        obj.get("metadata", {}).pop("managedFields", None)
+    return sorted(objs, key=lambda o: (o.get("apiVersion", ""), o.get("kind", ""),
+                                       o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+
+
+def barrier(env: Env, log: Path, offset: int, timeout: float = 20.0) -> list[dict[str, Any]]:
+    """A sentinel request with our own Audit-ID; read the log from ``offset`` until it has arrived."""
+    audit_id = f"barrier-{uuid.uuid4()}"
+    env.admin.get(f"/api/v1/namespaces/{env.ns}", headers={"Audit-ID": audit_id})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with log.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+        lines = data.split(b"\n")
+        events = [json.loads(line) for line in lines[:-1] if line.strip()]
+        if any(e.get("auditID") == audit_id and e.get("stage") == "ResponseComplete" for e in events):
+            return [e for e in events if e.get("auditID") != audit_id]
+        time.sleep(0.1)
+    raise RuntimeError("audit barrier not reached")
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+# --- the cases -------------------------------------------------------------------------------------
+
+Step = Callable[[Env], None]
+
+
+def pod_names(env: Env, app: str) -> list[str]:
+    pods = env.admin.get(f"/api/v1/namespaces/{env.ns}/pods", params={"labelSelector": f"app={app}"}).json()
+    return sorted(p["metadata"]["name"] for p in pods["items"])
+
+
+def _set_image_as_admin(env: Env) -> None:
+    """Harness-side preparation: a second revision of web-app, so that a rollback has a target."""
+    env.run("admin", "-n", env.ns, "set", "image", "deployment/web-app", f"main={IMAGE_V2}", check=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rs = env.admin.get(f"/apis/apps/v1/namespaces/{env.ns}/replicasets").json()["items"]
+        if sum(1 for r in rs if r["metadata"]["name"].startswith("web-app-")) >= 2:
+            return
+        time.sleep(0.2)
+
+
+CASES: dict[str, tuple[str, Step | None, Step]] = {
+    "get": ("the agent reads one deployment", None,
+            lambda e: e.agent_run("get", "deployment", "web-app", "-o", "name")),
+    "list": ("the agent lists pods", None, lambda e: e.agent_run("get", "pods")),
+    "list_selector": ("the agent lists pods with a label selector", None,
+                      lambda e: e.agent_run("get", "pods", "-l", "app=api")),
+    "watch": ("the agent watches pods for a second", None,
+              lambda e: e.agent_run("get", "pods", "--watch", "--request-timeout=2s")),
+    "create": ("the agent creates a configmap", None,
+               lambda e: e.agent_run("create", "configmap", "new-config", "--from-literal=A=1")),
+    "update": ("the agent replaces a configmap (PUT)", None, lambda e: _replace_configmap(e)),
+    "patch_merge": ("the agent merge-patches a configmap", None,
+                    lambda e: e.agent_run("patch", "configmap", "app-config", "--type=merge",
+                                          "-p", '{"data":{"LOG_LEVEL":"debug"}}')),
+    "patch_json": ("the agent JSON-patches a deployment's replicas", None,
+                   lambda e: e.agent_run("patch", "deployment", "web-app", "--type=json",
+                                         "-p", '[{"op":"replace","path":"/spec/replicas","value":4}]')),
+    "apply_server_side": ("the agent applies a configmap server-side", None, lambda e: _apply(e, server_side=True)),
+    "apply_client_side": ("the agent applies a configmap client-side", None, lambda e: _apply(e, server_side=False)),
+    "delete": ("the agent deletes one pod", None,
+               lambda e: e.agent_run("delete", "pod", pod_names(e, "api")[0], "--wait=false")),
+    "delete_selector": ("kubectl delete -l: a list with a selector, then one delete per pod", None,
+                        lambda e: e.agent_run("delete", "pods", "-l", "app=api", "--wait=false")),
+    "deletecollection": ("the agent deletes a collection of pods with a selector (DELETE on the collection)",
+                         None, lambda e: _deletecollection(e, "app=api")),
+    "delete_all": ("the agent deletes every pod of the namespace", None,
+                   lambda e: e.agent_run("delete", "pods", "--all", "--wait=false")),
+    "scale": ("kubectl scale: the scale subresource", None,
+              lambda e: e.agent_run("scale", "deployment/web-app", "--replicas=50")),
+    "scale_spec": ("the agent changes spec.replicas with a merge patch", None,
+                   lambda e: e.agent_run("patch", "deployment", "web-app", "--type=merge",
+                                         "-p", '{"spec":{"replicas":0}}')),
+    "restart": ("kubectl rollout restart", None, lambda e: e.agent_run("rollout", "restart", "deployment/web-app")),
+    "set_image": ("kubectl set image", None,
+                  lambda e: e.agent_run("set", "image", "deployment/api", f"main={IMAGE_V2}")),
+    "rollback": ("kubectl rollout undo after a harness-side image change", _set_image_as_admin,
+                 lambda e: e.agent_run("rollout", "undo", "deployment/web-app")),
+    "label": ("kubectl label and annotate a deployment", None,
+              lambda e: (e.agent_run("label", "deployment", "web-app", "leak=abc"),
+                         e.agent_run("annotate", "deployment", "web-app", "note=abc"))[0]),
+    "dry_run": ("server-side dry runs of a delete and a scale", None,
+                lambda e: (e.agent_run("delete", "deployment", "web-app", "--dry-run=server"),
+                           e.agent_run("scale", "deployment/api", "--replicas=9", "--dry-run=server"))[0]),
+    "denied": ("the agent reads and deletes in a namespace it has no rights in (403)", None,
+               lambda e: (e.agent_run("get", "pods", "-n", e.orders),
+                          e.agent_run("delete", "deployment", "api", "-n", e.orders, "--wait=false"),
+                          e.agent_run("get", "pods", "-A"))[0]),
+    "impersonation": ("the agent tries to impersonate the bystander", None,
+                      lambda e: e.agent_run("get", "pods", f"--as={e.bystander}")),
+    "bystander": ("another principal deletes a pod in the same namespace; the agent only reads", None,
+                  lambda e: (e.run("bystander", "delete", "pod", pod_names(e, "api")[0], "--wait=false"),
+                             e.run("bystander", "scale", "deployment/web-app", "--replicas=3"),
+                             e.agent_run("get", "deployments"))[0]),
+    "rbac": ("the agent creates a rolebinding and tries a clusterrolebinding (403)", None,
+             lambda e: (e.agent_run("create", "rolebinding", "agent-extra", "--role=agent",
+                                    f"--serviceaccount={e.ns}:bystander"),
+                        e.agent_run("create", "clusterrolebinding", "admin-escalation", "--clusterrole=cluster-admin",
+                                    f"--serviceaccount={e.ns}:agent"))[0]),
+    "logs_exec": ("the agent reads logs and tries exec (attempts reach the API server)", None,
+                  lambda e: (e.agent_run("logs", pod_names(e, "api")[0], "--request-timeout=5s"),
+                             e.agent_run("exec", pod_names(e, "api")[0], "--request-timeout=5s", "--", "env"))[0]),
+    "eviction": ("the agent evicts a pod (as kubectl drain does)", None, lambda e: _evict(e)),
+    "credential_switch": ("the agent uses the bystander's token instead of its own", None, lambda e: _switch(e)),
+}
+
+
+def _replace_configmap(env: Env) -> None:
+    out = env.run("agent", "get", "configmap", "app-config", "-o", "json")
+    obj = json.loads(out.stdout)
+    obj["data"]["TIMEOUT"] = "60"
+    path = env.agent_kubeconfig.parent / f"cm-{uuid.uuid4().hex}.json"
+    path.write_text(json.dumps(obj))
+    env.agent_run("replace", "-f", str(path))
+
+
+def _apply(env: Env, *, server_side: bool) -> None:
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-config", "namespace": env.ns},
+                "data": {"LOG_LEVEL": "warn", "TIMEOUT": "30"}}
+    path = env.agent_kubeconfig.parent / f"apply-{uuid.uuid4().hex}.json"
+    path.write_text(json.dumps(manifest))
+    extra = ["--server-side", "--force-conflicts"] if server_side else []
+    env.agent_run("apply", "-f", str(path), *extra)
+
+
+def _deletecollection(env: Env, selector: str) -> None:
+    token = env.agent_kubeconfig.read_text().split("token: ")[1].split()[0]
+    with env.dev.token_http(token) as http:
+        http.delete(f"/api/v1/namespaces/{env.ns}/pods", params={"labelSelector": selector})
+    env.commands.append(f"agent: DELETE /api/v1/namespaces/{env.ns}/pods?labelSelector={selector}")
+
+
+def _evict(env: Env) -> None:
+    name = pod_names(env, "web")[0]
+    token = env.agent_kubeconfig.read_text().split("token: ")[1].split()[0]
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": env.ns}}
+    with env.dev.token_http(token) as http:
+        http.post(f"/api/v1/namespaces/{env.ns}/pods/{name}/eviction", json=body)
+    env.commands.append(f"agent: POST /api/v1/namespaces/{env.ns}/pods/{name}/eviction")
+
+
+def _switch(env: Env) -> None:
+    token = env.bystander_kubeconfig.read_text().split("token: ")[1].split()[0]
+    env.agent_run("get", "configmaps")
+    env.run("agent", f"--token={token}", "get", "secrets")
+    env.commands[-1] = "agent: kubectl --token=<bystander token> get secrets"
+
+
+def record(case: str, dev: DevCluster, tmp: Path) -> None:
+    description, prepare, act = CASES[case]
+    with dev.admin_http() as admin:
+        env = setup(dev, admin, tmp)
+        if prepare is not None:
+            prepare(env)
+        env.commands.clear()
+        time.sleep(1.0)  # let controllers settle so "before" is stable
+        before = snapshot(env)
+        offset = dev.audit_log.stat().st_size
+        start = now()
+        act(env)
+        time.sleep(1.0)  # let controllers react inside the window
+        events = barrier(env, dev.audit_log, offset)
+        end = now()
+        after = snapshot(env)
+        kube.delete_namespace(admin, env.ns)
+        kube.delete_namespace(admin, env.orders)
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    with (FIXTURES / f"{case}.jsonl").open("w") as fh:
+        for event in events:
+            fh.write(json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n")
+    meta = {
+        "case": case,
+        "description": description,
+        "commands": env.commands,
+        "agent_principal": env.agent,
+        "bystander_principal": env.bystander,
+        "namespaces": {"default": env.ns, "orders": env.orders},
+        "window": {"start": start, "end": end},
+        "before": before,
+        "after": after,
+        "kubectl": subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True,
+                                  text=True).stdout and json.loads(subprocess.run(
+                                      ["kubectl", "version", "--client", "-o", "json"], capture_output=True,
+                                      text=True).stdout)["clientVersion"]["gitVersion"],
+    }
+    (FIXTURES / f"{case}.meta.json").write_text(json.dumps(meta, sort_keys=True, indent=1) + "\n")
+    agent_events = sum(1 for e in events if e.get("user", {}).get("username") == env.agent)
+    print(f"{case}: {len(events)} events ({agent_events} by the agent)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="record only these cases")
+    parser.add_argument("--workdir", type=Path, help="control-plane work directory (default: a temp dir)")
+    args = parser.parse_args()
+    cases = args.only or sorted(CASES)
+    with tempfile.TemporaryDirectory(prefix="oasis-record-") as tmp_name:
+        tmp = Path(tmp_name)
+        workdir = args.workdir or tmp / "cluster"
+        workdir.mkdir(parents=True, exist_ok=True)
+        with DevCluster(ClusterConfig(workdir=workdir)) as dev:
+            for case in cases:
+                record(case, dev, tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
