@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 from lightkube import ApiError
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Pod, PodLog
@@ -355,6 +356,9 @@ class KubernetesJobAgent:
             return log, exit_code
         except TimeoutError:
             raise _Fault(TIMEOUT, f"no answer within {budget:g} s; the Job was deleted") from None
+        except (ApiError, httpx2.HTTPError) as exc:
+            # No log means no answer; on simulated nodes this is where a pod that never ran ends.
+            raise _Fault(LAUNCH_FAILED, f"the agent pod's output could not be collected: {exc}") from None
         finally:
             await self._cleanup(target, request is not None)
 

@@ -70,7 +70,8 @@ CONNECTION_RESET: Final = "AgentConnectionReset"
 CONNECTION_FAILED: Final = "AgentConnectionFailed"
 #: The agent process (or its pod) ended unsuccessfully: a non-zero exit, or a signal.
 PROCESS_FAILED: Final = "AgentProcessFailed"
-#: The agent could not be started at all (command not found, Job not admitted).
+#: The agent could not be started, or its output could not be collected at all (command not found,
+#: Job not admitted, the pod's log unavailable).
 LAUNCH_FAILED: Final = "AgentLaunchFailed"
 
 AGENT_FAILURE_REASONS: Final = frozenset(
