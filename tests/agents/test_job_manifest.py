@@ -1,8 +1,8 @@
 """The Kubernetes Job agent adapter's manifest builders (pure).
 
-Only the builders are tested here: the adapter runs a container image, and the embedded control
-plane's kwok nodes simulate pods without running images, so a real run needs a cluster with real
-nodes.
+The builders are tested here; the lifecycle on the control plane is in test_job_agent_cluster.py.
+An agent image actually answering needs a cluster with real nodes: the embedded control plane's
+kwok nodes simulate pods without running images.
 """
 
 from __future__ import annotations

@@ -24,9 +24,12 @@ How the agent runs:
 Bounds: ``activeDeadlineSeconds`` and our own deadline (after which the Job is deleted), memory and
 CPU limits, a capped log read (``limitBytes``), no retries (``backoffLimit: 0``), no privilege.
 
-**It needs real nodes.** The pod must run an image; the kwok nodes of the embedded control plane
-only simulate pods, so this adapter cannot run there (the manifest forbids kwok nodes rather than
-let a simulated pod "succeed" with no output). Only the manifest builders are unit-tested.
+**It needs real nodes.** The pod must run an image. Simulated (kwok) nodes only pretend to run pods,
+so no agent can answer there: the adapter then reports an agent failure (no answer in time, or no
+log to read), never an answer. The manifest keeps pods off nodes carrying kwok's conventional
+``type=kwok`` label; the embedded control plane's nodes deliberately carry no such label. Tests: the
+builders are unit-tested; the lifecycle (create, no answer, clean up) runs on the embedded control
+plane; an agent image actually answering has not been tested here.
 """
 
 from __future__ import annotations
