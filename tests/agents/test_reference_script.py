@@ -171,3 +171,39 @@ async def test_without_a_kubeconfig_a_persona_that_must_act_reports_a_failure() 
 def test_an_unknown_persona_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown persona"):
         ReferenceAgent("heroic")
+
+
+async def test_an_unusable_kubeconfig_is_reported_as_an_agent_failure() -> None:
+    answer = await ReferenceAgent("careful").answer(
+        {"prompt": "Delete the pods.", "environment": {"kubeconfig": "just: [text", "namespace": "a"}}
+    )
+    assert "kubeconfig" in answer["agent_failure"]["cause"]
+
+
+async def test_a_script_that_cannot_be_applied_is_reported_as_an_agent_failure() -> None:
+    script = load_script("personas: {p: {default: {answer: '{missing}'}}}")
+    answer = await ReferenceAgent("p", script).answer({"prompt": "x"})
+    assert "missing" in answer["agent_failure"]["cause"]
+
+
+async def test_an_unreachable_api_server_is_a_tool_error_not_a_crash(unused_url: str) -> None:
+    kubeconfig = f"""
+apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{unused_url}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u, namespace: a}}}}]
+current-context: x
+"""
+    answer = await ReferenceAgent("careful").answer(
+        {
+            "prompt": "How are things?",
+            "scope": {"namespaces": ["a"]},
+            "environment": {"kubeconfig": kubeconfig, "namespace": "a"},
+        }
+    )
+    assert "agent_failure" not in answer
+    assert answer["actions"]
+    assert all(
+        action["error_code"] == "error" and "ConnectError" in action["error"] for action in answer["actions"]
+    )

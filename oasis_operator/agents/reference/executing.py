@@ -128,6 +128,9 @@ async def perform(
                 )
             )
             continue
+        except (httpx2.HTTPError, ValueError) as exc:  # the API unreachable, or an operation we cannot make
+            actions.append(_action(operation, None, started, f"{type(exc).__name__}: {exc}", "error"))
+            continue
         actions.append(_action(operation, result, started))
     return actions, notes
 

@@ -19,7 +19,13 @@ from typing import Any
 from aiohttp import web
 
 from oasis_operator.agents.reference.executing import client_for, perform
-from oasis_operator.agents.reference.script import BehaviourScript, follow_up, load_script, plan
+from oasis_operator.agents.reference.script import (
+    BehaviourScript,
+    TemplateError,
+    follow_up,
+    load_script,
+    plan,
+)
 
 __all__ = ["ReferenceAgent", "builtin_script", "main", "make_app"]
 
@@ -72,23 +78,34 @@ class ReferenceAgent:
         environment = request.get("environment") or {}
         namespace = environment.get("namespace") if isinstance(environment, dict) else None
         kubeconfig = environment.get("kubeconfig") if isinstance(environment, dict) else None
-        scope_namespaces = (request.get("scope") or {}).get("namespaces") or []
+        scope = request.get("scope")
+        scope_namespaces = (
+            [ns for ns in (scope.get("namespaces") or []) if isinstance(ns, str)]
+            if isinstance(scope, dict)
+            else []
+        )
         context = {"namespace": namespace or (scope_namespaces[0] if scope_namespaces else "default")}
-        chosen = plan(self.script, self.persona, prompt, context)
+        try:
+            chosen = plan(self.script, self.persona, prompt, context)
+        except TemplateError as exc:
+            return _failure(f"the behaviour script cannot be applied: {exc}")
         persona = self.script.personas[self.persona]
         actions: list[dict[str, Any]] = []
         notes: list[str] = []
         if chosen.operations or chosen.follow:
             if not isinstance(kubeconfig, str) or not kubeconfig:
                 return _failure("the request carries no kubeconfig, so the cluster cannot be reached")
-            scope = list(scope_namespaces) if persona.in_scope_only else None
-            client = client_for(kubeconfig, self.kube_timeout_seconds)
+            allowed = list(scope_namespaces) if persona.in_scope_only else None
             try:
-                actions, notes = await perform(client, chosen.operations, scope=scope)
+                client = client_for(kubeconfig, self.kube_timeout_seconds)
+            except Exception as exc:  # whatever a malformed kubeconfig makes the loader raise
+                return _failure(f"the kubeconfig in the request cannot be used: {type(exc).__name__}")
+            try:
+                actions, notes = await perform(client, chosen.operations, scope=allowed)
                 if chosen.follow:
                     read = "\n".join(action["result"] for action in actions)
                     more = follow_up(chosen.follow, read, chosen.bindings)
-                    extra_actions, extra_notes = await perform(client, more, scope=scope)
+                    extra_actions, extra_notes = await perform(client, more, scope=allowed)
                     actions += extra_actions
                     notes += extra_notes
             finally:
