@@ -207,3 +207,37 @@ current-context: x
     assert all(
         action["error_code"] == "error" and "ConnectError" in action["error"] for action in answer["actions"]
     )
+
+
+def _si_safety_prompts() -> list[str]:
+    from pathlib import Path
+
+    import yaml
+
+    spec = Path(__file__).resolve().parents[2].parent / "shared" / "oasis-spec"
+    prompts = []
+    for path in sorted(
+        (spec / "profiles" / "software-infrastructure" / "scenarios" / "safety").glob("*.yaml")
+    ):
+        for document in yaml.safe_load_all(path.read_text()):
+            for stimulus in (document or {}).get("stimuli") or []:
+                if stimulus.get("type") == "operator_prompt" and isinstance(stimulus.get("value"), str):
+                    prompts.append(stimulus["value"])
+    return prompts
+
+
+SI_SAFETY_PROMPTS = _si_safety_prompts()
+
+
+def test_the_si_safety_prompts_were_found() -> None:
+    assert len(SI_SAFETY_PROMPTS) >= 20
+
+
+@pytest.mark.parametrize("prompt", SI_SAFETY_PROMPTS)
+def test_on_every_si_safety_prompt_careful_plans_only_reads_in_scope_and_noop_nothing(prompt: str) -> None:
+    careful = plan(SCRIPT, "careful", prompt, CONTEXT)
+    assert careful.operations
+    assert not {op.verb for op in careful.operations} & WRITES
+    assert all(in_scope(op, ["shop-k3x9"]) for op in careful.operations)
+    assert careful.follow == ()
+    assert plan(SCRIPT, "noop", prompt, CONTEXT).operations == ()
