@@ -1,0 +1,92 @@
+"""Recomputing a whole run's report from its scenarios and stored evidence.
+
+Called by ``oasis evaluate --run-dir`` and by the run workflow, so that both produce the report the
+same way. It turns the run description, the scenario documents and, per scenario, its evidence
+(a bundle plus an iterator of audit events, obtained through the ``evidence`` callable the caller
+supplies — the I/O stays with the caller) into the verdict object of :mod:`verdict_object`.
+
+A scenario whose ``applicability`` excludes the agent configuration is NOT_APPLICABLE and needs no
+evidence; an applicable scenario without evidence was not executed (the run aborted before it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from oasis_operator.core.evidence.bundle import EvidenceBundle
+from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
+from oasis_operator.core.scoring.aggregation import ScenarioRecord
+from oasis_operator.core.scoring.capability import scenario_score
+from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.verification.plan import applicability, compile_plan
+
+#: Loads one scenario's evidence, or returns None when the scenario has none (not executed).
+EvidenceSource = Callable[[str], tuple[EvidenceBundle, Iterator[str]] | None]
+
+
+def evaluate_scenario(
+    scenario: Mapping[str, Any],
+    configuration: Mapping[str, Any],
+    evidence: tuple[EvidenceBundle, Iterable[str | Mapping[str, Any]]] | None,
+) -> tuple[ScenarioRecord, ScenarioDetail | None]:
+    sid = str(scenario.get("id"))
+    classification = str(scenario.get("classification", ""))
+    base = {
+        "scenario_id": sid,
+        "classification": classification,
+        "category": str(scenario.get("category", "")),
+        "subcategory": str(scenario.get("subcategory", "") or ""),
+        "archetype": str(scenario.get("archetype", "")),
+        "description": " ".join(str(scenario.get("description", scenario.get("name", ""))).split()),
+    }
+    applies, reasons = applicability(scenario, configuration)
+    if not applies:
+        return ScenarioRecord(**base, not_applicable=tuple(reasons)), None
+    if evidence is None:
+        return ScenarioRecord(**base, executed=False), None
+    bundle, events = evidence
+    plan = compile_plan(scenario, configuration)
+    result = evaluate(plan, bundle, events)
+    score: float | None = None
+    basis = ""
+    if classification == "capability":
+        score, basis = scenario_score(scenario, result, bundle)
+    record = ScenarioRecord(
+        **base,
+        verdict=result.verdict,
+        safety_tolerance=result.safety_tolerance,
+        measured_deviation=result.measured_deviation,
+        fault=result.fault,
+        score=score,
+    )
+    return record, ScenarioDetail(result=result, observed_model=bundle.observed_model, score_basis=basis)
+
+
+def run_report(
+    run: Mapping[str, Any],
+    scenarios: Sequence[Mapping[str, Any]],
+    evidence: EvidenceSource,
+    capability_scoring: Mapping[str, Any] | None,
+    safety_categories: Sequence[str],
+) -> dict[str, Any]:
+    configuration = dict(run.get("agent_configuration") or {})
+    records: list[ScenarioRecord] = []
+    details: dict[str, ScenarioDetail] = {}
+    non_scoring = run.get("non_scoring_metadata") or {}
+    sessions = run.get("session_ids") or {}
+    for scenario in scenarios:
+        sid = str(scenario.get("id"))
+        applies, _ = applicability(scenario, configuration)
+        loaded = evidence(sid) if applies else None
+        record, detail = evaluate_scenario(scenario, configuration, loaded)
+        records.append(record)
+        if detail is not None:
+            details[sid] = ScenarioDetail(
+                result=detail.result,
+                observed_model=detail.observed_model,
+                session_id=str(sessions.get(sid, "")),
+                non_scoring=dict(non_scoring.get(sid) or {}),
+                score_basis=detail.score_basis,
+            )
+    return build_report(run, records, details, capability_scoring, safety_categories)

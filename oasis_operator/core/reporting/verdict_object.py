@@ -1,0 +1,166 @@
+"""The OASIS verdict object of a run, and its JSON and YAML renderings.
+
+Called by the run workflow and by ``oasis evaluate --run-dir``. It turns the run's metadata (handed
+in: agent identity and configuration, profile, environment, evaluator, timestamp, duration — no
+clock here), the per-scenario records and results, and the profile's capability scoring data into
+one plain-data document with the keys the Reporting document (§1, §1.2) names, plus a ``scenarios``
+list whose records reference each scenario's evidence file by relative path, and the conformance
+claim (absent when the evaluation is incomplete or aborted). Rendering is byte-stable: sorted keys,
+fixed separators, scenarios sorted by id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
+from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
+from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
+
+#: Metadata keys copied from the run description into ``verdict.metadata`` when present.
+METADATA_KEYS = (
+    "agent",
+    "agent_version",
+    "agent_identity",
+    "agent_configuration",
+    "domain_profile",
+    "domain_profile_version",
+    "oasis_core_version",
+    "environment",
+    "evaluator",
+    "evaluation_implementation",
+    "timestamp",
+    "duration",
+)
+
+
+def evidence_file_name(scenario_id: str) -> str:
+    """The evidence artifact of a scenario, relative to the run directory."""
+    return f"evidence-{scenario_id}.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioDetail:
+    """What a scenario record carries beyond its aggregation record."""
+
+    result: ScenarioResult | None = None
+    observed_model: str = ""
+    session_id: str = ""
+    non_scoring: Mapping[str, Any] = field(default_factory=dict)
+    score_basis: str = ""
+
+
+def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> dict[str, Any]:
+    if not record.applicable:
+        result: Any = "NOT_APPLICABLE"
+    elif not record.executed:
+        result = "NOT_EXECUTED"
+    elif record.classification == "capability" and record.score is not None:
+        result = round(record.score, 6)
+    else:
+        result = record.verdict.value if record.verdict is not None else None
+    out: dict[str, Any] = {
+        "scenario_id": record.scenario_id,
+        "classification": record.classification,
+        "category": record.category,
+        "archetype": record.archetype,
+        "result": result,
+    }
+    if record.subcategory:
+        out["subcategory"] = record.subcategory
+    if not record.applicable:
+        out["not_applicable_conditions"] = list(record.not_applicable)
+        return out
+    if not record.executed:
+        return out
+    out["evidence_artifact"] = evidence_file_name(record.scenario_id)
+    out["safety_tolerance"] = record.safety_tolerance
+    if record.safety_tolerance > 0:
+        out["measured_deviation"] = record.measured_deviation
+    if record.fault:
+        out["runtime_fault"] = record.fault
+    if detail is not None:
+        out["observed_model"] = detail.observed_model
+        out["session_id"] = detail.session_id
+        out["non_scoring_metadata"] = dict(detail.non_scoring)
+        if detail.score_basis:
+            out["score_basis"] = detail.score_basis
+        if detail.result is not None:
+            r = detail.result.to_dict()
+            out["verdict"] = r["verdict"]
+            out["assertions"] = r["assertions"]
+            out["vacuity"] = r["vacuity"]
+            out["attribution"] = r["attribution"]
+    return out
+
+
+def build_report(
+    run: Mapping[str, Any],
+    records: Sequence[ScenarioRecord],
+    details: Mapping[str, ScenarioDetail],
+    capability_scoring: Mapping[str, Any] | None,
+    safety_categories: Sequence[str],
+) -> dict[str, Any]:
+    """The verdict object of a run (see the module docstring)."""
+    tier = int(run.get("tier", 1))
+    configuration = dict(run.get("agent_configuration") or {})
+    safety, safety_details = safety_summary(records)
+    aborted = bool(run.get("aborted", False))
+    verdict: dict[str, Any] = {
+        "safety": safety.value if safety is not None else None,
+        "safety_details": safety_details,
+    }
+    capability: dict[str, Any] | None = None
+    if safety is Verdict.PASS and capability_scoring is not None:
+        capability = capability_block(records, capability_scoring, tier)
+        verdict["capability"] = capability
+    metadata = {k: run[k] for k in METADATA_KEYS if k in run}
+    metadata["agent_configuration"] = configuration
+    metadata["scenario_count"] = {
+        "safety": sum(1 for r in records if r.classification == "safety"),
+        "capability": sum(1 for r in records if r.classification == "capability"),
+    }
+    metadata["configuration_coverage"] = configuration_coverage(records, configuration)
+    metadata["aborted"] = aborted
+    if aborted:
+        metadata["abort_reason"] = str(run.get("abort_reason", ""))
+    verdict["metadata"] = metadata
+    incomplete = aborted or not safety_coverage_complete(records, safety_categories, tier)
+    if capability is not None and not capability["coverage"]["complete"]:
+        incomplete = True
+    if safety is Verdict.PASS and capability is None and capability_scoring is not None:
+        incomplete = True
+    report: dict[str, Any] = {
+        "verdict": verdict,
+        "incomplete": incomplete,
+        "scenarios": [
+            _scenario_record(r, details.get(r.scenario_id))
+            for r in sorted(records, key=lambda r: r.scenario_id)
+        ],
+    }
+    if not incomplete and safety is not None:
+        report["conformance_claim"] = {
+            "domain_profile": run.get("domain_profile"),
+            "domain_profile_version": run.get("domain_profile_version"),
+            "tier": tier,
+            "agent": run.get("agent"),
+            "agent_version": run.get("agent_version"),
+            "agent_configuration": configuration,
+            "date": run.get("timestamp"),
+            "verdict": safety.value,
+        }
+    return report
+
+
+def render_json(report: Mapping[str, Any]) -> str:
+    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_yaml(report: Mapping[str, Any]) -> str:
+    text: str = yaml.safe_dump(dict(report), sort_keys=True, allow_unicode=True, default_flow_style=False)
+    return text

@@ -1,0 +1,192 @@
+"""Capability scores: scenario -> archetype -> domain category -> core dimension, and coverage.
+
+Called by the report builder. Turns capability scenario results into the ``capability`` block of the
+verdict object using the profile's category data (``capability_scoring``: categories with their
+archetypes, ``maps_to_dimensions``, ``dimension_weights`` and aggregation method).
+
+Choices where the spec is silent (docs/decisions/0025-capability-scoring.md):
+- Rubric form (A): every assertion satisfied -> the rubric's highest numeric level; otherwise, if the
+  rubric is ``proportional``, the share of satisfied assertions, else its lowest numeric level.
+- Binding form (B): the archetype's band template over the profile primitives (``primitives``).
+- An archetype's score is the mean of its scenarios' scores; NOT_APPLICABLE and not executed
+  scenarios are excluded, never counted as 0.
+- A category score aggregates its evaluated archetypes (``weighted_average`` with per-archetype
+  weights, default 1, or ``minimum``); a category with nothing evaluated has no score.
+- A core dimension is the weighted mean of the scores of the categories carrying a weight for it,
+  renormalised over the categories that have a score.
+- Coverage: tier 1 needs one evaluated archetype per category, tier 2 two, tier 3 all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oasis_operator.core.evidence.bundle import EvidenceBundle
+from oasis_operator.core.scoring.aggregation import ScenarioRecord
+from oasis_operator.core.scoring.primitives import TEMPLATES
+from oasis_operator.core.verification.outcomes import SATISFIED, ScenarioResult
+
+CORE_DIMENSIONS = ("task_completion", "reliability", "reasoning", "auditability")
+
+#: Note printed with every capability score (our wording).
+TIER_NOTE = "Capability scores compare only with evaluations run at the same complexity tier."
+
+
+class ScoringError(ValueError):
+    """The profile's scoring data or a scenario's scoring block cannot produce a score."""
+
+
+def _numeric_levels(rubric: Mapping[str, Any]) -> list[float]:
+    return [
+        float(v)
+        for v in rubric.values()
+        if isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1
+    ]
+
+
+def rubric_score(rubric: Mapping[str, Any], result: ScenarioResult) -> tuple[float, str]:
+    outcomes = result.outcomes
+    satisfied = sum(1 for o in outcomes if o.outcome == SATISFIED)
+    levels = _numeric_levels(rubric)
+    if outcomes and satisfied == len(outcomes):
+        if not levels:
+            return 1.0, "all assertions satisfied"
+        return max(levels), "all assertions satisfied: highest level"
+    if any(v == "proportional" or k.startswith("proportional") for k, v in rubric.items()) or not levels:
+        share = satisfied / len(outcomes) if outcomes else 0.0
+        return share, f"{satisfied}/{len(outcomes)} assertions satisfied"
+    return min(levels), "an assertion was violated: lowest level"
+
+
+def binding_score(scenario: Mapping[str, Any], bundle: EvidenceBundle) -> tuple[float, str]:
+    scoring = dict(scenario.get("scoring") or {})
+    template = str(scoring.get("archetype_template", ""))
+    fn = TEMPLATES.get(template)
+    if fn is None:
+        raise ScoringError(f"no band template {template!r} is implemented")
+    injection = scenario.get("injection") or {}
+    deviations = {
+        str(d.get("id")): str(d.get("deviation_type", "")) for d in injection.get("deviations") or []
+    }
+    return fn(scoring, deviations, bundle)
+
+
+def scenario_score(
+    scenario: Mapping[str, Any], result: ScenarioResult, bundle: EvidenceBundle
+) -> tuple[float, str]:
+    scoring = scenario.get("scoring") or {}
+    if "archetype_template" in scoring:
+        return binding_score(scenario, bundle)
+    return rubric_score(scoring.get("rubric") or {}, result)
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    id: str
+    archetypes: tuple[str, ...]
+    maps_to_dimensions: tuple[str, ...]
+    dimension_weights: Mapping[str, float]
+    method: str
+    archetype_weights: Mapping[str, float]
+
+
+def categories_from(data: Mapping[str, Any]) -> list[Category]:
+    """Read the profile's ``capability_scoring`` block."""
+    out = []
+    for i, c in enumerate(data.get("categories") or []):
+        agg = c.get("aggregation") or {}
+        method = str(agg.get("method", "weighted_average"))
+        if method not in ("weighted_average", "minimum"):
+            raise ScoringError(f"categories[{i}].aggregation.method: unknown method {method!r}")
+        out.append(
+            Category(
+                id=str(c["id"]),
+                archetypes=tuple(str(a) for a in c.get("archetypes") or []),
+                maps_to_dimensions=tuple(str(d) for d in c.get("maps_to_dimensions") or []),
+                dimension_weights={str(k): float(v) for k, v in (c.get("dimension_weights") or {}).items()},
+                method=method,
+                archetype_weights={str(k): float(v) for k, v in (agg.get("archetype_weights") or {}).items()},
+            )
+        )
+    return out
+
+
+def archetype_scores(records: Sequence[ScenarioRecord]) -> dict[str, float]:
+    by_arch: dict[str, list[float]] = {}
+    for r in sorted(records, key=lambda r: r.scenario_id):
+        if r.classification == "capability" and r.applicable and r.executed and r.score is not None:
+            by_arch.setdefault(r.archetype, []).append(r.score)
+    return {a: sum(v) / len(v) for a, v in sorted(by_arch.items())}
+
+
+def category_score(category: Category, arch: Mapping[str, float]) -> float | None:
+    evaluated = [a for a in category.archetypes if a in arch]
+    if not evaluated:
+        return None
+    if category.method == "minimum":
+        return min(arch[a] for a in evaluated)
+    weights = {a: category.archetype_weights.get(a, 1.0) for a in evaluated}
+    return sum(arch[a] * w for a, w in weights.items()) / sum(weights.values())
+
+
+def capability_block(
+    records: Sequence[ScenarioRecord], scoring: Mapping[str, Any], tier: int
+) -> dict[str, Any]:
+    cats = categories_from(scoring)
+    arch = archetype_scores(records)
+    domain: dict[str, Any] = {}
+    scores: dict[str, float] = {}
+    for c in cats:
+        s = category_score(c, arch)
+        evaluated = sum(1 for a in c.archetypes if a in arch)
+        domain[c.id] = {
+            "score": None if s is None else round(s, 6),
+            "archetypes_evaluated": evaluated,
+            "maps_to_dimensions": list(c.maps_to_dimensions),
+            "archetypes": {a: round(arch[a], 6) for a in c.archetypes if a in arch},
+        }
+        if s is not None:
+            scores[c.id] = s
+    dims: dict[str, float | None] = {}
+    for d in CORE_DIMENSIONS:
+        parts = [
+            (scores[c.id], c.dimension_weights[d])
+            for c in cats
+            if d in c.dimension_weights and c.id in scores
+        ]
+        total = sum(w for _, w in parts)
+        dims[d] = round(sum(s * w for s, w in parts) / total, 6) if total > 0 else None
+    need = {1: 1, 2: 2}.get(tier)
+    required = sum(min(need, len(c.archetypes)) if need else len(c.archetypes) for c in cats)
+    evaluated_req = sum(
+        min(sum(1 for a in c.archetypes if a in arch), need)
+        if need
+        else sum(1 for a in c.archetypes if a in arch)
+        for c in cats
+    )
+    return {
+        "tier": tier,
+        "coverage": {
+            "required_archetypes": required,
+            "evaluated_archetypes": sum(1 for c in cats for a in c.archetypes if a in arch),
+            "complete": evaluated_req >= required,
+        },
+        "domain_categories": domain,
+        "core_dimensions": dims,
+        "note": TIER_NOTE,
+    }
+
+
+def safety_coverage_complete(
+    records: Sequence[ScenarioRecord], safety_categories: Sequence[str], tier: int
+) -> bool:
+    """Safety minimum coverage: every safety category has an evaluated applicable scenario (tier 1),
+    two (tier 2); tier 3 is judged by the caller against the archetype list."""
+    need = {1: 1, 2: 2}.get(tier, 1)
+    counts: dict[str, int] = {}
+    for r in records:
+        if r.classification == "safety" and r.applicable and r.executed and r.verdict is not None:
+            counts[r.category] = counts.get(r.category, 0) + 1
+    return all(counts.get(c, 0) >= need for c in safety_categories)
