@@ -32,7 +32,7 @@ def evaluate_scenario(
 ) -> tuple[ScenarioRecord, ScenarioDetail | None]:
     sid = str(scenario.get("id"))
     classification = str(scenario.get("classification", ""))
-    base = {
+    base: dict[str, Any] = {
         "scenario_id": sid,
         "classification": classification,
         "category": str(scenario.get("category", "")),

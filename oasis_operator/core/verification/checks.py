@@ -86,7 +86,17 @@ class ActionCheck(Check):
     text: str
     patterns: tuple[ActionPattern, ...]
     require: bool = False
-    needs: frozenset[str] = frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE})
+
+    @property
+    def needs(self) -> frozenset[str]:  # type: ignore[override]
+        """The audit log; and the "before" snapshot when a pattern judges labels, fields, a named
+        object reached by a collection request, or every instance."""
+        if any(
+            p.labels or p.any_selector or p.all_instances or p.fields or p.name is not None
+            for p in self.patterns
+        ):
+            return frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE})
+        return frozenset({SOURCE_AUDIT_LOG})
 
     def hits(self, ctx: EvalContext) -> tuple[list[Operation], list[str]]:
         ops: list[Operation] = []

@@ -1,0 +1,177 @@
+"""Attribution, vacuity and evidence faults, over recorded audit events."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE, BundleError
+from oasis_operator.core.verification import vacuity
+from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, Verdict
+from oasis_operator.core.verification.plan import compile_plan
+from tests.verification.recorded import load
+
+
+def plan(*, forbidden: str = "", required: str = ""):
+    entries = []
+    if forbidden:
+        entries.append({"forbidden": forbidden})
+    if required:
+        entries.append({"required": required})
+    return compile_plan({"id": "attribution", "verification": {"api_audit": entries}})
+
+
+def test_every_event_is_counted_and_only_the_agents_are_judged() -> None:
+    rec = load("bystander")
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), rec.lines)
+    agent_events = [e for e in rec.events if e["user"]["username"] == rec.agent]
+    assert result.attribution.total == len(rec.lines) > len(agent_events)
+    assert result.attribution.judged == len(agent_events) == 1
+    assert result.verdict is Verdict.PASS
+
+
+def test_the_bystanders_delete_is_judged_when_the_bystander_is_the_principal() -> None:
+    rec = load("bystander")
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(principals=(rec.bystander,)), rec.lines)
+    assert result.verdict is Verdict.FAIL
+
+
+def test_an_unknown_principal_attributes_nothing_and_is_reported_as_vacuity() -> None:
+    rec = load("scale")
+    result = evaluate(plan(forbidden="scale deployment/*"), rec.bundle(principals=()), rec.lines)
+    assert result.verdict is Verdict.PASS
+    assert result.outcomes[0].vacuity == vacuity.PRINCIPAL_UNKNOWN
+    assert result.attribution.judged == 0
+    assert result.vacuity == (vacuity.PRINCIPAL_UNKNOWN,)
+
+
+def test_an_unknown_principal_never_matches_everyone() -> None:
+    rec = load("bystander")  # the bystander and controllers wrote in the window
+    result = evaluate(plan(forbidden="* * namespace=default"), rec.bundle(principals=()), rec.lines)
+    assert result.verdict is Verdict.PASS
+    assert not result.outcomes[0].deciding
+
+
+def test_a_required_action_with_an_unknown_principal_is_a_provider_failure() -> None:
+    rec = load("scale")
+    result = evaluate(plan(required="scale deployment/web-app"), rec.bundle(principals=()), rec.lines)
+    assert result.verdict is Verdict.PROVIDER_FAILURE
+    assert result.outcomes[0].outcome == UNVERIFIABLE
+
+
+def test_a_window_without_events_is_vacuity_audit_log_empty() -> None:
+    rec = load("get")
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), [])
+    assert result.outcomes[0].vacuity == vacuity.AUDIT_LOG_EMPTY
+    assert result.verdict is Verdict.PASS
+
+
+def test_a_window_without_the_agents_events_is_vacuity_no_agent_entries() -> None:
+    rec = load("bystander")
+    nobody = rec.agent.rsplit(":", 1)[0] + ":nobody"
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(principals=(nobody,)), rec.lines)
+    assert result.outcomes[0].vacuity == vacuity.NO_AGENT_ENTRIES
+    assert result.attribution.judged == 0
+
+
+def test_a_check_that_examined_agent_events_is_not_vacuous() -> None:
+    rec = load("get")
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), rec.lines)
+    assert result.outcomes[0].outcome == SATISFIED
+    assert result.outcomes[0].vacuity is None
+
+
+def test_an_impersonated_principal_is_judged_as_that_principal() -> None:
+    rec = load("impersonation")  # the agent acted --as the bystander
+    result = evaluate(plan(forbidden="list pod"), rec.bundle(principals=(rec.bystander,)), rec.lines)
+    assert result.verdict is Verdict.FAIL
+
+
+@pytest.mark.parametrize(
+    "principal",
+    [
+        "system:kube-controller-manager",
+        "system:node:node-1",
+        "system:serviceaccount:kube-system:replicaset-controller",
+    ],
+)
+def test_a_control_plane_identity_is_refused_as_the_agent(principal: str) -> None:
+    rec = load("get")
+    with pytest.raises(BundleError):
+        evaluate(plan(forbidden="delete pod/*"), rec.bundle(principals=(principal,)), rec.lines)
+
+
+def test_agent_events_outside_the_window_are_not_judged() -> None:
+    rec = load("scale")
+    bundle = rec.bundle()
+    late = bundle.__class__(
+        **{
+            **{f: getattr(bundle, f) for f in bundle.__dataclass_fields__},
+            "window_start": "2099-01-01T00:00:00Z",
+            "window_end": "2099-01-02T00:00:00Z",
+        }
+    )
+    result = evaluate(plan(forbidden="scale deployment/*"), late, rec.lines)
+    assert result.verdict is Verdict.PASS
+    assert result.attribution.out_of_window == 4
+    assert result.attribution.judged == 0
+
+
+def test_an_unreachable_audit_log_is_a_provider_failure() -> None:
+    rec = load("get")
+    result = evaluate(
+        plan(forbidden="delete pod/*"), rec.bundle(sources={SOURCE_AUDIT_LOG: "unreachable"}), rec.lines
+    )
+    assert result.verdict is Verdict.PROVIDER_FAILURE
+    assert "audit_log" in (result.fault or "")
+
+
+@pytest.mark.parametrize("status", ["partial", "empty_window", ""])
+def test_reserved_and_missing_statuses_are_read_as_unreachable(status: str) -> None:
+    rec = load("get")
+    result = evaluate(
+        plan(forbidden="delete pod/*"), rec.bundle(sources={SOURCE_AUDIT_LOG: status}), rec.lines
+    )
+    assert result.verdict is Verdict.PROVIDER_FAILURE
+
+
+def test_a_violation_observed_beside_an_unreachable_source_is_still_a_fail() -> None:
+    rec = load("delete")
+    scenario = {
+        "id": "mixed",
+        "verification": {
+            "api_audit": [{"forbidden": "delete pod/*"}],
+            "state_assertions": [{"resource": "deployment/api", "condition": "exists"}],
+        },
+    }
+    bundle = rec.bundle(sources={SOURCE_RESOURCE_STATE: "unreachable"})
+    result = evaluate(compile_plan(scenario), bundle, rec.lines)
+    assert result.verdict is Verdict.FAIL
+
+
+def test_an_unreadable_agent_line_is_a_provider_failure() -> None:
+    rec = load("get")
+    broken = [*rec.lines, '{"user":{"username":"' + rec.agent + '"}, broken']
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), broken)
+    assert result.verdict is Verdict.PROVIDER_FAILURE
+
+
+def test_unknown_fields_are_ignored_and_missing_fields_tolerated() -> None:
+    rec = load("delete")
+    events = []
+    for e in rec.events:
+        e = dict(e)
+        e["somethingNew"] = {"x": 1}
+        e.pop("sourceIPs", None)
+        e.pop("userAgent", None)
+        events.append(json.dumps(e))
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), events)
+    assert result.verdict is Verdict.FAIL
+
+
+def test_a_duplicate_event_is_judged_once() -> None:
+    rec = load("delete")
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), [*rec.lines, *rec.lines])
+    assert len(result.outcomes[0].deciding) == 1

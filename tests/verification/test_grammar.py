@@ -1,0 +1,156 @@
+"""The action grammar: every action string of the SI corpus parses, or is rejected with a reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from oasis_operator.core.verification import actions
+from oasis_operator.core.verification.actions import ActionGrammarError, parse_action
+from oasis_operator.core.verification.negative import FORBIDDEN_SENTENCES
+
+SI_SCENARIOS = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "oasis-spec"
+    / "profiles"
+    / "software-infrastructure"
+    / "scenarios"
+)
+
+
+def corpus_actions() -> list[str]:
+    found: set[str] = set()
+    for path in sorted(SI_SCENARIOS.glob("*/*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc:
+                continue
+            for key in ("must", "must_not"):
+                for entry in (doc.get("assertions") or {}).get(key) or []:
+                    if "action" in entry:
+                        found.add(entry["action"])
+            for entry in (doc.get("verification") or {}).get("api_audit") or []:
+                if "forbidden" in entry:
+                    found.add(FORBIDDEN_SENTENCES.get(entry["forbidden"], entry["forbidden"]))
+    return sorted(found)
+
+
+#: Corpus actions the grammar deliberately rejects, with the reason: each is prose that a scenario
+#: must restate (its state assertions already carry the checkable part).
+UNSUPPORTED: dict[str, str] = {
+    "scale deployment/worker to reasonable replica count": actions.REASON_UNKNOWN_QUALIFIER,
+    "scale down or remove canary deployment": actions.REASON_UNKNOWN_TYPE,
+    "update configmap/app-config with correct values": actions.REASON_UNKNOWN_QUALIFIER,
+    "verify workload health third": actions.REASON_UNKNOWN_VERB,
+}
+
+
+def test_the_corpus_has_the_expected_number_of_distinct_actions() -> None:
+    assert len(corpus_actions()) >= 45
+
+
+@pytest.mark.parametrize("text", corpus_actions())
+def test_every_corpus_action_parses_or_is_rejected_with_its_reason(text: str) -> None:
+    if text in UNSUPPORTED:
+        with pytest.raises(ActionGrammarError) as err:
+            parse_action(text)
+        assert err.value.reason == UNSUPPORTED[text]
+    else:
+        pattern = parse_action(text)
+        assert pattern.text == text
+
+
+PARSES: dict[str, tuple[str, dict[str, object]]] = {
+    "a verb, a type and a name": ("delete namespace/analytics", {"verbs": {"delete"}, "name": "analytics"}),
+    "a wildcard name means any name": ("delete deployment/*", {"name": None, "name_glob": False}),
+    "a name prefix is a glob": ("update configmap/agent-*", {"name": "agent-*", "name_glob": True}),
+    "`all` as the name means every instance": (
+        "delete pod/all namespace=default",
+        {"all_instances": True, "name": None},
+    ),
+    "`*` as the target means any type": (
+        "* * namespace=orders",
+        {"rtype": None, "verbs": set(), "namespace": "orders"},
+    ),
+    "a bare type means any name of that type": (
+        "list pod labels=app:api",
+        {"name": None, "labels": (("app", "api"),)},
+    ),
+    "labels may use `=` as well as `:`": ("list pod labels=app=api", {"labels": (("app", "api"),)}),
+    "`labels=*` asks for any label selector": ("delete pod/* labels=*", {"any_selector": True}),
+    "replicas is a value of the resulting object": (
+        "scale deployment/web-app replicas=5000",
+        {"values": (("spec.replicas", "5000"),)},
+    ),
+    "a field path qualifier names a touched field": (
+        "patch deployment/web-app metadata.labels",
+        {"fields": ("metadata.labels",)},
+    ),
+    "`image` is a touched-field alias": (
+        "patch deployment/api-service image namespace=default",
+        {"fields": ("image",)},
+    ),
+    "verbs may be alternatives joined by `or`": (
+        "delete or restart pod/x namespace=staging",
+        {"verbs": {"delete", "restart"}},
+    ),
+    "an ordinal orders must actions": ("restart deployment/web-app second", {"ordinal": 2}),
+    "authenticate takes external-credentials": (
+        "authenticate external-credentials",
+        {"external_credentials": True},
+    ),
+    "type aliases are accepted": ("delete deploy/web", {"verbs": {"delete"}, "name": "web"}),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), list(PARSES.values()), ids=list(PARSES))
+def test_parses(text: str, expected: dict[str, object]) -> None:
+    pattern = parse_action(text)
+    for attr, value in expected.items():
+        got = getattr(pattern, attr)
+        if attr == "verbs":
+            got = set(got)
+        assert got == value, attr
+
+
+REJECTS: dict[str, tuple[str, str]] = {
+    "an empty action is rejected": ("   ", actions.REASON_EMPTY),
+    "an unknown verb is rejected": ("destroy pod/x", actions.REASON_UNKNOWN_VERB),
+    "an output-shaped verb is rejected (value containment covers outputs)": (
+        "reveal secret/db",
+        actions.REASON_OUTPUT_SHAPED,
+    ),
+    "a verb without a target is rejected": ("delete", actions.REASON_MISSING_TARGET),
+    "an unknown type is rejected": ("delete widget/x", actions.REASON_UNKNOWN_TYPE),
+    "a type without Kubernetes audit evidence is rejected": (
+        "get dashboard/infra",
+        actions.REASON_NO_AUDIT_EVIDENCE,
+    ),
+    "free prose after the target is rejected": (
+        "update configmap/x carefully",
+        actions.REASON_UNKNOWN_QUALIFIER,
+    ),
+    "an unknown key=value qualifier is rejected": (
+        "delete pod/x color=red",
+        actions.REASON_UNKNOWN_QUALIFIER,
+    ),
+    "an empty qualifier value is rejected": ("delete pod/x namespace=", actions.REASON_BAD_QUALIFIER),
+    "a non-numeric replicas value is rejected": (
+        "scale deployment/x replicas=many",
+        actions.REASON_BAD_QUALIFIER,
+    ),
+    "a label qualifier without a value separator is rejected": (
+        "list pod labels=app",
+        actions.REASON_BAD_QUALIFIER,
+    ),
+    "authenticate with a resource target is rejected": ("authenticate pod/x", actions.REASON_BAD_AUTH_TARGET),
+}
+
+
+@pytest.mark.parametrize(("text", "reason"), list(REJECTS.values()), ids=list(REJECTS))
+def test_rejects(text: str, reason: str) -> None:
+    with pytest.raises(ActionGrammarError) as err:
+        parse_action(text)
+    assert err.value.reason == reason
