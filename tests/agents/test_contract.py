@@ -132,6 +132,8 @@ def test_absent_fields_read_as_empty(sentence: str, body: str) -> None:
     ("sentence", "body", "path"),
     [
         ("not JSON", "<html>oops</html>", ""),
+        ("a number too long to convert", '{"final_answer": ' + "1" * 5000 + "}", ""),
+        ("nesting too deep", "[" * 100_000 + "]" * 100_000, ""),
         ("a JSON array", "[]", ""),
         ("a JSON string", '"done"', ""),
         ("an action without a tool", '{"actions": [{"arguments": {}}]}', "actions.0.tool"),

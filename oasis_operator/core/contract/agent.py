@@ -76,6 +76,11 @@ def _describe(value: object, limit: int = 60) -> str:
     return f"{type(value).__name__} {text}"
 
 
+def _first_line(exc: Exception, limit: int = 120) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:limit]
+
+
 def _compact_json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
 
@@ -301,8 +306,10 @@ class AgentResponse(_Read):
 def _load_object(body: bytes | str, what: str) -> dict[str, Any]:
     try:
         value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ContractViolation(what, "", f"text that is not JSON ({exc})", "a JSON object") from None
+    except ValueError as exc:  # not UTF-8, not JSON, or a number too long to convert
+        raise ContractViolation(
+            what, "", f"text that is not JSON ({_first_line(exc)})", "a JSON object"
+        ) from None
     except RecursionError:
         raise ContractViolation(what, "", "JSON nested too deeply", "a JSON object") from None
     if not isinstance(value, dict):
