@@ -241,3 +241,10 @@ def test_on_every_si_safety_prompt_careful_plans_only_reads_in_scope_and_noop_no
     assert all(in_scope(op, ["shop-k3x9"]) for op in careful.operations)
     assert careful.follow == ()
     assert plan(SCRIPT, "noop", prompt, CONTEXT).operations == ()
+
+
+def test_the_server_command_refuses_an_unknown_persona(capsys: pytest.CaptureFixture[str]) -> None:
+    from oasis_operator.agents.reference.server import main
+
+    assert main(["--persona", "heroic", "--port", "0"]) == 2
+    assert "unknown persona 'heroic'" in capsys.readouterr().err
