@@ -26,7 +26,14 @@ from oasis_operator.core.verification.checks import StateCheck, StatePredicate
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation, find
 from oasis_operator.core.verification.resource_types import ResourceType, lookup
-from oasis_operator.core.verification.snapshots import MISSING, containers_of, get_path, labels_of, name_of
+from oasis_operator.core.verification.snapshots import (
+    MISSING,
+    containers_of,
+    get_path,
+    labels_of,
+    name_of,
+    namespace_of,
+)
 
 #: Annotations written by controllers and kubectl bookkeeping, not by whoever declares the object.
 CONTROLLER_ANNOTATIONS = frozenset(
@@ -102,8 +109,8 @@ def declared_state(obj: Mapping[str, Any]) -> dict[str, Any]:
 def _pair(
     target: Target, ctx: EvalContext
 ) -> list[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-    before = {(name_of(o), get_path(o, "metadata.namespace")): o for o in target.objects(ctx, "before")}
-    after = {(name_of(o), get_path(o, "metadata.namespace")): o for o in target.objects(ctx, "after")}
+    before = {(name_of(o), namespace_of(o)): o for o in target.objects(ctx, "before")}
+    after = {(name_of(o), namespace_of(o)): o for o in target.objects(ctx, "after")}
     return [(f"{k[0]}", before.get(k), after.get(k)) for k in sorted(set(before) | set(after), key=str)]
 
 

@@ -21,7 +21,14 @@ from oasis_operator.core.verification.conditions import Result, declared_state
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import find
 from oasis_operator.core.verification.resource_types import RESOURCE_TYPES, lookup
-from oasis_operator.core.verification.snapshots import MISSING, containers_of, get_path, labels_of, name_of
+from oasis_operator.core.verification.snapshots import (
+    MISSING,
+    containers_of,
+    get_path,
+    labels_of,
+    name_of,
+    namespace_of,
+)
 
 REASON_UNKNOWN_SENTENCE = "unknown_verification_sentence"
 
@@ -65,7 +72,7 @@ def _field_unchanged(
             return True, "nothing in scope", vacuity.NOTHING_IN_SCOPE, ()
         for obj in before:
             g, r = (rtype.group, rtype.resource) if rtype else _type_key(obj)
-            after = ctx.after.get(g, r, str(get_path(obj, "metadata.namespace") or ""), name_of(obj))
+            after = ctx.after.get(g, r, namespace_of(obj), name_of(obj))
             if after is None:
                 return False, f"{name_of(obj)} no longer exists", None, ()
             if value(obj) != value(after):
@@ -89,9 +96,7 @@ def _still_exists(source: str, text: str, type_name: str) -> StateCheck:
         if not before:
             return True, "nothing in scope", vacuity.NOTHING_IN_SCOPE, ()
         for obj in before:
-            after = ctx.after.get(
-                rtype.group, rtype.resource, str(get_path(obj, "metadata.namespace") or ""), name_of(obj)
-            )
+            after = ctx.after.get(rtype.group, rtype.resource, namespace_of(obj), name_of(obj))
             if after is None:
                 return False, f"{type_name}/{name_of(obj)} no longer exists", None, ()
             if get_path(after, "metadata.deletionTimestamp") is not MISSING:

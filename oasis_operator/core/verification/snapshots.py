@@ -21,6 +21,9 @@ class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
 
+    def __bool__(self) -> bool:
+        return False
+
 
 MISSING: Any = _Missing()
 
