@@ -97,7 +97,12 @@ class HttpAgent:
         self.settings = settings
         verify: ssl.SSLContext | bool = True
         if settings.ca_bundle_pem is not None:
-            verify = ssl.create_default_context(cadata=settings.ca_bundle_pem)
+            try:
+                verify = ssl.create_default_context(cadata=settings.ca_bundle_pem)
+            except ssl.SSLError as exc:
+                raise ValueError(
+                    f"ca_bundle_pem: expected PEM certificates, found none usable ({exc.reason})"
+                ) from None
         headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if settings.bearer_token is not None:
             headers["Authorization"] = f"Bearer {settings.bearer_token}"
