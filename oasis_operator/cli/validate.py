@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         kinds[loaded.kind] = kinds.get(loaded.kind, 0) + 1
     summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(kinds.items())) or "no documents"
     errors, warnings = len(result.errors), len(result.warnings)
-    print(f"{'FAILED' if errors else 'OK'}: {summary} valid; {errors} error(s), {warnings} warning(s)")
+    print(f"{'FAILED' if errors else 'OK'}: read {summary}; {errors} error(s), {warnings} warning(s)")
     return 1 if errors else 0
 
 

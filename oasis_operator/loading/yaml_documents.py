@@ -103,6 +103,8 @@ def parse_yaml(text: str, source: str) -> list[YamlDocument]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        if exc.context_mark is not None and mark is not None and exc.context_mark.line != mark.line:
+            problem += f" (the construct started on line {exc.context_mark.line + 1})"
         raise LoadError(source, f"YAML syntax error: {problem}", len(docs), mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise LoadError(source, f"YAML error: {exc}", len(docs)) from None

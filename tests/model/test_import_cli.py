@@ -34,7 +34,7 @@ def test_import_to_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str
     # What was written validates again, now with the profile it came with.
     assert main(["validate", str(tmp_path), "--no-warnings"]) == 0
     out, _ = capsys.readouterr()
-    assert out.startswith("OK: 1 profile, 50 scenarios valid; 0 error(s)")
+    assert out.startswith("OK: read 1 profile, 50 scenarios; 0 error(s)")
 
 
 def test_a_broken_scenario_stops_the_import_and_nothing_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
