@@ -194,3 +194,40 @@ def test_run_spec_model_yaml_model_is_identity(spec: dict[str, Any]) -> None:
     assert isinstance(second, EvaluationRunSpec)
     assert second == first
     assert dump(second) == manifest["spec"]
+
+
+def test_profiles_round_trip(si_profile: Any, example_profile: Any) -> None:
+    from oasis_operator.core.model.profile import parse_profile
+
+    for profile in (si_profile, example_profile):
+        dumped = dump(profile)
+        again = parse_profile(_through_yaml(dumped))
+        assert again == profile
+        assert dump(again) == dumped
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_profile_with_generated_dimensions_round_trips(example_profile: Any, data: st.DataObject) -> None:
+    from oasis_operator.core.model.profile import parse_profile
+
+    dims = data.draw(
+        st.lists(
+            st.one_of(
+                st.builds(
+                    lambda i, vs, d: {"identifier": i, "type": "enum", "values": vs, "description": d, **({"default": vs[0]} if len(d) % 2 else {})},
+                    IDENT,
+                    st.lists(IDENT, min_size=2, max_size=4, unique=True),
+                    TEXT,
+                ),
+                st.builds(lambda i, d, b: {"identifier": i, "type": "boolean", "description": d, "default": b}, IDENT, TEXT, st.booleans()),
+            ),
+            min_size=1,
+            max_size=4,
+            unique_by=lambda d: d["identifier"],
+        )
+    )
+    raw = dump(example_profile)
+    raw["agent_configuration_schema"] = {"dimensions": dims}
+    profile = parse_profile(raw)
+    assert parse_profile(_through_yaml(dump(profile))) == profile
