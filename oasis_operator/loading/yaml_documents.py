@@ -20,6 +20,12 @@ from oasis_operator.core.model.errors import PathPart
 
 #: Files larger than this are refused: scenarios are small, and input is untrusted.
 MAX_FILE_BYTES = 4 * 1024 * 1024
+#: A document may expand (aliases counted each time they are used) to at most this many nodes.
+MAX_NODES = 200_000
+
+
+class _TooLarge(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,14 @@ class YamlDocument:
         return line
 
 
-def _duplicate_keys(node: yaml.Node, path: tuple[PathPart, ...] = ()) -> list[tuple[tuple[PathPart, ...], str, int]]:
+def _duplicate_keys(
+    node: yaml.Node, path: tuple[PathPart, ...] = (), budget: list[int] | None = None
+) -> list[tuple[tuple[PathPart, ...], str, int]]:
+    """Repeated keys of every mapping; also counts expanded nodes against :data:`MAX_NODES`."""
+    budget = budget if budget is not None else [MAX_NODES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooLarge
     found: list[tuple[tuple[PathPart, ...], str, int]] = []
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
@@ -78,10 +91,10 @@ def _duplicate_keys(node: yaml.Node, path: tuple[PathPart, ...] = ()) -> list[tu
                 if key.value in seen:
                     found.append((path, key.value, key.start_mark.line + 1))
                 seen.add(key.value)
-                found += _duplicate_keys(value, (*path, key.value))
+                found += _duplicate_keys(value, (*path, key.value), budget)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            found += _duplicate_keys(item, (*path, i))
+            found += _duplicate_keys(item, (*path, i), budget)
     return found
 
 
@@ -108,6 +121,10 @@ def parse_yaml(text: str, source: str) -> list[YamlDocument]:
         raise LoadError(source, f"YAML syntax error: {problem}", len(docs), mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise LoadError(source, f"YAML error: {exc}", len(docs)) from None
+    except _TooLarge:
+        raise LoadError(source, f"document expands to more than {MAX_NODES} nodes (aliases used many times?)", len(docs)) from None
+    except RecursionError:
+        raise LoadError(source, "document is nested too deeply", len(docs)) from None
     finally:
         loader.dispose()
     return docs
