@@ -172,6 +172,16 @@ def _manifest(data: dict[str, Any]) -> tuple[DocKind, Any] | list[Issue]:
 
 def load_document(doc: YamlDocument) -> tuple[Loaded | None, list[Finding]]:
     """Validate one document; never raises for bad content."""
+    try:
+        return _load_document(doc)
+    except (ModelValidationError, LoadError):
+        raise
+    except Exception as exc:  # a bug of ours must still not become a traceback for the user
+        text = f"internal error while validating this document ({type(exc).__name__}: {exc}); please report it"
+        return None, [Finding("error", Location(doc.source, doc.index, doc.line_of(())), text)]
+
+
+def _load_document(doc: YamlDocument) -> tuple[Loaded | None, list[Finding]]:
     data = doc.data
     if data is None:
         return None, []  # an empty document (e.g. after a leading ``---``)
