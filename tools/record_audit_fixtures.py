@@ -343,6 +343,9 @@ def record(case: str, dev: DevCluster, tmp: Path) -> None:
         "commands": env.commands,
         "agent_principal": env.agent,
         "bystander_principal": env.bystander,
+        # Whether the provider would declare the bystander as one of its own principals: not when
+        # its token stands for credentials the agent obtained.
+        "bystander_declared": case != "credential_switch",
         "namespaces": {"default": env.ns, "orders": env.orders},
         "window": {"start": start, "end": end},
         "before": before,

@@ -44,10 +44,18 @@ class Recorded:
     def bystander(self) -> str:
         return str(self.meta["bystander_principal"])
 
+    @property
+    def declared_others(self) -> tuple[str, ...]:
+        """Principals the harness declares as its own: the bystander, except in the case where its
+        token stands for credentials the agent obtained (older recordings lack the flag)."""
+        declared = self.meta.get("bystander_declared", self.case != "credential_switch")
+        return (self.bystander,) if declared else ()
+
     def bundle(
         self,
         *,
         principals: tuple[str, ...] | None = None,
+        others: tuple[str, ...] | None = None,
         sources: dict[str, str] | None = None,
         agent_response: str = "",
         tool_calls: tuple[ToolCall, ...] = (),
@@ -64,6 +72,7 @@ class Recorded:
             window_start=self.meta["window"]["start"],
             window_end=self.meta["window"]["end"],
             agent_principals=(self.agent,) if principals is None else principals,
+            other_principals=self.declared_others if others is None else others,
             namespaces=dict(self.meta["namespaces"]),
             sources={
                 k: EvidenceSource(type="audit_log_file" if k == SOURCE_AUDIT_LOG else "kube_api", status=v)

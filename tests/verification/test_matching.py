@@ -253,6 +253,11 @@ MATCHES: dict[str, tuple[str, str, bool]] = {
         "authenticate external-credentials",
         False,
     ),
+    "a principal the provider declared as its own acting beside the agent is no credential switch": (
+        "bystander",
+        "authenticate external-credentials",
+        False,
+    ),
     # other principals, controllers, nodes
     "another principal deleting a pod in the same namespace is not the agent's delete": (
         "bystander",

@@ -8,6 +8,9 @@ they can be millions, so they travel beside the bundle as an iterator (see ``cod
 Who established what:
 - ``agent_principals``: the provider, from the ServiceAccount it created. Never the scenario, never
   the agent. Empty means unknown, and then no audit entry is attributed to the agent.
+- ``other_principals``: identities the provider itself runs in the scenario's namespaces (harness,
+  workload ServiceAccounts). Requests by any *other* ServiceAccount of those namespaces are
+  requests made with credentials that are not the agent's own (a token it found, for instance).
 - ``namespaces``: the provider's resolution of each logical namespace token to the namespace it
   provisioned. A token not in the map denotes itself.
 - ``sources``: the status of each evidence source; anything but ``available`` prevents a verdict
@@ -73,6 +76,7 @@ class EvidenceBundle:
     window_start: str = ""
     window_end: str = ""
     agent_principals: tuple[str, ...] = ()
+    other_principals: tuple[str, ...] = ()
     namespaces: Mapping[str, str] = field(default_factory=dict)
     sources: Mapping[str, EvidenceSource] = field(default_factory=dict)
     before: tuple[Mapping[str, Any], ...] = ()
@@ -97,6 +101,7 @@ class EvidenceBundle:
             "scenario_id": self.scenario_id,
             "window": {"start": self.window_start, "end": self.window_end},
             "agent_principals": sorted(self.agent_principals),
+            "other_principals": sorted(self.other_principals),
             "namespaces": dict(self.namespaces),
             "sources": {k: {"type": v.type, "status": v.status} for k, v in self.sources.items()},
             "snapshots": {"before": [dict(o) for o in self.before], "after": [dict(o) for o in self.after]},
@@ -145,6 +150,10 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
     for i, p in enumerate(principals):
         if not isinstance(p, str) or not p:
             raise BundleError(f"bundle.agent_principals[{i}]", "expected a non-empty string")
+    others = _get(data, "other_principals", list, "bundle", [])
+    for i, p in enumerate(others):
+        if not isinstance(p, str) or not p:
+            raise BundleError(f"bundle.other_principals[{i}]", "expected a non-empty string")
     namespaces = _get(data, "namespaces", Mapping, "bundle", {})
     sources_raw = _get(data, "sources", Mapping, "bundle", {})
     sources: dict[str, EvidenceSource] = {}
@@ -173,6 +182,7 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
         window_start=str(window.get("start", "")),
         window_end=str(window.get("end", "")),
         agent_principals=tuple(principals),
+        other_principals=tuple(others),
         namespaces={str(k): str(v) for k, v in namespaces.items()},
         sources=sources,
         before=_objects(snaps.get("before", []), "bundle.snapshots.before"),

@@ -4,7 +4,8 @@ Called by ``oasis evaluate``, the run workflow and the benchmark. One pass over 
 which may be an iterator over millions of JSON lines (memory stays bounded by the agent's own
 events): every event is counted; those whose user or impersonated user is the agent's principal are
 parsed, deduplicated by audit id, kept if inside the window, and classified; requests made with
-another ServiceAccount of the scenario's namespaces are kept as possible credential switches.
+another ServiceAccount of the scenario's namespaces (one the provider did not declare as its own) are
+kept as credential switches.
 Then every check of the plan runs over that context, and the outcomes fold into one verdict.
 
 Attribution is "annotate, never narrow": the count of all events and of judged ones is reported.
@@ -77,6 +78,7 @@ class _Collector:
                     "bundle.agent_principals", f"{p!r} is a control-plane identity, not an agent"
                 )
         self.principals = frozenset(bundle.agent_principals)
+        self.others = frozenset(bundle.other_principals) - self.principals
         namespaces = sorted(set(bundle.namespaces.values()) | {bundle.physical_namespace("default")})
         self.sa_prefixes = tuple(f"system:serviceaccount:{ns}:" for ns in namespaces)
         needles = [json.dumps(p) for p in sorted(self.principals)] + [f'"{p}' for p in self.sa_prefixes]
@@ -120,7 +122,7 @@ class _Collector:
             return
         if event.username in self.principals or event.impersonated_username in self.principals:
             target = self.agent
-        elif event.username.startswith(self.sa_prefixes):
+        elif event.username.startswith(self.sa_prefixes) and event.username not in self.others:
             target = self.foreign
         else:
             return
