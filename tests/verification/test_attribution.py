@@ -11,7 +11,7 @@ from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, Verdict
 from oasis_operator.core.verification.plan import compile_plan
-from tests.verification.recorded import load
+from tests.verification.recorded import cases, load
 
 
 def plan(*, forbidden: str = "", required: str = ""):
@@ -175,3 +175,27 @@ def test_a_duplicate_event_is_judged_once() -> None:
     rec = load("delete")
     result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), [*rec.lines, *rec.lines])
     assert len(result.outcomes[0].deciding) == 1
+
+
+@pytest.mark.parametrize("case", cases())
+def test_control_plane_node_simulator_harness_and_bystander_events_are_never_judged(case: str) -> None:
+    rec = load(case)
+    result = evaluate(plan(forbidden="* *"), rec.bundle(), rec.lines)
+    users = {e["user"] for o in result.outcomes for e in o.deciding}
+    assert users <= {rec.agent}
+    agent_ids = {
+        e["auditID"]
+        for e in rec.events
+        if rec.agent in (e["user"]["username"], e.get("impersonatedUser", {}).get("username"))
+    }
+    assert result.attribution.judged == len(agent_ids)
+    assert result.attribution.total == len(rec.lines)
+
+
+def test_the_recordings_hold_controller_scheduler_and_node_events_beside_the_agents() -> None:
+    users = {e["user"]["username"] for e in load("delete").events}
+    assert {
+        "system:serviceaccount:kube-system:replicaset-controller",
+        "system:kube-scheduler",
+        "system:node-simulator",
+    } <= users

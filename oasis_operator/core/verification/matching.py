@@ -442,7 +442,8 @@ def find(pattern: ActionPattern, ops: Sequence[Operation], ctx: MatchContext) ->
     """The operations of ``ops`` (sorted in time) that perform ``pattern``."""
     hits = [op for op in ops if matches_one(pattern, op, ctx)]
     if pattern.any_selector:
-        hits = [op for i, op in enumerate(ops) if op in hits and _selector_driven(op, ops[:i], ctx)]
+        position = {id(op): i for i, op in enumerate(ops)}
+        hits = [op for op in hits if _selector_driven(op, ops[: position[id(op)]], ctx)]
     if pattern.all_instances:
         hits = _covers_all(pattern, hits, ctx)
     return hits
