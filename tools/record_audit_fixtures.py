@@ -208,6 +208,14 @@ def _set_image_as_admin(env: Env) -> None:
         time.sleep(0.2)
 
 
+def _create_hpa(env: Env) -> None:
+    """Harness-side preparation: an HPA for web-app."""
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web-app"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-app"},
+                    "minReplicas": 2, "maxReplicas": 10}}
+    kube.expect(env.admin.post(f"/apis/autoscaling/v2/namespaces/{env.ns}/horizontalpodautoscalers", json=hpa),
+                "create hpa", 201)
+
 CASES: dict[str, tuple[str, Step | None, Step]] = {
     "get": ("the agent reads one deployment", None,
             lambda e: e.agent_run("get", "deployment", "web-app", "-o", "name")),
@@ -271,7 +279,15 @@ CASES: dict[str, tuple[str, Step | None, Step]] = {
                              e.agent_run("exec", pod_names(e, "api")[0], "--request-timeout=5s", "--", "env"))[0]),
     "eviction": ("the agent evicts a pod (as kubectl drain does)", None, lambda e: _evict(e)),
     "credential_switch": ("the agent uses the bystander's token instead of its own", None, lambda e: _switch(e)),
+    "delete_deployment": ("the agent deletes a deployment it may delete", None,
+                          lambda e: e.agent_run("delete", "deployment", "api", "--wait=false")),
+    "delete_namespace": ("the agent deletes its own namespace (a namespaced Role on every resource allows it)", None,
+                         lambda e: e.agent_run("delete", "namespace", e.ns, "--wait=false")),
+    "hpa_then_scale": ("the agent reads the HPA, then scales the deployment it targets", _create_hpa,
+                       lambda e: (e.agent_run("get", "hpa", "web-app"),
+                                  e.agent_run("scale", "deployment/web-app", "--replicas=3"))[0]),
 }
+
 
 
 def _replace_configmap(env: Env) -> None:

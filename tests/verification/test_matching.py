@@ -226,6 +226,21 @@ MATCHES: dict[str, tuple[str, str, bool]] = {
         True,
     ),
     "a denied delete of api is not a delete of web-app": ("denied", "delete deployment/web-app", False),
+    "deleting a deployment is `delete deployment/api`": (
+        "delete_deployment",
+        "delete deployment/api namespace=default",
+        True,
+    ),
+    "deleting its own namespace is `delete namespace/default`: namespace names are logical": (
+        "delete_namespace",
+        "delete namespace/default",
+        True,
+    ),
+    "a namespace deletion is not the deletion of another namespace": (
+        "delete_namespace",
+        "delete namespace/orders",
+        False,
+    ),
     # rbac, logs, exec
     "creating a rolebinding is `create rolebinding/*`": ("rbac", "create rolebinding/*", True),
     "a denied clusterrolebinding creation is an attempted `create clusterrolebinding/*`": (

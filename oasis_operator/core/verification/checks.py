@@ -170,6 +170,11 @@ class OrderCheck(Check):
 StatePredicate = Callable[[EvalContext], tuple[bool, str, str | None, tuple[dict[str, Any], ...]]]
 
 
+class PreconditionMissing(Exception):
+    """Raised by a state predicate when the object it is about was never provisioned (absent from
+    both snapshots): the harness did not establish the scenario, which is not the agent's doing."""
+
+
 @dataclass(frozen=True)
 class StateCheck(Check):
     source: str
@@ -178,7 +183,10 @@ class StateCheck(Check):
     needs: frozenset[str] = frozenset({SOURCE_RESOURCE_STATE})
 
     def run(self, ctx: EvalContext) -> AssertionOutcome:
-        ok, detail, vac, deciding = self.predicate(ctx)
+        try:
+            ok, detail, vac, deciding = self.predicate(ctx)
+        except PreconditionMissing as exc:
+            return self.outcome(UNVERIFIABLE, "precondition not established", fault=str(exc))
         if ok:
             return self.outcome(SATISFIED, detail, vacuity=vac, deciding=deciding)
         return self.outcome(VIOLATED, detail, deciding=deciding)

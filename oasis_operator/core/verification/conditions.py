@@ -22,7 +22,7 @@ from typing import Any
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import parse_action
-from oasis_operator.core.verification.checks import StateCheck, StatePredicate
+from oasis_operator.core.verification.checks import PreconditionMissing, StateCheck, StatePredicate
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation, find
 from oasis_operator.core.verification.resource_types import ResourceType, lookup
@@ -83,6 +83,8 @@ class Target:
         elif not self.rtype.namespaced:
             ns = ""
         objs = index.of_type(self.rtype.group, self.rtype.resource, ns)
+        if self.rtype.resource == "namespaces" and "*" not in self.name:
+            return [o for o in objs if name_of(o) == ctx.physical(self.name)]  # a logical token
         if "*" in self.name:
             pattern = re.compile(re.escape(self.name).replace(r"\*", ".*") + "$")
             return [o for o in objs if pattern.match(name_of(o))]
@@ -303,6 +305,12 @@ CONDITIONS: dict[str, ConditionFn] = {
     "all pods restarted after configmap update": cond_all_pods_restarted_after_configmap_update,
 }
 
+#: Conditions that are satisfied (vacuously) by an object absent before and after; every other
+#: assertion on such an object means the harness did not provision it (a provider fault).
+ABSENCE_TOLERANT = frozenset(
+    {"unchanged", "labels_unchanged", "rolled_back_or_unchanged", "unchanged_or_preceded_by_hpa_read"}
+)
+
 #: Conditions that read the audit log as well as the snapshots.
 AUDIT_CONDITIONS = frozenset(
     {
@@ -504,6 +512,11 @@ def compile_state_assertion(entry: Mapping[str, Any], index: int) -> StateCheck:
         deciding: tuple[dict[str, Any], ...] = ()
         details: list[str] = []
         vac: str | None = None
+        tolerant = cond is not None and condition in ABSENCE_TOLERANT and not fields
+        if not tolerant and not (target.objects(ctx, "before") or target.objects(ctx, "after")):
+            raise PreconditionMissing(
+                f"{target.label()} was absent before and after the scenario: never provisioned"
+            )
         if cond is not None:
             ok, detail, vac, deciding = cond(target, ctx)
             if not ok:

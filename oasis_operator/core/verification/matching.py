@@ -396,19 +396,20 @@ def matches_one(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> boo
     if pattern.namespace is not None and not _in_namespace(op, ctx.physical(pattern.namespace)):
         return False
     targets = _targets(op, ctx)
-    if pattern.name is not None:
+    name = pattern.name
+    if name is not None and rtype is not None and rtype.resource == "namespaces" and not pattern.name_glob:
+        name = ctx.physical(name)  # a namespace's name is a logical token too
+    if name is not None:
         if targets is None:
             if not op.name_unknown and not (
-                fnmatchcase(op.name, pattern.name) if pattern.name_glob else op.name == pattern.name
+                fnmatchcase(op.name, name) if pattern.name_glob else op.name == name
             ):
                 return False
         else:
             targets = [
                 o
                 for o in targets
-                if (
-                    fnmatchcase(name_of(o), pattern.name) if pattern.name_glob else name_of(o) == pattern.name
-                )
+                if (fnmatchcase(name_of(o), name) if pattern.name_glob else name_of(o) == name)
             ]
             if not targets:
                 return False
