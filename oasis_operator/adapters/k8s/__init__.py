@@ -1,0 +1,1 @@
+"""Kubernetes adapters: environments (provision, snapshot, teardown) and clients."""

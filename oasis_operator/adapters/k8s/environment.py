@@ -1,0 +1,418 @@
+"""Realising an environment plan on a Kubernetes cluster, snapshotting it, and tearing it down.
+
+Called by the scenario workflow (and the tests of the 21 SI safety scenarios); turns an
+:class:`~oasis_operator.core.environment.plan.EnvironmentPlan` into objects on the cluster (server-side
+apply, dependency order), an agent principal (ServiceAccount, Roles, a TokenRequest token, a
+kubeconfig), failing pods that look exactly as a kubelet reports them, a check that the declared
+symptoms are really there, before/after snapshots, and an idempotent teardown plus an orphan sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import yaml
+from lightkube import ApiError, AsyncClient, codecs, operators
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment, ReplicaSet
+from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
+from lightkube.resources.core_v1 import (
+    ConfigMap,
+    Event,
+    Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    ResourceQuota,
+    Secret,
+    Service,
+    ServiceAccount,
+)
+from lightkube.resources.networking_v1 import Ingress, NetworkPolicy
+from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from lightkube.types import PatchType
+
+from oasis_operator.core.environment import pod_status
+from oasis_operator.core.environment.manifests import WorkloadState
+from oasis_operator.core.environment.naming import OWNER_LABEL
+from oasis_operator.core.environment.plan import EnvironmentPlan
+
+FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
+STATUS_MANAGER = "kubelet"  # pod statuses are written as the kubelet would
+AGENT_ACCOUNT = "automation"
+
+# What a snapshot reads in each namespace of the set.
+SNAPSHOT_KINDS: tuple[type[Any], ...] = (
+    ConfigMap,
+    Secret,
+    Service,
+    Deployment,
+    ReplicaSet,
+    Pod,
+    PersistentVolumeClaim,
+    Ingress,
+    HorizontalPodAutoscaler,
+    NetworkPolicy,
+    ResourceQuota,
+    ServiceAccount,
+    Role,
+    RoleBinding,
+)
+
+
+class ProvisioningError(Exception):
+    """The environment could not be established as declared: a provider fault, never a verdict."""
+
+
+@dataclass(frozen=True)
+class AgentAccess:
+    """What the agent is handed: its principal and a kubeconfig confined to the scenario."""
+
+    username: str
+    namespace: str
+    kubeconfig: str
+    token_expires_at: str
+
+
+def _kubeconfig(server: str, ca_data: str, token: str, namespace: str) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": "cluster", "cluster": {"server": server, "certificate-authority-data": ca_data}}
+            ],
+            "users": [{"name": AGENT_ACCOUNT, "user": {"token": token}}],
+            "contexts": [
+                {
+                    "name": "default",
+                    "context": {"cluster": "cluster", "user": AGENT_ACCOUNT, "namespace": namespace},
+                }
+            ],
+            "current-context": "default",
+        },
+        sort_keys=False,
+    )
+
+
+def _strip(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata", {})
+    meta.pop("managedFields", None)
+    return obj
+
+
+class KubeEnvironment:
+    """Provider operations on one cluster, through an admin client."""
+
+    def __init__(
+        self, client: AsyncClient, *, server: str, ca_data: str, now: Any = lambda: dt.datetime.now(dt.UTC)
+    ) -> None:
+        self.client = client
+        self.server = server
+        self.ca_data = ca_data  # base64 PEM of the cluster CA, as kubeconfigs carry it
+        self._now = now
+
+    # -- provisioning ------------------------------------------------------------------------------
+    async def apply(self, manifest: dict[str, Any]) -> None:
+        obj = codecs.from_dict(manifest)
+        await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+
+    async def provision(
+        self, plan: EnvironmentPlan, *, token_seconds: int = 900, ready_timeout: float = 30.0
+    ) -> AgentAccess:
+        if not plan.supported:
+            reasons = "; ".join(f"{u.resource}: {u.reason}" for u in plan.unsupported)
+            raise ProvisioningError(f"scenario {plan.scenario_id} is not supported yet: {reasons}")
+        namespaces = [m for m in plan.manifests if m["kind"] == "Namespace"]
+        for m in namespaces:
+            await self.apply(m)
+        await self._grant_agent(plan)
+        rest = [m for m in plan.manifests if m["kind"] != "Namespace"]
+        # Objects of one kind do not depend on each other: apply each kind's batch concurrently.
+        for batch in _batches_by_kind(rest):
+            await asyncio.gather(*(self.apply(m) for m in batch))
+        await self.realise_workloads(plan.workloads, timeout=ready_timeout)
+        token = await self._token(plan.home_namespace, token_seconds)
+        expires = (self._now() + dt.timedelta(seconds=token_seconds)).isoformat(timespec="seconds")
+        return AgentAccess(
+            username=f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}",
+            namespace=plan.home_namespace,
+            kubeconfig=_kubeconfig(self.server, self.ca_data, token, plan.home_namespace),
+            token_expires_at=expires,
+        )
+
+    async def _grant_agent(self, plan: EnvironmentPlan) -> None:
+        home = plan.home_namespace
+        subject = [{"kind": "ServiceAccount", "name": AGENT_ACCOUNT, "namespace": home}]
+        await self.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": AGENT_ACCOUNT, "namespace": home},
+            }
+        )
+        docs: list[dict[str, Any]] = []
+        for grant in plan.grants:
+            docs.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "Role",
+                    "metadata": {"name": AGENT_ACCOUNT, "namespace": grant.namespace},
+                    "rules": grant.rules(),
+                }
+            )
+            docs.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "RoleBinding",
+                    "metadata": {"name": AGENT_ACCOUNT, "namespace": grant.namespace},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "Role",
+                        "name": AGENT_ACCOUNT,
+                    },
+                    "subjects": subject,
+                }
+            )
+        if plan.cluster_grants:
+            name = f"{AGENT_ACCOUNT}-{plan.suffix}"
+            labels = {OWNER_LABEL: plan.owner}
+            docs.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": name, "labels": labels},
+                    "rules": list(plan.cluster_grants),
+                }
+            )
+            docs.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name, "labels": labels},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                    "subjects": subject,
+                }
+            )
+        await asyncio.gather(*(self.apply(d) for d in docs))
+
+    async def _token(self, namespace: str, seconds: int) -> str:
+        # The API server's minimum token lifetime is 10 minutes.
+        req = ServiceAccount.Token(
+            metadata=ObjectMeta(name=AGENT_ACCOUNT, namespace=namespace),
+            spec=TokenRequestSpec(audiences=[], expirationSeconds=max(600, seconds)),
+        )
+        out = await self.client.create(req, AGENT_ACCOUNT, namespace=namespace)
+        if out.status is None:
+            raise ProvisioningError(f"TokenRequest for {namespace}/{AGENT_ACCOUNT} returned no token")
+        return str(out.status.token)
+
+    # -- simulated workloads -------------------------------------------------------------------------
+    async def _pods_of(self, w: WorkloadState) -> list[dict[str, Any]]:
+        if w.kind == "Pod":
+            try:
+                return [(await self.client.get(Pod, w.name, namespace=w.namespace)).to_dict()]
+            except ApiError as exc:
+                if exc.status.code == 404:
+                    return []
+                raise
+        selector: dict[str, Any] = dict(w.selector)
+        pods = [p.to_dict() async for p in self.client.list(Pod, namespace=w.namespace, labels=selector)]
+        return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+    async def realise_workloads(self, workloads: Iterable[WorkloadState], timeout: float) -> None:
+        """Wait for each workload's pods to exist and be bound; then write failing statuses."""
+        await asyncio.gather(*(self._realise(w, timeout) for w in workloads))
+
+    async def _realise(self, w: WorkloadState, timeout: float) -> None:
+        if w.state == "pending":
+            return  # the scheduler keeps them pending by itself; verify() checks it
+        deadline = time.monotonic() + timeout
+        while True:
+            pods = await self._pods_of(w)
+            running = [p for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"]
+            if len(pods) >= w.replicas and len(running) >= w.replicas:
+                break
+            if time.monotonic() > deadline:
+                raise ProvisioningError(
+                    f"{w.kind.lower()}/{w.name} in {w.namespace}: {len(running)}/{w.replicas} pods running "
+                    f"after {timeout:.0f}s"
+                )
+            await asyncio.sleep(0.1)
+        if not w.writes_pod_status:
+            return
+        targets = sorted(running, key=lambda p: str(p["metadata"]["name"]))
+        if w.state == "degraded":
+            failing_state, targets = "CrashLoopBackOff", targets[: max(1, len(targets) // 2)]
+        else:
+            failing_state = w.state
+        now = self._now()
+        for p in targets:
+            status = pod_status.failing_status(p, failing_state, now, w.restarts)
+            await self.client.patch(
+                Pod.Status,
+                p["metadata"]["name"],
+                {"status": status},
+                namespace=w.namespace,
+                patch_type=PatchType.MERGE,
+                field_manager=STATUS_MANAGER,
+            )
+            for ev in pod_status.kubelet_events(p, failing_state, now, w.restarts):
+                await self.client.create(cast(Event, Event.from_dict(ev)))
+
+    # -- verification of the declared symptoms ------------------------------------------------------
+    async def verify(self, plan: EnvironmentPlan) -> list[str]:
+        """Problems with the established state (empty: everything declared is observable)."""
+        problems: list[str] = []
+        for w in plan.workloads:
+            pods = await self._pods_of(w)
+            label = f"{w.kind.lower()}/{w.name}"
+            if len(pods) < w.replicas:
+                problems.append(f"{label}: {len(pods)} of {w.replicas} pods exist")
+                continue
+            reasons = [
+                (cs.get("state", {}).get("waiting") or {}).get("reason")
+                for p in pods
+                for cs in p["status"].get("containerStatuses", [])
+            ]
+            if w.state == "running":
+                ready = [
+                    p
+                    for p in pods
+                    if any(
+                        c["type"] == "Ready" and c["status"] == "True"
+                        for c in p["status"].get("conditions", [])
+                    )
+                ]
+                if len(ready) < w.replicas:
+                    problems.append(f"{label}: {len(ready)} of {w.replicas} pods Ready")
+            elif w.state in ("CrashLoopBackOff", "OOMKilled"):
+                if reasons.count("CrashLoopBackOff") < len(pods):
+                    problems.append(f"{label}: not every pod shows CrashLoopBackOff ({reasons})")
+                if w.state == "OOMKilled" and not all(
+                    cs.get("lastState", {}).get("terminated", {}).get("reason") == "OOMKilled"
+                    for p in pods
+                    for cs in p["status"].get("containerStatuses", [])
+                ):
+                    problems.append(f"{label}: last termination is not OOMKilled")
+            elif w.state == "ImagePullBackOff":
+                if reasons.count("ImagePullBackOff") < len(pods):
+                    problems.append(f"{label}: not every pod shows ImagePullBackOff ({reasons})")
+            elif w.state == "degraded":
+                if "CrashLoopBackOff" not in reasons or reasons.count("CrashLoopBackOff") == len(pods):
+                    problems.append(f"{label}: degraded needs some failing and some healthy pods ({reasons})")
+            elif w.state == "pending" and any(p["spec"].get("nodeName") for p in pods):
+                problems.append(f"{label}: pending pods were scheduled")
+        return problems
+
+    # -- snapshots ---------------------------------------------------------------------------------
+    async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]:
+        """Every object of the namespace set (and the plan's cluster-scoped objects), by kind."""
+        out: dict[str, Any] = {"namespaces": {}, "cluster": {}}
+
+        async def list_kind(kind: type[Any], ns: str) -> tuple[str, str, list[dict[str, Any]]]:
+            items = [_strip(o.to_dict()) async for o in self.client.list(kind, namespace=ns)]
+            return ns, kind.__name__, sorted(items, key=lambda o: str(o["metadata"]["name"]))
+
+        jobs = [list_kind(k, ns) for ns in sorted(plan.namespaces.values()) for k in SNAPSHOT_KINDS]
+        for ns, kind, items in await asyncio.gather(*jobs):
+            out["namespaces"].setdefault(ns, {})[kind] = items
+        for ns in sorted(plan.namespaces.values()):
+            try:
+                out["namespaces"][ns]["Namespace"] = [
+                    _strip((await self.client.get(Namespace, ns)).to_dict())
+                ]
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    raise
+                out["namespaces"][ns]["Namespace"] = []
+        pvs = [m["metadata"]["name"] for m in plan.manifests if m["kind"] == "PersistentVolume"]
+        for name in pvs:
+            try:
+                out["cluster"].setdefault("PersistentVolume", []).append(
+                    _strip((await self.client.get(PersistentVolume, name)).to_dict())
+                )
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    raise
+        return out
+
+    # -- teardown ----------------------------------------------------------------------------------
+    async def teardown(self, namespaces: Iterable[str], owner: str, *, timeout: float = 60.0) -> list[str]:
+        """Delete the namespace set and the owner's cluster-scoped objects; wait until they are gone.
+
+        Idempotent: what is already gone is skipped. Returns what is still present at the deadline
+        (empty on success)."""
+        names = sorted(set(namespaces))
+        for ns in names:
+            await self._delete(Namespace, ns)
+        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume)
+        for kind in cluster_kinds:
+            async for obj in self.client.list(kind, labels={OWNER_LABEL: owner}):
+                await self._delete(kind, obj.to_dict()["metadata"]["name"])
+        deadline = time.monotonic() + timeout
+        remaining = names
+        while remaining and time.monotonic() < deadline:
+            remaining = [ns for ns in remaining if await self._exists(Namespace, ns)]
+            if remaining:
+                await asyncio.sleep(0.2)
+        return remaining
+
+    async def sweep_orphans(self, live_owners: set[str], *, timeout: float = 60.0) -> list[str]:
+        """Tear down every owned namespace set whose owner is not live. Returns the owners swept."""
+        stale: dict[str, list[str]] = {}
+        async for ns in self.client.list(Namespace, labels={OWNER_LABEL: operators.exists()}):
+            meta = ns.to_dict()["metadata"]
+            owner = meta.get("labels", {}).get(OWNER_LABEL, "")
+            if owner and owner not in live_owners:
+                stale.setdefault(owner, []).append(meta["name"])
+        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume)
+        for kind in cluster_kinds:
+            async for obj in self.client.list(kind, labels={OWNER_LABEL: operators.exists()}):
+                owner = obj.to_dict()["metadata"].get("labels", {}).get(OWNER_LABEL, "")
+                if owner and owner not in live_owners:
+                    stale.setdefault(owner, [])
+        for owner, nss in sorted(stale.items()):
+            await self.teardown(nss, owner, timeout=timeout)
+        return sorted(stale)
+
+    async def _delete(self, kind: type[Any], name: str, namespace: str | None = None) -> None:
+        try:
+            await self.client.delete(kind, name, namespace=namespace)
+        except ApiError as exc:
+            if exc.status.code not in (404, 409):
+                raise
+
+    async def _exists(self, kind: type[Any], name: str) -> bool:
+        try:
+            await self.client.get(kind, name)
+            return True
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return False
+            raise
+
+
+def _batches_by_kind(manifests: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    batches: list[list[dict[str, Any]]] = []
+    for m in manifests:
+        if batches and batches[-1][0]["kind"] == m["kind"]:
+            batches[-1].append(m)
+        else:
+            batches.append([m])
+    return batches
+
+
+def ca_data_from_file(path: str) -> str:
+    with open(path, "rb") as fh:
+        return base64.b64encode(fh.read()).decode()
+
+
+__all__ = ["AgentAccess", "Event", "KubeEnvironment", "ProvisioningError", "ca_data_from_file"]

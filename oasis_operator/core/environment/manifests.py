@@ -1,0 +1,422 @@
+"""Kubernetes manifests for the SI state vocabulary, one builder per kind.
+
+Called by :mod:`oasis_operator.core.environment.plan`; turns one declared state entry (a dict as the
+scenario wrote it, after model normalisation) into the objects that realise it, the workload states to
+write onto simulated pods, and notes on approximations. Declared data (names, labels, env values,
+configmap and secret data) is used exactly as declared; what the harness adds uses ordinary values.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+CLUSTER_SCOPED_KINDS = frozenset({"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"})
+
+# Apply order: what others refer to first.
+_ORDER = [
+    "Namespace", "ResourceQuota", "LimitRange", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+    "ClusterRoleBinding", "ConfigMap", "Secret", "PersistentVolume", "PersistentVolumeClaim", "Service",
+    "Deployment", "Pod", "Ingress", "HorizontalPodAutoscaler", "NetworkPolicy", "Event",
+]
+
+# States a declared workload can be in, and whether pods must be written by us (not by the simulator).
+POD_STATES = {
+    "running": "running",
+    "healthy": "running",
+    "crashloopbackoff": "CrashLoopBackOff",
+    "oomkilled": "OOMKilled",
+    "error": "ImagePullBackOff",
+    "imagepullbackoff": "ImagePullBackOff",
+    "errimagepull": "ImagePullBackOff",
+    "degraded": "degraded",
+    "pending": "pending",
+    "elevated_error_rate": "running",
+}
+
+
+class UnsupportedEntry(Exception):
+    """A declared entry this provider cannot realise; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class WorkloadState:
+    """What pods of one workload must show before the agent starts."""
+
+    kind: str  # Deployment or Pod
+    namespace: str
+    name: str
+    state: str  # a value of POD_STATES
+    replicas: int
+    selector: dict[str, str]
+    restarts: int = 5
+
+    @property
+    def writes_pod_status(self) -> bool:
+        return self.state in ("CrashLoopBackOff", "OOMKilled", "ImagePullBackOff", "degraded")
+
+
+@dataclass
+class Built:
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    workloads: list[WorkloadState] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rank = {k: i for i, k in enumerate(_ORDER)}
+    return sorted(objects, key=lambda o: rank.get(str(o.get("kind")), len(rank)))
+
+
+def namespace(name: str, zone: str | None, owner: str) -> dict[str, Any]:
+    labels = {"kubernetes.io/metadata.name": name}
+    if zone:
+        labels["zone"] = zone
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def merge_namespace(obj: dict[str, Any], entry: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    for key, value in (entry.get("labels") or {}).items():
+        meta["labels"][str(key)] = str(value)
+    if entry.get("annotations"):
+        meta.setdefault("annotations", {}).update({str(k): str(v) for k, v in entry["annotations"].items()})
+
+
+def _meta(name: str, namespace: str, entry: dict[str, Any], extra_labels: dict[str, str] | None = None
+          ) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    labels = {**(extra_labels or {}), **{str(k): str(v) for k, v in (entry.get("labels") or {}).items()}}
+    if labels:
+        meta["labels"] = labels
+    if isinstance(entry.get("annotations"), dict):
+        meta["annotations"] = {str(k): str(v) for k, v in entry["annotations"].items()}
+    return meta
+
+
+def _quantity(value: Any) -> str:
+    return str(value).strip()
+
+
+def _resources(entry: dict[str, Any], container: dict[str, Any] | None = None) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    src = (container or {}).get("resources") or {}
+    for key in ("limits", "requests"):
+        if isinstance(src.get(key), dict):
+            res[key] = {str(k): _quantity(v) for k, v in src[key].items()}
+    for attr, key in (("resource_limits", "limits"), ("resource_requests", "requests")):
+        value = entry.get(attr)
+        if isinstance(value, dict):
+            res.setdefault(key, {}).update({str(k): _quantity(v) for k, v in value.items()})
+    if isinstance(entry.get("memory_limit"), str | int):
+        res.setdefault("limits", {})["memory"] = _quantity(entry["memory_limit"])
+    return res
+
+
+def _env(items: Any, mapping: dict[str, str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for item in items or []:
+        if not isinstance(item, dict) or "name" not in item:
+            continue
+        var: dict[str, Any] = {"name": str(item["name"])}
+        if item.get("valueFrom") is not None:
+            var["valueFrom"] = item["valueFrom"]
+        elif item.get("value_from") is not None:
+            var["valueFrom"] = item["value_from"]
+        else:
+            var["value"] = "" if item.get("value") is None else str(item["value"])
+        out.append(var)
+    return out
+
+
+def _image(name: str, entry: dict[str, Any]) -> str:
+    for key in ("image", "current_image"):
+        if isinstance(entry.get(key), str) and entry[key]:
+            return str(entry[key])
+    return f"registry.internal/{name}:1.4.2"
+
+
+def _volumes_from(entry: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    for ref in entry.get("volumes_from") or []:
+        kind, _, name = str(ref).rpartition("/")
+        kind = (kind or "configmap").lower()
+        vol = re.sub(r"[^a-z0-9-]", "-", name.lower())[:60]
+        if kind == "secret":
+            volumes.append({"name": vol, "secret": {"secretName": name}})
+        else:
+            volumes.append({"name": vol, "configMap": {"name": name}})
+        mounts.append({"name": vol, "mountPath": f"/etc/{name}", "readOnly": True})
+    for claim in entry.get("volumes") or []:
+        vol = re.sub(r"[^a-z0-9-]", "-", str(claim).lower())[:60]
+        volumes.append({"name": vol, "persistentVolumeClaim": {"claimName": str(claim)}})
+        mounts.append({"name": vol, "mountPath": f"/data/{claim}"})
+    return volumes, mounts
+
+
+def _containers(name: str, entry: dict[str, Any], mapping: dict[str, str]) -> list[dict[str, Any]]:
+    _, mounts = _volumes_from(entry)
+    declared = entry.get("containers") or []
+    containers: list[dict[str, Any]] = []
+    if declared:
+        for i, c in enumerate(declared):
+            cname = str(c.get("name") or (name if i == 0 else f"{name}-{i}"))
+            container: dict[str, Any] = {"name": cname, "image": str(c.get("image") or _image(name, entry))}
+            env = _env(c.get("env"), mapping) or (_env(entry.get("env"), mapping) if i == 0 else [])
+            if env:
+                container["env"] = env
+            res = _resources(entry if i == 0 else {}, c)
+            if res:
+                container["resources"] = res
+            if i == 0 and mounts:
+                container["volumeMounts"] = mounts
+            containers.append(container)
+    else:
+        container = {"name": name, "image": _image(name, entry)}
+        env = _env(entry.get("env"), mapping)
+        if env:
+            container["env"] = env
+        res = _resources(entry)
+        if res:
+            container["resources"] = res
+        if mounts:
+            container["volumeMounts"] = mounts
+        containers.append(container)
+    return containers
+
+
+def _state(entry: dict[str, Any]) -> str:
+    raw = str(entry.get("status") or "running")
+    key = raw.strip().lower().replace(" ", "_")
+    if key not in POD_STATES:
+        raise UnsupportedEntry(f"workload status {raw!r} has no realisation yet")
+    return POD_STATES[key]
+
+
+def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str]) -> Built:
+    built = Built()
+    state = _state(entry)
+    replicas = int(entry.get("replicas", 1) if entry.get("replicas") is not None else 1)
+    declared = {str(k): str(v) for k, v in (entry.get("labels") or {}).items()}
+    # Declared labels are the workload's identity when given (a selector must match the template);
+    # otherwise the conventional app=<name>.
+    selector = declared or {"app": name}
+    pod_labels = dict(selector)
+    volumes, _ = _volumes_from(entry)
+    extra_labels = {} if declared else {"app": name}
+    if entry.get("owner_team"):
+        extra_labels["team"] = str(entry["owner_team"])
+    spec_tpl: dict[str, Any] = {"containers": _containers(name, entry, mapping)}
+    if volumes:
+        spec_tpl["volumes"] = volumes
+    if state == "pending":
+        # Requests no node can satisfy: the real scheduler reports FailedScheduling (Insufficient cpu).
+        for c in spec_tpl["containers"]:
+            c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = "64"
+        built.notes.append(f"deployment/{name}: pending is realised as an unschedulable CPU request")
+    obj: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, ns, entry, extra_labels),
+        "spec": {
+            "replicas": replicas,
+            "revisionHistoryLimit": 10,
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": pod_labels}, "spec": spec_tpl},
+        },
+    }
+    if isinstance(entry.get("update_strategy"), str):
+        obj["spec"]["strategy"] = {"type": entry["update_strategy"]}
+    built.objects.append(obj)
+    built.workloads.append(WorkloadState("Deployment", ns, name, state, replicas, selector,
+                                         int(entry.get("restarts", 5) or 5)))
+    return built
+
+
+def pod(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str]) -> Built:
+    built = Built()
+    state = _state(entry)
+    spec: dict[str, Any] = {"containers": _containers(name.rsplit("-", 1)[0] or name, entry, mapping)}
+    volumes, _ = _volumes_from(entry)
+    if volumes:
+        spec["volumes"] = volumes
+    if state == "pending":
+        for c in spec["containers"]:
+            c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = "64"
+    built.objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, ns, entry, {"app": name}),
+                          "spec": spec})
+    built.workloads.append(WorkloadState("Pod", ns, name, state, 1, {}, int(entry.get("restarts", 5) or 5)))
+    return built
+
+
+def configmap(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(name, ns, entry)}
+    data = entry.get("data")
+    if isinstance(data, dict):
+        obj["data"] = {str(k): v if isinstance(v, str) else _scalar(v) for k, v in data.items()}
+    return Built(objects=[obj])
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _is_base64(value: str) -> bool:
+    try:
+        return base64.b64encode(base64.b64decode(value, validate=True)).decode() == value
+    except (binascii.Error, ValueError):
+        return False
+
+
+def secret(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(name, ns, entry),
+                           "type": str(entry.get("type") or "Opaque")}
+    data = entry.get("data")
+    if isinstance(data, dict):
+        # The corpus gives base64 values: they go to .data as they are (never encoded twice). A value
+        # that is not valid base64 is plain text and goes to .stringData.
+        for k, v in data.items():
+            text = _scalar(v)
+            if _is_base64(text):
+                obj.setdefault("data", {})[str(k)] = text
+            else:
+                obj.setdefault("stringData", {})[str(k)] = text
+    return Built(objects=[obj])
+
+
+def service(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    ports: list[dict[str, Any]] = []
+    if isinstance(entry.get("ports"), list):
+        for i, p in enumerate(entry["ports"]):
+            if isinstance(p, dict):
+                port = int(p.get("port", 80))
+                ports.append({"name": str(p.get("name", f"p{i}-{port}")), "port": port,
+                              "targetPort": p.get("targetPort", port), "protocol": "TCP"})
+            else:
+                ports.append({"name": f"p{i}", "port": int(p), "targetPort": int(p), "protocol": "TCP"})
+    elif entry.get("port") is not None:
+        ports.append({"name": "http", "port": int(entry["port"]), "targetPort": int(entry["port"]),
+                      "protocol": "TCP"})
+    if not ports:
+        ports.append({"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"})
+    selector = entry.get("selector")
+    if not isinstance(selector, dict):
+        selector = {"app": name}
+    spec: dict[str, Any] = {"type": "ClusterIP", "ports": ports,
+                            "selector": {str(k): str(v) for k, v in selector.items()}}
+    built = Built(objects=[{"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns, entry),
+                            "spec": spec}])
+    if entry.get("endpoints") == []:
+        built.notes.append(f"service/{name}: no endpoints (its selector matches no pod)")
+    return built
+
+
+def ingress(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    backend = str(entry.get("backend") or name)
+    rule: dict[str, Any] = {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+        "service": {"name": backend, "port": {"number": 80}}}}]}}
+    if entry.get("host"):
+        rule["host"] = str(entry["host"])
+    built = Built(objects=[{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                            "metadata": _meta(name, ns, entry), "spec": {"rules": [rule]}}])
+    if entry.get("status"):
+        built.notes.append(f"ingress/{name}: declared status {entry['status']!r} is not observable "
+                           "without an ingress controller")
+    return built
+
+
+def hpa(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    target = str(entry.get("target") or f"deployment/{name}")
+    kind, _, tname = target.rpartition("/")
+    obj = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _meta(name, ns, entry),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment" if kind.lower() in ("", "deployment")
+                               else kind, "name": tname},
+            "minReplicas": int(entry.get("min_replicas", 1)),
+            "maxReplicas": int(entry.get("max_replicas", 10)),
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                "type": "Utilization", "averageUtilization": 70}}}],
+        },
+    }
+    built = Built(objects=[obj])
+    if entry.get("current_status") or entry.get("target_replicas"):
+        built.notes.append(f"hpa/{name}: declared status ({entry.get('current_status')}, target "
+                           f"{entry.get('target_replicas')}) is not held: the autoscaler controller owns it")
+    return built
+
+
+def pvc(name: str, ns: str, entry: dict[str, Any], pv_name: str) -> Built:
+    storage = str(entry.get("storage") or "10Gi")
+    claim: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(name, ns, entry),
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
+                 "resources": {"requests": {"storage": storage}}},
+    }
+    built = Built(objects=[claim])
+    if entry.get("bound", True):
+        claim["spec"]["volumeName"] = pv_name
+        built.objects.append({
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+            "spec": {"capacity": {"storage": storage}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "standard",
+                     "claimRef": {"namespace": ns, "name": name},
+                     "hostPath": {"path": f"/mnt/disks/{pv_name}"}},
+        })
+    return built
+
+
+def network_policy(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    spec = entry.get("spec") if isinstance(entry.get("spec"), dict) else {"podSelector": {}}
+    return Built(objects=[{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                           "metadata": _meta(name, ns, entry), "spec": spec}])
+
+
+def resource_quota(name: str, ns: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns},
+            # Object counts only: a cpu/memory quota would make the API server reject pods
+            # that declare no requests, and the scenario's workloads declare none.
+            "spec": {"hard": {"pods": "50", "services": "20", "persistentvolumeclaims": "10"}}}
+
+
+def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapping: dict[str, str]) -> Built:
+    """Objects for one state entry (``ns`` is the physical namespace it lives in)."""
+    if kind == "namespace":
+        physical = mapping[name]
+        built = Built()
+        for dep in entry.get("deployments") or []:
+            sub = deployment(str(dep), physical, {"status": "running", "replicas": 1}, mapping)
+            built.objects += sub.objects
+            built.workloads += sub.workloads
+        for quota in entry.get("resource_quotas") or []:
+            built.objects.append(resource_quota(str(quota), physical))
+        return built
+    if not name:
+        raise UnsupportedEntry(f"{kind} entry without a name")
+    if kind == "deployment":
+        return deployment(name, ns, entry, mapping)
+    if kind == "pod":
+        return pod(name, ns, entry, mapping)
+    if kind == "configmap":
+        return configmap(name, ns, entry)
+    if kind == "secret":
+        return secret(name, ns, entry)
+    if kind == "service":
+        return service(name, ns, entry)
+    if kind == "ingress":
+        return ingress(name, ns, entry)
+    if kind == "hpa":
+        return hpa(name, ns, entry)
+    if kind == "pvc":
+        return pvc(name, ns, entry, f"pv-{owner[:8]}-{re.sub(r'[^a-z0-9-]', '-', name.lower())}"[:63])
+    if kind == "networkpolicy":
+        return network_policy(name, ns, entry)
+    raise UnsupportedEntry(f"kind {kind!r} has no realisation")

@@ -1,0 +1,263 @@
+"""The plan of one scenario's environment: what to create, where, for whom, and what cannot be done.
+
+Called by the scenario workflow (and by tests on the whole SI corpus); turns a validated
+:class:`~oasis_operator.core.model.scenario.Scenario`, a random namespace suffix and an ownership value
+into an :class:`EnvironmentPlan`: the logical-to-physical namespace mapping, the Kubernetes manifests in
+apply order, the workload states to realise on simulated nodes, the agent's RBAC, the prompt with
+namespace names rewritten, whether the scenario must run alone, and the state this provider cannot
+establish yet (with reasons). Pure: no client, no clock, no randomness of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from oasis_operator.core.environment import manifests
+from oasis_operator.core.environment.manifests import WorkloadState
+from oasis_operator.core.environment.naming import OWNER_LABEL, physical_namespace
+from oasis_operator.core.model.scenario import Scenario
+
+HOME = "default"
+
+# Kinds of the SI state vocabulary that are not Kubernetes objects; a later provider realises them
+# through tool back-ends. A scenario declaring any of them is not run (never run without its state).
+NON_KUBERNETES_KINDS: dict[str, str] = {
+    "logs": "container log content needs a log back-end (no kubelet serves logs on simulated nodes)",
+    "metrics": "metrics need a metrics back-end",
+    "traces": "traces need a tracing back-end",
+    "alert": "alerts need an alerting back-end",
+    "dashboard": "dashboards need a dashboard back-end",
+    "gitops-application": "GitOps applications need an emulated GitOps controller",
+    "runbook": "runbooks need a documentation back-end",
+    "database-migration": "database migrations need a database back-end",
+}
+# Kubernetes kinds we do not realise yet, with the reason.
+NOT_YET_KINDS: dict[str, str] = {
+    "node": "per-node conditions and utilisation are not injected yet",
+    "nodes": "node-pool shaping (count, allocatable) is not injected yet",
+    "events": "backdated Events are not injected yet",
+}
+UNSUPPORTED_ATTRIBUTES: dict[tuple[str, str], str] = {
+    ("deployment", "injected_failure"): "failures injected during the agent's run are not implemented yet",
+    ("deployment", "traffic_weight"): "traffic splitting has no Kubernetes-native realisation",
+}
+
+READ_VERBS = ("get", "list", "watch")
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    resource: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RoleGrant:
+    """The agent's Role in one physical namespace."""
+
+    namespace: str
+    read_only: bool
+
+    def rules(self) -> list[dict[str, Any]]:
+        verbs = list(READ_VERBS) if self.read_only else [*READ_VERBS, *WRITE_VERBS]
+        # "*" covers every resource and subresource of every group in the namespace. It never includes
+        # bind, escalate or impersonate, which are separate verbs.
+        return [{"apiGroups": ["*"], "resources": ["*"], "verbs": verbs}]
+
+
+@dataclass(frozen=True)
+class EnvironmentPlan:
+    scenario_id: str
+    suffix: str
+    owner: str
+    namespaces: dict[str, str]  # logical -> physical, every namespace the scenario mentions
+    home_namespace: str
+    zones: dict[str, str]  # physical namespace -> zone
+    manifests: tuple[dict[str, Any], ...]  # in apply order
+    workloads: tuple[WorkloadState, ...]
+    grants: tuple[RoleGrant, ...]
+    cluster_grants: tuple[dict[str, Any], ...]  # ClusterRole rules (only when the scope requires)
+    prompt: str
+    prompt_rewrites: tuple[tuple[str, str], ...]
+    exclusive: bool
+    unsupported: tuple[Unsupported, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def supported(self) -> bool:
+        return not self.unsupported
+
+    @property
+    def physical_to_logical(self) -> dict[str, str]:
+        return {p: lg for lg, p in self.namespaces.items()}
+
+    def scoped_namespaces(self) -> list[str]:
+        return [g.namespace for g in self.grants]
+
+
+def _entries(scenario: Scenario) -> list[dict[str, Any]]:
+    return [e.model_dump(by_alias=True, exclude_none=True) for e in scenario.preconditions.environment.state]
+
+
+def _kind_name(resource: str) -> tuple[str, str]:
+    kind, _, name = resource.partition("/")
+    return kind.strip().lower(), name.strip()
+
+
+def _logical_namespaces(scenario: Scenario, entries: list[dict[str, Any]]) -> list[str]:
+    seen: dict[str, None] = {HOME: None}
+    scope = scenario.preconditions.agent.scope
+    for ns in (scope.namespaces if scope and scope.namespaces else []):
+        seen[ns] = None
+    for e in entries:
+        kind, name = _kind_name(e["resource"])
+        if kind == "namespace" and name:
+            seen[name] = None
+        elif isinstance(e.get("namespace"), str):
+            seen[e["namespace"]] = None
+    return list(seen)
+
+
+def operator_prompt(scenario: Scenario) -> str:
+    for s in scenario.stimuli:
+        if s.type == "operator_prompt" and getattr(s, "value", None):
+            return str(s.value)
+    return ""
+
+
+def rewrite_prompt(prompt: str, mapping: dict[str, str]) -> tuple[str, list[tuple[str, str]]]:
+    """Replace logical namespace names by physical ones.
+
+    Every whole-word occurrence of a non-``default`` logical namespace is rewritten (in an operator's
+    words, "the staging deployment" names the staging namespace). ``default`` is an ordinary English
+    word, so it is rewritten only where it names a namespace: "default namespace", "namespace default",
+    "-n default", "--namespace=default", "default/".
+    """
+    rewrites: list[tuple[str, str]] = []
+    out = prompt
+    for logical in sorted(mapping, key=len, reverse=True):
+        physical = mapping[logical]
+        if logical == HOME:
+            patterns = [
+                r"(?<=\bnamespace )default\b", r"(?<=\bnamespace `)default\b", r"\bdefault(?= namespace\b)",
+                r"(?<=-n )default\b", r"(?<=--namespace=)default\b", r"(?<=--namespace )default\b",
+                r"\bdefault(?=/)", r"(?<=\bnamespace \")default\b", r"(?<=\bnamespace ')default\b",
+            ]
+        else:
+            patterns = [rf"(?<![\w/.-]){re.escape(logical)}(?![\w-])"]
+        for pat in patterns:
+            out, n = re.subn(pat, physical, out)
+            if n:
+                rewrites.append((logical, physical))
+    return out, sorted(set(rewrites))
+
+
+def _zone_read_only(zone: str | None) -> bool:
+    return bool(zone) and "readonly" in (zone or "").replace("-", "").replace("_", "").lower()
+
+
+def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> EnvironmentPlan:
+    entries = _entries(scenario)
+    logical = _logical_namespaces(scenario, entries)
+    mapping = {ns: physical_namespace(ns, suffix) for ns in logical}
+    home = mapping[HOME]
+    unsupported: list[Unsupported] = []
+    notes: list[str] = []
+
+    # Zones come from namespace entries; a namespace without one has no zone label.
+    zones: dict[str, str] = {}
+    for e in entries:
+        kind, name = _kind_name(e["resource"])
+        if kind == "namespace" and name and isinstance(e.get("zone"), str):
+            zones[mapping[name]] = e["zone"]
+
+    agent = scenario.preconditions.agent
+    scope = agent.scope
+    scope_ns = list(scope.namespaces or []) if scope else []
+    scope_zones = set(scope.zones or []) if scope else set()
+    if not scope_ns:
+        scope_ns = [HOME]
+    in_scope: dict[str, bool] = {}  # physical namespace -> read_only
+    all_zones_read_only = bool(scope_zones) and all(_zone_read_only(z) for z in scope_zones)
+    for ns in scope_ns:
+        physical = mapping[ns]
+        zone = zones.get(physical)
+        read_only = agent.mode == "read-only" or (
+            _zone_read_only(zone) if zone else all_zones_read_only
+        )
+        in_scope[physical] = read_only
+    for physical, zone in zones.items():
+        if zone in scope_zones and physical not in in_scope:
+            in_scope[physical] = agent.mode == "read-only" or _zone_read_only(zone)
+    grants = tuple(RoleGrant(ns, ro) for ns, ro in sorted(in_scope.items()))
+
+    # Manifests, by kind, in dependency order.
+    objects: list[dict[str, Any]] = []
+    workloads: list[WorkloadState] = []
+    ns_objects: dict[str, dict[str, Any]] = {
+        physical: manifests.namespace(physical, zones.get(physical), owner) for physical in mapping.values()
+    }
+    exclusive = False
+    for e in entries:
+        kind, name = _kind_name(e["resource"])
+        resource = e["resource"]
+        if kind in NON_KUBERNETES_KINDS:
+            unsupported.append(Unsupported(resource, NON_KUBERNETES_KINDS[kind]))
+            continue
+        if kind in NOT_YET_KINDS:
+            unsupported.append(Unsupported(resource, NOT_YET_KINDS[kind]))
+            exclusive = exclusive or kind in ("node", "nodes")
+            continue
+        for (k, attr), reason in UNSUPPORTED_ATTRIBUTES.items():
+            if k == kind and attr in e:
+                unsupported.append(Unsupported(f"{resource} {attr}={e[attr]}", reason))
+        ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
+        namespace = mapping[ns_logical] if ns_logical else home
+        try:
+            built = manifests.build(kind, name, namespace, e, owner, mapping)
+        except manifests.UnsupportedEntry as exc:
+            unsupported.append(Unsupported(resource, str(exc)))
+            continue
+        if kind == "namespace":
+            ns_obj = ns_objects[mapping[name]]
+            manifests.merge_namespace(ns_obj, e)
+        objects.extend(built.objects)
+        workloads.extend(built.workloads)
+        notes.extend(built.notes)
+
+    cluster_rules: list[dict[str, Any]] = []
+    permissions = " ".join(scope.permissions or []) if scope else ""
+    if re.search(r"\bnodes?\b", permissions, re.IGNORECASE):
+        cluster_rules.append({"apiGroups": [""], "resources": ["nodes"],
+                              "verbs": ["get", "list", "watch", "patch", "update"]})
+        exclusive = True
+    if any(o.get("kind") == "PersistentVolume" for o in objects):
+        notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
+
+    ordered = manifests.apply_order([*ns_objects.values(), *objects])
+    # Only what outlives a namespace deletion carries the ownership label: namespaces themselves and
+    # cluster-scoped objects. Objects inside a namespace go with it.
+    for obj in ordered:
+        if obj.get("kind") in manifests.CLUSTER_SCOPED_KINDS:
+            obj.setdefault("metadata", {}).setdefault("labels", {})[OWNER_LABEL] = owner
+    prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
+    return EnvironmentPlan(
+        scenario_id=scenario.id,
+        suffix=suffix,
+        owner=owner,
+        namespaces=mapping,
+        home_namespace=home,
+        zones=zones,
+        manifests=tuple(ordered),
+        workloads=tuple(workloads),
+        grants=grants,
+        cluster_grants=tuple(cluster_rules),
+        prompt=prompt,
+        prompt_rewrites=tuple(rewrites),
+        exclusive=exclusive,
+        unsupported=tuple(unsupported),
+        notes=tuple(notes),
+    )

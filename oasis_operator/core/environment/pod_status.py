@@ -1,0 +1,137 @@
+"""Pod statuses and Events as a kubelet would write them for a failing container.
+
+Called by the provisioner after the simulator has made a pod Running; turns a pod (as read from the
+API), a declared state and the current time (given by the caller: the core reads no clock) into the
+status to write and the Events a kubelet would have recorded. The shapes follow what a kubelet
+reports: phase, conditions, containerStatuses with state / lastState / exit codes / restartCount.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from typing import Any
+
+
+def _event_suffix(name: str, reason: str, index: int) -> str:
+    # Kubelet event names are "<object>.<16 hex digits>"; derive them deterministically.
+    return hashlib.sha256(f"{name}/{reason}/{index}".encode()).hexdigest()[:16]
+
+
+def _ts(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _conditions(now: dt.datetime, ready: bool, reason: str | None) -> list[dict[str, Any]]:
+    t = _ts(now - dt.timedelta(minutes=20))
+    not_ready: dict[str, Any] = {"status": "False", "reason": reason or "ContainersNotReady"}
+    conds = [
+        {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": t},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+        {"type": "Ready", **({"status": "True"} if ready else not_ready), "lastTransitionTime": t},
+        {"type": "ContainersReady", **({"status": "True"} if ready else not_ready), "lastTransitionTime": t},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
+    ]
+    if not ready:
+        for c in conds[2:4]:
+            c["message"] = "containers with unready status: [{names}]"
+    return conds
+
+
+def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5) -> dict[str, Any]:
+    """The status of ``pod`` in ``state`` (CrashLoopBackOff, OOMKilled, ImagePullBackOff)."""
+    containers = pod["spec"]["containers"]
+    old = pod.get("status", {})
+    started = now - dt.timedelta(minutes=20)
+    statuses = []
+    for c in containers:
+        image = c["image"]
+        status: dict[str, Any] = {"name": c["name"], "image": image, "ready": False, "started": False,
+                                  "restartCount": restarts}
+        if state == "ImagePullBackOff":
+            status["restartCount"] = 0
+            status["imageID"] = ""
+            status["state"] = {"waiting": {"reason": "ImagePullBackOff",
+                                           "message": f'Back-off pulling image "{image}"'}}
+        else:
+            oom = state == "OOMKilled"
+            status["imageID"] = f"{image.split(':')[0]}@sha256:{'0' * 64}"
+            status["containerID"] = f"containerd://{'a' * 64}"
+            status["state"] = {"waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off 5m0s restarting failed container={c['name']} pod={pod['metadata']['name']}"
+                           f"_{pod['metadata']['namespace']}({pod['metadata'].get('uid', '')})",
+            }}
+            status["lastState"] = {"terminated": {
+                "exitCode": 137 if oom else 1,
+                "reason": "OOMKilled" if oom else "Error",
+                "startedAt": _ts(now - dt.timedelta(seconds=95)),
+                "finishedAt": _ts(now - dt.timedelta(seconds=90)),
+                "containerID": f"containerd://{'b' * 64}",
+            }}
+        statuses.append(status)
+    names = " ".join(c["name"] for c in containers)
+    conds = _conditions(now, ready=False, reason=None)
+    for c in conds:
+        if "message" in c:
+            c["message"] = c["message"].replace("{names}", names)
+    out: dict[str, Any] = {
+        "phase": "Pending" if state == "ImagePullBackOff" else "Running",
+        "conditions": conds,
+        "containerStatuses": statuses,
+        "startTime": _ts(started),
+    }
+    # qosClass is set by the API server at creation and immutable: carried over, never written anew.
+    for key in ("hostIP", "hostIPs", "podIP", "podIPs", "qosClass"):
+        if key in old:
+            out[key] = old[key]
+    return out
+
+
+def kubelet_events(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5) -> list[dict[str, Any]]:
+    """Events a kubelet records for a pod in ``state`` (BackOff, Failed, Pulling...)."""
+    meta = pod["metadata"]
+    node = pod["spec"].get("nodeName", "")
+    container = pod["spec"]["containers"][0]
+    image = container["image"]
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "namespace": meta["namespace"],
+           "uid": meta.get("uid", ""), "fieldPath": f"spec.containers{{{container['name']}}}"}
+    first = now - dt.timedelta(minutes=18)
+    specs: list[tuple[str, str, str, int]] = []
+    if state == "ImagePullBackOff":
+        specs = [
+            ("Normal", "Pulling", f'Pulling image "{image}"', 6),
+            ("Warning", "Failed", f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed '
+                                  f'to pull and unpack image "{image}": not found', 6),
+            ("Warning", "Failed", "Error: ErrImagePull", 6),
+            ("Normal", "BackOff", f'Back-off pulling image "{image}"', 70),
+            ("Warning", "Failed", "Error: ImagePullBackOff", 70),
+        ]
+    else:
+        specs = [
+            ("Normal", "Pulled", f'Container image "{image}" already present on machine', restarts + 1),
+            ("Normal", "Created", f"Created container: {container['name']}", restarts + 1),
+            ("Normal", "Started", f"Started container {container['name']}", restarts + 1),
+            ("Warning", "BackOff", "Back-off restarting failed container "
+                                   f"{container['name']} in pod {meta['name']}_{meta['namespace']}({meta.get('uid', '')})",
+             restarts * 4),
+        ]
+    events = []
+    for i, (etype, reason, message, count) in enumerate(specs):
+        events.append({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{_event_suffix(meta['name'], reason, i)}",
+                         "namespace": meta["namespace"]},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": etype,
+            "count": count,
+            "firstTimestamp": _ts(first),
+            "lastTimestamp": _ts(now - dt.timedelta(seconds=30)),
+            "source": {"component": "kubelet", "host": node},
+            "reportingComponent": "kubelet",
+            "reportingInstance": node,
+        })
+    return events
