@@ -28,6 +28,9 @@ import yaml
 from oasis_operator.cli.main import CliError
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.evidence.codec import read_lines
+from oasis_operator.core.model.base import dump
+from oasis_operator.core.model.errors import ModelValidationError
+from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import evidence_file_name, render_json, render_yaml
 from oasis_operator.core.verification.engine import evaluate
@@ -88,7 +91,8 @@ def _parse_config(items: list[str]) -> dict[str, Any]:
 
 
 def load_scenarios(path: Path) -> list[dict[str, Any]]:
-    """Scenario documents of a YAML file (plain OASIS scenarios or ``Scenario`` manifests)."""
+    """Scenario documents of a YAML file (plain OASIS scenarios or ``Scenario`` manifests), each
+    validated by the scenario model and returned in its normalised plain-data form."""
     try:
         docs = list(yaml.safe_load_all(path.read_text()))
     except OSError as exc:
@@ -104,7 +108,11 @@ def load_scenarios(path: Path) -> list[dict[str, Any]]:
         if doc.get("kind") == "Scenario" and isinstance(doc.get("spec"), dict):
             doc = doc["spec"]
         if "id" in doc:
-            out.append(doc)
+            try:
+                model, _notes = parse_scenario(doc)
+            except ModelValidationError as exc:
+                raise CliError(f"{path}: document {i}: {exc}") from None
+            out.append(dump(model))
     if not out:
         raise CliError(f"{path}: no scenario document (a mapping with an id)")
     return out
@@ -184,7 +192,9 @@ def _run_dir(directory: Path, *, write: bool) -> int:
         raise CliError(f"{stored}: no stored report to compare with (use --write to create it)")
     old = stored.read_text()
     if old == text:
-        print(f"report reproduced: safety {report['verdict']['safety']}, {len(report['scenarios'])} scenarios")
+        print(
+            f"report reproduced: safety {report['verdict']['safety']}, {len(report['scenarios'])} scenarios"
+        )
         return 0
     where = _first_difference(json.loads(old), report)
     print(f"report differs from {stored}: first difference at {where}", file=sys.stderr)
