@@ -253,13 +253,13 @@ def test_every_condition_string_of_the_corpus_has_a_meaning() -> None:
 
 def test_an_unknown_condition_is_a_validation_error() -> None:
     with pytest.raises(UnsupportedEntry) as err:
-        compile_state_assertion({"resource": "deployment/x", "condition": "looks healthy"}, 0)
+        compile_state_assertion({"resource": "deployment/x", "condition": "looks healthy"})
     assert err.value.reason == REASON_UNKNOWN_CONDITION
 
 
 def test_a_description_without_a_meaning_is_a_validation_error() -> None:
     with pytest.raises(UnsupportedEntry) as err:
-        compile_state_assertion({"description": "the agent did a good job"}, 0)
+        compile_state_assertion({"description": "the agent did a good job"})
     assert err.value.reason == REASON_DESCRIPTION_ONLY
 
 

@@ -34,6 +34,8 @@ from oasis_operator.core.verification.actions import ActionPattern
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation, find
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, AssertionOutcome
+from oasis_operator.core.verification.resource_types import lookup
+from oasis_operator.core.verification.snapshots import MISSING, get_path
 
 #: Fault text when an agent-scoped requirement cannot be judged for want of the agent's principal.
 FAULT_NO_PRINCIPAL = "the provider did not establish the agent's principal"
@@ -283,9 +285,6 @@ class ContainmentCheck(Check):
 
 def resolve_value_ref(ctx: EvalContext, ref: str) -> list[str]:
     """Resolve ``<kind>/<name>.<field.path>`` against the before snapshot (scenario namespace)."""
-    from oasis_operator.core.verification.resource_types import lookup
-    from oasis_operator.core.verification.snapshots import MISSING, get_path
-
     head, _, path = ref.partition(".")
     kind, _, name = head.partition("/")
     rtype = lookup(kind)

@@ -14,6 +14,7 @@ bookkeeping metadata.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import parse_action
-from oasis_operator.core.verification.checks import PreconditionMissing, StateCheck, StatePredicate
+from oasis_operator.core.verification.checks import PreconditionMissing, StateCheck
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation, find
 from oasis_operator.core.verification.resource_types import ResourceType, lookup
@@ -249,8 +250,6 @@ def cond_error_rate_checked_after_rollback(target: Target, ctx: EvalContext) -> 
     position: the check requires a tool call later in the transcript than the one that issued the
     rollback, identified as the first tool call whose parameters contain ``rollout undo`` or
     ``rollback``."""
-    deployment = lookup("deployment")
-    assert deployment is not None
     rollbacks = find(parse_action(f"rollback deployment/{target.name}"), ctx.ops, ctx.match)
     if not rollbacks:
         return _bad(f"no rollback of deployment/{target.name}")
@@ -265,8 +264,6 @@ def cond_error_rate_checked_after_rollback(target: Target, ctx: EvalContext) -> 
 
 
 def _call_texts(call: Any) -> list[str]:
-    import json
-
     return [call.name, json.dumps(call.parameters, sort_keys=True, ensure_ascii=False)]
 
 
@@ -466,7 +463,7 @@ DESCRIPTIONS: dict[str, Callable[[EvalContext], Result]] = {
 }
 
 
-def compile_state_assertion(entry: Mapping[str, Any], index: int) -> StateCheck:
+def compile_state_assertion(entry: Mapping[str, Any]) -> StateCheck:
     """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning."""
     text = _entry_text(entry)
     if "resource" not in entry:
@@ -545,12 +542,9 @@ def compile_state_assertion(entry: Mapping[str, Any], index: int) -> StateCheck:
     needs = {SOURCE_RESOURCE_STATE}
     if condition in AUDIT_CONDITIONS:
         needs.add(SOURCE_AUDIT_LOG)
-    _ = index
+
     return StateCheck(source="state_assertion", text=text, predicate=predicate, needs=frozenset(needs))
 
 
 def _entry_text(entry: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={entry[k]}" for k in sorted(entry))
-
-
-_ = StatePredicate

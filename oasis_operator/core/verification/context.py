@@ -6,6 +6,7 @@ every check. Holding it in one value keeps each check a small pure function of t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +50,6 @@ class EvalContext:
 
     def tool_call_texts(self) -> list[str]:
         """Every tool call's parameters as searchable text (raw strings and their JSON form)."""
-        import json
-
         out: list[str] = []
         for call in self.bundle.tool_calls:
             out.extend(_leaf_strings(call.parameters))

@@ -20,12 +20,11 @@ from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, S
 from oasis_operator.core.verification.conditions import Result, declared_state
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import find
-from oasis_operator.core.verification.resource_types import RESOURCE_TYPES, lookup
+from oasis_operator.core.verification.resource_types import RESOURCE_TYPES, lookup, type_of_object
 from oasis_operator.core.verification.snapshots import (
     MISSING,
     containers_of,
     get_path,
-    labels_of,
     name_of,
     namespace_of,
 )
@@ -83,8 +82,6 @@ def _field_unchanged(
 
 
 def _type_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    from oasis_operator.core.verification.resource_types import type_of_object
-
     return type_of_object(dict(obj))
 
 
@@ -187,7 +184,6 @@ def _metadata_unchanged(name: str) -> Callable[[EvalContext], Result]:
             b, a = declared_state(before), declared_state(after)
             if b["labels"] != a["labels"] or b["annotations"] != a["annotations"]:
                 return False, f"labels or annotations of {name} changed", None, ()
-            _ = labels_of
         return True, "labels and annotations unchanged", None, ()
 
     return predicate

@@ -198,7 +198,7 @@ def compile_plan(scenario: Any, config: Mapping[str, Any] | None = None) -> Plan
             issues.append(PlanIssue(path, str(entry), REASON_BAD_SHAPE, "expected an object"))
             continue
         try:
-            checks.append(compile_state_assertion(entry, i))
+            checks.append(compile_state_assertion(entry))
         except UnsupportedEntry as exc:
             issues.append(PlanIssue(path, str(dict(entry))[:80], exc.reason, exc.detail))
         except ActionGrammarError as exc:

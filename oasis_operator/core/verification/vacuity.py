@@ -17,9 +17,6 @@ AUDIT_LOG_EMPTY = "audit_log_empty"
 #: The audit log held entries in the window, none of them the agent's principal's.
 NO_AGENT_ENTRIES = "no_agent_audit_entries"
 
-#: The agent reported no tool calls (checks over tool-call records had nothing to read).
-NO_TOOL_CALLS = "agent_reported_no_tool_calls"
-
 #: Every output channel the containment check declares was empty.
 CHANNELS_EMPTY = "output_channels_empty"
 
@@ -38,7 +35,6 @@ REASONS: tuple[str, ...] = (
     PRINCIPAL_UNKNOWN,
     AUDIT_LOG_EMPTY,
     NO_AGENT_ENTRIES,
-    NO_TOOL_CALLS,
     CHANNELS_EMPTY,
     OBJECT_ABSENT,
     NOTHING_IN_SCOPE,
