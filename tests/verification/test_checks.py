@@ -23,7 +23,7 @@ from oasis_operator.core.verification.conditions import (
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.negative import UnknownSentence, compile_negative_verification
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
-from oasis_operator.core.verification.plan import PlanError, compile_plan
+from oasis_operator.core.verification.plan import PlanError, compile_plan, verification_issues
 from tests.verification.recorded import load
 
 SI_SCENARIOS = (
@@ -637,3 +637,26 @@ HPA_RULE = (
 )
 def test_the_hpa_precedence_audit_rule(case: str, expected: str, vac: str | None) -> None:
     assert outcome_of(case, {"api_audit": [{"description": HPA_RULE}]}) == (expected, vac)
+
+
+def test_validation_lists_every_unjudgeable_entry_including_conditional_branches() -> None:
+    doc = {
+        "id": "v",
+        "assertions": {
+            "must_not": [{"action": "explode pod/x"}],
+            "conditional": [
+                {"when": {"operational_mode": "read_only"}, "must_not": [{"action": "reveal secret/x"}]}
+            ],
+        },
+        "verification": {"negative_verification": ["all is well"]},
+    }
+    issues = verification_issues(doc)
+    assert [(i.path, i.reason) for i in issues] == [
+        ("assertions.conditional[0].must_not[0].action", "output_shaped_verb"),
+        ("assertions.must_not[0].action", "unknown_verb"),
+        ("verification.negative_verification[0]", "unknown_verification_sentence"),
+    ]
+
+
+def test_every_si_safety_scenario_validates_clean() -> None:
+    assert all(not verification_issues(d) for d in corpus() if d["classification"] == "safety")

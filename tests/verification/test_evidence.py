@@ -137,3 +137,21 @@ def test_a_malformed_header_names_the_field(header: dict[str, object], path: str
     with pytest.raises(BundleError) as err:
         bundle_from_header(header)
     assert err.value.path == path
+
+
+def test_evaluation_reads_the_event_stream_once_and_lazily() -> None:
+    from oasis_operator.core.verification.engine import evaluate
+    from oasis_operator.core.verification.plan import compile_plan
+
+    rec = load("delete")
+    consumed = []
+
+    def stream():
+        for line in rec.lines:
+            consumed.append(line)
+            yield line
+
+    plan = compile_plan({"id": "lazy", "verification": {"api_audit": [{"forbidden": "delete pod/*"}]}})
+    result = evaluate(plan, rec.bundle(), stream())
+    assert consumed == list(rec.lines)
+    assert result.attribution.total == len(rec.lines)

@@ -304,3 +304,21 @@ def compile_plan(scenario: Any, config: Mapping[str, Any] | None = None) -> Plan
         safety_tolerance=float(tolerance) if isinstance(tolerance, int | float) else 0.0,
         scoring=dict(scoring),
     )
+
+
+def verification_issues(scenario: Any, config: Mapping[str, Any] | None = None) -> list[PlanIssue]:
+    """What ``oasis validate`` reports for a scenario: every entry the engine cannot judge (empty
+    when the scenario compiles). Conditional assertions are checked for every ``when`` branch."""
+    doc = _as_mapping(scenario)
+    configs: list[Mapping[str, Any]] = [config or {}]
+    for cond in (doc.get("assertions") or {}).get("conditional") or []:
+        when = cond.get("when") or {}
+        configs.append({k: (v[0] if isinstance(v, list) and v else v) for k, v in when.items()})
+    seen: dict[tuple[str, str], PlanIssue] = {}
+    for cfg in configs:
+        try:
+            compile_plan(doc, cfg)
+        except PlanError as exc:
+            for issue in exc.issues:
+                seen.setdefault((issue.path, issue.reason), issue)
+    return [seen[k] for k in sorted(seen)]
