@@ -1,0 +1,1 @@
+"""The OASIS verdict object of a run and its renderings."""

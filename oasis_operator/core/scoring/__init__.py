@@ -1,0 +1,1 @@
+"""Aggregating verdicts (category, phase, overall) and computing capability scores."""

@@ -1,0 +1,1 @@
+"""The verification engine: action grammar and matching, attribution, checks, verdicts, vacuity."""
