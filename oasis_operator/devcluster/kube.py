@@ -8,19 +8,16 @@ talk to the API server exactly as any client would, with nothing mocked.
 
 from __future__ import annotations
 
-import base64
 import secrets
-import ssl
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail, is_complete
+from oasis_operator.adapters.k8s.client import http_settings
 
 
 class KubeError(Exception):
@@ -112,23 +109,6 @@ def audit_barrier(
 
 
 def http_from_kubeconfig(path: Path, timeout: float = 10.0) -> httpx.Client:
-    """An HTTP client for the current context of a kubeconfig with embedded credentials (client
-    certificate data or a bearer token), as written by the embedded control plane."""
-    doc = yaml.safe_load(path.read_text())
-    ctx_name = doc["current-context"]
-    context = next(c["context"] for c in doc["contexts"] if c["name"] == ctx_name)
-    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
-    user = next(u["user"] for u in doc["users"] if u["name"] == context["user"])
-    ssl_ctx = ssl.create_default_context(
-        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
-    )
-    headers = {}
-    if "client-certificate-data" in user:
-        with tempfile.TemporaryDirectory() as tmp:
-            cert, key = Path(tmp) / "client.crt", Path(tmp) / "client.key"
-            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
-            key.write_bytes(base64.b64decode(user["client-key-data"]))
-            ssl_ctx.load_cert_chain(str(cert), str(key))
-    elif "token" in user:
-        headers["Authorization"] = f"Bearer {user['token']}"
-    return httpx.Client(base_url=cluster["server"], verify=ssl_ctx, timeout=timeout, headers=headers)
+    """A synchronous HTTP client for the current context of a kubeconfig with embedded credentials."""
+    server, tls, headers = http_settings(path)
+    return httpx.Client(base_url=server, verify=tls, timeout=timeout, headers=headers)

@@ -7,9 +7,14 @@ at the same server with the same CA).
 
 from __future__ import annotations
 
+import base64
+import ssl
+import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import yaml
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
@@ -30,3 +35,40 @@ def endpoint_of(kubeconfig: Path) -> ClusterEndpoint:
     ctx = next(c["context"] for c in doc["contexts"] if c["name"] == doc["current-context"])
     cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
     return ClusterEndpoint(server=cluster["server"], ca_data=cluster["certificate-authority-data"])
+
+
+def http_settings(kubeconfig: Path) -> tuple[str, ssl.SSLContext, dict[str, str]]:
+    """Server URL, TLS context (CA, client certificate) and headers (bearer token) of the current
+    context of a kubeconfig with embedded credentials."""
+    doc = yaml.safe_load(Path(kubeconfig).read_text())
+    ctx = next(c["context"] for c in doc["contexts"] if c["name"] == doc["current-context"])
+    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
+    user = next(u["user"] for u in doc["users"] if u["name"] == ctx["user"])
+    tls = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    headers: dict[str, str] = {}
+    if "client-certificate-data" in user:
+        with tempfile.TemporaryDirectory() as tmp:
+            cert, key = Path(tmp) / "client.crt", Path(tmp) / "client.key"
+            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+            key.write_bytes(base64.b64decode(user["client-key-data"]))
+            tls.load_cert_chain(str(cert), str(key))
+    elif "token" in user:
+        headers["Authorization"] = f"Bearer {user['token']}"
+    return str(cluster["server"]), tls, headers
+
+
+def async_http(kubeconfig: Path, timeout: float = 10.0) -> httpx.AsyncClient:
+    """A plain async HTTP client for requests that need their own headers (the audit sentinel)."""
+    server, tls, headers = http_settings(kubeconfig)
+    return httpx.AsyncClient(base_url=server, verify=tls, headers=headers, timeout=timeout)
+
+
+def sentinel_sender(http: httpx.AsyncClient) -> Callable[[str], Awaitable[None]]:
+    """The audit barrier's sentinel: a cheap read carrying the given Audit-ID."""
+
+    async def send(audit_id: str) -> None:
+        resp = await http.get("/api/v1/namespaces/default", headers={"Audit-ID": audit_id})
+        if resp.status_code >= 500:
+            raise RuntimeError(f"sentinel request answered HTTP {resp.status_code}")
+
+    return send

@@ -1,0 +1,195 @@
+"""Audit sources: the live stream of the API server's audit events, from a log file or a webhook.
+
+Called by the scenario workflow (evidence collection and the audit barrier) and by tests; turns the
+audit log file the API server writes (:class:`FileAuditSource`) or the batches its webhook backend
+posts (:class:`WebhookAuditSource`) into one stream that subscribers record, and answers "has the
+request with this Audit-ID arrived yet?". The barrier (:func:`audit_barrier`) is the guarantee that a
+scenario's evidence is complete: no sentinel within the timeout raises :class:`AuditBarrierTimeout`,
+a provider fault (PROVIDER_FAILURE), never a verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
+
+
+class AuditBarrierTimeout(Exception):
+    """The sentinel request never appeared in the audit stream: the evidence may be incomplete."""
+
+    reason = "audit_barrier_timeout"
+
+
+@dataclass
+class Subscription:
+    """Events recorded since the subscription was opened (until it is closed)."""
+
+    events: list[AuditEvent] = field(default_factory=list)
+    closed: bool = False
+
+
+class _Stream:
+    """Fan-out of events to subscriptions, and waiters for audit IDs."""
+
+    def __init__(self) -> None:
+        self._subs: list[Subscription] = []
+        self._waiters: dict[str, asyncio.Future[AuditEvent]] = {}
+        self.ingested = 0
+        self.last_event_at: float | None = None
+
+    def subscribe(self) -> Subscription:
+        sub = Subscription()
+        self._subs.append(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        sub.closed = True
+        with contextlib.suppress(ValueError):
+            self._subs.remove(sub)
+
+    def publish(self, events: list[AuditEvent]) -> None:
+        if not events:
+            return
+        self.ingested += len(events)
+        self.last_event_at = time.monotonic()
+        for sub in self._subs:
+            sub.events.extend(events)
+        if self._waiters:
+            for e in events:
+                if e.get("stage") in ("ResponseComplete", "Panic"):
+                    fut = self._waiters.pop(str(e.get("auditID")), None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(e)
+
+    async def wait_for_id(self, audit_id: str, timeout: float) -> AuditEvent | None:
+        fut: asyncio.Future[AuditEvent] = asyncio.get_running_loop().create_future()
+        self._waiters[audit_id] = fut
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return None
+        finally:
+            self._waiters.pop(audit_id, None)
+
+
+class FileAuditSource(_Stream):
+    """Follows the audit log file (offset kept, rotation survived), polling every ``interval``."""
+
+    def __init__(self, path: Path, *, interval: float = 0.02) -> None:
+        super().__init__()
+        self.tail = AuditFileTail(path, from_start=False)
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.tail.read_new()  # position at the current end: only what happens from now on
+        self._task = asyncio.create_task(self._run(), name="audit-file-tail")
+
+    async def _run(self) -> None:
+        while True:
+            self.publish(self.tail.read_new())
+            await asyncio.sleep(self.interval)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.tail.close()
+
+
+class WebhookAuditSource(_Stream):
+    """Receives the API server's audit webhook (an ``audit.k8s.io/v1`` EventList per POST) over TLS."""
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, cert_file: Path | None = None,
+                 key_file: Path | None = None, max_body: int = 64 << 20) -> None:
+        super().__init__()
+        self.host, self.port = host, port
+        self._ssl: ssl.SSLContext | None = None
+        if cert_file and key_file:
+            self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._ssl.load_cert_chain(str(cert_file), str(key_file))
+        self._runner: web.AppRunner | None = None
+        self.max_body = max_body
+        self.rejected = 0
+        self.paused = False  # tests: answer 503 to simulate a stream that stopped
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if self.paused:
+            return web.Response(status=503)
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            self.rejected += 1
+            return web.Response(status=400, text="invalid JSON")
+        items = body.get("items") if isinstance(body, dict) else None
+        if not isinstance(items, list):
+            self.rejected += 1
+            return web.Response(status=400, text="expected an EventList")
+        self.publish([e for e in items if isinstance(e, dict)])
+        return web.Response(status=200)
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=self.max_body)
+        app.router.add_post("/", self._handle)
+        app.router.add_post("/audit", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
+        await site.start()
+        server = site._server
+        if self.port == 0 and server is not None:
+            sockets = getattr(server, "sockets", None) or []
+            self.port = int(sockets[0].getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self._ssl else 'http'}://{self.host}:{self.port}/audit"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+AuditSource = FileAuditSource | WebhookAuditSource
+
+
+async def audit_barrier(
+    source: _Stream,
+    send_sentinel: Callable[[str], Awaitable[Any]],
+    *,
+    timeout: float = 15.0,
+) -> str:
+    """Send a request carrying our own Audit-ID and wait until the source has seen it complete.
+
+    Every event the API server logged before that request has then been delivered (the log backend
+    writes in order; the webhook backend delivers a batch in order), so a subscription holds the whole
+    window. Raises :class:`AuditBarrierTimeout` when the sentinel does not arrive in time.
+    """
+    audit_id = f"{uuid.uuid4()}"
+    waiter = asyncio.ensure_future(source.wait_for_id(audit_id, timeout))
+    await asyncio.sleep(0)  # register the waiter before the request can be answered
+    started = time.monotonic()
+    try:
+        await send_sentinel(audit_id)
+    except Exception as exc:
+        waiter.cancel()
+        raise AuditBarrierTimeout(f"the sentinel request failed: {exc}") from exc
+    event = await waiter
+    if event is None:
+        raise AuditBarrierTimeout(
+            f"the sentinel request (Audit-ID {audit_id}) did not appear in the audit stream within "
+            f"{timeout:.0f}s ({time.monotonic() - started:.1f}s waited)")
+    return audit_id
