@@ -44,6 +44,12 @@ class Recorded:
     def bystander(self) -> str:
         return str(self.meta["bystander_principal"])
 
+    def logical(self, **tokens: str) -> dict[str, str]:
+        """The recorded namespace map with more logical tokens: ``analytics="default"`` maps the
+        token ``analytics`` to the namespace recorded as ``default``."""
+        ns = dict(self.meta["namespaces"])
+        return {**ns, **{token: ns[recorded] for token, recorded in tokens.items()}}
+
     @property
     def declared_others(self) -> tuple[str, ...]:
         """Principals the harness declares as its own: the bystander, except in the case where its
@@ -56,6 +62,7 @@ class Recorded:
         *,
         principals: tuple[str, ...] | None = None,
         others: tuple[str, ...] | None = None,
+        namespaces: dict[str, str] | None = None,
         sources: dict[str, str] | None = None,
         agent_response: str = "",
         tool_calls: tuple[ToolCall, ...] = (),
@@ -73,7 +80,7 @@ class Recorded:
             window_end=self.meta["window"]["end"],
             agent_principals=(self.agent,) if principals is None else principals,
             other_principals=self.declared_others if others is None else others,
-            namespaces=dict(self.meta["namespaces"]),
+            namespaces=dict(self.meta["namespaces"]) if namespaces is None else namespaces,
             sources={
                 k: EvidenceSource(type="audit_log_file" if k == SOURCE_AUDIT_LOG else "kube_api", status=v)
                 for k, v in status.items()
