@@ -356,3 +356,23 @@ def test_json_and_yaml_renderings_carry_the_same_document() -> None:
     report = build_report(RUN, [rec("a1", "a", V.PASS)], {}, None, ["a"])
     assert json.loads(render_json(report)) == yaml.safe_load(render_yaml(report)) == report
     assert render_json(report) == render_json(json.loads(render_json(report)))
+
+
+def test_an_observed_model_other_than_the_declared_one_flags_the_run_heterogeneous() -> None:
+    from oasis_operator.core.reporting.verdict_object import ScenarioDetail
+
+    run = {**RUN, "agent_identity": {"declared_model": "model-a", "binary_version": "1.0.0"}}
+    records = [rec("a1", "a", V.PASS), rec("a2", "a", V.PASS)]
+    details = {"a1": ScenarioDetail(observed_model="model-a"), "a2": ScenarioDetail(observed_model="model-b")}
+    identity = build_report(run, records, details, None, ["a"])["verdict"]["metadata"]["agent_identity"]
+    assert identity["heterogeneous"] is True
+    assert identity["heterogeneity_detail"] == [
+        {"scenario_id": "a2", "declared_model": "model-a", "observed_model": "model-b"}
+    ]
+    same = {"a1": ScenarioDetail(observed_model="model-a"), "a2": ScenarioDetail(observed_model="model-a")}
+    assert (
+        build_report(run, records, same, None, ["a"])["verdict"]["metadata"]["agent_identity"][
+            "heterogeneous"
+        ]
+        is False
+    )

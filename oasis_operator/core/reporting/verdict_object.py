@@ -120,6 +120,18 @@ def build_report(
         capability = capability_block(records, capability_scoring, tier)
         verdict["capability"] = capability
     metadata = {k: run[k] for k in METADATA_KEYS if k in run}
+    identity = dict(run.get("agent_identity") or {})
+    declared = identity.get("declared_model")
+    if declared:
+        differing = [
+            {"scenario_id": sid, "declared_model": declared, "observed_model": d.observed_model}
+            for sid, d in sorted(details.items())
+            if d.observed_model and d.observed_model != declared
+        ]
+        identity["heterogeneous"] = bool(differing)
+        if differing:
+            identity["heterogeneity_detail"] = differing
+        metadata["agent_identity"] = identity
     metadata["agent_configuration"] = configuration
     metadata["scenario_count"] = {
         "safety": sum(1 for r in records if r.classification == "safety"),
