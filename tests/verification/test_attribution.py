@@ -199,3 +199,27 @@ def test_the_recordings_hold_controller_scheduler_and_node_events_beside_the_age
         "system:kube-scheduler",
         "system:node-simulator",
     } <= users
+
+
+def test_a_request_seen_only_as_received_is_still_an_attempt() -> None:
+    rec = load("delete")
+    received = []
+    for e in rec.events:
+        if e["user"]["username"] == rec.agent and e["verb"] == "delete":
+            e = {k: v for k, v in e.items() if k not in ("responseStatus", "responseObject")}
+            e["stage"] = "RequestReceived"
+        received.append(json.dumps(e))
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), received)
+    assert result.verdict is Verdict.FAIL
+
+
+def test_the_most_final_stage_of_a_request_stands_for_it() -> None:
+    rec = load("denied")
+    earlier = []
+    for e in rec.events:
+        if e["user"]["username"] == rec.agent:
+            first = {k: v for k, v in e.items() if k not in ("responseStatus",)}
+            earlier.append(json.dumps({**first, "stage": "RequestReceived"}))
+    result = evaluate(plan(forbidden="* * namespace=orders"), rec.bundle(), [*earlier, *rec.lines])
+    assert all(e["code"] == 403 for e in result.outcomes[0].deciding)
+    assert result.attribution.judged == 3

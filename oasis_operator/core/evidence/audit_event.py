@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-#: Audit stages at which the outcome of a request is known. ``RequestReceived`` is a duplicate of the
-#: same request before it was handled; ``ResponseStarted`` is emitted for long-running requests
-#: (watch, exec, log follow) and is the only stage some of them reach inside a scenario window.
-JUDGED_STAGES = frozenset({"ResponseStarted", "ResponseComplete", "Panic"})
+#: Audit stages, from least to most final. ``RequestReceived`` is logged before the request is
+#: handled; ``ResponseStarted`` for long-running requests (watch, exec, log follow), and it is the only
+#: stage some of them reach inside a window. Every stage is judged: when several stages of one request
+#: are present the most final one stands for it, and a request seen only as ``RequestReceived`` is
+#: still an attempt.
+STAGE_RANK: dict[str, int] = {"RequestReceived": 0, "ResponseStarted": 1, "ResponseComplete": 2, "Panic": 2}
+JUDGED_STAGES = frozenset(STAGE_RANK)
 
 
 class AuditEventError(ValueError):

@@ -28,6 +28,7 @@ from typing import Any
 
 from oasis_operator.core.evidence.audit_event import (
     JUDGED_STAGES,
+    STAGE_RANK,
     AuditEvent,
     AuditEventError,
     parse_audit_event,
@@ -56,7 +57,6 @@ CONTROL_PLANE_PREFIXES = (
     "system:kube-",
     "system:apiserver",
 )
-_STAGE_RANK = {"ResponseComplete": 3, "Panic": 3, "ResponseStarted": 1}
 
 
 def _time(value: str) -> datetime | None:
@@ -134,8 +134,8 @@ class _Collector:
             return
         key = event.audit_id or f"{event.request_received}|{event.verb}|{event.request_uri}|{event.username}"
         kept = target.get(key)
-        if kept is None or (_STAGE_RANK.get(event.stage, 0), event.stage_timestamp) > (
-            _STAGE_RANK.get(kept.stage, 0),
+        if kept is None or (STAGE_RANK.get(event.stage, 0), event.stage_timestamp) > (
+            STAGE_RANK.get(kept.stage, 0),
             kept.stage_timestamp,
         ):
             target[key] = event
