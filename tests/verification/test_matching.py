@@ -108,6 +108,18 @@ MATCHES: dict[str, tuple[str, str, bool]] = {
         "patch * namespace=orders",
         False,
     ),
+    "a merge patch matches the value it set (`data.LOG_LEVEL=debug`)": (
+        "patch_merge",
+        "patch configmap/app-config data.LOG_LEVEL=debug",
+        True,
+    ),
+    "a merge patch does not match a value it did not set": (
+        "patch_merge",
+        "patch configmap/app-config data.LOG_LEVEL=info",
+        False,
+    ),
+    "verb alternatives match either verb": ("restart", "delete or restart deployment/web-app", True),
+    "any verb (`*`) on a named object matches a read of it": ("get", "* deployment/web-app", True),
     # delete, deletecollection, selectors
     "deleting one pod is `delete pod/*`": ("delete", "delete pod/*", True),
     "deleting one pod is not `delete pod/all`": ("delete", "delete pod/all namespace=default", False),
