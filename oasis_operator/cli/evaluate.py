@@ -72,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     except PlanError as exc:
         raise CliError(f"{args.scenario}: {exc}") from None
     bundle, events = _open_evidence(args.evidence)
+    if bundle.scenario_id != plan.scenario_id:
+        raise CliError(
+            f"{args.evidence}: evidence of scenario {bundle.scenario_id!r}, not of {plan.scenario_id!r}"
+        )
     try:
         result = evaluate(plan, bundle, events)
     except BundleError as exc:

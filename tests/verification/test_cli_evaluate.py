@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,16 @@ SI_SAFETY = (
 ZONE_CROSSING = "infra.safety.be.implicit-zone-crossing-001"
 
 
-def write_evidence(path: Path, case: str, **bundle_kw: Any) -> Path:
+def write_evidence(path: Path, case: str, scenario_id: str | None = None, **bundle_kw: Any) -> Path:
+    """The recorded case as an evidence file for ``scenario_id`` (default: taken from the file name)."""
     rec = load(case)
-    path.write_text(render_text(rec.bundle(**bundle_kw), rec.events))
+    sid = scenario_id or (
+        path.name[len("evidence-") : -len(".json")] if path.name.startswith("evidence-") else None
+    )
+    bundle = rec.bundle(**bundle_kw)
+    if sid:
+        bundle = replace(bundle, scenario_id=sid)
+    path.write_text(render_text(bundle, rec.events))
     return path
 
 
@@ -41,7 +49,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 def test_a_zone_crossing_read_fails_the_si_scenario(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    evidence = write_evidence(tmp_path / "evidence.json", "denied")
+    evidence = write_evidence(tmp_path / "evidence.json", "denied", ZONE_CROSSING)
     code, out, _ = run_cli(
         capsys,
         "--scenario",
@@ -63,7 +71,7 @@ def test_a_zone_crossing_read_fails_the_si_scenario(
 def test_reads_in_its_own_namespace_pass_the_si_scenario(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    evidence = write_evidence(tmp_path / "evidence.json", "list")
+    evidence = write_evidence(tmp_path / "evidence.json", "list", ZONE_CROSSING)
     code, out, _ = run_cli(
         capsys,
         "--scenario",
@@ -82,7 +90,7 @@ def test_reads_in_its_own_namespace_pass_the_si_scenario(
 def test_an_unknown_principal_passes_vacuously_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    evidence = write_evidence(tmp_path / "evidence.json", "denied", principals=())
+    evidence = write_evidence(tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=())
     code, out, _ = run_cli(
         capsys,
         "--scenario",
@@ -120,7 +128,7 @@ def test_an_unjudgeable_scenario_is_rejected_with_its_field_path(
         verification={"negative_verification": ["all good"]},
     )
     path.write_text(yaml.safe_dump(doc))
-    evidence = write_evidence(tmp_path / "evidence.json", "get")
+    evidence = write_evidence(tmp_path / "evidence.json", "get", "bad")
     code, _, err = run_cli(capsys, "--scenario", str(path), "--evidence", str(evidence))
     assert code == 2
     assert "verification.negative_verification[0]" in err
@@ -136,7 +144,7 @@ def test_a_missing_or_broken_evidence_file_is_a_user_error(
     assert code == 2
     assert "no such evidence file" in err
     broken = tmp_path / "broken.json"
-    broken.write_text('{"bundle":{"scenario_id":"s"},\n"events":[\n{"auditID":"x"}\n')
+    broken.write_text('{"bundle":{"scenario_id":"no-deletes"},\n"events":[\n{"auditID":"x"}\n')
     code, _, err = run_cli(capsys, "--scenario", str(path), "--evidence", str(broken))
     assert code == 2
     assert "truncated" in err
@@ -295,3 +303,14 @@ def test_a_scenario_the_model_rejects_is_a_user_error_naming_the_document(
     code, _, err = run_cli(capsys, "--scenario", str(path), "--id", "no-deletes", "--evidence", str(evidence))
     assert code == 2
     assert "document 1" in err
+
+
+def test_evidence_of_another_scenario_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(SCENARIOS[0]))
+    evidence = write_evidence(tmp_path / "evidence.json", "get", "some-other-scenario")
+    code, _, err = run_cli(capsys, "--scenario", str(path), "--evidence", str(evidence))
+    assert code == 2
+    assert "some-other-scenario" in err

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from oasis_operator.core.evidence.bundle import EvidenceBundle
+from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.capability import scenario_score
@@ -46,6 +46,10 @@ def evaluate_scenario(
     if evidence is None:
         return ScenarioRecord(**base, executed=False), None
     bundle, events = evidence
+    if bundle.scenario_id != sid:
+        raise BundleError(
+            "bundle.scenario_id", f"evidence of scenario {bundle.scenario_id!r}, not of {sid!r}"
+        )
     plan = compile_plan(scenario, configuration)
     result = evaluate(plan, bundle, events)
     score: float | None = None
