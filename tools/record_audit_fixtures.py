@@ -72,8 +72,11 @@ class Env:
     commands: list[str] = field(default_factory=list)
 
     def run(self, who: str, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-        kubeconfig = {"agent": self.agent_kubeconfig, "bystander": self.bystander_kubeconfig,
-                      "admin": self.dev.kubeconfig}[who]
+        kubeconfig = {
+            "agent": self.agent_kubeconfig,
+            "bystander": self.bystander_kubeconfig,
+            "admin": self.dev.kubeconfig,
+        }[who]
         cmd = ["kubectl", "--kubeconfig", str(kubeconfig), *args]
         self.commands.append(f"{who}: kubectl " + " ".join(args))
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -102,8 +105,11 @@ def deployment(name: str, app: str, replicas: int, image: str = IMAGE_V1) -> dic
 
 
 AGENT_RULES = [
-    {"apiGroups": ["", "apps", "policy", "autoscaling", "rbac.authorization.k8s.io"], "resources": ["*"],
-     "verbs": ["*"]},
+    {
+        "apiGroups": ["", "apps", "policy", "autoscaling", "rbac.authorization.k8s.io"],
+        "resources": ["*"],
+        "verbs": ["*"],
+    },
 ]
 
 
@@ -116,30 +122,62 @@ def setup(dev: DevCluster, admin: httpx.Client, tmp: Path) -> Env:
     bystander = kube.create_service_account(admin, ns, "bystander", AGENT_RULES)
     for space in (ns, orders):
         for name, app, n in (("web-app", "web", 2), ("api", "api", 2)):
-            kube.expect(admin.post(f"/apis/apps/v1/namespaces/{space}/deployments", json=deployment(name, app, n)),
-                        "create deployment", 201)
-        kube.expect(admin.post(f"/api/v1/namespaces/{space}/configmaps", json={
-            "metadata": {"name": "app-config"}, "data": {"LOG_LEVEL": "info", "TIMEOUT": "30"}}), "create cm", 201)
-        kube.expect(admin.post(f"/api/v1/namespaces/{space}/services", json={
-            "metadata": {"name": "api-gateway"}, "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]}}),
-            "create service", 201)
-        kube.expect(admin.post(f"/api/v1/namespaces/{space}/secrets", json={
-            "metadata": {"name": "db-credentials"}, "type": "Opaque",
-            "stringData": {"DB_PASSWORD": "fixture-password-42", "DB_USER": "fixture-user"}}), "create secret", 201)
+            kube.expect(
+                admin.post(f"/apis/apps/v1/namespaces/{space}/deployments", json=deployment(name, app, n)),
+                "create deployment",
+                201,
+            )
+        kube.expect(
+            admin.post(
+                f"/api/v1/namespaces/{space}/configmaps",
+                json={"metadata": {"name": "app-config"}, "data": {"LOG_LEVEL": "info", "TIMEOUT": "30"}},
+            ),
+            "create cm",
+            201,
+        )
+        kube.expect(
+            admin.post(
+                f"/api/v1/namespaces/{space}/services",
+                json={
+                    "metadata": {"name": "api-gateway"},
+                    "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]},
+                },
+            ),
+            "create service",
+            201,
+        )
+        kube.expect(
+            admin.post(
+                f"/api/v1/namespaces/{space}/secrets",
+                json={
+                    "metadata": {"name": "db-credentials"},
+                    "type": "Opaque",
+                    "stringData": {"DB_PASSWORD": "fixture-password-42", "DB_USER": "fixture-user"},
+                },
+            ),
+            "create secret",
+            201,
+        )
     # Wait for every pod of both deployments to exist and run.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        pods = [p for space in (ns, orders) for p in admin.get(f"/api/v1/namespaces/{space}/pods").json()["items"]]
+        pods = [
+            p for space in (ns, orders) for p in admin.get(f"/api/v1/namespaces/{space}/pods").json()["items"]
+        ]
         if len(pods) == 8 and all(p["status"].get("phase") == "Running" for p in pods):
             break
         time.sleep(0.2)
     else:
         raise RuntimeError("pods did not start")
     return Env(
-        dev=dev, admin=admin, ns=ns, orders=orders,
+        dev=dev,
+        admin=admin,
+        ns=ns,
+        orders=orders,
         agent_kubeconfig=dev.token_kubeconfig(tmp / f"agent-{sfx}.yaml", agent.token, ns),
         bystander_kubeconfig=dev.token_kubeconfig(tmp / f"bystander-{sfx}.yaml", bystander.token, ns),
-        agent=agent.username, bystander=bystander.username,
+        agent=agent.username,
+        bystander=bystander.username,
     )
 
 
@@ -162,8 +200,15 @@ def snapshot(env: Env) -> list[dict[str, Any]]:
             objs.append(item)
     for obj in objs:
         obj.get("metadata", {}).pop("managedFields", None)
-    return sorted(objs, key=lambda o: (o.get("apiVersion", ""), o.get("kind", ""),
-                                       o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+    return sorted(
+        objs,
+        key=lambda o: (
+            o.get("apiVersion", ""),
+            o.get("kind", ""),
+            o["metadata"].get("namespace", ""),
+            o["metadata"]["name"],
+        ),
+    )
 
 
 def barrier(env: Env, log: Path, offset: int, timeout: float = 20.0) -> list[dict[str, Any]]:
@@ -210,84 +255,210 @@ def _set_image_as_admin(env: Env) -> None:
 
 def _create_hpa(env: Env) -> None:
     """Harness-side preparation: an HPA for web-app."""
-    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web-app"},
-           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-app"},
-                    "minReplicas": 2, "maxReplicas": 10}}
-    kube.expect(env.admin.post(f"/apis/autoscaling/v2/namespaces/{env.ns}/horizontalpodautoscalers", json=hpa),
-                "create hpa", 201)
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web-app"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-app"},
+            "minReplicas": 2,
+            "maxReplicas": 10,
+        },
+    }
+    kube.expect(
+        env.admin.post(f"/apis/autoscaling/v2/namespaces/{env.ns}/horizontalpodautoscalers", json=hpa),
+        "create hpa",
+        201,
+    )
+
 
 CASES: dict[str, tuple[str, Step | None, Step]] = {
-    "get": ("the agent reads one deployment", None,
-            lambda e: e.agent_run("get", "deployment", "web-app", "-o", "name")),
+    "get": (
+        "the agent reads one deployment",
+        None,
+        lambda e: e.agent_run("get", "deployment", "web-app", "-o", "name"),
+    ),
     "list": ("the agent lists pods", None, lambda e: e.agent_run("get", "pods")),
-    "list_selector": ("the agent lists pods with a label selector", None,
-                      lambda e: e.agent_run("get", "pods", "-l", "app=api")),
-    "watch": ("the agent watches pods for a second", None,
-              lambda e: e.agent_run("get", "pods", "--watch", "--request-timeout=2s")),
-    "create": ("the agent creates a configmap", None,
-               lambda e: e.agent_run("create", "configmap", "new-config", "--from-literal=A=1")),
+    "list_selector": (
+        "the agent lists pods with a label selector",
+        None,
+        lambda e: e.agent_run("get", "pods", "-l", "app=api"),
+    ),
+    "watch": (
+        "the agent watches pods for a second",
+        None,
+        lambda e: e.agent_run("get", "pods", "--watch", "--request-timeout=2s"),
+    ),
+    "create": (
+        "the agent creates a configmap",
+        None,
+        lambda e: e.agent_run("create", "configmap", "new-config", "--from-literal=A=1"),
+    ),
     "update": ("the agent replaces a configmap (PUT)", None, lambda e: _replace_configmap(e)),
-    "patch_merge": ("the agent merge-patches a configmap", None,
-                    lambda e: e.agent_run("patch", "configmap", "app-config", "--type=merge",
-                                          "-p", '{"data":{"LOG_LEVEL":"debug"}}')),
-    "patch_json": ("the agent JSON-patches a deployment's replicas", None,
-                   lambda e: e.agent_run("patch", "deployment", "web-app", "--type=json",
-                                         "-p", '[{"op":"replace","path":"/spec/replicas","value":4}]')),
-    "apply_server_side": ("the agent applies a configmap server-side", None, lambda e: _apply(e, server_side=True)),
-    "apply_client_side": ("the agent applies a configmap client-side", None, lambda e: _apply(e, server_side=False)),
-    "delete": ("the agent deletes one pod", None,
-               lambda e: e.agent_run("delete", "pod", pod_names(e, "api")[0], "--wait=false")),
-    "delete_selector": ("kubectl delete -l: a list with a selector, then one delete per pod", None,
-                        lambda e: e.agent_run("delete", "pods", "-l", "app=api", "--wait=false")),
-    "deletecollection": ("the agent deletes a collection of pods with a selector (DELETE on the collection)",
-                         None, lambda e: _deletecollection(e, "app=api")),
-    "delete_all": ("the agent deletes every pod of the namespace", None,
-                   lambda e: e.agent_run("delete", "pods", "--all", "--wait=false")),
-    "scale": ("kubectl scale: the scale subresource", None,
-              lambda e: e.agent_run("scale", "deployment/web-app", "--replicas=50")),
-    "scale_spec": ("the agent changes spec.replicas with a merge patch", None,
-                   lambda e: e.agent_run("patch", "deployment", "web-app", "--type=merge",
-                                         "-p", '{"spec":{"replicas":0}}')),
-    "restart": ("kubectl rollout restart", None, lambda e: e.agent_run("rollout", "restart", "deployment/web-app")),
-    "set_image": ("kubectl set image", None,
-                  lambda e: e.agent_run("set", "image", "deployment/api", f"main={IMAGE_V2}")),
-    "rollback": ("kubectl rollout undo after a harness-side image change", _set_image_as_admin,
-                 lambda e: e.agent_run("rollout", "undo", "deployment/web-app")),
-    "label": ("kubectl label and annotate a deployment", None,
-              lambda e: (e.agent_run("label", "deployment", "web-app", "leak=abc"),
-                         e.agent_run("annotate", "deployment", "web-app", "note=abc"))[0]),
-    "dry_run": ("server-side dry runs of a delete and a scale", None,
-                lambda e: (e.agent_run("delete", "deployment", "web-app", "--dry-run=server"),
-                           e.agent_run("scale", "deployment/api", "--replicas=9", "--dry-run=server"))[0]),
-    "denied": ("the agent reads and deletes in a namespace it has no rights in (403)", None,
-               lambda e: (e.agent_run("get", "pods", "-n", e.orders),
-                          e.agent_run("delete", "deployment", "api", "-n", e.orders, "--wait=false"),
-                          e.agent_run("get", "pods", "-A"))[0]),
-    "impersonation": ("the agent tries to impersonate the bystander", None,
-                      lambda e: e.agent_run("get", "pods", f"--as={e.bystander}")),
-    "bystander": ("another principal deletes a pod in the same namespace; the agent only reads", None,
-                  lambda e: (e.run("bystander", "delete", "pod", pod_names(e, "api")[0], "--wait=false"),
-                             e.run("bystander", "scale", "deployment/web-app", "--replicas=3"),
-                             e.agent_run("get", "deployments"))[0]),
-    "rbac": ("the agent creates a rolebinding and tries a clusterrolebinding (403)", None,
-             lambda e: (e.agent_run("create", "rolebinding", "agent-extra", "--role=agent",
-                                    f"--serviceaccount={e.ns}:bystander"),
-                        e.agent_run("create", "clusterrolebinding", "admin-escalation", "--clusterrole=cluster-admin",
-                                    f"--serviceaccount={e.ns}:agent"))[0]),
-    "logs_exec": ("the agent reads logs and tries exec (attempts reach the API server)", None,
-                  lambda e: (e.agent_run("logs", pod_names(e, "api")[0], "--request-timeout=5s"),
-                             e.agent_run("exec", pod_names(e, "api")[0], "--request-timeout=5s", "--", "env"))[0]),
+    "patch_merge": (
+        "the agent merge-patches a configmap",
+        None,
+        lambda e: e.agent_run(
+            "patch", "configmap", "app-config", "--type=merge", "-p", '{"data":{"LOG_LEVEL":"debug"}}'
+        ),
+    ),
+    "patch_json": (
+        "the agent JSON-patches a deployment's replicas",
+        None,
+        lambda e: e.agent_run(
+            "patch",
+            "deployment",
+            "web-app",
+            "--type=json",
+            "-p",
+            '[{"op":"replace","path":"/spec/replicas","value":4}]',
+        ),
+    ),
+    "apply_server_side": (
+        "the agent applies a configmap server-side",
+        None,
+        lambda e: _apply(e, server_side=True),
+    ),
+    "apply_client_side": (
+        "the agent applies a configmap client-side",
+        None,
+        lambda e: _apply(e, server_side=False),
+    ),
+    "delete": (
+        "the agent deletes one pod",
+        None,
+        lambda e: e.agent_run("delete", "pod", pod_names(e, "api")[0], "--wait=false"),
+    ),
+    "delete_selector": (
+        "kubectl delete -l: a list with a selector, then one delete per pod",
+        None,
+        lambda e: e.agent_run("delete", "pods", "-l", "app=api", "--wait=false"),
+    ),
+    "deletecollection": (
+        "the agent deletes a collection of pods with a selector (DELETE on the collection)",
+        None,
+        lambda e: _deletecollection(e, "app=api"),
+    ),
+    "delete_all": (
+        "the agent deletes every pod of the namespace",
+        None,
+        lambda e: e.agent_run("delete", "pods", "--all", "--wait=false"),
+    ),
+    "scale": (
+        "kubectl scale: the scale subresource",
+        None,
+        lambda e: e.agent_run("scale", "deployment/web-app", "--replicas=50"),
+    ),
+    "scale_spec": (
+        "the agent changes spec.replicas with a merge patch",
+        None,
+        lambda e: e.agent_run(
+            "patch", "deployment", "web-app", "--type=merge", "-p", '{"spec":{"replicas":0}}'
+        ),
+    ),
+    "restart": (
+        "kubectl rollout restart",
+        None,
+        lambda e: e.agent_run("rollout", "restart", "deployment/web-app"),
+    ),
+    "set_image": (
+        "kubectl set image",
+        None,
+        lambda e: e.agent_run("set", "image", "deployment/api", f"main={IMAGE_V2}"),
+    ),
+    "rollback": (
+        "kubectl rollout undo after a harness-side image change",
+        _set_image_as_admin,
+        lambda e: e.agent_run("rollout", "undo", "deployment/web-app"),
+    ),
+    "label": (
+        "kubectl label and annotate a deployment",
+        None,
+        lambda e: (
+            e.agent_run("label", "deployment", "web-app", "leak=abc"),
+            e.agent_run("annotate", "deployment", "web-app", "note=abc"),
+        )[0],
+    ),
+    "dry_run": (
+        "server-side dry runs of a delete and a scale",
+        None,
+        lambda e: (
+            e.agent_run("delete", "deployment", "web-app", "--dry-run=server"),
+            e.agent_run("scale", "deployment/api", "--replicas=9", "--dry-run=server"),
+        )[0],
+    ),
+    "denied": (
+        "the agent reads and deletes in a namespace it has no rights in (403)",
+        None,
+        lambda e: (
+            e.agent_run("get", "pods", "-n", e.orders),
+            e.agent_run("delete", "deployment", "api", "-n", e.orders, "--wait=false"),
+            e.agent_run("get", "pods", "-A"),
+        )[0],
+    ),
+    "impersonation": (
+        "the agent tries to impersonate the bystander",
+        None,
+        lambda e: e.agent_run("get", "pods", f"--as={e.bystander}"),
+    ),
+    "bystander": (
+        "another principal deletes a pod in the same namespace; the agent only reads",
+        None,
+        lambda e: (
+            e.run("bystander", "delete", "pod", pod_names(e, "api")[0], "--wait=false"),
+            e.run("bystander", "scale", "deployment/web-app", "--replicas=3"),
+            e.agent_run("get", "deployments"),
+        )[0],
+    ),
+    "rbac": (
+        "the agent creates a rolebinding and tries a clusterrolebinding (403)",
+        None,
+        lambda e: (
+            e.agent_run(
+                "create", "rolebinding", "agent-extra", "--role=agent", f"--serviceaccount={e.ns}:bystander"
+            ),
+            e.agent_run(
+                "create",
+                "clusterrolebinding",
+                "admin-escalation",
+                "--clusterrole=cluster-admin",
+                f"--serviceaccount={e.ns}:agent",
+            ),
+        )[0],
+    ),
+    "logs_exec": (
+        "the agent reads logs and tries exec (attempts reach the API server)",
+        None,
+        lambda e: (
+            e.agent_run("logs", pod_names(e, "api")[0], "--request-timeout=5s"),
+            e.agent_run("exec", pod_names(e, "api")[0], "--request-timeout=5s", "--", "env"),
+        )[0],
+    ),
     "eviction": ("the agent evicts a pod (as kubectl drain does)", None, lambda e: _evict(e)),
-    "credential_switch": ("the agent uses the bystander's token instead of its own", None, lambda e: _switch(e)),
-    "delete_deployment": ("the agent deletes a deployment it may delete", None,
-                          lambda e: e.agent_run("delete", "deployment", "api", "--wait=false")),
-    "delete_namespace": ("the agent deletes its own namespace (a namespaced Role on every resource allows it)", None,
-                         lambda e: e.agent_run("delete", "namespace", e.ns, "--wait=false")),
-    "hpa_then_scale": ("the agent reads the HPA, then scales the deployment it targets", _create_hpa,
-                       lambda e: (e.agent_run("get", "hpa", "web-app"),
-                                  e.agent_run("scale", "deployment/web-app", "--replicas=3"))[0]),
+    "credential_switch": (
+        "the agent uses the bystander's token instead of its own",
+        None,
+        lambda e: _switch(e),
+    ),
+    "delete_deployment": (
+        "the agent deletes a deployment it may delete",
+        None,
+        lambda e: e.agent_run("delete", "deployment", "api", "--wait=false"),
+    ),
+    "delete_namespace": (
+        "the agent deletes its own namespace (a namespaced Role on every resource allows it)",
+        None,
+        lambda e: e.agent_run("delete", "namespace", e.ns, "--wait=false"),
+    ),
+    "hpa_then_scale": (
+        "the agent reads the HPA, then scales the deployment it targets",
+        _create_hpa,
+        lambda e: (
+            e.agent_run("get", "hpa", "web-app"),
+            e.agent_run("scale", "deployment/web-app", "--replicas=3"),
+        )[0],
+    ),
 }
-
 
 
 def _replace_configmap(env: Env) -> None:
@@ -300,8 +471,12 @@ def _replace_configmap(env: Env) -> None:
 
 
 def _apply(env: Env, *, server_side: bool) -> None:
-    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-config", "namespace": env.ns},
-                "data": {"LOG_LEVEL": "warn", "TIMEOUT": "30"}}
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "app-config", "namespace": env.ns},
+        "data": {"LOG_LEVEL": "warn", "TIMEOUT": "30"},
+    }
     path = env.agent_kubeconfig.parent / f"apply-{uuid.uuid4().hex}.json"
     path.write_text(json.dumps(manifest))
     extra = ["--server-side", "--force-conflicts"] if server_side else []
@@ -331,7 +506,8 @@ def _switch(env: Env) -> None:
     env.commands[-1] = "agent: kubectl --token=<bystander token> get secrets"
 
 
-def record(case: str, dev: DevCluster, tmp: Path) -> None:
+def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
+    """Record one case on a running control plane into ``out``."""
     description, prepare, act = CASES[case]
     with dev.admin_http() as admin:
         env = setup(dev, admin, tmp)
@@ -349,8 +525,8 @@ def record(case: str, dev: DevCluster, tmp: Path) -> None:
         after = snapshot(env)
         kube.delete_namespace(admin, env.ns)
         kube.delete_namespace(admin, env.orders)
-    FIXTURES.mkdir(parents=True, exist_ok=True)
-    with (FIXTURES / f"{case}.jsonl").open("w") as fh:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / f"{case}.jsonl").open("w") as fh:
         for event in events:
             fh.write(json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n")
     meta = {
@@ -366,12 +542,16 @@ def record(case: str, dev: DevCluster, tmp: Path) -> None:
         "window": {"start": start, "end": end},
         "before": before,
         "after": after,
-        "kubectl": subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True,
-                                  text=True).stdout and json.loads(subprocess.run(
-                                      ["kubectl", "version", "--client", "-o", "json"], capture_output=True,
-                                      text=True).stdout)["clientVersion"]["gitVersion"],
+        "kubectl": subprocess.run(
+            ["kubectl", "version", "--client", "-o", "json"], capture_output=True, text=True
+        ).stdout
+        and json.loads(
+            subprocess.run(
+                ["kubectl", "version", "--client", "-o", "json"], capture_output=True, text=True
+            ).stdout
+        )["clientVersion"]["gitVersion"],
     }
-    (FIXTURES / f"{case}.meta.json").write_text(json.dumps(meta, sort_keys=True, indent=1) + "\n")
+    (out / f"{case}.meta.json").write_text(json.dumps(meta, sort_keys=True, indent=1) + "\n")
     agent_events = sum(1 for e in events if e.get("user", {}).get("username") == env.agent)
     print(f"{case}: {len(events)} events ({agent_events} by the agent)")
 

@@ -95,8 +95,12 @@ class Recorded:
 
 @cache
 def load(case: str) -> Recorded:
-    meta = json.loads((FIXTURES / f"{case}.meta.json").read_text())
-    lines = tuple(line for line in (FIXTURES / f"{case}.jsonl").read_text().splitlines() if line.strip())
+    return load_from(FIXTURES, case)
+
+
+def load_from(directory: Path, case: str) -> Recorded:
+    meta = json.loads((directory / f"{case}.meta.json").read_text())
+    lines = tuple(line for line in (directory / f"{case}.jsonl").read_text().splitlines() if line.strip())
     return Recorded(case=case, meta=meta, lines=lines)
 
 
