@@ -110,8 +110,11 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def parse_audit_event(data: Any) -> AuditEvent:
-    """Turn one decoded audit event into a value; tolerant of missing and unknown fields."""
+def parse_audit_event(data: Any, *, keep_raw: bool = True) -> AuditEvent:
+    """Turn one decoded audit event into a value; tolerant of missing and unknown fields.
+
+    ``keep_raw=False`` drops the fields nobody judges (the engine keeps thousands of events in
+    memory and needs only the typed ones and the request/response bodies)."""
     if not isinstance(data, Mapping):
         raise AuditEventError(f"an audit event must be a JSON object, found {type(data).__name__}")
     user = _map(data.get("user"))
@@ -144,7 +147,7 @@ def parse_audit_event(data: Any) -> AuditEvent:
         request_object=data.get("requestObject"),
         response_object=data.get("responseObject"),
         annotations={k: v for k, v in annotations.items() if isinstance(k, str) and isinstance(v, str)},
-        raw=data,
+        raw=data if keep_raw else {},
     )
 
 

@@ -105,13 +105,13 @@ class _Collector:
                 if needles is not None and not any(n in item for n in needles):
                     continue
                 try:
-                    event = parse_audit_event(json.loads(item))
+                    event = parse_audit_event(json.loads(item), keep_raw=False)
                 except (json.JSONDecodeError, AuditEventError) as exc:
                     self.fault = self.fault or f"audit event #{self.total} is unreadable: {exc}"
                     continue
             else:
                 try:
-                    event = parse_audit_event(item)
+                    event = parse_audit_event(item, keep_raw=False)
                 except AuditEventError as exc:
                     self.fault = self.fault or f"audit event #{self.total} is unreadable: {exc}"
                     continue
