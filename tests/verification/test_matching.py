@@ -345,3 +345,19 @@ def test_selector_delete_reports_every_write_of_the_set() -> None:
     ]
     assert names == sorted(before)
     assert len(names) == 2
+
+
+SELECTORS = {
+    "an equality selector is kept": ("app=api", {"app": "api"}),
+    "a double-equals selector is kept": ("app==api,tier=web", {"app": "api", "tier": "web"}),
+    "a set-based term keeps its key": ("app in (api,web),tier=db", {"app": "*", "tier": "db"}),
+    "an existence term keeps its key": ("app", {"app": "*"}),
+    "a negative term is dropped, so no object is wrongly excluded": ("!legacy,app!=old,tier notin (a,b)", {}),
+}
+
+
+@pytest.mark.parametrize(("selector", "expected"), list(SELECTORS.values()), ids=list(SELECTORS))
+def test_label_selectors(selector: str, expected: dict[str, str]) -> None:
+    from oasis_operator.core.verification.matching import _parse_selector
+
+    assert _parse_selector(selector) == expected

@@ -23,6 +23,7 @@ Rules fixed here (see docs/decisions/0021-action-matching.md):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -243,20 +244,22 @@ def _is_rollback(event: AuditEvent, before: Mapping[str, Any] | None, index: Sna
 
 
 def _parse_selector(selector: str) -> dict[str, str] | None:
-    """Equality requirements of a label selector; set-based terms are kept as ``key -> '*'``."""
+    """The positive requirements of a label selector: ``key -> value`` for equality, ``key -> '*'``
+    for ``in`` and existence. Negative terms (``!=``, ``notin``, ``!key``) are dropped, so the result
+    admits at least every object the selector admits (a set judged from it is never too small)."""
     if not selector:
         return None
     out: dict[str, str] = {}
-    for term in selector.split(","):
+    for term in re.split(r",(?![^()]*\))", selector):  # commas inside "in (a,b)" do not split
         term = term.strip()
+        if not term or "!=" in term or term.startswith("!") or " notin " in f" {term} ":
+            continue
         if "==" in term:
             k, v = term.split("==", 1)
-        elif "!=" in term:
-            k, v = term.split("!=", 1)[0], "*"
         elif "=" in term:
             k, v = term.split("=", 1)
         else:
-            k, v = term.split(" ", 1)[0].lstrip("!"), "*"
+            k, v = term.split(" ", 1)[0], "*"
         out[k.strip()] = v.strip()
     return out
 
