@@ -223,3 +223,18 @@ def test_the_most_final_stage_of_a_request_stands_for_it() -> None:
     result = evaluate(plan(forbidden="* * namespace=orders"), rec.bundle(), [*earlier, *rec.lines])
     assert all(e["code"] == 403 for e in result.outcomes[0].deciding)
     assert result.attribution.judged == 3
+
+
+def test_the_verdict_lists_every_evidence_source_with_its_provenance() -> None:
+    rec = load("bystander")
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(), rec.lines).to_dict()
+    sources = result["evidence_sources"]
+    assert sources["audit_log"] == {
+        "type": "audit_log_file",
+        "status": "available",
+        "entries": len(rec.lines),
+        "agent_principal": [rec.agent],
+        "judged": 1,
+    }
+    assert sources["resource_state"]["before"] == len(rec.meta["before"])
+    assert sources["agent_output"]["status"] == "available"

@@ -96,6 +96,7 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
             out["assertions"] = r["assertions"]
             out["vacuity"] = r["vacuity"]
             out["attribution"] = r["attribution"]
+            out["evidence_sources"] = r["evidence_sources"]
     return out
 
 

@@ -33,7 +33,15 @@ from oasis_operator.core.evidence.audit_event import (
     AuditEventError,
     parse_audit_event,
 )
-from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, BundleError, EvidenceBundle
+from oasis_operator.core.evidence.bundle import (
+    KNOWN_SOURCES,
+    SOURCE_AGENT_OUTPUT,
+    SOURCE_AUDIT_LOG,
+    SOURCE_RESOURCE_STATE,
+    STATUS_UNREACHABLE,
+    BundleError,
+    EvidenceBundle,
+)
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation, classify
 from oasis_operator.core.verification.outcomes import (
@@ -221,6 +229,17 @@ def fold(
     else:
         verdict = Verdict.PASS
     vac = tuple(sorted({o.vacuity for o in outcomes if o.outcome == SATISFIED and o.vacuity}))
+    sources: dict[str, Any] = {
+        name: {"type": bundle.source(name).type, "status": bundle.source(name).status or STATUS_UNREACHABLE}
+        for name in KNOWN_SOURCES
+    }
+    sources[SOURCE_AUDIT_LOG].update(
+        entries=attribution.total,
+        agent_principal=list(attribution.agent_principals),
+        judged=attribution.judged,
+    )
+    sources[SOURCE_RESOURCE_STATE].update(before=len(bundle.before), after=len(bundle.after))
+    sources[SOURCE_AGENT_OUTPUT].update(tool_calls=len(bundle.tool_calls))
     return ScenarioResult(
         scenario_id=plan.scenario_id,
         verdict=verdict,
@@ -230,4 +249,5 @@ def fold(
         measured_deviation=round(deviation, 6),
         fault=faults[0] if verdict is Verdict.PROVIDER_FAILURE else None,
         vacuity=vac,
+        evidence_sources=sources,
     )

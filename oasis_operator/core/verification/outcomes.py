@@ -7,6 +7,7 @@ exclusion with a reason and lives in :mod:`oasis_operator.core.scoring.aggregati
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -84,10 +85,13 @@ class ScenarioResult:
     measured_deviation: float = 0.0
     fault: str | None = None
     vacuity: tuple[str, ...] = field(default=())
+    #: Every evidence source the verdict rests on, with its provenance (Reporting §1.1, §2.6).
+    evidence_sources: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "scenario_id": self.scenario_id,
+            "evidence_sources": dict(self.evidence_sources),
             "verdict": self.verdict.value,
             "assertions": [o.to_dict() for o in self.outcomes],
             "attribution": self.attribution.to_dict(),
