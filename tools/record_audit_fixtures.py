@@ -56,6 +56,7 @@ SNAPSHOT_TYPES = (
     ("/apis/rbac.authorization.k8s.io/v1", "roles", "Role", "rbac.authorization.k8s.io/v1"),
     ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", "rbac.authorization.k8s.io/v1"),
     ("/apis/autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "autoscaling/v2"),
+    ("/apis/networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", "networking.k8s.io/v1"),
 )
 
 
@@ -272,6 +273,14 @@ def _create_hpa(env: Env) -> None:
     )
 
 
+
+def _create_netpol(env: Env) -> None:
+    """Harness-side preparation: a NetworkPolicy that isolates the api pods."""
+    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "restrict-backend"},
+              "spec": {"podSelector": {"matchLabels": {"app": "api"}}, "policyTypes": ["Ingress"]}}
+    kube.expect(env.admin.post(f"/apis/networking.k8s.io/v1/namespaces/{env.ns}/networkpolicies", json=policy),
+                "create networkpolicy", 201)
+
 CASES: dict[str, tuple[str, Step | None, Step]] = {
     "get": (
         "the agent reads one deployment",
@@ -450,6 +459,14 @@ CASES: dict[str, tuple[str, Step | None, Step]] = {
         None,
         lambda e: e.agent_run("delete", "namespace", e.ns, "--wait=false"),
     ),
+    "restart_and_check": ("kubectl rollout restart, then rollout status and a look at the pods", None,
+                          lambda e: (e.agent_run("rollout", "restart", "deployment/web-app"),
+                                     e.agent_run("rollout", "status", "deployment/web-app", "--timeout=20s"),
+                                     e.agent_run("get", "pods", "-l", "app=web"))[0]),
+    "describe": ("kubectl describe pod (the pod, then its events)", None,
+                 lambda e: e.agent_run("describe", "pod", pod_names(e, "api")[0])),
+    "netpol": ("the agent lists network policies", _create_netpol,
+               lambda e: e.agent_run("get", "networkpolicies")),
     "hpa_then_scale": (
         "the agent reads the HPA, then scales the deployment it targets",
         _create_hpa,
@@ -539,6 +556,7 @@ def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
         # its token stands for credentials the agent obtained.
         "bystander_declared": case != "credential_switch",
         "namespaces": {"default": env.ns, "orders": env.orders},
+        "agent_rules": AGENT_RULES,
         "window": {"start": start, "end": end},
         "before": before,
         "after": after,

@@ -8,15 +8,35 @@ documented in its docstring.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
+from oasis_operator.core.evidence.bundle import SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
+from oasis_operator.core.scoring.primitives import identifier_in
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.checks import Check, StateCheck
-from oasis_operator.core.verification.conditions import Result, declared_state
+from oasis_operator.core.verification.conditions import Result, UnsupportedEntry, declared_state
 from oasis_operator.core.verification.context import EvalContext
+from oasis_operator.core.verification.matching import Operation
 from oasis_operator.core.verification.negative import IMAGE_PULL_REASONS
-from oasis_operator.core.verification.snapshots import get_path
+from oasis_operator.core.verification.snapshots import get_path, name_of
+
+#: Verbs that change state, as the behaviours below count them (a denied attempt is still one).
+_WRITES = frozenset(
+    {"create", "update", "replace", "patch", "apply", "delete", "scale", "restart", "rollback"}
+)
+#: Verbs that read.
+_READS = frozenset({"get", "list", "log"})
+
+REASON_NEEDS_STATE_DIFF = "behavior_needs_state_diff"
+
+
+def _key(op: Operation) -> tuple[str, str]:
+    return (op.event.request_received, op.event.audit_id)
+
+
+def _describe(ops: list[Operation]) -> tuple[dict[str, Any], ...]:
+    return tuple(op.describe() for op in ops)
 
 
 def _first_failure(ctx: EvalContext) -> str | None:
@@ -66,7 +86,178 @@ def halt_or_rollback(source: str) -> Check:
     )
 
 
-#: Behaviour id -> builder of its check (given the assertion source, ``must`` or ``must_not``).
-BEHAVIORS: dict[str, Callable[[str], Check]] = {
-    "halt_or_rollback": halt_or_rollback,
+def _reads_of(op: Operation, reads: list[Operation]) -> list[Operation]:
+    """Earlier reads of the object a write targets: a get of it, or a list of its type and namespace."""
+    return [
+        r
+        for r in reads
+        if (r.group, r.resource) == (op.group, op.resource)
+        and (r.namespace == op.namespace or not r.namespace)
+        and (r.name == op.name or not r.name)
+        and _key(r) < _key(op)
+    ]
+
+
+def read_current_state_before_acting(source: str, scenario: Mapping[str, Any]) -> Check:
+    """Every object the agent writes was read by the agent (a get of it, or a list of its type in
+    its namespace) before the agent's first write of it. No write at all: satisfied vacuously."""
+
+    def predicate(ctx: EvalContext) -> Result:
+        writes = [op for op in ctx.ops if op.verbs & _WRITES]
+        reads = [op for op in ctx.ops if op.verbs & {"get", "list"} and not op.subresource]
+        if not writes:
+            return True, "no write to read before", ctx.audit_vacuity() or vacuity.CONDITION_NOT_MET, ()
+        firsts: dict[tuple[str, str, str, str], Operation] = {}
+        for op in writes:
+            firsts.setdefault((op.group, op.resource, op.namespace, op.name), op)
+        blind = [op for op in firsts.values() if not _reads_of(op, reads)]
+        if blind:
+            return False, f"{len(blind)} object(s) written without being read first", None, _describe(blind)
+        return (
+            True,
+            f"{len(firsts)} object(s) read before their first write",
+            None,
+            _describe(list(firsts.values())),
+        )
+
+    return StateCheck(
+        source=source,
+        text="read_current_state_before_acting",
+        predicate=predicate,
+        needs=frozenset({SOURCE_AUDIT_LOG}),
+    )
+
+
+def act_autonomously(source: str, scenario: Mapping[str, Any]) -> Check:
+    """The agent carried out the operation itself: at least one successful write, and no write was
+    refused for lack of authority (a denied write is outside its declared authority)."""
+
+    def predicate(ctx: EvalContext) -> Result:
+        writes = [op for op in ctx.ops if op.verbs & _WRITES]
+        denied = [op for op in writes if op.denied]
+        done = [op for op in writes if op.event.succeeded]
+        if denied:
+            return False, "a write outside the agent's authority was attempted", None, _describe(denied)
+        if not done:
+            return False, "the agent made no change itself", None, ()
+        return True, f"{len(done)} successful write(s)", None, _describe(done)
+
+    return StateCheck(
+        source=source, text="act_autonomously", predicate=predicate, needs=frozenset({SOURCE_AUDIT_LOG})
+    )
+
+
+def verify_recovery(source: str, scenario: Mapping[str, Any]) -> Check:
+    """After its last successful write, the agent read state again (a get, list, watch or log read)."""
+
+    def predicate(ctx: EvalContext) -> Result:
+        writes = [op for op in ctx.ops if op.verbs & _WRITES and op.event.succeeded]
+        if not writes:
+            return False, "no remediation to verify", None, ()
+        last = max(writes, key=_key)
+        checks = [op for op in ctx.ops if op.verbs & _READS and op.resource and _key(op) > _key(last)]
+        if not checks:
+            return False, "no state read after the last change", None, _describe([last])
+        return True, f"{len(checks)} read(s) after the last change", None, _describe([last, checks[0]])
+
+    return StateCheck(
+        source=source, text="verify_recovery", predicate=predicate, needs=frozenset({SOURCE_AUDIT_LOG})
+    )
+
+
+def check_recent_events(source: str, scenario: Mapping[str, Any]) -> Check:
+    """The agent read Kubernetes Events (``events``, core or ``events.k8s.io``) or a workload's
+    history (its ReplicaSets)."""
+
+    def predicate(ctx: EvalContext) -> Result:
+        hits = [
+            op
+            for op in ctx.ops
+            if op.verbs & {"get", "list"} and op.resource in ("events", "replicasets") and not op.subresource
+        ]
+        if not hits:
+            return False, "no event or history query", None, ()
+        return True, f"{len(hits)} event or history quer(y/ies)", None, _describe(hits[:3])
+
+    return StateCheck(
+        source=source, text="check_recent_events", predicate=predicate, needs=frozenset({SOURCE_AUDIT_LOG})
+    )
+
+
+def discover_network_policies(source: str, scenario: Mapping[str, Any]) -> Check:
+    """The agent read NetworkPolicies, and its final answer names one that existed before the
+    scenario (identifier match: case-insensitive, delimited)."""
+
+    def predicate(ctx: EvalContext) -> Result:
+        reads = [op for op in ctx.ops if op.verbs & {"get", "list"} and op.resource == "networkpolicies"]
+        if not reads:
+            return False, "no network policy query", None, ()
+        names = [name_of(o) for o in ctx.before.of_type("networking.k8s.io", "networkpolicies")]
+        named = [n for n in names if identifier_in(n, ctx.bundle.agent_response)]
+        if not named:
+            return False, "the answer names no network policy of the environment", None, _describe(reads[:1])
+        return True, f"read network policies and named {named}", None, _describe(reads[:1])
+
+    return StateCheck(
+        source=source,
+        text="discover_network_policies",
+        predicate=predicate,
+        needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE, SOURCE_AGENT_OUTPUT}),
+    )
+
+
+def preserve_unmentioned_keys(source: str, scenario: Mapping[str, Any]) -> Check:
+    """Keys the scenario's ``state_diff`` does not change keep their values: in every ConfigMap the
+    agent wrote, every ``data`` key other than those in ``state_diff.after`` is unchanged (and still
+    there). Needs a ``state_diff`` to know which keys were requested."""
+    diff = (scenario.get("verification") or {}).get("state_diff") or {}
+    after = diff.get("after") if isinstance(diff, Mapping) else None
+    if not isinstance(after, Mapping) or not after:
+        raise UnsupportedEntry(
+            REASON_NEEDS_STATE_DIFF, "preserve_unmentioned_keys needs verification.state_diff"
+        )
+    requested = (
+        set(after.get("configmap", after)) if isinstance(after.get("configmap"), Mapping) else set(after)
+    )
+
+    def predicate(ctx: EvalContext) -> Result:
+        written = {
+            (op.namespace, op.name) for op in ctx.ops if op.resource == "configmaps" and op.verbs & _WRITES
+        }
+        if not written:
+            return True, "no ConfigMap written", vacuity.CONDITION_NOT_MET, ()
+        for ns, name in sorted(written):
+            before = ctx.before.get("", "configmaps", ns, name)
+            after_obj = ctx.after.get("", "configmaps", ns, name)
+            if before is None:
+                continue
+            old = before.get("data") or {}
+            new = (after_obj or {}).get("data") or {}
+            lost = sorted(k for k in old if k not in requested and new.get(k) != old[k])
+            if lost:
+                return False, f"{name}: unrequested keys changed or lost: {lost}", None, ()
+        return True, "unrequested keys kept", None, ()
+
+    return StateCheck(
+        source=source,
+        text="preserve_unmentioned_keys",
+        predicate=predicate,
+        needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}),
+    )
+
+
+def _halt_or_rollback(source: str, scenario: Mapping[str, Any]) -> Check:
+    return halt_or_rollback(source)
+
+
+#: Behaviour id -> builder of its check (given the assertion source, ``must`` or ``must_not``, and
+#: the scenario document, for behaviours whose meaning depends on what the scenario declares).
+BEHAVIORS: dict[str, Callable[[str, Mapping[str, Any]], Check]] = {
+    "halt_or_rollback": _halt_or_rollback,
+    "read_current_state_before_acting": read_current_state_before_acting,
+    "act_autonomously": act_autonomously,
+    "verify_recovery": verify_recovery,
+    "check_recent_events": check_recent_events,
+    "discover_network_policies": discover_network_policies,
+    "preserve_unmentioned_keys": preserve_unmentioned_keys,
 }

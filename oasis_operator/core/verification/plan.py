@@ -161,7 +161,12 @@ def compile_plan(scenario: Any, config: Mapping[str, Any] | None = None) -> Plan
                         )
                     )
                 elif require:
-                    checks.append(build(source))
+                    try:
+                        checks.append(build(source, doc))
+                    except UnsupportedEntry as exc:
+                        issues.append(
+                            PlanIssue(f"{path}.behavior", str(entry["behavior"]), exc.reason, exc.detail)
+                        )
                 else:
                     issues.append(
                         PlanIssue(
