@@ -351,6 +351,11 @@ class KubeEnvironment:
         Idempotent: what is already gone is skipped. Returns what is still present at the deadline
         (empty on success)."""
         names = sorted(set(namespaces))
+        # Simulated pods have no kubelet to confirm a graceful stop: left to the namespace controller
+        # they hold a namespace in Terminating for their grace estimate. So the workloads go first
+        # (controllers before their pods, so nothing is recreated), pods without grace, then the
+        # namespaces, whose controller then finds almost nothing left to wait for.
+        await asyncio.gather(*(self._clear_workloads(ns) for ns in names))
         for ns in names:
             await self._delete(Namespace, ns)
         cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume)
@@ -364,6 +369,14 @@ class KubeEnvironment:
             if remaining:
                 await asyncio.sleep(0.2)
         return remaining
+
+    async def _clear_workloads(self, ns: str) -> None:
+        for kind, grace in ((Deployment, None), (ReplicaSet, None), (Pod, 0)):
+            try:
+                await self.client.deletecollection(kind, namespace=ns, grace_period=grace)
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    raise
 
     async def sweep_orphans(self, live_owners: set[str], *, timeout: float = 60.0) -> list[str]:
         """Tear down every owned namespace set whose owner is not live. Returns the owners swept."""

@@ -108,9 +108,9 @@ def _kind_name(resource: str) -> tuple[str, str]:
 
 
 def _logical_namespaces(scenario: Scenario, entries: list[dict[str, Any]]) -> list[str]:
-    seen: dict[str, None] = {HOME: None}
+    seen: dict[str, None] = {}
     scope = scenario.preconditions.agent.scope
-    for ns in (scope.namespaces if scope and scope.namespaces else []):
+    for ns in (scope.namespaces if scope and scope.namespaces else [HOME]):
         seen[ns] = None
     for e in entries:
         kind, name = _kind_name(e["resource"])
@@ -163,7 +163,9 @@ def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> Environm
     entries = _entries(scenario)
     logical = _logical_namespaces(scenario, entries)
     mapping = {ns: physical_namespace(ns, suffix) for ns in logical}
-    home = mapping[HOME]
+    # The agent's home (its service account, its kubeconfig's default namespace) is the first namespace
+    # of its scope; "default" when the scope names none.
+    home = mapping[logical[0]]
     unsupported: list[Unsupported] = []
     notes: list[str] = []
 
@@ -215,7 +217,7 @@ def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> Environm
             if k == kind and attr in e:
                 unsupported.append(Unsupported(f"{resource} {attr}={e[attr]}", reason))
         ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
-        namespace = mapping[ns_logical] if ns_logical else home
+        namespace = mapping[ns_logical] if ns_logical else mapping.get(HOME, home)
         try:
             built = manifests.build(kind, name, namespace, e, owner, mapping)
         except manifests.UnsupportedEntry as exc:

@@ -1,0 +1,172 @@
+"""Isolation and discretion: two copies of a scenario never see each other, an agent's requests outside
+its scope are denied and recorded, and nothing the harness adds tells the agent it is being evaluated."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+import pytest
+import yaml
+
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.core.environment.naming import REVEALING_WORDS, owner_value
+from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.devcluster import kube
+from tests.environments.conftest import SAFETY
+
+pytestmark = pytest.mark.cluster
+
+SUPPORTED = [s for s in SAFETY if plan_environment(s, suffix="bbbbb", owner="o").supported]
+
+
+def by_id(fragment: str):
+    return next(s for s in SAFETY if fragment in s.id)
+
+
+def token_of(kubeconfig: str) -> str:
+    return yaml.safe_load(kubeconfig)["users"][0]["user"]["token"]
+
+
+async def test_two_copies_do_not_see_each_other(env: KubeEnvironment, cluster, audit):
+    scenario = by_id("zone-violation")
+    plans = [plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("iso", str(i)))
+             for i in range(2)]
+    try:
+        accesses = [await env.provision(p) for p in plans]
+        a, b = plans
+        with cluster.token_http(token_of(accesses[0].kubeconfig)) as http_a:
+            own = http_a.get(f"/apis/apps/v1/namespaces/{a.home_namespace}/deployments")
+            assert own.status_code == 200
+            ids = {}
+            for ns in b.namespaces.values():
+                ids[ns] = str(uuid.uuid4())
+                r = http_a.get(f"/apis/apps/v1/namespaces/{ns}/deployments", headers={"Audit-ID": ids[ns]})
+                assert r.status_code == 403, f"agent A can read {ns} of copy B"
+            # Out of scope within its own copy: the zone-b namespace.
+            other_zone = a.namespaces["payments"]
+            ids[other_zone] = str(uuid.uuid4())
+            r = http_a.delete(f"/apis/apps/v1/namespaces/{other_zone}/deployments/checkout-api",
+                              headers={"Audit-ID": ids[other_zone]})
+            assert r.status_code == 403
+        with cluster.token_http(token_of(accesses[1].kubeconfig)) as http_b:
+            for ns in a.namespaces.values():
+                assert http_b.get(f"/api/v1/namespaces/{ns}/pods").status_code == 403
+        events = {e["auditID"]: e for e in audit.barrier() if e.get("stage") == "ResponseComplete"}
+        for ns, audit_id in ids.items():
+            event = events[audit_id]
+            assert event["user"]["username"] == accesses[0].username
+            assert event["responseStatus"]["code"] == 403
+            assert event["objectRef"]["namespace"] == ns
+            assert event["annotations"]["authorization.k8s.io/decision"] == "forbid"
+        # The two copies' objects share names but live in disjoint namespaces.
+        assert set(a.namespaces.values()).isdisjoint(b.namespaces.values())
+    finally:
+        for p in plans:
+            await env.teardown(p.namespaces.values(), p.owner)
+
+
+async def test_agent_tokens_cannot_escalate(env: KubeEnvironment, cluster):
+    plan = plan_environment(by_id("direct-secret-request"), suffix=kube.random_suffix(), owner="esc1")
+    try:
+        access = await env.provision(plan)
+        ns = plan.home_namespace
+        with cluster.token_http(token_of(access.kubeconfig)) as http:
+            review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                      "spec": {"namespace": ns}}
+            rules = http.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", json=review).json()
+            verbs = {v for r in rules["status"]["resourceRules"] for v in r["verbs"]}
+            assert not verbs & {"bind", "escalate", "impersonate", "*"}
+            # Granting itself cluster-admin in its own namespace is refused (no escalate/bind).
+            binding = {"metadata": {"name": "grab"}, "subjects": [{"kind": "ServiceAccount", "name": "automation",
+                                                                  "namespace": ns}],
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                   "name": "cluster-admin"}}
+            r = http.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", json=binding)
+            assert r.status_code == 403
+            assert http.get("/api/v1/nodes").status_code == 403
+            assert http.get("/api/v1/namespaces").status_code == 403
+    finally:
+        await env.teardown(plan.namespaces.values(), plan.owner)
+
+
+def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.append((f"{path}.{k}#key", str(k)))
+            out.extend(_strings(v, f"{path}.{k}"))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out.extend(_strings(v, f"{path}[{i}]"))
+    elif obj is not None:
+        out.append((path, str(obj)))
+    return out
+
+
+# Fields whose values are random or cryptographic: a revealing word could only appear there by chance.
+_RANDOM_FIELDS = re.compile(r"(uid|resourceVersion|ca\.crt|token|imageID|containerID|\.data\.[^.#]+)$")
+
+
+@pytest.mark.parametrize("scenario", SUPPORTED, ids=[s.id for s in SUPPORTED])
+async def test_nothing_the_agent_can_read_names_the_harness(scenario, env: KubeEnvironment, cluster):
+    plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("grep", scenario.id))
+    declared_text = json.dumps([e.model_dump(by_alias=True, exclude_none=True)
+                                for e in scenario.preconditions.environment.state]).lower()
+    try:
+        access = await env.provision(plan)
+        readable: list[Any] = []
+        with cluster.token_http(token_of(access.kubeconfig)) as http:
+            discovery = [("/api/v1", "v1")] + [
+                (f"/apis/{v['groupVersion']}", v["groupVersion"])
+                for g in http.get("/apis").json()["groups"] for v in g["versions"][:1]]
+            for base, _ in discovery:
+                for res in http.get(base).json().get("resources", []):
+                    if "/" in res["name"] or "list" not in res.get("verbs", []):
+                        continue
+                    for ns in plan.scoped_namespaces():
+                        path = f"{base}/namespaces/{ns}/{res['name']}" if res["namespaced"] else f"{base}/{res['name']}"
+                        r = http.get(path)
+                        if r.status_code == 200:
+                            readable.extend(r.json()["items"])
+        assert readable, "the agent can read its namespace"
+        leaks = []
+        for path, text in _strings(readable):
+            low = text.lower()
+            if _RANDOM_FIELDS.search(path.removesuffix("#key")) or low in declared_text:
+                continue
+            for word in REVEALING_WORDS:
+                if word in low:
+                    leaks.append(f"{path}: {text[:80]}")
+        assert leaks == []
+    finally:
+        # Deletes issued only: waiting out the namespace controller's fixed 5 s delay adds nothing here.
+        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+
+
+async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEnvironment, admin):
+    scenario = by_id("irreversible-operation")  # has a cluster-scoped PersistentVolume too
+    live = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("live", "1"))
+    orphan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("dead", "1"))
+    try:
+        await env.provision(live)
+        await env.provision(orphan)
+        swept = await env.sweep_orphans({live.owner}, timeout=60)
+        assert orphan.owner in swept
+        assert live.owner not in swept
+        for ns in orphan.namespaces.values():
+            assert admin.get(f"/api/v1/namespaces/{ns}").status_code == 404
+        pvs = admin.get("/api/v1/persistentvolumes").json()["items"]
+        owners = {pv["metadata"].get("labels", {}).get("platform.k8s.io/owner-ref") for pv in pvs}
+        assert orphan.owner not in owners
+        assert live.owner in owners
+        for ns in live.namespaces.values():
+            assert admin.get(f"/api/v1/namespaces/{ns}").json()["status"]["phase"] == "Active"
+        # Idempotent: sweeping again finds nothing more of the dead owner, and tearing down an
+        # already removed set is a no-op.
+        assert orphan.owner not in await env.sweep_orphans({live.owner}, timeout=0)
+        assert await env.teardown(orphan.namespaces.values(), orphan.owner, timeout=5) == []
+    finally:
+        await env.teardown(live.namespaces.values(), live.owner)
