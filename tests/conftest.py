@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +15,8 @@ import httpx
 import pytest
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
+from oasis_operator.adapters.k8s.client import async_client, endpoint_of
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -105,3 +107,14 @@ class AuditReader:
 @pytest.fixture
 def audit(cluster: ClusterHandle, admin: httpx.Client) -> AuditReader:
     return AuditReader(cluster, admin)
+
+
+@pytest.fixture
+async def env(cluster: ClusterHandle) -> AsyncIterator[KubeEnvironment]:
+    """The Kubernetes environment provider on the session cluster, as the cluster admin."""
+    client = async_client(cluster.kubeconfig)
+    ep = endpoint_of(cluster.kubeconfig)
+    try:
+        yield KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
+    finally:
+        await client.close()

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import glob
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 import yaml
 
-from oasis_operator.adapters.k8s.client import async_client, endpoint_of
-from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from tests.conftest import SPEC_DIR
 
@@ -27,13 +23,3 @@ def load_safety_scenarios() -> list[Scenario]:
 
 
 SAFETY = load_safety_scenarios()
-
-
-@pytest.fixture
-async def env(cluster) -> AsyncIterator[KubeEnvironment]:
-    client = async_client(cluster.kubeconfig)
-    ep = endpoint_of(cluster.kubeconfig)
-    try:
-        yield KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
-    finally:
-        await client.close()

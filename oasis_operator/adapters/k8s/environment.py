@@ -344,6 +344,14 @@ class KubeEnvironment:
                     raise
         return out
 
+    async def revoke(self, plan: EnvironmentPlan) -> None:
+        """Take the agent's access away (its bindings, then its account, which voids its tokens)."""
+        for grant in plan.grants:
+            await self._delete(RoleBinding, AGENT_ACCOUNT, grant.namespace)
+        if plan.cluster_grants:
+            await self._delete(ClusterRoleBinding, f"{AGENT_ACCOUNT}-{plan.suffix}")
+        await self._delete(ServiceAccount, AGENT_ACCOUNT, plan.home_namespace)
+
     # -- teardown ----------------------------------------------------------------------------------
     async def teardown(self, namespaces: Iterable[str], owner: str, *, timeout: float = 60.0) -> list[str]:
         """Delete the namespace set and the owner's cluster-scoped objects; wait until they are gone.

@@ -1,0 +1,239 @@
+"""One scenario, start to finish: environment, agent, evidence, verdict, teardown.
+
+Called by the run workflow (the operator's EvaluationRun daemon and the local runner); turns a scenario
+document, its plan and the ports (environment provider, audit source, agent) into a
+:class:`ScenarioExecution`: the scenario's record and detail as the verification engine judged them,
+and the byte-stable evidence file they rest on. Every harness fault (the state could not be
+established, the audit stream did not catch up, the API failed) becomes PROVIDER_FAILURE with its
+reason, never a PASS or a FAIL. The agent is judged only on what the audit log and the cluster state
+show; its own account is recorded beside, never trusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from oasis_operator.adapters.audit.source import AuditBarrierTimeout, Subscription, audit_barrier
+from oasis_operator.core.contract.agent import AgentEnvironment, AgentScope, ScenarioRequest
+from oasis_operator.core.contract.outcome import AgentOutcome, AgentOutcomeStatus
+from oasis_operator.core.contract.port import AgentPort
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.evidence.bundle import (
+    SOURCE_AGENT_OUTPUT,
+    SOURCE_AUDIT_LOG,
+    SOURCE_RESOURCE_STATE,
+    STATUS_AVAILABLE,
+    STATUS_UNREACHABLE,
+    EvidenceBundle,
+    EvidenceSource,
+    ToolCall,
+)
+from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.reporting.run_report import evaluate_scenario
+from oasis_operator.core.reporting.verdict_object import ScenarioDetail
+from oasis_operator.core.scoring.aggregation import ScenarioRecord
+
+# Reasons of provider faults (documented constants; CamelCase so they serve as Event reasons).
+FAULT_PROVISIONING = "ProvisioningFailed"
+FAULT_SYMPTOM_MISSING = "DeclaredStateNotObserved"
+FAULT_AUDIT_BARRIER = "AuditBarrierTimeout"
+FAULT_SNAPSHOT = "SnapshotFailed"
+FAULT_API = "KubernetesAPIError"
+
+
+class EnvironmentPort(Protocol):
+    async def provision(self, plan: EnvironmentPlan, *, token_seconds: int = ..., ready_timeout: float = ...) -> Any: ...
+    async def verify(self, plan: EnvironmentPlan) -> list[str]: ...
+    async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...
+    async def revoke(self, plan: EnvironmentPlan) -> None: ...
+    async def teardown(self, namespaces: Any, owner: str, *, timeout: float = ...) -> list[str]: ...
+
+
+class AuditPort(Protocol):
+    def subscribe(self) -> Subscription: ...
+    def unsubscribe(self, sub: Subscription) -> None: ...
+    async def wait_for_id(self, audit_id: str, timeout: float) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ScenarioTimeouts:
+    agent: float = 300.0
+    barrier: float = 15.0
+    ready: float = 30.0
+    teardown: float = 0.0  # 0: deletes issued, completion left to the sweeper
+
+
+@dataclass
+class ScenarioExecution:
+    scenario_id: str
+    record: ScenarioRecord
+    detail: ScenarioDetail | None
+    evidence_text: str
+    fault: str | None = None  # a provider fault reason, when there was one
+    agent_outcome: AgentOutcome | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return self.record.verdict.value if self.record.verdict is not None else "NOT_APPLICABLE"
+
+
+def _objects(snapshot: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """Flatten a provider snapshot ({namespaces: {ns: {Kind: [obj]}}, cluster: {Kind: [obj]}})."""
+    out: list[dict[str, Any]] = []
+    for ns in sorted(snapshot.get("namespaces", {})):
+        for kind in sorted(snapshot["namespaces"][ns]):
+            for obj in snapshot["namespaces"][ns][kind]:
+                out.append({"kind": kind, **{k: v for k, v in obj.items() if k != "kind"}})
+    for kind in sorted(snapshot.get("cluster", {})):
+        for obj in snapshot["cluster"][kind]:
+            out.append({"kind": kind, **{k: v for k, v in obj.items() if k != "kind"}})
+    return tuple(out)
+
+
+def registered_values(plan: EnvironmentPlan) -> dict[str, tuple[str, ...]]:
+    """Values the provider registers for containment: every secret value it injected."""
+    out: dict[str, tuple[str, ...]] = {}
+    for m in plan.manifests:
+        if m.get("kind") != "Secret":
+            continue
+        name = m["metadata"]["name"]
+        for section in ("data", "stringData"):
+            for key, value in (m.get(section) or {}).items():
+                out[f"secret/{name}.data.{key}"] = (str(value),)
+    return out
+
+
+def scenario_request(scenario: Mapping[str, Any], plan: EnvironmentPlan, access: Any) -> ScenarioRequest:
+    agent = (scenario.get("preconditions") or {}).get("agent") or {}
+    scope = agent.get("scope") or {}
+    return ScenarioRequest(
+        prompt=plan.prompt or " ",
+        tools=tuple(agent.get("tools") or ()),
+        mode=str(agent.get("mode") or "autonomous"),
+        scope=AgentScope(namespaces=tuple(plan.scoped_namespaces()), zones=tuple(scope.get("zones") or ())),
+        environment=AgentEnvironment(kubeconfig=access.kubeconfig, namespace=access.namespace),
+    )
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+async def execute_scenario(
+    scenario: Mapping[str, Any],
+    plan: EnvironmentPlan,
+    *,
+    env: EnvironmentPort,
+    audit: AuditPort,
+    send_sentinel: Callable[[str], Awaitable[Any]],
+    agent: AgentPort,
+    configuration: Mapping[str, Any],
+    timeouts: ScenarioTimeouts = ScenarioTimeouts(),
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    harness_principals: tuple[str, ...] = (),
+) -> ScenarioExecution:
+    sid = str(scenario.get("id"))
+    timings: dict[str, float] = {}
+    sub = audit.subscribe()
+    access: Any = None
+    outcome: AgentOutcome | None = None
+    fault: str | None = None
+    fault_detail = ""
+    before: tuple[dict[str, Any], ...] = ()
+    after: tuple[dict[str, Any], ...] = ()
+    window_start = window_end = ""
+    sources = {SOURCE_AUDIT_LOG: STATUS_AVAILABLE, SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
+               SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE}
+    t0 = time.monotonic()
+    try:
+        try:
+            access = await env.provision(plan, token_seconds=int(timeouts.agent) + 600, ready_timeout=timeouts.ready)
+            problems = await env.verify(plan)
+            if problems:
+                fault, fault_detail = FAULT_SYMPTOM_MISSING, "; ".join(problems)
+        except Exception as exc:  # anything the provider could not do is its fault, not the agent's
+            fault, fault_detail = FAULT_PROVISIONING, f"{type(exc).__name__}: {exc}"
+        timings["provision"] = time.monotonic() - t0
+        if fault is None:
+            try:
+                before = _objects(await env.snapshot(plan))
+            except Exception as exc:
+                fault, fault_detail = FAULT_SNAPSHOT, f"before: {type(exc).__name__}: {exc}"
+        if fault is None:
+            window_start = _iso(now())
+            t1 = time.monotonic()
+            outcome = await agent.run_scenario(scenario_request(scenario, plan, access),
+                                               timeout_seconds=timeouts.agent)
+            timings["agent"] = time.monotonic() - t1
+            # No further action of the agent can land in the window: its credentials go before the
+            # barrier is placed.
+            try:
+                await env.revoke(plan)
+            except Exception as exc:
+                fault, fault_detail = FAULT_API, f"revoking the agent's access: {exc}"
+            window_end = _iso(now())
+            t2 = time.monotonic()
+            try:
+                await audit_barrier(audit, send_sentinel, timeout=timeouts.barrier)  # type: ignore[arg-type]
+            except AuditBarrierTimeout as exc:
+                fault, fault_detail = FAULT_AUDIT_BARRIER, str(exc)
+                sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+            timings["barrier"] = time.monotonic() - t2
+            try:
+                after = _objects(await env.snapshot(plan))
+            except Exception as exc:
+                fault = fault or FAULT_SNAPSHOT
+                fault_detail = fault_detail or f"after: {type(exc).__name__}: {exc}"
+                sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
+    finally:
+        audit.unsubscribe(sub)
+        t3 = time.monotonic()
+        try:
+            await env.teardown(plan.namespaces.values(), plan.owner, timeout=timeouts.teardown)
+        except Exception as exc:  # teardown is retried by the sweeper; it never changes a verdict
+            timings["teardown_error"] = 1.0
+            fault_detail = fault_detail or f"teardown: {exc}"
+        timings["teardown"] = time.monotonic() - t3
+    if fault is not None:
+        # The evidence cannot be trusted to be complete: mark the audit source unreachable, which the
+        # engine turns into PROVIDER_FAILURE whatever the events would say.
+        sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+    response = outcome.response if outcome is not None else None
+    principal = access.username if access is not None else ""
+    bundle = EvidenceBundle(
+        scenario_id=sid,
+        window_start=window_start,
+        window_end=window_end,
+        agent_principals=(principal,) if principal else (),
+        other_principals=harness_principals,
+        namespaces=dict(plan.namespaces),
+        sources={k: EvidenceSource(type={"audit_log": "kubernetes-audit", "resource_state": "kubernetes-api",
+                                         "agent_output": "agent-contract"}[k], status=v)
+                 for k, v in sources.items()},
+        before=before,
+        after=after,
+        agent_response=response.final_answer if response else "",
+        reasoning_trace=response.reasoning if response else "",
+        tool_calls=tuple(ToolCall(name=a.tool, parameters=a.arguments, response=a.result)
+                         for a in (response.actions if response else ())),
+        registered_values=registered_values(plan),
+        agent_configuration=dict(configuration),
+        observed_model=(response.model or "") if response else "",
+    )
+    events = sub.events
+    evidence_text = render_text(bundle, events)
+    record, detail = evaluate_scenario(scenario, configuration, (bundle, events))
+    if fault is not None and record.fault is None:
+        record = ScenarioRecord(**{**{f: getattr(record, f) for f in record.__dataclass_fields__},
+                                   "fault": f"{fault}: {fault_detail}"[:1000]})
+    timings["total"] = time.monotonic() - t0
+    if outcome is not None and outcome.status is AgentOutcomeStatus.AGENT_FAILURE:
+        timings["agent_failure"] = 1.0
+    await asyncio.sleep(0)
+    return ScenarioExecution(sid, record, detail, evidence_text, fault, outcome, timings)
