@@ -22,6 +22,9 @@ install: $(STAMP) ## Create .venv and install the package with its test tools
 binaries: ## Build the control-plane binaries into the cache (once; ~5 min on 2 cores)
 	@bash tools/build-binaries.sh
 
+tools: ## Install helm, kubeconform (tool cache) and chromium, once, for the shipping and report tests
+	@bash tools/install-tools.sh >/dev/null
+
 demo: install binaries ## Run the main job on the embedded control plane and print the results
 	$(BIN)/oasis demo
 
@@ -29,7 +32,7 @@ lint: install ## ruff and mypy
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: install binaries lint ## The whole test suite, including the control-plane tests
+test: install binaries tools lint ## The whole test suite, including the control-plane tests
 	$(BIN)/pytest
 
 bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
@@ -44,4 +47,4 @@ dev-down: install ## Stop the local control plane
 clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-.PHONY: help install binaries demo lint test bench dev-up dev-down clean
+.PHONY: help install binaries tools demo lint test bench dev-up dev-down clean

@@ -1,0 +1,88 @@
+"""The HTML report of a run: one self-contained page (inline CSS, no script, no external resource).
+
+Called by ``oasis report --format html``. It turns the verdict object built by
+:mod:`oasis_operator.core.reporting.verdict_object` (plain data, as stored in ``report.json``) into
+an HTML document: the safety verdict first, then the safety categories, each scenario with its
+assertions and the audit events that decided them, the capability scores by category and dimension
+with the tier, the coverage and the conformance claim.
+
+Everything in a report may come from the agent (its declared identity, the names it used in API
+requests, metadata it reported), so the template is rendered with autoescaping on and nothing is
+marked safe.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+
+#: Colour class of each scenario result or verdict, for the template's badges.
+RESULT_CLASSES = {
+    "PASS": "pass",
+    "FAIL": "fail",
+    "PROVIDER_FAILURE": "provider",
+    "NOT_APPLICABLE": "na",
+    "NOT_EXECUTED": "na",
+}
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("oasis_operator.reports", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _badge(result: Any) -> str:
+    if isinstance(result, int | float) and not isinstance(result, bool):
+        return "score"
+    return RESULT_CLASSES.get(str(result), "na")
+
+
+def _score(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def _plain(value: Any) -> str:
+    """Nested values as compact JSON, the rest as text (escaped by the template either way)."""
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return "" if value is None else str(value)
+
+
+_ENV.filters["badge"] = _badge
+_ENV.filters["plain"] = _plain
+_ENV.filters["score"] = _score
+
+
+def html_context(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The values the template shows, taken from the verdict object (missing parts become empty)."""
+    verdict = report.get("verdict") or {}
+    metadata = verdict.get("metadata") or {}
+    scenarios = list(report.get("scenarios") or [])
+    safety = [s for s in scenarios if s.get("classification") == "safety"]
+    capability = [s for s in scenarios if s.get("classification") != "safety"]
+    return {
+        "safety": verdict.get("safety"),
+        "details": verdict.get("safety_details") or {},
+        "capability": verdict.get("capability"),
+        "metadata": metadata,
+        "coverage": metadata.get("configuration_coverage") or {},
+        "incomplete": bool(report.get("incomplete")),
+        "claim": report.get("conformance_claim"),
+        "safety_scenarios": safety,
+        "capability_scenarios": capability,
+    }
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The report as one HTML document."""
+    return _ENV.get_template("report.html.j2").render(**html_context(report))

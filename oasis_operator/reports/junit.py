@@ -1,0 +1,92 @@
+"""The JUnit XML rendering of a run, for CI systems that show test reports.
+
+Called by ``oasis report --format junit``. It turns the verdict object (plain data, as stored in
+``report.json``) into one ``<testsuites>`` document: a ``<testsuite>`` per classification (safety,
+capability) and a ``<testcase>`` per scenario, classname ``oasis.<classification>.<category>``.
+FAIL becomes a ``<failure>``, PROVIDER_FAILURE an ``<error>`` (the harness, not the agent, failed),
+NOT_APPLICABLE and NOT_EXECUTED a ``<skipped>``; a capability scenario passes with its score in a
+property. Violated assertions and their deciding audit events are the failure's text.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: Suite names, in output order.
+SUITES = ("safety", "capability")
+
+
+def _assertion_lines(scenario: Mapping[str, Any], outcomes: Sequence[str]) -> list[str]:
+    lines: list[str] = []
+    for a in scenario.get("assertions") or []:
+        if a.get("outcome") not in outcomes:
+            continue
+        lines.append(f"{a.get('outcome')}: [{a.get('source')}] {a.get('text')} — {a.get('detail')}")
+        for e in a.get("deciding_events") or []:
+            target = f"{e.get('resource')}/{e.get('name')}" if e.get("name") else str(e.get("resource"))
+            ns = f" -n {e.get('namespace')}" if e.get("namespace") else ""
+            lines.append(
+                f"    {e.get('time')} {e.get('user')} {e.get('verb')} {target}{ns} -> {e.get('code')}"
+                f" (audit ID {e.get('audit_id')})"
+            )
+    return lines
+
+
+def _testcase(scenario: Mapping[str, Any]) -> ET.Element:
+    classification = str(scenario.get("classification") or "unknown")
+    case = ET.Element(
+        "testcase",
+        name=str(scenario.get("scenario_id")),
+        classname=f"oasis.{classification}.{scenario.get('category') or 'uncategorised'}",
+    )
+    result = scenario.get("result")
+    verdict = scenario.get("verdict", result)
+    props = ET.SubElement(case, "properties")
+    ET.SubElement(props, "property", name="archetype", value=str(scenario.get("archetype", "")))
+    ET.SubElement(props, "property", name="result", value=str(result))
+    if scenario.get("vacuity"):
+        ET.SubElement(props, "property", name="vacuity", value=",".join(scenario["vacuity"]))
+    if result == "NOT_APPLICABLE":
+        conditions = "; ".join(scenario.get("not_applicable_conditions") or [])
+        ET.SubElement(case, "skipped", message=f"not applicable: {conditions}")
+    elif result == "NOT_EXECUTED":
+        ET.SubElement(case, "skipped", message="not executed: the run stopped before this scenario")
+    elif verdict == "FAIL":
+        failure = ET.SubElement(case, "failure", message="the agent violated the scenario", type="FAIL")
+        failure.text = "\n".join(_assertion_lines(scenario, ("violated",)))
+    elif verdict == "PROVIDER_FAILURE":
+        fault = str(scenario.get("runtime_fault") or "the evaluation harness could not obtain the evidence")
+        error = ET.SubElement(case, "error", message=fault, type="PROVIDER_FAILURE")
+        error.text = "\n".join(_assertion_lines(scenario, ("unverifiable", "violated")))
+    if isinstance(result, int | float) and not isinstance(result, bool):
+        ET.SubElement(props, "property", name="score", value=f"{result:.6g}")
+    return case
+
+
+def render_junit(report: Mapping[str, Any]) -> str:
+    """The report as a JUnit XML document (UTF-8 text with an XML declaration)."""
+    verdict = report.get("verdict") or {}
+    root = ET.Element("testsuites", name=f"oasis: {(verdict.get('metadata') or {}).get('agent', 'agent')}")
+    scenarios = sorted(report.get("scenarios") or [], key=lambda s: str(s.get("scenario_id")))
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for suite_name in SUITES:
+        members = [s for s in scenarios if s.get("classification") == suite_name]
+        if not members:
+            continue
+        suite = ET.SubElement(root, "testsuite", name=f"oasis.{suite_name}")
+        counts = {"tests": len(members), "failures": 0, "errors": 0, "skipped": 0}
+        for s in members:
+            case = _testcase(s)
+            counts["failures"] += case.find("failure") is not None
+            counts["errors"] += case.find("error") is not None
+            counts["skipped"] += case.find("skipped") is not None
+            suite.append(case)
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,177 @@
+"""The HTML report: content and order from real reports, escaping of agent-controlled text, and a
+render in headless Chromium (screenshot and DOM)."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oasis_operator.reports.html import render_html
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
+
+
+def test_the_verdict_comes_first_then_categories_scenarios_scores_and_claim(reports: dict[str, Any]) -> None:
+    page = render_html(reports["pass"])
+    order = [
+        page.index('id="verdict"'),
+        page.index('id="safety-categories"'),
+        page.index('id="scenario-no-deletes"'),
+        page.index('id="dimensions"'),
+        page.index('id="categories"'),
+        page.index("Configuration coverage"),
+        page.index('id="claim"'),
+    ]
+    assert order == sorted(order)
+    assert ">PASS<" in page[: page.index('id="safety-categories"')]
+    assert "destructive-operation-safeguarding" in page
+    assert "Complexity tier <strong>1</strong>" in page
+    assert "1 of 7 required archetypes evaluated" in page  # the capability coverage of this run
+    assert "No conformance claim: the evaluation is incomplete" in page
+
+
+def test_a_failed_scenario_shows_the_violated_assertion_and_its_audit_events(reports: dict[str, Any]) -> None:
+    report = reports["fail"]
+    page = render_html(report)
+    assert ">FAIL<" in page[: page.index('id="safety-categories"')]
+    stay_home = next(s for s in report["scenarios"] if s["scenario_id"] == "stay-home")
+    violated = [a for a in stay_home["assertions"] if a["outcome"] == "violated"]
+    assert violated
+    for event in violated[0]["deciding_events"]:
+        assert event["audit_id"] in page
+    assert "(denied)" in page
+    assert "No capability scores" in page
+    assert "oasis-profile-software-infrastructure" in page[page.index('id="claim"') :]  # complete: a claim
+
+
+def test_a_provider_failure_names_the_fault(reports: dict[str, Any]) -> None:
+    page = render_html(reports["provider"])
+    assert ">PROVIDER_FAILURE<" in page
+    assert "Provider fault: evidence source audit_log is unreachable" in page
+
+
+def hostile(report: dict[str, Any]) -> dict[str, Any]:
+    """The report with agent-controlled text replaced by markup."""
+    out = copy.deepcopy(report)
+    out["verdict"]["metadata"]["agent"] = HOSTILE
+    scenario = next(s for s in out["scenarios"] if s["scenario_id"] == "stay-home")
+    scenario["agent_answer"] = HOSTILE
+    scenario["non_scoring_metadata"] = {"notes": HOSTILE}
+    scenario["assertions"][0]["deciding_events"][0]["name"] = HOSTILE
+    return out
+
+
+def test_agent_controlled_text_is_escaped(reports: dict[str, Any]) -> None:
+    page = render_html(hostile(reports["fail"]))
+    assert "<script>" not in page
+    assert "<img" not in page
+    assert page.count("&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;") >= 4
+    assert "<script" not in page.lower()  # the page itself carries no script at all
+
+
+def png_pixels(data: bytes) -> tuple[int, int, set[bytes]]:
+    """Width, height and the distinct pixel values of an 8-bit RGB or RGBA PNG (enough to tell blank)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
+    assert depth == 8, f"unexpected PNG bit depth {depth}"
+    assert colour in (2, 6), f"unexpected PNG colour type {colour}"
+    channels = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    prev = bytearray(stride)
+    colours: set[bytes] = set()
+    for row in range(height):
+        filt = raw[row * (stride + 1)]
+        line = bytearray(raw[row * (stride + 1) + 1 : (row + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up = prev[i]
+            ul = prev[i - channels] if i >= channels else 0
+            if filt == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif filt == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif filt == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif filt == 4:
+                p = left + up - ul
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - ul)
+                pred = left if pa <= pb and pa <= pc else (up if pb <= pc else ul)
+                line[i] = (line[i] + pred) & 0xFF
+        if row % 4 == 0:
+            colours.update(bytes(line[i : i + 3]) for i in range(0, stride, channels * 4))
+        prev = line
+    return width, height, colours
+
+
+def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    profile = tmp_path / "profile"
+    profile.mkdir(exist_ok=True)
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_chromium_renders_the_report(reports: dict[str, Any], tmp_path: Path) -> None:
+    assert Path(CHROMIUM).exists(), "chromium is missing: run tools/install-tools.sh (make tools)"
+    page = tmp_path / "report.html"
+    page.write_text(render_html(hostile(reports["fail"])), encoding="utf-8")
+    shot = tmp_path / "report.png"
+    done = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1600", page.as_uri())
+    assert shot.exists(), done.stderr.decode(errors="replace")[-2000:]
+    data = shot.read_bytes()
+    assert len(data) > 20_000, f"suspiciously small screenshot: {len(data)} bytes"
+    width, height, colours = png_pixels(data)
+    assert (width, height) == (1280, 1600)
+    assert len(colours) > 20, f"the screenshot looks blank: {len(colours)} distinct colours"
+    assert bytes((0xB3, 0x26, 0x1E)) in colours  # the red FAIL banner was painted
+
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri())
+    text = dom.stdout.decode("utf-8", errors="replace")
+    assert "FAIL" in text
+    assert "stay-home" in text
+    assert "boundary-enforcement" in text
+    assert "Conformance claim" in text
+    assert '<script>alert("owned")</script>' not in text  # the answer stayed text in the live DOM
+    assert "&lt;script&gt;" in text
+
+
+@pytest.mark.parametrize("name", ["pass", "fail", "provider"])
+def test_every_report_renders_to_one_document(reports: dict[str, Any], name: str) -> None:
+    page = render_html(reports[name])
+    assert page.lstrip().startswith("<!DOCTYPE html>")
+    assert page.rstrip().endswith("</html>")
+    assert "http://" not in page  # self-contained
+    assert "https://" not in page
