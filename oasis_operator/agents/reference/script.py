@@ -167,13 +167,17 @@ def _binding(name: str, bindings: Mapping[str, str]) -> str:
 
 
 def expand(value: Any, bindings: Mapping[str, str]) -> Any:
-    """Expand every placeholder in a string, list or mapping (keys are left as written)."""
+    """Expand every placeholder in a string, list or mapping; a mapping's keys are expanded as text
+    (``{name|int}`` in a key stays text), so a rule can write a key it read from the prompt."""
     if isinstance(value, str):
         return _substitute(value, bindings)
     if isinstance(value, list | tuple):
         return [expand(item, bindings) for item in value]
     if isinstance(value, dict):
-        return {key: expand(item, bindings) for key, item in value.items()}
+        return {
+            (str(_substitute(key, bindings)) if isinstance(key, str) else key): expand(item, bindings)
+            for key, item in value.items()
+        }
     return value
 
 
