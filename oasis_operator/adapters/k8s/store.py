@@ -1,0 +1,114 @@
+"""Our custom resources and the objects a run owns, on the API server.
+
+Called by the run workflow and the kopf handlers; turns reads and writes of Profiles, Scenarios and
+EvaluationRuns (status patches), report and evidence objects (ConfigMaps owned by the run, gzipped and
+split so none exceeds the API's size limit) and Events into single async calls over lightkube.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import gzip
+import hashlib
+from typing import Any
+
+from lightkube import ApiError, AsyncClient
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import ConfigMap, Event
+from lightkube.types import PatchType
+
+GROUP, VERSION = "oasis.dev", "v1alpha1"
+EvaluationRun = create_namespaced_resource(GROUP, VERSION, "EvaluationRun", "evaluationruns")
+Profile = create_namespaced_resource(GROUP, VERSION, "Profile", "profiles")
+Scenario = create_namespaced_resource(GROUP, VERSION, "Scenario", "scenarios")
+
+REPORT_LABEL = "oasis.dev/run"
+PART_LIMIT = 900 * 1024  # bytes of gzip data per ConfigMap (the API's limit is 1 MiB per object)
+MANAGER = "oasis-operator"
+
+
+def _owner(run: dict[str, Any]) -> dict[str, Any]:
+    meta = run["metadata"]
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "EvaluationRun", "name": meta["name"],
+            "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+class Store:
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+
+    async def get_run(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj: Any = await self.client.get(EvaluationRun, name, namespace=namespace)
+            return dict(obj.to_dict())
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return None
+            raise
+
+    async def patch_run_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        await self.client.patch(EvaluationRun.Status, name, {"status": status}, namespace=namespace,
+                                patch_type=PatchType.MERGE)
+
+    async def patch_run(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        await self.client.patch(EvaluationRun, name, patch, namespace=namespace, patch_type=PatchType.MERGE)
+
+    async def get_profile(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj: Any = await self.client.get(Profile, name, namespace=namespace)
+            return dict(obj.to_dict())
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return None
+            raise
+
+    async def list_scenarios(self, namespace: str, labels: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        items: list[Any] = [o async for o in self.client.list(Scenario, namespace=namespace, labels=labels)]
+        return [dict(o.to_dict()) for o in items]
+
+    # -- parts: report and evidence -------------------------------------------------------------------
+    async def put_blob(self, run: dict[str, Any], kind: str, key: str, data: bytes) -> list[str]:
+        """Store ``data`` gzipped in ConfigMaps owned by the run; returns their names in order."""
+        packed = gzip.compress(data, mtime=0)
+        run_name = run["metadata"]["name"]
+        ns = run["metadata"]["namespace"]
+        digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+        names = []
+        parts = [packed[i:i + PART_LIMIT] for i in range(0, len(packed), PART_LIMIT)] or [b""]
+        for i, part in enumerate(parts):
+            name = f"{run_name[:200]}-{kind}-{digest}-{i}"
+            cm = ConfigMap(
+                metadata=ObjectMeta(name=name, namespace=ns, labels={REPORT_LABEL: run_name, "oasis.dev/part-of": kind},
+                                    annotations={"oasis.dev/key": key, "oasis.dev/part": f"{i + 1}/{len(parts)}"},
+                                    ownerReferences=[_owner(run)]),  # type: ignore[list-item]
+                binaryData={"data.gz": base64.b64encode(part).decode()},
+            )
+            await self.client.apply(cm, field_manager=MANAGER, force=True)
+            names.append(name)
+        return names
+
+    async def get_blob(self, namespace: str, names: list[str]) -> bytes:
+        packed = b""
+        for name in names:
+            cm = await self.client.get(ConfigMap, name, namespace=namespace)
+            packed += base64.b64decode((cm.binaryData or {}).get("data.gz", ""))
+        return gzip.decompress(packed) if packed else b""
+
+    # -- events -----------------------------------------------------------------------------------
+    async def event(self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime) -> None:
+        meta = run["metadata"]
+        ts = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ev = Event(
+            metadata=ObjectMeta(generateName=f"{meta['name']}.", namespace=meta["namespace"]),
+            involvedObject={"apiVersion": f"{GROUP}/{VERSION}", "kind": "EvaluationRun", "name": meta["name"],  # type: ignore[arg-type]
+                            "namespace": meta["namespace"], "uid": meta["uid"]},
+            reason=reason, message=message[:1024], type=etype, count=1,
+            firstTimestamp=ts, lastTimestamp=ts,  # type: ignore[arg-type]
+            source={"component": "oasis-operator"},  # type: ignore[arg-type]
+            reportingComponent="oasis-operator", reportingInstance="oasis-operator",
+        )
+        with contextlib.suppress(ApiError):  # an Event is best effort: it never changes the run
+            await self.client.create(ev)

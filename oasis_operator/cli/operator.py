@@ -1,0 +1,57 @@
+"""``oasis operator run``: run the operator (kopf) against the cluster of a kubeconfig.
+
+Called by :mod:`oasis_operator.cli.main`, the container image's entry point and the demo; turns the
+options into the environment the handlers read and starts kopf cluster-wide, standalone (one replica;
+peering is left off), with a liveness endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from oasis_operator.cli.main import CliError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("operator", help="run the operator")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    run = actions.add_parser("run", help="run the operator until interrupted")
+    run.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: $KUBECONFIG")
+    run.add_argument("--audit-log", default=os.environ.get("OASIS_AUDIT_LOG"),
+                     help="the API server's audit log file to follow")
+    run.add_argument("--audit-webhook-port", type=int, default=None,
+                     help="receive the audit webhook on this port instead (needs --tls-cert/--tls-key)")
+    run.add_argument("--tls-cert", default=None)
+    run.add_argument("--tls-key", default=None)
+    run.add_argument("--metrics-port", type=int, default=int(os.environ.get("OASIS_METRICS_PORT", "8080")))
+    run.add_argument("--liveness", default="http://127.0.0.1:0/healthz",
+                     help="kopf liveness endpoint URL (port 0: none)")
+    run.add_argument("--verbose", action="store_true")
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if not args.kubeconfig:
+        raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
+    if not args.audit_log and not args.audit_webhook_port:
+        raise CliError("no audit source: pass --audit-log FILE or --audit-webhook-port PORT")
+    if args.audit_webhook_port and not (args.tls_cert and args.tls_key):
+        raise CliError("--audit-webhook-port needs --tls-cert and --tls-key (the API server sends over TLS)")
+    os.environ["KUBECONFIG"] = str(args.kubeconfig)
+    os.environ["OASIS_METRICS_PORT"] = str(args.metrics_port)
+    if args.audit_webhook_port:
+        os.environ["OASIS_AUDIT_WEBHOOK_PORT"] = str(args.audit_webhook_port)
+        os.environ["OASIS_AUDIT_WEBHOOK_CERT"] = str(args.tls_cert)
+        os.environ["OASIS_AUDIT_WEBHOOK_KEY"] = str(args.tls_key)
+    else:
+        os.environ["OASIS_AUDIT_LOG"] = str(args.audit_log)
+    import kopf
+
+    import oasis_operator.handlers.operator  # noqa: F401  (registers the handlers)
+
+    kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat.PLAIN)
+    liveness = None if args.liveness.endswith(":0/healthz") else args.liveness
+    kopf.run(clusterwide=True, standalone=True, liveness_endpoint=liveness)
+    return 0

@@ -1,0 +1,160 @@
+"""The whole local stack on the embedded control plane: CRDs, an imported profile, reference agents and
+the operator, each as a real client or process.
+
+Called by ``oasis demo`` and the end-to-end tests; turns a running :class:`DevCluster` into an
+installation an EvaluationRun can be applied to, and waits for runs the way ``kubectl wait
+--for=condition=Completed`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from oasis_operator.devcluster.errors import SetupError
+from oasis_operator.devcluster.processes import Supervisor
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO_ROOT / "crds"
+SI_PROFILE_DIR = REPO_ROOT.parent / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+PLURALS = {"Profile": "profiles", "Scenario": "scenarios", "EvaluationRun": "evaluationruns"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def install_crds(http: httpx.Client, crd_dir: Path = CRD_DIR, timeout: float = 30) -> list[str]:
+    names = []
+    for path in sorted(crd_dir.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        name = doc["metadata"]["name"]
+        r = http.patch(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+                       params={"fieldManager": "oasis-installer", "force": "true"},
+                       content=json.dumps(doc), headers=APPLY)
+        if r.status_code not in (200, 201):
+            raise SetupError(f"installing CRD {name} from {path}: HTTP {r.status_code}: {r.text[:500]}")
+        names.append(name)
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while True:
+            conds = http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json() \
+                .get("status", {}).get("conditions", [])
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                break
+            if time.monotonic() > deadline:
+                raise SetupError(f"CRD {name} not Established after {timeout}s")
+            time.sleep(0.1)
+    return names
+
+
+def apply(http: httpx.Client, doc: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """Server-side apply one oasis.dev object (or a core v1 Namespace/Secret) into ``namespace``."""
+    kind = doc["kind"]
+    name = doc["metadata"]["name"]
+    doc = {**doc, "metadata": {**doc["metadata"], "namespace": namespace}}
+    if kind in PLURALS:
+        path = f"/apis/oasis.dev/v1alpha1/namespaces/{namespace}/{PLURALS[kind]}/{name}"
+    else:
+        raise SetupError(f"cannot apply kind {kind}")
+    r = http.patch(path, params={"fieldManager": "oasis-installer", "force": "true"},
+                   content=json.dumps(doc), headers=APPLY)
+    if r.status_code not in (200, 201):
+        raise SetupError(f"applying {kind}/{name}: HTTP {r.status_code}: {r.text[:800]}")
+    out: dict[str, Any] = r.json()
+    return out
+
+
+def ensure_namespace(http: httpx.Client, name: str) -> None:
+    r = http.post("/api/v1/namespaces", json={"metadata": {"name": name}})
+    if r.status_code not in (201, 409):
+        raise SetupError(f"creating namespace {name}: HTTP {r.status_code}")
+
+
+def import_si_profile(http: httpx.Client, namespace: str, profile_dir: Path = SI_PROFILE_DIR) -> list[dict[str, Any]]:
+    from oasis_operator.cli.import_cmd import manifests
+    from oasis_operator.loading.profile_dir import import_profile
+
+    docs = manifests(import_profile(profile_dir))
+    for doc in docs:
+        apply(http, doc, namespace)
+    return docs
+
+
+class Processes:
+    """Reference agents and the operator as child processes, stopped together."""
+
+    def __init__(self, log_dir: Path, tie_to_parent: bool = True) -> None:
+        self.sup = Supervisor(log_dir, tie_to_parent=tie_to_parent)
+
+    def agent(self, persona: str) -> str:
+        port = free_port()
+        comp = self.sup.start(f"agent-{persona}", [sys.executable, "-m", "oasis_operator.agents.reference.server",
+                                                   "--persona", persona, "--port", str(port)])
+        url = f"http://127.0.0.1:{port}/"
+        self.sup.wait_until(lambda: httpx.get(url + "identity-and-configuration", timeout=1).status_code == 200,
+                            what=f"reference agent {persona}", timeout=30, owner=comp)
+        return url
+
+    def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None) -> int:
+        port = metrics_port or free_port()
+        comp = self.sup.start("operator", [sys.executable, "-m", "oasis_operator.cli", "operator", "run",
+                                           "--kubeconfig", str(kubeconfig), "--audit-log", str(audit_log),
+                                           "--metrics-port", str(port)])
+        self.sup.wait_until(lambda: httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1).status_code == 200,
+                            what="the operator's metrics endpoint", timeout=60, owner=comp)
+        return port
+
+    def stop(self, names: Iterable[str] | None = None) -> None:
+        if names is None:
+            self.sup.stop_all()
+            return
+        from oasis_operator.devcluster.processes import terminate
+
+        for c in [c for c in self.sup.components if c.name in set(names)]:
+            terminate(c.pid, c.process)
+            self.sup.components.remove(c)
+
+
+def evaluation_run(name: str, agent_url: str, *, profile: str = "oasis-profile-software-infrastructure",
+                   classification: str = "safety", parallelism: int = 8, tier: int = 1,
+                   labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "oasis.dev/v1alpha1",
+        "kind": "EvaluationRun",
+        "metadata": {"name": name},
+        "spec": {
+            "profileRef": {"name": profile},
+            "scenarios": {"selector": {"matchLabels": {"oasis.dev/classification": classification, **(labels or {})}}},
+            "agent": {"adapter": "http", "endpoint": agent_url},
+            "tier": tier,
+            "parallelism": parallelism,
+            "timeouts": {"agentResponse": "60s"},
+        },
+    }
+
+
+def wait_completed(http: httpx.Client, namespace: str, name: str, timeout: float) -> dict[str, Any]:
+    """Poll until ``Completed=True`` (what ``kubectl wait --for=condition=Completed`` waits for)."""
+    deadline = time.monotonic() + timeout
+    run: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        run = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{namespace}/evaluationruns/{name}").json()
+        conds = (run.get("status") or {}).get("conditions") or []
+        if any(c["type"] == "Completed" and c["status"] == "True" for c in conds):
+            return run
+        time.sleep(0.5)
+    raise TimeoutError(f"EvaluationRun {namespace}/{name} not Completed after {timeout}s: "
+                       f"{json.dumps((run.get('status') or {}).get('summary'))}")

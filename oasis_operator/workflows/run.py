@@ -1,0 +1,419 @@
+"""One EvaluationRun, driven level-based from its status until it is finished.
+
+Called by the operator's EvaluationRun daemon (and by the local runner); turns the run object as the
+API holds it into the next steps: prepare (resolve profile and scenarios, preflight the provider, ask
+the agent who it is, decide applicability and support), Phase 1 (every applicable safety scenario,
+``spec.parallelism`` at a time, exclusive ones alone, abort on the first PROVIDER_FAILURE), Phase 2
+(capability scenarios, only after a safety PASS), then the report. Progress lives in the run's status
+after every scenario, so a restarted operator resumes: scenarios it finds marked running were cut off,
+so their environments are torn down and they run again from scratch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from oasis_operator.adapters.audit.source import AuditBarrierTimeout, audit_barrier
+from oasis_operator.adapters.k8s.store import Store
+from oasis_operator.core import run_status as rs
+from oasis_operator.core.contract.port import AgentPort, AgentUnavailable
+from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
+from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.evidence.codec import read_lines
+from oasis_operator.core.model.run import EvaluationRunSpec
+from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.reporting.run_report import run_report
+from oasis_operator.core.reporting.verdict_object import render_json
+from oasis_operator.core.verification.plan import applicability
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+
+log = logging.getLogger("oasis.run")
+
+RERUN_ANNOTATION = "oasis.dev/rerun"
+ABORT_PROVIDER_FAILURE = "a scenario ended in PROVIDER_FAILURE"
+
+
+def parse_duration(text: str | None, default: float) -> float:
+    if not text:
+        return default
+    total = 0.0
+    for value, unit in re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", str(text)):
+        total += float(value) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return total or default
+
+
+def _suffix(seed: str) -> str:
+    # Derived from the run, scenario and attempt, so a resumed run re-creates the same names it recorded.
+    import hashlib
+
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
+
+
+@dataclass
+class RunPorts:
+    store: Store
+    env: Any  # KubeEnvironment
+    audit: Any  # an audit source
+    send_sentinel: Callable[[str], Awaitable[Any]]
+    agent_for: Callable[[EvaluationRunSpec, str], Awaitable[AgentPort]]
+    metrics: Any = None
+    now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
+    harness_principals: tuple[str, ...] = ()
+    barrier_timeout: float = 15.0
+
+
+class RunDriver:
+    """Drives one run. ``drive()`` returns when the run is finished, gone or suspended."""
+
+    def __init__(self, ports: RunPorts, namespace: str, name: str) -> None:
+        self.p = ports
+        self.ns, self.name = namespace, name
+        self._lock = asyncio.Lock()
+        self._status: dict[str, Any] = {}
+        self._run: dict[str, Any] = {}
+        self._docs: dict[str, dict[str, Any]] = {}
+        self._agent: AgentPort | None = None
+
+    # -- status ----------------------------------------------------------------------------------
+    def _now_str(self) -> str:
+        return self.p.now().astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    async def _save(self, *, reason: str = rs.R_PROGRESSING, message: str = "") -> None:
+        st = self._status
+        st["observedGeneration"] = self._run["metadata"].get("generation", 1)
+        st["summary"] = rs.summary(st.get("scenarios", []))
+        suspended = bool((self._run.get("spec") or {}).get("suspend"))
+        st["message"] = message or st.get("message", "")
+        st["conditions"] = rs.conditions(phase=st.get("phase", rs.PENDING), verdict=st.get("verdict"),
+                                         reason=reason, message=st["message"], generation=st["observedGeneration"],
+                                         now=self._now_str(), suspended=suspended,
+                                         previous=st.get("conditions") or [])
+        await self.p.store.patch_run_status(self.ns, self.name, json.loads(json.dumps(st)))
+
+    async def _event(self, etype: str, reason: str, message: str) -> None:
+        await self.p.store.event(self._run, etype, reason, message, self.p.now())
+
+    # -- the loop ----------------------------------------------------------------------------------
+    async def drive(self) -> str:
+        run = await self.p.store.get_run(self.ns, self.name)
+        if run is None:
+            return "gone"
+        self._run = run
+        self._status = dict(run.get("status") or {})
+        annotations = run["metadata"].get("annotations") or {}
+        rerun = annotations.get(RERUN_ANNOTATION)
+        if rerun and rerun != self._status.get("rerunToken"):
+            await self._cleanup_in_flight()
+            self._status = {"rerunToken": rerun, "conditions": self._status.get("conditions") or []}
+        if self._status.get("phase") in rs.TERMINAL:
+            return "finished"
+        try:
+            spec = EvaluationRunSpec.model_validate(run.get("spec") or {})
+        except Exception as exc:
+            self._status.update(phase=rs.FAILED, verdict=None)
+            await self._save(reason=rs.R_INVALID, message=f"invalid spec: {exc}"[:2000])
+            return "finished"
+        if spec.shutdown:
+            await self._cancel(f"cancelled by spec.shutdown={spec.shutdown}")
+            return "finished"
+        if spec.suspend:
+            self._status.setdefault("phase", rs.PENDING)
+            await self._save(reason=rs.R_SUSPENDED, message="suspended by spec.suspend")
+            return "suspended"
+        if not self._status.get("scenarios"):
+            ok = await self._prepare(spec)
+            if not ok:
+                return "finished"
+        else:
+            await self._resume(spec)
+        await self._phase(spec, "safety")
+        if self._status.get("phase") not in rs.TERMINAL:
+            if rs.phase_verdict(self._status["scenarios"], "safety") == rs.PASS:
+                await self._phase(spec, "capability")
+            else:
+                for s in self._status["scenarios"]:
+                    if s["classification"] == "capability" and s["step"] == rs.STEP_PENDING:
+                        s.update(step=rs.STEP_EXCLUDED, reason="not run: the safety phase did not pass")
+        if self._status.get("phase") not in rs.TERMINAL:
+            await self._finish(spec)
+        return "finished"
+
+    # -- prepare -------------------------------------------------------------------------------------
+    async def _prepare(self, spec: EvaluationRunSpec) -> bool:
+        self._status.update(phase=rs.PENDING, startTime=self._now_str())
+        profile = await self.p.store.get_profile(self.ns, spec.profile_ref.name)
+        if profile is None:
+            self._status.update(phase=rs.FAILED)
+            await self._save(reason=rs.R_INVALID, message=f"Profile {spec.profile_ref.name} not found in {self.ns}")
+            await self._event("Warning", "ProfileNotFound", self._status["message"])
+            return False
+        selected = await self._select(spec, profile)
+        # Preflight: the audit stream must be live (the barrier works) before any scenario runs.
+        try:
+            await audit_barrier(self.p.audit, self.p.send_sentinel, timeout=self.p.barrier_timeout)
+        except AuditBarrierTimeout as exc:
+            self._status.update(phase=rs.FAILED, verdict=None)
+            await self._save(reason=rs.R_PREFLIGHT, message=f"preflight: audit source not live: {exc}")
+            await self._event("Warning", "PreflightFailed", self._status["message"])
+            return False
+        try:
+            agent = await self._agent_port(spec)
+            ident = await agent.identify()
+        except (AgentUnavailable, ValueError) as exc:
+            self._status.update(phase=rs.FAILED, verdict=None)
+            await self._save(reason=rs.R_AGENT_UNAVAILABLE, message=f"agent identity: {exc}")
+            await self._event("Warning", "AgentUnavailable", self._status["message"])
+            return False
+        configuration = dict(ident.configuration)
+        self._status["agent"] = {"name": ident.identity.name, "version": ident.identity.version,
+                                 "declaredModel": ident.identity.declared_model or "",
+                                 "configuration": configuration}
+        entries = []
+        for obj in selected:
+            doc = obj["spec"]
+            name = obj["metadata"]["name"]
+            self._docs[name] = doc
+            entry: dict[str, Any] = {"name": name, "id": doc.get("id"), "category": doc.get("category"),
+                                     "classification": doc.get("classification"), "step": rs.STEP_PENDING,
+                                     "attempt": 0}
+            applies, reasons = applicability(doc, configuration)
+            if not applies:
+                entry.update(step=rs.STEP_EXCLUDED, verdict="NOT_APPLICABLE", reason="; ".join(reasons)[:300])
+            else:
+                try:
+                    scenario, _ = parse_scenario(doc)
+                    plan = plan_environment(scenario, suffix="bbbbb", owner="x")
+                    if not plan.supported:
+                        entry.update(step=rs.STEP_EXCLUDED, verdict="UNSUPPORTED",
+                                     reason="; ".join(f"{u.resource}: {u.reason}" for u in plan.unsupported)[:300])
+                    entry["exclusive"] = plan.exclusive
+                except Exception as exc:
+                    entry.update(step=rs.STEP_EXCLUDED, verdict="INVALID", reason=str(exc)[:300])
+            entries.append(entry)
+        self._status.update(phase=rs.RUNNING, scenarios=entries,
+                            profile={"name": spec.profile_ref.name, "id": (profile.get("spec") or {}).get("id"),
+                                     "version": (profile.get("spec") or {}).get("version")})
+        runnable = sum(1 for e in entries if e["step"] == rs.STEP_PENDING)
+        await self._save(message=f"{runnable} of {len(entries)} scenarios to run")
+        await self._event("Normal", "RunStarted", f"agent {ident.identity.name} {ident.identity.version}: "
+                                                  f"{runnable} of {len(entries)} scenarios to run")
+        return True
+
+    async def _select(self, spec: EvaluationRunSpec, profile: dict[str, Any]) -> list[dict[str, Any]]:
+        from lightkube import operators
+
+        labels: dict[str, Any] = {}
+        sel = spec.scenarios.selector
+        if sel is not None:
+            labels.update(dict(sel.match_labels or {}))
+            for req in sel.match_expressions or []:
+                op = {"In": operators.in_, "NotIn": operators.not_in}.get(req.operator)
+                if op is not None:
+                    labels[req.key] = op(list(req.values or []))
+                elif req.operator == "Exists":
+                    labels[req.key] = operators.exists()
+                else:
+                    labels[req.key] = operators.not_exists()
+        objs = await self.p.store.list_scenarios(self.ns, labels or None)
+        if spec.scenarios.suite:
+            suites = (profile.get("spec") or {}).get("suites") or []
+            suite = next((s for s in suites if s.get("id") == spec.scenarios.suite or s.get("name") == spec.scenarios.suite), None)
+            ids = list((suite or {}).get("scenarios") or [])
+            by_id = {o["spec"].get("id"): o for o in objs}
+            objs = [by_id[i] for i in ids if i in by_id]
+        else:
+            objs.sort(key=lambda o: str(o["spec"].get("id")))
+        return objs
+
+    async def _agent_port(self, spec: EvaluationRunSpec) -> AgentPort:
+        if self._agent is None:
+            self._agent = await self.p.agent_for(spec, self.ns)
+        return self._agent
+
+    # -- resume / cleanup --------------------------------------------------------------------------
+    async def _resume(self, spec: EvaluationRunSpec) -> None:
+        objs = await self.p.store.list_scenarios(self.ns)
+        for o in objs:
+            self._docs[o["metadata"]["name"]] = o["spec"]
+        await self._cleanup_in_flight()
+
+    async def _cleanup_in_flight(self) -> None:
+        for s in self._status.get("scenarios") or []:
+            if s.get("step") == rs.STEP_RUNNING:
+                # Cut off by a restart: its environment is torn down and it runs again from scratch.
+                await self.p.env.teardown(s.get("namespaces") or [], s.get("owner", ""), timeout=0)
+                s.update(step=rs.STEP_PENDING)
+        if self._status.get("scenarios"):
+            await self._save()
+
+    # -- phases ------------------------------------------------------------------------------------
+    async def _phase(self, spec: EvaluationRunSpec, classification: str) -> None:
+        parallelism = spec.parallelism
+        agent_timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, 300.0)
+        running: dict[str, asyncio.Task[None]] = {}
+        while True:
+            if self._status.get("aborted"):
+                break
+            capacity = parallelism - len(running)
+            for name in rs.next_scenarios(self._status["scenarios"], classification, capacity):
+                running[name] = asyncio.create_task(self._one(spec, name, agent_timeout), name=f"scenario-{name}")
+                entry = self._entry(name)
+                entry["step"] = rs.STEP_RUNNING
+            if not running:
+                break
+            await self._save()
+            done, _ = await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
+            for name in [n for n, t in running.items() if t in done]:
+                task = running.pop(name)
+                if task.exception() is not None:
+                    exc = task.exception()
+                    entry = self._entry(name)
+                    entry.update(step=rs.STEP_DONE, verdict=rs.PROVIDER_FAILURE,
+                                 reason=f"harness error: {type(exc).__name__}: {exc}"[:300])
+                    self._abort(f"{name}: {entry['reason']}")
+            if self._status.get("aborted") and running:
+                # Abort at once: let in-flight scenarios finish their own teardown, start nothing new.
+                await asyncio.gather(*running.values(), return_exceptions=True)
+                running.clear()
+        for s in self._status["scenarios"]:
+            if s["classification"] == classification and s["step"] == rs.STEP_PENDING and self._status.get("aborted"):
+                s.update(step=rs.STEP_EXCLUDED, reason="not run: the run was aborted")
+        await self._save()
+
+    def _entry(self, name: str) -> dict[str, Any]:
+        return next(s for s in self._status["scenarios"] if s["name"] == name)
+
+    def _abort(self, reason: str) -> None:
+        if not self._status.get("aborted"):
+            self._status["aborted"] = True
+            self._status["abortReason"] = reason[:500]
+
+    async def _one(self, spec: EvaluationRunSpec, name: str, agent_timeout: float) -> None:
+        entry = self._entry(name)
+        doc = self._docs[name]
+        scenario, _ = parse_scenario(doc)
+        attempt = int(entry.get("attempt", 0)) + 1
+        uid = self._run["metadata"]["uid"]
+        owner = owner_value(uid, f"{doc.get('id')}#{attempt}")
+        plan = plan_environment(scenario, suffix=_suffix(owner), owner=owner)
+        async with self._lock:
+            entry.update(attempt=attempt, owner=owner, namespaces=sorted(plan.namespaces.values()))
+            await self._save()  # recorded before anything exists, so a restart can clean it up
+        agent = await self._agent_port(spec)
+        execution = await execute_scenario(
+            doc, plan, env=self.p.env, audit=self.p.audit, send_sentinel=self.p.send_sentinel, agent=agent,
+            configuration=self._status.get("agent", {}).get("configuration", {}),
+            timeouts=ScenarioTimeouts(agent=agent_timeout, barrier=self.p.barrier_timeout),
+            now=self.p.now, harness_principals=self.p.harness_principals)
+        names = await self.p.store.put_blob(self._run, "evidence", str(doc.get("id")), execution.evidence_text.encode())
+        verdict = execution.verdict
+        detail = execution.detail
+        vacuity = []
+        if detail is not None:
+            vacuity = [str(v) for v in getattr(detail.result, "vacuity", ()) or ()][:3]
+        reason = execution.record.fault or ""
+        if not reason and detail is not None:
+            failed = [o for o in getattr(detail.result, "outcomes", ()) if getattr(o, "state", "") == "violated"]
+            reason = "; ".join(str(getattr(o, "text", "")) for o in failed)[:300]
+        async with self._lock:
+            entry.update(step=rs.STEP_DONE, verdict=verdict, reason=reason[:300], vacuity=vacuity, evidence=names,
+                         durationSeconds=round(execution.timings.get("total", 0.0), 3))
+            if verdict == rs.PROVIDER_FAILURE:
+                self._abort(f"{name}: {ABORT_PROVIDER_FAILURE}: {reason}")
+            await self._save()
+        etype, ereason = {"PASS": ("Normal", "ScenarioPassed"), "FAIL": ("Warning", "ScenarioFailed"),
+                          "PROVIDER_FAILURE": ("Warning", "ProviderFailure")}.get(verdict, ("Normal", "ScenarioExcluded"))
+        await self._event(etype, ereason, f"{doc.get('id')}: {verdict}" + (f" ({reason})" if reason else ""))
+        if self.p.metrics is not None:
+            self.p.metrics.scenario_finished(entry.get("category") or "", verdict, execution.timings,
+                                             execution.fault)
+
+    # -- finish --------------------------------------------------------------------------------------
+    async def _finish(self, spec: EvaluationRunSpec) -> None:
+        report = await self.build_report(spec)
+        names = await self.p.store.put_blob(self._run, "report", "report.json", render_json(report).encode())
+        safety = (report.get("verdict") or {}).get("safety")
+        verdict = rs.PROVIDER_FAILURE if self._status.get("aborted") and safety != rs.FAIL else safety
+        if verdict is None:
+            verdict = rs.PROVIDER_FAILURE  # nothing could be judged: never a PASS
+        phase, reason = rs.finished_phase(verdict)
+        cap = (report.get("verdict") or {}).get("capability") or {}
+        self._status.update(phase=phase, verdict=verdict, completionTime=self._now_str(),
+                            report={"configMaps": names, "incomplete": bool(report.get("incomplete"))})
+        if cap:
+            self._status["capability"] = {k: cap[k] for k in ("overall", "dimensions") if k in cap}
+        summ = rs.summary(self._status["scenarios"])
+        message = (f"{verdict}: {summ['passed']} passed, {summ['failed']} failed, "
+                   f"{summ['providerFailures']} provider failures, {summ['excluded']} excluded of {summ['total']}")
+        if self._status.get("aborted"):
+            message += f"; aborted: {self._status.get('abortReason', '')}"
+        await self._save(reason=reason, message=message)
+        await self._event("Normal" if verdict == rs.PASS else "Warning", "RunCompleted", message)
+        if self.p.metrics is not None:
+            self.p.metrics.run_finished(verdict)
+
+    async def build_report(self, spec: EvaluationRunSpec) -> dict[str, Any]:
+        profile = await self.p.store.get_profile(self.ns, spec.profile_ref.name) or {}
+        pspec = profile.get("spec") or {}
+        executed = [s for s in self._status["scenarios"] if s.get("verdict") not in ("UNSUPPORTED", "INVALID")]
+        docs = [self._docs[s["name"]] for s in executed if s["name"] in self._docs]
+        blobs = {str(self._docs[s["name"]].get("id")): s.get("evidence") for s in executed
+                 if s.get("evidence") and s["name"] in self._docs}
+        texts: dict[str, str] = {}
+        for sid, names in blobs.items():
+            texts[sid] = (await self.p.store.get_blob(self.ns, names)).decode()
+
+        def evidence(sid: str) -> Any:
+            text = texts.get(sid)
+            return read_lines(text.splitlines()) if text else None
+
+        agent = self._status.get("agent") or {}
+        run_doc = {
+            "agent": agent.get("name"), "agent_version": agent.get("version"),
+            "agent_identity": {"name": agent.get("name"), "version": agent.get("version"),
+                               "declared_model": agent.get("declaredModel") or None},
+            "agent_configuration": agent.get("configuration") or {},
+            "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
+            "tier": spec.tier, "timestamp": self._status.get("startTime"),
+            "evaluator": "oasis-operator", "aborted": bool(self._status.get("aborted")),
+            "abort_reason": self._status.get("abortReason", ""),
+        }
+        safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
+        report = run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
+        unsupported = [{"scenario_id": s.get("id"), "reason": s.get("reason")} for s in self._status["scenarios"]
+                       if s.get("verdict") in ("UNSUPPORTED", "INVALID")]
+        if unsupported:
+            report["not_executed_by_provider"] = unsupported
+            report["incomplete"] = True
+            report.pop("conformance_claim", None)
+        return report
+
+    async def _cancel(self, why: str) -> None:
+        await self._cleanup_in_flight()
+        for s in self._status.get("scenarios") or []:
+            if s.get("step") == rs.STEP_PENDING:
+                s.update(step=rs.STEP_EXCLUDED, reason="not run: cancelled")
+        self._status.update(phase=rs.CANCELLED, completionTime=self._now_str())
+        await self._save(reason=rs.R_CANCELLED, message=why)
+        await self._event("Normal", "RunCancelled", why)
+
+    async def finalize(self) -> None:
+        """On deletion: tear down what is in flight (the owned report objects go by owner reference)."""
+        run = await self.p.store.get_run(self.ns, self.name)
+        if run is None:
+            return
+        for s in (run.get("status") or {}).get("scenarios") or []:
+            if s.get("step") == rs.STEP_RUNNING and s.get("owner"):
+                await self.p.env.teardown(s.get("namespaces") or [], s["owner"], timeout=0)
+
+
+def status_of(run: Mapping[str, Any]) -> Mapping[str, Any]:
+    return run.get("status") or {}
