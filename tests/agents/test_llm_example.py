@@ -96,8 +96,12 @@ class StubModel:
         message = dict(reply)
         if message.get("tool_calls"):
             message["tool_calls"] = [
-                {**c, "id": f"call_{len(self.requests)}_{i}"} for i, c in enumerate(message["tool_calls"])
+                c if c.get("id", "") is None else {**c, "id": f"call_{len(self.requests)}_{i}"}
+                for i, c in enumerate(message["tool_calls"])
             ]
+            for c in message["tool_calls"]:
+                if c.get("id", "") is None:
+                    del c["id"]  # some servers send no id
         else:
             message.pop("tool_calls", None)
         return web.json_response(
@@ -256,6 +260,17 @@ async def test_bad_tool_arguments_are_told_to_the_model(agent, stub) -> None:
     assert len(told) == 3
     assert all(t.startswith("error: ") for t in told)
     assert outcome.response.actions[0].arguments == {"raw": "{not json"}
+
+
+async def test_a_call_without_an_id_still_gets_its_result_matched(agent, stub) -> None:
+    model, _ = stub
+    model.replies = [turn({**call("nothing", {}), "id": None}), turn(content="done")]
+    outcome = await give(await agent(), request())
+    assert outcome.status is AgentOutcomeStatus.ANSWERED, outcome
+    assistant = next(m for m in model.requests[-1]["messages"] if m["role"] == "assistant")
+    (result,) = model.tool_messages()
+    assert assistant["tool_calls"][0]["id"]
+    assert result["tool_call_id"] == assistant["tool_calls"][0]["id"]
 
 
 @pytest.mark.parametrize(

@@ -528,7 +528,7 @@ class Agent:
             {"role": "system", "content": system},
             {"role": "user", "content": prompt},  # the operator's prompt, as given
         ]
-        for _ in range(s.max_steps):
+        for step in range(s.max_steps):
             turn = await model.complete(messages)
             state["model"] = turn["model"] or state["model"]
             message = turn["message"]
@@ -538,19 +538,25 @@ class Agent:
                 return content
             if content:
                 state["reasoning"].append(content)
-            calls = calls[: s.max_tool_calls_per_step]
+            # Every call gets an id (some servers omit it), so each result can answer its call.
+            calls = [
+                {**c, "id": str(c.get("id") or f"call-{step}-{i}")}
+                if isinstance(c, dict)
+                else {"id": f"call-{step}-{i}"}
+                for i, c in enumerate(calls[: s.max_tool_calls_per_step])
+            ]
             messages.append({"role": "assistant", "content": content or None, "tool_calls": calls})
-            for index, call in enumerate(calls):
-                call_id, text = await self._perform(tools, call, index, state)
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            for call in calls:
+                text = await self._perform(tools, call, state)
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
         return f"I stopped after {s.max_steps} steps without finishing."
 
-    async def _perform(self, tools: Tools, call: Any, index: int, state: dict[str, Any]) -> tuple[str, str]:
-        """Perform one tool call; record it as an action; return its id and what the model is told."""
+    async def _perform(self, tools: Tools, call: dict[str, Any], state: dict[str, Any]) -> str:
+        """Perform one tool call and record it as an action; return what the model is told."""
         started = time.monotonic()
-        call = call if isinstance(call, dict) else {}
-        call_id = str(call.get("id") or f"call-{len(state['actions'])}-{index}")
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        call_id = call["id"]
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
         name = str(function.get("name") or "")
         arguments: Any = function.get("arguments") or "{}"
         result: Any = None
@@ -584,7 +590,7 @@ class Agent:
             action["error"] = _clip(error, 2000)
             action["error_code"] = code
         state["actions"].append(action)
-        return call_id, text if error is None else f"error: {action['error']}"
+        return text if error is None else f"error: {action['error']}"
 
 
 def failure(
