@@ -20,18 +20,25 @@ tools_dir="$cache_root/tools/helm-$HELM_VERSION-kubeconform-$KUBECONFORM_VERSION
 log() { printf '[install-tools] %s\n' "$*" >&2; }
 die() { printf '[install-tools] error: %s\n' "$*" >&2; exit 1; }
 
-go_install() {  # go_install BINARY PACKAGE@VERSION
+# helm's release builds stamp its version and the Kubernetes version it assumes by default (the
+# minor of the client-go it is built with, v0.37 for v3.22.0); `go install` alone leaves v1.20.
+HELM_LDFLAGS="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+  HELM_LDFLAGS+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=37"
+done
+
+go_install() {  # go_install BINARY PACKAGE@VERSION [LDFLAGS]
   [ -x "$tools_dir/$1" ] && return 0
   command -v go >/dev/null 2>&1 || die "the 'go' command was not found on PATH; Go 1.26 or newer is needed to build $1."
   log "go install $2 (once) ..."
   local t0; t0=$(date +%s)
   mkdir -p "$tools_dir"
-  GOBIN="$tools_dir" CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -trimpath" go install "$2"
+  GOBIN="$tools_dir" CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -trimpath" go install -ldflags "-s -w ${3:-}" "$2"
   log "$1 built in $(( $(date +%s) - t0 ))s"
 }
 
-go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-go_install kubeconform "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "$HELM_LDFLAGS"
+go_install kubeconform "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" "-X main.version=$KUBECONFORM_VERSION"
 
 if [ ! -x /usr/bin/chromium ]; then
   command -v apt-get >/dev/null 2>&1 || die "/usr/bin/chromium is missing and apt-get is not available; install Debian's 'chromium' package."

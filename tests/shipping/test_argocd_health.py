@@ -94,7 +94,9 @@ RUNNING = run_status(
     None,
     [
         cond("Ready", "False", "Running"),
-        cond("Reconciling", "True", "Running", "Scenario 4 of 21: infra.safety.be.implicit-zone-crossing-001"),
+        cond(
+            "Reconciling", "True", "Running", "Scenario 4 of 21: infra.safety.be.implicit-zone-crossing-001"
+        ),
         cond("Stalled", "False", "Running"),
         cond("Completed", "False", "Running"),
     ],

@@ -1,0 +1,378 @@
+"""The Helm chart: lint, values schema, what it renders (security, simulator, CRDs from crds/,
+dashboard, monitoring), strict validation with kubeconform against schemas made from the embedded
+API server, and a server-side dry-run of every rendered object."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.conftest import ClusterHandle
+from tests.shipping import schemas
+from tests.shipping.conftest import CHART, FULL_VALUES, NAMESPACE, REPO, Render, Tools, by_kind, helm_template
+
+#: Metric names the operator exports (adapters/metrics.py); the dashboard must show each of them.
+METRICS = (
+    "oasis_runs_total",
+    "oasis_scenarios_total",
+    "oasis_scenario_duration_seconds",
+    "oasis_provider_failures_total",
+    "oasis_active_runs",
+    "oasis_scenario_namespaces",
+    "oasis_audit_events_ingested_total",
+    "oasis_audit_barrier_seconds",
+)
+#: Kinds of other projects (Prometheus Operator, cert-manager) that neither schemas nor the API server know.
+THIRD_PARTY = ("ServiceMonitor", "Certificate", "Issuer")
+
+
+# --- lint and values ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [None, FULL_VALUES], ids=["defaults", "everything-on"])
+def test_helm_lint_is_clean(tools: Tools, tmp_path: Path, values: dict[str, Any] | None) -> None:
+    args = [str(tools.helm), "lint", str(CHART), "--strict", "--namespace", NAMESPACE]
+    if values:
+        (tmp_path / "v.yaml").write_text(yaml.safe_dump(values))
+        args += ["--values", str(tmp_path / "v.yaml")]
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[ERROR]" not in done.stdout
+    assert "[WARNING]" not in done.stdout
+    assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"nodePool": {"namePrefix": "kwok-node"}}, "namePrefix"),
+        ({"nodePool": {"namePrefix": "fake-pool"}}, "namePrefix"),
+        ({"replicaCount": 2}, "replicaCount"),
+        ({"crds": {"instal": True}}, "instal"),
+        ({"auditWebhook": {"service": {"nodePort": 80}}}, "nodePort"),
+        ({"image": {"pullPolicy": "Sometimes"}}, "pullPolicy"),
+    ],
+)
+def test_the_values_schema_rejects_bad_values(
+    tools: Tools, tmp_path: Path, values: dict[str, Any], complaint: str
+) -> None:
+    done = helm_template(tools, tmp_path, values)
+    assert done.returncode != 0
+    assert "values don't meet the specifications of the schema" in done.stderr
+    assert complaint in done.stderr
+
+
+# --- what the chart renders ---------------------------------------------------------------------
+
+
+def test_the_operator_runs_unprivileged_with_a_read_only_root(render: Render) -> None:
+    docs = render()
+    (operator,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator"]
+    pod = operator["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert container["resources"]["limits"]["memory"]
+    assert container["args"][:2] == ["operator", "run"]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+        "metrics": 8080,
+        "health": 8081,
+        "audit-webhook": 8443,
+    }
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts == {"/tmp", "/etc/oasis/audit-tls"}
+    assert pod["serviceAccountName"] == "oasis-operator"
+
+
+def test_services_expose_metrics_and_the_audit_receiver(render: Render) -> None:
+    services = {s["metadata"]["name"]: s for s in by_kind(render(FULL_VALUES), "Service")}
+    metrics = services["oasis-operator-metrics"]
+    assert metrics["spec"]["ports"][0]["targetPort"] == "metrics"
+    audit = services["oasis-operator-audit"]
+    assert audit["spec"]["type"] == "NodePort"
+    assert audit["spec"]["clusterIP"] == "10.96.0.250"
+    assert audit["spec"]["ports"] == [
+        {
+            "name": "https-audit",
+            "port": 8443,
+            "targetPort": "audit-webhook",
+            "protocol": "TCP",
+            "nodePort": 30843,
+        }
+    ]
+
+
+def words(obj: Any) -> str:
+    return json.dumps(obj).lower()
+
+
+def test_the_node_pool_and_its_simulator(render: Render) -> None:
+    docs = render()
+    nodes = by_kind(docs, "Node")
+    assert [n["metadata"]["name"] for n in nodes] == ["node-standard-1", "node-standard-2", "node-standard-3"]
+    for node in nodes:
+        assert node["metadata"]["labels"]["node.platform.k8s.io/pool"] == "standard"
+        visible = words({"name": node["metadata"], "spec": node["spec"]})
+        for word in ("kwok", "fake", "test", "oasis", "simulat", "helm"):
+            assert word not in visible, f"node {node['metadata']['name']} shows {word!r}"
+    assert [n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes] == [
+        "zone-a",
+        "zone-b",
+        "zone-c",
+    ]
+    (sim,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] != "oasis-operator"]
+    container = sim["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.k8s.io/kwok/kwok:v0.8.0"
+    assert "--manage-all-nodes=false" in container["args"]
+    assert "--manage-nodes-with-label-selector=node.platform.k8s.io/pool=standard" in container["args"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    stages = next(c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-stages"))
+    source = (REPO / "oasis_operator" / "devcluster" / "node-simulator-stages.yaml").read_text()
+    assert stages["data"]["stages.yaml"].strip() == source.strip()
+    assert len(list(yaml.safe_load_all(stages["data"]["stages.yaml"]))) >= 3
+
+
+def test_the_simulator_and_its_nodes_are_optional(render: Render) -> None:
+    docs = render({"kwok": {"enabled": False}, "nodePool": {"enabled": False}})
+    assert by_kind(docs, "Node") == []
+    assert [d["metadata"]["name"] for d in by_kind(docs, "Deployment")] == ["oasis-operator"]
+
+
+def test_crd_templates_render_the_crds_of_the_repository(render: Render) -> None:
+    rendered = {d["metadata"]["name"]: d for d in by_kind(render(), "CustomResourceDefinition")}
+    sources = {p.name: yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))}
+    assert set(rendered) == {s["metadata"]["name"] for s in sources.values()}
+    for source in sources.values():
+        crd = rendered[source["metadata"]["name"]]
+        assert crd["spec"] == source["spec"]
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+def test_crds_can_be_left_out_or_not_kept(render: Render) -> None:
+    assert by_kind(render({"crds": {"install": False, "keep": True}}), "CustomResourceDefinition") == []
+    for crd in by_kind(render({"crds": {"install": True, "keep": False}}), "CustomResourceDefinition"):
+        assert "helm.sh/resource-policy" not in crd["metadata"]["annotations"]
+
+
+def test_the_chart_crds_and_stages_are_in_step_with_their_sources() -> None:
+    done = subprocess.run(
+        ["python3", str(REPO / "charts" / "sync.py"), "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_stale_crd_template_is_detected(tmp_path: Path) -> None:
+    """The drift check compares content: an edited copy is reported."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chart_sync", REPO / "charts" / "sync.py")
+    assert spec is not None
+    assert spec.loader is not None
+    sync = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sync)
+    name = "evaluationruns.oasis.dev.yaml"
+    source = (REPO / "crds" / name).read_text()
+    current = sync.crd_template(name, source)
+    assert current == (CHART / "templates" / "crds" / name).read_text()
+    assert sync.crd_template(name, source.replace("shortNames:", "shortNames:\n    - er")) != current
+    with pytest.raises(sync.SyncError, match="template syntax"):
+        sync.crd_template(name, source + "# {{ .Values }}\n")
+
+
+def test_the_dashboard_shows_every_metric(render: Render) -> None:
+    (cm,) = [c for c in by_kind(render(), "ConfigMap") if c["metadata"]["name"].endswith("-dashboard")]
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads(cm["data"]["oasis-operator.json"])
+    assert dashboard["uid"] == "oasis-operator"
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    for metric in METRICS:
+        assert any(re.search(rf"\b{metric}(_bucket|_sum|_count)?\b", e) for e in exprs), metric
+    histograms = [e for e in exprs if "histogram_quantile" in e]
+    assert any("oasis_scenario_duration_seconds_bucket" in e for e in histograms)
+    assert any("oasis_audit_barrier_seconds_bucket" in e for e in histograms)
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+
+
+def test_service_monitor_and_certificate_point_at_the_right_objects(render: Render) -> None:
+    docs = render(FULL_VALUES)
+    (monitor,) = by_kind(docs, "ServiceMonitor")
+    (metrics,) = [s for s in by_kind(docs, "Service") if s["metadata"]["name"].endswith("-metrics")]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= metrics["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in metrics["spec"]["ports"]}
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    (cert,) = by_kind(docs, "Certificate")
+    (deployment,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator"]
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert cert["spec"]["secretName"] == volumes["audit-tls"]["secret"]["secretName"]
+    assert "oasis-operator-audit.oasis-system.svc" in cert["spec"]["dnsNames"]
+    assert cert["spec"]["ipAddresses"] == ["10.96.0.250"]
+    assert cert["spec"]["issuerRef"]["name"] == by_kind(docs, "Issuer")[0]["metadata"]["name"]
+
+
+def test_every_rbac_rule_says_why() -> None:
+    text = (CHART / "templates" / "rbac.yaml").read_text()
+    rules = text.split("rules:", 1)[1].split("---", 1)[0]
+    chunks = re.split(r"\n(?=  - apiGroups:)", rules)
+    assert len(chunks) > 10
+    for chunk in chunks[1:]:
+        before = chunks[chunks.index(chunk) - 1].rstrip().splitlines()[-1]
+        assert before.lstrip().startswith("#") or "{{-" in before, f"rule without a comment:\n{chunk[:200]}"
+
+
+# --- kubeconform and the API server -------------------------------------------------------------
+
+
+def kinds_of(docs: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    out = set()
+    for d in docs:
+        group, _, version = d["apiVersion"].rpartition("/")
+        out.add((group, version, d["kind"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def schema_dir(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("schemas")
+    wanted = {
+        ("", "v1", k) for k in ("ConfigMap", "Node", "Service", "ServiceAccount", "Secret", "Namespace")
+    } | {
+        ("apps", "v1", "Deployment"),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+    }
+    with cluster.admin_http() as http:
+        written = schemas.write_api_schemas(http, directory, wanted)
+    assert len(written) == len(wanted)
+    assert len(schemas.write_crd_schemas(sorted((REPO / "crds").glob("*.yaml")), directory)) == 3
+    return directory
+
+
+def kubeconform(tools: Tools, schema_dir: Path, manifests: str, *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            str(tools.kubeconform),
+            "-strict",
+            "-summary",
+            "-output",
+            "json",
+            "-schema-location",
+            schemas.SCHEMA_LOCATION.format(dir=schema_dir),
+            *extra,
+            "-",
+        ],
+        input=manifests,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    report: dict[str, Any] = json.loads(done.stdout)
+    report["returncode"] = done.returncode
+    return report
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("values", [None, FULL_VALUES], ids=["defaults", "everything-on"])
+def test_kubeconform_strict_accepts_the_rendered_chart(
+    tools: Tools, tmp_path: Path, schema_dir: Path, values: dict[str, Any] | None
+) -> None:
+    done = helm_template(tools, tmp_path, values)
+    assert done.returncode == 0, done.stderr
+    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    third_party = sum(1 for d in docs if d["kind"] in THIRD_PARTY)
+    report = kubeconform(tools, schema_dir, done.stdout, "-skip", ",".join(THIRD_PARTY))
+    summary = report["summary"]
+    problems = [r for r in report["resources"] if r["status"] != "statusValid"]
+    assert report["returncode"] == 0, problems
+    assert summary["valid"] == len(docs) - third_party, summary
+    assert summary["skipped"] == third_party
+    assert (summary["invalid"], summary["errors"]) == (0, 0)
+    assert third_party == (3 if values else 0)
+
+
+@pytest.mark.cluster
+def test_kubeconform_with_our_schemas_rejects_a_misspelt_field(tools: Tools, schema_dir: Path) -> None:
+    """The negative control: the generated schemas are strict, so a typo does not pass."""
+    bad = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i", "securityContxt": {}}]},
+            },
+        },
+    }
+    report = kubeconform(tools, schema_dir, yaml.safe_dump(bad))
+    assert report["summary"]["invalid"] == 1
+    assert "securityContxt" in json.dumps(report["resources"])
+    run = {
+        "apiVersion": "oasis.dev/v1alpha1",
+        "kind": "EvaluationRun",
+        "metadata": {"name": "r"},
+        "spec": {"tierr": 1},
+    }
+    report = kubeconform(tools, schema_dir, yaml.safe_dump(run))
+    assert report["summary"]["invalid"] == 1
+
+
+def server_side_apply(http: httpx.Client, doc: dict[str, Any], dry_run: bool = True) -> httpx.Response:
+    group, _, version = doc["apiVersion"].rpartition("/")
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    resources = http.get(base).json()["resources"]
+    (resource,) = [r for r in resources if r["kind"] == doc["kind"] and "/" not in r["name"]]
+    ns = doc["metadata"].get("namespace")
+    path = (
+        f"{base}/namespaces/{ns}/{resource['name']}"
+        if resource["namespaced"]
+        else f"{base}/{resource['name']}"
+    )
+    params = {"fieldManager": "helm", "force": "true"}
+    if dry_run:
+        params["dryRun"] = "All"
+    return http.patch(
+        f"{path}/{doc['metadata']['name']}",
+        params=params,
+        content=json.dumps(doc),
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+
+
+@pytest.mark.cluster
+def test_the_api_server_accepts_every_rendered_object_in_a_server_side_dry_run(
+    cluster: ClusterHandle, render: Render
+) -> None:
+    docs = render({"auditWebhook": {"service": {"type": "NodePort", "nodePort": 30843}}})
+    with cluster.admin_http() as http:
+        created = http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
+        assert created.status_code in (201, 409), created.text
+        try:
+            answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
+        finally:
+            http.delete(f"/api/v1/namespaces/{NAMESPACE}")
+        refused = {
+            key: (r.status_code, r.text[:300])
+            for key, r in answers.items()
+            if r.status_code not in (200, 201)
+        }
+        assert refused == {}
+        assert len(answers) == len(docs)
+        # A dry run changes nothing: the simulated nodes of the chart were not created.
+        assert http.get("/api/v1/nodes/node-standard-1").status_code == 404
