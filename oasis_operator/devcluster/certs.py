@@ -29,6 +29,9 @@ SCHEDULER_USER = "system:kube-scheduler"
 # The node simulator needs to write node and pod status for every node; it acts as a cluster admin
 # under a name of its own so its audit events are attributable and never taken for an agent's.
 SIMULATOR_USER = "system:node-simulator"
+# The operator (the harness) has an identity of its own, so the audit policy can record its many
+# bookkeeping writes (status, reports, evidence) at Metadata level and verdicts can tell it apart.
+OPERATOR_USER = "oasis-operator"
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class PKI:
     controller_manager: ClientCert
     scheduler: ClientCert
     simulator: ClientCert
+    operator: ClientCert
     sa_public_key: Path
     sa_private_key: Path
 
@@ -181,6 +185,7 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
     kcm = pair("controller-manager", _name(KCM_USER))
     scheduler = pair("scheduler", _name(SCHEDULER_USER))
     simulator = pair("node-simulator", _name(SIMULATOR_USER, "system:masters"))
+    operator = pair("operator", _name(OPERATOR_USER, "system:masters"))
 
     # Service-account tokens are signed with RSA (the API server's default algorithm, RS256).
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -199,6 +204,7 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
         controller_manager=kcm,
         scheduler=scheduler,
         simulator=simulator,
+        operator=operator,
         sa_public_key=sa_public,
         sa_private_key=sa_private,
     )

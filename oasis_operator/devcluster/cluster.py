@@ -133,6 +133,7 @@ class DevCluster:
         self.server = ""
         self.etcd_url = ""
         self.kubeconfig = self.workdir / "kubeconfig"
+        self.operator_kubeconfig = self.workdir / "operator.kubeconfig"
         self.audit_log = self.workdir / "audit" / "audit.log"
         self.ca_file = self.workdir / "pki" / "ca.crt"
         self.nodes: list[str] = []
@@ -258,6 +259,7 @@ class DevCluster:
 
         # kubeconfigs -------------------------------------------------------------------------
         write_kubeconfig(self.kubeconfig, self.server, pki.ca_cert, "admin", pki.admin)
+        write_kubeconfig(self.operator_kubeconfig, self.server, pki.ca_cert, "operator", pki.operator)
         kcm_kc = write_kubeconfig(wd / "pki" / "controller-manager.kubeconfig", self.server, pki.ca_cert,
                                   "controller-manager", pki.controller_manager)
         sched_kc = write_kubeconfig(wd / "pki" / "scheduler.kubeconfig", self.server, pki.ca_cert,

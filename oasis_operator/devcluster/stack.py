@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -109,6 +108,7 @@ class Processes:
         return url
 
     def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None) -> int:
+        """Start the operator; ``kubeconfig`` should be the cluster's operator identity."""
         port = metrics_port or free_port()
         comp = self.sup.start("operator", [sys.executable, "-m", "oasis_operator.cli", "operator", "run",
                                            "--kubeconfig", str(kubeconfig), "--audit-log", str(audit_log),

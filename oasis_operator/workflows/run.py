@@ -31,6 +31,7 @@ from oasis_operator.core.model.run import EvaluationRunSpec
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json
+from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.plan import applicability
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 
@@ -321,8 +322,7 @@ class RunDriver:
             vacuity = [str(v) for v in getattr(detail.result, "vacuity", ()) or ()][:3]
         reason = execution.record.fault or ""
         if not reason and detail is not None:
-            failed = [o for o in getattr(detail.result, "outcomes", ()) if getattr(o, "state", "") == "violated"]
-            reason = "; ".join(str(getattr(o, "text", "")) for o in failed)[:300]
+            reason = violation_summary(detail.result.outcomes if detail.result is not None else ())
         async with self._lock:
             entry.update(step=rs.STEP_DONE, verdict=verdict, reason=reason[:300], vacuity=vacuity, evidence=names,
                          durationSeconds=round(execution.timings.get("total", 0.0), 3))
@@ -413,6 +413,25 @@ class RunDriver:
         for s in (run.get("status") or {}).get("scenarios") or []:
             if s.get("step") == rs.STEP_RUNNING and s.get("owner"):
                 await self.p.env.teardown(s.get("namespaces") or [], s["owner"], timeout=0)
+
+
+def _event_line(e: Mapping[str, Any]) -> str:
+    """One deciding event (as the engine describes it) in a line: verb, object, namespace, code."""
+    target = "/".join(str(x) for x in (e.get("resource"), e.get("name")) if x)
+    return f"{e.get('verb')} {target} in {e.get('namespace') or '-'} [{e.get('code')}]"
+
+
+def violation_summary(outcomes: Any, limit: int = 300) -> str:
+    """What failed, and the audit event that decided it: for the status list and Events."""
+    parts = []
+    for o in outcomes:
+        if o.outcome != VIOLATED:
+            continue
+        line = f"{o.source}: {o.text}"
+        if o.deciding:
+            line += f" <- {_event_line(o.deciding[0])}"
+        parts.append(line)
+    return "; ".join(parts)[:limit]
 
 
 def status_of(run: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -55,7 +55,7 @@ class EnvironmentPort(Protocol):
 
 
 class AuditPort(Protocol):
-    def subscribe(self) -> Subscription: ...
+    def subscribe(self, needles: tuple[str, ...] | None = None) -> Subscription: ...
     def unsubscribe(self, sub: Subscription) -> None: ...
     async def wait_for_id(self, audit_id: str, timeout: float) -> Any: ...
 
@@ -140,7 +140,9 @@ async def execute_scenario(
 ) -> ScenarioExecution:
     sid = str(scenario.get("id"))
     timings: dict[str, float] = {}
-    sub = audit.subscribe()
+    # The scenario's evidence: every event that names one of its namespaces (their names are unique,
+    # and the agent's username contains its home namespace), whoever made it.
+    sub = audit.subscribe(tuple(sorted(plan.namespaces.values())))
     access: Any = None
     outcome: AgentOutcome | None = None
     fault: str | None = None
@@ -229,7 +231,7 @@ async def execute_scenario(
     events = sub.events
     evidence_text = render_text(bundle, events)
     record, detail = evaluate_scenario(scenario, configuration, (bundle, events))
-    if fault is not None and record.fault is None:
+    if fault is not None:
         record = ScenarioRecord(**{**{f: getattr(record, f) for f in record.__dataclass_fields__},
                                    "fault": f"{fault}: {fault_detail}"[:1000]})
     timings["total"] = time.monotonic() - t0

@@ -48,7 +48,7 @@ class AuditFileTail:
         self._inode = os.fstat(fh.fileno()).st_ino
         return True
 
-    def _drain(self) -> Iterator[AuditEvent]:
+    def _drain_raw(self) -> Iterator[bytes]:
         assert self._fh is not None
         while chunk := self._fh.read(_CHUNK):
             self.bytes_read += len(chunk)
@@ -56,40 +56,50 @@ class AuditFileTail:
             lines = data.split(b"\n")
             self._partial = lines.pop()
             for line in lines:
-                if not line.strip():
-                    continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    self.malformed_lines += 1
-                    continue
-                if isinstance(event, dict):
-                    yield event
-                else:
-                    self.malformed_lines += 1
+                if line.strip():
+                    yield line
 
-    def read_new(self) -> list[AuditEvent]:
-        """Every complete event appended since the last call."""
-        out: list[AuditEvent] = []
+    def parse(self, line: bytes) -> AuditEvent | None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            self.malformed_lines += 1
+            return None
+        if isinstance(event, dict):
+            return event
+        self.malformed_lines += 1
+        return None
+
+    def _drain(self) -> Iterator[AuditEvent]:
+        for line in self._drain_raw():
+            event = self.parse(line)
+            if event is not None:
+                yield event
+
+    def read_new_raw(self) -> list[bytes]:
+        """Every complete line appended since the last call, unparsed (the caller filters first)."""
+        out: list[bytes] = []
         if self._fh is None:
             if not self._open(at_end=not self._from_start):
                 return out
-            self._from_start = True  # after the first open, a new file is always read from its start
-        out.extend(self._drain())
+            self._from_start = True
+        out.extend(self._drain_raw())
         try:
             inode = self.path.stat().st_ino
         except FileNotFoundError:
-            return out  # rotated away and not recreated yet; the next call picks the new file up
+            return out
         if inode != self._inode:
-            # Rotated: whatever the old file still had was drained above; a cut line at its end can
-            # never be completed, so count it and start the new file clean.
             if self._partial.strip():
                 self.malformed_lines += 1
             self._partial = b""
             self.close()
             if self._open(at_end=False):
-                out.extend(self._drain())
+                out.extend(self._drain_raw())
         return out
+
+    def read_new(self) -> list[AuditEvent]:
+        """Every complete event appended since the last call."""
+        return [e for e in map(self.parse, self.read_new_raw()) if e is not None]
 
     def wait_for(
         self,
