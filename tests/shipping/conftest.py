@@ -56,12 +56,12 @@ Render = Callable[..., list[dict[str, Any]]]
 
 
 def helm_template(
-    tools: Tools, tmp: Path, values: dict[str, Any] | None = None
+    tools: Tools, tmp: Path, values: dict[str, Any] | None = None, release: str = RELEASE
 ) -> subprocess.CompletedProcess[str]:
     args = [
         str(tools.helm),
         "template",
-        RELEASE,
+        release,
         str(CHART),
         "--namespace",
         NAMESPACE,
