@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local Kubernetes control plane used by tests, `oasis dev-cluster` and the demo:
-# kube-apiserver, kube-controller-manager, kube-scheduler (tools/k8s), etcd (tools/etcd) and kwok (go install of a
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (tools/k8s), etcd (tools/etcd) and kwok (go install of a
 # released version). Output goes to a versioned cache outside the repository; nothing is built when
 # the binaries are already there. The last line printed is the directory holding the binaries.
 #
@@ -21,7 +21,7 @@ jobs="${OASIS_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 log() { printf '[build-binaries] %s\n' "$*" >&2; }
 die() { printf '[build-binaries] error: %s\n' "$*" >&2; exit 1; }
 
-want=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+want=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
 missing=()
 for b in "${want[@]}"; do [ -x "$bin_dir/$b" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -53,7 +53,7 @@ start=$(date +%s)
 for b in "${missing[@]}"; do
   t0=$(date +%s)
   case "$b" in
-    kube-apiserver|kube-controller-manager|kube-scheduler)
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl)
       log "building $b $K8S_VERSION (the first build takes several minutes) ..."
       (cd "$here/k8s" && go build -p "$jobs" -ldflags "$version_flags" -o "$tmp/$b" "k8s.io/kubernetes/cmd/$b")
       ;;

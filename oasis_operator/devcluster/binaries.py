@@ -15,7 +15,7 @@ from pathlib import Path
 
 from oasis_operator.devcluster.errors import SetupError
 
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = _REPO_ROOT / "tools" / "build-binaries.sh"

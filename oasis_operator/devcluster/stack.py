@@ -107,10 +107,11 @@ class Processes:
                             what=f"reference agent {persona}", timeout=30, owner=comp)
         return url
 
-    def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None) -> int:
+    def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None,
+                 env: dict[str, str] | None = None) -> int:
         """Start the operator; ``kubeconfig`` should be the cluster's operator identity."""
         port = metrics_port or free_port()
-        comp = self.sup.start("operator", [sys.executable, "-m", "oasis_operator.cli", "operator", "run",
+        comp = self.sup.start("operator", env=env, argv=[sys.executable, "-m", "oasis_operator.cli", "operator", "run",
                                            "--kubeconfig", str(kubeconfig), "--audit-log", str(audit_log),
                                            "--metrics-port", str(port)])
         self.sup.wait_until(lambda: httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1).status_code == 200,

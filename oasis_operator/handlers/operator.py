@@ -76,7 +76,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
     memo.ports = RunPorts(store=store, env=KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data),
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
-                          metrics=metrics, harness_principals=(username,) if username else ())
+                          metrics=metrics, harness_principals=(username,) if username else (),
+                          barrier_timeout=float(os.environ.get("OASIS_BARRIER_TIMEOUT", "15")))
     memo.closers = [client.close, http.aclose, audit.stop]
     log.info("operator ready as %s; audit source %s", username, type(audit).__name__)
 

@@ -58,7 +58,7 @@ def test_bin_dir_override_missing_binaries_is_named(tmp_path, monkeypatch):
     (tmp_path / "etcd").write_text("#!/bin/sh\n")
     (tmp_path / "etcd").chmod(0o755)
     monkeypatch.setenv("OASIS_BIN_DIR", str(tmp_path))
-    with pytest.raises(SetupError, match="lacks kube-apiserver, kube-controller-manager, kube-scheduler, kwok"):
+    with pytest.raises(SetupError, match="lacks kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok"):
         binaries.resolve()
 
 
