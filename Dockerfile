@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1
+# The operator's container image: `oasis operator run` as an unprivileged user (uid 65532), the
+# package and its dependencies in a virtualenv built in a first stage, no compiler or pip cache in
+# the final one. The Helm chart (charts/oasis-operator) runs it with a read-only root filesystem and
+# /tmp as its only writable path.
+#
+# Not built by the test suite (no container runtime on our machines); tests/shipping/test_dockerfile.py
+# checks its shape. Build and push:
+#   docker build -t ghcr.io/oasis-operator/oasis-operator:0.1.0 .
+# For reproducible builds, pin the base by digest: --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:...
+
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+# Metadata first, sources second: the layer with the sources is the only one a code change rebuilds.
+COPY pyproject.toml README.md ./
+COPY oasis_operator ./oasis_operator
+RUN python -m venv /opt/oasis \
+ && /opt/oasis/bin/pip install . \
+ && /opt/oasis/bin/python -m compileall -q /opt/oasis/lib
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="oasis-operator" \
+      org.opencontainers.image.description="Evaluates AI agents acting on Kubernetes clusters (OASIS)" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=build /opt/oasis /opt/oasis
+ENV PATH=/opt/oasis/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/tmp
+# 8080 metrics (/metrics), 8081 liveness (/healthz), 8443 audit webhook receiver (TLS, /audit).
+EXPOSE 8080 8081 8443
+USER 65532:65532
+ENTRYPOINT ["oasis", "operator", "run"]

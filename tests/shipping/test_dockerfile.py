@@ -1,0 +1,74 @@
+"""The Dockerfile, read as instructions (it is not built here): pinned bases, several stages, the
+package installed with pip, a non-root numeric user, the entrypoint the Helm chart relies on, and a
+build context that leaves out the virtualenv and the repository's history."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from tests.shipping.conftest import CHART, REPO
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    text = (REPO / "Dockerfile").read_text()
+    text = re.sub(r"\\\n", " ", text)
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        out.append((word.upper(), rest.strip()))
+    return out
+
+
+def test_bases_are_pinned_and_the_build_is_multi_stage() -> None:
+    steps = instructions()
+    args = dict(a.split("=", 1) for k, a in steps if k == "ARG" and "=" in a)
+    bases = [a.split()[0] for k, a in steps if k == "FROM"]
+    assert len(bases) >= 2
+    for base in bases:
+        image = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], base)
+        name, _, tag = image.partition(":")
+        assert name == "python"
+        assert re.fullmatch(r"3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", tag), image
+        assert "latest" not in image
+
+
+def test_the_final_stage_runs_the_operator_as_a_non_root_user() -> None:
+    steps = instructions()
+    final = steps[max(i for i, (k, _) in enumerate(steps) if k == "FROM") :]
+    users = [a for k, a in final if k == "USER"]
+    assert users == ["65532:65532"]
+    entrypoint = [json.loads(a) for k, a in final if k == "ENTRYPOINT"]
+    assert entrypoint == [["oasis", "operator", "run"]]
+    assert any(k == "COPY" and a.startswith("--from=build") for k, a in final)
+    assert not any(k == "RUN" and "pip install" in a for k, a in final)  # no build tools in the final stage
+    run = " ".join(a for k, a in steps if k == "RUN")
+    assert "pip install ." in run
+
+
+def test_what_the_dockerfile_copies_exists_and_the_context_is_small() -> None:
+    for kind, argument in instructions():
+        if kind == "COPY" and not argument.startswith("--from"):
+            for source in argument.split()[:-1]:
+                assert (REPO / source).exists(), source
+    ignore = (REPO / ".dockerignore").read_text().splitlines()
+    assert ignore[ignore.index("*")] == "*"  # everything is excluded unless listed
+    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
+    assert allowed == {"pyproject.toml", "README.md", "oasis_operator"}
+
+
+def test_the_chart_runs_the_image_as_its_user() -> None:
+    steps = instructions()
+    uid = int([a for k, a in steps if k == "USER"][-1].split(":")[0])
+    values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    assert f"runAsUser: {uid}" in template
+    ports = {int(p) for k, a in steps if k == "EXPOSE" for p in a.split()}
+    assert ports == {values["metrics"]["port"], values["health"]["port"], values["auditWebhook"]["port"]}
