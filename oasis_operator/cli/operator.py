@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--metrics-port", type=int, default=int(os.environ.get("OASIS_METRICS_PORT", "8080")))
     run.add_argument("--liveness", default="http://127.0.0.1:0/healthz",
                      help="kopf liveness endpoint URL (port 0: none)")
+    run.add_argument("--namespace", action="append", default=[],
+                     help="watch only this namespace (repeatable; default: the whole cluster)")
     run.add_argument("--verbose", action="store_true")
     run.set_defaults(func=cmd_run)
 
@@ -53,5 +55,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat.PLAIN)
     liveness = None if args.liveness.endswith(":0/healthz") else args.liveness
-    kopf.run(clusterwide=True, standalone=True, liveness_endpoint=liveness)
+    if args.namespace:
+        kopf.run(namespaces=list(args.namespace), standalone=True, liveness_endpoint=liveness)
+    else:
+        kopf.run(clusterwide=True, standalone=True, liveness_endpoint=liveness)
     return 0

@@ -108,15 +108,28 @@ class Processes:
         return url
 
     def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None,
-                 env: dict[str, str] | None = None) -> int:
+                 env: dict[str, str] | None = None, namespaces: Iterable[str] = (),
+                 name: str = "operator") -> int:
         """Start the operator; ``kubeconfig`` should be the cluster's operator identity."""
         port = metrics_port or free_port()
-        comp = self.sup.start("operator", env=env, argv=[sys.executable, "-m", "oasis_operator.cli", "operator", "run",
-                                           "--kubeconfig", str(kubeconfig), "--audit-log", str(audit_log),
-                                           "--metrics-port", str(port)])
+        argv = [sys.executable, "-m", "oasis_operator.cli", "operator", "run", "--kubeconfig", str(kubeconfig),
+                "--audit-log", str(audit_log), "--metrics-port", str(port)]
+        for ns in namespaces:
+            argv += ["--namespace", ns]
+        comp = self.sup.start(name, env=env, argv=argv)
         self.sup.wait_until(lambda: httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1).status_code == 200,
                             what="the operator's metrics endpoint", timeout=60, owner=comp)
         return port
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a process group at once (no cleanup: a crash)."""
+        import os
+        import signal
+
+        for c in [c for c in self.sup.components if c.name == name]:
+            os.killpg(c.pid, signal.SIGKILL)
+            c.process.wait(10)
+            self.sup.components.remove(c)
 
     def stop(self, names: Iterable[str] | None = None) -> None:
         if names is None:

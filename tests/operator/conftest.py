@@ -30,7 +30,7 @@ def installation(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             stack.ensure_namespace(http, ns)
             stack.import_si_profile(http, ns)
         agents = {p: procs.agent(p) for p in ("careful", "reckless")}
-        port = procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log)
+        port = procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns])
         yield Installation(ns, agents, port, procs)
     finally:
         procs.stop()
