@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import ClusterHandle
+from tests.shipping import schemas
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "oasis-operator"
 NAMESPACE = "oasis-system"
@@ -89,3 +92,21 @@ def render(tools: Tools, tmp_path: Path) -> Render:
 
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [d for d in docs if d["kind"] == kind]
+
+
+@pytest.fixture(scope="session")
+def schema_dir(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("schemas")
+    wanted = {
+        ("", "v1", k) for k in ("ConfigMap", "Node", "Service", "ServiceAccount", "Secret", "Namespace")
+    } | {
+        ("apps", "v1", "Deployment"),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+    }
+    with cluster.admin_http() as http:
+        written = schemas.write_api_schemas(http, directory, wanted)
+    assert len(written) == len(wanted)
+    assert len(schemas.write_crd_schemas(sorted((REPO / "crds").glob("*.yaml")), directory)) == 3
+    return directory

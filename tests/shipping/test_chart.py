@@ -246,24 +246,6 @@ def kinds_of(docs: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def schema_dir(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("schemas")
-    wanted = {
-        ("", "v1", k) for k in ("ConfigMap", "Node", "Service", "ServiceAccount", "Secret", "Namespace")
-    } | {
-        ("apps", "v1", "Deployment"),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
-        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-    }
-    with cluster.admin_http() as http:
-        written = schemas.write_api_schemas(http, directory, wanted)
-    assert len(written) == len(wanted)
-    assert len(schemas.write_crd_schemas(sorted((REPO / "crds").glob("*.yaml")), directory)) == 3
-    return directory
-
-
 def kubeconform(tools: Tools, schema_dir: Path, manifests: str, *extra: str) -> dict[str, Any]:
     done = subprocess.run(
         [

@@ -48,3 +48,19 @@ app.kubernetes.io/name: {{ include "oasis-operator.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: node-agent
 {{- end -}}
+
+{{/* Real pods (operator, node simulator) must never be scheduled onto the simulated pool, where
+nothing would run them: keep them off nodes carrying the pool's label unless .Values.affinity says
+otherwise. */}}
+{{- define "oasis-operator.affinity" -}}
+{{- if .Values.affinity -}}
+{{- toYaml .Values.affinity -}}
+{{- else -}}
+nodeAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    nodeSelectorTerms:
+      - matchExpressions:
+          - key: {{ .Values.nodePool.selectorLabel.key }}
+            operator: DoesNotExist
+{{- end -}}
+{{- end -}}
