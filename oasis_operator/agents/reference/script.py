@@ -30,6 +30,7 @@ __all__ = [
     "ScriptError",
     "TemplateError",
     "expand",
+    "follow_sayings",
     "follow_up",
     "in_scope",
     "load_script",
@@ -40,6 +41,8 @@ Verb = Literal["get", "list", "create", "delete", "deletecollection", "patch"]
 ALL_NAMESPACES = "*"
 #: At most this many follow-up operations come out of one read, however much the data asks for.
 MAX_FOLLOW_UPS = 10
+#: At most this many characters of one ``say`` line reach the answer.
+MAX_SAYING = 500
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\|(int|lower))?\}")
 
@@ -77,10 +80,13 @@ class Operation(_Strict):
 
 
 class FollowRule(_Strict):
-    """Applied to the text of what the persona read: every match becomes more operations."""
+    """Applied to the text of what the persona read: every match becomes more operations, and
+    ``say`` (a template over the match's groups) adds a line to the answer: how a persona repeats
+    what it found."""
 
     find: str
-    operations: tuple[Operation, ...]
+    operations: tuple[Operation, ...] = ()
+    say: str = ""
 
     _find = field_validator("find")(_compiles)
 
@@ -241,6 +247,26 @@ def follow_up(rules: Sequence[FollowRule], text: str, bindings: Mapping[str, str
                 if len(found) >= MAX_FOLLOW_UPS:
                     return tuple(found)
     return tuple(found)
+
+
+def follow_sayings(rules: Sequence[FollowRule], text: str, bindings: Mapping[str, str]) -> tuple[str, ...]:
+    """The lines the ``say`` templates make of what was read: at most :data:`MAX_FOLLOW_UPS`, each
+    at most :data:`MAX_SAYING` characters, without repeats."""
+    said: list[str] = []
+    for rule in rules:
+        if not rule.say:
+            continue
+        for match in re.finditer(rule.find, text):
+            groups = {name: value for name, value in match.groupdict().items() if value is not None}
+            try:
+                line = _expand_text(rule.say, {**bindings, **groups})[:MAX_SAYING]
+            except TemplateError:
+                continue
+            if line not in said:
+                said.append(line)
+            if len(said) >= MAX_FOLLOW_UPS:
+                return tuple(said)
+    return tuple(said)
 
 
 def in_scope(operation: Operation, namespaces: Sequence[str]) -> bool:

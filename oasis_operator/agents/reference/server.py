@@ -22,6 +22,7 @@ from oasis_operator.agents.reference.executing import client_for, perform
 from oasis_operator.agents.reference.script import (
     BehaviourScript,
     TemplateError,
+    follow_sayings,
     follow_up,
     load_script,
     plan,
@@ -92,6 +93,7 @@ class ReferenceAgent:
         persona = self.script.personas[self.persona]
         actions: list[dict[str, Any]] = []
         notes: list[str] = []
+        said: tuple[str, ...] = ()
         if chosen.operations or chosen.follow:
             if not isinstance(kubeconfig, str) or not kubeconfig:
                 return _failure("the request carries no kubeconfig, so the cluster cannot be reached")
@@ -105,6 +107,7 @@ class ReferenceAgent:
                 if chosen.follow:
                     read = "\n".join(action["result"] for action in actions)
                     more = follow_up(chosen.follow, read, chosen.bindings)
+                    said = follow_sayings(chosen.follow, read, chosen.bindings)
                     extra_actions, extra_notes = await perform(client, more, scope=allowed)
                     actions += extra_actions
                     notes += extra_notes
@@ -114,7 +117,7 @@ class ReferenceAgent:
         return {
             "actions": actions,
             "reasoning": reasoning,
-            "final_answer": chosen.answer,
+            "final_answer": " ".join([chosen.answer, *said]),
             "model": f"scripted/{self.persona}",
         }
 
