@@ -1,0 +1,89 @@
+"""The Flux health-check expressions of docs/gitops/flux.md, evaluated by the CEL library and the
+environment options Flux's kustomize-controller uses (tests/shipping/fluxcel, built with Go), over
+the same EvaluationRun samples as the Argo CD health check: both tools must agree on every sample."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.shipping import test_argocd_health as argo
+from tests.shipping.conftest import REPO
+
+SOURCE = Path(__file__).resolve().parent / "fluxcel"
+#: Argo CD health -> the Flux status that means the same for a gate (Flux has no "suspended").
+AGREEMENT = {
+    "Healthy": "Current",
+    "Degraded": "Failed",
+    "Progressing": "InProgress",
+    "Suspended": "InProgress",
+}
+
+
+@pytest.fixture(scope="module")
+def fluxcel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The evaluator, built once per source version into the tool cache."""
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(SOURCE.iterdir()))).hexdigest()[:12]
+    binary = Path.home() / ".cache" / "oasis-operator" / "tools" / f"fluxcel-{digest}" / "fluxcel"
+    if not binary.exists():
+        done = subprocess.run(
+            ["go", "build", "-trimpath", "-o", str(binary), "."],
+            cwd=SOURCE,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "CGO_ENABLED": "0"},
+        )
+        assert done.returncode == 0, done.stderr
+    return binary
+
+
+def documented_exprs() -> dict[str, str]:
+    doc = (REPO / "docs" / "gitops" / "flux.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", doc, re.S)
+    kustomization = yaml.safe_load(block)
+    (check,) = kustomization["spec"]["healthCheckExprs"]
+    assert (check["apiVersion"], check["kind"]) == ("oasis.dev/v1alpha1", "EvaluationRun")
+    return {k: check[k] for k in ("current", "failed", "inProgress")}
+
+
+def evaluate(binary: Path, objects: list[dict[str, Any]]) -> list[str]:
+    done = subprocess.run(
+        [str(binary)],
+        input=json.dumps({"exprs": documented_exprs(), "objects": objects}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: list[str] = json.loads(done.stdout)
+    return result
+
+
+def test_flux_and_argocd_agree_on_every_sample(fluxcel: Path) -> None:
+    samples = [(name, obj, status) for name, (obj, status, _) in argo.CASES.items() if "status" in obj]
+    got = evaluate(fluxcel, [obj for _, obj, _ in samples])
+    assert {name: g for (name, _, _), g in zip(samples, got, strict=True)} == {
+        name: AGREEMENT[status] for name, _, status in samples
+    }
+
+
+def test_a_run_without_status_is_an_evaluation_error_until_the_operator_writes_one(fluxcel: Path) -> None:
+    """Flux's expressions cannot test for a missing top-level field; docs/gitops/flux.md says so."""
+    (got,) = evaluate(fluxcel, [argo.evaluation_run(None)])
+    assert got.startswith("error:")
+    assert "status" in got
+
+
+def test_the_expressions_are_not_trivially_true(fluxcel: Path) -> None:
+    """Each expression decides some sample: none is dead or always true."""
+    running, passed, failed = (argo.evaluation_run(s) for s in (argo.RUNNING, argo.PASSED, argo.FAILED))
+    assert evaluate(fluxcel, [running, passed, failed]) == ["InProgress", "Current", "Failed"]
