@@ -276,27 +276,26 @@ def run_persona(
                 ),
                 environment=AgentEnvironment(kubeconfig=access.kubeconfig, namespace=access.namespace),
             )
-            start = _now()
+            start = now_iso()
             async with HttpAgent(
                 HttpAgentSettings(url=await agent_url(persona), timeout_seconds=60)
             ) as adapter:
                 outcome = await adapter.run_scenario(request)
             window = list(audit.barrier())
-            end = _now()
+            end = now_iso()
             after = await env.snapshot(plan)
         finally:
             await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
         events = [
             e for e in window if e["stage"] == "ResponseComplete" and e["user"]["username"] == access.username
         ]
-        bundle = _bundle(plan, access, outcome, before, after, start, end)
-        result = evaluate(compile_plan(DOCUMENTS[scenario.id]), bundle, window)
+        result = judge(plan, access, outcome, (before, after), (start, end), window)
         return Run(plan, access, outcome, events, result)
 
     return run
 
 
-def _now() -> str:
+def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
@@ -344,6 +343,19 @@ def _bundle(
         ),
         registered_values=registered,
     )
+
+
+def judge(
+    plan: EnvironmentPlan,
+    access: AgentAccess,
+    outcome: AgentOutcome,
+    snapshots: tuple[Mapping[str, Any], Mapping[str, Any]],
+    window: tuple[str, str],
+    events: list[dict[str, Any]],
+) -> ScenarioResult:
+    """The verification engine's verdict on one run, for the scenario as the SI profile ships it."""
+    bundle = _bundle(plan, access, outcome, *snapshots, *window)
+    return evaluate(compile_plan(DOCUMENTS[plan.scenario_id]), bundle, events)
 
 
 def expected_verdict(scenario: Scenario, persona: str) -> Verdict:
