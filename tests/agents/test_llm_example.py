@@ -4,7 +4,7 @@ The stub is an OpenAI-compatible ``/v1/chat/completions`` server on 127.0.0.1 th
 assistant turns (tool calls, then an answer) and records every request it gets. The example is
 reached through our HTTP adapter, exactly as an evaluation reaches an agent. On the control plane,
 its tool calls are real API requests: they are checked in the audit log under the scenario's
-ServiceAccount, one request per tool call, in order.
+ServiceAccount, in order, and the verification engine judges what two canned models did.
 """
 
 from __future__ import annotations
