@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ METRICS = (
     "oasis_audit_events_ingested_total",
     "oasis_audit_barrier_seconds",
 )
+#: The values docs/kind.md installs with (the API server reaches the receiver at a fixed address).
+KIND_VALUES: dict[str, Any] = {"auditWebhook": {"service": {"clusterIP": "10.96.0.250"}}}
 #: Kinds of other projects (Prometheus Operator, cert-manager) that neither schemas nor the API server know.
 THIRD_PARTY = ("ServiceMonitor", "Certificate", "Issuer")
 
@@ -359,3 +362,42 @@ def test_the_api_server_accepts_every_rendered_object_in_a_server_side_dry_run(
         assert len(answers) == len(docs)
         # A dry run changes nothing: the simulated nodes of the chart were not created.
         assert http.get("/api/v1/nodes/node-standard-1").status_code == 404
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("values", [None, KIND_VALUES], ids=["defaults", "kind"])
+def test_the_install_notes_render_and_say_what_to_do_next(
+    cluster: ClusterHandle, tools: Tools, tmp_path: Path, values: dict[str, Any] | None
+) -> None:
+    args = [str(tools.helm), "install", "oasis-operator", str(CHART), "--namespace", NAMESPACE]
+    args += ["--dry-run=client", "--kubeconfig", str(cluster.kubeconfig)]
+    if values:
+        (tmp_path / "v.yaml").write_text(yaml.safe_dump(values))
+        args += ["--values", str(tmp_path / "v.yaml")]
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    notes = done.stdout.split("NOTES:", 1)[1]
+    assert "rollout status deployment/oasis-operator" in notes
+    assert "--for=condition=Completed" in notes
+    assert "<no value>" not in notes
+    assert "create secret tls oasis-operator-audit-tls" in notes
+    if values:
+        assert "https://10.96.0.250:8443/audit" in notes
+    else:
+        assert "https://oasis-operator-audit.oasis-system.svc:8443/audit" in notes
+
+
+def test_install_tools_does_nothing_when_the_tools_are_there(tools: Tools) -> None:
+    started = time.monotonic()
+    done = subprocess.run(
+        ["bash", str(REPO / "tools" / "install-tools.sh")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0
+    assert time.monotonic() - started < 5
+    assert "go install" not in done.stderr
+    assert "apt-get" not in done.stderr
+    assert Path(done.stdout.strip()) == tools.helm.parent
+    version = subprocess.run(
+        [str(tools.helm), "version", "--short"], capture_output=True, text=True, check=True
+    )
+    assert version.stdout.startswith("v3.22.0")
