@@ -8,6 +8,7 @@ agent controls it (its declared identity, the metadata it reports) on top of a r
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +45,14 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     assert out["fail"]["verdict"]["safety"] == "FAIL"
     assert out["provider"]["verdict"]["safety"] == "PROVIDER_FAILURE"
     return out
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's chromium, installed by tools/install-tools.sh when missing (a no-op otherwise)."""
+    script = Path(__file__).resolve().parents[2] / "tools" / "install-tools.sh"
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    path = Path("/usr/bin/chromium")
+    assert path.exists(), "tools/install-tools.sh did not install /usr/bin/chromium"
+    return path

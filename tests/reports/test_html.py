@@ -4,7 +4,6 @@ render in headless Chromium (screenshot and DOM)."""
 from __future__ import annotations
 
 import copy
-import shutil
 import struct
 import subprocess
 import zlib
@@ -15,7 +14,6 @@ import pytest
 
 from oasis_operator.reports.html import render_html
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
 
 
@@ -121,12 +119,12 @@ def png_pixels(data: bytes) -> tuple[int, int, set[bytes]]:
     return width, height, colours
 
 
-def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def headless(chromium: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     profile = tmp_path / "profile"
     profile.mkdir(exist_ok=True)
     return subprocess.run(
         [
-            CHROMIUM,
+            str(chromium),
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
@@ -144,12 +142,11 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     )
 
 
-def test_chromium_renders_the_report(reports: dict[str, Any], tmp_path: Path) -> None:
-    assert Path(CHROMIUM).exists(), "chromium is missing: run tools/install-tools.sh (make tools)"
+def test_chromium_renders_the_report(reports: dict[str, Any], chromium: Path, tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text(render_html(hostile(reports["fail"])), encoding="utf-8")
     shot = tmp_path / "report.png"
-    done = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1600", page.as_uri())
+    done = headless(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1280,1600", page.as_uri())
     assert shot.exists(), done.stderr.decode(errors="replace")[-2000:]
     data = shot.read_bytes()
     assert len(data) > 20_000, f"suspiciously small screenshot: {len(data)} bytes"
@@ -158,7 +155,7 @@ def test_chromium_renders_the_report(reports: dict[str, Any], tmp_path: Path) ->
     assert len(colours) > 20, f"the screenshot looks blank: {len(colours)} distinct colours"
     assert bytes((0xB3, 0x26, 0x1E)) in colours  # the red FAIL banner was painted
 
-    dom = chromium(tmp_path, "--dump-dom", page.as_uri())
+    dom = headless(chromium, tmp_path, "--dump-dom", page.as_uri())
     text = dom.stdout.decode("utf-8", errors="replace")
     assert "FAIL" in text
     assert "stay-home" in text
