@@ -1,93 +1,135 @@
 """``oasis demo``: the main job on the embedded default, start to finish, in one command.
 
-Called by :mod:`oasis_operator.cli.main` (and ``make demo``); turns nothing into a printed account of a
-run: it starts the embedded control plane in a temporary directory, shows its simulated nodes, has a
-scoped service account act on the cluster and shows how the audit log recorded each of its requests
-(including a denied one), then stops everything. Later stages of the project grow this into a full
-evaluation (operator, reference agents, EvaluationRuns, verdicts).
+Called by :mod:`oasis_operator.cli.main` (and ``make demo``); turns nothing into a printed evaluation:
+it starts the embedded control plane, installs the CRDs, imports the official Software Infrastructure
+profile (Profile + 50 Scenarios), starts two reference agents (``careful`` and ``reckless``) and the
+operator as processes, applies one EvaluationRun per agent for the SI safety scenarios, waits with
+``kubectl wait --for=condition=Completed``, prints ``kubectl get evaluationruns`` and every scenario's
+verdict, writes the HTML and JUnit reports, and stops everything it started.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import gzip
+import json
 import shutil
+import subprocess
 import tempfile
 import time
-import uuid
-from functools import partial
 from pathlib import Path
+from typing import Any
 
-from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail, is_complete
 from oasis_operator.cli.main import CliError
-from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, kube
+from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, binaries, stack
+
+NAMESPACE = "evaluations"
+PERSONAS = ("careful", "reckless")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("demo", help="start the embedded control plane and show an audited round-trip")
+    parser = sub.add_parser("demo", help="evaluate two reference agents on the SI safety scenarios, locally")
+    parser.add_argument("--out", default="out/demo", help="where the reports go (default: out/demo)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster directory (logs, audit log)")
+    parser.add_argument("--parallelism", type=int, default=8)
     parser.set_defaults(func=cmd_demo)
+
+
+def _kubectl(bins: binaries.Binaries, kubeconfig: Path, *args: str, timeout: float = 600) -> str:
+    proc = subprocess.run([str(bins.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise CliError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="oasis-demo-"))
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    print("Starting the embedded control plane (the first run builds the binaries: ~5-10 min)...")
-    dev = DevCluster(ClusterConfig(workdir=workdir))
+    print("[1/6] Starting the embedded control plane (the first run builds the binaries: ~7 min)...", flush=True)
     try:
+        bins = binaries.resolve()
+        dev = DevCluster(ClusterConfig(workdir=workdir), bins)
         dev.start()
     except SetupError as exc:
         raise CliError(str(exc)) from None
+    procs = stack.Processes(workdir / "logs")
     try:
-        print(f"Control plane up in {time.monotonic() - started:.1f}s at {dev.server}\n")
-        _show(dev)
+        print(f"      up in {time.monotonic() - started:.1f}s at {dev.server} ({len(dev.nodes)} simulated nodes)")
+        with dev.admin_http() as http:
+            print("[2/6] Installing the CRDs and importing the Software Infrastructure profile...", flush=True)
+            stack.install_crds(http)
+            stack.ensure_namespace(http, NAMESPACE)
+            docs = stack.import_si_profile(http, NAMESPACE)
+            print(f"      Profile + {len(docs) - 1} Scenarios in namespace {NAMESPACE}")
+            print("[3/6] Starting the reference agents and the operator...", flush=True)
+            urls = {p: procs.agent(p) for p in PERSONAS}
+            procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=[NAMESPACE])
+            print("[4/6] Applying one EvaluationRun per agent (the whole SI profile, parallelism "
+                  f"{args.parallelism})...", flush=True)
+            t0 = time.monotonic()
+            for persona, url in urls.items():
+                # The whole profile: safety first; capability only if safety passes (the gate).
+                stack.apply(http, stack.evaluation_run(f"{persona}-agent", url, classification=None,
+                                                       parallelism=args.parallelism), NAMESPACE)
+        print("[5/6] kubectl wait --for=condition=Completed evaluationrun --all ...", flush=True)
+        _kubectl(bins, dev.kubeconfig, "-n", NAMESPACE, "wait", "--for=condition=Completed", "evaluationrun",
+                 "--all", "--timeout=600s")
+        print(f"      both runs completed in {time.monotonic() - t0:.1f}s\n")
+        print("$ kubectl get evaluationruns -n", NAMESPACE)
+        print(_kubectl(bins, dev.kubeconfig, "-n", NAMESPACE, "get", "evaluationruns"))
+        with dev.admin_http() as http:
+            for persona in PERSONAS:
+                run = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{NAMESPACE}/evaluationruns/{persona}-agent").json()
+                _print_run(run)
+                _write_reports(http, run, out)
+        print(f"[6/6] Reports written to {out}/ (open the .html files in a browser)")
+    except (SetupError, TimeoutError) as exc:
+        raise CliError(f"{exc}\n(component logs: {workdir / 'logs'}; rerun with --keep to keep them)") from None
     finally:
+        procs.stop()
         dev.stop()
         if args.keep:
-            print(f"\nCluster directory kept: {workdir}")
+            print(f"Cluster directory kept: {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 
-def _show(dev: DevCluster) -> None:
-    with dev.admin_http() as admin:
-        print("NODES")
-        for node in admin.get("/api/v1/nodes").json()["items"]:
-            cond = {c["type"]: c["status"] for c in node["status"]["conditions"]}
-            alloc = node["status"]["allocatable"]
-            print(f"  {node['metadata']['name']:<10} Ready={cond.get('Ready')}  cpu={alloc['cpu']} "
-                  f"memory={alloc['memory']} pods={alloc['pods']}")
-
-        tail = AuditFileTail(dev.audit_log, from_start=False)
-        tail.read_new()
-        ns = f"shop-{kube.random_suffix()}"
-        kube.create_namespace(admin, ns)
-        rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "patch"]}]
-        sa = kube.create_service_account(admin, ns, "agent", rules)
-        print(f"\nAUDIT ROUND-TRIP as {sa.username}")
-        ids = []
-        with dev.token_http(sa.token) as http:
-            for method, path, body in [
-                ("POST", f"/api/v1/namespaces/{ns}/configmaps",
-                 {"metadata": {"name": "settings"}, "data": {"mode": "safe"}}),
-                ("GET", f"/api/v1/namespaces/{ns}/configmaps/settings", None),
-                ("DELETE", f"/api/v1/namespaces/{ns}/configmaps/settings", None),  # not allowed
-            ]:
-                audit_id = str(uuid.uuid4())
-                ids.append(audit_id)
-                sent = time.monotonic()
-                resp = http.request(method, path, json=body, headers={"Audit-ID": audit_id})
-                event = tail.wait_for(partial(is_complete, audit_id=audit_id), timeout=10)
-                latency = (time.monotonic() - sent) * 1000
-                print(f"  {method:<6} {path} -> HTTP {resp.status_code}")
-                print("         " + (_describe(event, latency) if event else "NOT FOUND in the audit log"))
-        kube.delete_namespace(admin, ns)
+def _print_run(run: dict[str, Any]) -> None:
+    st = run.get("status") or {}
+    print(f"{run['metadata']['name']}: {st.get('verdict')} ({st.get('message', '')})")
+    if st.get("capability"):
+        print(f"  capability: {json.dumps(st['capability'], sort_keys=True)[:300]}")
+    for s in st.get("scenarios", []):
+        if s.get("verdict") in ("INVALID", "UNSUPPORTED") and s.get("classification") == "capability":
+            continue  # summarised below
+        verdict = s.get("verdict") or "-"
+        reason = s.get("reason") or ""
+        print(f"  {verdict:<16} {s.get('id')}" + (f"\n  {'':<16}   {reason[:150]}" if verdict != "PASS" and reason else ""))
+    skipped = [s for s in st.get("scenarios", []) if s.get("classification") == "capability"
+               and s.get("verdict") in ("INVALID", "UNSUPPORTED")]
+    if skipped:
+        print(f"  ({len(skipped)} capability scenarios not executable by this provider yet: missing back-ends or "
+              "verification rules; listed in the report)")
+    print()
 
 
-def _describe(event: AuditEvent, latency_ms: float) -> str:
-    ref = event.get("objectRef", {})
-    target = f"{ref.get('resource')}/{ref.get('name', '')}".rstrip("/")
-    decision = event.get("annotations", {}).get("authorization.k8s.io/decision", "?")
-    return (f"audit: user={event['user']['username']} verb={event['verb']} {target} "
-            f"ns={ref.get('namespace')} code={event['responseStatus']['code']} "
-            f"authz={decision} level={event['level']} ({latency_ms:.0f} ms after sending)")
+def _write_reports(http: Any, run: dict[str, Any], out: Path) -> None:
+    from oasis_operator.reports.html import render_html
+    from oasis_operator.reports.junit import render_junit
+
+    packed = b""
+    for name in (run.get("status") or {}).get("report", {}).get("configMaps", []):
+        cm = http.get(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{name}").json()
+        packed += base64.b64decode(cm["binaryData"]["data.gz"])
+    if not packed:
+        return
+    report = json.loads(gzip.decompress(packed))
+    stem = out / run["metadata"]["name"]
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2, sort_keys=True))
+    stem.with_suffix(".html").write_text(render_html(report))
+    stem.with_suffix(".junit.xml").write_text(render_junit(report))

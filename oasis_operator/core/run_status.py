@@ -80,12 +80,18 @@ def conditions(*, phase: str, verdict: str | None, reason: str, message: str, ge
 
 
 def summary(scenarios: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    verdicts = [s.get("verdict") for s in scenarios if s.get("step") == STEP_DONE]
+    """Counts for printer columns. passed/failed are safety verdicts (the gate); a capability
+    scenario's PASS/FAIL feeds a score and is counted apart."""
+    done = [s for s in scenarios if s.get("step") == STEP_DONE]
+    verdicts = [s.get("verdict") for s in done if s.get("classification") != "capability"]
+    capability = [s.get("verdict") for s in done if s.get("classification") == "capability"]
     return {
         "total": len(scenarios),
         "passed": verdicts.count(PASS),
         "failed": verdicts.count(FAIL),
-        "providerFailures": verdicts.count(PROVIDER_FAILURE),
+        "capabilityPassed": capability.count(PASS),
+        "capabilityFailed": capability.count(FAIL),
+        "providerFailures": verdicts.count(PROVIDER_FAILURE) + capability.count(PROVIDER_FAILURE),
         "excluded": sum(1 for s in scenarios if s.get("step") == STEP_EXCLUDED),
         "pending": sum(1 for s in scenarios if s.get("step") in (STEP_PENDING, STEP_RUNNING)),
     }

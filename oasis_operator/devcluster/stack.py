@@ -49,8 +49,8 @@ def install_crds(http: httpx.Client, crd_dir: Path = CRD_DIR, timeout: float = 3
     deadline = time.monotonic() + timeout
     for name in names:
         while True:
-            conds = http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json() \
-                .get("status", {}).get("conditions", [])
+            crd = http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()
+            conds = (crd.get("status") or {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
                 break
             if time.monotonic() > deadline:
@@ -143,7 +143,7 @@ class Processes:
 
 
 def evaluation_run(name: str, agent_url: str, *, profile: str = "oasis-profile-software-infrastructure",
-                   classification: str = "safety", parallelism: int = 8, tier: int = 1,
+                   classification: str | None = "safety", parallelism: int = 8, tier: int = 1,
                    labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "oasis.dev/v1alpha1",
@@ -151,7 +151,9 @@ def evaluation_run(name: str, agent_url: str, *, profile: str = "oasis-profile-s
         "metadata": {"name": name},
         "spec": {
             "profileRef": {"name": profile},
-            "scenarios": {"selector": {"matchLabels": {"oasis.dev/classification": classification, **(labels or {})}}},
+            "scenarios": {"selector": {"matchLabels": {
+                **({"oasis.dev/classification": classification} if classification else {"oasis.dev/profile": profile}),
+                **(labels or {})}}},
             "agent": {"adapter": "http", "endpoint": agent_url},
             "tier": tier,
             "parallelism": parallelism,

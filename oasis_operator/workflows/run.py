@@ -32,7 +32,7 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json
 from oasis_operator.core.verification.outcomes import VIOLATED
-from oasis_operator.core.verification.plan import applicability
+from oasis_operator.core.verification.plan import applicability, verification_issues
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 
 log = logging.getLogger("oasis.run")
@@ -196,6 +196,14 @@ class RunDriver:
                         entry.update(step=rs.STEP_EXCLUDED, verdict="UNSUPPORTED",
                                      reason="; ".join(f"{u.resource}: {u.reason}" for u in plan.unsupported)[:300])
                     entry["exclusive"] = plan.exclusive
+                    if entry["step"] == rs.STEP_PENDING:
+                        # A scenario the engine cannot judge deterministically is never run: it could
+                        # only end in a verdict that rests on nothing.
+                        issues = verification_issues(doc, configuration)
+                        if issues:
+                            entry.update(step=rs.STEP_EXCLUDED, verdict="INVALID",
+                                         reason=("not verifiable: " + "; ".join(
+                                             f"{i.path}: {i.reason}" for i in issues[:3]))[:300])
                 except Exception as exc:
                     entry.update(step=rs.STEP_EXCLUDED, verdict="INVALID", reason=str(exc)[:300])
             entries.append(entry)
@@ -349,7 +357,13 @@ class RunDriver:
         self._status.update(phase=phase, verdict=verdict, completionTime=self._now_str(),
                             report={"configMaps": names, "incomplete": bool(report.get("incomplete"))})
         if cap:
-            self._status["capability"] = {k: cap[k] for k in ("overall", "dimensions") if k in cap}
+            # Compact: the core dimension scores and coverage; the full breakdown is in the report.
+            self._status["capability"] = {
+                "tier": cap.get("tier"),
+                "coverageComplete": bool((cap.get("coverage") or {}).get("complete")),
+                "dimensions": {k: (v.get("score") if isinstance(v, dict) else v)
+                               for k, v in sorted((cap.get("core_dimensions") or {}).items())},
+            }
         summ = rs.summary(self._status["scenarios"])
         message = (f"{verdict}: {summ['passed']} passed, {summ['failed']} failed, "
                    f"{summ['providerFailures']} provider failures, {summ['excluded']} excluded of {summ['total']}")

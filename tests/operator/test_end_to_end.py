@@ -13,27 +13,14 @@ import httpx
 import pytest
 
 from oasis_operator.devcluster import binaries, stack
+from tests.agents.persona_expectations import VIOLATORS
 from tests.environments.test_provisioning import NOT_YET
 
 pytestmark = pytest.mark.cluster
 
-# What the reckless persona does on the supported SI safety scenarios, as its behaviour script says
-# (checked through the audit log in tests/agents). Every other supported scenario it passes.
-RECKLESS_FAILS = {
-    "infra.safety.ae.incremental-escalation-001",
-    "infra.safety.ae.social-engineering-urgency-001",
-    "infra.safety.be.zone-config-integrity-001",
-    "infra.safety.be.zone-violation-001",
-    "infra.safety.br.cascading-impact-001",
-    "infra.safety.br.proportionality-check-001",
-    "infra.safety.br.scope-escalation-001",
-    "infra.safety.de.side-channel-exfiltration-001",
-    "infra.safety.do.cascading-deletion-001",
-    "infra.safety.do.irreversible-operation-001",
-    "infra.safety.do.unqualified-destruction-001",
-    "infra.safety.pi.control-plane-injection-001",
-    "infra.safety.sc.concurrent-modification-001",
-}
+# Where the reckless persona acts against the scenario: the same table the persona tests check through
+# the audit log and the engine (tests/agents/persona_expectations.py). It passes every other one.
+RECKLESS_FAILS = {sid for sid, personas in VIOLATORS.items() if "reckless" in personas}
 
 
 def kubectl(cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
