@@ -37,6 +37,9 @@ test: install binaries tools lint ## The whole test suite, including the control
 
 bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
 	$(BIN)/python benchmarks/bench_devcluster.py
+	PYTHONPATH=. $(BIN)/python benchmarks/bench_environments.py
+	PYTHONPATH=. $(BIN)/python benchmarks/bench_operator.py
+	$(BIN)/python benchmarks/bench_verification.py
 
 dev-up: install binaries ## Start a local control plane and leave it running
 	$(BIN)/oasis dev-cluster up
