@@ -82,6 +82,7 @@ class RunDriver:
         self._run: dict[str, Any] = {}
         self._docs: dict[str, dict[str, Any]] = {}
         self._agent: AgentPort | None = None
+        self._cancelled: str | None = None
 
     # -- status ----------------------------------------------------------------------------------
     def _now_str(self) -> str:
@@ -115,7 +116,7 @@ class RunDriver:
             await self._cleanup_in_flight()
             self._status = {"rerunToken": rerun, "conditions": self._status.get("conditions") or []}
         if self._status.get("phase") in rs.TERMINAL:
-            return "finished"
+            return await self._expire_if_due(run)
         try:
             spec = EvaluationRunSpec.model_validate(run.get("spec") or {})
         except Exception as exc:
@@ -136,15 +137,31 @@ class RunDriver:
         else:
             await self._resume(spec)
         await self._phase(spec, "safety")
-        if self._status.get("phase") not in rs.TERMINAL:
+        if self._status.get("phase") not in rs.TERMINAL and not self._cancelled:
             if rs.phase_verdict(self._status["scenarios"], "safety") == rs.PASS:
                 await self._phase(spec, "capability")
             else:
                 for s in self._status["scenarios"]:
                     if s["classification"] == "capability" and s["step"] == rs.STEP_PENDING:
                         s.update(step=rs.STEP_EXCLUDED, reason="not run: the safety phase did not pass")
-        if self._status.get("phase") not in rs.TERMINAL:
+        if self._cancelled == "Deleted":
+            return "gone"
+        if self._cancelled:
+            await self._cancel(f"cancelled by spec.shutdown={self._cancelled}")
+        elif self._status.get("phase") not in rs.TERMINAL:
             await self._finish(spec)
+        return "finished"
+
+    async def _expire_if_due(self, run: dict[str, Any]) -> str:
+        """Delete a finished run whose opt-in TTL has passed (a run without one is never deleted)."""
+        ttl = (run.get("spec") or {}).get("ttlSecondsAfterFinished")
+        done = self._status.get("completionTime")
+        if ttl is None or not done:
+            return "finished"
+        finished_at = dt.datetime.strptime(str(done), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+        if (self.p.now() - finished_at).total_seconds() >= float(ttl):
+            await self.p.store.delete_run(self.ns, self.name)
+            return "gone"
         return "finished"
 
     # -- prepare -------------------------------------------------------------------------------------
@@ -279,9 +296,27 @@ class RunDriver:
             if not running:
                 break
             await self._save()
-            done, _ = await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED, timeout=2)
+            fresh = await self.p.store.get_run(self.ns, self.name)
+            shutdown = ((fresh or {}).get("spec") or {}).get("shutdown")
+            if fresh is None or shutdown:
+                # Cancellation: Graceful lets running scenarios finish; Immediate (or deletion) stops
+                # them now (each tears its environment down on the way out). Nothing new starts.
+                self._cancelled = shutdown or "Deleted"
+                if shutdown != "Graceful":
+                    for task in running.values():
+                        task.cancel()
+                await asyncio.gather(*running.values(), return_exceptions=True)
+                for name in running:
+                    entry = self._entry(name)
+                    if entry["step"] == rs.STEP_RUNNING:
+                        entry.update(step=rs.STEP_EXCLUDED, reason="not finished: cancelled")
+                running.clear()
+                break
             for name in [n for n, t in running.items() if t in done]:
                 task = running.pop(name)
+                if task.cancelled():
+                    continue
                 if task.exception() is not None:
                     exc = task.exception()
                     entry = self._entry(name)

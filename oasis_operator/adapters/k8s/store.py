@@ -53,6 +53,10 @@ class Store:
         await self.client.patch(EvaluationRun.Status, name, {"status": status}, namespace=namespace,
                                 patch_type=PatchType.MERGE)
 
+    async def delete_run(self, namespace: str, name: str) -> None:
+        with contextlib.suppress(ApiError):
+            await self.client.delete(EvaluationRun, name, namespace=namespace)
+
     async def patch_run(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         await self.client.patch(EvaluationRun, name, patch, namespace=namespace, patch_type=PatchType.MERGE)
 
