@@ -15,6 +15,7 @@ import httpx
 import pytest
 import yaml
 
+from oasis_operator.cli.main import build_parser
 from tests.conftest import ClusterHandle
 from tests.shipping import schemas
 from tests.shipping.conftest import CHART, FULL_VALUES, NAMESPACE, REPO, Render, Tools, by_kind, helm_template
@@ -89,7 +90,7 @@ def test_the_operator_runs_unprivileged_with_a_read_only_root(render: Render) ->
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert container["resources"]["limits"]["memory"]
     assert "command" not in container  # the image's entrypoint, `oasis operator run`
-    assert "args" not in container
+    assert "--audit-webhook-port=8443" in container["args"]
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
         "metrics": 8080,
         "health": 8081,
@@ -99,6 +100,28 @@ def test_the_operator_runs_unprivileged_with_a_read_only_root(render: Render) ->
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert mounts == {"/tmp", "/etc/oasis/audit-tls"}
     assert pod["serviceAccountName"] == "oasis-operator"
+
+
+@pytest.mark.parametrize(
+    "values", [None, {"auditWebhook": {"enabled": False}, "operator": {"logLevel": "debug"}}]
+)
+def test_the_operator_command_line_is_one_the_cli_accepts(
+    render: Render, values: dict[str, Any] | None
+) -> None:
+    """The chart's arguments, after the image's entrypoint, parse with `oasis operator run`'s parser."""
+    (operator,) = [
+        d for d in by_kind(render(values), "Deployment") if d["metadata"]["name"] == "oasis-operator"
+    ]
+    args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+    parsed = build_parser().parse_args(["operator", "run", *args])
+    assert parsed.metrics_port == 8080
+    assert parsed.liveness == "http://0.0.0.0:8081/healthz"
+    if values is None:
+        assert parsed.audit_webhook_port == 8443
+        assert parsed.tls_cert == "/etc/oasis/audit-tls/tls.crt"
+    else:
+        assert parsed.audit_webhook_port is None
+        assert parsed.verbose is True
 
 
 def test_services_expose_metrics_and_the_audit_receiver(render: Render) -> None:
