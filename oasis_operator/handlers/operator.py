@@ -78,8 +78,50 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
                           metrics=metrics, harness_principals=(username,) if username else (),
                           barrier_timeout=float(os.environ.get("OASIS_BARRIER_TIMEOUT", "15")))
-    memo.closers = [client.close, http.aclose, audit.stop]
+    housekeeping = asyncio.create_task(_housekeeping(memo.ports, client), name="oasis-housekeeping")
+
+    async def stop_housekeeping() -> None:
+        housekeeping.cancel()
+
+    memo.closers = [stop_housekeeping, client.close, http.aclose, audit.stop]
     log.info("operator ready as %s; audit source %s", username, type(audit).__name__)
+
+
+async def _housekeeping(ports: RunPorts, client: AsyncClient, interval: float = 10.0) -> None:
+    """Every ``interval``: the leak-detector gauge, the audit ingestion counter, and every third time
+    the orphan sweep (scenario environments no run has in flight: left by a crash or a lost delete)."""
+    from lightkube import operators
+    from lightkube.resources.core_v1 import Namespace
+
+    from oasis_operator.adapters.k8s.store import EvaluationRun
+    from oasis_operator.core.environment.naming import OWNER_LABEL
+
+    ingested = 0
+    tick = 0
+    while True:
+        try:
+            owned = [n async for n in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})]
+            if ports.metrics is not None:
+                ports.metrics.namespaces.set(len(owned))
+                now_ingested = int(getattr(ports.audit, "ingested", 0))
+                ports.metrics.audit_events.inc(max(0, now_ingested - ingested))
+                ingested = now_ingested
+            tick += 1
+            if tick % 3 == 0 and owned:
+                live: set[str] = set()
+                runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
+                for r in runs:
+                    for s in ((r.to_dict().get("status") or {}).get("scenarios") or []):
+                        if s.get("step") == "Running" and s.get("owner"):
+                            live.add(s["owner"])
+                swept = await ports.env.sweep_orphans(live, timeout=0)
+                if swept:
+                    log.info("orphan sweep: removed environments of %d stale owners", len(swept))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # housekeeping never stops the operator; the next tick retries
+            log.exception("housekeeping")
+        await asyncio.sleep(interval)
 
 
 @kopf.on.cleanup()
