@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from lightkube.resources.core_v1 import (
     ConfigMap,
     Event,
     Namespace,
+    Node,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -135,10 +137,19 @@ class KubeEnvironment:
             await self.apply(m)
         await self._grant_agent(plan)
         rest = [m for m in plan.manifests if m["kind"] != "Namespace"]
+        history = {(w.namespace, w.name): w.history for w in plan.workloads if w.history}
         # Objects of one kind do not depend on each other: apply each kind's batch concurrently.
         for batch in _batches_by_kind(rest):
+            if history and batch[0]["kind"] == "Deployment":
+                await asyncio.gather(*(self._roll_history(m, history[(m["metadata"]["namespace"],
+                                                                        m["metadata"]["name"])])
+                                       for m in batch if (m["metadata"]["namespace"], m["metadata"]["name"]) in history))
             await asyncio.gather(*(self.apply(m) for m in batch))
         await self.realise_workloads(plan.workloads, timeout=ready_timeout)
+        await self._backdated_events(plan)
+        for m in plan.manifests:
+            if m["kind"] == "Node":
+                await self._wait_node_ready(m["metadata"]["name"], ready_timeout)
         token = await self._token(plan.home_namespace, token_seconds)
         expires = (self._now() + dt.timedelta(seconds=token_seconds)).isoformat(timespec="seconds")
         return AgentAccess(
@@ -267,6 +278,43 @@ class KubeEnvironment:
             for ev in pod_status.kubelet_events(p, failing_state, now, w.restarts):
                 await self.client.create(cast(Event, Event.from_dict(ev)))
 
+    async def _wait_observed(self, ns: str, name: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            dep: dict[str, Any] = (await self.client.get(Deployment, name, namespace=ns)).to_dict()
+            if dep.get("status", {}).get("observedGeneration", 0) >= dep["metadata"].get("generation", 1):
+                return dep
+            if time.monotonic() > deadline:
+                raise ProvisioningError(f"deployment/{name} in {ns}: not observed by its controller in {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+
+    async def _wait_node_ready(self, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            node = (await self.client.get(Node, name)).to_dict()
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", [])):
+                return
+            if time.monotonic() > deadline:
+                raise ProvisioningError(f"node/{name} not Ready after {timeout:.0f}s")
+            await asyncio.sleep(0.1)
+
+    async def _roll_history(self, manifest: dict[str, Any], images: tuple[str, ...]) -> None:
+        """Apply each earlier revision first, so the declared one is a real rollout on top of them."""
+        ns, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
+        for image in images:
+            old = json.loads(json.dumps(manifest))
+            old["spec"]["template"]["spec"]["containers"][0]["image"] = image
+            await self.apply(old)
+            await self._wait_observed(ns, name, 30)
+
+    async def _backdated_events(self, plan: EnvironmentPlan) -> None:
+        now = self._now()
+        for ev in plan.events:
+            manifest = json.loads(json.dumps(ev.manifest))
+            ts = (now - dt.timedelta(seconds=ev.age_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            manifest["firstTimestamp"] = manifest["lastTimestamp"] = ts
+            await self.client.create(cast(Event, Event.from_dict(manifest)))
+
     # -- verification of the declared symptoms ------------------------------------------------------
     async def verify(self, plan: EnvironmentPlan) -> list[str]:
         """Problems with the established state (empty: everything declared is observable)."""
@@ -310,6 +358,21 @@ class KubeEnvironment:
                     problems.append(f"{label}: degraded needs some failing and some healthy pods ({reasons})")
             elif w.state == "pending" and any(p["spec"].get("nodeName") for p in pods):
                 problems.append(f"{label}: pending pods were scheduled")
+            if w.history:
+                rsets = [r async for r in self.client.list(ReplicaSet, namespace=w.namespace, labels=dict(w.selector))]
+                if len(rsets) < len(w.history) + 1:
+                    problems.append(f"{label}: {len(rsets)} revisions, expected {len(w.history) + 1}")
+        for ev in plan.events:
+            name = ev.manifest["metadata"]["name"]
+            try:
+                await self.client.get(Event, name, namespace=ev.namespace)
+            except ApiError:
+                problems.append(f"event {name} in {ev.namespace} is missing")
+        for m in plan.manifests:
+            if m["kind"] == "Node":
+                node = (await self.client.get(Node, m["metadata"]["name"])).to_dict()
+                if not any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", [])):
+                    problems.append(f"node/{m['metadata']['name']} is not Ready")
         return problems
 
     # -- snapshots ---------------------------------------------------------------------------------
@@ -366,7 +429,7 @@ class KubeEnvironment:
         await asyncio.gather(*(self._clear_workloads(ns) for ns in names))
         for ns in names:
             await self._delete(Namespace, ns)
-        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume)
+        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume, Node)
         for kind in cluster_kinds:
             async for obj in self.client.list(kind, labels={OWNER_LABEL: owner}):
                 await self._delete(kind, obj.to_dict()["metadata"]["name"])
@@ -394,7 +457,7 @@ class KubeEnvironment:
             owner = meta.get("labels", {}).get(OWNER_LABEL, "")
             if owner and owner not in live_owners:
                 stale.setdefault(owner, []).append(meta["name"])
-        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume)
+        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume, Node)
         for kind in cluster_kinds:
             async for obj in self.client.list(kind, labels={OWNER_LABEL: operators.exists()}):
                 owner = obj.to_dict()["metadata"].get("labels", {}).get(OWNER_LABEL, "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,9 @@ class WorkloadState:
     replicas: int
     selector: dict[str, str]
     restarts: int = 5
+    #: Images of earlier revisions, oldest first: applied (and rolled out) before the declared one, so
+    #: ``kubectl rollout history`` and ``rollout undo`` have something real to show and go back to.
+    history: tuple[str, ...] = ()
 
     @property
     def writes_pod_status(self) -> bool:
@@ -231,9 +235,22 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
     }
     if isinstance(entry.get("update_strategy"), str):
         obj["spec"]["strategy"] = {"type": entry["update_strategy"]}
+    history: tuple[str, ...] = ()
+    if isinstance(entry.get("previous_image"), str) and entry["previous_image"]:
+        history = (str(entry["previous_image"]),)
+    if entry.get("injected_failure") is not None:
+        # Pods the agent's actions create would first be made Running by the node simulator and only
+        # then failed by us: a race that could show the agent a healthy rollout. Refused until the
+        # simulator can leave such pods alone from the start.
+        raise UnsupportedEntry(f"injected failure {entry['injected_failure']!r} during the agent's run is not "
+                               "realisable without a race with the node simulator yet")
+    if entry.get("last_deploy") is not None:
+        obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/last-deploy"] = str(
+            entry["last_deploy"]).replace("_", " ")
+        built.notes.append(f"deployment/{name}: last_deploy kept as an annotation (creation times cannot be set)")
     built.objects.append(obj)
     built.workloads.append(WorkloadState("Deployment", ns, name, state, replicas, selector,
-                                         int(entry.get("restarts", 5) or 5)))
+                                         int(entry.get("restarts", 5) or 5), history))
     return built
 
 
@@ -387,6 +404,82 @@ def resource_quota(name: str, ns: str) -> dict[str, Any]:
             "spec": {"hard": {"pods": "50", "services": "20", "persistentvolumeclaims": "10"}}}
 
 
+# Which component reports an Event, by its reason (what `kubectl get events` shows as its source).
+_EVENT_SOURCES = {
+    "ScalingReplicaSet": "deployment-controller", "SuccessfulCreate": "replicaset-controller",
+    "SuccessfulDelete": "replicaset-controller", "Scheduled": "default-scheduler",
+    "FailedScheduling": "default-scheduler", "SuccessfulRescale": "horizontal-pod-autoscaler",
+}
+_KINDS = {"deployment": ("apps/v1", "Deployment"), "pod": ("v1", "Pod"), "replicaset": ("apps/v1", "ReplicaSet"),
+          "service": ("v1", "Service"), "configmap": ("v1", "ConfigMap"), "node": ("v1", "Node"),
+          "hpa": ("autoscaling/v2", "HorizontalPodAutoscaler"), "ingress": ("networking.k8s.io/v1", "Ingress")}
+
+
+def parse_age(text: Any) -> int:
+    """Seconds in an age such as ``25m``, ``2h``, ``30s``, ``25_minutes_ago``; raises on anything else."""
+    raw = str(text).strip().lower().replace("_ago", "").replace("_", " ")
+    units = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
+             "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
+    m = re.fullmatch(r"(\d+)\s*([a-z]+)", raw)
+    if not m or m.group(2) not in units:
+        raise UnsupportedEntry(f"age {text!r} is not a duration")
+    return int(m.group(1)) * units[m.group(2)]
+
+
+@dataclass(frozen=True)
+class BackdatedEvent:
+    """An Event whose times are "age" before provisioning (the provisioner adds the clock)."""
+
+    namespace: str
+    manifest: dict[str, Any]
+    age_seconds: int
+
+
+def events(ns: str, entry: dict[str, Any]) -> tuple[Built, list[BackdatedEvent]]:
+    out: list[BackdatedEvent] = []
+    for i, ev in enumerate(entry.get("recent") or []):
+        if not isinstance(ev, dict):
+            raise UnsupportedEntry(f"event {i} is not a mapping")
+        kind, _, obj_name = str(ev.get("object", "")).partition("/")
+        api_version, kind_name = _KINDS.get(kind.lower(), ("v1", kind.capitalize() or "Pod"))
+        reason = str(ev.get("reason", "Unknown"))
+        component = _EVENT_SOURCES.get(reason, "kubelet")
+        manifest = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{obj_name or 'object'}.{hashlib.sha256(f'{ns}/{i}/{reason}'.encode()).hexdigest()[:16]}",
+                         "namespace": ns},
+            "involvedObject": {"apiVersion": api_version, "kind": kind_name, "name": obj_name, "namespace": ns},
+            "type": str(ev.get("type", "Normal")), "reason": reason, "message": str(ev.get("message", "")),
+            "count": 1, "source": {"component": component}, "reportingComponent": component,
+        }
+        out.append(BackdatedEvent(ns, manifest, parse_age(ev.get("age", "1m"))))
+    return Built(), out
+
+
+NODE_METRIC_ATTRIBUTES = ("cpu_usage", "memory_usage", "current_utilization")
+
+
+def node(name: str, entry: dict[str, Any], owner: str) -> Built:
+    """A node of the scenario's own (simulated; cluster-scoped, so the scenario runs alone)."""
+    for attr in NODE_METRIC_ATTRIBUTES:
+        if attr in entry:
+            raise UnsupportedEntry(f"{attr}={entry[attr]} needs a metrics back-end")
+    conditions = list(entry.get("conditions") or [])
+    if entry.get("memory_pressure") is not None:
+        conditions.append({"type": "MemoryPressure", "status": "True" if entry["memory_pressure"] else "False"})
+    for c in conditions:
+        if c.get("type") != "Ready" and str(c.get("status")) == "True":
+            raise UnsupportedEntry(f"node condition {c.get('type')}=True cannot be held on a simulated node yet")
+    res = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    return Built(objects=[{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                              "kubernetes.io/arch": "amd64"}},
+        "spec": {},
+        "status": {"capacity": res, "allocatable": res},
+    }])
+
+
 def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapping: dict[str, str]) -> Built:
     """Objects for one state entry (``ns`` is the physical namespace it lives in)."""
     if kind == "namespace":
@@ -419,4 +512,6 @@ def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapp
         return pvc(name, ns, entry, f"pv-{owner[:8]}-{re.sub(r'[^a-z0-9-]', '-', name.lower())}"[:63])
     if kind == "networkpolicy":
         return network_policy(name, ns, entry)
+    if kind == "node":
+        return node(name, entry, owner)
     raise UnsupportedEntry(f"kind {kind!r} has no realisation")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core.environment import manifests
-from oasis_operator.core.environment.manifests import WorkloadState
+from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL, physical_namespace
 from oasis_operator.core.model.scenario import Scenario
 
@@ -35,12 +35,10 @@ NON_KUBERNETES_KINDS: dict[str, str] = {
 }
 # Kubernetes kinds we do not realise yet, with the reason.
 NOT_YET_KINDS: dict[str, str] = {
-    "node": "per-node conditions and utilisation are not injected yet",
-    "nodes": "node-pool shaping (count, allocatable) is not injected yet",
-    "events": "backdated Events are not injected yet",
+    "nodes": "reshaping the whole node pool (count, allocatable per node) would change every other scenario's "
+             "nodes; not supported",
 }
 UNSUPPORTED_ATTRIBUTES: dict[tuple[str, str], str] = {
-    ("deployment", "injected_failure"): "failures injected during the agent's run are not implemented yet",
     ("deployment", "traffic_weight"): "traffic splitting has no Kubernetes-native realisation",
 }
 
@@ -78,6 +76,7 @@ class EnvironmentPlan:
     zones: dict[str, str]  # physical namespace -> zone
     manifests: tuple[dict[str, Any], ...]  # in apply order
     workloads: tuple[WorkloadState, ...]
+    events: tuple[BackdatedEvent, ...]
     grants: tuple[RoleGrant, ...]
     cluster_grants: tuple[dict[str, Any], ...]  # ClusterRole rules (only when the scope requires)
     prompt: str
@@ -114,7 +113,7 @@ def _logical_namespaces(scenario: Scenario, entries: list[dict[str, Any]]) -> li
         seen[ns] = None
     for e in entries:
         kind, name = _kind_name(e["resource"])
-        if kind == "namespace" and name:
+        if kind in ("namespace", "events") and name:
             seen[name] = None
         elif isinstance(e.get("namespace"), str):
             seen[e["namespace"]] = None
@@ -199,6 +198,7 @@ def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> Environm
     # Manifests, by kind, in dependency order.
     objects: list[dict[str, Any]] = []
     workloads: list[WorkloadState] = []
+    backdated: list[BackdatedEvent] = []
     ns_objects: dict[str, dict[str, Any]] = {
         physical: manifests.namespace(physical, zones.get(physical), owner) for physical in mapping.values()
     }
@@ -219,7 +219,14 @@ def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> Environm
         ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
         namespace = mapping[ns_logical] if ns_logical else mapping.get(HOME, home)
         try:
-            built = manifests.build(kind, name, namespace, e, owner, mapping)
+            if kind == "events":
+                # events/<namespace>: the name is the (logical) namespace the Events live in.
+                built, evs = manifests.events(mapping.get(name, namespace) if name else namespace, e)
+                backdated.extend(evs)
+            else:
+                built = manifests.build(kind, name, namespace, e, owner, mapping)
+            if kind == "node":
+                exclusive = True
         except manifests.UnsupportedEntry as exc:
             unsupported.append(Unsupported(resource, str(exc)))
             continue
@@ -255,6 +262,7 @@ def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> Environm
         zones=zones,
         manifests=tuple(ordered),
         workloads=tuple(workloads),
+        events=tuple(backdated),
         grants=grants,
         cluster_grants=tuple(cluster_rules),
         prompt=prompt,
