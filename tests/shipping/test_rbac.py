@@ -62,6 +62,7 @@ class Operator:
         self.home = f"rbac-home-{suffix}"
         self.scenario_ns = f"shop-{suffix}"
         self.cluster_roles: list[str] = []
+        self.nodes: list[str] = []
         self.admin = cluster.admin_http()
         kube.create_namespace(self.admin, self.home)
         self.apply()
@@ -78,6 +79,8 @@ class Operator:
         for name in [*self.cluster_roles, self.name]:
             self.admin.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}")
             self.admin.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}")
+        for node in self.nodes:
+            self.admin.delete(f"/api/v1/nodes/{node}")
         for ns in (self.scenario_ns, self.home):
             self.admin.delete(f"/api/v1/namespaces/{ns}")
         self.admin.close()
@@ -138,6 +141,12 @@ def test_the_operator_can_provision_an_agent_with_every_right_in_its_namespace(o
         },
     )
     assert cr.status_code == 201, cr.text
+    # A scenario's own node, created and removed with the scenario.
+    node_name = f"{ns}-node"
+    operator.nodes.append(node_name)
+    created_node = http.post("/api/v1/nodes", json={"metadata": {"name": node_name}})
+    assert created_node.status_code == 201, created_node.text
+    assert http.delete(f"/api/v1/nodes/{node_name}").status_code == 200
 
 
 @pytest.mark.cluster
@@ -145,11 +154,12 @@ def test_the_operator_cannot_do_what_it_never_does(operator: Operator) -> None:
     http = operator.http
     assert eventually(lambda: http.get("/api/v1/nodes"), 200).status_code == 200  # it may read nodes...
     node = http.get("/api/v1/nodes").json()["items"][0]["metadata"]["name"]
-    # ... but not change them, nor touch the cluster's admission or storage configuration.
+    # ... but not play their kubelet (the node simulator's job), nor touch the cluster's admission
+    # or storage configuration.
     patch = http.patch(
-        f"/api/v1/nodes/{node}",
-        json={"metadata": {"labels": {"x": "y"}}},
-        headers={"Content-Type": "application/merge-patch+json"},
+        f"/api/v1/nodes/{node}/status",
+        json={"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
     )
     assert patch.status_code == 403
     assert (
@@ -178,3 +188,6 @@ def test_without_cluster_scoped_scenarios_the_operator_cannot_write_cluster_rbac
     # The narrower ClusterRole reaches the authorizer through a watch: wait for the refusal.
     assert eventually(create, 403).status_code == 403
     assert operator.http.get("/api/v1/persistentvolumes").status_code == 403
+    operator.nodes.append(f"{operator.scenario_ns}-node")
+    node = operator.http.post("/api/v1/nodes", json={"metadata": {"name": operator.nodes[-1]}})
+    assert node.status_code == 403
