@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from oasis_operator.core import yaml_text
 from oasis_operator.core.model.crd import all_crds
 
 HEADER = "# GENERATED from oasis_operator/core/model by `python -m oasis_operator.crdgen`. Do not edit.\n"
@@ -20,7 +19,7 @@ DEFAULT_DIR = Path(__file__).resolve().parents[1] / "crds"
 
 
 def render(crd: dict[str, Any]) -> str:
-    return HEADER + yaml.safe_dump(crd, sort_keys=False, width=120, allow_unicode=True)
+    return HEADER + yaml_text.dump(crd, sort_keys=False, width=120)
 
 
 def rendered() -> dict[str, str]:

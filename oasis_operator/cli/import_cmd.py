@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from oasis_operator.cli.main import CliError
+from oasis_operator.core import yaml_text
 from oasis_operator.core.model.manifest import profile_manifest, scenario_manifest
 from oasis_operator.core.model.profile import Profile
 from oasis_operator.loading.profile_dir import ImportedProfile, import_profile
@@ -35,7 +34,7 @@ def manifests(imported: ImportedProfile, namespace: str | None = None) -> list[d
 
 
 def _dump(docs: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True, width=120)
+    return yaml_text.dump_all(docs, sort_keys=False, width=120)
 
 
 def run(args: argparse.Namespace) -> int:

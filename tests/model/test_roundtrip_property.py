@@ -8,6 +8,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oasis_operator.core import yaml_text
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.manifest import run_manifest, scenario_manifest
 from oasis_operator.core.model.run import EvaluationRunSpec, parse_run_spec
@@ -117,7 +118,7 @@ def scenario_doc(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _through_yaml(data: dict[str, Any]) -> Any:
-    return yaml.safe_load(yaml.safe_dump(data, allow_unicode=True))
+    return yaml.safe_load(yaml_text.dump(data))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from oasis_operator.core import yaml_text
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
@@ -175,5 +174,5 @@ def render_json(report: Mapping[str, Any]) -> str:
 
 
 def render_yaml(report: Mapping[str, Any]) -> str:
-    text: str = yaml.safe_dump(dict(report), sort_keys=True, allow_unicode=True, default_flow_style=False)
+    text: str = yaml_text.dump(dict(report), sort_keys=True, default_flow_style=False)
     return text
