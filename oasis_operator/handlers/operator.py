@@ -27,6 +27,7 @@ from oasis_operator.adapters.k8s.client import async_http, endpoint_of, sentinel
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
 from oasis_operator.adapters.metrics import Metrics
+from oasis_operator.core.environment.manifests import parse_selector
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.profile import parse_profile
 from oasis_operator.core.model.run import EvaluationRunSpec
@@ -56,7 +57,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         audit = WebhookAuditSource(host=os.environ.get("OASIS_AUDIT_WEBHOOK_ADDR", "0.0.0.0"),
                                    port=int(os.environ["OASIS_AUDIT_WEBHOOK_PORT"]),
                                    cert_file=Path(os.environ["OASIS_AUDIT_WEBHOOK_CERT"]),
-                                   key_file=Path(os.environ["OASIS_AUDIT_WEBHOOK_KEY"]))
+                                   key_file=Path(os.environ["OASIS_AUDIT_WEBHOOK_KEY"]),
+                                   client_ca_file=Path(os.environ["OASIS_AUDIT_CLIENT_CA"])
+                                   if os.environ.get("OASIS_AUDIT_CLIENT_CA") else None)
     else:
         audit = FileAuditSource(Path(os.environ["OASIS_AUDIT_LOG"]))
     await audit.start()
@@ -77,7 +80,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.ports = RunPorts(store=store, env=KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data),
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
                           metrics=metrics, harness_principals=(username,) if username else (),
-                          barrier_timeout=float(os.environ.get("OASIS_BARRIER_TIMEOUT", "15")))
+                          barrier_timeout=float(os.environ.get("OASIS_BARRIER_TIMEOUT", "15")),
+                          node_selector=parse_selector(os.environ.get("OASIS_NODE_SELECTOR", "")) or None)
     housekeeping = asyncio.create_task(_housekeeping(memo.ports, client), name="oasis-housekeeping")
 
     async def stop_housekeeping() -> None:

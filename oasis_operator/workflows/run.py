@@ -69,6 +69,7 @@ class RunPorts:
     now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
     harness_principals: tuple[str, ...] = ()
     barrier_timeout: float = 15.0
+    node_selector: dict[str, str] | None = None  # where scenario pods go (the simulated pool)
 
 
 class RunDriver:
@@ -347,7 +348,7 @@ class RunDriver:
         attempt = int(entry.get("attempt", 0)) + 1
         uid = self._run["metadata"]["uid"]
         owner = owner_value(uid, f"{doc.get('id')}#{attempt}")
-        plan = plan_environment(scenario, suffix=_suffix(owner), owner=owner)
+        plan = plan_environment(scenario, suffix=_suffix(owner), owner=owner, node_selector=self.p.node_selector)
         async with self._lock:
             entry.update(attempt=attempt, owner=owner, namespaces=sorted(plan.namespaces.values()))
             await self._save()  # recorded before anything exists, so a restart can clean it up

@@ -162,13 +162,19 @@ class WebhookAuditSource(_Stream):
     """Receives the API server's audit webhook (an ``audit.k8s.io/v1`` EventList per POST) over TLS."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, cert_file: Path | None = None,
-                 key_file: Path | None = None, max_body: int = 64 << 20) -> None:
+                 key_file: Path | None = None, max_body: int = 64 << 20,
+                 client_ca_file: Path | None = None) -> None:
         super().__init__()
         self.host, self.port = host, port
         self._ssl: ssl.SSLContext | None = None
         if cert_file and key_file:
             self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             self._ssl.load_cert_chain(str(cert_file), str(key_file))
+            if client_ca_file is not None:
+                # Only the API server (holding a certificate from this CA) may post audit events:
+                # anyone else on the network could otherwise forge evidence.
+                self._ssl.verify_mode = ssl.CERT_REQUIRED
+                self._ssl.load_verify_locations(cafile=str(client_ca_file))
         self._runner: web.AppRunner | None = None
         self.max_body = max_body
         self.rejected = 0

@@ -70,6 +70,29 @@ class Built:
     notes: list[str] = field(default_factory=list)
 
 
+def pin_to_pool(objects: list[dict[str, Any]], selector: dict[str, str]) -> None:
+    """Schedule the scenario's pods on the simulated pool only, and put its own nodes in that pool."""
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Deployment":
+            obj["spec"]["template"]["spec"].setdefault("nodeSelector", {}).update(selector)
+        elif kind == "Pod":
+            obj["spec"].setdefault("nodeSelector", {}).update(selector)
+        elif kind == "Node":
+            obj["metadata"].setdefault("labels", {}).update(selector)
+
+
+def parse_selector(text: str) -> dict[str, str]:
+    """``k=v,k2=v2`` -> mapping; an empty text is no selector."""
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise ValueError(f"node selector {text!r}: expected key=value[,key=value]")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rank = {k: i for i, k in enumerate(_ORDER)}
     return sorted(objects, key=lambda o: rank.get(str(o.get("kind")), len(rank)))

@@ -158,7 +158,10 @@ def _zone_read_only(zone: str | None) -> bool:
     return bool(zone) and "readonly" in (zone or "").replace("-", "").replace("_", "").lower()
 
 
-def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> EnvironmentPlan:
+def plan_environment(
+    scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None
+) -> EnvironmentPlan:
+    """``node_selector`` pins the scenario's pods to the simulated pool (and labels its own nodes so)."""
     entries = _entries(scenario)
     logical = _logical_namespaces(scenario, entries)
     mapping = {ns: physical_namespace(ns, suffix) for ns in logical}
@@ -246,6 +249,8 @@ def plan_environment(scenario: Scenario, *, suffix: str, owner: str) -> Environm
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
 
+    if node_selector:
+        manifests.pin_to_pool(objects, node_selector)
     ordered = manifests.apply_order([*ns_objects.values(), *objects])
     # Only what outlives a namespace deletion carries the ownership label: namespaces themselves and
     # cluster-scoped objects. Objects inside a namespace go with it.
