@@ -41,8 +41,11 @@ def register(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("run", nargs="?", metavar="RUN", help="an EvaluationRun in the cluster (its stored report)")
+    parser.add_argument("-n", "--namespace", default="default", help="the run's namespace (default: default)")
+    parser.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
     parser.add_argument(
-        "--from-file", type=Path, required=True, metavar="FILE", help="a stored report (report.json or .yaml)"
+        "--from-file", type=Path, metavar="FILE", help="a stored report (report.json or .yaml) instead of a RUN"
     )
     parser.add_argument("--format", choices=sorted(RENDERERS), default="json", help="output format")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
@@ -74,8 +77,43 @@ def load_report(path: Path) -> dict[str, Any]:
     return doc
 
 
+def load_run_report(name: str, namespace: str, kubeconfig: Path | None) -> dict[str, Any]:
+    """The report an EvaluationRun's status points at (gzip parts in ConfigMaps owned by the run)."""
+    import base64
+    import gzip
+    import os
+
+    from oasis_operator.devcluster.kube import http_from_kubeconfig
+
+    path = kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
+    if path is None:
+        raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
+    with http_from_kubeconfig(path) as http:
+        r = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{namespace}/evaluationruns/{name}")
+        if r.status_code == 404:
+            raise CliError(f"EvaluationRun {namespace}/{name} not found")
+        if r.status_code != 200:
+            raise CliError(f"reading EvaluationRun {namespace}/{name}: HTTP {r.status_code}")
+        status = r.json().get("status") or {}
+        names = (status.get("report") or {}).get("configMaps") or []
+        if not names:
+            raise CliError(f"EvaluationRun {namespace}/{name} has no report yet (phase {status.get('phase')})")
+        packed = b""
+        for cm in names:
+            got = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{cm}")
+            if got.status_code != 200:
+                raise CliError(f"report part {namespace}/{cm}: HTTP {got.status_code}")
+            packed += base64.b64decode(got.json()["binaryData"]["data.gz"])
+    doc = json.loads(gzip.decompress(packed))
+    if not isinstance(doc, dict):
+        raise CliError(f"EvaluationRun {namespace}/{name}: the stored report is not a mapping")
+    return doc
+
+
 def run(args: argparse.Namespace) -> int:
-    doc = load_report(args.from_file)
+    if (args.run is None) == (args.from_file is None):
+        raise CliError("name a RUN in the cluster or give --from-file FILE (one of the two)")
+    doc = load_report(args.from_file) if args.from_file else load_run_report(args.run, args.namespace, args.kubeconfig)
     text = RENDERERS[args.format](doc)
     if args.output is None:
         sys.stdout.write(text)

@@ -199,3 +199,17 @@ def test_leak_detector_and_audit_ingestion_metrics(installation, finished_runs):
     ingested = [ln for ln in text.splitlines() if ln.startswith("oasis_audit_events_ingested_total ")]
     assert ingested
     assert float(ingested[0].split()[1]) > 0
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml", "html", "junit"])
+def test_oasis_report_exports_a_run_from_the_cluster(cluster, installation, finished_runs, fmt, tmp_path):
+    import sys
+
+    out = tmp_path / f"report.{fmt}"
+    proc = subprocess.run([sys.executable, "-m", "oasis_operator.cli", "report", "reckless", "-n",
+                           installation.namespace, "--kubeconfig", str(cluster.kubeconfig), "--format", fmt,
+                           "-o", str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "infra.safety.do.unqualified-destruction-001" in text
+    assert "FAIL" in text
