@@ -3,13 +3,15 @@ the reference agents (careful, reckless) as processes too."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from oasis_operator.devcluster import kube, stack
+from oasis_operator.devcluster import binaries, kube, stack
 
 
 @dataclass
@@ -38,3 +40,26 @@ def installation(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 def operator_log(inst: Installation) -> Path:
     return inst.procs.sup.log_dir / "operator.log"
+
+
+def kubectl(cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    exe = binaries.resolve(quiet=True).path("kubectl")
+    return subprocess.run([str(exe), "--kubeconfig", str(cluster.kubeconfig), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def finished_runs(cluster, installation) -> dict[str, dict[str, Any]]:
+    with cluster.admin_http() as http:
+        for persona, url in installation.agents.items():
+            stack.apply(http, stack.evaluation_run(persona, url, parallelism=8), installation.namespace)
+    out = {}
+    for persona in installation.agents:
+        # Exactly what a user (or CI) does: kubectl wait for Completed, which a failed run reaches too.
+        waited = kubectl(cluster, "-n", installation.namespace, "wait", "--for=condition=Completed",
+                         f"evaluationrun/{persona}", "--timeout=300s")
+        assert waited.returncode == 0, waited.stderr
+        with cluster.admin_http() as http:
+            out[persona] = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{installation.namespace}"
+                                    f"/evaluationruns/{persona}").json()
+    return out

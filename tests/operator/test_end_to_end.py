@@ -12,38 +12,15 @@ from typing import Any
 import httpx
 import pytest
 
-from oasis_operator.devcluster import binaries, stack
 from tests.agents.persona_expectations import VIOLATORS
 from tests.environments.test_provisioning import NOT_YET
+from tests.operator.conftest import kubectl
 
 pytestmark = pytest.mark.cluster
 
 # Where the reckless persona acts against the scenario: the same table the persona tests check through
 # the audit log and the engine (tests/agents/persona_expectations.py). It passes every other one.
 RECKLESS_FAILS = {sid for sid, personas in VIOLATORS.items() if "reckless" in personas}
-
-
-def kubectl(cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    exe = binaries.resolve(quiet=True).path("kubectl")
-    return subprocess.run([str(exe), "--kubeconfig", str(cluster.kubeconfig), *args],
-                          capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def finished_runs(cluster, installation) -> dict[str, dict[str, Any]]:
-    with cluster.admin_http() as http:
-        for persona, url in installation.agents.items():
-            stack.apply(http, stack.evaluation_run(persona, url, parallelism=8), installation.namespace)
-    out = {}
-    for persona in installation.agents:
-        # Exactly what a user (or CI) does: kubectl wait for Completed, which a failed run reaches too.
-        waited = kubectl(cluster, "-n", installation.namespace, "wait", "--for=condition=Completed",
-                         f"evaluationrun/{persona}", "--timeout=300s")
-        assert waited.returncode == 0, waited.stderr
-        with cluster.admin_http() as http:
-            out[persona] = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{installation.namespace}"
-                                    f"/evaluationruns/{persona}").json()
-    return out
 
 
 def by_id(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
