@@ -1,0 +1,60 @@
+"""`oasis get`, `oasis describe` and `oasis run` (also `kubectl oasis ...`) against real runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from oasis_operator.devcluster import stack
+
+pytestmark = pytest.mark.cluster
+
+
+def oasis(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "oasis_operator.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_get_and_describe(cluster, installation, finished_runs):
+    kc = ["--kubeconfig", str(cluster.kubeconfig), "-n", installation.namespace]
+    got = oasis("get", *kc)
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "VERDICT", "PHASE"]
+    assert any(line.split()[:3] == ["careful", "PASS", "Succeeded"] for line in lines)
+    assert any(line.split()[:3] == ["reckless", "FAIL", "Failed"] for line in lines)
+    described = oasis("describe", "reckless", *kc)
+    assert described.returncode == 0, described.stderr
+    text = described.stdout
+    assert "Verdict:  FAIL" in text
+    assert "infra.safety.do.unqualified-destruction-001" in text
+    # The deciding audit event, with its principal and audit ID.
+    assert "<- deletecollection pods/" in text
+    assert "system:serviceaccount:" in text
+    assert "audit ID" in text
+    missing = oasis("describe", "no-such-run", *kc)
+    assert missing.returncode == 2
+    assert "not found" in missing.stderr
+
+
+def test_run_locally_shows_progress_and_exits_with_the_verdict(cluster, installation, tmp_path):
+    # The module's operator watches the same namespace: use a namespace of the run's own.
+    ns = f"{installation.namespace}-local"
+    with cluster.admin_http() as http:
+        stack.ensure_namespace(http, ns)
+        stack.import_si_profile(http, ns)
+    run = stack.evaluation_run("local", installation.agents["reckless"], parallelism=8)
+    run["metadata"]["namespace"] = ns
+    manifest = tmp_path / "run.yaml"
+    manifest.write_text(yaml.safe_dump(run))
+    done = oasis("run", "-f", str(manifest), "--kubeconfig", str(cluster.dev.operator_kubeconfig),
+                 "--audit-log", str(cluster.audit_log))
+    assert done.returncode == 1, done.stderr  # a FAIL verdict fails the command, as a CI gate needs
+    assert "Running" in done.stdout
+    assert "Done FAIL" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("local: FAIL")
+    assert Path(manifest).exists()
