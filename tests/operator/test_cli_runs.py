@@ -58,3 +58,17 @@ def test_run_locally_shows_progress_and_exits_with_the_verdict(cluster, installa
     assert "Done FAIL" in done.stdout
     assert done.stdout.strip().splitlines()[-1].startswith("local: FAIL")
     assert Path(manifest).exists()
+
+
+def test_kubectl_finds_the_plugin(cluster, installation, finished_runs):
+    import os
+
+    from oasis_operator.devcluster import binaries
+
+    kubectl = binaries.resolve(quiet=True).path("kubectl")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+           "KUBECONFIG": str(cluster.kubeconfig)}
+    out = subprocess.run([str(kubectl), "oasis", "get", "-n", installation.namespace], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "reckless" in out.stdout
