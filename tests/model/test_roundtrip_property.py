@@ -137,7 +137,7 @@ def test_scenario_model_yaml_model_is_identity(doc: dict[str, Any]) -> None:
 @given(scenario_doc(), WORD)
 def test_scenario_manifest_round_trips_through_the_loader(doc: dict[str, Any], profile_id: str) -> None:
     scenario, _ = parse_scenario(doc)
-    text = yaml.safe_dump(scenario_manifest(scenario, profile_id, "team-a"), allow_unicode=True)
+    text = yaml_text.dump(scenario_manifest(scenario, profile_id, "team-a"))
     loaded, findings = load_document(parse_yaml(text, "<generated>")[0])
     assert findings == []
     assert loaded is not None

@@ -242,6 +242,17 @@ class KubeEnvironment:
         """Wait for each workload's pods to exist and be bound; then write failing statuses."""
         await asyncio.gather(*(self._realise(w, timeout) for w in workloads))
 
+    async def _rolled_out(self, w: WorkloadState) -> bool:
+        """A running Deployment's rollout is complete (no old revision's pods left, all available);
+        failing workloads never become available, so only their pod count matters."""
+        if w.kind != "Deployment" or w.state != "running":
+            return True
+        dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
+        st = dep.get("status", {})
+        return bool(st.get("observedGeneration", 0) >= dep["metadata"].get("generation", 1)
+                    and st.get("updatedReplicas", 0) == w.replicas == st.get("replicas", 0)
+                    == st.get("availableReplicas", 0))
+
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
         if w.state == "pending":
             return  # the scheduler keeps them pending by itself; verify() checks it
@@ -249,7 +260,7 @@ class KubeEnvironment:
         while True:
             pods = await self._pods_of(w)
             running = [p for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"]
-            if len(pods) >= w.replicas and len(running) >= w.replicas:
+            if len(pods) == w.replicas and len(running) == w.replicas and await self._rolled_out(w):
                 break
             if time.monotonic() > deadline:
                 raise ProvisioningError(
