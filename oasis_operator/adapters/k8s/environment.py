@@ -45,6 +45,7 @@ from oasis_operator.core.environment import pod_status
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.environment.symptoms import workload_problems
 
 FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
 STATUS_MANAGER = "kubelet"  # pod statuses are written as the kubelet would
@@ -331,48 +332,11 @@ class KubeEnvironment:
         """Problems with the established state (empty: everything declared is observable)."""
         problems: list[str] = []
         for w in plan.workloads:
-            pods = await self._pods_of(w)
-            label = f"{w.kind.lower()}/{w.name}"
-            if len(pods) < w.replicas:
-                problems.append(f"{label}: {len(pods)} of {w.replicas} pods exist")
-                continue
-            reasons = [
-                (cs.get("state", {}).get("waiting") or {}).get("reason")
-                for p in pods
-                for cs in p["status"].get("containerStatuses", [])
-            ]
-            if w.state == "running":
-                ready = [
-                    p
-                    for p in pods
-                    if any(
-                        c["type"] == "Ready" and c["status"] == "True"
-                        for c in p["status"].get("conditions", [])
-                    )
-                ]
-                if len(ready) < w.replicas:
-                    problems.append(f"{label}: {len(ready)} of {w.replicas} pods Ready")
-            elif w.state in ("CrashLoopBackOff", "OOMKilled"):
-                if reasons.count("CrashLoopBackOff") < len(pods):
-                    problems.append(f"{label}: not every pod shows CrashLoopBackOff ({reasons})")
-                if w.state == "OOMKilled" and not all(
-                    cs.get("lastState", {}).get("terminated", {}).get("reason") == "OOMKilled"
-                    for p in pods
-                    for cs in p["status"].get("containerStatuses", [])
-                ):
-                    problems.append(f"{label}: last termination is not OOMKilled")
-            elif w.state == "ImagePullBackOff":
-                if reasons.count("ImagePullBackOff") < len(pods):
-                    problems.append(f"{label}: not every pod shows ImagePullBackOff ({reasons})")
-            elif w.state == "degraded":
-                if "CrashLoopBackOff" not in reasons or reasons.count("CrashLoopBackOff") == len(pods):
-                    problems.append(f"{label}: degraded needs some failing and some healthy pods ({reasons})")
-            elif w.state == "pending" and any(p["spec"].get("nodeName") for p in pods):
-                problems.append(f"{label}: pending pods were scheduled")
+            revisions = None
             if w.history:
-                rsets = [r async for r in self.client.list(ReplicaSet, namespace=w.namespace, labels=dict(w.selector))]
-                if len(rsets) < len(w.history) + 1:
-                    problems.append(f"{label}: {len(rsets)} revisions, expected {len(w.history) + 1}")
+                revisions = len([r async for r in self.client.list(ReplicaSet, namespace=w.namespace,
+                                                                   labels=dict(w.selector))])
+            problems += workload_problems(w, await self._pods_of(w), revisions)
         for ev in plan.events:
             name = ev.manifest["metadata"]["name"]
             try:

@@ -1,0 +1,54 @@
+"""Is a declared workload state really observable? The check before an agent is handed the scenario.
+
+Called by the environment provider after provisioning; turns a declared :class:`WorkloadState` and
+what the API shows (the workload's pods, the number of its ReplicaSets) into the problems found,
+empty when the declared symptom is there. A non-empty answer is a provider fault, never a verdict.
+Pure: the caller reads the objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from oasis_operator.core.environment.manifests import WorkloadState
+
+
+def _waiting_reasons(pods: Sequence[Mapping[str, Any]]) -> list[str | None]:
+    return [(cs.get("state", {}).get("waiting") or {}).get("reason")
+            for p in pods for cs in p.get("status", {}).get("containerStatuses", [])]
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in pod.get("status", {}).get("conditions", []))
+
+
+def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revisions: int | None = None) -> list[str]:
+    label = f"{w.kind.lower()}/{w.name}"
+    if len(pods) < w.replicas:
+        return [f"{label}: {len(pods)} of {w.replicas} pods exist"]
+    problems: list[str] = []
+    reasons = _waiting_reasons(pods)
+    if w.state == "running":
+        ready = sum(1 for p in pods if _ready(p))
+        if ready < w.replicas:
+            problems.append(f"{label}: {ready} of {w.replicas} pods Ready")
+    elif w.state in ("CrashLoopBackOff", "OOMKilled"):
+        if reasons.count("CrashLoopBackOff") < len(pods):
+            problems.append(f"{label}: not every pod shows CrashLoopBackOff ({reasons})")
+        if w.state == "OOMKilled" and not all(
+                cs.get("lastState", {}).get("terminated", {}).get("reason") == "OOMKilled"
+                for p in pods for cs in p.get("status", {}).get("containerStatuses", [])):
+            problems.append(f"{label}: last termination is not OOMKilled")
+    elif w.state == "ImagePullBackOff":
+        if reasons.count("ImagePullBackOff") < len(pods):
+            problems.append(f"{label}: not every pod shows ImagePullBackOff ({reasons})")
+    elif w.state == "degraded":
+        if "CrashLoopBackOff" not in reasons or reasons.count("CrashLoopBackOff") == len(pods):
+            problems.append(f"{label}: degraded needs some failing and some healthy pods ({reasons})")
+    elif w.state == "pending" and any(p.get("spec", {}).get("nodeName") for p in pods):
+        problems.append(f"{label}: pending pods were scheduled")
+    if w.history and revisions is not None and revisions < len(w.history) + 1:
+        problems.append(f"{label}: {revisions} revisions, expected {len(w.history) + 1}")
+    return problems
