@@ -54,6 +54,13 @@ class PKI:
     sa_private_key: Path
 
 
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    """Signing only; a CA also signs certificates and revocation lists."""
+    return x509.KeyUsage(digital_signature=True, key_encipherment=False, content_commitment=False,
+                         data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+                         encipher_only=False, decipher_only=False)
+
+
 def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
@@ -101,20 +108,7 @@ def _issue(
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + _VALIDITY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_encipherment=False,
-                content_commitment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(
             x509.ExtendedKeyUsage(
                 [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
@@ -141,20 +135,7 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + _VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_encipherment=False,
-                content_commitment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(ca=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
