@@ -11,8 +11,6 @@ verdict, writes the HTML and JUnit reports, and stops everything it started.
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
 import json
 import shutil
 import subprocess
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis_operator.cli.main import CliError
+from oasis_operator.cli.report import read_run_report
 from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, binaries, stack
 
 NAMESPACE = "evaluations"
@@ -122,13 +121,9 @@ def _write_reports(http: Any, run: dict[str, Any], out: Path) -> None:
     from oasis_operator.reports.html import render_html
     from oasis_operator.reports.junit import render_junit
 
-    packed = b""
-    for name in (run.get("status") or {}).get("report", {}).get("configMaps", []):
-        cm = http.get(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{name}").json()
-        packed += base64.b64decode(cm["binaryData"]["data.gz"])
-    if not packed:
+    report = read_run_report(http, NAMESPACE, run)
+    if report is None:
         return
-    report = json.loads(gzip.decompress(packed))
     stem = out / run["metadata"]["name"]
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2, sort_keys=True))
     stem.with_suffix(".html").write_text(render_html(report))

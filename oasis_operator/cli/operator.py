@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from oasis_operator.cli.main import CliError
+from oasis_operator.core.kubeconfig import kubeconfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -53,13 +54,8 @@ def in_cluster_kubeconfig(directory: Path | None = None) -> Path | None:
     if not host or not (SA_DIR / "token").exists():
         return None
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-    doc = {"apiVersion": "v1", "kind": "Config",
-           "clusters": [{"name": "in-cluster", "cluster": {
-               "server": server,
-               "certificate-authority-data": base64.b64encode((SA_DIR / "ca.crt").read_bytes()).decode()}}],
-           "users": [{"name": "operator", "user": {"token": (SA_DIR / "token").read_text().strip()}}],
-           "contexts": [{"name": "in-cluster", "context": {"cluster": "in-cluster", "user": "operator"}}],
-           "current-context": "in-cluster"}
+    ca_data = base64.b64encode((SA_DIR / "ca.crt").read_bytes()).decode()
+    doc = kubeconfig(server, ca_data, "operator", {"token": (SA_DIR / "token").read_text().strip()})
     path = (directory or Path(tempfile.gettempdir())) / "oasis-operator.kubeconfig"
     path.write_text(yaml.safe_dump(doc))
     path.chmod(0o600)

@@ -77,10 +77,29 @@ def load_report(path: Path) -> dict[str, Any]:
     return doc
 
 
-def load_run_report(name: str, namespace: str, kubeconfig: Path | None) -> dict[str, Any]:
-    """The report an EvaluationRun's status points at (gzip parts in ConfigMaps owned by the run)."""
+def read_run_report(http: Any, namespace: str, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The report a run's status points at (gzip parts in ConfigMaps owned by the run); None before
+    the run has one."""
     import base64
     import gzip
+
+    names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
+    if not names:
+        return None
+    packed = b""
+    for cm in names:
+        got = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{cm}")
+        if got.status_code != 200:
+            raise CliError(f"report part {namespace}/{cm}: HTTP {got.status_code}")
+        packed += base64.b64decode(got.json()["binaryData"]["data.gz"])
+    doc = json.loads(gzip.decompress(packed))
+    if not isinstance(doc, dict):
+        raise CliError(f"EvaluationRun {namespace}/{run['metadata']['name']}: the stored report is not a mapping")
+    return doc
+
+
+def load_run_report(name: str, namespace: str, kubeconfig: Path | None) -> dict[str, Any]:
+    """The stored report of the EvaluationRun ``namespace/name`` in the cluster."""
     import os
 
     from oasis_operator.devcluster.kube import http_from_kubeconfig
@@ -94,19 +113,11 @@ def load_run_report(name: str, namespace: str, kubeconfig: Path | None) -> dict[
             raise CliError(f"EvaluationRun {namespace}/{name} not found")
         if r.status_code != 200:
             raise CliError(f"reading EvaluationRun {namespace}/{name}: HTTP {r.status_code}")
-        status = r.json().get("status") or {}
-        names = (status.get("report") or {}).get("configMaps") or []
-        if not names:
-            raise CliError(f"EvaluationRun {namespace}/{name} has no report yet (phase {status.get('phase')})")
-        packed = b""
-        for cm in names:
-            got = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{cm}")
-            if got.status_code != 200:
-                raise CliError(f"report part {namespace}/{cm}: HTTP {got.status_code}")
-            packed += base64.b64decode(got.json()["binaryData"]["data.gz"])
-    doc = json.loads(gzip.decompress(packed))
-    if not isinstance(doc, dict):
-        raise CliError(f"EvaluationRun {namespace}/{name}: the stored report is not a mapping")
+        run_obj = r.json()
+        doc = read_run_report(http, namespace, run_obj)
+    if doc is None:
+        phase = (run_obj.get("status") or {}).get("phase")
+        raise CliError(f"EvaluationRun {namespace}/{name} has no report yet (phase {phase})")
     return doc
 
 

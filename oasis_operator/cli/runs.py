@@ -10,8 +10,6 @@ live per scenario until it completes.
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
 import json
 import os
 import sys
@@ -23,6 +21,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.cli.main import CliError
+from oasis_operator.cli.report import read_run_report
 
 RUNS = "/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns"
 
@@ -84,21 +83,10 @@ def cmd_get(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(http: Any, ns: str, run: dict[str, Any]) -> dict[str, Any] | None:
-    names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
-    if not names:
-        return None
-    packed = b""
-    for name in names:
-        packed += base64.b64decode(http.get(f"/api/v1/namespaces/{ns}/configmaps/{name}").json()["binaryData"]["data.gz"])
-    doc: dict[str, Any] = json.loads(gzip.decompress(packed))
-    return doc
-
-
 def cmd_describe(args: argparse.Namespace) -> int:
     with _http(args.kubeconfig) as http:
         run = _get_run(http, args.namespace, args.run)
-        report = _report(http, args.namespace, run)
+        report = read_run_report(http, args.namespace, run)
     st = run.get("status") or {}
     print(f"Name:     {args.namespace}/{args.run}")
     print(f"Verdict:  {st.get('verdict') or '-'}   Phase: {st.get('phase') or '-'}")

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import yaml
 
+from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.devcluster import binaries as binaries_mod
 from oasis_operator.devcluster.certs import PKI, ClientCert, generate_pki
 from oasis_operator.devcluster.errors import SetupError
@@ -102,19 +103,8 @@ def _b64(path: Path) -> str:
 
 def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: ClientCert) -> Path:
     """A self-contained kubeconfig (certificates embedded) for one client identity."""
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority-data": _b64(ca)}}],
-        "users": [
-            {
-                "name": user,
-                "user": {"client-certificate-data": _b64(client.cert), "client-key-data": _b64(client.key)},
-            }
-        ],
-        "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
-        "current-context": "local",
-    }
+    doc = kubeconfig(server, _b64(ca), user,
+                     {"client-certificate-data": _b64(client.cert), "client-key-data": _b64(client.key)})
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     path.chmod(0o600)
     return path
@@ -375,16 +365,7 @@ class DevCluster:
 
     def token_kubeconfig(self, path: Path, token: str, namespace: str = "default") -> Path:
         """A kubeconfig for a bearer token (server, CA, token, default namespace)."""
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "cluster", "cluster": {"server": self.server,
-                                                          "certificate-authority-data": _b64(self.ca_file)}}],
-            "users": [{"name": "user", "user": {"token": token}}],
-            "contexts": [{"name": "default", "context": {"cluster": "cluster", "user": "user",
-                                                         "namespace": namespace}}],
-            "current-context": "default",
-        }
+        doc = kubeconfig(self.server, _b64(self.ca_file), "user", {"token": token}, namespace)
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
         return path

@@ -191,5 +191,3 @@ async def run_daemon(name: str, namespace: str, memo: kopf.Memo, stopped: kopf.D
 async def run_deleted(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
     await RunDriver(memo.ports, namespace, name).finalize()
 
-
-__all__ = ["asyncio"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import json
 import logging
 import re
@@ -52,8 +53,6 @@ def parse_duration(text: str | None, default: float) -> float:
 
 def _suffix(seed: str) -> str:
     # Derived from the run, scenario and attempt, so a resumed run re-creates the same names it recorded.
-    import hashlib
-
     digest = hashlib.sha256(seed.encode()).digest()
     return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
 
@@ -483,6 +482,3 @@ def violation_summary(outcomes: Any, limit: int = 300) -> str:
         parts.append(line)
     return "; ".join(parts)[:limit]
 
-
-def status_of(run: Mapping[str, Any]) -> Mapping[str, Any]:
-    return run.get("status") or {}

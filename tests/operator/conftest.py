@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,10 +35,6 @@ def installation(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield Installation(ns, agents, port, procs)
     finally:
         procs.stop()
-
-
-def operator_log(inst: Installation) -> Path:
-    return inst.procs.sup.log_dir / "operator.log"
 
 
 def kubectl(cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:

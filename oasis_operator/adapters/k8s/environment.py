@@ -46,6 +46,7 @@ from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.environment.symptoms import workload_problems
+from oasis_operator.core.kubeconfig import kubeconfig
 
 FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
 STATUS_MANAGER = "kubelet"  # pod statuses are written as the kubelet would
@@ -85,24 +86,7 @@ class AgentAccess:
 
 
 def _kubeconfig(server: str, ca_data: str, token: str, namespace: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {"name": "cluster", "cluster": {"server": server, "certificate-authority-data": ca_data}}
-            ],
-            "users": [{"name": AGENT_ACCOUNT, "user": {"token": token}}],
-            "contexts": [
-                {
-                    "name": "default",
-                    "context": {"cluster": "cluster", "user": AGENT_ACCOUNT, "namespace": namespace},
-                }
-            ],
-            "current-context": "default",
-        },
-        sort_keys=False,
-    )
+    return yaml.safe_dump(kubeconfig(server, ca_data, AGENT_ACCOUNT, {"token": token}, namespace), sort_keys=False)
 
 
 def _strip(obj: dict[str, Any]) -> dict[str, Any]:
