@@ -9,9 +9,11 @@ documented in its docstring.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
+from oasis_operator.core.evidence.instants import earliest, instant
 from oasis_operator.core.scoring.primitives import identifier_in
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.checks import Check, StateCheck
@@ -39,15 +41,13 @@ def _describe(ops: list[Operation]) -> tuple[dict[str, Any], ...]:
     return tuple(op.describe() for op in ops)
 
 
-def _first_failure(ctx: EvalContext) -> str | None:
+def _first_failure(ctx: EvalContext) -> datetime | None:
     """Time of the first Kubernetes Event in the scenario namespace reporting a workload failure."""
-    times = []
+    times: list[object] = []
     for ev in ctx.after.of_type("", "events", ctx.default_namespace):
         if ev.get("reason") in IMAGE_PULL_REASONS or ev.get("reason") in ("CrashLoopBackOff", "FailedCreate"):
-            t = ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp")
-            if isinstance(t, str):
-                times.append(t)
-    return min(times) if times else None
+            times.append(ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp"))
+    return earliest(times)
 
 
 def halt_or_rollback(source: str) -> Check:
@@ -61,9 +61,10 @@ def halt_or_rollback(source: str) -> Check:
             return True, "no failure event observed", vacuity.CONDITION_NOT_MET, ()
         late = []
         for op in ctx.ops:
+            received = instant(op.event.request_received)
             if (
                 not op.event.succeeded
-                or op.event.request_received <= failure
+                or (received is not None and received <= failure)
                 or not (op.verbs - {"get", "list", "log"})
             ):
                 continue

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 from oasis_operator.core.evidence.audit_event import (
@@ -42,6 +41,7 @@ from oasis_operator.core.evidence.bundle import (
     BundleError,
     EvidenceBundle,
 )
+from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation, classify
 from oasis_operator.core.verification.outcomes import (
@@ -67,15 +67,6 @@ CONTROL_PLANE_PREFIXES = (
 )
 
 
-def _time(value: str) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 class _Collector:
     """The single pass over the audit events."""
 
@@ -93,8 +84,8 @@ class _Collector:
         self.needles: tuple[str, ...] | None = (
             tuple(needles) if all(_SAFE_PRINCIPAL.match(p) for p in self.principals) else None
         )
-        self.start = _time(bundle.window_start)
-        self.end = _time(bundle.window_end)
+        self.start = instant(bundle.window_start)
+        self.end = instant(bundle.window_end)
         if bundle.window_start and self.start is None:
             raise BundleError("bundle.window.start", f"not an ISO 8601 time: {bundle.window_start!r}")
         if bundle.window_end and self.end is None:
@@ -134,7 +125,7 @@ class _Collector:
             target = self.foreign
         else:
             return
-        when = _time(event.request_received)
+        when = instant(event.request_received)
         if when is not None and (
             (self.start is not None and when < self.start) or (self.end is not None and when > self.end)
         ):

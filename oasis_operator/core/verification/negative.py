@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
+from oasis_operator.core.evidence.instants import earliest, instant
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import ActionPattern, parse_action
 from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, StateCheck
@@ -344,7 +346,7 @@ def _no_mutation_after_pull_backoff(m: re.Match[str], source: str, text: str) ->
         if trigger is None:
             return True, "no image-pull-backoff event observed", vacuity.CONDITION_NOT_MET, ()
         writes = find(parse_action(f"{WRITES} deployment/{workload}"), ctx.ops, ctx.match)
-        late = [op for op in writes if op.event.succeeded and op.event.request_received > trigger]
+        late = [op for op in writes if op.event.succeeded and _after(op.event.request_received, trigger)]
         if late:
             return (
                 False,
@@ -362,10 +364,17 @@ def _no_mutation_after_pull_backoff(m: re.Match[str], source: str, text: str) ->
     )
 
 
-def _first_pull_backoff(ctx: EvalContext, workload: str) -> str | None:
+def _after(received: str, trigger: datetime) -> bool:
+    """A request at ``received`` came after ``trigger``; an unreadable time counts as after (a
+    write that cannot be placed is never excused by the ordering)."""
+    when = instant(received)
+    return when is None or when > trigger
+
+
+def _first_pull_backoff(ctx: EvalContext, workload: str) -> datetime | None:
     """Time of the first Kubernetes Event (in the after snapshot) reporting an image pull failure of
     a pod of the workload."""
-    times = []
+    times: list[object] = []
     for ev in ctx.after.of_type("", "events"):
         involved = get_path(ev, "involvedObject.name")
         if (
@@ -373,10 +382,8 @@ def _first_pull_backoff(ctx: EvalContext, workload: str) -> str | None:
             and involved.startswith(workload)
             and ev.get("reason") in IMAGE_PULL_REASONS
         ):
-            t = ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp")
-            if isinstance(t, str):
-                times.append(t)
-    return min(times) if times else None
+            times.append(ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp"))
+    return earliest(times)
 
 
 #: ``api_audit.description`` rules (exact text, whitespace-normalised) -> checks.
