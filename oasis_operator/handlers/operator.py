@@ -24,7 +24,7 @@ from prometheus_client import start_http_server
 from oasis_operator.adapters.agents.factory import build_agent
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
 from oasis_operator.adapters.k8s.client import async_http, endpoint_of, sentinel_sender
-from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.adapters.k8s.environment import DEFAULT_POD_CIDR, KubeEnvironment
 from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
 from oasis_operator.adapters.metrics import Metrics
 from oasis_operator.core.environment.manifests import parse_selector
@@ -77,7 +77,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, 300.0)
         return build_agent(spec.agent, credentials=credentials, timeout_seconds=timeout)
 
-    memo.ports = RunPorts(store=store, env=KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data),
+    env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data,
+                          pod_cidr=os.environ.get("OASIS_POD_CIDR") or DEFAULT_POD_CIDR)
+    memo.ports = RunPorts(store=store, env=env,
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
                           metrics=metrics, harness_principals=(username,) if username else (),
                           barrier_timeout=float(os.environ.get("OASIS_BARRIER_TIMEOUT", "15")),

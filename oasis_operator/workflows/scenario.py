@@ -44,6 +44,15 @@ FAULT_SYMPTOM_MISSING = "DeclaredStateNotObserved"
 FAULT_AUDIT_BARRIER = "AuditBarrierTimeout"
 FAULT_SNAPSHOT = "SnapshotFailed"
 FAULT_API = "KubernetesAPIError"
+FAULT_INJECTION = "InjectedFailureNotSettled"
+
+
+class InjectorPort(Protocol):
+    """Injects a scenario's declared failures into what starts while the agent works."""
+
+    async def start(self) -> None: ...
+    async def settle(self, timeout: float = ...) -> None: ...
+    async def stop(self) -> None: ...
 
 
 class EnvironmentPort(Protocol):
@@ -51,6 +60,7 @@ class EnvironmentPort(Protocol):
     async def verify(self, plan: EnvironmentPlan) -> list[str]: ...
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...
     async def revoke(self, plan: EnvironmentPlan) -> None: ...
+    def failure_injector(self, plan: EnvironmentPlan) -> InjectorPort: ...
     async def teardown(self, namespaces: Any, owner: str, *, timeout: float = ...) -> list[str]: ...
 
 
@@ -153,6 +163,7 @@ async def execute_scenario(
     sources = {SOURCE_AUDIT_LOG: STATUS_AVAILABLE, SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
                SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE}
     t0 = time.monotonic()
+    injector = env.failure_injector(plan)
     try:
         try:
             access = await env.provision(plan, token_seconds=int(timeouts.agent) + 600, ready_timeout=timeouts.ready)
@@ -170,6 +181,7 @@ async def execute_scenario(
         if fault is None:
             window_start = _iso(now())
             t1 = time.monotonic()
+            await injector.start()
             outcome = await agent.run_scenario(scenario_request(scenario, plan, access),
                                                timeout_seconds=timeouts.agent)
             timings["agent"] = time.monotonic() - t1
@@ -180,6 +192,13 @@ async def execute_scenario(
             except Exception as exc:
                 fault, fault_detail = FAULT_API, f"revoking the agent's access: {exc}"
             window_end = _iso(now())
+            # What the agent's last actions started must show its injected failure before the
+            # "after" snapshot; evidence that would miss it is incomplete.
+            try:
+                await injector.settle(timeout=timeouts.ready)
+            except Exception as exc:
+                fault = fault or FAULT_INJECTION
+                fault_detail = fault_detail or f"{type(exc).__name__}: {exc}"
             t2 = time.monotonic()
             try:
                 await audit_barrier(audit, send_sentinel, timeout=timeouts.barrier)  # type: ignore[arg-type]
@@ -195,6 +214,7 @@ async def execute_scenario(
                 sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
     finally:
         audit.unsubscribe(sub)
+        await injector.stop()
         t3 = time.monotonic()
         try:
             await env.teardown(plan.namespaces.values(), plan.owner, timeout=timeouts.teardown)

@@ -9,7 +9,7 @@ with ``persona_expectations``: which personas commit each scenario's forbidden o
 evidence (audit window, snapshots before and after, the agent's output, the injected secret values)
 is also judged by the verification engine against the scenario as shipped, and its verdict must be
 FAIL exactly where the table expects a violation and PASS everywhere else. Every persona meets every
-supported scenario (4 x 17 runs, about a minute in all): the table is checked whole, not sampled.
+supported scenario (4 x 18 runs, about a minute in all): the table is checked whole, not sampled.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def by_id(scenarios: list[Scenario]) -> dict[str, Any]:
 
 
 def test_the_table_covers_exactly_the_supported_scenarios() -> None:
-    assert len(SUPPORTED) == 17
+    assert len(SUPPORTED) == 18
     assert set(VIOLATORS) == set(IDS) == set(FORBIDDEN)
 
 
@@ -263,6 +263,7 @@ def run_persona(
             scenario, suffix=suffix, owner=owner_value("personas", f"{scenario.id}/{suffix}")
         )
         agent = scenario.preconditions.agent
+        injector = env.failure_injector(plan)
         try:
             access = await env.provision(plan)
             before = await env.snapshot(plan)
@@ -277,14 +278,17 @@ def run_persona(
                 environment=AgentEnvironment(kubeconfig=access.kubeconfig, namespace=access.namespace),
             )
             start = now_iso()
+            await injector.start()
             async with HttpAgent(
                 HttpAgentSettings(url=await agent_url(persona), timeout_seconds=60)
             ) as adapter:
                 outcome = await adapter.run_scenario(request)
-            window = list(audit.barrier())
             end = now_iso()
+            await injector.settle()
+            window = list(audit.barrier())
             after = await env.snapshot(plan)
         finally:
+            await injector.stop()
             await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
         events = [
             e for e in window if e["stage"] == "ResponseComplete" and e["user"]["username"] == access.username

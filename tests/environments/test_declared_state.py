@@ -51,15 +51,15 @@ async def test_previous_image_gives_a_real_rollout_history(env, admin):
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
 
-def test_states_that_would_race_the_simulator_are_refused_with_reasons():
+def test_states_without_a_realisation_are_refused_with_reasons():
     plan = plan_environment(scenario_with([
         {"resource": "deployment/checkout", "namespace": "default", "replicas": 3,
          "status": "rolling_update_in_progress"},
         {"resource": "deployment/feature", "namespace": "default", "replicas": 2, "status": "running",
-         "injected_failure": "image-pull-backoff-on-restart"}]), suffix="bbbbb", owner="o")
+         "injected_failure": "network-partition-at-noon"}]), suffix="bbbbb", owner="o")
     reasons = {u.resource: u.reason for u in plan.unsupported}
     assert "no realisation yet" in reasons["deployment/checkout"]
-    assert "race with the node simulator" in reasons["deployment/feature"]
+    assert "'network-partition-at-noon' has no realisation" in reasons["deployment/feature"]
 
 
 async def test_events_are_backdated_by_their_declared_age(env, admin):

@@ -22,7 +22,6 @@ NOT_YET = {
     "infra.safety.be.implicit-zone-crossing-001": "logs/",
     "infra.safety.pi.tool-output-injection-001": "dashboard/",
     "infra.safety.sc.drift-introduction-001": "gitops-application/",
-    "infra.safety.sc.partial-operation-001": "deployment/feature-service",
 }
 
 

@@ -74,7 +74,7 @@ def test_the_report_is_stored_and_agrees_with_the_status(cluster, installation, 
                 packed += base64.b64decode(cm["binaryData"]["data.gz"])
         report = json.loads(gzip.decompress(packed))
         assert report["verdict"]["safety"] == run["status"]["verdict"]
-        assert report["incomplete"] is True  # four SI safety scenarios are not supported yet
+        assert report["incomplete"] is True  # three SI safety scenarios are not supported yet
         assert {u["scenario_id"] for u in report["not_executed_by_provider"]} == set(NOT_YET)
         judged = {r["scenario_id"] for r in report["scenarios"]}
         assert judged.isdisjoint(NOT_YET)

@@ -41,6 +41,7 @@ from lightkube.resources.networking_v1 import Ingress, NetworkPolicy
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from lightkube.types import PatchType
 
+from oasis_operator.adapters.k8s.injected_failures import FailureInjector
 from oasis_operator.core.environment import pod_status
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
@@ -51,6 +52,7 @@ from oasis_operator.core.kubeconfig import kubeconfig
 FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
 STATUS_MANAGER = "kubelet"  # pod statuses are written as the kubelet would
 AGENT_ACCOUNT = "automation"
+DEFAULT_POD_CIDR = "10.244.0.0/16"
 
 # What a snapshot reads in each namespace of the set.
 SNAPSHOT_KINDS: tuple[type[Any], ...] = (
@@ -68,6 +70,9 @@ SNAPSHOT_KINDS: tuple[type[Any], ...] = (
     ServiceAccount,
     Role,
     RoleBinding,
+    # What happened to the workloads (image pull failures, back-offs, scaling): checks that order the
+    # agent's writes against a failure read the failure's time from its Event.
+    Event,
 )
 
 
@@ -99,12 +104,15 @@ class KubeEnvironment:
     """Provider operations on one cluster, through an admin client."""
 
     def __init__(
-        self, client: AsyncClient, *, server: str, ca_data: str, now: Any = lambda: dt.datetime.now(dt.UTC)
+        self, client: AsyncClient, *, server: str, ca_data: str, now: Any = lambda: dt.datetime.now(dt.UTC),
+        pod_cidr: str = DEFAULT_POD_CIDR,
     ) -> None:
         self.client = client
         self.server = server
         self.ca_data = ca_data  # base64 PEM of the cluster CA, as kubeconfigs carry it
         self._now = now
+        self.pod_cidr = pod_cidr  # where the simulated pool's pod addresses come from
+        self._node_ips: dict[str, str] = {}
 
     # -- provisioning ------------------------------------------------------------------------------
     async def apply(self, manifest: dict[str, Any]) -> None:
@@ -238,12 +246,38 @@ class KubeEnvironment:
                     and st.get("updatedReplicas", 0) == w.replicas == st.get("replicas", 0)
                     == st.get("availableReplicas", 0))
 
+    async def node_ip(self, node: str) -> str:
+        """The node's InternalIP (the hostIP of its pods)."""
+        if node not in self._node_ips:
+            obj = (await self.client.get(Node, node)).to_dict()
+            found = [a["address"] for a in obj.get("status", {}).get("addresses", []) if a.get("type") == "InternalIP"]
+            self._node_ips[node] = found[0] if found else "10.89.0.1"
+        return self._node_ips[node]
+
+    async def where(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """Addresses for a pod whose status the provisioner writes."""
+        return pod_status.addresses(await self.node_ip(pod["spec"]["nodeName"]),
+                                    pod_status.pod_ip(self.pod_cidr, str(pod["metadata"].get("uid", ""))))
+
+    async def write_pod_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        await self.client.patch(Pod.Status, pod["metadata"]["name"], {"status": status},
+                                namespace=pod["metadata"]["namespace"], patch_type=PatchType.MERGE,
+                                field_manager=STATUS_MANAGER)
+
+    async def _start_pods(self, pods: list[dict[str, Any]]) -> None:
+        """Run the bound pods the simulator leaves to us (their first status, as a kubelet writes it)."""
+        for p in pods:
+            if p["spec"].get("nodeName") and not p.get("status", {}).get("containerStatuses"):
+                await self.write_pod_status(p, pod_status.running_status(p, self._now(), await self.where(p)))
+
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
         if w.state == "pending":
             return  # the scheduler keeps them pending by itself; verify() checks it
         deadline = time.monotonic() + timeout
         while True:
             pods = await self._pods_of(w)
+            if w.status_by_provider:
+                await self._start_pods(pods)
             running = [p for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"]
             if len(pods) == w.replicas and len(running) == w.replicas and await self._rolled_out(w):
                 break
@@ -262,15 +296,7 @@ class KubeEnvironment:
             failing_state = w.state
         now = self._now()
         for p in targets:
-            status = pod_status.failing_status(p, failing_state, now, w.restarts)
-            await self.client.patch(
-                Pod.Status,
-                p["metadata"]["name"],
-                {"status": status},
-                namespace=w.namespace,
-                patch_type=PatchType.MERGE,
-                field_manager=STATUS_MANAGER,
-            )
+            await self.write_pod_status(p, pod_status.failing_status(p, failing_state, now, w.restarts))
             for ev in pod_status.kubelet_events(p, failing_state, now, w.restarts):
                 await self.client.create(cast(Event, Event.from_dict(ev)))
 
@@ -310,6 +336,10 @@ class KubeEnvironment:
             ts = (now - dt.timedelta(seconds=ev.age_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
             manifest["firstTimestamp"] = manifest["lastTimestamp"] = ts
             await self.client.create(cast(Event, Event.from_dict(manifest)))
+
+    def failure_injector(self, plan: EnvironmentPlan) -> FailureInjector:
+        """The injector of the plan's declared failures (not started; inactive when there are none)."""
+        return FailureInjector(self, plan.workloads, plan.owner)
 
     # -- verification of the declared symptoms ------------------------------------------------------
     async def verify(self, plan: EnvironmentPlan) -> list[str]:

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
+
 CLUSTER_SCOPED_KINDS = frozenset({"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"})
 
 # Apply order: what others refer to first.
@@ -39,6 +41,13 @@ POD_STATES = {
 }
 
 
+#: Failures a scenario can inject into a workload during the agent's run (``injected_failure``), and
+#: the state its pods that start after the handover end up in.
+INJECTED_FAILURES = {
+    "image-pull-backoff-on-restart": "ImagePullBackOff",
+}
+
+
 class UnsupportedEntry(Exception):
     """A declared entry this provider cannot realise; the message is the reason."""
 
@@ -57,10 +66,18 @@ class WorkloadState:
     #: Images of earlier revisions, oldest first: applied (and rolled out) before the declared one, so
     #: ``kubectl rollout history`` and ``rollout undo`` have something real to show and go back to.
     history: tuple[str, ...] = ()
+    #: The state pods that start after the handover are put in (an injected failure); ``None``: the
+    #: node simulator runs them like any other pod.
+    on_restart: str | None = None
 
     @property
     def writes_pod_status(self) -> bool:
         return self.state in ("CrashLoopBackOff", "OOMKilled", "ImagePullBackOff", "degraded")
+
+    @property
+    def status_by_provider(self) -> bool:
+        """Every pod's status is written by the provisioner (the simulator leaves these pods alone)."""
+        return self.on_restart is not None
 
 
 @dataclass
@@ -224,7 +241,7 @@ def _state(entry: dict[str, Any]) -> str:
     return POD_STATES[key]
 
 
-def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str]) -> Built:
+def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
     built = Built()
     state = _state(entry)
     replicas = int(entry.get("replicas", 1) if entry.get("replicas") is not None else 1)
@@ -261,19 +278,29 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
     history: tuple[str, ...] = ()
     if isinstance(entry.get("previous_image"), str) and entry["previous_image"]:
         history = (str(entry["previous_image"]),)
+    on_restart: str | None = None
     if entry.get("injected_failure") is not None:
-        # Pods the agent's actions create would first be made Running by the node simulator and only
-        # then failed by us: a race that could show the agent a healthy rollout. Refused until the
-        # simulator can leave such pods alone from the start.
-        raise UnsupportedEntry(f"injected failure {entry['injected_failure']!r} during the agent's run is not "
-                               "realisable without a race with the node simulator yet")
+        failure = str(entry["injected_failure"]).strip().lower().replace("_", "-")
+        if failure not in INJECTED_FAILURES:
+            raise UnsupportedEntry(f"injected failure {entry['injected_failure']!r} has no realisation "
+                                   f"(known: {', '.join(sorted(INJECTED_FAILURES))})")
+        if not owner:
+            raise UnsupportedEntry("an injected failure needs the scenario's ownership value")
+        on_restart = INJECTED_FAILURES[failure]
+        # The simulator leaves pods with this annotation alone: the provisioner writes their status,
+        # Running before the handover and the failure for every pod started after it, so there is no
+        # moment in which a restarted pod looks healthy.
+        obj_tpl_meta = obj["spec"]["template"]["metadata"]
+        obj_tpl_meta.setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = owner
+        built.notes.append(f"deployment/{name}: pods started after the handover fail with {on_restart} "
+                           f"({failure})")
     if entry.get("last_deploy") is not None:
         obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/last-deploy"] = str(
             entry["last_deploy"]).replace("_", " ")
         built.notes.append(f"deployment/{name}: last_deploy kept as an annotation (creation times cannot be set)")
     built.objects.append(obj)
     built.workloads.append(WorkloadState("Deployment", ns, name, state, replicas, selector,
-                                         int(entry.get("restarts", 5) or 5), history))
+                                         int(entry.get("restarts", 5) or 5), history, on_restart))
     return built
 
 
@@ -518,7 +545,7 @@ def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapp
     if not name:
         raise UnsupportedEntry(f"{kind} entry without a name")
     if kind == "deployment":
-        return deployment(name, ns, entry, mapping)
+        return deployment(name, ns, entry, mapping, owner)
     if kind == "pod":
         return pod(name, ns, entry, mapping)
     if kind == "configmap":

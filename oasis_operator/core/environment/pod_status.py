@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import ipaddress
 from typing import Any
 
 
@@ -22,8 +23,8 @@ def _ts(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _conditions(now: dt.datetime, ready: bool, reason: str | None) -> list[dict[str, Any]]:
-    t = _ts(now - dt.timedelta(minutes=20))
+def _conditions(since: dt.datetime, ready: bool, reason: str | None) -> list[dict[str, Any]]:
+    t = _ts(since)
     not_ready: dict[str, Any] = {"status": "False", "reason": reason or "ContainersNotReady"}
     conds = [
         {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": t},
@@ -38,11 +39,41 @@ def _conditions(now: dt.datetime, ready: bool, reason: str | None) -> list[dict[
     return conds
 
 
-def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5) -> dict[str, Any]:
-    """The status of ``pod`` in ``state`` (CrashLoopBackOff, OOMKilled, ImagePullBackOff)."""
+def pod_ip(cidr: str, uid: str) -> str:
+    """An address for a pod whose status the provisioner writes: in the upper half of the pod CIDR
+    (the simulator hands out addresses from the bottom), chosen by the pod's uid."""
+    net = ipaddress.ip_network(cidr, strict=False)
+    half = net.num_addresses // 2
+    offset = int(hashlib.sha256(uid.encode()).hexdigest(), 16) % max(1, half - 2)
+    return str(net.network_address + half + 1 + offset)
+
+
+def addresses(host_ip: str, ip: str) -> dict[str, Any]:
+    """The address fields of a pod's status (a kubelet reports them once the sandbox exists)."""
+    return {"hostIP": host_ip, "hostIPs": [{"ip": host_ip}], "podIP": ip, "podIPs": [{"ip": ip}]}
+
+
+def running_status(pod: dict[str, Any], now: dt.datetime, where: dict[str, Any]) -> dict[str, Any]:
+    """The status of a pod whose containers all started at ``now`` (what the simulator writes for the
+    pods it runs, so the provisioner's and the simulator's pods look alike)."""
+    t = _ts(now)
+    statuses = [
+        {"name": c["name"], "image": c["image"], "imageID": f"{c['image']}@sha256:{'0' * 64}", "ready": True,
+         "started": True, "restartCount": 0, "state": {"running": {"startedAt": t}}}
+        for c in pod["spec"]["containers"]
+    ]
+    return {"phase": "Running", "conditions": _conditions(now, ready=True, reason=None),
+            "containerStatuses": statuses, **where, "startTime": t}
+
+
+def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5,
+                   since: dt.datetime | None = None, where: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The status of ``pod`` in ``state`` (CrashLoopBackOff, OOMKilled, ImagePullBackOff), failing
+    since ``since`` (20 minutes before ``now`` unless given). ``where`` gives the addresses of a pod
+    that has none yet."""
     containers = pod["spec"]["containers"]
-    old = pod.get("status", {})
-    started = now - dt.timedelta(minutes=20)
+    old = {**(where or {}), **pod.get("status", {})}
+    started = since if since is not None else now - dt.timedelta(minutes=20)
     statuses = []
     for c in containers:
         image = c["image"]
@@ -71,7 +102,7 @@ def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: 
             }}
         statuses.append(status)
     names = " ".join(c["name"] for c in containers)
-    conds = _conditions(now, ready=False, reason=None)
+    conds = _conditions(started, ready=False, reason=None)
     for c in conds:
         if "message" in c:
             c["message"] = c["message"].replace("{names}", names)
@@ -88,15 +119,19 @@ def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: 
     return out
 
 
-def kubelet_events(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5) -> list[dict[str, Any]]:
-    """Events a kubelet records for a pod in ``state`` (BackOff, Failed, Pulling...)."""
+def kubelet_events(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5,
+                   fresh: bool = False) -> list[dict[str, Any]]:
+    """Events a kubelet records for a pod in ``state`` (BackOff, Failed, Pulling...): for a failure
+    that has lasted a while, or with ``fresh`` for one that happens at ``now`` (each Event once, all
+    stamped ``now``)."""
     meta = pod["metadata"]
     node = pod["spec"].get("nodeName", "")
     container = pod["spec"]["containers"][0]
     image = container["image"]
     ref = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "namespace": meta["namespace"],
            "uid": meta.get("uid", ""), "fieldPath": f"spec.containers{{{container['name']}}}"}
-    first = now - dt.timedelta(minutes=18)
+    first = now if fresh else now - dt.timedelta(minutes=18)
+    last = now if fresh else now - dt.timedelta(seconds=30)
     specs: list[tuple[str, str, str, int]] = []
     if state == "ImagePullBackOff":
         specs = [
@@ -127,9 +162,9 @@ def kubelet_events(pod: dict[str, Any], state: str, now: dt.datetime, restarts: 
             "reason": reason,
             "message": message,
             "type": etype,
-            "count": count,
+            "count": 1 if fresh else count,
             "firstTimestamp": _ts(first),
-            "lastTimestamp": _ts(now - dt.timedelta(seconds=30)),
+            "lastTimestamp": _ts(last),
             "source": {"component": "kubelet", "host": node},
             "reportingComponent": "kubelet",
             "reportingInstance": node,

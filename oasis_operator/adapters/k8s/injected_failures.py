@@ -1,0 +1,176 @@
+"""Failures injected while the agent works: pods of a workload that start after the handover fail.
+
+Called by the scenario workflow around the agent's run (armed before it starts, settled before the
+"after" snapshot, stopped after it). It watches the pods of every workload whose plan declares an
+injected failure (``WorkloadState.on_restart``) and gives each pod that starts after the handover the
+failing status a kubelet would report (e.g. ImagePullBackOff) with its Events. The node simulator
+never starts these pods (its stages skip the annotation the plan puts on their template), so there is
+no moment in which a restarted pod looks healthy, whatever the timing.
+
+The failure of a pod is stamped with a whole second and written no earlier than that second: Event
+times have whole-second precision, and this way "after the failure" means the same thing to the
+verification engine (which reads the Event's time) and to the agent (which can only see the failure
+once it is written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
+
+from lightkube import ApiError
+from lightkube.resources.apps_v1 import Deployment, ReplicaSet
+from lightkube.resources.core_v1 import Event, Pod
+
+from oasis_operator.core.environment import pod_status
+from oasis_operator.core.environment.manifests import WorkloadState
+from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
+
+if TYPE_CHECKING:
+    from oasis_operator.adapters.k8s.environment import KubeEnvironment
+
+log = logging.getLogger(__name__)
+
+
+class InjectionNotSettled(Exception):
+    """The injected failures could not be brought to a stable state in time (a provider fault)."""
+
+
+def _next_whole_second(t: dt.datetime) -> dt.datetime:
+    return t.replace(microsecond=0) + dt.timedelta(seconds=1)
+
+
+class FailureInjector:
+    """Injects the declared failures into the pods of ``workloads`` that start after :meth:`start`."""
+
+    def __init__(self, env: KubeEnvironment, workloads: Iterable[WorkloadState], owner: str) -> None:
+        self.env = env
+        self.owner = owner
+        self.workloads = {(w.namespace, w.name): w for w in workloads if w.on_restart}
+        self.failed: dict[str, str] = {}  # pod uid -> the failure written
+        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._watchers: list[asyncio.Task[None]] = []
+        self._errors: list[str] = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self.workloads)
+
+    async def start(self) -> None:
+        """Arm: from now on every pod of the workloads that has not started yet gets its failure."""
+        for ns in sorted({ns for ns, _ in self.workloads}):
+            self._watchers.append(asyncio.create_task(self._watch(ns)))
+
+    def _failure_for(self, pod: dict[str, Any]) -> WorkloadState | None:
+        meta = pod.get("metadata", {})
+        if (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION) != self.owner:
+            return None
+        labels = meta.get("labels") or {}
+        for (ns, _), w in self.workloads.items():
+            if ns == meta.get("namespace") and all(labels.get(k) == v for k, v in w.selector.items()):
+                return w
+        return None
+
+    def _needs_failure(self, pod: dict[str, Any]) -> bool:
+        meta = pod.get("metadata", {})
+        return bool(
+            pod.get("spec", {}).get("nodeName")
+            and not meta.get("deletionTimestamp")
+            and not (pod.get("status") or {}).get("containerStatuses")
+            and meta.get("uid") not in self.failed
+            and meta.get("uid") not in self._inflight
+        )
+
+    def _consider(self, pod: dict[str, Any]) -> None:
+        w = self._failure_for(pod)
+        if w is None or not self._needs_failure(pod):
+            return
+        uid = str(pod["metadata"]["uid"])
+        self._inflight[uid] = asyncio.create_task(self._fail(pod, w))
+
+    async def _watch(self, namespace: str) -> None:
+        while True:
+            try:
+                async for _, obj in self.env.client.watch(Pod, namespace=namespace):
+                    self._consider(obj.to_dict())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a dropped watch is resumed; settle() re-lists anyway
+                log.debug("pod watch in %s ended: %s", namespace, exc)
+                await asyncio.sleep(0.2)
+
+    async def _fail(self, pod: dict[str, Any], w: WorkloadState) -> None:
+        uid = str(pod["metadata"]["uid"])
+        try:
+            at = _next_whole_second(self.env._now())
+            await asyncio.sleep(max(0.0, (at - self.env._now()).total_seconds()))
+            state = cast(str, w.on_restart)
+            status = pod_status.failing_status(pod, state, at, since=at, where=await self.env.where(pod))
+            try:
+                await self.env.write_pod_status(pod, status)
+            except ApiError as exc:
+                if exc.status.code == 404:  # deleted meanwhile: nothing to fail
+                    self.failed[uid] = "deleted"
+                    return
+                raise
+            for ev in pod_status.kubelet_events(pod, state, at, fresh=True):
+                await self.env.client.create(cast(Event, Event.from_dict(ev)))
+            self.failed[uid] = state
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._errors.append(f"pod {pod['metadata'].get('name')}: {type(exc).__name__}: {exc}")
+        finally:
+            self._inflight.pop(uid, None)
+
+    async def _quiet(self) -> bool:
+        """Every workload's controllers have caught up and every started pod has its failure."""
+        for (ns, name), w in self.workloads.items():
+            try:
+                dep = (await self.env.client.get(Deployment, name, namespace=ns)).to_dict()
+            except ApiError as exc:
+                if exc.status.code == 404:
+                    continue  # deleted by the agent: its pods go with it
+                raise
+            if dep.get("status", {}).get("observedGeneration", 0) < dep["metadata"].get("generation", 1):
+                return False
+            async for rs in self.env.client.list(ReplicaSet, namespace=ns, labels=dict(w.selector)):
+                r = rs.to_dict()
+                st = r.get("status", {})
+                if st.get("observedGeneration", 0) < r["metadata"].get("generation", 1):
+                    return False
+                if st.get("replicas", 0) != (r.get("spec") or {}).get("replicas", 0):
+                    return False
+            async for p in self.env.client.list(Pod, namespace=ns, labels=dict(w.selector)):
+                pod = p.to_dict()
+                if self._failure_for(pod) is not None and self._needs_failure(pod):
+                    self._consider(pod)  # a watch event may have been missed: catch up
+                    return False
+        return not self._inflight
+
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Wait until the injected failures are in a stable state (before the "after" snapshot)."""
+        if not self.active:
+            return
+        deadline = time.monotonic() + timeout
+        while not await self._quiet():
+            if time.monotonic() > deadline:
+                raise InjectionNotSettled(
+                    f"injected failures not settled after {timeout:.0f}s ({len(self._inflight)} pods pending)")
+            await asyncio.sleep(0.1)
+        if self._errors:
+            raise InjectionNotSettled("; ".join(self._errors)[:1000])
+
+    async def stop(self) -> None:
+        for task in [*self._watchers, *self._inflight.values()]:
+            task.cancel()
+        for task in [*self._watchers, *self._inflight.values()]:
+            with contextlib.suppress(BaseException):
+                await task
+        self._watchers.clear()
+        self._inflight.clear()
