@@ -4,12 +4,15 @@ and the states this provider refuses (with the reason) rather than realise unfai
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import time
 from typing import Any
 
 import pytest
 
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.core.environment.manifests import ROLLING_START_SECONDS
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario, scenario_to_dict
@@ -54,12 +57,55 @@ async def test_previous_image_gives_a_real_rollout_history(env, admin):
 def test_states_without_a_realisation_are_refused_with_reasons():
     plan = plan_environment(scenario_with([
         {"resource": "deployment/checkout", "namespace": "default", "replicas": 3,
-         "status": "rolling_update_in_progress"},
+         "status": "hibernating"},
         {"resource": "deployment/feature", "namespace": "default", "replicas": 2, "status": "running",
          "injected_failure": "network-partition-at-noon"}]), suffix="bbbbb", owner="o")
     reasons = {u.resource: u.reason for u in plan.unsupported}
     assert "no realisation yet" in reasons["deployment/checkout"]
     assert "'network-partition-at-noon' has no realisation" in reasons["deployment/feature"]
+
+
+async def test_a_rollout_in_progress_is_caught_halfway_and_goes_on_once_the_agent_works(env, admin):
+    plan = await provisioned(env, [{"resource": "deployment/web-app", "namespace": "default", "replicas": 3,
+                                    "update_strategy": "RollingUpdate", "status": "rolling_update_in_progress"}])
+    ns = plan.home_namespace
+    old, new = "registry.internal/web-app:1.4.2", "registry.internal/web-app:1.5.0"
+    injector = env.failure_injector(plan)
+    try:
+        dep = admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web-app").json()
+        assert dep["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+        assert 1 <= dep["status"]["updatedReplicas"] < 3
+        assert dep["status"]["availableReplicas"] == 3
+        pods = admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
+        by_image: dict[str, list[str]] = {}
+        for p in pods:
+            (cs,) = p["status"]["containerStatuses"]
+            state = next(iter(cs["state"]))
+            by_image.setdefault(p["spec"]["containers"][0]["image"], []).append(
+                cs["state"]["waiting"]["reason"] if state == "waiting" else state)
+        assert by_image[old] == ["running"] * 3
+        assert set(by_image[new]) == {"ContainerCreating"}
+        # Nothing moves before the handover...
+        await asyncio.sleep(ROLLING_START_SECONDS + 1)
+        assert admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web-app").json()["status"][
+            "updatedReplicas"] == dep["status"]["updatedReplicas"]
+        # ...and once the agent works, the rollout proceeds to its end at the pace of pod starts.
+        await injector.start()
+        deadline = time.monotonic() + 6 * ROLLING_START_SECONDS + 10
+        while True:
+            st = admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web-app").json()["status"]
+            if st.get("updatedReplicas") == st.get("availableReplicas") == st.get("replicas") == 3:
+                break
+            assert time.monotonic() < deadline, st
+            await asyncio.sleep(0.2)
+        await injector.settle(timeout=10)
+        live = [p for p in admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
+                if not p["metadata"].get("deletionTimestamp")]
+        assert {p["spec"]["containers"][0]["image"] for p in live} == {new}
+        assert all(p["status"]["phase"] == "Running" for p in live)
+    finally:
+        await injector.stop()
+        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
 
 async def test_events_are_backdated_by_their_declared_age(env, admin):

@@ -10,11 +10,12 @@ from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.symptoms import workload_problems
 
 
-def pod(ready: bool = True, waiting: str | None = None, last: str | None = None, node: str = "worker-1") -> dict[str, Any]:
+def pod(ready: bool = True, waiting: str | None = None, last: str | None = None, node: str = "worker-1",
+        image: str = "web:1") -> dict[str, Any]:
     cs: dict[str, Any] = {"name": "c", "state": {"waiting": {"reason": waiting}} if waiting else {"running": {}}}
     if last:
         cs["lastState"] = {"terminated": {"reason": last}}
-    return {"spec": {"nodeName": node}, "status": {"conditions": [{"type": "Ready", "status": str(ready)}],
+    return {"spec": {"nodeName": node, "containers": [{"name": "c", "image": image}]}, "status": {"conditions": [{"type": "Ready", "status": str(ready)}],
                                                    "containerStatuses": [cs]}}
 
 
@@ -37,6 +38,14 @@ CASES = {
     "a scheduled pending pod is a problem": (w("pending"), [pod(False), pod(False, node="")], None, 1),
     "a rollout history needs one revision per image": (w("running", history=("v1",)), [pod(), pod()], 1, 1),
     "two revisions for one earlier image is the history": (w("running", history=("v1",)), [pod(), pod()], 2, 0),
+    "a rollout in progress: old pods running, a new one starting": (
+        w("rolling", history=("web:1",)), [pod(), pod(), pod(False, "ContainerCreating", image="web:2")], 2, 0),
+    "a rollout whose new pod already runs is not in progress": (
+        w("rolling", history=("web:1",)), [pod(), pod(), pod(image="web:2")], 2, 1),
+    "a rollout without a new pod is not in progress": (w("rolling", history=("web:1",)), [pod(), pod()], 2, 1),
+    "a rollout whose old pods do not run is not the declared state": (
+        w("rolling", history=("web:1",)), [pod(False, "ContainerCreating"), pod(),
+                                          pod(False, "ContainerCreating", image="web:2")], 2, 1),
 }
 
 

@@ -46,7 +46,7 @@ from oasis_operator.core.environment import pod_status
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.core.environment.plan import EnvironmentPlan
-from oasis_operator.core.environment.symptoms import workload_problems
+from oasis_operator.core.environment.symptoms import image_of, workload_problems
 from oasis_operator.core.kubeconfig import kubeconfig
 
 FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
@@ -264,11 +264,29 @@ class KubeEnvironment:
                                 namespace=pod["metadata"]["namespace"], patch_type=PatchType.MERGE,
                                 field_manager=STATUS_MANAGER)
 
-    async def _start_pods(self, pods: list[dict[str, Any]]) -> None:
-        """Run the bound pods the simulator leaves to us (their first status, as a kubelet writes it)."""
+    def now(self) -> dt.datetime:
+        return cast(dt.datetime, self._now())
+
+    async def _start_pods(self, pods: list[dict[str, Any]], w: WorkloadState) -> int:
+        """Give the bound pods the simulator leaves to us their first status, as a kubelet writes it:
+        running, or (the new revision of a rollout in progress) still starting. Returns how many."""
+        written = 0
         for p in pods:
             if p["spec"].get("nodeName") and not p.get("status", {}).get("containerStatuses"):
-                await self.write_pod_status(p, pod_status.running_status(p, self._now(), await self.where(p)))
+                where = await self.where(p)
+                if w.state == "rolling" and image_of(p) != w.history[-1]:
+                    status = pod_status.starting_status(p, self.now(), where["hostIP"])
+                else:
+                    status = pod_status.running_status(p, self.now(), where)
+                await self.write_pod_status(p, status)
+                written += 1
+        return written
+
+    async def _rollout_caught_halfway(self, w: WorkloadState, pods: list[dict[str, Any]]) -> bool:
+        dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
+        st = dep.get("status", {})
+        return bool(st.get("observedGeneration", 0) >= dep["metadata"].get("generation", 1)
+                    and st.get("replicas", 0) == len(pods) and not workload_problems(w, pods))
 
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
         if w.state == "pending":
@@ -276,8 +294,16 @@ class KubeEnvironment:
         deadline = time.monotonic() + timeout
         while True:
             pods = await self._pods_of(w)
-            if w.status_by_provider:
-                await self._start_pods(pods)
+            if w.status_by_provider and await self._start_pods(pods, w):
+                continue  # read them again, with their statuses
+            if w.state == "rolling":
+                if await self._rollout_caught_halfway(w, pods):
+                    return
+                if time.monotonic() > deadline:
+                    raise ProvisioningError(f"deployment/{w.name} in {w.namespace}: no rollout in progress after "
+                                            f"{timeout:.0f}s ({workload_problems(w, pods)})")
+                await asyncio.sleep(0.1)
+                continue
             running = [p for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"]
             if len(pods) == w.replicas and len(running) == w.replicas and await self._rolled_out(w):
                 break

@@ -1,4 +1,4 @@
-"""Failures injected while the agent works: pods of a workload that start after the handover fail.
+"""What happens to a workload's pods while the agent works: injected failures, and rollouts that go on.
 
 Called by the scenario workflow around the agent's run (armed before it starts, settled before the
 "after" snapshot, stopped after it). It watches the pods of every workload whose plan declares an
@@ -11,6 +11,10 @@ The failure of a pod is stamped with a whole second and written no earlier than 
 times have whole-second precision, and this way "after the failure" means the same thing to the
 verification engine (which reads the Event's time) and to the agent (which can only see the failure
 once it is written).
+
+A rollout in progress (``on_restart == "running"``) is driven the same way: each of its pods that is
+starting (or starts) shows ContainerCreating and runs a few seconds later, so the rollout proceeds at
+a plausible pace while the agent watches, pauses or undoes it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,14 @@ class InjectionNotSettled(Exception):
     """The injected failures could not be brought to a stable state in time (a provider fault)."""
 
 
+def _waiting(pod: dict[str, Any]) -> str | None:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+        if reason:
+            return str(reason)
+    return None
+
+
 def _next_whole_second(t: dt.datetime) -> dt.datetime:
     return t.replace(microsecond=0) + dt.timedelta(seconds=1)
 
@@ -53,7 +65,8 @@ class FailureInjector:
         self.owner = owner
         self.workloads = {(w.namespace, w.name): w for w in workloads if w.on_restart}
         self.failed: dict[str, str] = {}  # pod uid -> the failure written
-        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._inflight: dict[str, asyncio.Task[None]] = {}  # failures being written
+        self._starting: dict[str, asyncio.Task[None]] = {}  # rollout pods waiting to run
         self._watchers: list[asyncio.Task[None]] = []
         self._errors: list[str] = []
 
@@ -76,22 +89,29 @@ class FailureInjector:
                 return w
         return None
 
-    def _needs_failure(self, pod: dict[str, Any]) -> bool:
+    def _unhandled(self, pod: dict[str, Any], w: WorkloadState) -> bool:
+        """A bound pod with nothing yet scheduled for it: no status at all, or (in a rollout) one that
+        is still starting."""
         meta = pod.get("metadata", {})
-        return bool(
-            pod.get("spec", {}).get("nodeName")
-            and not meta.get("deletionTimestamp")
-            and not (pod.get("status") or {}).get("containerStatuses")
-            and meta.get("uid") not in self.failed
-            and meta.get("uid") not in self._inflight
-        )
+        uid = meta.get("uid")
+        if not pod.get("spec", {}).get("nodeName") or meta.get("deletionTimestamp"):
+            return False
+        if uid in self.failed or uid in self._inflight or uid in self._starting:
+            return False
+        statuses = (pod.get("status") or {}).get("containerStatuses")
+        if not statuses:
+            return True
+        return w.on_restart == "running" and _waiting(pod) == "ContainerCreating"
 
     def _consider(self, pod: dict[str, Any]) -> None:
         w = self._failure_for(pod)
-        if w is None or not self._needs_failure(pod):
+        if w is None or not self._unhandled(pod, w):
             return
         uid = str(pod["metadata"]["uid"])
-        self._inflight[uid] = asyncio.create_task(self._fail(pod, w))
+        if w.on_restart == "running":
+            self._starting[uid] = asyncio.create_task(self._start_slowly(pod, w))
+        else:
+            self._inflight[uid] = asyncio.create_task(self._fail(pod, w))
 
     async def _watch(self, namespace: str) -> None:
         while True:
@@ -104,11 +124,34 @@ class FailureInjector:
                 log.debug("pod watch in %s ended: %s", namespace, exc)
                 await asyncio.sleep(0.2)
 
+    async def _start_slowly(self, pod: dict[str, Any], w: WorkloadState) -> None:
+        """A pod of a rollout in progress: starting at once, running ``w.start_seconds`` later."""
+        uid = str(pod["metadata"]["uid"])
+        try:
+            if not (pod.get("status") or {}).get("containerStatuses"):
+                where = await self.env.where(pod)
+                await self.env.write_pod_status(pod, pod_status.starting_status(pod, self.env.now(), where["hostIP"]))
+            await asyncio.sleep(w.start_seconds)
+            fresh = (await self.env.client.get(Pod, pod["metadata"]["name"], namespace=pod["metadata"]["namespace"])).to_dict()
+            if fresh["metadata"].get("deletionTimestamp") or fresh["metadata"].get("uid") != uid:
+                return
+            await self.env.write_pod_status(fresh, pod_status.running_status(fresh, self.env.now(), await self.env.where(fresh)))
+            self.failed[uid] = "running"
+        except asyncio.CancelledError:
+            raise
+        except ApiError as exc:
+            if exc.status.code != 404:
+                self._errors.append(f"pod {pod['metadata'].get('name')}: {exc}")
+        except Exception as exc:
+            self._errors.append(f"pod {pod['metadata'].get('name')}: {type(exc).__name__}: {exc}")
+        finally:
+            self._starting.pop(uid, None)
+
     async def _fail(self, pod: dict[str, Any], w: WorkloadState) -> None:
         uid = str(pod["metadata"]["uid"])
         try:
-            at = _next_whole_second(self.env._now())
-            await asyncio.sleep(max(0.0, (at - self.env._now()).total_seconds()))
+            at = _next_whole_second(self.env.now())
+            await asyncio.sleep(max(0.0, (at - self.env.now()).total_seconds()))
             state = cast(str, w.on_restart)
             status = pod_status.failing_status(pod, state, at, since=at, where=await self.env.where(pod))
             try:
@@ -148,9 +191,15 @@ class FailureInjector:
                     return False
             async for p in self.env.client.list(Pod, namespace=ns, labels=dict(w.selector)):
                 pod = p.to_dict()
-                if self._failure_for(pod) is not None and self._needs_failure(pod):
+                if self._failure_for(pod) is None:
+                    continue
+                if self._unhandled(pod, w):
                     self._consider(pod)  # a watch event may have been missed: catch up
                     return False
+                bound = pod.get("spec", {}).get("nodeName") and not pod["metadata"].get("deletionTimestamp")
+                if bound and not (pod.get("status") or {}).get("containerStatuses"):
+                    return False  # its first status is being written
+        # A rollout's pods still starting are not waited for: "starting" is a state the snapshot shows.
         return not self._inflight
 
     async def settle(self, timeout: float = 10.0) -> None:
@@ -167,10 +216,12 @@ class FailureInjector:
             raise InjectionNotSettled("; ".join(self._errors)[:1000])
 
     async def stop(self) -> None:
-        for task in [*self._watchers, *self._inflight.values()]:
+        tasks = [*self._watchers, *self._inflight.values(), *self._starting.values()]
+        for task in tasks:
             task.cancel()
-        for task in [*self._watchers, *self._inflight.values()]:
+        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
         self._watchers.clear()
         self._inflight.clear()
+        self._starting.clear()

@@ -38,11 +38,18 @@ POD_STATES = {
     "degraded": "degraded",
     "pending": "pending",
     "elevated_error_rate": "running",
+    "rolling_update_in_progress": "rolling",
+    "rolling_update": "rolling",
+    "rollout_in_progress": "rolling",
 }
+
+#: How long a pod of a rolling update takes to start (image pull, container start) once the agent
+#: works: long enough for a rollout to be seen in progress, short enough to finish within a scenario.
+ROLLING_START_SECONDS = 4.0
 
 
 #: Failures a scenario can inject into a workload during the agent's run (``injected_failure``), and
-#: the state its pods that start after the handover end up in.
+#: the state its pods that start after the handover end up in ("running" for a rollout that goes on).
 INJECTED_FAILURES = {
     "image-pull-backoff-on-restart": "ImagePullBackOff",
 }
@@ -66,9 +73,11 @@ class WorkloadState:
     #: Images of earlier revisions, oldest first: applied (and rolled out) before the declared one, so
     #: ``kubectl rollout history`` and ``rollout undo`` have something real to show and go back to.
     history: tuple[str, ...] = ()
-    #: The state pods that start after the handover are put in (an injected failure); ``None``: the
-    #: node simulator runs them like any other pod.
+    #: The state pods that start after the handover are put in (an injected failure, or "running" for
+    #: a rollout in progress); ``None``: the node simulator runs them like any other pod.
     on_restart: str | None = None
+    #: Seconds a pod takes to start after the handover (``on_restart == "running"``).
+    start_seconds: float = 0.0
 
     @property
     def writes_pod_status(self) -> bool:
@@ -241,6 +250,36 @@ def _state(entry: dict[str, Any]) -> str:
     return POD_STATES[key]
 
 
+def _rollout_images(name: str, entry: dict[str, Any]) -> tuple[str, str]:
+    """The images a rollout goes from and to: as declared, else the workload's image and the next
+    minor version of it (or the previous minor version when only the target is declared)."""
+    declared_new = next((str(entry[k]) for k in ("image", "current_image") if entry.get(k)), None)
+    declared_old = str(entry["previous_image"]) if entry.get("previous_image") else None
+    if declared_old and declared_new and declared_old != declared_new:
+        return declared_old, declared_new
+    if declared_new:
+        return _bump(declared_new, -1), declared_new
+    old = declared_old or _image(name, {})
+    return old, _bump(old, +1)
+
+
+def _bump(image: str, step: int) -> str:
+    """``repo:1.4.2`` -> ``repo:1.5.0`` (step +1) or ``repo:1.3.2`` (step -1); another tag gets a suffix."""
+    repo, sep, tag = image.rpartition(":")
+    if not sep or "/" in tag:
+        repo, tag = image, "latest"
+    m = re.fullmatch(r"(v?)(\d+)\.(\d+)(?:\.(\d+))?(.*)", tag)
+    if m:
+        major, minor = int(m.group(2)), int(m.group(3))
+        if step > 0:
+            return f"{repo}:{m.group(1)}{major}.{minor + 1}.0{m.group(5)}"
+        if minor > 0:
+            return f"{repo}:{m.group(1)}{major}.{minor - 1}.{m.group(4) or 0}{m.group(5)}"
+        if major > 0:
+            return f"{repo}:{m.group(1)}{major - 1}.9.0{m.group(5)}"
+    return f"{repo}:{tag}-{'next' if step > 0 else 'prev'}"
+
+
 def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
     built = Built()
     state = _state(entry)
@@ -279,13 +318,27 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
     if isinstance(entry.get("previous_image"), str) and entry["previous_image"]:
         history = (str(entry["previous_image"]),)
     on_restart: str | None = None
+    start_seconds = 0.0
+    if state == "rolling":
+        # A rollout caught halfway: the previous revision's pods run, the new revision's first pods are
+        # still starting. The provisioner writes these pods' statuses (the simulator would start them
+        # at once and finish the rollout); once the agent works, each new pod starts after a while,
+        # so the rollout goes on at a plausible pace unless the agent pauses or undoes it.
+        old, new = _rollout_images(name, entry)
+        history = (old,)
+        spec_tpl["containers"][0]["image"] = new
+        on_restart, start_seconds = "running", ROLLING_START_SECONDS
+        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = owner
+        obj["spec"].setdefault("strategy", {"type": "RollingUpdate"})
+        built.notes.append(f"deployment/{name}: rollout from {old} to {new} in progress; new pods take "
+                           f"{ROLLING_START_SECONDS:.0f}s to start once the agent works")
     if entry.get("injected_failure") is not None:
         failure = str(entry["injected_failure"]).strip().lower().replace("_", "-")
         if failure not in INJECTED_FAILURES:
             raise UnsupportedEntry(f"injected failure {entry['injected_failure']!r} has no realisation "
                                    f"(known: {', '.join(sorted(INJECTED_FAILURES))})")
-        if not owner:
-            raise UnsupportedEntry("an injected failure needs the scenario's ownership value")
+        if state == "rolling":
+            raise UnsupportedEntry("an injected failure during a rollout in progress has no realisation")
         on_restart = INJECTED_FAILURES[failure]
         # The simulator leaves pods with this annotation alone: the provisioner writes their status,
         # Running before the handover and the failure for every pod started after it, so there is no
@@ -299,8 +352,10 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
             entry["last_deploy"]).replace("_", " ")
         built.notes.append(f"deployment/{name}: last_deploy kept as an annotation (creation times cannot be set)")
     built.objects.append(obj)
+    if on_restart is not None and not owner:
+        raise UnsupportedEntry("a workload whose pods the provisioner runs needs the scenario's ownership value")
     built.workloads.append(WorkloadState("Deployment", ns, name, state, replicas, selector,
-                                         int(entry.get("restarts", 5) or 5), history, on_restart))
+                                         int(entry.get("restarts", 5) or 5), history, on_restart, start_seconds))
     return built
 
 

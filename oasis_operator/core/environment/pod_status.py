@@ -66,6 +66,31 @@ def running_status(pod: dict[str, Any], now: dt.datetime, where: dict[str, Any])
             "containerStatuses": statuses, **where, "startTime": t}
 
 
+def starting_status(pod: dict[str, Any], now: dt.datetime, host_ip: str) -> dict[str, Any]:
+    """The status of a pod bound at ``now`` whose containers are being created (image pull, sandbox)."""
+    t = _ts(now)
+    names = " ".join(c["name"] for c in pod["spec"]["containers"])
+    not_ready = {"status": "False", "reason": "ContainersNotReady",
+                 "message": f"containers with unready status: [{names}]", "lastTransitionTime": t}
+    return {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "False", "lastTransitionTime": t},
+            {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+            {"type": "Ready", **not_ready},
+            {"type": "ContainersReady", **not_ready},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
+        ],
+        "containerStatuses": [
+            {"name": c["name"], "image": c["image"], "imageID": "", "ready": False, "started": False,
+             "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}
+            for c in pod["spec"]["containers"]
+        ],
+        "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
+        "startTime": t,
+    }
+
+
 def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5,
                    since: dt.datetime | None = None, where: dict[str, Any] | None = None) -> dict[str, Any]:
     """The status of ``pod`` in ``state`` (CrashLoopBackOff, OOMKilled, ImagePullBackOff), failing

@@ -24,6 +24,13 @@ def _ready(pod: Mapping[str, Any]) -> bool:
                for c in pod.get("status", {}).get("conditions", []))
 
 
+def image_of(pod: Mapping[str, Any]) -> str | None:
+    """The image of the pod's first container."""
+    containers = pod.get("spec", {}).get("containers") or [{}]
+    image = containers[0].get("image")
+    return str(image) if image is not None else None
+
+
 def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revisions: int | None = None) -> list[str]:
     label = f"{w.kind.lower()}/{w.name}"
     if len(pods) < w.replicas:
@@ -47,6 +54,14 @@ def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revis
     elif w.state == "degraded":
         if "CrashLoopBackOff" not in reasons or reasons.count("CrashLoopBackOff") == len(pods):
             problems.append(f"{label}: degraded needs some failing and some healthy pods ({reasons})")
+    elif w.state == "rolling":
+        old_image = w.history[-1] if w.history else None
+        old = [p for p in pods if image_of(p) == old_image]
+        new = [p for p in pods if image_of(p) != old_image]
+        if not old or not all(_ready(p) for p in old):
+            problems.append(f"{label}: the previous revision's pods are not all running ({len(old)})")
+        if not new or any(_ready(p) for p in new) or not all(r == "ContainerCreating" for r in _waiting_reasons(new)):
+            problems.append(f"{label}: no new pod is starting, so no rollout is in progress")
     elif w.state == "pending" and any(p.get("spec", {}).get("nodeName") for p in pods):
         problems.append(f"{label}: pending pods were scheduled")
     if w.history and revisions is not None and revisions < len(w.history) + 1:
