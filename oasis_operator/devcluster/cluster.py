@@ -43,8 +43,16 @@ def audit_policy_text() -> str:
     return resources.files("oasis_operator.devcluster").joinpath("audit-policy.yaml").read_text()
 
 
-def _stages_text() -> str:
-    return resources.files("oasis_operator.devcluster").joinpath("node-simulator-stages.yaml").read_text()
+def _stages_text(node_status_seconds: int | None = None) -> str:
+    """The node simulator's stages; ``node_status_seconds`` replaces the 5-10 minute node status
+    refresh (a kubelet's pace) with a fixed period, so tests can watch a refresh happen."""
+    text = resources.files("oasis_operator.devcluster").joinpath("node-simulator-stages.yaml").read_text()
+    if node_status_seconds is None:
+        return text
+    pace = "    durationMilliseconds: 300000\n    jitterDurationMilliseconds: 310000\n"
+    if pace not in text:
+        raise SetupError("the node status refresh in node-simulator-stages.yaml is not where it was expected")
+    return text.replace(pace, f"    durationMilliseconds: {node_status_seconds * 1000}\n")
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class ClusterConfig:
     audit_webhook_config: Path | None = None
     audit_webhook_batch_max_wait: str = "1s"
     ready_timeout: float = 60.0
+    # Seconds between node status refreshes (None: between 5 and 10 minutes, as a kubelet reports).
+    node_status_seconds: int | None = None
 
 
 @dataclass
@@ -293,7 +303,7 @@ class DevCluster:
             ],
         )
         stages = wd / "node-simulator-stages.yaml"
-        stages.write_text(_stages_text())
+        stages.write_text(_stages_text(cfg.node_status_seconds))
         self._sup.start(
             "kwok",
             [

@@ -138,10 +138,33 @@ async def test_a_scenario_node_is_ready_owned_and_removed(env, admin):
     assert admin.get("/api/v1/nodes/node-2").status_code == 404
 
 
-def test_node_metrics_and_held_pressure_are_refused_with_reasons():
+async def test_a_node_under_memory_pressure_stays_ready_under_pressure_and_gets_tainted(env, admin):
+    plan = await provisioned(env, [{"resource": "node/node-3", "memory_pressure": True,
+                                    "allocatable": {"cpu": "4", "memory": "8Gi"}}])
+    try:
+        node = admin.get("/api/v1/nodes/node-3").json()
+        conditions = {c["type"]: c for c in node["status"]["conditions"]}
+        assert conditions["Ready"]["status"] == "True"
+        assert conditions["MemoryPressure"]["status"] == "True"
+        assert conditions["MemoryPressure"]["reason"] == "KubeletHasInsufficientMemory"
+        assert conditions["DiskPressure"]["status"] == "False"
+        assert (node["status"]["allocatable"]["cpu"], node["status"]["allocatable"]["memory"]) == ("4", "8Gi")
+        # The real node lifecycle controller reacts to the condition as it would to a kubelet's report.
+        deadline = time.monotonic() + 15
+        while not any(t["key"] == "node.kubernetes.io/memory-pressure"
+                      for t in admin.get("/api/v1/nodes/node-3").json()["spec"].get("taints", [])):
+            assert time.monotonic() < deadline, "no memory-pressure taint"
+            await asyncio.sleep(0.2)
+    finally:
+        assert await env.teardown(plan.namespaces.values(), plan.owner, timeout=30) == []
+
+
+def test_node_metrics_and_unholdable_conditions_are_refused_with_reasons():
     plan = plan_environment(scenario_with([{"resource": "node/node-1", "cpu_usage": "97%"},
-                                           {"resource": "node/node-3", "memory_pressure": True}]),
+                                           {"resource": "node/node-3", "conditions": [{"type": "Ready", "status": "False"}]},
+                                           {"resource": "node/node-4", "conditions": [{"type": "Overheated", "status": "True"}]}]),
                             suffix="bbbbb", owner="o")
     reasons = {u.resource: u.reason for u in plan.unsupported}
     assert "metrics back-end" in reasons["node/node-1"]
-    assert "MemoryPressure=True" in reasons["node/node-3"]
+    assert "not Ready cannot be held" in reasons["node/node-3"]
+    assert "'Overheated' has no realisation" in reasons["node/node-4"]

@@ -46,7 +46,7 @@ from oasis_operator.core.environment import pod_status
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.core.environment.plan import EnvironmentPlan
-from oasis_operator.core.environment.symptoms import image_of, workload_problems
+from oasis_operator.core.environment.symptoms import image_of, node_problems, workload_problems
 from oasis_operator.core.kubeconfig import kubeconfig
 
 FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
@@ -285,8 +285,13 @@ class KubeEnvironment:
     async def _rollout_caught_halfway(self, w: WorkloadState, pods: list[dict[str, Any]]) -> bool:
         dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
         st = dep.get("status", {})
+        new = [p for p in pods if image_of(p) != w.history[-1]]
+        ready = [p for p in pods if any(c.get("type") == "Ready" and c.get("status") == "True"
+                                        for c in p.get("status", {}).get("conditions", []))]
+        # The Deployment's own status must have caught up too: it is what `kubectl get` shows first.
         return bool(st.get("observedGeneration", 0) >= dep["metadata"].get("generation", 1)
-                    and st.get("replicas", 0) == len(pods) and not workload_problems(w, pods))
+                    and st.get("replicas", 0) == len(pods) and st.get("updatedReplicas", 0) == len(new)
+                    and st.get("availableReplicas", 0) == len(ready) and not workload_problems(w, pods))
 
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
         if w.state == "pending":
@@ -385,9 +390,7 @@ class KubeEnvironment:
                 problems.append(f"event {name} in {ev.namespace} is missing")
         for m in plan.manifests:
             if m["kind"] == "Node":
-                node = (await self.client.get(Node, m["metadata"]["name"])).to_dict()
-                if not any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", [])):
-                    problems.append(f"node/{m['metadata']['name']} is not Ready")
+                problems += node_problems(m, (await self.client.get(Node, m["metadata"]["name"])).to_dict())
         return problems
 
     # -- snapshots ---------------------------------------------------------------------------------

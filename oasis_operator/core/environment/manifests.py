@@ -563,25 +563,81 @@ def events(ns: str, entry: dict[str, Any]) -> tuple[Built, list[BackdatedEvent]]
 
 NODE_METRIC_ATTRIBUTES = ("cpu_usage", "memory_usage", "current_utilization")
 
+#: Node conditions a scenario can declare, with the reason and message a kubelet gives them when True
+#: and when False.
+NODE_CONDITIONS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "MemoryPressure": (("KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+                       ("KubeletHasSufficientMemory", "kubelet has sufficient memory available")),
+    "DiskPressure": (("KubeletHasDiskPressure", "kubelet has disk pressure"),
+                     ("KubeletHasNoDiskPressure", "kubelet has no disk pressure")),
+    "PIDPressure": (("KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+                    ("KubeletHasSufficientPID", "kubelet has sufficient PID available")),
+}
+
+
+def _truth(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1"):
+        return "True"
+    if text in ("false", "no", "0"):
+        return "False"
+    raise UnsupportedEntry(f"condition status {value!r} is neither True nor False")
+
+
+def node_conditions(entry: dict[str, Any]) -> list[dict[str, str]]:
+    """The declared conditions of a node entry (``conditions`` and ``memory_pressure``), as a kubelet
+    reports them; Ready is the simulator's (a node it does not keep Ready is not one it can hold)."""
+    declared: dict[str, str] = {}
+    for c in entry.get("conditions") or []:
+        if not isinstance(c, dict) or not c.get("type"):
+            raise UnsupportedEntry(f"node condition {c!r} has no type")
+        declared[str(c["type"])] = _truth(c.get("status", "True"))
+    if entry.get("memory_pressure") is not None:
+        declared["MemoryPressure"] = _truth(entry["memory_pressure"])
+    out = []
+    for ctype, status in declared.items():
+        if ctype == "Ready":
+            if status != "True":
+                raise UnsupportedEntry("a node that is not Ready cannot be held: the node simulator renews its lease")
+            continue
+        if ctype not in NODE_CONDITIONS:
+            raise UnsupportedEntry(f"node condition {ctype!r} has no realisation (known: "
+                                   f"{', '.join(sorted(NODE_CONDITIONS))}, Ready)")
+        reason, message = NODE_CONDITIONS[ctype][0 if status == "True" else 1]
+        out.append({"type": ctype, "status": status, "reason": reason, "message": message})
+    return out
+
+
+def _node_resources(entry: dict[str, Any]) -> dict[str, str]:
+    res = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    raw = entry.get("allocatable")
+    declared: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+    for key, value in {**declared, **{k[len("allocatable_"):]: v for k, v in entry.items()
+                                     if k.startswith("allocatable_")}}.items():
+        if str(key) not in ("cpu", "memory", "pods", "ephemeral-storage"):
+            raise UnsupportedEntry(f"allocatable {key!r} is not a node resource")
+        res[str(key)] = _quantity(value)
+    return res
+
 
 def node(name: str, entry: dict[str, Any], owner: str) -> Built:
-    """A node of the scenario's own (simulated; cluster-scoped, so the scenario runs alone)."""
+    """A node of the scenario's own (simulated; cluster-scoped, so the scenario runs alone), with the
+    declared conditions and allocatable resources. The simulator keeps both: it becomes Ready without
+    touching a declared pressure condition, and refreshes only heartbeat times."""
     for attr in NODE_METRIC_ATTRIBUTES:
         if attr in entry:
             raise UnsupportedEntry(f"{attr}={entry[attr]} needs a metrics back-end")
-    conditions = list(entry.get("conditions") or [])
-    if entry.get("memory_pressure") is not None:
-        conditions.append({"type": "MemoryPressure", "status": "True" if entry["memory_pressure"] else "False"})
-    for c in conditions:
-        if c.get("type") != "Ready" and str(c.get("status")) == "True":
-            raise UnsupportedEntry(f"node condition {c.get('type')}=True cannot be held on a simulated node yet")
-    res = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    res = _node_resources(entry)
+    status: dict[str, Any] = {"capacity": res, "allocatable": res}
+    conditions = node_conditions(entry)
+    if conditions:
+        status["conditions"] = conditions
     return Built(objects=[{
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                               "kubernetes.io/arch": "amd64"}},
         "spec": {},
-        "status": {"capacity": res, "allocatable": res},
+        "status": status,
     }])
 
 

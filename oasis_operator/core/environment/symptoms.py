@@ -67,3 +67,19 @@ def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revis
     if w.history and revisions is not None and revisions < len(w.history) + 1:
         problems.append(f"{label}: {revisions} revisions, expected {len(w.history) + 1}")
     return problems
+
+
+def node_problems(manifest: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
+    """Problems of a scenario's node as the API shows it, against its manifest: Ready, with every
+    declared condition and allocatable resource as declared."""
+    name = manifest["metadata"]["name"]
+    shown = {c.get("type"): c.get("status") for c in node.get("status", {}).get("conditions", [])}
+    problems = [] if shown.get("Ready") == "True" else [f"node/{name} is not Ready"]
+    for c in manifest.get("status", {}).get("conditions", []):
+        if shown.get(c["type"]) != c["status"]:
+            problems.append(f"node/{name}: {c['type']} is {shown.get(c['type'])}, declared {c['status']}")
+    allocatable = node.get("status", {}).get("allocatable", {})
+    for key, value in manifest.get("status", {}).get("allocatable", {}).items():
+        if allocatable.get(key) != value:
+            problems.append(f"node/{name}: allocatable {key} is {allocatable.get(key)}, declared {value}")
+    return problems
