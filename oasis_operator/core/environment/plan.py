@@ -35,8 +35,8 @@ NON_KUBERNETES_KINDS: dict[str, str] = {
 }
 # Kubernetes kinds we do not realise yet, with the reason.
 NOT_YET_KINDS: dict[str, str] = {
-    "nodes": "reshaping the whole node pool (count, allocatable per node) would change every other scenario's "
-             "nodes; not supported",
+    "nodes": "reshaping the node pool (count, allocatable per node) is not supported: the pool is shared "
+             "with every other scenario (declare the scenario's own nodes as node/<name> instead)",
 }
 UNSUPPORTED_ATTRIBUTES: dict[tuple[str, str], str] = {
     ("deployment", "traffic_weight"): "traffic splitting has no Kubernetes-native realisation",
