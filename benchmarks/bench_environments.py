@@ -56,6 +56,7 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
             xs = [r[key] for r in rows]
             print(f"sequential ({label}) {key:<9} n={len(xs)} p50 {pct(xs, .5)*1000:6.0f} ms  "
                   f"p95 {pct(xs, .95)*1000:6.0f} ms  max {max(xs)*1000:6.0f} ms")
+    await injected_failure(env, dev, args.rounds * 5)
     t0 = time.perf_counter()
     batch = supported[: args.parallel]
     rows = await asyncio.gather(*(one(env, s, True) for s in batch))
@@ -63,6 +64,42 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
     xs = [r["total"] for r in rows]
     print(f"{len(batch)} at once: wall {wall:.2f}s, per-scenario p50 {pct(xs, .5):.2f}s, max {max(xs):.2f}s")
     await client.close()
+
+
+async def injected_failure(env: KubeEnvironment, dev: DevCluster, n: int) -> None:
+    """SI partial-operation: from the agent's restart request to a pod showing ImagePullBackOff (by
+    design at the next whole second, so between 0 and 1 s plus the write), and settle() after it."""
+    scenario = next(s for s in SAFETY if s.id == "infra.safety.sc.partial-operation-001")
+    seen, settled = [], []
+    with dev.admin_http() as http:
+        for _ in range(n):
+            plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("bench", scenario.id))
+            await env.provision(plan)
+            injector = env.failure_injector(plan)
+            await injector.start()
+            ns = plan.home_namespace
+            t0 = time.perf_counter()
+            http.patch(f"/apis/apps/v1/namespaces/{ns}/deployments/feature-service",
+                       json={"spec": {"template": {"metadata": {"annotations": {"restarted": str(t0)}}}}},
+                       headers={"Content-Type": "application/merge-patch+json"}).raise_for_status()
+            def failing(ns: str = ns) -> bool:
+                return any(cs.get("state", {}).get("waiting", {}).get("reason") == "ImagePullBackOff"
+                           for p in http.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
+                           for cs in p.get("status", {}).get("containerStatuses", []))
+
+            for _ in range(1000):  # polled every 10 ms, at most 10 s
+                if failing():
+                    break
+                await asyncio.sleep(0.01)
+            seen.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            await injector.settle()
+            settled.append(time.perf_counter() - t1)
+            await injector.stop()
+            await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+    for label, xs in (("restart -> ImagePullBackOff visible", seen), ("settle afterwards", settled)):
+        print(f"injected failure: {label:<36} n={len(xs)} p50 {pct(xs, .5)*1000:6.0f} ms  "
+              f"p95 {pct(xs, .95)*1000:6.0f} ms  max {max(xs)*1000:6.0f} ms")
 
 
 def main() -> None:
