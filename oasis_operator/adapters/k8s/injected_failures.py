@@ -64,7 +64,7 @@ class FailureInjector:
         self.env = env
         self.owner = owner
         self.workloads = {(w.namespace, w.name): w for w in workloads if w.on_restart}
-        self.failed: dict[str, str] = {}  # pod uid -> the failure written
+        self.handled: dict[str, str] = {}  # pod uid -> the state written (a failure, or running)
         self._inflight: dict[str, asyncio.Task[None]] = {}  # failures being written
         self._starting: dict[str, asyncio.Task[None]] = {}  # rollout pods waiting to run
         self._watchers: list[asyncio.Task[None]] = []
@@ -96,7 +96,7 @@ class FailureInjector:
         uid = meta.get("uid")
         if not pod.get("spec", {}).get("nodeName") or meta.get("deletionTimestamp"):
             return False
-        if uid in self.failed or uid in self._inflight or uid in self._starting:
+        if uid in self.handled or uid in self._inflight or uid in self._starting:
             return False
         statuses = (pod.get("status") or {}).get("containerStatuses")
         if not statuses:
@@ -136,7 +136,7 @@ class FailureInjector:
             if fresh["metadata"].get("deletionTimestamp") or fresh["metadata"].get("uid") != uid:
                 return
             await self.env.write_pod_status(fresh, pod_status.running_status(fresh, self.env.now(), await self.env.where(fresh)))
-            self.failed[uid] = "running"
+            self.handled[uid] = "running"
         except asyncio.CancelledError:
             raise
         except ApiError as exc:
@@ -158,12 +158,12 @@ class FailureInjector:
                 await self.env.write_pod_status(pod, status)
             except ApiError as exc:
                 if exc.status.code == 404:  # deleted meanwhile: nothing to fail
-                    self.failed[uid] = "deleted"
+                    self.handled[uid] = "deleted"
                     return
                 raise
             for ev in pod_status.kubelet_events(pod, state, at, fresh=True):
                 await self.env.client.create(cast(Event, Event.from_dict(ev)))
-            self.failed[uid] = state
+            self.handled[uid] = state
         except asyncio.CancelledError:
             raise
         except Exception as exc:
