@@ -32,6 +32,7 @@ from oasis_operator.core.contract import (
 )
 from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, owner_value
 from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.environment.symptoms import waiting_reason
 from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.core.verification.outcomes import SATISFIED, VIOLATED
 from oasis_operator.devcluster import kube
@@ -109,19 +110,11 @@ async def _pods(http: httpx.AsyncClient, ns: str) -> list[dict[str, Any]]:
     return [p for p in resp.json()["items"] if not p["metadata"].get("deletionTimestamp")]
 
 
-def _waiting(pod: dict[str, Any]) -> str | None:
-    for c in pod.get("status", {}).get("containerStatuses") or []:
-        reason = (c.get("state") or {}).get("waiting", {}).get("reason")
-        if reason:
-            return str(reason)
-    return None
-
-
 async def _until_pull_failure(http: httpx.AsyncClient, ns: str, timeout: float = 10.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for p in await _pods(http, ns):
-            if _waiting(p) == "ImagePullBackOff":
+            if waiting_reason(p) == "ImagePullBackOff":
                 return p
         await asyncio.sleep(0.1)
     raise AssertionError(f"no pod of {APP} in {ns} showed ImagePullBackOff within {timeout}s")
@@ -153,7 +146,7 @@ async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx.AsyncClient) -
         assert await env.verify(plan) == []
         before = await _pods(admin, ns)
         assert len(before) == 2
-        assert all(p["status"]["phase"] == "Running" and _waiting(p) is None for p in before)
+        assert all(p["status"]["phase"] == "Running" and waiting_reason(p) is None for p in before)
         assert all(p["metadata"]["annotations"][STATUS_BY_PROVIDER_ANNOTATION] == plan.owner for p in before)
         await injector.start()
         await agent.patch(_configmap(ns), {"data": {"FEATURE_FLAG": "true"}})

@@ -42,11 +42,11 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBi
 from lightkube.types import PatchType
 
 from oasis_operator.adapters.k8s.injected_failures import FailureInjector
-from oasis_operator.core.environment import pod_status
+from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.core.environment.plan import EnvironmentPlan
-from oasis_operator.core.environment.symptoms import image_of, node_problems, workload_problems
+from oasis_operator.core.environment.symptoms import is_ready, node_problems, workload_problems
 from oasis_operator.core.kubeconfig import kubeconfig
 
 FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
@@ -268,26 +268,18 @@ class KubeEnvironment:
         return cast(dt.datetime, self._now())
 
     async def _start_pods(self, pods: list[dict[str, Any]], w: WorkloadState) -> int:
-        """Give the bound pods the simulator leaves to us their first status, as a kubelet writes it:
-        running, or (the new revision of a rollout in progress) still starting. Returns how many."""
-        written = 0
-        for p in pods:
-            if p["spec"].get("nodeName") and not p.get("status", {}).get("containerStatuses"):
-                where = await self.where(p)
-                if w.state == "rolling" and image_of(p) != w.history[-1]:
-                    status = pod_status.starting_status(p, self.now(), where["hostIP"])
-                else:
-                    status = pod_status.running_status(p, self.now(), where)
-                await self.write_pod_status(p, status)
-                written += 1
-        return written
+        """Give the live pods the simulator leaves to us their first status, as a kubelet writes it
+        (running, or still starting for a rollout's new revision). Returns how many were written."""
+        todo = [p for p in pods if provider_pods.is_live(p) and not provider_pods.has_status(p)]
+        for p in todo:
+            await self.write_pod_status(p, provider_pods.handover_status(w, p, self.now(), await self.where(p)))
+        return len(todo)
 
     async def _rollout_caught_halfway(self, w: WorkloadState, pods: list[dict[str, Any]]) -> bool:
         dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
         st = dep.get("status", {})
-        new = [p for p in pods if image_of(p) != w.history[-1]]
-        ready = [p for p in pods if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                        for c in p.get("status", {}).get("conditions", []))]
+        new = [p for p in pods if provider_pods.is_new_revision(w, p)]
+        ready = [p for p in pods if is_ready(p)]
         # The Deployment's own status must have caught up too: it is what `kubectl get` shows first.
         return bool(st.get("observedGeneration", 0) >= dep["metadata"].get("generation", 1)
                     and st.get("replicas", 0) == len(pods) and st.get("updatedReplicas", 0) == len(new)

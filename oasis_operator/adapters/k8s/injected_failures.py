@@ -31,9 +31,8 @@ from lightkube import ApiError
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.core_v1 import Event, Pod
 
-from oasis_operator.core.environment import pod_status
+from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
-from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
 
 if TYPE_CHECKING:
     from oasis_operator.adapters.k8s.environment import KubeEnvironment
@@ -43,14 +42,6 @@ log = logging.getLogger(__name__)
 
 class InjectionNotSettled(Exception):
     """The injected failures could not be brought to a stable state in time (a provider fault)."""
-
-
-def _waiting(pod: dict[str, Any]) -> str | None:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
-        if reason:
-            return str(reason)
-    return None
 
 
 def _next_whole_second(t: dt.datetime) -> dt.datetime:
@@ -79,38 +70,18 @@ class FailureInjector:
         for ns in sorted({ns for ns, _ in self.workloads}):
             self._watchers.append(asyncio.create_task(self._watch(ns)))
 
-    def _failure_for(self, pod: dict[str, Any]) -> WorkloadState | None:
-        meta = pod.get("metadata", {})
-        if (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION) != self.owner:
-            return None
-        labels = meta.get("labels") or {}
-        for (ns, _), w in self.workloads.items():
-            if ns == meta.get("namespace") and all(labels.get(k) == v for k, v in w.selector.items()):
-                return w
-        return None
-
-    def _unhandled(self, pod: dict[str, Any], w: WorkloadState) -> bool:
-        """A bound pod with nothing yet scheduled for it: no status at all, or (in a rollout) one that
-        is still starting."""
-        meta = pod.get("metadata", {})
-        uid = meta.get("uid")
-        if not pod.get("spec", {}).get("nodeName") or meta.get("deletionTimestamp"):
-            return False
-        if uid in self.handled or uid in self._inflight or uid in self._starting:
-            return False
-        statuses = (pod.get("status") or {}).get("containerStatuses")
-        if not statuses:
-            return True
-        return w.on_restart == "running" and _waiting(pod) == "ContainerCreating"
-
     def _consider(self, pod: dict[str, Any]) -> None:
-        w = self._failure_for(pod)
-        if w is None or not self._unhandled(pod, w):
+        """Schedule what a pod needs next, unless something is already scheduled or done for it."""
+        w = provider_pods.workload_of(pod, self.workloads.values(), self.owner)
+        if w is None:
             return
-        uid = str(pod["metadata"]["uid"])
-        if w.on_restart == "running":
+        uid = str(pod["metadata"].get("uid"))
+        if uid in self.handled or uid in self._inflight or uid in self._starting:
+            return
+        step = provider_pods.step_after_handover(w, pod)
+        if step == "start":
             self._starting[uid] = asyncio.create_task(self._start_slowly(pod, w))
-        else:
+        elif step == "fail":
             self._inflight[uid] = asyncio.create_task(self._fail(pod, w))
 
     async def _watch(self, namespace: str) -> None:
@@ -128,7 +99,7 @@ class FailureInjector:
         """A pod of a rollout in progress: starting at once, running ``w.start_seconds`` later."""
         uid = str(pod["metadata"]["uid"])
         try:
-            if not (pod.get("status") or {}).get("containerStatuses"):
+            if not provider_pods.has_status(pod):
                 where = await self.env.where(pod)
                 await self.env.write_pod_status(pod, pod_status.starting_status(pod, self.env.now(), where["hostIP"]))
             await asyncio.sleep(w.start_seconds)
@@ -191,14 +162,11 @@ class FailureInjector:
                     return False
             async for p in self.env.client.list(Pod, namespace=ns, labels=dict(w.selector)):
                 pod = p.to_dict()
-                if self._failure_for(pod) is None:
+                if provider_pods.workload_of(pod, [w], self.owner) is None:
                     continue
-                if self._unhandled(pod, w):
-                    self._consider(pod)  # a watch event may have been missed: catch up
-                    return False
-                bound = pod.get("spec", {}).get("nodeName") and not pod["metadata"].get("deletionTimestamp")
-                if bound and not (pod.get("status") or {}).get("containerStatuses"):
-                    return False  # its first status is being written
+                self._consider(pod)  # a watch event may have been missed: catch up
+                if provider_pods.is_live(pod) and not provider_pods.has_status(pod):
+                    return False  # its first status is still to be written
         # A rollout's pods still starting are not waited for: "starting" is a state the snapshot shows.
         return not self._inflight
 

@@ -16,12 +16,17 @@ from oasis_operator.core.environment.manifests import WorkloadState
 
 def _waiting_reasons(pods: Sequence[Mapping[str, Any]]) -> list[str | None]:
     return [(cs.get("state", {}).get("waiting") or {}).get("reason")
-            for p in pods for cs in p.get("status", {}).get("containerStatuses", [])]
+            for p in pods for cs in (p.get("status") or {}).get("containerStatuses", [])]
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
+def waiting_reason(pod: Mapping[str, Any]) -> str | None:
+    """Why the pod's first waiting container waits (ContainerCreating, ImagePullBackOff...), if one does."""
+    return next((r for r in _waiting_reasons([pod]) if r), None)
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in pod.get("status", {}).get("conditions", []))
+               for c in (pod.get("status") or {}).get("conditions", []))
 
 
 def image_of(pod: Mapping[str, Any]) -> str | None:
@@ -38,7 +43,7 @@ def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revis
     problems: list[str] = []
     reasons = _waiting_reasons(pods)
     if w.state == "running":
-        ready = sum(1 for p in pods if _ready(p))
+        ready = sum(1 for p in pods if is_ready(p))
         if ready < w.replicas:
             problems.append(f"{label}: {ready} of {w.replicas} pods Ready")
     elif w.state in ("CrashLoopBackOff", "OOMKilled"):
@@ -58,9 +63,9 @@ def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revis
         old_image = w.history[-1] if w.history else None
         old = [p for p in pods if image_of(p) == old_image]
         new = [p for p in pods if image_of(p) != old_image]
-        if not old or not all(_ready(p) for p in old):
+        if not old or not all(is_ready(p) for p in old):
             problems.append(f"{label}: the previous revision's pods are not all running ({len(old)})")
-        if not new or any(_ready(p) for p in new) or not all(r == "ContainerCreating" for r in _waiting_reasons(new)):
+        if not new or any(is_ready(p) for p in new) or not all(r == "ContainerCreating" for r in _waiting_reasons(new)):
             problems.append(f"{label}: no new pod is starting, so no rollout is in progress")
     elif w.state == "pending" and any(p.get("spec", {}).get("nodeName") for p in pods):
         problems.append(f"{label}: pending pods were scheduled")
