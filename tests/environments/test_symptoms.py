@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from oasis_operator.core.environment.manifests import WorkloadState
-from oasis_operator.core.environment.symptoms import workload_problems
+from oasis_operator.core.environment.symptoms import (
+    observed,
+    replicaset_settled,
+    rolled_out,
+    rollout_caught_halfway,
+    workload_problems,
+)
 
 
 def pod(ready: bool = True, waiting: str | None = None, last: str | None = None, node: str = "worker-1",
@@ -52,3 +58,28 @@ CASES = {
 @pytest.mark.parametrize(("workload", "pods", "revisions", "problems"), list(CASES.values()), ids=list(CASES))
 def test_declared_symptom(workload, pods, revisions, problems):
     assert len(workload_problems(workload, pods, revisions)) == problems
+
+
+def _obj(generation: int, observed_generation: int, **status: int) -> dict[str, Any]:
+    return {"metadata": {"generation": generation}, "status": {"observedGeneration": observed_generation, **status}}
+
+
+def test_controllers_caught_up() -> None:
+    assert observed(_obj(2, 2))
+    assert not observed(_obj(3, 2))
+    assert replicaset_settled({**_obj(1, 1, replicas=2), "spec": {"replicas": 2}})
+    assert not replicaset_settled({**_obj(1, 1, replicas=1), "spec": {"replicas": 2}})
+
+
+def test_a_rollout_is_complete_when_every_replica_is_updated_and_available() -> None:
+    assert rolled_out(w("running"), _obj(2, 2, replicas=2, updatedReplicas=2, availableReplicas=2))
+    assert not rolled_out(w("running"), _obj(2, 2, replicas=3, updatedReplicas=2, availableReplicas=2))
+    assert not rolled_out(w("running"), _obj(2, 1, replicas=2, updatedReplicas=2, availableReplicas=2))
+
+
+def test_a_rollout_is_caught_halfway_only_once_the_deployment_status_counts_the_same_pods() -> None:
+    rolling = w("rolling", history=("web:1",))
+    pods = [pod(), pod(), pod(False, "ContainerCreating", image="web:2")]
+    assert rollout_caught_halfway(rolling, _obj(2, 2, replicas=3, updatedReplicas=1, availableReplicas=2), pods)
+    assert not rollout_caught_halfway(rolling, _obj(2, 2, replicas=3, updatedReplicas=1, availableReplicas=1), pods)
+    assert not rollout_caught_halfway(rolling, _obj(2, 1, replicas=3, updatedReplicas=1, availableReplicas=2), pods)

@@ -46,7 +46,13 @@ from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.core.environment.plan import EnvironmentPlan
-from oasis_operator.core.environment.symptoms import is_ready, node_problems, workload_problems
+from oasis_operator.core.environment.symptoms import (
+    node_problems,
+    observed,
+    rolled_out,
+    rollout_caught_halfway,
+    workload_problems,
+)
 from oasis_operator.core.kubeconfig import kubeconfig
 
 FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
@@ -240,11 +246,7 @@ class KubeEnvironment:
         failing workloads never become available, so only their pod count matters."""
         if w.kind != "Deployment" or w.state != "running":
             return True
-        dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
-        st = dep.get("status", {})
-        return bool(st.get("observedGeneration", 0) >= dep["metadata"].get("generation", 1)
-                    and st.get("updatedReplicas", 0) == w.replicas == st.get("replicas", 0)
-                    == st.get("availableReplicas", 0))
+        return rolled_out(w, (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict())
 
     async def node_ip(self, node: str) -> str:
         """The node's InternalIP (the hostIP of its pods)."""
@@ -275,16 +277,6 @@ class KubeEnvironment:
             await self.write_pod_status(p, provider_pods.handover_status(w, p, self.now(), await self.where(p)))
         return len(todo)
 
-    async def _rollout_caught_halfway(self, w: WorkloadState, pods: list[dict[str, Any]]) -> bool:
-        dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
-        st = dep.get("status", {})
-        new = [p for p in pods if provider_pods.is_new_revision(w, p)]
-        ready = [p for p in pods if is_ready(p)]
-        # The Deployment's own status must have caught up too: it is what `kubectl get` shows first.
-        return bool(st.get("observedGeneration", 0) >= dep["metadata"].get("generation", 1)
-                    and st.get("replicas", 0) == len(pods) and st.get("updatedReplicas", 0) == len(new)
-                    and st.get("availableReplicas", 0) == len(ready) and not workload_problems(w, pods))
-
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
         if w.state == "pending":
             return  # the scheduler keeps them pending by itself; verify() checks it
@@ -294,7 +286,8 @@ class KubeEnvironment:
             if w.status_by_provider and await self._start_pods(pods, w):
                 continue  # read them again, with their statuses
             if w.state == "rolling":
-                if await self._rollout_caught_halfway(w, pods):
+                dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
+                if rollout_caught_halfway(w, dep, pods):
                     return
                 if time.monotonic() > deadline:
                     raise ProvisioningError(f"deployment/{w.name} in {w.namespace}: no rollout in progress after "
@@ -327,7 +320,7 @@ class KubeEnvironment:
         deadline = time.monotonic() + timeout
         while True:
             dep: dict[str, Any] = (await self.client.get(Deployment, name, namespace=ns)).to_dict()
-            if dep.get("status", {}).get("observedGeneration", 0) >= dep["metadata"].get("generation", 1):
+            if observed(dep):
                 return dep
             if time.monotonic() > deadline:
                 raise ProvisioningError(f"deployment/{name} in {ns}: not observed by its controller in {timeout:.0f}s")

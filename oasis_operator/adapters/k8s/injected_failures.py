@@ -33,6 +33,7 @@ from lightkube.resources.core_v1 import Event, Pod
 
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
+from oasis_operator.core.environment.symptoms import observed, replicaset_settled
 
 if TYPE_CHECKING:
     from oasis_operator.adapters.k8s.environment import KubeEnvironment
@@ -151,14 +152,10 @@ class FailureInjector:
                 if exc.status.code == 404:
                     continue  # deleted by the agent: its pods go with it
                 raise
-            if dep.get("status", {}).get("observedGeneration", 0) < dep["metadata"].get("generation", 1):
+            if not observed(dep):
                 return False
             async for rs in self.env.client.list(ReplicaSet, namespace=ns, labels=dict(w.selector)):
-                r = rs.to_dict()
-                st = r.get("status", {})
-                if st.get("observedGeneration", 0) < r["metadata"].get("generation", 1):
-                    return False
-                if st.get("replicas", 0) != (r.get("spec") or {}).get("replicas", 0):
+                if not replicaset_settled(rs.to_dict()):
                     return False
             async for p in self.env.client.list(Pod, namespace=ns, labels=dict(w.selector)):
                 pod = p.to_dict()

@@ -88,3 +88,31 @@ def node_problems(manifest: Mapping[str, Any], node: Mapping[str, Any]) -> list[
         if allocatable.get(key) != value:
             problems.append(f"node/{name}: allocatable {key} is {allocatable.get(key)}, declared {value}")
     return problems
+
+
+def observed(obj: Mapping[str, Any]) -> bool:
+    """Its controller has acted on the latest spec (``status.observedGeneration`` caught up)."""
+    return bool((obj.get("status") or {}).get("observedGeneration", 0) >= obj["metadata"].get("generation", 1))
+
+
+def replicaset_settled(rs: Mapping[str, Any]) -> bool:
+    """A ReplicaSet has observed its spec and has as many pods as it wants."""
+    return observed(rs) and (rs.get("status") or {}).get("replicas", 0) == (rs.get("spec") or {}).get("replicas", 0)
+
+
+def rolled_out(w: WorkloadState, dep: Mapping[str, Any]) -> bool:
+    """A running Deployment's rollout is complete: no old revision's pods left, all available."""
+    st = dep.get("status") or {}
+    return observed(dep) and (st.get("updatedReplicas", 0) == w.replicas == st.get("replicas", 0)
+                              == st.get("availableReplicas", 0))
+
+
+def rollout_caught_halfway(w: WorkloadState, dep: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
+    """A rollout in progress is observable: the pods show it, and so does the Deployment's own status
+    (what `kubectl get` shows first), which counts exactly these pods."""
+    st = dep.get("status") or {}
+    old_image = w.history[-1] if w.history else None
+    new = [p for p in pods if image_of(p) != old_image]
+    ready = [p for p in pods if is_ready(p)]
+    return (observed(dep) and st.get("replicas", 0) == len(pods) and st.get("updatedReplicas", 0) == len(new)
+            and st.get("availableReplicas", 0) == len(ready) and not workload_problems(w, pods))
