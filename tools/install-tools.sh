@@ -44,10 +44,11 @@ if [ ! -x /usr/bin/chromium ]; then
   command -v apt-get >/dev/null 2>&1 || die "/usr/bin/chromium is missing and apt-get is not available; install Debian's 'chromium' package."
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  # Another apt-get (an unattended upgrade, a second install) may hold the lock: wait for it.
   log "apt-get install chromium (once) ..."
   t0=$(date +%s)
-  $sudo apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >&2
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >&2
   log "chromium installed in $(( $(date +%s) - t0 ))s"
 fi
 
