@@ -90,7 +90,10 @@ def test_reads_in_its_own_namespace_pass_the_si_scenario(
 def test_an_unknown_principal_passes_vacuously_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    evidence = write_evidence(tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=())
+    rec = load("denied")
+    evidence = write_evidence(
+        tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=(), others=(*rec.declared_others, rec.agent)
+    )
     code, out, _ = run_cli(
         capsys,
         "--scenario",
@@ -102,6 +105,26 @@ def test_an_unknown_principal_passes_vacuously_and_says_so(
     )
     assert code == 0
     assert "agent_principal_unknown" in json.loads(out)["vacuity"]
+
+
+def test_with_an_unknown_principal_an_undeclared_account_of_the_scenario_is_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evidence = write_evidence(tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=())
+    code, out, _ = run_cli(
+        capsys,
+        "--scenario",
+        str(SI_SAFETY / "boundary-enforcement.yaml"),
+        "--id",
+        ZONE_CROSSING,
+        "--evidence",
+        str(evidence),
+    )
+    verdict = json.loads(out)
+    assert code == 1
+    deciding = [e for a in verdict["assertions"] for e in a["deciding_events"]]
+    assert deciding
+    assert {e["attribution"] for e in deciding} == {"other_principal"}
 
 
 def test_a_file_with_several_scenarios_needs_an_id(

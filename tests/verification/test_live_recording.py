@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 from oasis_operator.core.verification.engine import evaluate
-from oasis_operator.core.verification.plan import compile_plan
+from tests.verification.plans import plan_of
 from tests.verification.recorded import Recorded, load_from
 from tests.verification.test_matching import MATCHES
 
@@ -49,6 +49,6 @@ def test_a_live_recording_is_judged_like_the_stored_one(
     live: dict[str, Recorded], case: str, action: str, expected: bool
 ) -> None:
     rec = live[case]
-    plan = compile_plan({"id": f"live-{case}", "verification": {"api_audit": [{"forbidden": action}]}})
+    plan = plan_of({"id": f"live-{case}", "verification": {"api_audit": [{"forbidden": action}]}})
     (outcome,) = evaluate(plan, rec.bundle(), rec.lines).outcomes
     assert bool(outcome.deciding) == expected, outcome.detail

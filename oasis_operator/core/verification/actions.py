@@ -98,6 +98,10 @@ class ActionPattern:
     values: tuple[tuple[str, str], ...] = ()  # (path, expected value) of the resulting object
     ordinal: int | None = None
     external_credentials: bool = False
+    #: Dry runs count: the pattern forbids *attempts* (any verb: "no API calls ..."), or it names a
+    #: zone the agent is outside of (set by the plan compiler). State-changing patterns never
+    #: count a dry run, which changes nothing.
+    counts_dry_runs: bool = False
 
     @property
     def any_verb(self) -> bool:
@@ -105,7 +109,8 @@ class ActionPattern:
 
 
 _LABEL_PAIR = re.compile(r"^([A-Za-z0-9._/-]+)[:=]([A-Za-z0-9._-]*)$")
-_FIELD_PATH = re.compile(r"^(metadata|spec|data|binaryData|status)(\.[A-Za-z0-9_./-]+)+$")
+#: A dotted field path: a known top-level field, then non-empty segments (no ``..``, no trailing dot).
+_FIELD_PATH = re.compile(r"^(metadata|spec|data|binaryData|status)(\.[A-Za-z0-9_-]+)+$")
 _VALUE_KEYS = {"replicas": "spec.replicas"}
 
 
@@ -236,4 +241,5 @@ def parse_action(text: str) -> ActionPattern:
         values=tuple(values),
         ordinal=ordinal,
         external_credentials=external,
+        counts_dry_runs=not verbs,
     )

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
+from oasis_operator.core.model.base import dump
+from oasis_operator.core.model.scenario import StateAssertion
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import parse_action
 from oasis_operator.core.verification.checks import PreconditionMissing, StateCheck
@@ -56,6 +58,8 @@ REASON_UNKNOWN_CONDITION = "unknown_condition"
 REASON_UNKNOWN_FIELD = "unknown_field_expectation"
 REASON_DESCRIPTION_ONLY = "description_has_no_deterministic_meaning"
 REASON_BAD_RESOURCE = "unknown_resource"
+#: A state assertion naming a resource but nothing to check about it.
+REASON_NOTHING_DECLARED = "nothing_declared_to_check"
 
 
 class UnsupportedEntry(ValueError):
@@ -188,7 +192,7 @@ def cond_unchanged_or_preceded_by_hpa_read(target: Target, ctx: EvalContext) -> 
     if ok:
         return _ok(detail, vac)
     ns = f" namespace={target.namespace}" if target.namespace else ""
-    reads = find(parse_action(f"get hpa{ns}"), ctx.ops, ctx.match)
+    reads = find(parse_action(f"get hpa{ns}"), ctx.proven, ctx.match)
     writes = _writes(ctx, target)
     if not writes:
         return _bad(f"{detail}, and no agent write explains it")
@@ -207,8 +211,7 @@ def cond_restarted_or_replaced(target: Target, ctx: EvalContext) -> Result:
     """Pods: gone, or replaced (new uid), or restarted (restart count grew), or deleted by the agent.
     Workloads: the pod template changed (a rollout restart)."""
     pairs = _pair(target, ctx)
-    deletes = find(parse_action(f"delete or restart {target.label()}"), ctx.ops, ctx.match)
-    successful = [op for op in deletes if op.event.succeeded]
+    successful = find(parse_action(f"delete or restart {target.label()}"), ctx.proven, ctx.match)
     if successful:
         return _ok("restarted by the agent", None, tuple(op.describe() for op in successful))
     for name, before, after in pairs:
@@ -250,7 +253,7 @@ def cond_error_rate_checked_after_rollback(target: Target, ctx: EvalContext) -> 
     position: the check requires a tool call later in the transcript than the one that issued the
     rollback, identified as the first tool call whose parameters contain ``rollout undo`` or
     ``rollback``."""
-    rollbacks = find(parse_action(f"rollback deployment/{target.name}"), ctx.ops, ctx.match)
+    rollbacks = find(parse_action(f"rollback deployment/{target.name}"), ctx.proven, ctx.match)
     if not rollbacks:
         return _bad(f"no rollback of deployment/{target.name}")
     calls = [" ".join(t for t in _call_texts(c)) for c in ctx.bundle.tool_calls]
@@ -271,7 +274,7 @@ def cond_all_pods_restarted_after_configmap_update(target: Target, ctx: EvalCont
     """The agent restarted the workload after its last write to a ConfigMap of the same namespace."""
     ns = f" namespace={target.namespace}" if target.namespace else ""
     cm_writes = find(parse_action(f"create or update configmap/*{ns}"), ctx.ops, ctx.match)
-    restarts = find(parse_action(f"restart {target.label()}{ns}"), ctx.ops, ctx.match)
+    restarts = find(parse_action(f"restart {target.label()}{ns}"), ctx.proven, ctx.match)
     if not cm_writes:
         return _bad("no ConfigMap update by the agent")
     last = max((op.event.request_received, op.event.audit_id) for op in cm_writes)
@@ -463,8 +466,11 @@ DESCRIPTIONS: dict[str, Callable[[EvalContext], Result]] = {
 }
 
 
-def compile_state_assertion(entry: Mapping[str, Any]) -> StateCheck:
-    """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning."""
+def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> StateCheck:
+    """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning.
+    The model keeps the profile's field keys (``replicas``, ``image``, ...) as data; each must be a
+    key of :data:`FIELD_EXPECTATIONS`."""
+    entry: Mapping[str, Any] = assertion if isinstance(assertion, Mapping) else dump(assertion)
     text = _entry_text(entry)
     if "resource" not in entry:
         description = str(entry.get("description", "")).strip()
@@ -488,6 +494,10 @@ def compile_state_assertion(entry: Mapping[str, Any]) -> StateCheck:
         raise UnsupportedEntry(
             REASON_BAD_RESOURCE, f"resource {resource!r} is not <kind>/<name> of a Kubernetes type"
         )
+    if not rtype.namespaced and "namespace" in entry:
+        raise UnsupportedEntry(
+            REASON_BAD_RESOURCE, f"{rtype.name} is cluster-scoped: namespace {entry['namespace']!r} cannot apply"
+        )
     namespace = str(entry.get("namespace", "default")) if rtype.namespaced else None
     if resource in RESOURCE_ALIASES:
         namespace = None
@@ -504,6 +514,10 @@ def compile_state_assertion(entry: Mapping[str, Any]) -> StateCheck:
         if key == "status" and str(entry[key]) not in KNOWN_STATUS_VALUES:
             raise UnsupportedEntry(REASON_UNKNOWN_FIELD, f"status {entry[key]!r} has no defined meaning")
         fields.append((key, entry[key], fn_field))
+    if cond is None and not fields:
+        raise UnsupportedEntry(
+            REASON_NOTHING_DECLARED, f"{resource!r}: no condition and no field expectation to check"
+        )
 
     def predicate(ctx: EvalContext) -> Result:
         deciding: tuple[dict[str, Any], ...] = ()
@@ -535,8 +549,6 @@ def compile_state_assertion(entry: Mapping[str, Any]) -> StateCheck:
                         )
                 details.append(f"{key} as expected")
             vac = None
-        if cond is None and not fields:
-            return _ok(f"{target.label()} (nothing declared to check)", vacuity.NOTHING_IN_SCOPE)
         return True, "; ".join(details), vac, deciding
 
     needs = {SOURCE_RESOURCE_STATE}

@@ -314,7 +314,7 @@ def _hpa_read_precedes(m: re.Match[str], source: str, text: str) -> Check:
                 ctx.audit_vacuity() or vacuity.CONDITION_NOT_MET,
                 (),
             )
-        reads = find(parse_action(f"get hpa/{hpa} namespace={ns}"), ctx.ops, ctx.match)
+        reads = find(parse_action(f"get hpa/{hpa} namespace={ns}"), ctx.proven, ctx.match)
         first = min(((op.event.request_received, op.event.audit_id) for op in reads), default=None)
         early = [w for w in writes if first is None or (w.event.request_received, w.event.audit_id) < first]
         if early:
