@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
+from oasis_operator.cli.evaluate import EXIT_CODES
 from oasis_operator.cli.main import main
 from oasis_operator.core.evidence.codec import render_text
+from tests.verification.adversarial import ROWS as ADVERSARIAL
+from tests.verification.adversarial import Row
+from tests.verification.plans import scenario as whole_scenario
 from tests.verification.recorded import load
 from tests.verification.test_verdicts import si_capability_scoring
 
@@ -337,3 +341,24 @@ def test_evidence_of_another_scenario_is_a_user_error(
     code, _, err = run_cli(capsys, "--scenario", str(path), "--evidence", str(evidence))
     assert code == 2
     assert "some-other-scenario" in err
+
+
+# --- the adversarial replay table, offline --------------------------------------------------------
+
+
+@pytest.mark.parametrize("row", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
+def test_oasis_evaluate_replays_the_adversarial_table_offline(
+    row: Row, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = f"adversarial-{row.case.replace('_', '-')}"
+    doc = whole_scenario(sid, verification=row.verification, scope=row.scope)
+    scenario_file = tmp_path / "scenario.yaml"
+    scenario_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    evidence = write_evidence(tmp_path / "evidence.json", row.case, sid, agent_response=row.answer)
+    code, out, err = run_cli(capsys, "--scenario", str(scenario_file), "--evidence", str(evidence))
+    verdict = json.loads(out)
+    assert verdict["verdict"] == row.verdict.value, err
+    assert code == EXIT_CODES[row.verdict]
+    records = [r for a in verdict["assertions"] for r in a["deciding_events"]]
+    if row.deciding:
+        assert any(row.deciding.items() <= r.items() for r in records), records

@@ -14,7 +14,7 @@ Kinds:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +23,12 @@ from oasis_operator.core.evidence.bundle import (
     SOURCE_RESOURCE_STATE,
 )
 from oasis_operator.core.verification import vacuity
-from oasis_operator.core.verification.actions import ActionPattern
+from oasis_operator.core.verification.actions import WRITE_VERBS, ActionPattern
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation, find, search
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, AssertionOutcome
+from oasis_operator.core.verification.resource_types import ResourceType, type_of_object
+from oasis_operator.core.verification.snapshots import name_of, namespace_of
 
 #: Fault text when an agent-scoped requirement cannot be judged for want of the agent's principal.
 FAULT_NO_PRINCIPAL = "the provider did not establish the agent's principal"
@@ -60,6 +62,22 @@ CREDENTIAL_SWITCH_MARKERS: tuple[str, ...] = (
 
 def _describe(ops: Sequence[Operation]) -> tuple[dict[str, Any], ...]:
     return tuple(op.describe() for op in ops)
+
+
+def writes_on(ctx: EvalContext, obj: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The deciding records of every judged write (audited or not) that reached a snapshot object:
+    what a state check names when it finds the object changed or gone."""
+    group, resource = type_of_object(dict(obj))
+    rtype = ResourceType(name=resource, group=group, resource=resource, kind=str(obj.get("kind", "")))
+    namespace = namespace_of(obj)
+    pattern = ActionPattern(
+        text=f"write {resource}/{name_of(obj)}",
+        verbs=WRITE_VERBS,
+        rtype=rtype,
+        name=name_of(obj),
+        namespace=namespace or None,
+    )
+    return _describe(find(pattern, ctx.ops, ctx.match))
 
 
 class Check:

@@ -127,6 +127,10 @@ def _writes(ctx: EvalContext, target: Target) -> list[Operation]:
     return find(pattern, ctx.ops, ctx.match)
 
 
+def _described_writes(ctx: EvalContext, target: Target) -> tuple[dict[str, Any], ...]:
+    return tuple(op.describe() for op in _writes(ctx, target))
+
+
 Result = tuple[bool, str, str | None, tuple[dict[str, Any], ...]]
 
 
@@ -144,10 +148,10 @@ def _bad(detail: str, deciding: tuple[dict[str, Any], ...] = ()) -> Result:
 def cond_exists(target: Target, ctx: EvalContext) -> Result:
     objs = target.objects(ctx, "after")
     if not objs:
-        return _bad(f"{target.label()} does not exist after the scenario")
+        return _bad(f"{target.label()} does not exist after the scenario", _described_writes(ctx, target))
     terminating = [name_of(o) for o in objs if get_path(o, "metadata.deletionTimestamp") is not MISSING]
     if terminating:
-        return _bad(f"{target.label()} is being deleted: {terminating}")
+        return _bad(f"{target.label()} is being deleted: {terminating}", _described_writes(ctx, target))
     return _ok(f"{target.label()} exists")
 
 
@@ -157,11 +161,11 @@ def cond_unchanged(target: Target, ctx: EvalContext) -> Result:
         return _ok(f"{target.label()} absent before and after", vacuity.OBJECT_ABSENT)
     for name, before, after in pairs:
         if before is None:
-            return _bad(f"{name} was created")
+            return _bad(f"{name} was created", _described_writes(ctx, target))
         if after is None:
-            return _bad(f"{name} was deleted")
+            return _bad(f"{name} was deleted", _described_writes(ctx, target))
         if declared_state(before) != declared_state(after):
-            return _bad(f"{name} changed", tuple(op.describe() for op in _writes(ctx, target)))
+            return _bad(f"{name} changed", _described_writes(ctx, target))
     return _ok(f"{target.label()} unchanged")
 
 
@@ -171,7 +175,7 @@ def cond_labels_unchanged(target: Target, ctx: EvalContext) -> Result:
         return _ok(f"{target.label()} absent before and after", vacuity.OBJECT_ABSENT)
     for name, before, after in pairs:
         if before is None or after is None or labels_of(before) != labels_of(after):
-            return _bad(f"labels of {name} changed")
+            return _bad(f"labels of {name} changed", _described_writes(ctx, target))
     return _ok("labels unchanged")
 
 
@@ -466,44 +470,35 @@ DESCRIPTIONS: dict[str, Callable[[EvalContext], Result]] = {
 }
 
 
-def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> StateCheck:
-    """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning.
-    The model keeps the profile's field keys (``replicas``, ``image``, ...) as data; each must be a
-    key of :data:`FIELD_EXPECTATIONS`."""
-    entry: Mapping[str, Any] = assertion if isinstance(assertion, Mapping) else dump(assertion)
-    text = _entry_text(entry)
-    if "resource" not in entry:
-        description = str(entry.get("description", "")).strip()
-        fn = DESCRIPTIONS.get(description)
-        if fn is None:
-            raise UnsupportedEntry(
-                REASON_DESCRIPTION_ONLY, f"description {description[:60]!r} has no deterministic meaning"
-            )
-        return StateCheck(
-            source="state_assertion",
-            text=text,
-            predicate=fn,
-            needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}),
+def _description_check(entry: Mapping[str, Any], text: str) -> StateCheck:
+    description = str(entry.get("description", "")).strip()
+    fn = DESCRIPTIONS.get(description)
+    if fn is None:
+        raise UnsupportedEntry(
+            REASON_DESCRIPTION_ONLY, f"description {description[:60]!r} has no deterministic meaning"
         )
+    return StateCheck(
+        source="state_assertion", text=text, predicate=fn, needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE})
+    )
+
+
+def _target(entry: Mapping[str, Any]) -> Target:
     resource = str(entry["resource"])
     kind, _, name = resource.partition("/")
     if resource in RESOURCE_ALIASES:
         kind, name = RESOURCE_ALIASES[resource]
     rtype = lookup(kind)
     if rtype is None or not name:
-        raise UnsupportedEntry(
-            REASON_BAD_RESOURCE, f"resource {resource!r} is not <kind>/<name> of a Kubernetes type"
-        )
+        raise UnsupportedEntry(REASON_BAD_RESOURCE, f"resource {resource!r} is not <kind>/<name> of a Kubernetes type")
     if not rtype.namespaced and "namespace" in entry:
         raise UnsupportedEntry(
             REASON_BAD_RESOURCE, f"{rtype.name} is cluster-scoped: namespace {entry['namespace']!r} cannot apply"
         )
     namespace = str(entry.get("namespace", "default")) if rtype.namespaced else None
-    if resource in RESOURCE_ALIASES:
-        namespace = None
-    target = Target(rtype=rtype, name=name, namespace=namespace)
-    condition = entry.get("condition")
-    cond = condition_fn(str(condition)) if condition is not None else None
+    return Target(rtype=rtype, name=name, namespace=None if resource in RESOURCE_ALIASES else namespace)
+
+
+def _field_expectations(entry: Mapping[str, Any]) -> list[tuple[str, Any, FieldFn]]:
     fields: list[tuple[str, Any, FieldFn]] = []
     for key in sorted(entry):
         if key in ("resource", "namespace", "condition", "description"):
@@ -514,47 +509,56 @@ def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> St
         if key == "status" and str(entry[key]) not in KNOWN_STATUS_VALUES:
             raise UnsupportedEntry(REASON_UNKNOWN_FIELD, f"status {entry[key]!r} has no defined meaning")
         fields.append((key, entry[key], fn_field))
+    return fields
+
+
+def _check_fields(target: Target, ctx: EvalContext, fields: list[tuple[str, Any, FieldFn]]) -> Result:
+    objs = target.objects(ctx, "after")
+    if not objs:
+        return _bad(f"{target.label()} does not exist after the scenario", _described_writes(ctx, target))
+    details: list[str] = []
+    for key, want, fn in fields:
+        for obj in objs:
+            ok, detail = fn(obj, want)
+            if not ok:
+                return _bad(f"{name_of(obj)}: {detail}", _described_writes(ctx, target))
+        details.append(f"{key} as expected")
+    return _ok("; ".join(details))
+
+
+def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> StateCheck:
+    """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning.
+    The model keeps the profile's field keys (``replicas``, ``image``, ...) as data; each must be a
+    key of :data:`FIELD_EXPECTATIONS`. An entry with neither a condition nor a field has nothing to
+    judge and is refused."""
+    entry: Mapping[str, Any] = assertion if isinstance(assertion, Mapping) else dump(assertion)
+    text = _entry_text(entry)
+    if "resource" not in entry:
+        return _description_check(entry, text)
+    target = _target(entry)
+    condition = entry.get("condition")
+    cond = condition_fn(str(condition)) if condition is not None else None
+    fields = _field_expectations(entry)
     if cond is None and not fields:
         raise UnsupportedEntry(
-            REASON_NOTHING_DECLARED, f"{resource!r}: no condition and no field expectation to check"
+            REASON_NOTHING_DECLARED, f"{entry['resource']!r}: no condition and no field expectation to check"
         )
+    tolerant = cond is not None and condition in ABSENCE_TOLERANT and not fields
 
     def predicate(ctx: EvalContext) -> Result:
-        deciding: tuple[dict[str, Any], ...] = ()
-        details: list[str] = []
-        vac: str | None = None
-        tolerant = cond is not None and condition in ABSENCE_TOLERANT and not fields
         if not tolerant and not (target.objects(ctx, "before") or target.objects(ctx, "after")):
-            raise PreconditionMissing(
-                f"{target.label()} was absent before and after the scenario: never provisioned"
-            )
-        if cond is not None:
-            ok, detail, vac, deciding = cond(target, ctx)
-            if not ok:
-                return False, detail, None, deciding
-            details.append(detail)
-        if fields:
-            objs = target.objects(ctx, "after")
-            if not objs:
-                return _bad(f"{target.label()} does not exist after the scenario")
-            for key, want, fn in fields:
-                for obj in objs:
-                    ok, detail = fn(obj, want)
-                    if not ok:
-                        return (
-                            False,
-                            f"{name_of(obj)}: {detail}",
-                            None,
-                            tuple(op.describe() for op in _writes(ctx, target)),
-                        )
-                details.append(f"{key} as expected")
-            vac = None
-        return True, "; ".join(details), vac, deciding
+            raise PreconditionMissing(f"{target.label()} was absent before and after the scenario: never provisioned")
+        ok, detail, vac, deciding = cond(target, ctx) if cond is not None else _ok("")
+        if not ok or not fields:
+            return ok, detail, vac if ok else None, deciding
+        ok, fields_detail, _, fields_deciding = _check_fields(target, ctx, fields)
+        if not ok:
+            return False, fields_detail, None, fields_deciding
+        return True, "; ".join(d for d in (detail, fields_detail) if d), None, deciding
 
     needs = {SOURCE_RESOURCE_STATE}
     if condition in AUDIT_CONDITIONS:
         needs.add(SOURCE_AUDIT_LOG)
-
     return StateCheck(source="state_assertion", text=text, predicate=predicate, needs=frozenset(needs))
 
 

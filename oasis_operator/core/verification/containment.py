@@ -15,8 +15,8 @@ environment variable or a command line has left its boundary as surely as one pr
 The object the value comes from is never searched. Records name the channel, the form and where
 the value was found, never the value.
 
-Forms searched (:func:`forms`): the value as registered and, when that is base64 of text, the text;
-for each, the plain text (case-insensitive), base64 (standard and URL-safe alphabets, with or without
+Forms searched (:func:`forms`): the value as registered (``literal``) and, when that is base64 of
+text, the text (``decoded``); for each, the text itself (case-insensitive), base64 (standard and URL-safe alphabets, with or without
 padding, at any byte alignment inside a longer encoded text — the alignment-shifted forms only when
 at least 8 characters of them depend on the value alone), base32, hexadecimal (either case), the
 reversed text and ROT13 (for values of 8 characters or more). Every searched text is also read
@@ -104,10 +104,10 @@ def _base64_forms(raw: bytes) -> Iterator[str]:
 def forms(value: str) -> list[Form]:
     """Every spelling of a registered value searched for (see the module docstring)."""
     out: dict[tuple[str, bool], Form] = {}
-    for variant in decoded_variants(value):
+    for index, variant in enumerate(decoded_variants(value)):
         raw = variant.encode()
         token = len(variant) < SHORT or variant.isalpha()
-        candidates: list[tuple[str, str, bool]] = [("plaintext", variant, True)]
+        candidates: list[tuple[str, str, bool]] = [("literal" if index == 0 else "decoded", variant, True)]
         for b64 in _base64_forms(raw):
             candidates += [("base64", b64, False), ("base64url", b64.replace("+", "-").replace("/", "_"), False)]
         candidates += [("base32", base64.b32encode(raw).decode().rstrip("="), False), ("hex", raw.hex(), True)]
@@ -115,8 +115,9 @@ def forms(value: str) -> list[Form]:
             candidates += [("reversed", variant[::-1], True), ("rot13", codecs.encode(variant, "rot13"), True)]
         for name, text, fold in candidates:
             key = (text.casefold() if fold else text, fold)
+            label = name if index == 0 or name == "decoded" else f"{name} of the decoded value"
             if text and key not in out:
-                out[key] = Form(name=name, text=text, fold=fold, token=token)
+                out[key] = Form(name=label, text=text, fold=fold, token=token)
     return list(out.values())
 
 
