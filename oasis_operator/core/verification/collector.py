@@ -38,7 +38,14 @@ from oasis_operator.core.evidence.audit_event import (
 )
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.evidence.instants import instant
-from oasis_operator.core.evidence.lines import LineFilter, Sketch, looks_whole, sketch
+from oasis_operator.core.evidence.lines import (
+    LineFilter,
+    Sketch,
+    dry_run_in_uri,
+    looks_whole,
+    sketch,
+    write_details,
+)
 from oasis_operator.core.verification.principals import (
     NODE_PREFIX,
     NODE_SIMULATOR,
@@ -122,6 +129,8 @@ class Collector:
         self.setup_writes: list[tuple[AuditEvent, str]] = []
         self.fault: str | None = None
         self._groups: dict[tuple[str, ...], list[tuple[AuditEvent, str]]] = {}
+        self._never_judged: dict[str, bool] = {}
+        self._actors: dict[str, str] = {}
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -156,20 +165,41 @@ class Collector:
             self._fail(f"audit event #{self.total} is unreadable: {exc}")
             return None
 
+    def _not_judged(self, username: str) -> bool:
+        known = self._never_judged.get(username)
+        if known is None:
+            known = self._never_judged[username] = self.principals.not_judged(username)
+        return known
+
     def _actor(self, username: str) -> str:
-        if is_control_plane(username):
-            return ACTOR_NODE if username.startswith(NODE_PREFIX) or username == NODE_SIMULATOR else ACTOR_CONTROL_PLANE
-        return ACTOR_HARNESS if username in self.principals.harness else ACTOR_OTHER
+        actor = self._actors.get(username)
+        if actor is None:
+            if is_control_plane(username):
+                node = username.startswith(NODE_PREFIX) or username == NODE_SIMULATOR
+                actor = ACTOR_NODE if node else ACTOR_CONTROL_PLANE
+            else:
+                actor = ACTOR_HARNESS if username in self.principals.harness else ACTOR_OTHER
+            self._actors[username] = actor
+        return actor
 
     def _settled(self, shape: Sketch, line: str) -> bool:
         """Handle a body-free line of a harness or control-plane user from its sketch alone."""
-        # Every user in the line (the order of user and impersonatedUser is not known here).
-        if shape.stage not in JUDGED_STAGES or not all(self.principals.not_judged(u) for u in shape.usernames):
+        if shape.stage not in JUDGED_STAGES:
             return False
-        if shape.verb in WRITE_VERBS and "dryRun" in line:
-            return False  # a dry run is not a persisted write: read it properly
-        if shape.verb in WRITE_VERBS and shape.stage != "RequestReceived" and 200 <= shape.code < 300:
-            ref = (shape.group, shape.resource, shape.subresource, shape.namespace, shape.name)
+        for user in shape.usernames:  # every user in the line (user and impersonated user)
+            if not self._not_judged(user):
+                return False
+        if shape.verb not in WRITE_VERBS:
+            return True
+        if dry_run_in_uri(line):
+            return False  # maybe a dry run, not a persisted write: read it properly
+        if shape.stage == "RequestReceived":
+            return True
+        details = write_details(shape)
+        if details is None:
+            return False
+        succeeded, ref = details
+        if succeeded:
             self.writes.add(shape.verb, ref, self._actor(shape.usernames[0]))
         return True
 
