@@ -57,14 +57,6 @@ from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
 from oasis_operator.core.verification.unaudited import unaudited_changes
 
-#: Kept for callers that refuse agent principals themselves; the rule lives in :mod:`principals`.
-CONTROL_PLANE_PREFIXES = (
-    "system:node:",
-    "system:serviceaccount:kube-system:",
-    "system:kube-",
-    "system:apiserver",
-)
-
 
 def _attribution(role: str) -> str:
     return BY_AGENT if role == ROLE_AGENT else BY_OTHER_PRINCIPAL
