@@ -70,6 +70,12 @@ REFUSED = {
 }
 
 
+def test_two_events_run_together_are_not_read_as_one() -> None:
+    agent = canonical_json(_event(user={"username": "system:serviceaccount:ns:agent"}))
+    other = canonical_json(_event(impersonatedUser={"username": "system:kube-scheduler"}))
+    assert sketch(agent[:-1] + "," + other[1:]) is None
+
+
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_what_the_sketch_cannot_read_exactly_is_left_to_the_parser(name: str) -> None:
     event = REFUSED[name]

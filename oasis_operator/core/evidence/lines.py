@@ -98,6 +98,8 @@ def _usernames(line: str) -> tuple[str, ...] | None:
     first = line.rfind(_USERNAME, 0, last)
     if first < 0:
         return (user,)
+    if line.rfind(_USERNAME, 0, first) >= 0:
+        return None  # more than a user and an impersonated user: not one event
     other = _string_at(line, first + len(_USERNAME))
     return None if other is None else (other, user)
 
