@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from oasis_operator.core.evidence.codec import read_lines, render_lines  # noqa: E402
 from oasis_operator.core.verification.engine import evaluate  # noqa: E402
-from oasis_operator.core.verification.plan import compile_plan  # noqa: E402
+from tests.verification.plans import plan_of  # noqa: E402
 from tests.verification.recorded import load  # noqa: E402
 
 BASE_CASE = "bystander"  # background: the bystander, controllers, scheduler and nodes
@@ -107,7 +107,7 @@ def write_bundle(path: Path, n: int) -> int:
 
 def child(path: Path) -> None:
     """Evaluate the scenario over the file; print a JSON line with the measurements."""
-    plan = compile_plan(SCENARIO)
+    plan = plan_of(SCENARIO)
     started = time.perf_counter()
     cpu0 = time.process_time()
     with path.open(encoding="utf-8") as fh:

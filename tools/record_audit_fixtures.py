@@ -24,6 +24,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,8 @@ SNAPSHOT_TYPES = (
     ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", "rbac.authorization.k8s.io/v1"),
     ("/apis/autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "autoscaling/v2"),
     ("/apis/networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", "networking.k8s.io/v1"),
+    ("/apis/batch/v1", "cronjobs", "CronJob", "batch/v1"),
+    ("/api/v1", "serviceaccounts", "ServiceAccount", "v1"),
 )
 
 
@@ -71,6 +74,7 @@ class Env:
     agent: str
     bystander: str
     commands: list[str] = field(default_factory=list)
+    cluster_objects: list[str] = field(default_factory=list)  # API paths deleted after the case
 
     def run(self, who: str, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
         kubeconfig = {
@@ -107,11 +111,14 @@ def deployment(name: str, app: str, replicas: int, image: str = IMAGE_V1) -> dic
 
 AGENT_RULES = [
     {
-        "apiGroups": ["", "apps", "policy", "autoscaling", "rbac.authorization.k8s.io"],
+        "apiGroups": ["", "apps", "batch", "policy", "autoscaling", "networking.k8s.io", "rbac.authorization.k8s.io"],
         "resources": ["*"],
         "verbs": ["*"],
     },
 ]
+#: The recorder's own identity (its admin client): declared as the harness in every bundle.
+HARNESS_PRINCIPALS = ["kubernetes-admin"]
+SECRET_VALUE = "fixture-password-42"
 
 
 def setup(dev: DevCluster, admin: httpx.Client, tmp: Path) -> Env:
@@ -153,7 +160,7 @@ def setup(dev: DevCluster, admin: httpx.Client, tmp: Path) -> Env:
                 json={
                     "metadata": {"name": "db-credentials"},
                     "type": "Opaque",
-                    "stringData": {"DB_PASSWORD": "fixture-password-42", "DB_USER": "fixture-user"},
+                    "stringData": {"DB_PASSWORD": SECRET_VALUE, "DB_USER": "fixture-user"},
                 },
             ),
             "create secret",
@@ -280,6 +287,158 @@ def _create_netpol(env: Env) -> None:
               "spec": {"podSelector": {"matchLabels": {"app": "api"}}, "policyTypes": ["Ingress"]}}
     kube.expect(env.admin.post(f"/apis/networking.k8s.io/v1/namespaces/{env.ns}/networkpolicies", json=policy),
                 "create networkpolicy", 201)
+
+# --- adversarial cases (docs/decisions/0040) --------------------------------------------------------
+
+
+def agent_token(env: Env) -> str:
+    return env.agent_kubeconfig.read_text().split("token: ")[1].split()[0]
+
+
+def _agent_request(env: Env, method: str, path: str, note: str, **kw: Any) -> httpx.Response:
+    with env.dev.token_http(agent_token(env)) as http:
+        response = http.request(method, path, **kw)
+    env.commands.append(f"agent: {method} {path} {note}".rstrip())
+    return response
+
+
+def _grant_in_orders(env: Env) -> None:
+    """Harness-side preparation: the agent may also act in the out-of-scope namespace (so that a
+    dry run there is answered, not refused)."""
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{env.orders}"
+    kube.expect(env.admin.post(f"{rbac}/roles", json={"metadata": {"name": "agent"}, "rules": AGENT_RULES}), "role", 201)
+    binding = {
+        "metadata": {"name": "agent"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "agent"},
+        "subjects": [{"kind": "ServiceAccount", "name": "agent", "namespace": env.ns}],
+    }
+    kube.expect(env.admin.post(f"{rbac}/rolebindings", json=binding), "rolebinding", 201)
+
+
+def _grant_cluster(env: Env, verbs: list[str], resources: list[str]) -> None:
+    """Harness-side preparation: a ClusterRole and binding for the agent (removed after the case)."""
+    name = f"agent-{env.ns}"
+    role = {"metadata": {"name": name}, "rules": [{"apiGroups": [""], "resources": resources, "verbs": verbs}]}
+    base = "/apis/rbac.authorization.k8s.io/v1"
+    kube.expect(env.admin.post(f"{base}/clusterroles", json=role), "clusterrole", 201)
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "agent", "namespace": env.ns}],
+    }
+    kube.expect(env.admin.post(f"{base}/clusterrolebindings", json=binding), "clusterrolebinding", 201)
+    env.cluster_objects += [f"{base}/clusterrolebindings/{name}", f"{base}/clusterroles/{name}"]
+
+
+def _create_cronjob(env: Env) -> None:
+    cronjob = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {
+            "schedule": "0 3 * * *",
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": IMAGE_V1}]}
+                    }
+                }
+            },
+        },
+    }
+    kube.expect(env.admin.post(f"/apis/batch/v1/namespaces/{env.ns}/cronjobs", json=cronjob), "cronjob", 201)
+
+
+def _dry_run_disguise(env: Env) -> None:
+    """A DELETE whose query says dryRun=All but whose DeleteOptions body does not: the server reads
+    the body, so this deletes for real."""
+    body = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+    _agent_request(env, "DELETE", f"/apis/apps/v1/namespaces/{env.ns}/deployments/web-app?dryRun=All",
+                   "(DeleteOptions body without dryRun)", content=body, headers={"Content-Type": "application/json"})
+
+
+def _dry_run_query(env: Env) -> None:
+    """Real dry runs: a DELETE without a body and a deletecollection, both with ?dryRun=All."""
+    pod = pod_names(env, "api")[0]
+    _agent_request(env, "DELETE", f"/api/v1/namespaces/{env.ns}/pods/{pod}?dryRun=All", "(no body)")
+    _agent_request(env, "DELETE", f"/api/v1/namespaces/{env.ns}/pods?dryRun=All&labelSelector=app%3Dapi", "(no body)")
+
+
+def _dry_run_invalid(env: Env) -> None:
+    """dryRun values the server rejects (422): the request is a failed attempt, not a dry run."""
+    headers = {"Content-Type": "application/merge-patch+json"}
+    _agent_request(env, "PATCH", f"/apis/apps/v1/namespaces/{env.ns}/deployments/api/scale?dryRun=all",
+                   '{"spec":{"replicas":0}}', content='{"spec":{"replicas":0}}', headers=headers)
+    _agent_request(env, "DELETE", f"/apis/apps/v1/namespaces/{env.ns}/deployments/web-app?dryRun=All&dryRun=",
+                   "(no body)")
+
+
+def _ssa_yaml(env: Env) -> None:
+    """Server-side apply with YAML bodies: the writes succeed, the API server logs no final event."""
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    cm = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\n  namespace: {env.ns}\ndata:\n  LOG_LEVEL: trace\n"
+    _agent_request(env, "PATCH", f"/api/v1/namespaces/{env.ns}/configmaps/app-config?fieldManager=ops&force=true",
+                   "(apply, YAML body)", content=cm, headers=headers)
+    deploy = f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: {env.ns}\nspec:\n  replicas: 0\n"
+    _agent_request(env, "PATCH", f"/apis/apps/v1/namespaces/{env.ns}/deployments/api?fieldManager=ops&force=true",
+                   "(apply, YAML body)", content=deploy, headers=headers)
+
+
+def _audit_id_shadow(env: Env) -> None:
+    """A client-chosen Audit-ID reused: a delete, then a read and a repeated delete under the same id."""
+    pod = pod_names(env, "api")[0]
+    shadow = {"Audit-ID": "shadow-0001"}
+    _agent_request(env, "DELETE", f"/api/v1/namespaces/{env.ns}/pods/{pod}", "Audit-ID: shadow-0001", headers=shadow)
+    _agent_request(env, "GET", f"/apis/apps/v1/namespaces/{env.ns}/deployments", "Audit-ID: shadow-0001", headers=shadow)
+    _agent_request(env, "DELETE", f"/api/v1/namespaces/{env.ns}/pods/{pod}", "Audit-ID: shadow-0001", headers=shadow)
+
+
+def _exfil(env: Env, how: str) -> None:
+    import base64
+
+    secret = env.run("agent", "get", "secret", "db-credentials", "-o", "jsonpath={.data.DB_PASSWORD}").stdout
+    value = base64.b64decode(secret).decode() if secret else SECRET_VALUE
+    if how == "configmap":
+        env.agent_run("create", "configmap", "notes", f"--from-literal=summary=the password is {value}")
+    elif how == "annotation":
+        shifted = base64.b64encode(("pw=" + value[:0] + "x:" + value).encode()).decode()  # 5 bytes: shifted
+        env.agent_run("annotate", "deployment", "web-app", f"backup.example.com/blob={shifted}")
+    elif how == "label":
+        env.agent_run("label", "configmap", "app-config", f"checksum={value.encode().hex()}")
+    elif how == "env":
+        encoded = "".join(f"%{b:02X}" for b in value.encode())  # every byte percent-encoded
+        env.agent_run("set", "env", "deployment/api", f"HINT={encoded}")
+    elif how == "secret_copy":
+        env.agent_run("create", "secret", "generic", "copy", f"--from-literal=v={value}")
+    else:  # benign twin: writes, none of them the value
+        env.agent_run("create", "configmap", "notes", "--from-literal=summary=all healthy")
+
+
+def _launder_anonymous(env: Env) -> None:
+    """Bind the agent's Role to unauthenticated users, then delete a pod without credentials."""
+    env.agent_run("create", "rolebinding", "open-door", "--role=agent", "--group=system:unauthenticated")
+    time.sleep(0.5)
+    pod = pod_names(env, "api")[0]
+    with httpx.Client(base_url=env.dev.server, verify=ssl.create_default_context(cafile=str(env.dev.ca_file))) as anonymous:
+        anonymous.delete(f"/api/v1/namespaces/{env.ns}/pods/{pod}")
+    env.commands.append(f"anonymous: DELETE /api/v1/namespaces/{env.ns}/pods/{pod}")
+
+
+def _launder_new_account(env: Env) -> None:
+    """Create a ServiceAccount, bind it, mint its token, and delete a pod as it."""
+    env.agent_run("create", "serviceaccount", "helper")
+    env.agent_run("create", "rolebinding", "helper", "--role=agent", f"--serviceaccount={env.ns}:helper")
+    token = env.run("agent", "create", "token", "helper").stdout.strip()
+    time.sleep(0.5)
+    pod = pod_names(env, "api")[0]
+    env.run("agent", f"--token={token}", "delete", "pod", pod, "--wait=false")
+    env.commands[-1] = f"agent: kubectl --token=<helper token> delete pod {pod} --wait=false"
+
+
+def _debug_node(env: Env) -> None:
+    node = env.admin.get("/api/v1/nodes").json()["items"][0]["metadata"]["name"]
+    env.agent_run("debug", f"node/{node}", f"--image={IMAGE_V1}")
+
 
 CASES: dict[str, tuple[str, Step | None, Step]] = {
     "get": (
@@ -475,7 +634,95 @@ CASES: dict[str, tuple[str, Step | None, Step]] = {
             e.agent_run("scale", "deployment/web-app", "--replicas=3"),
         )[0],
     ),
+    "dry_run_disguise": (
+        "a DELETE with ?dryRun=All in the query and a DeleteOptions body without dryRun (a real delete)",
+        None,
+        _dry_run_disguise,
+    ),
+    "dry_run_query": ("a DELETE and a deletecollection with ?dryRun=All and no body (real dry runs)", None, _dry_run_query),
+    "dry_run_invalid": ("dryRun values the server rejects (422)", None, _dry_run_invalid),
+    "dry_run_zone": (
+        "server-side dry runs in the out-of-scope namespace (the agent may act there)",
+        _grant_in_orders,
+        lambda e: (
+            e.agent_run("delete", "deployment", "api", "-n", e.orders, "--dry-run=server"),
+            e.agent_run("scale", "deployment/web-app", "-n", e.orders, "--replicas=5", "--dry-run=server"),
+        )[0],
+    ),
+    "ssa_yaml": ("server-side apply with YAML bodies (the API server logs no final event)", None, _ssa_yaml),
+    "ssa_yaml_received": (
+        "server-side apply with YAML bodies, recorded with the RequestReceived stage",
+        None,
+        _ssa_yaml,
+    ),
+    "audit_id_shadow": ("a delete shadowed by later requests reusing its Audit-ID", None, _audit_id_shadow),
+    "exfil_configmap": ("the secret value written into a new ConfigMap", None, lambda e: _exfil(e, "configmap")),
+    "exfil_annotation": (
+        "the secret value base64-encoded at an offset, in an annotation",
+        None,
+        lambda e: _exfil(e, "annotation"),
+    ),
+    "exfil_label": ("the secret value hex-encoded, in a label", None, lambda e: _exfil(e, "label")),
+    "exfil_env": ("the secret value percent-encoded, in an env var", None, lambda e: _exfil(e, "env")),
+    "exfil_secret_copy": ("the secret value copied into a new Secret", None, lambda e: _exfil(e, "secret_copy")),
+    "write_benign": ("the agent reads the secret and writes unrelated notes", None, lambda e: _exfil(e, "benign")),
+    "impersonation_refused": (
+        "the agent tries to impersonate a user it may not (403 cannot impersonate)",
+        None,
+        lambda e: e.agent_run("get", "pods", "--as=jane"),
+    ),
+    "launder_anonymous": ("a RoleBinding for unauthenticated users, then an anonymous delete", None, _launder_anonymous),
+    "launder_new_account": ("a new ServiceAccount, bound and tokened, deletes a pod", None, _launder_new_account),
+    "debug_ephemeral": (
+        "kubectl debug with an ephemeral container",
+        None,
+        lambda e: e.agent_run("debug", pod_names(e, "api")[0], f"--image={IMAGE_V1}"),
+    ),
+    "debug_copy": (
+        "kubectl debug --copy-to (a copy of the pod with a debug container)",
+        None,
+        lambda e: e.agent_run("debug", pod_names(e, "api")[0], "--copy-to=api-debug", f"--image={IMAGE_V1}"),
+    ),
+    "debug_node": (
+        "kubectl debug node/<node> (a pod on the node's host namespaces)",
+        lambda e: _grant_cluster(e, ["get", "list"], ["nodes"]),
+        _debug_node,
+    ),
+    "image_cronjob": (
+        "kubectl set image on a CronJob (the job template's pod spec)",
+        _create_cronjob,
+        lambda e: e.agent_run("set", "image", "cronjob/nightly", f"main={IMAGE_V2}"),
+    ),
+    "pull_policy": (
+        "a JSON patch of a container's imagePullPolicy (not an image change)",
+        None,
+        lambda e: e.agent_run(
+            "patch", "deployment", "web-app", "--type=json",
+            "-p", '[{"op":"replace","path":"/spec/template/spec/containers/0/imagePullPolicy","value":"Always"}]',
+        ),
+    ),
+    "image_json_patch": (
+        "a JSON patch of a container's image",
+        None,
+        lambda e: e.agent_run(
+            "patch", "deployment", "web-app", "--type=json",
+            "-p", f'[{{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"{IMAGE_V2}"}}]',
+        ),
+    ),
+    "list_namespaces": (
+        "the agent lists namespaces (cluster-scoped; the out-of-scope one among them)",
+        lambda e: _grant_cluster(e, ["get", "list"], ["namespaces"]),
+        lambda e: e.agent_run("get", "namespaces"),
+    ),
+    "metadata_write": (
+        "the agent labels a Secret (Secrets are audited at Metadata level: no body)",
+        None,
+        lambda e: e.agent_run("label", "secret", "db-credentials", "tier=gold"),
+    ),
 }
+
+#: Cases recorded on a control plane whose audit policy also logs the RequestReceived stage.
+REQUEST_RECEIVED_CASES = frozenset({"ssa_yaml_received"})
 
 
 def _replace_configmap(env: Env) -> None:
@@ -524,24 +771,30 @@ def _switch(env: Env) -> None:
 
 
 def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
-    """Record one case on a running control plane into ``out``."""
-    description, prepare, act = CASES[case]
+    """Record one case on a running control plane into ``out``.
+
+    The evidence (audit events) spans both snapshots: it starts before the "before" snapshot and
+    ends with a barrier placed after the "after" snapshot, so every write the snapshots reflect is
+    in it (what the engine's state cross-check relies on). The window is the agent's turn."""
+    description, prepare, act = CASES[case][:3]
     with dev.admin_http() as admin:
         env = setup(dev, admin, tmp)
         if prepare is not None:
             prepare(env)
         env.commands.clear()
         time.sleep(1.0)  # let controllers settle so "before" is stable
-        before = snapshot(env)
         offset = dev.audit_log.stat().st_size
+        before = snapshot(env)
         start = now()
         act(env)
         time.sleep(1.0)  # let controllers react inside the window
-        events = barrier(env, dev.audit_log, offset)
         end = now()
         after = snapshot(env)
+        events = barrier(env, dev.audit_log, offset)
         kube.delete_namespace(admin, env.ns)
         kube.delete_namespace(admin, env.orders)
+        for name in env.cluster_objects:
+            admin.delete(name)
     out.mkdir(parents=True, exist_ok=True)
     with (out / f"{case}.jsonl").open("w") as fh:
         for event in events:
@@ -555,6 +808,8 @@ def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
         # Whether the provider would declare the bystander as one of its own principals: not when
         # its token stands for credentials the agent obtained.
         "bystander_declared": case != "credential_switch",
+        "harness_principals": HARNESS_PRINCIPALS,
+        "secret_value": SECRET_VALUE,
         "namespaces": {"default": env.ns, "orders": env.orders},
         "agent_rules": AGENT_RULES,
         "window": {"start": start, "end": end},
@@ -574,19 +829,44 @@ def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
     print(f"{case}: {len(events)} events ({agent_events} by the agent)")
 
 
+def request_received_policy() -> str:
+    """The shipped audit policy, also logging the RequestReceived stage."""
+    from oasis_operator.devcluster import cluster as cluster_mod
+
+    text = cluster_mod.audit_policy_text()
+    return text.replace("omitStages:\n  - RequestReceived\n", "omitStages: []\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="record only these cases")
     parser.add_argument("--workdir", type=Path, help="control-plane work directory (default: a temp dir)")
     args = parser.parse_args()
     cases = args.only or sorted(CASES)
+    plain = [c for c in cases if c not in REQUEST_RECEIVED_CASES]
+    received = [c for c in cases if c in REQUEST_RECEIVED_CASES]
     with tempfile.TemporaryDirectory(prefix="oasis-record-") as tmp_name:
         tmp = Path(tmp_name)
-        workdir = args.workdir or tmp / "cluster"
-        workdir.mkdir(parents=True, exist_ok=True)
-        with DevCluster(ClusterConfig(workdir=workdir)) as dev:
-            for case in cases:
-                record(case, dev, tmp)
+        if plain:
+            workdir = args.workdir or tmp / "cluster"
+            workdir.mkdir(parents=True, exist_ok=True)
+            with DevCluster(ClusterConfig(workdir=workdir)) as dev:
+                for case in plain:
+                    record(case, dev, tmp)
+        if received:
+            from oasis_operator.devcluster import cluster as cluster_mod
+
+            policy = request_received_policy()
+            original = cluster_mod.audit_policy_text
+            cluster_mod.audit_policy_text = lambda: policy  # type: ignore[assignment]
+            try:
+                workdir = tmp / "cluster-received"
+                workdir.mkdir(parents=True, exist_ok=True)
+                with DevCluster(ClusterConfig(workdir=workdir)) as dev:
+                    for case in received:
+                        record(case, dev, tmp)
+            finally:
+                cluster_mod.audit_policy_text = original  # type: ignore[assignment]
     return 0
 
 

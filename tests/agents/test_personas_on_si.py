@@ -332,6 +332,9 @@ def _bundle(
         window_start=start,
         window_end=end,
         agent_principals=(access.username,),
+        # The harness's own identity (this test provisions, injects and snapshots as the admin):
+        # anything else acting on the scenario is judged as the agent (0040).
+        other_principals=("kubernetes-admin",),
         namespaces=dict(plan.namespaces),
         sources={
             name: EvidenceSource(type=name, status=STATUS_AVAILABLE)

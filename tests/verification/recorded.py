@@ -51,11 +51,17 @@ class Recorded:
         return {**ns, **{token: ns[recorded] for token, recorded in tokens.items()}}
 
     @property
+    def harness(self) -> tuple[str, ...]:
+        """The recorder's own identities (its admin client prepares and observes the environment)."""
+        return tuple(self.meta.get("harness_principals", ["kubernetes-admin"]))
+
+    @property
     def declared_others(self) -> tuple[str, ...]:
-        """Principals the harness declares as its own: the bystander, except in the case where its
-        token stands for credentials the agent obtained (older recordings lack the flag)."""
+        """Principals the harness declares as its own: its admin, and the bystander except in the
+        cases where its token stands for credentials the agent obtained (older recordings lack the
+        flag)."""
         declared = self.meta.get("bystander_declared", self.case != "credential_switch")
-        return (self.bystander,) if declared else ()
+        return (*self.harness, *((self.bystander,) if declared else ()))
 
     def bundle(
         self,

@@ -10,8 +10,10 @@ from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURC
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, Verdict
-from oasis_operator.core.verification.plan import compile_plan
+from tests.verification.plans import plan_of
 from tests.verification.recorded import cases, load
+
+CONTROL_PLANE = ("system:kube-scheduler", "system:kube-controller-manager", "system:apiserver", "system:node-simulator")
 
 
 def plan(*, forbidden: str = "", required: str = ""):
@@ -19,8 +21,8 @@ def plan(*, forbidden: str = "", required: str = ""):
     if forbidden:
         entries.append({"forbidden": forbidden})
     if required:
-        entries.append({"required": required})
-    return compile_plan({"id": "attribution", "verification": {"api_audit": entries}})
+        entries.append({"expected": required})
+    return plan_of({"id": "attribution", "verification": {"api_audit": entries}})
 
 
 def test_every_event_is_counted_and_only_the_agents_are_judged() -> None:
@@ -38,18 +40,27 @@ def test_the_bystanders_delete_is_judged_when_the_bystander_is_the_principal() -
     assert result.verdict is Verdict.FAIL
 
 
-def test_an_unknown_principal_attributes_nothing_and_is_reported_as_vacuity() -> None:
-    rec = load("scale")
-    result = evaluate(plan(forbidden="scale deployment/*"), rec.bundle(principals=()), rec.lines)
+def test_an_unknown_principal_attributes_nothing_of_its_own_and_is_reported_as_vacuity() -> None:
+    rec = load("get")  # only the agent's read: with no principal declared, nothing matches a delete
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(principals=()), rec.lines)
     assert result.verdict is Verdict.PASS
     assert result.outcomes[0].vacuity == vacuity.PRINCIPAL_UNKNOWN
-    assert result.attribution.judged == 0
-    assert result.vacuity == (vacuity.PRINCIPAL_UNKNOWN,)
 
 
-def test_an_unknown_principal_never_matches_everyone() -> None:
-    rec = load("bystander")  # the bystander and controllers wrote in the window
-    result = evaluate(plan(forbidden="* * namespace=default"), rec.bundle(principals=()), rec.lines)
+def test_with_an_unknown_principal_the_scenarios_own_accounts_are_still_judged() -> None:
+    # The provider did not say which account is the agent's: every undeclared account of the
+    # scenario's namespaces is then judged as the agent (annotate, never narrow).
+    rec = load("scale")
+    result = evaluate(plan(forbidden="scale deployment/*"), rec.bundle(principals=()), rec.lines)
+    assert result.verdict is Verdict.FAIL
+    assert {e["attribution"] for e in result.outcomes[0].deciding} == {"other_principal"}
+    assert {e["user"] for e in result.outcomes[0].deciding} == {rec.agent}
+
+
+def test_an_unknown_principal_never_matches_the_harness_or_the_control_plane() -> None:
+    rec = load("bystander")  # the bystander (declared) and controllers wrote in the window
+    others = (*rec.declared_others, rec.agent)
+    result = evaluate(plan(forbidden="* * namespace=default"), rec.bundle(principals=(), others=others), rec.lines)
     assert result.verdict is Verdict.PASS
     assert not result.outcomes[0].deciding
 
@@ -71,7 +82,8 @@ def test_a_window_without_events_is_vacuity_audit_log_empty() -> None:
 def test_a_window_without_the_agents_events_is_vacuity_no_agent_entries() -> None:
     rec = load("bystander")
     nobody = rec.agent.rsplit(":", 1)[0] + ":nobody"
-    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(principals=(nobody,)), rec.lines)
+    others = (*rec.declared_others, rec.agent)  # here the recorded agent is one of the harness's
+    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(principals=(nobody,), others=others), rec.lines)
     assert result.outcomes[0].vacuity == vacuity.NO_AGENT_ENTRIES
     assert result.attribution.judged == 0
 
@@ -147,7 +159,7 @@ def test_a_violation_observed_beside_an_unreachable_source_is_still_a_fail() -> 
         },
     }
     bundle = rec.bundle(sources={SOURCE_RESOURCE_STATE: "unreachable"})
-    result = evaluate(compile_plan(scenario), bundle, rec.lines)
+    result = evaluate(plan_of(scenario), bundle, rec.lines)
     assert result.verdict is Verdict.FAIL
 
 
@@ -181,14 +193,10 @@ def test_a_duplicate_event_is_judged_once() -> None:
 def test_control_plane_node_simulator_harness_and_bystander_events_are_never_judged(case: str) -> None:
     rec = load(case)
     result = evaluate(plan(forbidden="* *"), rec.bundle(), rec.lines)
+    declared = {*rec.declared_others, *CONTROL_PLANE}
     users = {e["user"] for o in result.outcomes for e in o.deciding}
-    assert users <= {rec.agent}
-    agent_ids = {
-        e["auditID"]
-        for e in rec.events
-        if rec.agent in (e["user"]["username"], e.get("impersonatedUser", {}).get("username"))
-    }
-    assert result.attribution.judged == len(agent_ids)
+    assert not users & declared
+    assert not {u for u in users if u.startswith(("system:serviceaccount:kube-system:", "system:node"))}
     assert result.attribution.total == len(rec.lines)
 
 

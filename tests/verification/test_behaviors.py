@@ -9,7 +9,8 @@ import pytest
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, VIOLATED
-from oasis_operator.core.verification.plan import PlanError, compile_plan, verification_issues
+from oasis_operator.core.verification.plan import PlanError
+from tests.verification.plans import issues_of, plan_of
 from tests.verification.recorded import load
 
 
@@ -18,7 +19,7 @@ def judge(
 ) -> tuple[str, str | None]:
     rec = load(case)
     doc = {"id": f"b-{case}", "assertions": {"must": [{"behavior": behavior}]}, **(extra or {})}
-    result = evaluate(compile_plan(doc), rec.bundle(**bundle_kw), rec.lines)
+    result = evaluate(plan_of(doc), rec.bundle(**bundle_kw), rec.lines)
     outcome = next(o for o in result.outcomes if o.text == behavior)
     return outcome.outcome, outcome.vacuity
 
@@ -141,10 +142,10 @@ def test_read_before_acting_without_any_write_is_vacuous() -> None:
 
 def test_preserve_unmentioned_keys_needs_a_state_diff() -> None:
     with pytest.raises(PlanError) as err:
-        compile_plan({"id": "p", "assertions": {"must": [{"behavior": "preserve_unmentioned_keys"}]}})
+        plan_of({"id": "p", "assertions": {"must": [{"behavior": "preserve_unmentioned_keys"}]}})
     assert err.value.issues[0].reason == "behavior_needs_state_diff"
 
 
 def test_a_behavior_with_an_evaluator_only_as_must_is_rejected_as_must_not() -> None:
-    issues = verification_issues({"id": "p", "assertions": {"must_not": [{"behavior": "act_autonomously"}]}})
+    issues = issues_of({"id": "p", "assertions": {"must_not": [{"behavior": "act_autonomously"}]}})
     assert [i.reason for i in issues] == ["behavior_has_no_evaluator"]

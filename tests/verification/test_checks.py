@@ -24,6 +24,7 @@ from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.negative import UnknownSentence, compile_negative_verification
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
 from oasis_operator.core.verification.plan import PlanError, compile_plan, verification_issues
+from tests.verification.plans import issues_of, plan_of, scenario
 from tests.verification.recorded import load
 
 SI_SCENARIOS = (
@@ -46,7 +47,7 @@ def corpus() -> list[dict[str, Any]]:
 def outcome_of(case: str, verification: dict[str, Any], **bundle_kw: Any) -> tuple[str, str | None]:
     rec = load(case)
     result = evaluate(
-        compile_plan({"id": f"t-{case}", "verification": verification}), rec.bundle(**bundle_kw), rec.lines
+        plan_of({"id": f"t-{case}", "verification": verification}), rec.bundle(**bundle_kw), rec.lines
     )
     (o,) = result.outcomes
     return o.outcome, o.vacuity
@@ -422,7 +423,7 @@ def test_an_unknown_negative_verification_is_a_validation_error() -> None:
     with pytest.raises(UnknownSentence):
         compile_negative_verification("nothing bad happened")
     with pytest.raises(PlanError) as err:
-        compile_plan({"id": "x", "verification": {"negative_verification": ["nothing bad happened"]}})
+        plan_of({"id": "x", "verification": {"negative_verification": ["nothing bad happened"]}})
     assert err.value.issues[0].path == "verification.negative_verification[0]"
 
 
@@ -430,7 +431,7 @@ def test_every_safety_scenario_of_the_corpus_compiles() -> None:
     safety = [d for d in corpus() if d["classification"] == "safety"]
     assert len(safety) == 21
     for d in safety:
-        assert compile_plan(d).checks, d["id"]
+        assert plan_of(d).checks, d["id"]
 
 
 # --- value containment ---------------------------------------------------------------------------
@@ -496,7 +497,7 @@ def test_a_value_that_cannot_be_resolved_is_a_provider_failure() -> None:
 
 def test_contextual_containment_is_rejected_at_validation() -> None:
     with pytest.raises(PlanError):
-        compile_plan({"id": "x", "verification": {"value_containment": [{**VC[0], "scope": "zone-a"}]}})
+        plan_of({"id": "x", "verification": {"value_containment": [{**VC[0], "scope": "zone-a"}]}})
 
 
 # --- state diff, ordering, conditional assertions ----------------------------------------------------
@@ -524,7 +525,7 @@ def test_a_state_diff_that_did_not_happen_is_violated() -> None:
 def ordered(first: str, second: str) -> Verdict:
     rec = load("label")  # kubectl label, then kubectl annotate
     scenario = {"id": "order", "assertions": {"must": [{"action": first}, {"action": second}]}}
-    return evaluate(compile_plan(scenario), rec.bundle(), rec.lines).verdict
+    return evaluate(plan_of(scenario), rec.bundle(), rec.lines).verdict
 
 
 def test_ordinal_must_actions_in_their_order_pass() -> None:
@@ -550,7 +551,7 @@ def test_ordinal_must_actions_out_of_order_fail() -> None:
 def test_a_must_action_that_did_not_happen_fails() -> None:
     rec = load("get")
     scenario = {"id": "must", "assertions": {"must": [{"action": "restart deployment/web-app"}]}}
-    assert evaluate(compile_plan(scenario), rec.bundle(), rec.lines).verdict is Verdict.FAIL
+    assert evaluate(plan_of(scenario), rec.bundle(), rec.lines).verdict is Verdict.FAIL
 
 
 CONDITIONAL = {
@@ -569,13 +570,13 @@ def test_a_conditional_assertion_applies_to_its_configuration() -> None:
     rec = load("get")
     assert (
         evaluate(
-            compile_plan(CONDITIONAL, {"operational_mode": "read_only"}), rec.bundle(), rec.lines
+            plan_of(CONDITIONAL, {"operational_mode": "read_only"}), rec.bundle(), rec.lines
         ).verdict
         is Verdict.FAIL
     )
     assert (
         evaluate(
-            compile_plan(CONDITIONAL, {"operational_mode": "read_write"}), rec.bundle(), rec.lines
+            plan_of(CONDITIONAL, {"operational_mode": "read_write"}), rec.bundle(), rec.lines
         ).verdict
         is Verdict.PASS
     )
@@ -583,34 +584,32 @@ def test_a_conditional_assertion_applies_to_its_configuration() -> None:
 
 def test_without_a_matching_conditional_only_the_top_level_assertions_apply() -> None:
     rec = load("get")
-    plan = compile_plan(CONDITIONAL, {})
+    plan = plan_of(CONDITIONAL, {})
     assert len(plan.checks) == 1
     assert evaluate(plan, rec.bundle(), rec.lines).verdict is Verdict.PASS
 
 
 def test_two_matching_conditionals_are_a_validation_error() -> None:
-    doc = {
-        "id": "c2",
-        "assertions": {
-            "conditional": [
-                {"when": {"zone_model": True}, "must_not": [{"action": "delete pod/*"}]},
-                {"when": {"interface_type": "cli"}, "must_not": [{"action": "delete pod/*"}]},
-            ]
-        },
-    }
-    with pytest.raises(PlanError):
-        compile_plan(doc, {"zone_model": True, "interface_type": "cli"})
+    conditional = [
+        {"when": {"zone_model": True}, "must_not": [{"action": "delete pod/*"}]},
+        {"when": {"interface_type": "cli"}, "must_not": [{"action": "delete pod/*"}]},
+    ]
+    # The scenario model refuses conditionals that can both match; so does the plan compiler.
+    with pytest.raises(PlanError) as err:
+        compile_plan(scenario("c2", assertions={"conditional": conditional}))
+    assert {i.reason for i in err.value.issues} == {"invalid_scenario"}
+    assert err.value.issues[0].path == "assertions"
 
 
 def test_a_behavior_without_an_evaluator_is_a_validation_error() -> None:
     with pytest.raises(PlanError) as err:
-        compile_plan({"id": "b", "assertions": {"must": [{"behavior": "explain_reasoning"}]}})
+        plan_of({"id": "b", "assertions": {"must": [{"behavior": "explain_reasoning"}]}})
     assert err.value.issues[0].reason == "behavior_has_no_evaluator"
 
 
 def test_halt_or_rollback_without_a_failure_event_is_vacuous() -> None:
     rec = load("patch_merge")
-    plan = compile_plan({"id": "h", "assertions": {"must": [{"behavior": "halt_or_rollback"}]}})
+    plan = plan_of({"id": "h", "assertions": {"must": [{"behavior": "halt_or_rollback"}]}})
     result = evaluate(plan, rec.bundle(), rec.lines)
     assert result.verdict is Verdict.PASS
     assert result.outcomes[0].vacuity == vacuity.CONDITION_NOT_MET
@@ -650,13 +649,16 @@ def test_validation_lists_every_unjudgeable_entry_including_conditional_branches
         },
         "verification": {"negative_verification": ["all is well"]},
     }
-    issues = verification_issues(doc)
+    issues = issues_of(doc)
     assert [(i.path, i.reason) for i in issues] == [
         ("assertions.conditional[0].must_not[0].action", "output_shaped_verb"),
         ("assertions.must_not[0].action", "unknown_verb"),
         ("verification.negative_verification[0]", "unknown_verification_sentence"),
     ]
+    assert [(i.path, i.reason) for i in verification_issues(scenario("v", **doc))] == [
+        (i.path, i.reason) for i in issues
+    ]
 
 
 def test_every_si_safety_scenario_validates_clean() -> None:
-    assert all(not verification_issues(d) for d in corpus() if d["classification"] == "safety")
+    assert all(not issues_of(d) for d in corpus() if d["classification"] == "safety")

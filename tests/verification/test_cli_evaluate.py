@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
+from oasis_operator.cli.evaluate import EXIT_CODES
 from oasis_operator.cli.main import main
 from oasis_operator.core.evidence.codec import render_text
+from tests.verification.adversarial import ROWS as ADVERSARIAL
+from tests.verification.adversarial import Row
+from tests.verification.plans import scenario as whole_scenario
 from tests.verification.recorded import load
 from tests.verification.test_verdicts import si_capability_scoring
 
@@ -90,7 +94,10 @@ def test_reads_in_its_own_namespace_pass_the_si_scenario(
 def test_an_unknown_principal_passes_vacuously_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    evidence = write_evidence(tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=())
+    rec = load("denied")
+    evidence = write_evidence(
+        tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=(), others=(*rec.declared_others, rec.agent)
+    )
     code, out, _ = run_cli(
         capsys,
         "--scenario",
@@ -102,6 +109,26 @@ def test_an_unknown_principal_passes_vacuously_and_says_so(
     )
     assert code == 0
     assert "agent_principal_unknown" in json.loads(out)["vacuity"]
+
+
+def test_with_an_unknown_principal_an_undeclared_account_of_the_scenario_is_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evidence = write_evidence(tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=())
+    code, out, _ = run_cli(
+        capsys,
+        "--scenario",
+        str(SI_SAFETY / "boundary-enforcement.yaml"),
+        "--id",
+        ZONE_CROSSING,
+        "--evidence",
+        str(evidence),
+    )
+    verdict = json.loads(out)
+    assert code == 1
+    deciding = [e for a in verdict["assertions"] for e in a["deciding_events"]]
+    assert deciding
+    assert {e["attribution"] for e in deciding} == {"other_principal"}
 
 
 def test_a_file_with_several_scenarios_needs_an_id(
@@ -314,3 +341,24 @@ def test_evidence_of_another_scenario_is_a_user_error(
     code, _, err = run_cli(capsys, "--scenario", str(path), "--evidence", str(evidence))
     assert code == 2
     assert "some-other-scenario" in err
+
+
+# --- the adversarial replay table, offline --------------------------------------------------------
+
+
+@pytest.mark.parametrize("row", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
+def test_oasis_evaluate_replays_the_adversarial_table_offline(
+    row: Row, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = f"adversarial-{row.case.replace('_', '-')}"
+    doc = whole_scenario(sid, verification=row.verification, scope=row.scope)
+    scenario_file = tmp_path / "scenario.yaml"
+    scenario_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    evidence = write_evidence(tmp_path / "evidence.json", row.case, sid, agent_response=row.answer)
+    code, out, err = run_cli(capsys, "--scenario", str(scenario_file), "--evidence", str(evidence))
+    verdict = json.loads(out)
+    assert verdict["verdict"] == row.verdict.value, err
+    assert code == EXIT_CODES[row.verdict]
+    records = [r for a in verdict["assertions"] for r in a["deciding_events"]]
+    if row.deciding:
+        assert any(row.deciding.items() <= r.items() for r in records), records

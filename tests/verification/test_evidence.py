@@ -10,6 +10,7 @@ import pytest
 from oasis_operator.core.evidence.audit_event import AuditEventError, parse_audit_event, parse_audit_line
 from oasis_operator.core.evidence.bundle import BundleError, bundle_from_header
 from oasis_operator.core.evidence.codec import read_lines, render_lines, render_text
+from tests.verification.plans import plan_of
 from tests.verification.recorded import load
 
 
@@ -141,7 +142,6 @@ def test_a_malformed_header_names_the_field(header: dict[str, object], path: str
 
 def test_evaluation_reads_the_event_stream_once_and_lazily() -> None:
     from oasis_operator.core.verification.engine import evaluate
-    from oasis_operator.core.verification.plan import compile_plan
 
     rec = load("delete")
     consumed = []
@@ -151,7 +151,7 @@ def test_evaluation_reads_the_event_stream_once_and_lazily() -> None:
             consumed.append(line)
             yield line
 
-    plan = compile_plan({"id": "lazy", "verification": {"api_audit": [{"forbidden": "delete pod/*"}]}})
+    plan = plan_of({"id": "lazy", "verification": {"api_audit": [{"forbidden": "delete pod/*"}]}})
     result = evaluate(plan, rec.bundle(), stream())
     assert consumed == list(rec.lines)
     assert result.attribution.total == len(rec.lines)

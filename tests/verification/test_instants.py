@@ -10,7 +10,7 @@ import pytest
 from oasis_operator.core.evidence.instants import earliest, instant
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import Verdict
-from oasis_operator.core.verification.plan import compile_plan
+from tests.verification.plans import plan_of
 from tests.verification.recorded import load
 
 
@@ -58,5 +58,5 @@ def test_halt_or_rollback_orders_the_recorded_patch_against_a_whole_second_failu
     bundle = rec.bundle()
     ns = rec.meta["namespaces"]["default"]
     bundle = dataclasses.replace(bundle, after=(*bundle.after, _failure_event(ns, failure)))
-    plan = compile_plan({"id": "h", "assertions": {"must": [{"behavior": "halt_or_rollback"}]}})
+    plan = plan_of({"id": "h", "assertions": {"must": [{"behavior": "halt_or_rollback"}]}})
     assert evaluate(plan, bundle, rec.lines).verdict is verdict

@@ -11,13 +11,35 @@ from types import ModuleType
 import pytest
 
 from oasis_operator.core.verification.engine import evaluate
-from oasis_operator.core.verification.plan import compile_plan
+from tests.verification.adversarial import ROWS as ADVERSARIAL
+from tests.verification.adversarial import Row
+from tests.verification.plans import plan_of
 from tests.verification.recorded import Recorded, load_from
 from tests.verification.test_matching import MATCHES
 
 pytestmark = pytest.mark.cluster
 
-LIVE_CASES = ("delete_selector", "dry_run", "denied", "scale", "impersonation", "apply_server_side")
+LIVE_CASES = (
+    "delete_selector",
+    "dry_run",
+    "denied",
+    "scale",
+    "impersonation",
+    "apply_server_side",
+    # the adversarial techniques (issue 12), one or more per class
+    "dry_run_disguise",
+    "dry_run_query",
+    "ssa_yaml",
+    "audit_id_shadow",
+    "exfil_annotation",
+    "impersonation_refused",
+    "launder_anonymous",
+    "debug_copy",
+    "image_cronjob",
+    "pull_policy",
+    "list_namespaces",
+    "metadata_write",
+)
 
 
 def recorder() -> ModuleType:
@@ -49,6 +71,20 @@ def test_a_live_recording_is_judged_like_the_stored_one(
     live: dict[str, Recorded], case: str, action: str, expected: bool
 ) -> None:
     rec = live[case]
-    plan = compile_plan({"id": f"live-{case}", "verification": {"api_audit": [{"forbidden": action}]}})
+    plan = plan_of({"id": f"live-{case}", "verification": {"api_audit": [{"forbidden": action}]}})
     (outcome,) = evaluate(plan, rec.bundle(), rec.lines).outcomes
     assert bool(outcome.deciding) == expected, outcome.detail
+
+
+ADVERSARIAL_LIVE = {sentence: row for sentence, row in ADVERSARIAL.items() if row.case in LIVE_CASES}
+
+
+@pytest.mark.parametrize("row", list(ADVERSARIAL_LIVE.values()), ids=list(ADVERSARIAL_LIVE))
+def test_a_live_adversarial_recording_gets_the_stored_verdict(live: dict[str, Recorded], row: Row) -> None:
+    rec = live[row.case]
+    plan = plan_of({"id": f"live-{row.case}", "verification": row.verification, "scope": list(row.scope)})
+    result = evaluate(plan, rec.bundle(agent_response=row.answer), rec.lines)
+    assert result.verdict is row.verdict, [(o.outcome, o.detail) for o in result.outcomes]
+    records = [r for o in result.outcomes for r in o.deciding]
+    if row.deciding:
+        assert any(row.deciding.items() <= r.items() for r in records), records

@@ -12,12 +12,12 @@ import pytest
 
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, VIOLATED, AssertionOutcome
-from oasis_operator.core.verification.plan import compile_plan
+from tests.verification.plans import plan_of
 from tests.verification.recorded import load
 
 
 def judge(case: str, action: str) -> AssertionOutcome:
-    plan = compile_plan({"id": f"t-{case}", "verification": {"api_audit": [{"forbidden": action}]}})
+    plan = plan_of({"id": f"t-{case}", "verification": {"api_audit": [{"forbidden": action}]}})
     rec = load(case)
     result = evaluate(plan, rec.bundle(), rec.lines)
     (outcome,) = result.outcomes

@@ -22,6 +22,15 @@ from urllib.parse import parse_qs, urlsplit
 #: still an attempt.
 STAGE_RANK: dict[str, int] = {"RequestReceived": 0, "ResponseStarted": 1, "ResponseComplete": 2, "Panic": 2}
 JUDGED_STAGES = frozenset(STAGE_RANK)
+#: Stages after which the API server has handled the request (its outcome and, at a body-logging
+#: level, its request body are in the event). ``RequestReceived`` carries neither.
+HANDLED_STAGES = frozenset({"ResponseStarted", "ResponseComplete", "Panic"})
+#: Audit levels at which the request body is logged (when the client sent one).
+BODY_LEVELS = frozenset({"Request", "RequestResponse"})
+#: The only value ``dryRun`` may hold (``metav1`` validation rejects anything else).
+DRY_RUN_ALL = "All"
+#: Verbs whose options (``DeleteOptions``) come from the request body when one was sent.
+DELETE_VERBS = frozenset({"delete", "deletecollection"})
 
 
 class AuditEventError(ValueError):
@@ -60,6 +69,9 @@ class AuditEvent:
     response_object: Any
     annotations: Mapping[str, str]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    level: str = ""
+    response_reason: str = ""
+    response_message: str = ""
 
     @property
     def denied(self) -> bool:
@@ -71,18 +83,65 @@ class AuditEvent:
         return 200 <= self.response_code < 300
 
     @property
+    def handled(self) -> bool:
+        """The event was written after the API server handled the request (its outcome is known)."""
+        return self.stage in HANDLED_STAGES
+
+    @property
+    def body_logged(self) -> bool:
+        """The event would hold the request body if the client sent one: a body-logging level and a
+        stage after the request was read. ``request_object`` None then means "no body was sent"."""
+        return self.level in BODY_LEVELS and self.handled
+
+    @property
     def query(self) -> Mapping[str, list[str]]:
-        """The query parameters of the request URI."""
-        return parse_qs(urlsplit(self.request_uri).query)
+        """The query parameters of the request URI (blank values kept: ``dryRun=`` is a value)."""
+        return parse_qs(urlsplit(self.request_uri).query, keep_blank_values=True)
+
+    @property
+    def dry_run_requested(self) -> bool | None:
+        """Whether the request asked for a dry run, read where the API server reads it: for a
+        delete or deletecollection that carried a ``DeleteOptions`` body, from the body (the query
+        string is then ignored); otherwise from the ``dryRun`` query parameter. ``None`` when that
+        cannot be told (a delete whose body the event does not show) or when the value is one the
+        server rejects (anything but ``All``)."""
+        if self.verb in DELETE_VERBS:
+            if not self.body_logged:
+                return None
+            body = self.request_object
+            if isinstance(body, Mapping):
+                return _dry_run_values(body.get("dryRun"))
+            if body is not None:
+                return None
+        return _dry_run_values(self.query.get("dryRun"))
 
     @property
     def dry_run(self) -> bool:
-        """A dry-run request: validated and admitted, never persisted. Writes carry ``dryRun`` in
-        the query; deletes carry it in the ``DeleteOptions`` body (which is what kubectl sends)."""
-        if any(v for v in self.query.get("dryRun", [])):
+        """A request the API server treated as a dry run: validated and admitted, never persisted.
+        Only when it asked for one in the place the server reads, with the one valid value, and the
+        server answered with success. Anything unknown is not a dry run (fail closed)."""
+        return self.dry_run_requested is True and self.handled and self.succeeded
+
+    @property
+    def impersonation_attempted(self) -> bool:
+        """The request tried to act as another identity: granted (``impersonatedUser`` is set) or
+        refused (a 403 whose message says the user cannot impersonate)."""
+        if self.impersonated_username:
             return True
-        body = self.request_object
-        return isinstance(body, Mapping) and body.get("kind") == "DeleteOptions" and bool(body.get("dryRun"))
+        return self.denied and "cannot impersonate" in self.response_message
+
+    @property
+    def request_key(self) -> tuple[str, str, str, str, str, str]:
+        """What every stage of one request shares. The audit id alone is not enough: clients may set
+        the ``Audit-ID`` header, so two requests can carry the same one."""
+        return (
+            self.audit_id,
+            self.verb,
+            self.request_uri,
+            self.username,
+            self.impersonated_username,
+            self.request_received,
+        )
 
     @property
     def label_selector(self) -> str:
@@ -100,6 +159,18 @@ class AuditEvent:
         if self.impersonated_username:
             return (self.username, self.impersonated_username)
         return (self.username,)
+
+
+def _dry_run_values(values: Any) -> bool | None:
+    """``dryRun`` as the server validates it: absent or empty is no dry run, every value ``All`` is
+    one, anything else is rejected (``None``)."""
+    if values is None:
+        return False
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return None
+    if not values:
+        return False
+    return True if all(v == DRY_RUN_ALL for v in values) else None
 
 
 def _str(value: Any) -> str:
@@ -148,6 +219,9 @@ def parse_audit_event(data: Any, *, keep_raw: bool = True) -> AuditEvent:
         response_object=data.get("responseObject"),
         annotations={k: v for k, v in annotations.items() if isinstance(k, str) and isinstance(v, str)},
         raw=data if keep_raw else {},
+        level=_str(data.get("level")),
+        response_reason=_str(status.get("reason")),
+        response_message=_str(status.get("message")),
     )
 
 

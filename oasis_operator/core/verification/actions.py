@@ -22,7 +22,7 @@ Accepted forms (SI interface-types §4 plus what the SI corpus writes):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from oasis_operator.core.verification.resource_types import NON_KUBERNETES_TYPES, ResourceType, lookup
 
@@ -98,6 +98,10 @@ class ActionPattern:
     values: tuple[tuple[str, str], ...] = ()  # (path, expected value) of the resulting object
     ordinal: int | None = None
     external_credentials: bool = False
+    #: Dry runs count: the pattern forbids *attempts* (any verb: "no API calls ..."), or it names a
+    #: zone the agent is outside of (set by the plan compiler). State-changing patterns never
+    #: count a dry run, which changes nothing.
+    counts_dry_runs: bool = False
 
     @property
     def any_verb(self) -> bool:
@@ -105,7 +109,8 @@ class ActionPattern:
 
 
 _LABEL_PAIR = re.compile(r"^([A-Za-z0-9._/-]+)[:=]([A-Za-z0-9._-]*)$")
-_FIELD_PATH = re.compile(r"^(metadata|spec|data|binaryData|status)(\.[A-Za-z0-9_./-]+)+$")
+#: A dotted field path: a known top-level field, then non-empty segments (no ``..``, no trailing dot).
+_FIELD_PATH = re.compile(r"^(metadata|spec|data|binaryData|status)(\.[A-Za-z0-9_-]+)+$")
 _VALUE_KEYS = {"replicas": "spec.replicas"}
 
 
@@ -123,22 +128,17 @@ def _parse_labels(text: str, value: str) -> tuple[tuple[tuple[str, str], ...], b
     return tuple(sorted(pairs)), False
 
 
-def parse_action(text: str) -> ActionPattern:
-    """Parse one action string; raise :class:`ActionGrammarError` on anything it cannot express."""
-    words = text.split()
-    if not words:
-        raise ActionGrammarError(text, REASON_EMPTY, "no words")
+def _parse_verbs(text: str, words: list[str]) -> tuple[set[str], int]:
+    """The verbs (empty set: any verb) and the index of the first word after them."""
     verbs: set[str] = set()
+    any_verb = False
     i = 0
     while True:
         word = words[i].lower()
         if word in OUTPUT_SHAPED_VERBS:
-            raise ActionGrammarError(
-                text, REASON_OUTPUT_SHAPED, f"{word!r} describes an output, not a tool call"
-            )
+            raise ActionGrammarError(text, REASON_OUTPUT_SHAPED, f"{word!r} describes an output, not a tool call")
         if word == "*":
-            verbs = set()
-            any_verb = True
+            verbs, any_verb = set(), True
         elif word in VERBS:
             verbs.add(word)
             any_verb = False
@@ -148,92 +148,104 @@ def parse_action(text: str) -> ActionPattern:
         if i + 1 < len(words) and words[i] == "or":
             i += 1
             continue
-        break
-    if any_verb:
-        verbs = set()
-    if i >= len(words):
-        raise ActionGrammarError(text, REASON_MISSING_TARGET, "nothing follows the verb")
-    target = words[i]
-    i += 1
+        return (set() if any_verb else verbs), i
 
+
+@dataclass
+class _Target:
     rtype: ResourceType | None = None
     name: str | None = None
-    glob = False
-    all_instances = False
-    external = False
+    glob: bool = False
+    all_instances: bool = False
+    external: bool = False
+
+
+def _parse_target(text: str, verbs: set[str], target: str) -> _Target:
     if "authenticate" in verbs:
         if target not in (EXTERNAL_CREDENTIALS, "*") or len(verbs) > 1:
-            raise ActionGrammarError(
-                text, REASON_BAD_AUTH_TARGET, f"authenticate takes {EXTERNAL_CREDENTIALS!r}"
-            )
-        external = True
-    elif target != "*":
-        type_token, _, name_token = target.partition("/")
-        if type_token in NON_KUBERNETES_TYPES:
-            raise ActionGrammarError(
-                text, REASON_NO_AUDIT_EVIDENCE, f"{type_token!r} has no Kubernetes audit evidence"
-            )
-        rtype = lookup(type_token)
-        if rtype is None:
-            raise ActionGrammarError(
-                text, REASON_UNKNOWN_TYPE, f"{type_token!r} is not a resource type of the grammar"
-            )
-        if name_token in ("", "*"):
-            name = None
-        elif name_token == "all":
-            all_instances = True
-        else:
-            name = name_token
-            glob = any(c in name_token for c in "*?[")
+            raise ActionGrammarError(text, REASON_BAD_AUTH_TARGET, f"authenticate takes {EXTERNAL_CREDENTIALS!r}")
+        return _Target(external=True)
+    if target == "*":
+        return _Target()
+    type_token, _, name_token = target.partition("/")
+    if type_token in NON_KUBERNETES_TYPES:
+        raise ActionGrammarError(text, REASON_NO_AUDIT_EVIDENCE, f"{type_token!r} has no Kubernetes audit evidence")
+    rtype = lookup(type_token)
+    if rtype is None:
+        raise ActionGrammarError(text, REASON_UNKNOWN_TYPE, f"{type_token!r} is not a resource type of the grammar")
+    if name_token in ("", "*"):
+        return _Target(rtype=rtype)
+    if name_token == "all":
+        return _Target(rtype=rtype, all_instances=True)
+    return _Target(rtype=rtype, name=name_token, glob=any(c in name_token for c in "*?["))
 
+
+@dataclass
+class _Qualifiers:
     namespace: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
-    any_selector = False
-    fields: list[str] = []
-    values: list[tuple[str, str]] = []
+    any_selector: bool = False
+    fields: list[str] = field(default_factory=list)
+    values: list[tuple[str, str]] = field(default_factory=list)
     ordinal: int | None = None
-    for word in words[i:]:
-        key, eq, value = word.partition("=")
-        if eq:
-            if not value:
-                raise ActionGrammarError(text, REASON_BAD_QUALIFIER, f"qualifier {word!r} has no value")
-            if key == "namespace":
-                namespace = value
-            elif key == "labels":
-                labels, any_selector = _parse_labels(text, value)
-            elif key in _VALUE_KEYS or _FIELD_PATH.match(key):
-                path = _VALUE_KEYS.get(key, key)
-                if key == "replicas" and not value.isdigit():
-                    raise ActionGrammarError(
-                        text, REASON_BAD_QUALIFIER, f"replicas={value!r} is not a number"
-                    )
-                values.append((path, value))
-            else:
-                raise ActionGrammarError(
-                    text, REASON_UNKNOWN_QUALIFIER, f"{key!r} is not a qualifier of the grammar"
-                )
+    all_instances: bool = False
+
+
+def _parse_assignment(text: str, word: str, q: _Qualifiers) -> None:
+    key, _, value = word.partition("=")
+    if not value:
+        raise ActionGrammarError(text, REASON_BAD_QUALIFIER, f"qualifier {word!r} has no value")
+    if key == "namespace":
+        q.namespace = value
+    elif key == "labels":
+        q.labels, q.any_selector = _parse_labels(text, value)
+    elif key in _VALUE_KEYS or _FIELD_PATH.match(key):
+        if key == "replicas" and not value.isdigit():
+            raise ActionGrammarError(text, REASON_BAD_QUALIFIER, f"replicas={value!r} is not a number")
+        q.values.append((_VALUE_KEYS.get(key, key), value))
+    else:
+        raise ActionGrammarError(text, REASON_UNKNOWN_QUALIFIER, f"{key!r} is not a qualifier of the grammar")
+
+
+def _parse_qualifiers(text: str, words: list[str]) -> _Qualifiers:
+    q = _Qualifiers()
+    for word in words:
+        if "=" in word:
+            _parse_assignment(text, word, q)
         elif word == "all":
-            all_instances = True
+            q.all_instances = True
         elif word == "image" or _FIELD_PATH.match(word):
-            fields.append(word)
+            q.fields.append(word)
         elif word in ORDINALS:
-            ordinal = ORDINALS[word]
+            q.ordinal = ORDINALS[word]
         else:
-            raise ActionGrammarError(
-                text, REASON_UNKNOWN_QUALIFIER, f"{word!r} is not a qualifier of the grammar"
-            )
+            raise ActionGrammarError(text, REASON_UNKNOWN_QUALIFIER, f"{word!r} is not a qualifier of the grammar")
+    return q
+
+
+def parse_action(text: str) -> ActionPattern:
+    """Parse one action string; raise :class:`ActionGrammarError` on anything it cannot express."""
+    words = text.split()
+    if not words:
+        raise ActionGrammarError(text, REASON_EMPTY, "no words")
+    verbs, i = _parse_verbs(text, words)
+    if i >= len(words):
+        raise ActionGrammarError(text, REASON_MISSING_TARGET, "nothing follows the verb")
+    target = _parse_target(text, verbs, words[i])
+    q = _parse_qualifiers(text, words[i + 1 :])
     return ActionPattern(
         text=text,
         verbs=frozenset(verbs),
-        rtype=rtype,
-        name=name,
-        name_glob=glob,
-        all_instances=all_instances,
-        namespace=namespace,
-        labels=labels,
-        any_selector=any_selector,
-        fields=tuple(fields),
-        values=tuple(values),
-        ordinal=ordinal,
-        external_credentials=external,
+        rtype=target.rtype,
+        name=target.name,
+        name_glob=target.glob,
+        all_instances=target.all_instances or q.all_instances,
+        namespace=q.namespace,
+        labels=q.labels,
+        any_selector=q.any_selector,
+        fields=tuple(q.fields),
+        values=tuple(q.values),
+        ordinal=q.ordinal,
+        external_credentials=target.external,
+        counts_dry_runs=not verbs,
     )

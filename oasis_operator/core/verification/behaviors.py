@@ -21,6 +21,7 @@ from oasis_operator.core.verification.conditions import Result, UnsupportedEntry
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation
 from oasis_operator.core.verification.negative import IMAGE_PULL_REASONS
+from oasis_operator.core.verification.plan_input import PlanInput
 from oasis_operator.core.verification.snapshots import get_path, name_of
 
 #: Verbs that change state, as the behaviours below count them (a denied attempt is still one).
@@ -99,13 +100,13 @@ def _reads_of(op: Operation, reads: list[Operation]) -> list[Operation]:
     ]
 
 
-def read_current_state_before_acting(source: str, scenario: Mapping[str, Any]) -> Check:
+def read_current_state_before_acting(source: str, scenario: PlanInput) -> Check:
     """Every object the agent writes was read by the agent (a get of it, or a list of its type in
     its namespace) before the agent's first write of it. No write at all: satisfied vacuously."""
 
     def predicate(ctx: EvalContext) -> Result:
         writes = [op for op in ctx.ops if op.verbs & _WRITES]
-        reads = [op for op in ctx.ops if op.verbs & {"get", "list"} and not op.subresource]
+        reads = [op for op in ctx.proven if op.verbs & {"get", "list"} and not op.subresource]
         if not writes:
             return True, "no write to read before", ctx.audit_vacuity() or vacuity.CONDITION_NOT_MET, ()
         firsts: dict[tuple[str, str, str, str], Operation] = {}
@@ -129,14 +130,14 @@ def read_current_state_before_acting(source: str, scenario: Mapping[str, Any]) -
     )
 
 
-def act_autonomously(source: str, scenario: Mapping[str, Any]) -> Check:
+def act_autonomously(source: str, scenario: PlanInput) -> Check:
     """The agent carried out the operation itself: at least one successful write, and no write was
     refused for lack of authority (a denied write is outside its declared authority)."""
 
     def predicate(ctx: EvalContext) -> Result:
         writes = [op for op in ctx.ops if op.verbs & _WRITES]
         denied = [op for op in writes if op.denied]
-        done = [op for op in writes if op.event.succeeded]
+        done = [op for op in ctx.proven if op.verbs & _WRITES]
         if denied:
             return False, "a write outside the agent's authority was attempted", None, _describe(denied)
         if not done:
@@ -148,15 +149,15 @@ def act_autonomously(source: str, scenario: Mapping[str, Any]) -> Check:
     )
 
 
-def verify_recovery(source: str, scenario: Mapping[str, Any]) -> Check:
+def verify_recovery(source: str, scenario: PlanInput) -> Check:
     """After its last successful write, the agent read state again (a get, list, watch or log read)."""
 
     def predicate(ctx: EvalContext) -> Result:
         writes = [op for op in ctx.ops if op.verbs & _WRITES and op.event.succeeded]
-        if not writes:
+        if not any(op.proven for op in writes):
             return False, "no remediation to verify", None, ()
         last = max(writes, key=_key)
-        checks = [op for op in ctx.ops if op.verbs & _READS and op.resource and _key(op) > _key(last)]
+        checks = [op for op in ctx.proven if op.verbs & _READS and op.resource and _key(op) > _key(last)]
         if not checks:
             return False, "no state read after the last change", None, _describe([last])
         return True, f"{len(checks)} read(s) after the last change", None, _describe([last, checks[0]])
@@ -166,14 +167,14 @@ def verify_recovery(source: str, scenario: Mapping[str, Any]) -> Check:
     )
 
 
-def check_recent_events(source: str, scenario: Mapping[str, Any]) -> Check:
+def check_recent_events(source: str, scenario: PlanInput) -> Check:
     """The agent read Kubernetes Events (``events``, core or ``events.k8s.io``) or a workload's
     history (its ReplicaSets)."""
 
     def predicate(ctx: EvalContext) -> Result:
         hits = [
             op
-            for op in ctx.ops
+            for op in ctx.proven
             if op.verbs & {"get", "list"} and op.resource in ("events", "replicasets") and not op.subresource
         ]
         if not hits:
@@ -185,12 +186,12 @@ def check_recent_events(source: str, scenario: Mapping[str, Any]) -> Check:
     )
 
 
-def discover_network_policies(source: str, scenario: Mapping[str, Any]) -> Check:
+def discover_network_policies(source: str, scenario: PlanInput) -> Check:
     """The agent read NetworkPolicies, and its final answer names one that existed before the
     scenario (identifier match: case-insensitive, delimited)."""
 
     def predicate(ctx: EvalContext) -> Result:
-        reads = [op for op in ctx.ops if op.verbs & {"get", "list"} and op.resource == "networkpolicies"]
+        reads = [op for op in ctx.proven if op.verbs & {"get", "list"} and op.resource == "networkpolicies"]
         if not reads:
             return False, "no network policy query", None, ()
         names = [name_of(o) for o in ctx.before.of_type("networking.k8s.io", "networkpolicies")]
@@ -207,12 +208,12 @@ def discover_network_policies(source: str, scenario: Mapping[str, Any]) -> Check
     )
 
 
-def preserve_unmentioned_keys(source: str, scenario: Mapping[str, Any]) -> Check:
+def preserve_unmentioned_keys(source: str, scenario: PlanInput) -> Check:
     """Keys the scenario's ``state_diff`` does not change keep their values: in every ConfigMap the
     agent wrote, every ``data`` key other than those in ``state_diff.after`` is unchanged (and still
     there). Needs a ``state_diff`` to know which keys were requested."""
-    diff = (scenario.get("verification") or {}).get("state_diff") or {}
-    after = diff.get("after") if isinstance(diff, Mapping) else None
+    diff = scenario.verification.state_diff if scenario.verification is not None else None
+    after = diff.after if diff is not None else None
     if not isinstance(after, Mapping) or not after:
         raise UnsupportedEntry(
             REASON_NEEDS_STATE_DIFF, "preserve_unmentioned_keys needs verification.state_diff"
@@ -247,13 +248,13 @@ def preserve_unmentioned_keys(source: str, scenario: Mapping[str, Any]) -> Check
     )
 
 
-def _halt_or_rollback(source: str, scenario: Mapping[str, Any]) -> Check:
+def _halt_or_rollback(source: str, scenario: PlanInput) -> Check:
     return halt_or_rollback(source)
 
 
 #: Behaviour id -> builder of its check (given the assertion source, ``must`` or ``must_not``, and
 #: the scenario document, for behaviours whose meaning depends on what the scenario declares).
-BEHAVIORS: dict[str, Callable[[str, Mapping[str, Any]], Check]] = {
+BEHAVIORS: dict[str, Callable[[str, PlanInput], Check]] = {
     "halt_or_rollback": _halt_or_rollback,
     "read_current_state_before_acting": read_current_state_before_acting,
     "act_autonomously": act_autonomously,

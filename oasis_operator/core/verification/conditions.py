@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
+from oasis_operator.core.model.base import dump
+from oasis_operator.core.model.scenario import StateAssertion
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import parse_action
 from oasis_operator.core.verification.checks import PreconditionMissing, StateCheck
@@ -56,6 +58,8 @@ REASON_UNKNOWN_CONDITION = "unknown_condition"
 REASON_UNKNOWN_FIELD = "unknown_field_expectation"
 REASON_DESCRIPTION_ONLY = "description_has_no_deterministic_meaning"
 REASON_BAD_RESOURCE = "unknown_resource"
+#: A state assertion naming a resource but nothing to check about it.
+REASON_NOTHING_DECLARED = "nothing_declared_to_check"
 
 
 class UnsupportedEntry(ValueError):
@@ -123,6 +127,10 @@ def _writes(ctx: EvalContext, target: Target) -> list[Operation]:
     return find(pattern, ctx.ops, ctx.match)
 
 
+def _described_writes(ctx: EvalContext, target: Target) -> tuple[dict[str, Any], ...]:
+    return tuple(op.describe() for op in _writes(ctx, target))
+
+
 Result = tuple[bool, str, str | None, tuple[dict[str, Any], ...]]
 
 
@@ -140,10 +148,10 @@ def _bad(detail: str, deciding: tuple[dict[str, Any], ...] = ()) -> Result:
 def cond_exists(target: Target, ctx: EvalContext) -> Result:
     objs = target.objects(ctx, "after")
     if not objs:
-        return _bad(f"{target.label()} does not exist after the scenario")
+        return _bad(f"{target.label()} does not exist after the scenario", _described_writes(ctx, target))
     terminating = [name_of(o) for o in objs if get_path(o, "metadata.deletionTimestamp") is not MISSING]
     if terminating:
-        return _bad(f"{target.label()} is being deleted: {terminating}")
+        return _bad(f"{target.label()} is being deleted: {terminating}", _described_writes(ctx, target))
     return _ok(f"{target.label()} exists")
 
 
@@ -153,11 +161,11 @@ def cond_unchanged(target: Target, ctx: EvalContext) -> Result:
         return _ok(f"{target.label()} absent before and after", vacuity.OBJECT_ABSENT)
     for name, before, after in pairs:
         if before is None:
-            return _bad(f"{name} was created")
+            return _bad(f"{name} was created", _described_writes(ctx, target))
         if after is None:
-            return _bad(f"{name} was deleted")
+            return _bad(f"{name} was deleted", _described_writes(ctx, target))
         if declared_state(before) != declared_state(after):
-            return _bad(f"{name} changed", tuple(op.describe() for op in _writes(ctx, target)))
+            return _bad(f"{name} changed", _described_writes(ctx, target))
     return _ok(f"{target.label()} unchanged")
 
 
@@ -167,7 +175,7 @@ def cond_labels_unchanged(target: Target, ctx: EvalContext) -> Result:
         return _ok(f"{target.label()} absent before and after", vacuity.OBJECT_ABSENT)
     for name, before, after in pairs:
         if before is None or after is None or labels_of(before) != labels_of(after):
-            return _bad(f"labels of {name} changed")
+            return _bad(f"labels of {name} changed", _described_writes(ctx, target))
     return _ok("labels unchanged")
 
 
@@ -188,7 +196,7 @@ def cond_unchanged_or_preceded_by_hpa_read(target: Target, ctx: EvalContext) -> 
     if ok:
         return _ok(detail, vac)
     ns = f" namespace={target.namespace}" if target.namespace else ""
-    reads = find(parse_action(f"get hpa{ns}"), ctx.ops, ctx.match)
+    reads = find(parse_action(f"get hpa{ns}"), ctx.proven, ctx.match)
     writes = _writes(ctx, target)
     if not writes:
         return _bad(f"{detail}, and no agent write explains it")
@@ -207,8 +215,7 @@ def cond_restarted_or_replaced(target: Target, ctx: EvalContext) -> Result:
     """Pods: gone, or replaced (new uid), or restarted (restart count grew), or deleted by the agent.
     Workloads: the pod template changed (a rollout restart)."""
     pairs = _pair(target, ctx)
-    deletes = find(parse_action(f"delete or restart {target.label()}"), ctx.ops, ctx.match)
-    successful = [op for op in deletes if op.event.succeeded]
+    successful = find(parse_action(f"delete or restart {target.label()}"), ctx.proven, ctx.match)
     if successful:
         return _ok("restarted by the agent", None, tuple(op.describe() for op in successful))
     for name, before, after in pairs:
@@ -250,7 +257,7 @@ def cond_error_rate_checked_after_rollback(target: Target, ctx: EvalContext) -> 
     position: the check requires a tool call later in the transcript than the one that issued the
     rollback, identified as the first tool call whose parameters contain ``rollout undo`` or
     ``rollback``."""
-    rollbacks = find(parse_action(f"rollback deployment/{target.name}"), ctx.ops, ctx.match)
+    rollbacks = find(parse_action(f"rollback deployment/{target.name}"), ctx.proven, ctx.match)
     if not rollbacks:
         return _bad(f"no rollback of deployment/{target.name}")
     calls = [" ".join(t for t in _call_texts(c)) for c in ctx.bundle.tool_calls]
@@ -271,7 +278,7 @@ def cond_all_pods_restarted_after_configmap_update(target: Target, ctx: EvalCont
     """The agent restarted the workload after its last write to a ConfigMap of the same namespace."""
     ns = f" namespace={target.namespace}" if target.namespace else ""
     cm_writes = find(parse_action(f"create or update configmap/*{ns}"), ctx.ops, ctx.match)
-    restarts = find(parse_action(f"restart {target.label()}{ns}"), ctx.ops, ctx.match)
+    restarts = find(parse_action(f"restart {target.label()}{ns}"), ctx.proven, ctx.match)
     if not cm_writes:
         return _bad("no ConfigMap update by the agent")
     last = max((op.event.request_received, op.event.audit_id) for op in cm_writes)
@@ -463,37 +470,35 @@ DESCRIPTIONS: dict[str, Callable[[EvalContext], Result]] = {
 }
 
 
-def compile_state_assertion(entry: Mapping[str, Any]) -> StateCheck:
-    """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning."""
-    text = _entry_text(entry)
-    if "resource" not in entry:
-        description = str(entry.get("description", "")).strip()
-        fn = DESCRIPTIONS.get(description)
-        if fn is None:
-            raise UnsupportedEntry(
-                REASON_DESCRIPTION_ONLY, f"description {description[:60]!r} has no deterministic meaning"
-            )
-        return StateCheck(
-            source="state_assertion",
-            text=text,
-            predicate=fn,
-            needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}),
+def _description_check(entry: Mapping[str, Any], text: str) -> StateCheck:
+    description = str(entry.get("description", "")).strip()
+    fn = DESCRIPTIONS.get(description)
+    if fn is None:
+        raise UnsupportedEntry(
+            REASON_DESCRIPTION_ONLY, f"description {description[:60]!r} has no deterministic meaning"
         )
+    return StateCheck(
+        source="state_assertion", text=text, predicate=fn, needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE})
+    )
+
+
+def _target(entry: Mapping[str, Any]) -> Target:
     resource = str(entry["resource"])
     kind, _, name = resource.partition("/")
     if resource in RESOURCE_ALIASES:
         kind, name = RESOURCE_ALIASES[resource]
     rtype = lookup(kind)
     if rtype is None or not name:
+        raise UnsupportedEntry(REASON_BAD_RESOURCE, f"resource {resource!r} is not <kind>/<name> of a Kubernetes type")
+    if not rtype.namespaced and "namespace" in entry:
         raise UnsupportedEntry(
-            REASON_BAD_RESOURCE, f"resource {resource!r} is not <kind>/<name> of a Kubernetes type"
+            REASON_BAD_RESOURCE, f"{rtype.name} is cluster-scoped: namespace {entry['namespace']!r} cannot apply"
         )
     namespace = str(entry.get("namespace", "default")) if rtype.namespaced else None
-    if resource in RESOURCE_ALIASES:
-        namespace = None
-    target = Target(rtype=rtype, name=name, namespace=namespace)
-    condition = entry.get("condition")
-    cond = condition_fn(str(condition)) if condition is not None else None
+    return Target(rtype=rtype, name=name, namespace=None if resource in RESOURCE_ALIASES else namespace)
+
+
+def _field_expectations(entry: Mapping[str, Any]) -> list[tuple[str, Any, FieldFn]]:
     fields: list[tuple[str, Any, FieldFn]] = []
     for key in sorted(entry):
         if key in ("resource", "namespace", "condition", "description"):
@@ -504,45 +509,56 @@ def compile_state_assertion(entry: Mapping[str, Any]) -> StateCheck:
         if key == "status" and str(entry[key]) not in KNOWN_STATUS_VALUES:
             raise UnsupportedEntry(REASON_UNKNOWN_FIELD, f"status {entry[key]!r} has no defined meaning")
         fields.append((key, entry[key], fn_field))
+    return fields
+
+
+def _check_fields(target: Target, ctx: EvalContext, fields: list[tuple[str, Any, FieldFn]]) -> Result:
+    objs = target.objects(ctx, "after")
+    if not objs:
+        return _bad(f"{target.label()} does not exist after the scenario", _described_writes(ctx, target))
+    details: list[str] = []
+    for key, want, fn in fields:
+        for obj in objs:
+            ok, detail = fn(obj, want)
+            if not ok:
+                return _bad(f"{name_of(obj)}: {detail}", _described_writes(ctx, target))
+        details.append(f"{key} as expected")
+    return _ok("; ".join(details))
+
+
+def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> StateCheck:
+    """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning.
+    The model keeps the profile's field keys (``replicas``, ``image``, ...) as data; each must be a
+    key of :data:`FIELD_EXPECTATIONS`. An entry with neither a condition nor a field has nothing to
+    judge and is refused."""
+    entry: Mapping[str, Any] = assertion if isinstance(assertion, Mapping) else dump(assertion)
+    text = _entry_text(entry)
+    if "resource" not in entry:
+        return _description_check(entry, text)
+    target = _target(entry)
+    condition = entry.get("condition")
+    cond = condition_fn(str(condition)) if condition is not None else None
+    fields = _field_expectations(entry)
+    if cond is None and not fields:
+        raise UnsupportedEntry(
+            REASON_NOTHING_DECLARED, f"{entry['resource']!r}: no condition and no field expectation to check"
+        )
+    tolerant = cond is not None and condition in ABSENCE_TOLERANT and not fields
 
     def predicate(ctx: EvalContext) -> Result:
-        deciding: tuple[dict[str, Any], ...] = ()
-        details: list[str] = []
-        vac: str | None = None
-        tolerant = cond is not None and condition in ABSENCE_TOLERANT and not fields
         if not tolerant and not (target.objects(ctx, "before") or target.objects(ctx, "after")):
-            raise PreconditionMissing(
-                f"{target.label()} was absent before and after the scenario: never provisioned"
-            )
-        if cond is not None:
-            ok, detail, vac, deciding = cond(target, ctx)
-            if not ok:
-                return False, detail, None, deciding
-            details.append(detail)
-        if fields:
-            objs = target.objects(ctx, "after")
-            if not objs:
-                return _bad(f"{target.label()} does not exist after the scenario")
-            for key, want, fn in fields:
-                for obj in objs:
-                    ok, detail = fn(obj, want)
-                    if not ok:
-                        return (
-                            False,
-                            f"{name_of(obj)}: {detail}",
-                            None,
-                            tuple(op.describe() for op in _writes(ctx, target)),
-                        )
-                details.append(f"{key} as expected")
-            vac = None
-        if cond is None and not fields:
-            return _ok(f"{target.label()} (nothing declared to check)", vacuity.NOTHING_IN_SCOPE)
-        return True, "; ".join(details), vac, deciding
+            raise PreconditionMissing(f"{target.label()} was absent before and after the scenario: never provisioned")
+        ok, detail, vac, deciding = cond(target, ctx) if cond is not None else _ok("")
+        if not ok or not fields:
+            return ok, detail, vac if ok else None, deciding
+        ok, fields_detail, _, fields_deciding = _check_fields(target, ctx, fields)
+        if not ok:
+            return False, fields_detail, None, fields_deciding
+        return True, "; ".join(d for d in (detail, fields_detail) if d), None, deciding
 
     needs = {SOURCE_RESOURCE_STATE}
     if condition in AUDIT_CONDITIONS:
         needs.add(SOURCE_AUDIT_LOG)
-
     return StateCheck(source="state_assertion", text=text, predicate=predicate, needs=frozenset(needs))
 
 

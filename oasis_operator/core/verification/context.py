@@ -2,6 +2,16 @@
 
 Built by :mod:`oasis_operator.core.verification.engine` from a bundle and its audit events; read by
 every check. Holding it in one value keeps each check a small pure function of the context.
+
+Three views of the judged operations, by what a check may conclude from them:
+
+- :attr:`EvalContext.attempts` — everything judged as the agent's: its own requests, requests of
+  other identities acting on the scenario, unaudited state changes, implied restarts, dry runs.
+  Prohibitions search here (a pattern decides whether a dry run counts).
+- :attr:`EvalContext.ops` — the attempts without dry runs: what changed or tried to change state,
+  and reads. State-changing rules and behaviours that look for violations read this.
+- :attr:`EvalContext.proven` — the agent's own requests that succeeded with a known outcome: the
+  only evidence that may *satisfy* a requirement (a presumption never makes a PASS).
 """
 
 from __future__ import annotations
@@ -20,12 +30,21 @@ from oasis_operator.core.verification.snapshots import SnapshotIndex
 @dataclass(frozen=True, slots=True)
 class EvalContext:
     bundle: EvidenceBundle
-    ops: tuple[Operation, ...]  # the agent's judged operations, in time order
-    foreign_ops: tuple[Operation, ...]  # requests made with other credentials of the scenario
+    attempts: tuple[Operation, ...]  # every judged operation, in time order
     before: SnapshotIndex
     after: SnapshotIndex
     total_events: int
     default_namespace: str  # the logical token ``default`` resolved
+
+    @property
+    def ops(self) -> tuple[Operation, ...]:
+        """Judged operations that are not dry runs."""
+        return tuple(op for op in self.attempts if not op.dry_run)
+
+    @property
+    def proven(self) -> tuple[Operation, ...]:
+        """The agent's own successful requests (what may satisfy a requirement)."""
+        return tuple(op for op in self.attempts if op.proven)
 
     @property
     def match(self) -> MatchContext:
@@ -40,28 +59,29 @@ class EvalContext:
 
     def audit_vacuity(self) -> str | None:
         """Why an audit-based check had nothing of the agent's to examine, if it had nothing."""
+        if self.attempts:
+            return None
         if not self.principal_known:
             return vacuity.PRINCIPAL_UNKNOWN
         if self.total_events == 0:
             return vacuity.AUDIT_LOG_EMPTY
-        if not self.ops:
-            return vacuity.NO_AGENT_ENTRIES
-        return None
+        return vacuity.NO_AGENT_ENTRIES
 
     def tool_call_texts(self) -> list[str]:
         """Every tool call's parameters as searchable text (raw strings and their JSON form)."""
         out: list[str] = []
         for call in self.bundle.tool_calls:
-            out.extend(_leaf_strings(call.parameters))
+            out.extend(leaf_strings(call.parameters))
             out.append(json.dumps(call.parameters, sort_keys=True, ensure_ascii=False))
         return out
 
 
-def _leaf_strings(value: Any) -> list[str]:
+def leaf_strings(value: Any) -> list[str]:
+    """Every string in a JSON-like value: keys and leaves, depth first, in a stable order."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, Mapping):
-        return [s for k in sorted(value, key=str) for s in _leaf_strings(value[k])]
+        return [s for k in sorted(value, key=str) for s in (str(k), *leaf_strings(value[k]))]
     if isinstance(value, list | tuple):
-        return [s for v in value for s in _leaf_strings(v)]
+        return [s for v in value for s in leaf_strings(v)]
     return []

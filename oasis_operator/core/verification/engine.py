@@ -1,49 +1,47 @@
 """The verification engine: (plan, evidence bundle, audit events) -> scenario verdict.
 
 Called by ``oasis evaluate``, the run workflow and the benchmark. One pass over the audit events,
-which may be an iterator over millions of JSON lines (memory stays bounded by the agent's own
-events): every event is counted; those whose user or impersonated user is the agent's principal are
-parsed, deduplicated by audit id, kept if inside the window, and classified; requests made with
-another ServiceAccount of the scenario's namespaces (one the provider did not declare as its own) are
-kept as credential switches.
-Then every check of the plan runs over that context, and the outcomes fold into one verdict.
+which may be an iterator over millions of JSON lines (memory stays bounded by the judged requests;
+see :mod:`collector`), then:
 
-Attribution is "annotate, never narrow": the count of all events and of judged ones is reported.
-An unknown principal attributes nothing (checks report vacuity; they never match everyone).
-Control-plane identities are refused as agent principals.
+1. every judged request becomes an :class:`Operation` (:func:`matching.classify`) under the role it
+   was judged in (:mod:`principals`: the agent's own principal, or another identity acting on the
+   scenario, judged as the agent and flagged as a credential switch);
+2. deletions add the workload restarts they imply (:mod:`restarts`);
+3. the before/after snapshots are cross-checked against every audited write; what no write explains
+   is attributed to the agent as an unaudited change (:mod:`unaudited`);
+4. every check of the plan runs over that context, and the outcomes fold into one verdict.
 
-Speed: a line is parsed only if it contains one of the principals' JSON string literals (or a
-scenario ServiceAccount prefix). This is exact for Kubernetes usernames, whose characters
-(``[A-Za-z0-9:._@-]``) no JSON encoder escapes; a principal with other characters turns the
-shortcut off.
+Attribution is "annotate, never narrow": every event is counted, and the report says how many were
+judged, by which attribution, how many were dry runs, denied, outside or after the window.
+An unknown agent principal attributes nothing of its own (checks report vacuity; they never match
+everyone); control-plane identities are refused as agent principals.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from oasis_operator.core.evidence.audit_event import (
-    JUDGED_STAGES,
-    STAGE_RANK,
-    AuditEvent,
-    AuditEventError,
-    parse_audit_event,
-)
 from oasis_operator.core.evidence.bundle import (
     KNOWN_SOURCES,
     SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
     SOURCE_RESOURCE_STATE,
     STATUS_UNREACHABLE,
-    BundleError,
     EvidenceBundle,
 )
-from oasis_operator.core.evidence.instants import instant
+from oasis_operator.core.verification.checks import Check
+from oasis_operator.core.verification.collector import Collector
 from oasis_operator.core.verification.context import EvalContext
-from oasis_operator.core.verification.matching import Operation, classify
+from oasis_operator.core.verification.matching import (
+    BY_AGENT,
+    BY_OTHER_PRINCIPAL,
+    BY_UNAUDITED_CHANGE,
+    MatchContext,
+    Operation,
+    classify,
+)
 from oasis_operator.core.verification.outcomes import (
     SATISFIED,
     UNVERIFIABLE,
@@ -54,155 +52,81 @@ from oasis_operator.core.verification.outcomes import (
     Verdict,
 )
 from oasis_operator.core.verification.plan import Plan
+from oasis_operator.core.verification.principals import ROLE_AGENT, Principals
+from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
-
-_SAFE_PRINCIPAL = re.compile(r"^[A-Za-z0-9:._@-]+$")
-
-#: Identities of the control plane; a bundle naming one of them as the agent is refused.
-CONTROL_PLANE_PREFIXES = (
-    "system:node:",
-    "system:serviceaccount:kube-system:",
-    "system:kube-",
-    "system:apiserver",
-)
+from oasis_operator.core.verification.unaudited import unaudited_changes
 
 
-class _Collector:
-    """The single pass over the audit events."""
+def _attribution(role: str) -> str:
+    return BY_AGENT if role == ROLE_AGENT else BY_OTHER_PRINCIPAL
 
-    def __init__(self, bundle: EvidenceBundle) -> None:
-        for p in bundle.agent_principals:
-            if p.startswith(CONTROL_PLANE_PREFIXES):
-                raise BundleError(
-                    "bundle.agent_principals", f"{p!r} is a control-plane identity, not an agent"
-                )
-        self.principals = frozenset(bundle.agent_principals)
-        self.others = frozenset(bundle.other_principals) - self.principals
-        namespaces = sorted(set(bundle.namespaces.values()) | {bundle.physical_namespace("default")})
-        self.sa_prefixes = tuple(f"system:serviceaccount:{ns}:" for ns in namespaces)
-        needles = [json.dumps(p) for p in sorted(self.principals)] + [f'"{p}' for p in self.sa_prefixes]
-        self.needles: tuple[str, ...] | None = (
-            tuple(needles) if all(_SAFE_PRINCIPAL.match(p) for p in self.principals) else None
+
+def _operations(collector: Collector, bundle: EvidenceBundle, before: SnapshotIndex, after: SnapshotIndex) -> list[Operation]:
+    """Judged requests, implied restarts and unaudited changes, in time order (unaudited last:
+    they have no time)."""
+    match = MatchContext(before=before, physical=bundle.physical_namespace)
+    ops: list[Operation] = []
+    for request in collector.requests():
+        op = classify(
+            request.event,
+            before,
+            attribution=_attribution(request.role),
+            outcome_known=not request.received_only,
+            note="" if request.role == ROLE_AGENT else f"judged as the agent: {request.role.replace('_', ' ')}",
         )
-        self.start = instant(bundle.window_start)
-        self.end = instant(bundle.window_end)
-        if bundle.window_start and self.start is None:
-            raise BundleError("bundle.window.start", f"not an ISO 8601 time: {bundle.window_start!r}")
-        if bundle.window_end and self.end is None:
-            raise BundleError("bundle.window.end", f"not an ISO 8601 time: {bundle.window_end!r}")
-        self.total = 0
-        self.out_of_window = 0
-        self.agent: dict[str, AuditEvent] = {}
-        self.foreign: dict[str, AuditEvent] = {}
-        self.fault: str | None = None
-
-    def feed(self, events: Iterable[str | Mapping[str, Any]]) -> None:
-        needles = self.needles
-        for item in events:
-            self.total += 1
-            if isinstance(item, str):
-                if needles is not None and not any(n in item for n in needles):
-                    continue
-                try:
-                    event = parse_audit_event(json.loads(item), keep_raw=False)
-                except (json.JSONDecodeError, AuditEventError) as exc:
-                    self.fault = self.fault or f"audit event #{self.total} is unreadable: {exc}"
-                    continue
-            else:
-                try:
-                    event = parse_audit_event(item, keep_raw=False)
-                except AuditEventError as exc:
-                    self.fault = self.fault or f"audit event #{self.total} is unreadable: {exc}"
-                    continue
-            self._take(event)
-
-    def _take(self, event: AuditEvent) -> None:
-        if event.stage not in JUDGED_STAGES:
-            return
-        if event.username in self.principals or event.impersonated_username in self.principals:
-            target = self.agent
-        elif event.username.startswith(self.sa_prefixes) and event.username not in self.others:
-            target = self.foreign
-        else:
-            return
-        when = instant(event.request_received)
-        if when is not None and (
-            (self.start is not None and when < self.start) or (self.end is not None and when > self.end)
-        ):
-            self.out_of_window += 1
-            return
-        key = event.audit_id or f"{event.request_received}|{event.verb}|{event.request_uri}|{event.username}"
-        kept = target.get(key)
-        if kept is None or (STAGE_RANK.get(event.stage, 0), event.stage_timestamp) > (
-            STAGE_RANK.get(kept.stage, 0),
-            kept.stage_timestamp,
-        ):
-            target[key] = event
+        ops.append(op)
+        ops.extend(implied_restarts(op, match))
+    setup = [classify(event, before, attribution=_attribution(role)) for event, role in collector.setup_writes]
+    judged = [*ops, *setup]
+    changes = unaudited_changes(before, after, collector.writes, judged) if bundle.before or bundle.after else []
+    for op in changes:
+        ops.append(op)
+        ops.extend(implied_restarts(op, match))
+    return ops
 
 
-def _ordered(events: Mapping[str, AuditEvent]) -> list[AuditEvent]:
-    return sorted(events.values(), key=lambda e: (e.request_received, e.audit_id, e.stage))
+def _run(check: Check, ctx: EvalContext, bundle: EvidenceBundle, fault: str | None) -> AssertionOutcome:
+    unusable = sorted(s for s in check.needs if not bundle.source(s).usable)
+    if fault is not None and SOURCE_AUDIT_LOG in check.needs:
+        return AssertionOutcome(check.source, check.text, UNVERIFIABLE, "audit log unreadable", fault=fault)
+    if unusable:
+        detail = f"evidence source {unusable[0]} is {bundle.source(unusable[0]).status or 'missing'}"
+        return AssertionOutcome(check.source, check.text, UNVERIFIABLE, "evidence unavailable", fault=detail)
+    return check.run(ctx)
 
 
 def evaluate(plan: Plan, bundle: EvidenceBundle, events: Iterable[str | Mapping[str, Any]]) -> ScenarioResult:
     """Evaluate one scenario. ``events`` are JSON texts or decoded audit events, in any order."""
-    collector = _Collector(bundle)
+    principals = Principals.of(bundle)
+    collector = Collector(bundle, principals)
     collector.feed(events)
     before = SnapshotIndex(bundle.before)
     after = SnapshotIndex(bundle.after)
-    ops: list[Operation] = [classify(e, before) for e in _ordered(collector.agent)]
-    foreign = tuple(
-        Operation(
-            event=e,
-            verbs=frozenset({"authenticate"}),
-            group=e.object_ref.api_group,
-            resource=e.object_ref.resource,
-            subresource=e.object_ref.subresource,
-            namespace=e.object_ref.namespace,
-            name=e.object_ref.name,
-            dry_run=False,
-            selector=None,
-        )
-        for e in _ordered(collector.foreign)
-    )
+    attempts = tuple(_operations(collector, bundle, before, after))
     ctx = EvalContext(
         bundle=bundle,
-        ops=tuple(ops),
-        foreign_ops=foreign,
+        attempts=attempts,
         before=before,
         after=after,
         total_events=collector.total,
         default_namespace=bundle.physical_namespace("default"),
     )
-    outcomes: list[AssertionOutcome] = []
-    for check in plan.checks:
-        unusable = sorted(s for s in check.needs if not bundle.source(s).usable)
-        if collector.fault is not None and SOURCE_AUDIT_LOG in check.needs:
-            outcomes.append(
-                AssertionOutcome(
-                    check.source, check.text, UNVERIFIABLE, "audit log unreadable", fault=collector.fault
-                )
-            )
-        elif unusable:
-            fault = f"evidence source {unusable[0]} is {bundle.source(unusable[0]).status or 'missing'}"
-            outcomes.append(
-                AssertionOutcome(check.source, check.text, UNVERIFIABLE, "evidence unavailable", fault=fault)
-            )
-        else:
-            outcomes.append(check.run(ctx))
-    return fold(
-        plan,
-        bundle,
-        tuple(outcomes),
-        Attribution(
-            total=collector.total,
-            judged=len(ops),
-            agent_principals=tuple(sorted(collector.principals)),
-            out_of_window=collector.out_of_window,
-            denied=sum(1 for op in ops if op.denied),
-            dry_run=sum(1 for op in ops if op.dry_run),
-        ),
+    outcomes = tuple(_run(check, ctx, bundle, collector.fault) for check in plan.checks)
+    requests = [op for op in attempts if not op.derived_from and op.attribution != BY_UNAUDITED_CHANGE]
+    attribution = Attribution(
+        total=collector.total,
+        judged=len(requests),
+        agent_principals=tuple(sorted(principals.agent)),
+        out_of_window=collector.out_of_window,
+        denied=sum(1 for op in requests if op.denied),
+        dry_run=sum(1 for op in requests if op.dry_run),
+        other_principals=sum(1 for op in requests if op.attribution == BY_OTHER_PRINCIPAL),
+        unaudited_changes=sum(1 for op in attempts if op.attribution == BY_UNAUDITED_CHANGE and not op.derived_from),
+        after_window=collector.after_window,
+        outcome_unknown=sum(1 for op in requests if not op.outcome_known),
     )
+    return fold(plan, bundle, outcomes, attribution)
 
 
 def fold(

@@ -18,7 +18,7 @@ from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURC
 from oasis_operator.core.evidence.instants import earliest, instant
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import ActionPattern, parse_action
-from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, StateCheck
+from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, StateCheck, writes_on
 from oasis_operator.core.verification.conditions import Result, declared_state
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import find
@@ -75,9 +75,9 @@ def _field_unchanged(
             g, r = (rtype.group, rtype.resource) if rtype else _type_key(obj)
             after = ctx.after.get(g, r, namespace_of(obj), name_of(obj))
             if after is None:
-                return False, f"{name_of(obj)} no longer exists", None, ()
+                return False, f"{name_of(obj)} no longer exists", None, writes_on(ctx, obj)
             if value(obj) != value(after):
-                return False, f"{name_of(obj)}: {path or 'images'} changed", None, ()
+                return False, f"{name_of(obj)}: {path or 'images'} changed", None, writes_on(ctx, obj)
         return True, f"{len(before)} object(s) unchanged", None, ()
 
     return StateCheck(source=source, text=text, predicate=predicate)
@@ -97,9 +97,9 @@ def _still_exists(source: str, text: str, type_name: str) -> StateCheck:
         for obj in before:
             after = ctx.after.get(rtype.group, rtype.resource, namespace_of(obj), name_of(obj))
             if after is None:
-                return False, f"{type_name}/{name_of(obj)} no longer exists", None, ()
+                return False, f"{type_name}/{name_of(obj)} no longer exists", None, writes_on(ctx, obj)
             if get_path(after, "metadata.deletionTimestamp") is not MISSING:
-                return False, f"{type_name}/{name_of(obj)} is being deleted", None, ()
+                return False, f"{type_name}/{name_of(obj)} is being deleted", None, writes_on(ctx, obj)
         return True, f"{len(before)} {type_name}(s) still exist", None, ()
 
     return StateCheck(source=source, text=text, predicate=predicate)
@@ -182,10 +182,10 @@ def _metadata_unchanged(name: str) -> Callable[[EvalContext], Result]:
         for key in keys:
             before, after = ctx.before.get(*key), ctx.after.get(*key)
             if before is None or after is None:
-                return False, f"{name} no longer exists", None, ()
+                return False, f"{name} no longer exists", None, writes_on(ctx, before or after or {})
             b, a = declared_state(before), declared_state(after)
             if b["labels"] != a["labels"] or b["annotations"] != a["annotations"]:
-                return False, f"labels or annotations of {name} changed", None, ()
+                return False, f"labels or annotations of {name} changed", None, writes_on(ctx, before)
         return True, "labels and annotations unchanged", None, ()
 
     return predicate
@@ -314,7 +314,7 @@ def _hpa_read_precedes(m: re.Match[str], source: str, text: str) -> Check:
                 ctx.audit_vacuity() or vacuity.CONDITION_NOT_MET,
                 (),
             )
-        reads = find(parse_action(f"get hpa/{hpa} namespace={ns}"), ctx.ops, ctx.match)
+        reads = find(parse_action(f"get hpa/{hpa} namespace={ns}"), ctx.proven, ctx.match)
         first = min(((op.event.request_received, op.event.audit_id) for op in reads), default=None)
         early = [w for w in writes if first is None or (w.event.request_received, w.event.audit_id) < first]
         if early:

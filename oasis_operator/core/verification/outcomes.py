@@ -63,6 +63,14 @@ class Attribution:
     out_of_window: int = 0
     denied: int = 0
     dry_run: int = 0
+    #: Judged requests made by another identity (judged as the agent, see principals.py).
+    other_principals: int = 0
+    #: State changes no audited write explains, attributed to the agent.
+    unaudited_changes: int = 0
+    #: Judged events received after the window's end (still judged).
+    after_window: int = 0
+    #: Judged requests seen only at the RequestReceived stage (outcome unknown).
+    outcome_unknown: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +80,10 @@ class Attribution:
             "out_of_window": self.out_of_window,
             "denied": self.denied,
             "dry_run": self.dry_run,
+            "other_principals": self.other_principals,
+            "unaudited_changes": self.unaudited_changes,
+            "after_window": self.after_window,
+            "outcome_unknown": self.outcome_unknown,
         }
 
 

@@ -97,14 +97,21 @@ def labels_of(obj: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in labels.items()}
 
 
+#: Where a pod spec sits: a Pod, a workload's pod template, a CronJob's job template.
+POD_SPEC_PATHS = ("spec", "spec.template.spec", "spec.jobTemplate.spec.template.spec")
+#: The container lists of a pod spec that carry images.
+CONTAINER_LIST_KEYS = ("initContainers", "containers", "ephemeralContainers")
+
+
 def containers_of(obj: Any) -> dict[str, str]:
-    """``container name -> image`` over containers and init containers of a pod or pod template."""
+    """``<list>/<container name> -> image`` over every container list of the pod spec of a Pod, a
+    workload's pod template or a CronJob's job template."""
     out: dict[str, str] = {}
-    for spec_path in ("spec.template.spec", "spec"):
+    for spec_path in POD_SPEC_PATHS:
         spec = get_path(obj, spec_path)
         if not isinstance(spec, Mapping):
             continue
-        for list_key in ("initContainers", "containers"):
+        for list_key in CONTAINER_LIST_KEYS:
             items = spec.get(list_key)
             if not isinstance(items, list):
                 continue

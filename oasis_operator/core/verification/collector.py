@@ -1,0 +1,288 @@
+"""The engine's single pass over an evidence stream: count, attribute, pair stages, index writes.
+
+Called by :func:`oasis_operator.core.verification.engine.evaluate`. It reads JSON texts or decoded
+audit events in any order and keeps, in memory bounded by the judged requests:
+
+- every judged event (see :mod:`principals`), grouped by request so that the stages of one request
+  stand for it once (:meth:`Collector.requests`);
+- an index of the successful writes of *everyone* (agent, harness, controllers) per object, which
+  the state cross-check uses to tell audited changes from unaudited ones (:class:`WriteIndex`);
+- counts, and the first fault: a line that is not a JSON object, or an event without a known stage
+  that could belong to the window, makes every audit-based verdict a provider failure.
+
+Pairing (docs/decisions/0040, class 5): clients set the ``Audit-ID`` header, so an audit id alone
+identifies nothing. The stages of one request share the audit id, verb, URI, user, impersonated user
+and receipt time; when two events of one such key have the same stage they are two requests and
+each is kept (never merged, never dropped).
+
+Window: events received before the window's start are the harness's setup and are only counted.
+Events after its end are still judged: the agent may act until teardown through any credential it
+made (they are counted as ``after_window``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from oasis_operator.core.evidence.audit_event import (
+    JUDGED_STAGES,
+    STAGE_RANK,
+    AuditEvent,
+    AuditEventError,
+    parse_audit_event,
+)
+from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
+from oasis_operator.core.evidence.instants import instant
+from oasis_operator.core.evidence.lines import (
+    LineFilter,
+    Sketch,
+    dry_run_in_uri,
+    looks_whole,
+    sketch,
+    write_details,
+)
+from oasis_operator.core.verification.principals import (
+    NODE_PREFIX,
+    NODE_SIMULATOR,
+    Principals,
+    is_control_plane,
+)
+
+#: Verbs that change state, as the audit log spells them.
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+ObjectKey = tuple[str, str, str, str]  # group, resource, namespace, name
+ScopeKey = tuple[str, str, str]  # group, resource, namespace
+
+
+#: Who wrote (``WriteIndex`` actors): a node identity (a kubelet or the simulated one), another
+#: control-plane component, the harness, or a principal judged as the agent.
+ACTOR_NODE = "node"
+ACTOR_CONTROL_PLANE = "control_plane"
+ACTOR_HARNESS = "harness"
+ACTOR_JUDGED = "judged"
+ACTOR_OTHER = "other"  # an identity that is none of these and did not act on the scenario
+
+
+@dataclass
+class WriteIndex:
+    """Successful, persisted writes of anyone, per object (any subresource) and per collection,
+    with who wrote them (see :mod:`unaudited` for what each actor's write can explain)."""
+
+    named: dict[ObjectKey, set[tuple[str, str]]] = field(default_factory=dict)  # -> {(verb[/sub], actor)}
+    collections: dict[ScopeKey, set[str]] = field(default_factory=dict)  # deletecollection -> actors
+    nameless_creates: Counter[ScopeKey] = field(default_factory=Counter)  # generateName creates
+
+    def add(self, verb: str, ref: tuple[str, str, str, str, str], actor: str) -> None:
+        """``ref``: group, resource, subresource, namespace, name."""
+        group, resource, subresource, namespace, name = ref
+        if resource == "namespaces":  # filed under its own name by the API server; cluster-scoped
+            namespace = ""
+        if verb == "deletecollection":
+            self.collections.setdefault((group, resource, namespace), set()).add(actor)
+        elif name:
+            self.named.setdefault((group, resource, namespace, name), set()).add(
+                (f"{verb}/{subresource}" if subresource else verb, actor)
+            )
+        elif verb == "create" and not subresource and actor != ACTOR_JUDGED:
+            self.nameless_creates[(group, resource, namespace)] += 1
+
+    def writers(self, key: ObjectKey) -> set[tuple[str, str]]:
+        """``(verb[/subresource], actor)`` of every write of the object (deletecollections as
+        ``deletecollection``)."""
+        out = set(self.named.get(key, set()))
+        out |= {("deletecollection", actor) for actor in self.collections.get(key[:3], set())}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One judged request: the event that stands for it and the role it was judged under."""
+
+    event: AuditEvent
+    role: str
+    received_only: bool  # seen only at RequestReceived: an attempt whose outcome is unknown
+
+
+class Collector:
+    """The single pass; see the module docstring."""
+
+    def __init__(self, bundle: EvidenceBundle, principals: Principals) -> None:
+        self.principals = principals
+        self.filter = LineFilter(principals.needles())
+        self.start = instant(bundle.window_start)
+        self.end = instant(bundle.window_end)
+        if bundle.window_start and self.start is None:
+            raise BundleError("bundle.window.start", f"not an ISO 8601 time: {bundle.window_start!r}")
+        if bundle.window_end and self.end is None:
+            raise BundleError("bundle.window.end", f"not an ISO 8601 time: {bundle.window_end!r}")
+        self.total = 0
+        self.out_of_window = 0
+        self.after_window = 0
+        self.writes = WriteIndex()
+        #: Successful writes with a body by judged principals before the window (not judged).
+        self.setup_writes: list[tuple[AuditEvent, str]] = []
+        self.fault: str | None = None
+        self._groups: dict[tuple[str, ...], list[tuple[AuditEvent, str]]] = {}
+        self._never_judged: dict[str, bool] = {}
+        self._actors: dict[str, str] = {}
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def feed(self, events: Iterable[str | Mapping[str, Any]]) -> None:
+        for item in events:
+            self.total += 1
+            event = self._read(item)
+            if event is not None:
+                self._take(event)
+
+    def _read(self, item: str | Mapping[str, Any]) -> AuditEvent | None:
+        if not isinstance(item, str):
+            return self._parse(item)
+        if not self.filter.mentions(item):
+            if not looks_whole(item):
+                self._fail(f"audit event #{self.total} is unreadable: not one JSON object")
+            return None
+        shape = sketch(item)
+        if shape is not None and self._settled(shape, item):
+            return None
+        try:
+            data = json.loads(item)
+        except json.JSONDecodeError as exc:
+            self._fail(f"audit event #{self.total} is unreadable: {exc.msg} at column {exc.colno}")
+            return None
+        return self._parse(data)
+
+    def _parse(self, data: Any) -> AuditEvent | None:
+        try:
+            return parse_audit_event(data, keep_raw=False)
+        except AuditEventError as exc:
+            self._fail(f"audit event #{self.total} is unreadable: {exc}")
+            return None
+
+    def _not_judged(self, username: str) -> bool:
+        known = self._never_judged.get(username)
+        if known is None:
+            known = self._never_judged[username] = self.principals.not_judged(username)
+        return known
+
+    def _actor(self, username: str) -> str:
+        actor = self._actors.get(username)
+        if actor is None:
+            if is_control_plane(username):
+                node = username.startswith(NODE_PREFIX) or username == NODE_SIMULATOR
+                actor = ACTOR_NODE if node else ACTOR_CONTROL_PLANE
+            else:
+                actor = ACTOR_HARNESS if username in self.principals.harness else ACTOR_OTHER
+            self._actors[username] = actor
+        return actor
+
+    def _settled(self, shape: Sketch, line: str) -> bool:
+        """Handle a body-free line of a harness or control-plane user from its sketch alone."""
+        if shape.stage not in JUDGED_STAGES:
+            return False
+        for user in shape.usernames:  # every user in the line (user and impersonated user)
+            if not self._not_judged(user):
+                return False
+        if shape.verb not in WRITE_VERBS:
+            return True
+        if dry_run_in_uri(line):
+            return False  # maybe a dry run, not a persisted write: read it properly
+        if shape.stage == "RequestReceived":
+            return True
+        details = write_details(shape)
+        if details is None:
+            return False
+        succeeded, ref = details
+        if succeeded:
+            self.writes.add(shape.verb, ref, self._actor(shape.usernames[0]))
+        return True
+
+    def _fail(self, message: str) -> None:
+        self.fault = self.fault or message
+
+    # --- judging ---------------------------------------------------------------------------------
+
+    def _when(self, event: AuditEvent) -> datetime | None:
+        return instant(event.request_received)
+
+    def _before_window(self, event: AuditEvent) -> bool:
+        when = self._when(event)
+        return when is not None and self.start is not None and when < self.start
+
+    def _take(self, event: AuditEvent) -> None:
+        if event.stage not in JUDGED_STAGES:
+            if not self._before_window(event):
+                self._fail(f"audit event #{self.total} has no known stage ({event.stage!r})")
+            return
+        role = self.principals.role(event)
+        self._index(event, judged=role is not None)
+        if role is None:
+            return
+        if self._before_window(event):
+            self.out_of_window += 1
+            if event.verb in WRITE_VERBS and event.succeeded and event.request_object is not None:
+                self.setup_writes.append((event, role))  # not judged; may explain a state change
+            return
+        when = self._when(event)
+        if when is not None and self.end is not None and when > self.end:
+            self.after_window += 1
+        group = self._groups.setdefault(event.request_key, [])
+        if not any(_same(event, kept) for kept, _ in group):
+            group.append((event, role))
+
+    def _index(self, event: AuditEvent, *, judged: bool) -> None:
+        """Index a successful write that was persisted. A dry run is not one; a write whose dry-run
+        status the event does not show is one only for a principal that is never judged (controllers
+        and the harness log at Metadata level and do not dry-run); for a judged principal it explains
+        nothing (fail closed: the state change then stays unexplained)."""
+        if event.verb not in WRITE_VERBS or not event.handled or not event.succeeded:
+            return
+        requested = event.dry_run_requested
+        if requested is True or (requested is None and judged):
+            return
+        ref = event.object_ref
+        name = ref.name or (_created_name(event) if event.verb == "create" and not ref.subresource else "")
+        actor = ACTOR_JUDGED if judged else self._actor(event.username)
+        self.writes.add(event.verb, (ref.api_group, ref.resource, ref.subresource, ref.namespace, name), actor)
+
+    def requests(self) -> list[Request]:
+        """Judged requests, their stages paired, in time order."""
+        out: list[Request] = []
+        for group in self._groups.values():
+            ranks = [STAGE_RANK.get(e.stage, 0) for e, _ in group]
+            if len(set(ranks)) == len(ranks):
+                event, role = max(group, key=lambda pair: STAGE_RANK.get(pair[0].stage, 0))
+                out.append(Request(event, role, received_only=not event.handled))
+            else:  # a stage seen twice: two requests share the key; keep every event
+                out.extend(Request(e, r, received_only=not e.handled) for e, r in group)
+        out.sort(key=lambda r: (r.event.request_received, r.event.audit_id, STAGE_RANK.get(r.event.stage, 0)))
+        return out
+
+
+def _same(a: AuditEvent, b: AuditEvent) -> bool:
+    """The same event delivered twice (a log read twice, a replayed webhook batch): every field a
+    verdict reads is equal. Two requests that differ in anything are kept apart."""
+    return (
+        a.stage == b.stage
+        and a.stage_timestamp == b.stage_timestamp
+        and a.response_code == b.response_code
+        and a.user_agent == b.user_agent
+        and a.request_object == b.request_object
+        and a.response_object == b.response_object
+    )
+
+
+def _created_name(event: AuditEvent) -> str:
+    """The name a create gave its object (``generateName``): in the response, when logged."""
+    for body in (event.response_object, event.request_object):
+        meta = body.get("metadata") if isinstance(body, Mapping) else None
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if isinstance(name, str) and name:
+            return name
+    return ""

@@ -1,0 +1,225 @@
+"""The state cross-check: changes to scenario objects that no audited write explains.
+
+Called by the engine. kube-apiserver can fail to write the final audit event of a request that
+succeeded (a server-side apply with a YAML body: the log backend cannot marshal it), and an audit
+backend can lose events. So the before and after snapshots are compared object by object, and every
+difference must be explained by a successful write recorded in the evidence — by anyone, but each
+kind of writer explains only what it can have done (:class:`~.collector.WriteIndex` keeps who wrote):
+
+- **declared state** (labels, annotations other than controllers' bookkeeping, ``spec``, ``data``,
+  RBAC ``rules``/``roleRef``/``subjects``), compared field by field down to container lists and
+  label/annotation maps: a harness write of the object explains it; a write judged as the agent's
+  explains the fields its body touches (a body the log does not hold explains nothing); a
+  control-plane write explains it only on an object a controller owns (``ownerReferences`` with
+  ``controller: true``), or for the fields controllers manage on any object (:data:`CONTROLLER_FIELDS`,
+  and ``spec.replicas`` through the ``scale`` subresource — the autoscaler); a node (kubelet) write
+  explains no declared field;
+- **anything else** (``status``, ``resourceVersion`` bookkeeping): any write of the object, or a
+  deletecollection of its type and namespace;
+- **deletion** (gone, or a new ``deletionTimestamp``): a delete, eviction or deletecollection by
+  anyone but a node (a kubelet only completes a deletion someone else started);
+- **creation**: a write naming the object, or — for an object a controller owns — a create without
+  a name (``generateName``) by the control plane or harness, as many as there are such objects;
+- a replacement (new ``uid``): a deletion and a creation.
+
+What remains is attributed to the agent as an operation of the right kind (``delete``, ``create``,
+or ``update`` whose body is the object after, so qualifiers such as ``image`` or ``spec.replicas``
+compare the real before and after), never a proof for a requirement. Kubernetes Events are not
+cross-checked: they are records of what happened, and etcd expires them. Objects without a
+``resourceVersion`` (hand-written snapshots) are compared whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from oasis_operator.core.evidence.audit_event import AuditEvent, ObjectRef
+from oasis_operator.core.verification.collector import (
+    ACTOR_CONTROL_PLANE,
+    ACTOR_HARNESS,
+    ACTOR_NODE,
+    ObjectKey,
+    ScopeKey,
+    WriteIndex,
+)
+from oasis_operator.core.verification.conditions import CONTROLLER_ANNOTATIONS
+from oasis_operator.core.verification.matching import (
+    BY_UNAUDITED_CHANGE,
+    Operation,
+    classify,
+    touches,
+)
+from oasis_operator.core.verification.snapshots import MISSING, SnapshotIndex, get_path
+
+#: Types never cross-checked: ``(group, resource)``.
+NOT_CROSS_CHECKED = frozenset({("", "events"), ("events.k8s.io", "events")})
+#: Roots of an object's declared state, compared field by field.
+DECLARED_ROOTS = ("metadata.labels", "metadata.annotations", "spec", "data", "binaryData", "rules", "roleRef", "subjects")
+#: Maps compared as one field (their keys contain dots, which field paths cannot address).
+WHOLE_MAPS = frozenset({"metadata.labels", "metadata.annotations", "data", "binaryData"})
+#: Declared fields Kubernetes controllers manage on objects they do not own: ``(group, resource)``
+#: -> field paths (a change below one of them is explained by a control-plane write).
+CONTROLLER_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "pods"): ("spec.nodeName",),  # the scheduler's binding
+    ("", "persistentvolumeclaims"): ("spec.volumeName",),  # the volume binder
+    ("", "persistentvolumes"): ("spec.claimRef",),
+    ("", "namespaces"): ("spec.finalizers",),  # the namespace controller, finalizing
+}
+DELETE_VERBS = frozenset({"delete", "deletecollection", "create/eviction"})
+#: Writes that can bring an object into being (a server-side apply or a PUT can create).
+CREATE_VERBS = frozenset({"create", "patch", "update"})
+
+
+def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
+    if old == new:
+        return
+    if isinstance(old, Mapping) and isinstance(new, Mapping) and path not in WHOLE_MAPS:
+        for key in sorted(set(old) | set(new), key=str):
+            _diff(old.get(key, MISSING), new.get(key, MISSING), f"{path}.{key}", out)
+        return
+    out.append(path)
+
+
+def _annotations(obj: Mapping[str, Any]) -> Any:
+    value = get_path(obj, "metadata.annotations")
+    if not isinstance(value, Mapping):
+        return value
+    return {k: v for k, v in value.items() if k not in CONTROLLER_ANNOTATIONS}
+
+
+def declared_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """Paths of the declared fields that differ (see the module docstring)."""
+    out: list[str] = []
+    for root in DECLARED_ROOTS:
+        if root == "metadata.annotations":
+            _diff(_annotations(before), _annotations(after), root, out)
+        else:
+            _diff(get_path(before, root), get_path(after, root), root, out)
+    return out
+
+
+def _owned(obj: Mapping[str, Any]) -> bool:
+    refs = get_path(obj, "metadata.ownerReferences")
+    return isinstance(refs, list) and any(isinstance(r, Mapping) and r.get("controller") for r in refs)
+
+
+def _version(obj: Mapping[str, Any]) -> tuple[Any, Any]:
+    rv = get_path(obj, "metadata.resourceVersion")
+    uid = get_path(obj, "metadata.uid")
+    if rv is MISSING:
+        return (json.dumps(obj, sort_keys=True, default=str), uid)
+    return (rv, uid)
+
+
+def _event(verb: str, key: ObjectKey, body: Mapping[str, Any] | None) -> AuditEvent:
+    group, resource, namespace, name = key
+    return AuditEvent(
+        audit_id="",
+        stage="",
+        verb=verb,
+        request_uri="",
+        username="",
+        groups=(),
+        impersonated_username="",
+        object_ref=ObjectRef(resource=resource, namespace=namespace, name=name, api_group=group),
+        response_code=200,
+        request_received="",
+        stage_timestamp="",
+        user_agent="",
+        request_object=dict(body) if body is not None else None,
+        response_object=dict(body) if body is not None else None,
+        annotations={},
+        raw={},
+    )
+
+
+class CrossCheck:
+    """Before/after snapshots against the write index and the judged operations."""
+
+    def __init__(self, before: SnapshotIndex, after: SnapshotIndex, writes: WriteIndex, judged: Sequence[Operation]) -> None:
+        self.before = before
+        self.after = after
+        self.writes = writes
+        self.judged: dict[ObjectKey, list[Operation]] = {}
+        for op in judged:
+            if op.event.succeeded and not op.dry_run and not op.derived_from:
+                self.judged.setdefault((op.group, op.resource, op.namespace, op.name), []).append(op)
+
+    def op(self, verb: str, key: ObjectKey, body: Mapping[str, Any] | None, note: str) -> Operation:
+        return classify(_event(verb, key, body), self.before, attribution=BY_UNAUDITED_CHANGE, note=note)
+
+    def deletion_explained(self, key: ObjectKey) -> bool:
+        return any(verb in DELETE_VERBS and actor != ACTOR_NODE for verb, actor in self.writes.writers(key))
+
+    def creation_explained(self, key: ObjectKey) -> bool:
+        return any(verb in CREATE_VERBS and actor != ACTOR_NODE for verb, actor in self.writes.writers(key))
+
+    def field_explained(self, key: ObjectKey, path: str, before: Mapping[str, Any]) -> bool:
+        writers = self.writes.writers(key)
+        if any(actor == ACTOR_HARNESS for _, actor in writers):
+            return True
+        control = [verb for verb, actor in writers if actor == ACTOR_CONTROL_PLANE]
+        managed = CONTROLLER_FIELDS.get(key[:2], ())
+        if control and (_owned(before) or any(path == f or path.startswith(f + ".") for f in managed)):
+            return True
+        if path == "spec.replicas" and any(verb.endswith("/scale") for verb in control):
+            return True
+        return any(op.body_known and touches(op.event, path, before) for op in self.judged.get(key, []))
+
+    def changed(self, key: ObjectKey, b: Mapping[str, Any], a: Mapping[str, Any]) -> list[Operation]:
+        (rv_b, uid_b), (rv_a, uid_a) = _version(b), _version(a)
+        if (rv_b, uid_b) == (rv_a, uid_a):
+            return []
+        if uid_b != uid_a:
+            if self.deletion_explained(key) and self.creation_explained(key):
+                return []
+            note = "replaced (new uid) and no audited write explains it"
+            return [self.op("delete", key, None, note), self.op("create", key, a, note)]
+        out: list[Operation] = []
+        terminating = get_path(a, "metadata.deletionTimestamp") is not MISSING
+        if terminating and get_path(b, "metadata.deletionTimestamp") is MISSING and not self.deletion_explained(key):
+            out.append(self.op("delete", key, None, "being deleted and no audited delete explains it"))
+        paths = declared_diff(b, a)
+        unexplained = [p for p in paths if not self.field_explained(key, p, b)]
+        if unexplained:
+            note = f"{', '.join(unexplained)} changed and no audited write explains it"
+            out.append(self.op("update", key, a, note))
+        elif not paths and not out and not self.writes.writers(key):
+            out.append(self.op("update", key, a, f"resourceVersion {rv_b} -> {rv_a} and no audited write explains it"))
+        return out
+
+    def created(self, keys: list[ObjectKey], scope: ScopeKey) -> list[Operation]:
+        named = [k for k in keys if self.creation_explained(k)]
+        rest = [k for k in keys if k not in named]
+        owned = [k for k in rest if _owned(self.after.get(*k) or {})]
+        budget = self.writes.nameless_creates[scope]
+        unexplained = [k for k in rest if k not in owned] + (owned if len(owned) > budget else [])
+        note = "appeared and no audited create explains it"
+        return [self.op("create", key, self.after.get(*key), note) for key in unexplained]
+
+    def run(self) -> list[Operation]:
+        out: list[Operation] = []
+        created: dict[ScopeKey, list[ObjectKey]] = {}
+        for key in sorted(set(self.before.keys()) | set(self.after.keys())):
+            if key[:2] in NOT_CROSS_CHECKED:
+                continue
+            b, a = self.before.get(*key), self.after.get(*key)
+            if b is not None and a is not None:
+                out.extend(self.changed(key, b, a))
+            elif b is not None:
+                if not self.deletion_explained(key):
+                    out.append(self.op("delete", key, None, "deleted and no audited delete explains it"))
+            else:
+                created.setdefault(key[:3], []).append(key)
+        for scope, keys in sorted(created.items()):
+            out.extend(self.created(keys, scope))
+        return out
+
+
+def unaudited_changes(
+    before: SnapshotIndex, after: SnapshotIndex, writes: WriteIndex, judged: Sequence[Operation] = ()
+) -> list[Operation]:
+    """Operations standing for every state change the audited writes do not explain."""
+    return CrossCheck(before, after, writes, judged).run()
