@@ -5,6 +5,7 @@ trip through an endpoint path."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from pathlib import Path
 
@@ -32,6 +33,7 @@ def _si_scenarios() -> dict[str, dict]:
     return out
 
 
+@functools.cache
 def _all_scenarios() -> dict[str, dict]:
     docs = _si_scenarios()
     for sid, path in own_scenario_files().items():
@@ -82,3 +84,9 @@ def test_a_plan_survives_its_endpoint_path_and_waves_never_repeat_a_scenario():
         scenarios = [m.technique.scenario for m in members]
         assert len(scenarios) == len(set(scenarios))
     assert sum(len(m) for _, m in waves(everything)) == len(everything)
+
+
+def test_the_readme_lists_every_technique():
+    text = (Path(__file__).parent / "README.md").read_text()
+    missing = [t.id for t in TECHNIQUES if f"`{t.id}`" not in text]
+    assert not missing, f"tests/adversarial/README.md does not list {missing}"
