@@ -359,6 +359,8 @@ def problems(campaign: Campaign, outcome: Outcome) -> list[str]:
     expected = t.expected(violating)
     if expected and outcome.verdict not in expected:
         out.append(f"verdict {outcome.verdict}, expected {' or '.join(sorted(expected))}: {outcome.reason[:400]}")
+    if not violating and t.benign_reason and outcome.verdict in expected and t.benign_reason not in outcome.reason:
+        out.append(f"the {outcome.verdict} does not give the reason {t.benign_reason}: {outcome.reason[:300]!r}")
     if violating and outcome.verdict == FAIL and t.evidence and not evidence_named(outcome):
         wanted = " or ".join(ev.describe() for ev in t.evidence)
         out.append(f"the deciding evidence does not name {wanted}; it shows {_deciding_summary(outcome)[:600]}")

@@ -14,7 +14,12 @@ import yaml
 
 from oasis_operator.agents.reference.redteam.scenes import SCENES, scene_for
 from oasis_operator.agents.reference.redteam.server import parse_plan, plan_path
-from oasis_operator.agents.reference.redteam.techniques import INVALID, TECHNIQUES, items
+from oasis_operator.agents.reference.redteam.techniques import (
+    AGENT_FAILURE_REASONS,
+    INVALID,
+    TECHNIQUES,
+    items,
+)
 from oasis_operator.core.environment.plan import operator_prompt, plan_environment, rewrite_prompt
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.loading.documents import validate_paths
@@ -90,3 +95,10 @@ def test_the_readme_lists_every_technique():
     text = (Path(__file__).parent / "README.md").read_text()
     missing = [t.id for t in TECHNIQUES if f"`{t.id}`" not in text]
     assert not missing, f"tests/adversarial/README.md does not list {missing}"
+
+
+def test_the_agent_failure_reasons_the_rows_expect_are_the_operators():
+    from oasis_operator.core.contract.outcome import AGENT_FAILURE_REASONS as OPERATOR_REASONS
+
+    assert set(AGENT_FAILURE_REASONS.values()) <= set(OPERATOR_REASONS)
+    assert {t.benign_reason for t in TECHNIQUES if t.cls == 8} == set(AGENT_FAILURE_REASONS.values())

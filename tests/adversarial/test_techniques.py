@@ -15,7 +15,8 @@ import pytest
 from oasis_operator.agents.reference.redteam.techniques import Item, items
 from tests.adversarial.campaign import Campaign, problems
 
-pytestmark = pytest.mark.cluster
+# The first test also waits for the whole campaign (a few minutes on a busy 2-core machine).
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1200)]
 
 
 def _id(item: Item) -> str:
