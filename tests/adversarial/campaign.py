@@ -173,6 +173,15 @@ def node_labels(http: httpx.Client) -> dict[str, dict[str, str]]:
             for n in http.get("/api/v1/nodes").json()["items"]}
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far (0 when it cannot be read)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def read_journal(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -225,6 +234,8 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
         for outcome in outcomes.values():
             outcome.journal = [e for e in entries if e.get("key") == outcome.item.key]
         timings["total"] = time.monotonic() - t0
+        for comp in [*procs.sup.components, *getattr(getattr(cluster.dev, "_sup", None), "components", [])]:
+            timings[f"cpu {comp.name}"] = cpu_seconds(comp.pid)
         return Campaign(namespace, outcomes, nodes_before, nodes_after, timings, runs, log_dir)
     finally:
         procs.stop()
