@@ -1,0 +1,380 @@
+"""The adversarial campaign: every row of the red-team table, run live through the operator.
+
+Used by ``conftest.py`` (the ``campaign`` fixture). It imports the SI profile and the suite's own
+scenarios into a namespace of the session control plane, each Scenario labelled with its id; starts
+the red-team persona and an operator watching that namespace; groups the rows' runs (a technique's
+violating attempt or its benign twin) into *waves* — one EvaluationRun per wave, each scenario at most
+once per wave, the persona's endpoint path naming which row it plays for which scenario — applies the
+waves a few at a time, and collects, per row, the scenario's status entry, the stored report's
+evaluation of it and the persona's journal. Nothing is judged here; the tests judge.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from oasis_operator.agents.reference.redteam.scenes import NODE_LABEL_PREFIX
+from oasis_operator.agents.reference.redteam.server import plan_path
+from oasis_operator.agents.reference.redteam.techniques import FAIL, GROUPS, Evidence, Item, items
+from oasis_operator.cli.import_cmd import manifests
+from oasis_operator.core.model.errors import ModelValidationError
+from oasis_operator.core.model.manifest import scenario_manifest
+from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.devcluster import kube, stack
+from oasis_operator.loading.profile_dir import import_profile
+
+HERE = Path(__file__).resolve().parent
+OWN_DIR = HERE / "scenarios"
+#: The label each imported Scenario carries: its id, so one run can select exactly the scenarios of a wave.
+SCENARIO_LABEL = "redteam.example/scenario"
+#: The class-13 techniques label a shared node ``<prefix><their namespace>`` (labels with this prefix are
+#: removed after the campaign whatever happens).
+NODE_LABEL = NODE_LABEL_PREFIX
+#: At most this many EvaluationRuns in flight at once (each runs up to PARALLELISM scenarios).
+MAX_RUNS_IN_FLIGHT = int(os.environ.get("OASIS_ADVERSARIAL_RUNS_IN_FLIGHT", "3"))
+PARALLELISM = 8
+RUN_TIMEOUT = 240.0
+#: Rounds of runs: a later round re-runs what a run's abort (a provider fault) kept from running.
+ROUNDS = 3
+PROFILE = "oasis-profile-software-infrastructure"
+#: How long to wait for the persona's delayed actors to report after the last run.
+AFTER_ANSWER_WAIT = 10.0
+API = "/apis/oasis.dev/v1alpha1"
+
+
+def own_scenario_files() -> dict[str, Path]:
+    """Scenario id -> file of the suite's own scenarios."""
+    out = {}
+    for path in sorted(OWN_DIR.glob("*.yaml")):
+        out[str(yaml.safe_load(path.read_text())["id"])] = path
+    return out
+
+
+def waves(chosen: Iterable[Item]) -> list[tuple[str, list[Item]]]:
+    """Group items into runs: same run group, each scenario at most once per run (first fit); a row
+    of a group marked ``alone`` gets a run to itself."""
+    out: list[tuple[str, list[Item]]] = []
+    for item in chosen:
+        group = item.technique.group
+        for g, members in out:
+            if GROUPS[g].get("alone"):
+                continue
+            if g == group and all(m.technique.scenario != item.technique.scenario for m in members):
+                members.append(item)
+                break
+        else:
+            out.append((group, [item]))
+    return out
+
+
+@dataclass
+class Outcome:
+    """What became of one row's run."""
+
+    item: Item
+    run: str = ""
+    status: dict[str, Any] = field(default_factory=dict)  # the run's status entry for the scenario
+    result: dict[str, Any] = field(default_factory=dict)  # the report's evaluation of the scenario
+    journal: list[dict[str, Any]] = field(default_factory=list)
+    refused: str = ""  # the scenario was refused at validation (before any run): why
+
+    @property
+    def verdict(self) -> str:
+        if self.refused:
+            return "INVALID"
+        return str(self.status.get("verdict") or f"(none: step {self.status.get('step')})")
+
+    @property
+    def reason(self) -> str:
+        return self.refused or str(self.status.get("reason") or "")
+
+    def violated(self) -> list[dict[str, Any]]:
+        return [a for a in self.result.get("assertions") or [] if a.get("outcome") == "violated"]
+
+
+@dataclass
+class Campaign:
+    namespace: str
+    outcomes: dict[str, Outcome]
+    nodes_before: dict[str, dict[str, str]]
+    nodes_after: dict[str, dict[str, str]]
+    timings: dict[str, float]
+    runs: dict[str, dict[str, Any]]
+    log_dir: Path
+
+
+def _label(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["metadata"].setdefault("labels", {})[SCENARIO_LABEL] = doc["spec"]["id"]
+    return doc
+
+
+def import_scenarios(http: httpx.Client, namespace: str) -> dict[str, str]:
+    """Apply the SI profile and the own scenarios, labelled; returns own scenario id -> refusal."""
+    docs = manifests(import_profile(stack.SI_PROFILE_DIR))
+    profile_id = docs[0]["spec"]["id"]
+    refused: dict[str, str] = {}
+    for doc in docs:
+        stack.apply(http, _label(doc) if doc["kind"] == "Scenario" else doc, namespace)
+    for sid, path in own_scenario_files().items():
+        try:
+            scenario, _ = parse_scenario(yaml.safe_load(path.read_text()))
+        except ModelValidationError as exc:
+            refused[sid] = f"refused at validation: {exc}"
+            continue
+        stack.apply(http, _label(scenario_manifest(scenario, profile_id)), namespace)
+    return refused
+
+
+def _run_doc(name: str, group: str, members: list[Item], agent_url: str, profile: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "oasis.dev/v1alpha1", "kind": "EvaluationRun", "metadata": {"name": name},
+        "spec": {
+            "profileRef": {"name": profile},
+            "scenarios": {"selector": {"matchExpressions": [{
+                "key": SCENARIO_LABEL, "operator": "In",
+                "values": sorted({m.technique.scenario for m in members})}]}},
+            "agent": {"adapter": "http", "endpoint": agent_url.rstrip("/") + plan_path(members)},
+            "tier": 1,
+            "parallelism": PARALLELISM,
+            "timeouts": {"agentResponse": f"{GROUPS[group]['agent_timeout']}s"},
+        },
+    }
+
+
+def _completed(run: dict[str, Any]) -> bool:
+    conds = (run.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Completed" and c["status"] == "True" for c in conds)
+
+
+def read_report(http: httpx.Client, namespace: str, run: dict[str, Any]) -> dict[str, Any]:
+    names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
+    packed = b""
+    for name in names:
+        cm = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}").json()
+        packed += base64.b64decode(cm["binaryData"]["data.gz"])
+    return json.loads(gzip.decompress(packed)) if packed else {}
+
+
+def node_labels(http: httpx.Client) -> dict[str, dict[str, str]]:
+    return {n["metadata"]["name"]: dict(n["metadata"].get("labels") or {})
+            for n in http.get("/api/v1/nodes").json()["items"]}
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far (0 when it cannot be read)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> Campaign:
+    """Everything above, end to end. ``only``: technique ids to run (default: every row)."""
+    t0 = time.monotonic()
+    namespace = f"redteam-{kube.random_suffix()}"
+    journal = log_dir / "journal.jsonl"
+    procs = stack.Processes(log_dir)
+    timings: dict[str, float] = {}
+    runs: dict[str, dict[str, Any]] = {}
+    outcomes: dict[str, Outcome] = {}
+    try:
+        with cluster.admin_http() as http:
+            stack.install_crds(http)
+            stack.ensure_namespace(http, namespace)
+            refused = import_scenarios(http, namespace)
+            nodes_before = node_labels(http)
+        port = stack.free_port()
+        comp = procs.sup.start("agent-redteam", [sys.executable, "-m", "oasis_operator.agents.reference.redteam",
+                                                 "--port", str(port), "--journal", str(journal)])
+        url = f"http://127.0.0.1:{port}/"
+        procs.sup.wait_until(lambda: httpx.get(url + "identity-and-configuration", timeout=1).status_code == 200,
+                             what="the red-team agent", timeout=30, owner=comp)
+        procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[namespace])
+        timings["setup"] = time.monotonic() - t0
+
+        chosen = [i for i in items() if only is None or i.technique.id in only]
+        for item in chosen:
+            outcomes[item.key] = Outcome(item, refused=refused.get(item.technique.scenario, ""))
+        runnable = [i for i in chosen if not outcomes[i.key].refused]
+        t1 = time.monotonic()
+        with cluster.admin_http() as http:
+            for round_ in range(1, ROUNDS + 1):
+                if not runnable:
+                    break
+                planned = [(f"redteam-r{round_}-{group}-{n}", group, members)
+                           for n, (group, members) in enumerate(waves(runnable), start=1)]
+                _run_waves(http, namespace, url, planned, outcomes, runs)
+                # A provider fault aborts a whole run: what it never reached goes again, in new runs.
+                runnable = [i for i in runnable if _not_reached(outcomes[i.key])]
+        timings["runs"] = time.monotonic() - t1
+        _await_delayed(journal, outcomes)
+        with cluster.admin_http() as http:
+            nodes_after = node_labels(http)
+        entries = read_journal(journal)
+        for outcome in outcomes.values():
+            outcome.journal = [e for e in entries if e.get("key") == outcome.item.key]
+        timings["total"] = time.monotonic() - t0
+        for comp in [*procs.sup.components, *getattr(getattr(cluster.dev, "_sup", None), "components", [])]:
+            timings[f"cpu {comp.name}"] = cpu_seconds(comp.pid)
+        return Campaign(namespace, outcomes, nodes_before, nodes_after, timings, runs, log_dir)
+    finally:
+        procs.stop()
+        with cluster.admin_http() as http:
+            for name, labels in node_labels(http).items():
+                ours = {k: None for k in labels if k.startswith(NODE_LABEL)}
+                if ours:
+                    http.patch(f"/api/v1/nodes/{name}", json={"metadata": {"labels": ours}},
+                               headers={"Content-Type": "application/merge-patch+json"})
+
+
+def _not_reached(outcome: Outcome) -> bool:
+    return outcome.status.get("step") == "Excluded" and str(outcome.status.get("reason", "")).startswith("not run")
+
+
+def _run_waves(http: httpx.Client, namespace: str, url: str, planned: list[tuple[str, str, list[Item]]],
+               outcomes: dict[str, Outcome], runs: dict[str, dict[str, Any]]) -> None:
+    """Apply the planned runs, at most MAX_RUNS_IN_FLIGHT at a time, and collect each when Completed."""
+    pending = list(planned)
+    in_flight: dict[str, tuple[list[Item], float]] = {}
+    deadline = time.monotonic() + RUN_TIMEOUT * max(1, len(planned) // MAX_RUNS_IN_FLIGHT + 1)
+    while pending or in_flight:
+        while pending and len(in_flight) < MAX_RUNS_IN_FLIGHT:
+            name, group, members = pending.pop(0)
+            stack.apply(http, _run_doc(name, group, members, url, PROFILE), namespace)
+            in_flight[name] = (members, time.monotonic())
+        for name in list(in_flight):
+            run = http.get(f"{API}/namespaces/{namespace}/evaluationruns/{name}").json()
+            if _completed(run):
+                members, started = in_flight.pop(name)
+                run["wall_seconds"] = round(time.monotonic() - started, 1)
+                runs[name] = run
+                _collect(http, namespace, run, members, outcomes)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"runs not Completed in time: {sorted(in_flight)}")
+        time.sleep(0.5)
+
+
+def _collect(http: httpx.Client, namespace: str, run: dict[str, Any], members: list[Item],
+             outcomes: dict[str, Outcome]) -> None:
+    report = read_report(http, namespace, run)
+    statuses = {s.get("id"): s for s in (run.get("status") or {}).get("scenarios") or []}
+    results = {r.get("scenario_id"): r for r in report.get("scenarios") or []}
+    for item in members:
+        sid = item.technique.scenario
+        outcome = outcomes[item.key]
+        outcome.run = run["metadata"]["name"]
+        outcome.status = statuses.get(sid, {"step": "not in the run's status", "run_phase":
+                                            (run.get("status") or {}).get("phase"),
+                                            "run_message": (run.get("status") or {}).get("message")})
+        outcome.result = results.get(sid, {})
+
+
+def _await_delayed(journal: Path, outcomes: dict[str, Outcome]) -> None:
+    """Wait until every delayed actor the persona started has written its journal line."""
+    deadline = time.monotonic() + AFTER_ANSWER_WAIT
+    while time.monotonic() < deadline:
+        entries = read_journal(journal)
+        expected = sum(int(e.get("delayed") or 0) for e in entries)
+        done = sum(1 for e in entries if e.get("after_answer"))
+        if done >= expected:
+            return
+        time.sleep(0.2)
+
+
+def results_table(campaign: Campaign, judge: Any) -> str:
+    """A Markdown table of every row: class, technique, variant, expected, observed, verdict of the suite."""
+    lines = ["| class | technique | variant | scenario | expected | observed | evidence | holds |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(campaign.outcomes, key=lambda k: (campaign.outcomes[k].item.technique.cls, k)):
+        o = campaign.outcomes[key]
+        t = o.item.technique
+        found = judge(campaign, o)
+        evidence = "-" if not t.evidence or not o.item.violating or o.verdict != FAIL else (
+            "named" if not any("deciding evidence" in p for p in found) else "NOT named")
+        lines.append(f"| {t.cls} | {t.id} | {'violating' if o.item.violating else 'benign'} | "
+                     f"{t.scenario.split('.')[-1]} | {'/'.join(sorted(t.expected(o.item.violating))) or 'n/a'} | "
+                     f"{o.verdict} | {evidence} | {'yes' if not found else 'NO'} |")
+    return "\n".join(lines)
+
+
+# --- judging ----------------------------------------------------------------------------------------
+
+def _matches(ev: Evidence, item: dict[str, Any]) -> bool:
+    if ev.channel is not None:
+        return item.get("channel") == ev.channel
+    if ev.text is not None:
+        return False
+    return (fnmatchcase(str(item.get("verb") or ""), ev.verb)
+            and fnmatchcase(str(item.get("resource") or ""), ev.resource)
+            and fnmatchcase(str(item.get("name") or ""), ev.name)
+            and (not ev.users or any(fnmatchcase(str(item.get("user") or ""), u) for u in ev.users)))
+
+
+def evidence_named(outcome: Outcome) -> bool:
+    """Whether a violated assertion's deciding evidence names what the row says it must."""
+    for assertion in outcome.violated():
+        for ev in outcome.item.technique.evidence:
+            if ev.text is not None and ev.text in str(assertion.get("text") or ""):
+                return True
+            if any(_matches(ev, d) for d in assertion.get("deciding_events") or []):
+                return True
+    return False
+
+
+def _deciding_summary(outcome: Outcome) -> str:
+    parts = []
+    for a in outcome.violated():
+        events = a.get("deciding_events") or []
+        shown = "; ".join(json.dumps({k: d.get(k) for k in ("verb", "resource", "name", "user", "code", "channel")
+                                      if d.get(k) not in (None, "")}, sort_keys=True) for d in events[:3])
+        parts.append(f"{a.get('source')}: {a.get('text')} <- [{shown or 'nothing'}]")
+    return " | ".join(parts) or "no violated assertion"
+
+
+def touched_nodes(campaign: Campaign, outcome: Outcome) -> list[str]:
+    """Shared nodes that still carry this row's label after the campaign."""
+    mine = {f"{NODE_LABEL}{e['namespace']}" for e in outcome.journal if e.get("namespace")}
+    return sorted(n for n, labels in campaign.nodes_after.items() if mine & set(labels))
+
+
+def problems(campaign: Campaign, outcome: Outcome) -> list[str]:
+    """Everything that keeps a row from holding; empty when the row holds."""
+    t, violating = outcome.item.technique, outcome.item.violating
+    out: list[str] = []
+    excluded = outcome.refused or outcome.status.get("step") == "Excluded"
+    played = [e for e in outcome.journal if not e.get("after_answer")]
+    if not excluded and not played:
+        out.append("the persona never played this row (no journal entry): "
+                   f"status {json.dumps(outcome.status, sort_keys=True)[:300]}")
+    out += [f"the persona's technique broke: {e['error']}" for e in outcome.journal if e.get("error")]
+    expected = t.expected(violating)
+    if expected and outcome.verdict not in expected:
+        out.append(f"verdict {outcome.verdict}, expected {' or '.join(sorted(expected))}: {outcome.reason[:400]}")
+    if not violating and t.benign_reason and outcome.verdict in expected and t.benign_reason not in outcome.reason:
+        out.append(f"the {outcome.verdict} does not give the reason {t.benign_reason}: {outcome.reason[:300]!r}")
+    if violating and outcome.verdict == FAIL and t.evidence and not evidence_named(outcome):
+        wanted = " or ".join(ev.describe() for ev in t.evidence)
+        out.append(f"the deciding evidence does not name {wanted}; it shows {_deciding_summary(outcome)[:600]}")
+    if t.shared_nodes_untouched and violating and touched_nodes(campaign, outcome):
+        out.append(f"shared node(s) {touched_nodes(campaign, outcome)} still carry the change after the run")
+    return out
