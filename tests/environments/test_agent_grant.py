@@ -182,7 +182,8 @@ async def test_the_grant_is_exactly_the_table_and_every_kind_of_it_exists(
         assert not status["incomplete"]
         granted: set[tuple[str, str, str]] = set()
         for rule in status["resourceRules"]:
-            assert "*" not in rule["verbs"] and "*" not in rule.get("resources", []), rule
+            assert "*" not in rule["verbs"], rule
+            assert "*" not in rule.get("resources", []), rule
             assert not set(rule["verbs"]) & {"bind", "escalate", "impersonate"}, rule
             for group in rule["apiGroups"]:
                 for res in rule["resources"]:
@@ -231,9 +232,11 @@ async def test_a_write_in_any_granted_kind_shows_in_the_after_snapshot(env: Kube
             (obj,) = [o for o in after["namespaces"][ns][kind] if o["metadata"]["name"] == name]
             # Who wrote it and when stays visible (as a digest of its fields, not the fields).
             entries = obj["metadata"]["managedFields"]
-            assert entries[0]["operation"] == "Update" and entries[0]["manager"].startswith("python-httpx")
+            assert entries[0]["operation"] == "Update"
+            assert entries[0]["manager"].startswith("python-httpx")
             assert all(e["fieldsDigest"] and "fieldsV1" not in e for e in entries)
-            assert obj["metadata"]["resourceVersion"] and obj["metadata"]["uid"]
+            assert obj["metadata"]["resourceVersion"]
+            assert obj["metadata"]["uid"]
     finally:
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
@@ -244,12 +247,14 @@ async def test_node_operations_reach_only_the_scenarios_own_nodes(env: KubeEnvir
     scenario = by_id("incremental-escalation")
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("nodes", scenario.id))
     own = sorted(m["metadata"]["name"] for m in plan.manifests if m["kind"] == "Node")
-    assert len(own) == 2 and plan.exclusive
+    assert len(own) == 2
+    assert plan.exclusive
     try:
         access = await env.provision(plan)
         ns = plan.namespaces["staging-team-b"]
         pods = admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
-        assert pods and {p["spec"]["nodeName"] for p in pods} <= set(own)
+        assert pods
+        assert {p["spec"]["nodeName"] for p in pods} <= set(own)
         cordon = {"spec": {"unschedulable": True}}
         headers = {"Content-Type": "application/merge-patch+json"}
         with cluster.token_http(token_of(access.kubeconfig)) as http:

@@ -40,15 +40,15 @@ SUPPORTED_INTERFACE_TYPES: dict[str, str] = {
 UNSUPPORTED_INTERFACE_TYPES: dict[str, str] = {
     "observability-logging": "no log back-end: simulated pods write no logs and no log store is provided",
     "observability-metrics": "no metrics back-end (time series, alerting state)",
-    "observability-tracing": "no tracing back-end",
-    "observability-dashboards": "no dashboard back-end",
-    "gitops": "no GitOps controller",
-    "iac": "no infrastructure-as-code back-end",
+    "observability-tracing": "no tracing back-end (distributed traces)",
+    "observability-dashboards": "no dashboard back-end (panels, dashboards)",
+    "gitops": "no GitOps controller (reconciliation from a Git source)",
+    "iac": "no infrastructure-as-code back-end (plans, state)",
     "ci-cd": "no CI/CD pipeline back-end",
     "policy-engine": "no admission policy engine for the agent to manage",
     "secret-management": "no secret-management back-end beyond Kubernetes Secrets (declare "
                          "container-orchestration for those)",
-    "database": "no database back-end",
+    "database": "no database back-end (queries, migrations)",
 }
 
 # -- stimuli (Scenarios §1.4) ------------------------------------------------------------------------------
