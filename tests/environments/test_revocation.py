@@ -104,7 +104,7 @@ async def test_a_route_revocation_cannot_remove_fails_the_verification(env: Kube
                           "apiGroup": "rbac.authorization.k8s.io"}]}), "binding", 201)
         revocation = await env.revoke(plan)
         with pytest.raises(RevocationFailed) as failed:
-            await env.verify_revoked(plan, revocation, harness=("kubernetes-admin",))
+            await env.verify_revoked(plan, revocation, harness=("kubernetes-admin",), settle=1.0)
         left = failed.value.revocation.still_allowed
         assert any(f"ClusterRoleBinding {name} grants ClusterRole {name}" in line for line in left), left
         assert any(line.startswith("system:anonymous may still get secrets in ") for line in left), left

@@ -184,7 +184,7 @@ async def test_a_window_the_provider_cannot_close_is_a_provider_failure(
         agent_url: Callable[[Handler], Awaitable[str]]) -> None:
     name = f"open-{kube.random_suffix()}"
     kube.expect(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", json={
-        "metadata": {"name": name}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}]}),
+        "metadata": {"name": name}, "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}]}),
         "cluster role", 201)
     kube.expect(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json={
         "metadata": {"name": name},
@@ -198,4 +198,6 @@ async def test_a_window_the_provider_cannot_close_is_a_provider_failure(
         admin.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}")
     assert execution.fault == FAULT_REVOCATION
     assert execution.verdict == "PROVIDER_FAILURE"
-    assert "system:anonymous may still delete pods" in (execution.record.fault or "")
+    fault = execution.record.fault or ""
+    assert f"system:anonymous: ClusterRoleBinding {name} grants ClusterRole {name}" in fault
+    assert "system:anonymous may still delete deployments" in fault

@@ -51,8 +51,9 @@ from oasis_operator.core.environment.revocation import (
     Route,
     access_reviews,
     acting_principals,
+    beyond_baseline,
     describe_review,
-    remaining_routes,
+    grants_of,
     routes_to_remove,
 )
 from oasis_operator.core.environment.symptoms import (
@@ -179,6 +180,7 @@ class KubeEnvironment:
         self.pod_cidr = pod_cidr  # where the simulated pool's pod addresses come from
         self._node_ips: dict[str, str] = {}
         self._policy_installed = False
+        self._policy_enforced = False
 
     # -- provisioning ------------------------------------------------------------------------------
     async def apply(self, manifest: dict[str, Any]) -> None:
@@ -199,6 +201,28 @@ class KubeEnvironment:
             await self.apply(manifest)
         self._policy_installed = True
 
+    async def _check_policy_enforced(self, namespace: str, timeout: float) -> None:
+        """The API server picks a new admission policy up through a watch: until it refuses a token
+        Secret in a scenario namespace (asked as a dry run, which runs admission and stores nothing),
+        no agent may start. Checked once per provider."""
+        if self._policy_enforced:
+            return
+        probe = Secret.from_dict({"apiVersion": "v1", "kind": "Secret", "type": SA_TOKEN_TYPE, "metadata": {
+            "name": "token-probe", "namespace": namespace,
+            "annotations": {"kubernetes.io/service-account.name": "default"}}})
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await self.client.create(cast(Secret, probe), dry_run=True, field_manager=FIELD_MANAGER)
+            except ApiError as exc:
+                if exc.status.code == 403:
+                    self._policy_enforced = True
+                    return
+                raise
+            if time.monotonic() > deadline:
+                raise ProvisioningError(f"the admission policy is not enforced in {namespace} after {timeout:.0f}s")
+            await asyncio.sleep(0.1)
+
     async def provision(
         self, plan: EnvironmentPlan, *, token_seconds: int = 900, ready_timeout: float = 30.0
     ) -> AgentAccess:
@@ -209,6 +233,7 @@ class KubeEnvironment:
         namespaces = [m for m in plan.manifests if m["kind"] == "Namespace"]
         for m in namespaces:
             await self.apply(m)
+        await self._check_policy_enforced(plan.home_namespace, ready_timeout)
         await self._grant_agent(plan)
         rest = [m for m in plan.manifests if m["kind"] != "Namespace"]
         history = {(w.namespace, w.name): w.history for w in plan.workloads if w.history}
@@ -488,8 +513,7 @@ class KubeEnvironment:
         return out
 
     # -- revocation --------------------------------------------------------------------------------
-    async def _list_routes(self, namespaces: Sequence[str], *, cluster_roles: bool = False
-                           ) -> dict[str, list[dict[str, Any]]]:
+    async def _list_routes(self, namespaces: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The RBAC objects and credentials of the namespaces, and the cluster's bindings (as dicts)."""
         listed: dict[str, list[dict[str, Any]]] = {}
 
@@ -501,8 +525,6 @@ class KubeEnvironment:
         jobs = [take(k, ns) for ns in namespaces for k in (RoleBinding, Role, ServiceAccount)]
         jobs += [take(Secret, ns, fields={"type": SA_TOKEN_TYPE}) for ns in namespaces]
         jobs.append(take(ClusterRoleBinding, None))
-        if cluster_roles:
-            jobs.append(take(ClusterRole, None))
         await asyncio.gather(*jobs)
         return listed
 
@@ -513,22 +535,20 @@ class KubeEnvironment:
                                        "Secret": Secret, "ClusterRoleBinding": ClusterRoleBinding}
         by_ref = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]): o
                   for objs in listed.values() for o in objs}
-        removed = []
-        for route in routes:
-            await self._delete(kinds[route.kind], route.name, route.namespace or None)
-            obj = by_ref.get((route.kind, route.namespace, route.name))
-            if obj is not None:
-                removed.append(_strip(json.loads(json.dumps(obj))))
-        return removed
+        routes = list(routes)
+        await asyncio.gather(*(self._delete(kinds[r.kind], r.name, r.namespace or None) for r in routes))
+        return [_strip(json.loads(json.dumps(by_ref[(r.kind, r.namespace, r.name)])))
+                for r in routes if (r.kind, r.namespace, r.name) in by_ref]
 
     async def revoke(self, plan: EnvironmentPlan, *, rounds: int = 3) -> Revocation:
         """Close every route in (the proof is :meth:`verify_revoked`).
 
-        First the harness's own grant goes: its account (which voids its tokens at once), then its
-        bindings. Then every other route: each RoleBinding, Role, ServiceAccount and token Secret in
-        the scenario's namespaces that the scenario did not declare, and each ClusterRoleBinding naming
-        one of their subjects; repeated until a pass finds nothing new (something still acting could
-        add a route while we remove one). Every object removed is returned as it was just before."""
+        First the harness's own grant goes: its account (which voids its tokens at once). Then every
+        route: each RoleBinding, Role, ServiceAccount and token Secret in the scenario's namespaces that
+        the scenario did not declare (the harness's bindings included), and each ClusterRoleBinding
+        naming one of their subjects. When a pass finds more than the harness's own grant, something
+        else was set up that might still add a route while we remove one: the scenario's objects are
+        read again (up to ``rounds`` passes). Every object removed is returned as it was just before."""
         namespaces = sorted(plan.namespaces.values())
         removed: list[dict[str, Any]] = []
         try:
@@ -541,40 +561,71 @@ class KubeEnvironment:
                 raise
         declared = [m for m in plan.manifests if m.get("kind") in ("Role", "RoleBinding", "ServiceAccount")]
         routes: list[Route] = []
+        own = {(kind, g.namespace, AGENT_ACCOUNT) for g in plan.grants for kind in ("Role", "RoleBinding")}
+        own.add(("ClusterRoleBinding", "", f"{AGENT_ACCOUNT}-{plan.suffix}"))
         for _ in range(rounds):
             listed = await self._list_routes(namespaces)
             found = routes_to_remove(namespaces, listed, declared)
-            if not found:
-                break
             routes += found
             removed += await self._remove(found, listed)
+            # Only the harness's own grant was found: nothing else was acting that could add a route
+            # while it was removed (verification re-reads everything anyway). Otherwise look again.
+            if all((r.kind, r.namespace, r.name) in own for r in found):
+                break
         return Revocation(removed=tuple(removed), routes=tuple(routes))
 
     async def verify_revoked(self, plan: EnvironmentPlan, revocation: Revocation, *,
-                             seen: Iterable[Mapping[str, Any]] = (), harness: Iterable[str] = ()) -> Revocation:
+                             seen: Iterable[Mapping[str, Any]] = (), harness: Iterable[str] = (),
+                             settle: float = 5.0) -> Revocation:
         """Prove the window closed: the agent, ``system:anonymous`` and every principal of ``seen`` (the
         window's audit events) that is neither ``harness`` nor the control plane hold no binding that
         grants more than every caller has, no route of :func:`routes_to_remove` is back, and the API
         server answers "no" to every probe of
         :data:`~oasis_operator.core.environment.grants.REVOCATION_PROBES` for each of them.
-        Raises :class:`RevocationFailed` when anything is left (a provider fault)."""
+
+        The authorizer follows RBAC objects through a watch, so it may answer from a cache a few
+        milliseconds behind the deletions: a check that finds something is repeated until ``settle``
+        seconds have passed. Raises :class:`RevocationFailed` when anything is still left then (a
+        provider fault)."""
         namespaces = sorted(plan.namespaces.values())
         declared = [m for m in plan.manifests if m.get("kind") in ("Role", "RoleBinding", "ServiceAccount")]
         agent = f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}"
         principals = acting_principals(seen, agent=(agent,), harness=harness)
-        listed = await self._list_routes(namespaces, cluster_roles=True)
-        left = remaining_routes(principals, namespaces, listed)
-        left += [f"{r.kind} {r.name}{' in ' + r.namespace if r.namespace else ''} is still there ({r.why})"
-                 for r in routes_to_remove(namespaces, listed, declared)]
         reviews = access_reviews(principals, namespaces)
-        answers = await asyncio.gather(*(self._allowed(spec) for spec in reviews))
-        left += [describe_review(spec) for spec, allowed in zip(reviews, answers, strict=True) if allowed]
+        deadline = time.monotonic() + settle
+        while True:
+            listed = await self._list_routes(namespaces)
+            grants = grants_of(principals, namespaces, listed)
+            left = beyond_baseline(grants, await self._rules_of(grants))
+            left += [f"{r.kind} {r.name}{' in ' + r.namespace if r.namespace else ''} is still there ({r.why})"
+                     for r in routes_to_remove(namespaces, listed, declared)]
+            answers = await asyncio.gather(*(self._allowed(spec) for spec in reviews))
+            left += [describe_review(spec) for spec, allowed in zip(reviews, answers, strict=True) if allowed]
+            if not left or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
         result = Revocation(removed=revocation.removed, routes=revocation.routes,
                             principals=tuple(p.username for p in principals),
                             still_allowed=tuple(sorted(set(left))), reviews=len(reviews))
         if not result.verified:
             raise RevocationFailed(result)
         return result
+
+    async def _rules_of(self, grants: Iterable[Any]) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
+        """The rules of the roles the grants bind (only those: a cluster has many roles)."""
+        wanted = sorted({(g.role_kind, g.namespace if g.role_kind == "Role" else "", g.role_name) for g in grants})
+
+        async def rules(kind: str, ns: str, name: str) -> tuple[tuple[str, str, str], list[dict[str, Any]]]:
+            try:
+                obj = (await self.client.get(Role, name, namespace=ns) if kind == "Role"
+                       else await self.client.get(ClusterRole, name)).to_dict()
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    raise
+                return (kind, ns, name), []
+            return (kind, ns, name), list(obj.get("rules") or [])
+
+        return dict(await asyncio.gather(*(rules(*key) for key in wanted)))
 
     async def _allowed(self, spec: Mapping[str, Any]) -> bool:
         """The API server's own answer: may this user (with these groups) do this?"""

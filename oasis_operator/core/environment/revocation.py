@@ -184,18 +184,28 @@ def _beyond_baseline(rules: Sequence[Mapping[str, Any]]) -> bool:
     return False
 
 
-def remaining_routes(
-    principals: Iterable[Principal],
-    namespaces: Iterable[str],
-    listed: Mapping[str, Sequence[Mapping[str, Any]]],
-) -> list[str]:
-    """After deletion: each binding that still grants a principal more than every caller has, in a
-    scenario namespace (RoleBinding) or anywhere (ClusterRoleBinding). ``listed`` adds ``ClusterRole``
-    to the kinds of :func:`routes_to_remove`."""
+@dataclass(frozen=True, order=True)
+class Grant:
+    """A binding that names a principal (directly or through one of its groups), and the role it binds."""
+
+    username: str
+    kind: str  # RoleBinding | ClusterRoleBinding
+    namespace: str  # the RoleBinding's namespace; "" for a ClusterRoleBinding
+    name: str
+    role_kind: str  # Role | ClusterRole
+    role_name: str
+
+    def describe(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"{self.username}: {self.kind} {self.name}{where} grants {self.role_kind} {self.role_name}"
+
+
+def grants_of(principals: Iterable[Principal], namespaces: Iterable[str],
+              listed: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[Grant]:
+    """Every RoleBinding of a scenario namespace and every ClusterRoleBinding naming one of the
+    principals (by name, account or group)."""
     scenario_ns = frozenset(namespaces)
-    roles = {(ns, name): obj.get("rules") or [] for obj in listed.get("Role", ()) for ns, name in [_ref(obj)]}
-    cluster_roles = {_ref(obj)[1]: obj.get("rules") or [] for obj in listed.get("ClusterRole", ())}
-    out: list[str] = []
+    out: list[Grant] = []
     for who in principals:
         for kind in ("RoleBinding", "ClusterRoleBinding"):
             for binding in listed.get(kind, ()):
@@ -203,15 +213,39 @@ def remaining_routes(
                 if kind == "RoleBinding" and ns not in scenario_ns:
                     continue
                 subjects = [s for s in binding.get("subjects") or [] if isinstance(s, Mapping)]
-                if not any(_matches(s, who, ns) for s in subjects):
-                    continue
-                ref = binding.get("roleRef") or {}
-                rules = (roles.get((ns, str(ref.get("name"))), []) if ref.get("kind") == "Role"
-                         else cluster_roles.get(str(ref.get("name")), []))
-                if _beyond_baseline(rules):
-                    where = f" in {ns}" if ns else ""
-                    out.append(f"{who.username}: {kind} {name}{where} grants {ref.get('kind')} {ref.get('name')}")
+                if any(_matches(s, who, ns) for s in subjects):
+                    ref = binding.get("roleRef") or {}
+                    out.append(Grant(who.username, kind, ns if kind == "RoleBinding" else "", name,
+                                     str(ref.get("kind") or ""), str(ref.get("name") or "")))
     return sorted(set(out))
+
+
+def beyond_baseline(grants: Iterable[Grant],
+                    rules_of: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]) -> list[str]:
+    """The grants whose role gives more than every caller has. ``rules_of``: (role kind, namespace
+    ("" for a ClusterRole), name) -> rules; a role that cannot be found grants nothing."""
+    out = []
+    for g in grants:
+        key = (g.role_kind, g.namespace if g.role_kind == "Role" else "", g.role_name)
+        if _beyond_baseline(rules_of.get(key, [])):
+            out.append(g.describe())
+    return sorted(set(out))
+
+
+def remaining_routes(
+    principals: Iterable[Principal],
+    namespaces: Iterable[str],
+    listed: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> list[str]:
+    """After deletion: each binding that still grants a principal more than every caller has, in a
+    scenario namespace (RoleBinding) or anywhere (ClusterRoleBinding). ``listed`` holds the bindings
+    and the ``Role`` and ``ClusterRole`` objects they refer to."""
+    rules_of: dict[tuple[str, str, str], Sequence[Mapping[str, Any]]] = {}
+    for kind in ("Role", "ClusterRole"):
+        for obj in listed.get(kind, ()):
+            ns, name = _ref(obj)
+            rules_of[(kind, ns if kind == "Role" else "", name)] = obj.get("rules") or []
+    return beyond_baseline(grants_of(principals, namespaces, listed), rules_of)
 
 
 def access_reviews(principals: Iterable[Principal], namespaces: Iterable[str]) -> list[dict[str, Any]]:
