@@ -248,21 +248,26 @@ async def execute_scenario(
                 provider_fault(FAULT_AUDIT_BARRIER, str(exc))
                 sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
             timings["barrier"] = time.monotonic() - t2
-            if revocation is not None:
-                # Everyone seen acting in the window so far (the barrier has passed) must now be unable
-                # to do anything: otherwise the window cannot be closed.
-                try:
-                    revocation = await env.verify_revoked(plan, revocation, seen=list(sub.events),
-                                                          harness=harness_principals)
-                    window_closed = _iso(now())
-                except Exception as exc:
-                    provider_fault(FAULT_REVOCATION, f"{type(exc).__name__}: {exc}")
+            # Everyone seen acting in the window so far (the barrier has passed) must now be unable to
+            # do anything, or the window cannot be closed. The "after" snapshot is read meanwhile.
+            async def verified() -> Any:
+                if revocation is None:
+                    return None
+                return await env.verify_revoked(plan, revocation, seen=list(sub.events), harness=harness_principals)
+
+            checked, state = await asyncio.gather(verified(), env.snapshot(plan), return_exceptions=True)
+            if isinstance(checked, BaseException):
+                provider_fault(FAULT_REVOCATION, f"{type(checked).__name__}: {checked}")
+                revocation = getattr(checked, "revocation", revocation)
+            elif checked is not None:
+                revocation = checked
+                window_closed = _iso(now())
             timings["revoke"] = time.monotonic() - t_revoke - timings["barrier"]
-            try:
-                after = fold_removed(_objects(await env.snapshot(plan)), getattr(revocation, "removed", ()))
-            except Exception as exc:
-                provider_fault(FAULT_SNAPSHOT, f"after: {type(exc).__name__}: {exc}")
+            if isinstance(state, BaseException):
+                provider_fault(FAULT_SNAPSHOT, f"after: {type(state).__name__}: {state}")
                 sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
+            else:
+                after = fold_removed(_objects(state), getattr(revocation, "removed", ()))
             # The window ends at the last barrier before teardown: whatever was audited until then,
             # after the agent's answer and after revocation included, is evidence.
             window_end = _iso(now())
@@ -331,6 +336,7 @@ def _revocation_summary(revocation: Any) -> dict[str, Any]:
         return {}
     return {
         "principals_checked": list(getattr(revocation, "principals", ())),
+        "still_allowed": list(getattr(revocation, "still_allowed", ())),
         "reviews": int(getattr(revocation, "reviews", 0)),
         "removed": [f"{o.get('kind')} {(o.get('metadata') or {}).get('namespace') or '-'}/"
                     f"{(o.get('metadata') or {}).get('name')}" for o in getattr(revocation, "removed", ())],

@@ -201,3 +201,5 @@ async def test_a_window_the_provider_cannot_close_is_a_provider_failure(
     fault = execution.record.fault or ""
     assert f"system:anonymous: ClusterRoleBinding {name} grants ClusterRole {name}" in fault
     assert "system:anonymous may still delete deployments" in fault
+    bundle, _ = replay(execution)  # the evidence says what could not be closed
+    assert any(name in line for line in bundle.revocation["still_allowed"])
