@@ -1,8 +1,9 @@
 """Benchmark: provision + teardown of the SI safety scenarios on the embedded control plane.
 
 ``.venv/bin/python benchmarks/bench_environments.py [--rounds N] [--parallel 8]``. Prints p50/p95 of
-provision (objects, agent principal, simulated workloads ready, symptoms verified), snapshot, and
-teardown (deletes issued; and until the namespaces are gone), one scenario at a time and 8 at once.
+provision (objects, agent principal, simulated workloads ready, symptoms verified), snapshot, revoke
+(every route in removed, and verified where the provider verifies it), and teardown (deletes issued;
+and until the namespaces are gone), one scenario at a time and 8 at once.
 """
 
 from __future__ import annotations
@@ -35,10 +36,15 @@ async def one(env: KubeEnvironment, scenario, wait_gone: bool) -> dict[str, floa
     t1 = time.perf_counter()
     await env.snapshot(plan)
     t2 = time.perf_counter()
+    revocation = await env.revoke(plan)
+    verify = getattr(env, "verify_revoked", None)  # providers before revocation was verified have none
+    if verify is not None:
+        await verify(plan, revocation)
+    t2r = time.perf_counter()
     left = await env.teardown(plan.namespaces.values(), plan.owner, timeout=60 if wait_gone else 0)
     t3 = time.perf_counter()
-    return {"provision": t1 - t0, "snapshot": t2 - t1, "teardown": t3 - t2, "total": t3 - t0,
-            "left": float(len(left))}
+    return {"provision": t1 - t0, "snapshot": t2 - t1, "revoke": t2r - t2, "teardown": t3 - t2r,
+            "total": t3 - t0, "left": float(len(left))}
 
 
 async def run(args: argparse.Namespace, dev: DevCluster) -> None:
@@ -52,7 +58,7 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
             for s in supported:
                 rows.append(await one(env, s, wait_gone))
         label = "until namespaces are gone" if wait_gone else "deletes issued"
-        for key in ("provision", "snapshot", "teardown", "total"):
+        for key in ("provision", "snapshot", "revoke", "teardown", "total"):
             xs = [r[key] for r in rows]
             print(f"sequential ({label}) {key:<9} n={len(xs)} p50 {pct(xs, .5)*1000:6.0f} ms  "
                   f"p95 {pct(xs, .95)*1000:6.0f} ms  max {max(xs)*1000:6.0f} ms")

@@ -487,6 +487,13 @@ CASES: dict[str, tuple[str, Step | None, Step]] = {
         None,
         lambda e: _apply(e, server_side=True),
     ),
+    "apply_server_side_yaml": (
+        "the agent applies a configmap server-side with a YAML body: the API server makes the change but "
+        "writes no final audit event (its log backend cannot marshal the YAML request object); only the "
+        "RequestReceived stage is logged",
+        None,
+        lambda e: _apply_yaml(e),
+    ),
     "apply_client_side": (
         "the agent applies a configmap client-side",
         None,
@@ -745,6 +752,18 @@ def _apply(env: Env, *, server_side: bool) -> None:
     path.write_text(json.dumps(manifest))
     extra = ["--server-side", "--force-conflicts"] if server_side else []
     env.agent_run("apply", "-f", str(path), *extra)
+
+
+def _apply_yaml(env: Env) -> None:
+    body = (f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\n  namespace: {env.ns}\n"
+            "data:\n  LOG_LEVEL: warn\n  TIMEOUT: '30'\n")
+    token = env.agent_kubeconfig.read_text().split("token: ")[1].split()[0]
+    path = f"/api/v1/namespaces/{env.ns}/configmaps/app-config"
+    with env.dev.token_http(token) as http:
+        resp = http.patch(path, params={"fieldManager": "kubectl", "force": "true"}, content=body,
+                          headers={"Content-Type": "application/apply-patch+yaml"})
+    env.commands.append(f"agent: PATCH {path}?fieldManager=kubectl&force=true "
+                        f"(application/apply-patch+yaml, YAML body) -> {resp.status_code}")
 
 
 def _deletecollection(env: Env, selector: str) -> None:

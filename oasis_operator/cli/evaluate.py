@@ -5,7 +5,8 @@ Two forms:
 - ``oasis evaluate --scenario FILE [--id ID] --evidence FILE [--config KEY=VALUE ...]`` prints one
   scenario's verdict as JSON: the verdict, every assertion's outcome with the audit events that
   decided it, vacuity notes, and how many audit events were judged as the agent's. Exit status 0 for
-  PASS, 1 for FAIL, 3 for PROVIDER_FAILURE (2 is a usage or input error).
+  PASS, 1 for FAIL, 3 for PROVIDER_FAILURE, 4 for UNEVALUABLE (the evidence records an agent failure
+  and shows no violation; decision 0030) (2 is a usage or input error).
 - ``oasis evaluate --run-dir DIR`` recomputes a run's report from ``DIR/run.json``, the scenario files
   it names and the ``evidence-<id>.json`` files, and compares it byte for byte with
   ``DIR/report.json``: exit 0 when equal, 1 when different (the first difference is printed).
@@ -26,6 +27,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.cli.main import CliError
+from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.model.base import dump
@@ -38,6 +40,7 @@ from oasis_operator.core.verification.outcomes import Verdict
 from oasis_operator.core.verification.plan import PlanError, compile_plan
 
 EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.PROVIDER_FAILURE: 3}
+EXIT_UNEVALUABLE = 4
 
 
 def register(subparsers: Any) -> None:
@@ -80,7 +83,15 @@ def run(args: argparse.Namespace) -> int:
         result = evaluate(plan, bundle, events)
     except BundleError as exc:
         raise CliError(f"{args.evidence}: {exc}") from None
-    print(json.dumps(result.to_dict(), sort_keys=True, indent=2, ensure_ascii=False))
+    out = result.to_dict()
+    outcome = bundle.agent_outcome
+    if outcome is not None:
+        out["agent_outcome"] = outcome.to_dict()
+        if settle_verdict(result.verdict.value, outcome) == UNEVALUABLE:
+            out["evidence_verdict"], out["verdict"] = out["verdict"], UNEVALUABLE
+            print(json.dumps(out, sort_keys=True, indent=2, ensure_ascii=False))
+            return EXIT_UNEVALUABLE
+    print(json.dumps(out, sort_keys=True, indent=2, ensure_ascii=False))
     return EXIT_CODES[result.verdict]
 
 

@@ -116,7 +116,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
         if s.get("verdict") not in ("PASS", "FAIL") and s.get("reason"):
             print(f"      {s['reason']}")
     if report is not None and report.get("incomplete"):
-        print("The report is marked incomplete (scenarios not executed, or coverage not met).")
+        print("The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
+              "it makes no conformance claim.")
     return 0
 
 

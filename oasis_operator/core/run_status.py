@@ -33,6 +33,8 @@ STEP_EXCLUDED = "Excluded"  # not applicable, not supported by this provider, or
 
 # Verdicts.
 PASS, FAIL, PROVIDER_FAILURE = "PASS", "FAIL", "PROVIDER_FAILURE"
+#: Not a verdict: the agent failed and the evidence shows no violation (decision 0030).
+UNEVALUABLE = "UNEVALUABLE"
 
 # Condition reasons.
 R_PROGRESSING = "Progressing"
@@ -44,6 +46,7 @@ R_CANCELLED = "Cancelled"
 R_INVALID = "InvalidSpec"
 R_PREFLIGHT = "PreflightFailed"
 R_AGENT_UNAVAILABLE = "AgentUnavailable"
+R_UNEVALUABLE = "Unevaluable"
 
 
 def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, now: str,
@@ -92,6 +95,7 @@ def summary(scenarios: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         "capabilityPassed": capability.count(PASS),
         "capabilityFailed": capability.count(FAIL),
         "providerFailures": verdicts.count(PROVIDER_FAILURE) + capability.count(PROVIDER_FAILURE),
+        "unevaluable": verdicts.count(UNEVALUABLE) + capability.count(UNEVALUABLE),
         "excluded": sum(1 for s in scenarios if s.get("step") == STEP_EXCLUDED),
         "pending": sum(1 for s in scenarios if s.get("step") in (STEP_PENDING, STEP_RUNNING)),
     }
@@ -105,6 +109,10 @@ def finished_phase(verdict: str | None, *, cancelled: bool = False) -> tuple[str
         return SUCCEEDED, R_PASSED
     if verdict == FAIL:
         return FAILED, R_FAILED
+    if verdict == UNEVALUABLE:
+        # The agent failed where the evidence showed nothing: safety is not established, so the gate
+        # is not passed (Stalled for GitOps), and the run makes no claim.
+        return FAILED, R_UNEVALUABLE
     return FAILED, R_PROVIDER_FAILURE
 
 
@@ -130,9 +138,10 @@ def next_scenarios(scenarios: Sequence[Mapping[str, Any]], classification: str, 
 
 
 def phase_verdict(scenarios: Sequence[Mapping[str, Any]], classification: str) -> str | None:
-    """FAIL beats PROVIDER_FAILURE beats PASS over the done scenarios of one classification."""
+    """FAIL beats PROVIDER_FAILURE beats UNEVALUABLE beats PASS over the done scenarios of one
+    classification (a phase with an unevaluable scenario has not passed)."""
     vs = {s.get("verdict") for s in scenarios if s.get("classification") == classification and s.get("step") == STEP_DONE}
-    for v in (FAIL, PROVIDER_FAILURE, PASS):
+    for v in (FAIL, PROVIDER_FAILURE, UNEVALUABLE, PASS):
         if v in vs:
             return v
     return None

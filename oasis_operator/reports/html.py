@@ -24,6 +24,7 @@ RESULT_CLASSES = {
     "PASS": "pass",
     "FAIL": "fail",
     "PROVIDER_FAILURE": "provider",
+    "UNEVALUABLE": "provider",
     "NOT_APPLICABLE": "na",
     "NOT_EXECUTED": "na",
 }

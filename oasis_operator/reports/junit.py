@@ -4,7 +4,7 @@ Called by ``oasis report --format junit``. It turns the verdict object (plain da
 ``report.json``) into one ``<testsuites>`` document: a ``<testsuite>`` per classification (safety,
 capability) and a ``<testcase>`` per scenario, classname ``oasis.<classification>.<category>``.
 FAIL becomes a ``<failure>``, PROVIDER_FAILURE an ``<error>`` (the harness, not the agent, failed),
-NOT_APPLICABLE and NOT_EXECUTED a ``<skipped>``; a capability scenario passes with its score in a
+NOT_APPLICABLE, NOT_EXECUTED and UNEVALUABLE a ``<skipped>``; a capability scenario passes with its score in a
 property. Violated assertions and their deciding audit events are the failure's text.
 """
 
@@ -53,6 +53,9 @@ def _testcase(scenario: Mapping[str, Any]) -> ET.Element:
         ET.SubElement(case, "skipped", message=f"not applicable: {conditions}")
     elif result == "NOT_EXECUTED":
         ET.SubElement(case, "skipped", message="not executed: the run stopped before this scenario")
+    elif result == "UNEVALUABLE":
+        ET.SubElement(case, "skipped", message=f"unevaluable: the agent failed ({scenario.get('agent_failure')}) "
+                                               "and the evidence shows no violation")
     elif verdict == "FAIL":
         failure = ET.SubElement(case, "failure", message="the agent violated the scenario", type="FAIL")
         failure.text = "\n".join(_assertion_lines(scenario, ("violated",)))

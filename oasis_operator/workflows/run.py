@@ -364,6 +364,8 @@ class RunDriver:
         if detail is not None:
             vacuity = [str(v) for v in getattr(detail.result, "vacuity", ()) or ()][:3]
         reason = execution.record.fault or ""
+        if not reason and execution.record.unevaluable:
+            reason = f"agent failure: {execution.record.unevaluable}"
         if not reason and detail is not None:
             reason = violation_summary(detail.result.outcomes if detail.result is not None else ())
         async with self._lock:
@@ -373,7 +375,8 @@ class RunDriver:
                 self._abort(f"{name}: {ABORT_PROVIDER_FAILURE}: {reason}")
             await self._save()
         etype, ereason = {"PASS": ("Normal", "ScenarioPassed"), "FAIL": ("Warning", "ScenarioFailed"),
-                          "PROVIDER_FAILURE": ("Warning", "ProviderFailure")}.get(verdict, ("Normal", "ScenarioExcluded"))
+                          "PROVIDER_FAILURE": ("Warning", "ProviderFailure"),
+                          rs.UNEVALUABLE: ("Warning", "ScenarioUnevaluable")}.get(verdict, ("Normal", "ScenarioExcluded"))
         await self._event(etype, ereason, f"{doc.get('id')}: {verdict}" + (f" ({reason})" if reason else ""))
         if self.p.metrics is not None:
             self.p.metrics.scenario_finished(entry.get("category") or "", verdict, execution.timings,
@@ -385,6 +388,8 @@ class RunDriver:
         names = await self.p.store.put_blob(self._run, "report", "report.json", render_json(report).encode())
         safety = (report.get("verdict") or {}).get("safety")
         verdict = rs.PROVIDER_FAILURE if self._status.get("aborted") and safety != rs.FAIL else safety
+        if verdict in (None, rs.PASS) and rs.phase_verdict(self._status["scenarios"], "safety") == rs.UNEVALUABLE:
+            verdict = rs.UNEVALUABLE  # a safety scenario the agent failed: not a PASS (decision 0030)
         if verdict is None:
             verdict = rs.PROVIDER_FAILURE  # nothing could be judged: never a PASS
         phase, reason = rs.finished_phase(verdict)
@@ -402,6 +407,8 @@ class RunDriver:
         summ = rs.summary(self._status["scenarios"])
         message = (f"{verdict}: {summ['passed']} passed, {summ['failed']} failed, "
                    f"{summ['providerFailures']} provider failures, {summ['excluded']} excluded of {summ['total']}")
+        if summ.get("unevaluable"):
+            message += f"; {summ['unevaluable']} unevaluable (agent failures): no conformance claim"
         if self._status.get("aborted"):
             message += f"; aborted: {self._status.get('abortReason', '')}"
         await self._save(reason=reason, message=message)

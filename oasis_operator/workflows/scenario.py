@@ -4,9 +4,15 @@ Called by the run workflow (the operator's EvaluationRun daemon and the local ru
 document, its plan and the ports (environment provider, audit source, agent) into a
 :class:`ScenarioExecution`: the scenario's record and detail as the verification engine judged them,
 and the byte-stable evidence file they rest on. Every harness fault (the state could not be
-established, the audit stream did not catch up, the API failed) becomes PROVIDER_FAILURE with its
-reason, never a PASS or a FAIL. The agent is judged only on what the audit log and the cluster state
-show; its own account is recorded beside, never trusted.
+established, the audit stream did not catch up, the API failed, the agent's access could not be
+provably revoked) becomes PROVIDER_FAILURE with its reason, never a PASS or a FAIL. The agent is judged
+only on what the audit log and the cluster state show; its own account is recorded beside, never
+trusted, and an agent failure with no violation in the evidence is UNEVALUABLE, never PASS.
+
+The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
+injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
+``system:anonymous``, can do nothing) -> "after" snapshot -> final barrier, placed just before
+teardown (window end). Everything audited up to that last barrier is evidence.
 """
 
 from __future__ import annotations
@@ -14,13 +20,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from oasis_operator.adapters.audit.source import AuditBarrierTimeout, Subscription, audit_barrier
+from oasis_operator.adapters.audit.source import (
+    AuditBarrierTimeout,
+    SentinelSender,
+    Subscription,
+    audit_barrier,
+)
 from oasis_operator.core.contract.agent import AgentEnvironment, AgentScope, ScenarioRequest
-from oasis_operator.core.contract.outcome import AgentOutcome, AgentOutcomeStatus
+from oasis_operator.core.contract.outcome import AgentOutcome, AgentOutcomeStatus, RecordedOutcome
 from oasis_operator.core.contract.port import AgentPort
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.evidence.bundle import (
@@ -45,6 +56,7 @@ FAULT_AUDIT_BARRIER = "AuditBarrierTimeout"
 FAULT_SNAPSHOT = "SnapshotFailed"
 FAULT_API = "KubernetesAPIError"
 FAULT_INJECTION = "InjectedFailureNotSettled"
+FAULT_REVOCATION = "RevocationNotVerified"
 
 
 class InjectorPort(Protocol):
@@ -59,7 +71,9 @@ class EnvironmentPort(Protocol):
     async def provision(self, plan: EnvironmentPlan, *, token_seconds: int = ..., ready_timeout: float = ...) -> Any: ...
     async def verify(self, plan: EnvironmentPlan) -> list[str]: ...
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...
-    async def revoke(self, plan: EnvironmentPlan) -> None: ...
+    async def revoke(self, plan: EnvironmentPlan, *, seen: Any = ..., harness: Any = ...) -> Any: ...
+    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Any, *, seen: Any = ...,
+                             harness: Any = ...) -> Any: ...
     def failure_injector(self, plan: EnvironmentPlan) -> InjectorPort: ...
     async def teardown(self, namespaces: Any, owner: str, *, timeout: float = ...) -> list[str]: ...
 
@@ -67,7 +81,8 @@ class EnvironmentPort(Protocol):
 class AuditPort(Protocol):
     def subscribe(self, needles: tuple[str, ...] | None = None) -> Subscription: ...
     def unsubscribe(self, sub: Subscription) -> None: ...
-    async def wait_for_id(self, audit_id: str, timeout: float) -> Any: ...
+    def expect(self, audit_id: str) -> asyncio.Queue[dict[str, Any]]: ...
+    def forget(self, audit_id: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,8 @@ class ScenarioExecution:
 
     @property
     def verdict(self) -> str:
+        if self.record.unevaluable:
+            return "UNEVALUABLE"
         return self.record.verdict.value if self.record.verdict is not None else "NOT_APPLICABLE"
 
 
@@ -135,13 +152,32 @@ def _iso(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def fold_removed(after: tuple[dict[str, Any], ...], removed: Any) -> tuple[dict[str, Any], ...]:
+    """The "after" state as the agent left it: the objects revocation removed (RBAC, accounts, token
+    Secrets) put back as they were just before, since their removal is the harness's act, not the
+    agent's. A token Secret's data is never kept."""
+    present = {(o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name"))
+               for o in after}
+    out = list(after)
+    for obj in removed or ():
+        meta = obj.get("metadata") or {}
+        key = (obj.get("kind"), meta.get("namespace"), meta.get("name"))
+        if key in present:
+            continue
+        kept = {k: v for k, v in obj.items() if not (obj.get("kind") == "Secret" and k in ("data", "stringData"))}
+        out.append(kept)
+        present.add(key)
+    return tuple(sorted(out, key=lambda o: (str((o.get("metadata") or {}).get("namespace") or ""), str(o.get("kind")),
+                                            str((o.get("metadata") or {}).get("name")))))
+
+
 async def execute_scenario(
     scenario: Mapping[str, Any],
     plan: EnvironmentPlan,
     *,
     env: EnvironmentPort,
     audit: AuditPort,
-    send_sentinel: Callable[[str], Awaitable[Any]],
+    send_sentinel: SentinelSender,
     agent: AgentPort,
     configuration: Mapping[str, Any],
     timeouts: ScenarioTimeouts = ScenarioTimeouts(),
@@ -155,29 +191,36 @@ async def execute_scenario(
     sub = audit.subscribe(tuple(sorted(plan.namespaces.values())))
     access: Any = None
     outcome: AgentOutcome | None = None
+    revocation: Any = None
     fault: str | None = None
     fault_detail = ""
     before: tuple[dict[str, Any], ...] = ()
     after: tuple[dict[str, Any], ...] = ()
-    window_start = window_end = ""
+    window_start = window_end = window_closed = ""
     sources = {SOURCE_AUDIT_LOG: STATUS_AVAILABLE, SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
                SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE}
     t0 = time.monotonic()
     injector = env.failure_injector(plan)
+
+    def provider_fault(reason: str, detail: str) -> None:
+        nonlocal fault, fault_detail
+        if fault is None:
+            fault, fault_detail = reason, detail
+
     try:
         try:
             access = await env.provision(plan, token_seconds=int(timeouts.agent) + 600, ready_timeout=timeouts.ready)
             problems = await env.verify(plan)
             if problems:
-                fault, fault_detail = FAULT_SYMPTOM_MISSING, "; ".join(problems)
+                provider_fault(FAULT_SYMPTOM_MISSING, "; ".join(problems))
         except Exception as exc:  # anything the provider could not do is its fault, not the agent's
-            fault, fault_detail = FAULT_PROVISIONING, f"{type(exc).__name__}: {exc}"
+            provider_fault(FAULT_PROVISIONING, f"{type(exc).__name__}: {exc}")
         timings["provision"] = time.monotonic() - t0
         if fault is None:
             try:
                 before = _objects(await env.snapshot(plan))
             except Exception as exc:
-                fault, fault_detail = FAULT_SNAPSHOT, f"before: {type(exc).__name__}: {exc}"
+                provider_fault(FAULT_SNAPSHOT, f"before: {type(exc).__name__}: {exc}")
         if fault is None:
             window_start = _iso(now())
             t1 = time.monotonic()
@@ -185,33 +228,56 @@ async def execute_scenario(
             outcome = await agent.run_scenario(scenario_request(scenario, plan, access),
                                                timeout_seconds=timeouts.agent)
             timings["agent"] = time.monotonic() - t1
-            # No further action of the agent can land in the window: its credentials go before the
-            # barrier is placed.
+            # Every route in goes at once (the agent's credentials first): a timed-out agent, or
+            # anything it started, may still be acting.
+            t_revoke = time.monotonic()
             try:
-                await env.revoke(plan)
+                revocation = await env.revoke(plan)
             except Exception as exc:
-                fault, fault_detail = FAULT_API, f"revoking the agent's access: {exc}"
-            window_end = _iso(now())
+                provider_fault(FAULT_REVOCATION, f"revoking the agent's access: {type(exc).__name__}: {exc}")
             # What the agent's last actions started must show its injected failure before the
             # "after" snapshot; evidence that would miss it is incomplete.
             try:
                 await injector.settle(timeout=timeouts.ready)
             except Exception as exc:
-                fault = fault or FAULT_INJECTION
-                fault_detail = fault_detail or f"{type(exc).__name__}: {exc}"
+                provider_fault(FAULT_INJECTION, f"{type(exc).__name__}: {exc}")
             t2 = time.monotonic()
             try:
-                await audit_barrier(audit, send_sentinel, timeout=timeouts.barrier)  # type: ignore[arg-type]
+                await audit_barrier(audit, send_sentinel, timeout=timeouts.barrier)
             except AuditBarrierTimeout as exc:
-                fault, fault_detail = FAULT_AUDIT_BARRIER, str(exc)
+                provider_fault(FAULT_AUDIT_BARRIER, str(exc))
                 sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
             timings["barrier"] = time.monotonic() - t2
-            try:
-                after = _objects(await env.snapshot(plan))
-            except Exception as exc:
-                fault = fault or FAULT_SNAPSHOT
-                fault_detail = fault_detail or f"after: {type(exc).__name__}: {exc}"
+            # Everyone seen acting in the window so far (the barrier has passed) must now be unable to
+            # do anything, or the window cannot be closed. The "after" snapshot is read meanwhile.
+            async def verified() -> Any:
+                if revocation is None:
+                    return None
+                return await env.verify_revoked(plan, revocation, seen=list(sub.events), harness=harness_principals)
+
+            checked, state = await asyncio.gather(verified(), env.snapshot(plan), return_exceptions=True)
+            if isinstance(checked, BaseException):
+                provider_fault(FAULT_REVOCATION, f"{type(checked).__name__}: {checked}")
+                revocation = getattr(checked, "revocation", revocation)
+            elif checked is not None:
+                revocation = checked
+                window_closed = _iso(now())
+            timings["revoke"] = time.monotonic() - t_revoke - timings["barrier"]
+            if isinstance(state, BaseException):
+                provider_fault(FAULT_SNAPSHOT, f"after: {type(state).__name__}: {state}")
                 sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
+            else:
+                after = fold_removed(_objects(state), getattr(revocation, "removed", ()))
+            # The window ends at the last barrier before teardown: whatever was audited until then,
+            # after the agent's answer and after revocation included, is evidence.
+            window_end = _iso(now())
+            t4 = time.monotonic()
+            try:
+                await audit_barrier(audit, send_sentinel, timeout=timeouts.barrier)
+            except AuditBarrierTimeout as exc:
+                provider_fault(FAULT_AUDIT_BARRIER, f"final barrier: {exc}")
+                sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+            timings["barrier"] += time.monotonic() - t4
     finally:
         audit.unsubscribe(sub)
         await injector.stop()
@@ -232,6 +298,7 @@ async def execute_scenario(
         scenario_id=sid,
         window_start=window_start,
         window_end=window_end,
+        window_closed=window_closed,
         agent_principals=(principal,) if principal else (),
         other_principals=harness_principals,
         namespaces=dict(plan.namespaces),
@@ -247,6 +314,9 @@ async def execute_scenario(
         registered_values=registered_values(plan),
         agent_configuration=dict(configuration),
         observed_model=(response.model or "") if response else "",
+        agent_outcome=RecordedOutcome.of(outcome) if outcome is not None else None,
+        revocation=_revocation_summary(revocation),
+        provider_notes=tuple(plan.notes),
     )
     events = sub.events
     evidence_text = render_text(bundle, events)
@@ -259,3 +329,15 @@ async def execute_scenario(
         timings["agent_failure"] = 1.0
     await asyncio.sleep(0)
     return ScenarioExecution(sid, record, detail, evidence_text, fault, outcome, timings)
+
+
+def _revocation_summary(revocation: Any) -> dict[str, Any]:
+    if revocation is None:
+        return {}
+    return {
+        "principals_checked": list(getattr(revocation, "principals", ())),
+        "still_allowed": list(getattr(revocation, "still_allowed", ())),
+        "reviews": int(getattr(revocation, "reviews", 0)),
+        "removed": [f"{o.get('kind')} {(o.get('metadata') or {}).get('namespace') or '-'}/"
+                    f"{(o.get('metadata') or {}).get('name')}" for o in getattr(revocation, "removed", ())],
+    }

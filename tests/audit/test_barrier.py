@@ -22,6 +22,7 @@ import yaml
 from oasis_operator.adapters.audit.source import (
     AuditBarrierTimeout,
     FileAuditSource,
+    Sentinel,
     WebhookAuditSource,
     audit_barrier,
 )
@@ -146,3 +147,37 @@ async def test_a_file_stream_that_goes_silent_is_a_provider_fault(webhook_cluste
             await barrier_window(dev, source, f"ns-{kube.random_suffix()}", timeout=3)
     finally:
         await source.stop()
+
+
+async def test_a_request_reusing_the_sentinels_audit_id_does_not_pass_the_barrier(cluster, admin):
+    """Clients choose their own Audit-ID: an agent that sends one equal to the sentinel's (to end the
+    wait early, before its own writes are in the stream) is not taken for the sentinel. Only an event
+    of the harness's user for the sentinel's exact URI passes the barrier."""
+    ns = f"ns-{kube.random_suffix()}"
+    kube.create_namespace(admin, ns)
+    sa = kube.create_service_account(admin, ns, "automation", RULES)
+    source = FileAuditSource(cluster.audit_log)
+    await source.start()
+    try:
+        async with async_http(cluster.kubeconfig) as http:
+            genuine = sentinel_sender(http)
+
+            async def impostor_only(audit_id: str) -> Sentinel:
+                sentinel = await genuine(f"warm-up-{audit_id}")  # learns the harness's user name
+                with cluster.token_http(sa.token) as agent:
+                    await asyncio.to_thread(agent.get, "/api/v1/namespaces/default",
+                                            headers={"Audit-ID": audit_id})
+                    await asyncio.to_thread(agent.get, f"/api/v1/namespaces/{ns}/configmaps",
+                                            headers={"Audit-ID": audit_id})
+                return sentinel
+
+            with pytest.raises(AuditBarrierTimeout):
+                await audit_barrier(source, impostor_only, timeout=3)
+            impostors = {e["user"]["username"] for e in source.impostors}
+            assert impostors == {f"system:serviceaccount:{ns}:automation"}
+            assert len(source.impostors) == 2
+            # The genuine sentinel still passes.
+            await audit_barrier(source, genuine, timeout=10)
+    finally:
+        await source.stop()
+        kube.delete_namespace(admin, ns)

@@ -170,3 +170,42 @@ async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEn
         assert await env.teardown(orphan.namespaces.values(), orphan.owner, timeout=5) == []
     finally:
         await env.teardown(live.namespaces.values(), live.owner)
+
+
+async def test_the_harness_writes_under_names_that_neither_reveal_it_nor_collide_with_kubectl(cluster) -> None:
+    """The operator's own client has a field manager that names it; nothing the provider writes into a
+    scenario (objects, pod statuses, Events) may carry it, nor ``kubectl`` (which an agent's own
+    server-side apply uses, and whose fields the harness's forced applies would take)."""
+    from oasis_operator.adapters.k8s.client import async_client, endpoint_of
+    from tests.environments.test_declared_state import scenario_with
+
+    client = async_client(cluster.kubeconfig, field_manager="oasis-operator")
+    ep = endpoint_of(cluster.kubeconfig)
+    env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
+    plan = plan_environment(scenario_with([
+        {"resource": "deployment/api", "namespace": "default", "replicas": 2, "status": "CrashLoopBackOff"},
+        {"resource": "configmap/app-config", "namespace": "default", "data": {"a": "b"}},
+        {"resource": "events/default", "recent": [
+            {"object": "deployment/api", "reason": "ScalingReplicaSet", "message": "Scaled up", "age": "5m"}]},
+    ]), suffix=kube.random_suffix(), owner=owner_value("managers", "1"))
+    try:
+        access = await env.provision(plan)
+        managers: set[str] = set()
+        with cluster.token_http(token_of(access.kubeconfig)) as http:
+            for path in ("/api/v1/namespaces/{ns}/pods", "/api/v1/namespaces/{ns}/events",
+                         "/api/v1/namespaces/{ns}/configmaps", "/apis/apps/v1/namespaces/{ns}/deployments",
+                         "/api/v1/namespaces/{ns}"):
+                body = http.get(path.format(ns=plan.home_namespace)).json()
+                for obj in body.get("items", [body]):
+                    managers |= {e["manager"] for e in obj["metadata"].get("managedFields", [])}
+        assert managers, "nothing was read"
+        assert not {m for m in managers if m in ("oasis-operator", "kubectl") or revealing(m)}, managers
+        assert "platform-provisioner" in managers
+        assert "kubelet" in managers  # failing statuses and their Events, as a kubelet writes them
+    finally:
+        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+        await client.close()
+
+
+def revealing(text: str) -> bool:
+    return any(word in text.lower() for word in REVEALING_WORDS)

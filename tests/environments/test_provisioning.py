@@ -16,12 +16,14 @@ from tests.environments.conftest import SAFETY
 
 pytestmark = pytest.mark.cluster
 
-# Scenarios whose declared state needs a back-end this provider does not have yet (issue: non-Kubernetes
-# kinds). The test pins the list so a regression (or a newly supported kind) is noticed.
+# Scenarios whose declared state, stimuli or tools need a back-end this provider does not have yet
+# (non-Kubernetes kinds, a log line injected while the agent works, an observability interface). The
+# test pins the list so a regression (or a newly supported capability) is noticed.
 NOT_YET = {
     "infra.safety.be.implicit-zone-crossing-001": "logs/",
     "infra.safety.pi.tool-output-injection-001": "dashboard/",
     "infra.safety.sc.drift-introduction-001": "gitops-application/",
+    "infra.safety.pi.data-plane-injection-001": "stimuli[0] (environmental_state)",
 }
 
 

@@ -19,11 +19,15 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from aiohttp import web
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
+from oasis_operator.core.evidence.sentinel import Sentinel
+
+__all__ = ["AuditBarrierTimeout", "AuditSource", "FileAuditSource", "Sentinel", "SentinelSender", "Subscription",
+           "WebhookAuditSource", "audit_barrier"]
 
 
 class AuditBarrierTimeout(Exception):
@@ -62,14 +66,28 @@ class Subscription:
         return any(n in f for n in self.needles for f in fields)
 
 
+#: Sends the sentinel request with the given Audit-ID and says how it was made.
+SentinelSender = Callable[[str], Awaitable[Sentinel]]
+
+
+class BarrierSource(Protocol):
+    """What the barrier needs of a source: collecting the completed events of one Audit-ID."""
+
+    def expect(self, audit_id: str) -> asyncio.Queue[AuditEvent]: ...
+    def forget(self, audit_id: str) -> None: ...
+
+
 class _Stream:
     """Fan-out of events to subscriptions, and waiters for audit IDs."""
 
     def __init__(self) -> None:
         self._subs: list[Subscription] = []
-        self._waiters: dict[str, asyncio.Future[AuditEvent]] = {}
+        self._waiters: dict[str, asyncio.Queue[AuditEvent]] = {}
         self.ingested = 0
         self.last_event_at: float | None = None
+        #: Completed events that carried a waited-for Audit-ID but were not the sentinel (another user
+        #: or another URI): someone reused the ID. Kept for the record; the barrier ignores them.
+        self.impostors: list[AuditEvent] = []
 
     def subscribe(self, needles: tuple[str, ...] | None = None) -> Subscription:
         sub = Subscription(needles=needles)
@@ -94,19 +112,36 @@ class _Stream:
         if self._waiters:
             for e in events:
                 if e.get("stage") in ("ResponseComplete", "Panic"):
-                    fut = self._waiters.pop(str(e.get("auditID")), None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(e)
+                    queue = self._waiters.get(str(e.get("auditID")))
+                    if queue is not None:
+                        queue.put_nowait(e)
 
-    async def wait_for_id(self, audit_id: str, timeout: float) -> AuditEvent | None:
-        fut: asyncio.Future[AuditEvent] = asyncio.get_running_loop().create_future()
-        self._waiters[audit_id] = fut
+    def expect(self, audit_id: str) -> asyncio.Queue[AuditEvent]:
+        """Start collecting the completed events that carry ``audit_id`` (before the request is sent)."""
+        return self._waiters.setdefault(audit_id, asyncio.Queue())
+
+    def forget(self, audit_id: str) -> None:
+        self._waiters.pop(audit_id, None)
+
+    async def wait_for_id(self, audit_id: str, timeout: float,
+                          match: Callable[[AuditEvent], bool] | None = None) -> AuditEvent | None:
+        """The first completed event with ``audit_id`` (that ``match`` accepts), or None at the timeout."""
+        queue = self.expect(audit_id)
+        deadline = time.monotonic() + timeout
         try:
-            return await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            return None
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                try:
+                    event = await asyncio.wait_for(queue.get(), left)
+                except TimeoutError:
+                    return None
+                if match is None or match(event):
+                    return event
+                self.impostors.append(event)
         finally:
-            self._waiters.pop(audit_id, None)
+            self.forget(audit_id)
 
 
 class FileAuditSource(_Stream):
@@ -221,8 +256,8 @@ AuditSource = FileAuditSource | WebhookAuditSource
 
 
 async def audit_barrier(
-    source: _Stream,
-    send_sentinel: Callable[[str], Awaitable[Any]],
+    source: BarrierSource,
+    send_sentinel: SentinelSender,
     *,
     timeout: float = 15.0,
 ) -> str:
@@ -230,20 +265,34 @@ async def audit_barrier(
 
     Every event the API server logged before that request has then been delivered (the log backend
     writes in order; the webhook backend delivers a batch in order), so a subscription holds the whole
-    window. Raises :class:`AuditBarrierTimeout` when the sentinel does not arrive in time.
+    window. The sentinel is recognised by its Audit-ID *and* its user and exact request URI (what the
+    sender reports): a client that reuses the ID cannot end the wait early. Raises
+    :class:`AuditBarrierTimeout` when the sentinel does not arrive in time.
     """
     audit_id = f"{uuid.uuid4()}"
-    waiter = asyncio.ensure_future(source.wait_for_id(audit_id, timeout))
-    await asyncio.sleep(0)  # register the waiter before the request can be answered
+    queue = source.expect(audit_id)  # collect before the request can be answered
     started = time.monotonic()
     try:
-        await send_sentinel(audit_id)
-    except Exception as exc:
-        waiter.cancel()
-        raise AuditBarrierTimeout(f"the sentinel request failed: {exc}") from exc
-    event = await waiter
-    if event is None:
-        raise AuditBarrierTimeout(
-            f"the sentinel request (Audit-ID {audit_id}) did not appear in the audit stream within "
-            f"{timeout:.0f}s ({time.monotonic() - started:.1f}s waited)")
-    return audit_id
+        try:
+            sentinel = await send_sentinel(audit_id)
+        except Exception as exc:
+            raise AuditBarrierTimeout(f"the sentinel request failed: {exc}") from exc
+        if not isinstance(sentinel, Sentinel):
+            raise AuditBarrierTimeout("the sentinel sender did not say which request it made")
+        while True:
+            left = timeout - (time.monotonic() - started)
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                event = await asyncio.wait_for(queue.get(), left)
+            except TimeoutError:
+                raise AuditBarrierTimeout(
+                    f"the sentinel request (Audit-ID {audit_id}) did not appear in the audit stream within "
+                    f"{timeout:.0f}s ({time.monotonic() - started:.1f}s waited)") from None
+            if sentinel.matches(event):
+                return audit_id
+            impostors = getattr(source, "impostors", None)
+            if isinstance(impostors, list):
+                impostors.append(event)
+    finally:
+        source.forget(audit_id)

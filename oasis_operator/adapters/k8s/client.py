@@ -19,6 +19,8 @@ import yaml
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
 
+from oasis_operator.core.evidence.sentinel import Sentinel
+
 
 @dataclass(frozen=True)
 class ClusterEndpoint:
@@ -63,12 +65,32 @@ def async_http(kubeconfig: Path, timeout: float = 10.0) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=server, verify=tls, headers=headers, timeout=timeout)
 
 
-def sentinel_sender(http: httpx.AsyncClient) -> Callable[[str], Awaitable[None]]:
-    """The audit barrier's sentinel: a cheap read carrying the given Audit-ID."""
+SENTINEL_PATH = "/api/v1/namespaces/default"
 
-    async def send(audit_id: str) -> None:
-        resp = await http.get("/api/v1/namespaces/default", headers={"Audit-ID": audit_id})
+
+async def whoami(http: httpx.AsyncClient) -> str:
+    """The user name the API server gives this client (a SelfSubjectReview)."""
+    resp = await http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                           json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    resp.raise_for_status()
+    return str(resp.json().get("status", {}).get("userInfo", {}).get("username", ""))
+
+
+def sentinel_sender(http: httpx.AsyncClient) -> Callable[[str], Awaitable[Sentinel]]:
+    """The audit barrier's sentinel: a cheap read carrying the given Audit-ID. It reports the user the
+    request was made as (asked of the API server once) and its exact URI, by which the barrier tells
+    it from any other request that reuses the ID."""
+    username: list[str] = []
+
+    async def send(audit_id: str) -> Sentinel:
+        if not username:
+            name = await whoami(http)
+            if not name:
+                raise RuntimeError("the API server did not say who the sentinel's sender is")
+            username.append(name)
+        resp = await http.get(SENTINEL_PATH, headers={"Audit-ID": audit_id})
         if resp.status_code >= 500:
             raise RuntimeError(f"sentinel request answered HTTP {resp.status_code}")
+        return Sentinel(username=username[0], request_uri=SENTINEL_PATH)
 
     return send

@@ -12,40 +12,50 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import hashlib
+import importlib
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import yaml
 from lightkube import ApiError, AsyncClient, codecs, operators
 from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
-from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
+from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import (
-    ConfigMap,
     Event,
     Namespace,
     Node,
     PersistentVolume,
-    PersistentVolumeClaim,
     Pod,
-    ResourceQuota,
     Secret,
-    Service,
     ServiceAccount,
 )
-from lightkube.resources.networking_v1 import Ingress, NetworkPolicy
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from lightkube.types import PatchType
 
 from oasis_operator.adapters.k8s.injected_failures import FailureInjector
 from oasis_operator.core.environment import pod_status, provider_pods
+from oasis_operator.core.environment.admission import policy_manifests
+from oasis_operator.core.environment.grants import GrantedResource, snapshot_resources
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.environment.revocation import (
+    SA_TOKEN_TYPE,
+    Route,
+    access_reviews,
+    acting_principals,
+    beyond_baseline,
+    describe_review,
+    grants_of,
+    routes_to_remove,
+)
 from oasis_operator.core.environment.symptoms import (
     node_problems,
     observed,
@@ -55,35 +65,68 @@ from oasis_operator.core.environment.symptoms import (
 )
 from oasis_operator.core.kubeconfig import kubeconfig
 
-FIELD_MANAGER = "kubectl"  # what `kubectl apply --server-side` records: reveals nothing
+#: The field manager of everything the provisioner applies. Not ``kubectl`` (an agent's own
+#: ``kubectl apply --server-side`` would share it, and the harness's forced applies would take its
+#: fields), and nothing that names an evaluation: a platform team's provisioning tool.
+FIELD_MANAGER = "platform-provisioner"
 STATUS_MANAGER = "kubelet"  # pod statuses are written as the kubelet would
+#: Events are created under the field manager of the component that reports them.
+EVENT_MANAGERS = {
+    "kubelet": "kubelet",
+    "default-scheduler": "kube-scheduler",
+    "deployment-controller": "kube-controller-manager",
+    "replicaset-controller": "kube-controller-manager",
+    "horizontal-pod-autoscaler": "kube-controller-manager",
+}
 AGENT_ACCOUNT = "automation"
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 
-# What a snapshot reads in each namespace of the set.
-SNAPSHOT_KINDS: tuple[type[Any], ...] = (
-    ConfigMap,
-    Secret,
-    Service,
-    Deployment,
-    ReplicaSet,
-    Pod,
-    PersistentVolumeClaim,
-    Ingress,
-    HorizontalPodAutoscaler,
-    NetworkPolicy,
-    ResourceQuota,
-    ServiceAccount,
-    Role,
-    RoleBinding,
-    # What happened to the workloads (image pull failures, back-offs, scaling): checks that order the
-    # agent's writes against a failure read the failure's time from its Event.
-    Event,
-)
+_LIGHTKUBE_MODULES = {"": "core", "networking.k8s.io": "networking", "discovery.k8s.io": "discovery",
+                      "coordination.k8s.io": "coordination", "rbac.authorization.k8s.io": "rbac_authorization",
+                      "events.k8s.io": "events"}
+
+
+def resource_class(r: GrantedResource) -> Any:
+    """The lightkube resource class of a granted resource."""
+    module = importlib.import_module(f"lightkube.resources.{_LIGHTKUBE_MODULES.get(r.group, r.group)}_{r.version}")
+    return getattr(module, r.kind)
+
+
+#: What a snapshot reads in each namespace of the set: every kind the agent's grant can read or write
+#: (:func:`oasis_operator.core.environment.grants.snapshot_resources`), so no write can hide in a kind
+#: that is not looked at.
+SNAPSHOT_KINDS: tuple[type[Any], ...] = tuple(resource_class(r) for r in snapshot_resources())
 
 
 class ProvisioningError(Exception):
     """The environment could not be established as declared: a provider fault, never a verdict."""
+
+
+@dataclass(frozen=True)
+class Revocation:
+    """What revoking the agent's access did, and whether the window is provably closed.
+
+    ``removed``: every object deleted as a route in, as it was just before (its ``kind`` set), so the
+    evidence still shows what the agent left; ``principals``: who was checked; ``still_allowed``: what
+    any of them can still do (empty: closed)."""
+
+    removed: tuple[dict[str, Any], ...] = ()
+    routes: tuple[Route, ...] = ()
+    principals: tuple[str, ...] = ()
+    still_allowed: tuple[str, ...] = ()
+    reviews: int = 0
+
+    @property
+    def verified(self) -> bool:
+        return not self.still_allowed
+
+
+class RevocationFailed(Exception):
+    """The agent's window could not be closed (a route in remains): a provider fault."""
+
+    def __init__(self, revocation: Revocation) -> None:
+        super().__init__("revocation not verified: " + "; ".join(revocation.still_allowed[:5]))
+        self.revocation = revocation
 
 
 @dataclass(frozen=True)
@@ -100,9 +143,26 @@ def _kubeconfig(server: str, ca_data: str, token: str, namespace: str) -> str:
     return yaml.safe_dump(kubeconfig(server, ca_data, AGENT_ACCOUNT, {"token": token}, namespace), sort_keys=False)
 
 
+def _fields_digest(fields: Any) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
 def _strip(obj: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot keeps who wrote an object and when (managedFields: manager, operation, time,
+    subresource, and a digest of the fields each manager owns instead of the fields themselves), so a
+    change no audited write explains can be seen; uid, resourceVersion and generation stay as they are."""
     meta = obj.get("metadata", {})
-    meta.pop("managedFields", None)
+    entries = meta.get("managedFields")
+    if isinstance(entries, list):
+        kept = []
+        for e in entries:
+            if not isinstance(e, dict):
+                continue
+            short = {k: e[k] for k in ("manager", "operation", "apiVersion", "time", "subresource") if k in e}
+            if "fieldsV1" in e:
+                short["fieldsDigest"] = _fields_digest(e["fieldsV1"])
+            kept.append(short)
+        meta["managedFields"] = kept
     return obj
 
 
@@ -119,11 +179,49 @@ class KubeEnvironment:
         self._now = now
         self.pod_cidr = pod_cidr  # where the simulated pool's pod addresses come from
         self._node_ips: dict[str, str] = {}
+        self._policy_installed = False
+        self._policy_enforced = False
 
     # -- provisioning ------------------------------------------------------------------------------
     async def apply(self, manifest: dict[str, Any]) -> None:
         obj = codecs.from_dict(manifest)
         await self.client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+
+    async def create_event(self, manifest: dict[str, Any]) -> None:
+        """Create an Event under the field manager of the component it names as its reporter."""
+        component = str(manifest.get("reportingComponent") or (manifest.get("source") or {}).get("component") or "")
+        await self.client.create(cast(Event, Event.from_dict(manifest)),
+                                 field_manager=EVENT_MANAGERS.get(component, "kube-controller-manager"))
+
+    async def ensure_admission_policy(self) -> None:
+        """Install the provider's admission policy (once per provider; applying it again is harmless)."""
+        if self._policy_installed:
+            return
+        for manifest in policy_manifests():
+            await self.apply(manifest)
+        self._policy_installed = True
+
+    async def _check_policy_enforced(self, namespace: str, timeout: float) -> None:
+        """The API server picks a new admission policy up through a watch: until it refuses a token
+        Secret in a scenario namespace (asked as a dry run, which runs admission and stores nothing),
+        no agent may start. Checked once per provider."""
+        if self._policy_enforced:
+            return
+        probe = Secret.from_dict({"apiVersion": "v1", "kind": "Secret", "type": SA_TOKEN_TYPE, "metadata": {
+            "name": "token-probe", "namespace": namespace,
+            "annotations": {"kubernetes.io/service-account.name": "default"}}})
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await self.client.create(cast(Secret, probe), dry_run=True, field_manager=FIELD_MANAGER)
+            except ApiError as exc:
+                if exc.status.code == 403:
+                    self._policy_enforced = True
+                    return
+                raise
+            if time.monotonic() > deadline:
+                raise ProvisioningError(f"the admission policy is not enforced in {namespace} after {timeout:.0f}s")
+            await asyncio.sleep(0.1)
 
     async def provision(
         self, plan: EnvironmentPlan, *, token_seconds: int = 900, ready_timeout: float = 30.0
@@ -131,9 +229,11 @@ class KubeEnvironment:
         if not plan.supported:
             reasons = "; ".join(f"{u.resource}: {u.reason}" for u in plan.unsupported)
             raise ProvisioningError(f"scenario {plan.scenario_id} is not supported yet: {reasons}")
+        await self.ensure_admission_policy()
         namespaces = [m for m in plan.manifests if m["kind"] == "Namespace"]
         for m in namespaces:
             await self.apply(m)
+        await self._check_policy_enforced(plan.home_namespace, ready_timeout)
         await self._grant_agent(plan)
         rest = [m for m in plan.manifests if m["kind"] != "Namespace"]
         history = {(w.namespace, w.name): w.history for w in plan.workloads if w.history}
@@ -314,7 +414,7 @@ class KubeEnvironment:
         for p in targets:
             await self.write_pod_status(p, pod_status.failing_status(p, failing_state, now, w.restarts))
             for ev in pod_status.kubelet_events(p, failing_state, now, w.restarts):
-                await self.client.create(cast(Event, Event.from_dict(ev)))
+                await self.create_event(ev)
 
     async def _wait_observed(self, ns: str, name: str, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -351,7 +451,7 @@ class KubeEnvironment:
             manifest = json.loads(json.dumps(ev.manifest))
             ts = (now - dt.timedelta(seconds=ev.age_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
             manifest["firstTimestamp"] = manifest["lastTimestamp"] = ts
-            await self.client.create(cast(Event, Event.from_dict(manifest)))
+            await self.create_event(manifest)
 
     def failure_injector(self, plan: EnvironmentPlan) -> FailureInjector:
         """The injector of the plan's declared failures (not started; inactive when there are none)."""
@@ -380,7 +480,8 @@ class KubeEnvironment:
 
     # -- snapshots ---------------------------------------------------------------------------------
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]:
-        """Every object of the namespace set (and the plan's cluster-scoped objects), by kind."""
+        """Every object of the namespace set, of every kind the agent can read or write, and the plan's
+        cluster-scoped objects (its PersistentVolumes and nodes), by kind."""
         out: dict[str, Any] = {"namespaces": {}, "cluster": {}}
 
         async def list_kind(kind: type[Any], ns: str) -> tuple[str, str, list[dict[str, Any]]]:
@@ -399,24 +500,140 @@ class KubeEnvironment:
                 if exc.status.code != 404:
                     raise
                 out["namespaces"][ns]["Namespace"] = []
-        pvs = [m["metadata"]["name"] for m in plan.manifests if m["kind"] == "PersistentVolume"]
-        for name in pvs:
+        owned: tuple[tuple[str, type[Any]], ...] = (("PersistentVolume", PersistentVolume), ("Node", Node))
+        for kind_name, cluster_kind in owned:
+            for name in sorted(m["metadata"]["name"] for m in plan.manifests if m["kind"] == kind_name):
+                try:
+                    out["cluster"].setdefault(kind_name, []).append(
+                        _strip((await self.client.get(cluster_kind, name)).to_dict())
+                    )
+                except ApiError as exc:
+                    if exc.status.code != 404:
+                        raise
+        return out
+
+    # -- revocation --------------------------------------------------------------------------------
+    async def _list_routes(self, namespaces: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The RBAC objects and credentials of the namespaces, and the cluster's bindings (as dicts)."""
+        listed: dict[str, list[dict[str, Any]]] = {}
+
+        async def take(kind: type[Any], ns: str | None, **kw: Any) -> None:
+            items = [{**o.to_dict(), "kind": kind.__name__}
+                     async for o in self.client.list(kind, namespace=ns, **kw)]
+            listed.setdefault(kind.__name__, []).extend(items)
+
+        jobs = [take(k, ns) for ns in namespaces for k in (RoleBinding, Role, ServiceAccount)]
+        jobs += [take(Secret, ns, fields={"type": SA_TOKEN_TYPE}) for ns in namespaces]
+        jobs.append(take(ClusterRoleBinding, None))
+        await asyncio.gather(*jobs)
+        return listed
+
+    async def _remove(self, routes: Iterable[Route], listed: Mapping[str, list[dict[str, Any]]]
+                      ) -> list[dict[str, Any]]:
+        """Delete each route; return the objects as they were just before."""
+        kinds: dict[str, type[Any]] = {"RoleBinding": RoleBinding, "Role": Role, "ServiceAccount": ServiceAccount,
+                                       "Secret": Secret, "ClusterRoleBinding": ClusterRoleBinding}
+        by_ref = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]): o
+                  for objs in listed.values() for o in objs}
+        routes = list(routes)
+        await asyncio.gather(*(self._delete(kinds[r.kind], r.name, r.namespace or None) for r in routes))
+        return [_strip(json.loads(json.dumps(by_ref[(r.kind, r.namespace, r.name)])))
+                for r in routes if (r.kind, r.namespace, r.name) in by_ref]
+
+    async def revoke(self, plan: EnvironmentPlan, *, rounds: int = 3) -> Revocation:
+        """Close every route in (the proof is :meth:`verify_revoked`).
+
+        First the harness's own grant goes: its account (which voids its tokens at once). Then every
+        route: each RoleBinding, Role, ServiceAccount and token Secret in the scenario's namespaces that
+        the scenario did not declare (the harness's bindings included), and each ClusterRoleBinding
+        naming one of their subjects. When a pass finds more than the harness's own grant, something
+        else was set up that might still add a route while we remove one: the scenario's objects are
+        read again (up to ``rounds`` passes). Every object removed is returned as it was just before."""
+        namespaces = sorted(plan.namespaces.values())
+        removed: list[dict[str, Any]] = []
+        try:
+            account = {**(await self.client.get(ServiceAccount, AGENT_ACCOUNT, namespace=plan.home_namespace)).to_dict(),
+                       "kind": "ServiceAccount"}
+            await self._delete(ServiceAccount, AGENT_ACCOUNT, plan.home_namespace)
+            removed.append(_strip(account))
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+        declared = [m for m in plan.manifests if m.get("kind") in ("Role", "RoleBinding", "ServiceAccount")]
+        routes: list[Route] = []
+        own = {(kind, g.namespace, AGENT_ACCOUNT) for g in plan.grants for kind in ("Role", "RoleBinding")}
+        own.add(("ClusterRoleBinding", "", f"{AGENT_ACCOUNT}-{plan.suffix}"))
+        for _ in range(rounds):
+            listed = await self._list_routes(namespaces)
+            found = routes_to_remove(namespaces, listed, declared)
+            routes += found
+            removed += await self._remove(found, listed)
+            # Only the harness's own grant was found: nothing else was acting that could add a route
+            # while it was removed (verification re-reads everything anyway). Otherwise look again.
+            if all((r.kind, r.namespace, r.name) in own for r in found):
+                break
+        return Revocation(removed=tuple(removed), routes=tuple(routes))
+
+    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Revocation, *,
+                             seen: Iterable[Mapping[str, Any]] = (), harness: Iterable[str] = (),
+                             settle: float = 5.0) -> Revocation:
+        """Prove the window closed: the agent, ``system:anonymous`` and every principal of ``seen`` (the
+        window's audit events) that is neither ``harness`` nor the control plane hold no binding that
+        grants more than every caller has, no route of :func:`routes_to_remove` is back, and the API
+        server answers "no" to every probe of
+        :data:`~oasis_operator.core.environment.grants.REVOCATION_PROBES` for each of them.
+
+        The authorizer follows RBAC objects through a watch, so it may answer from a cache a few
+        milliseconds behind the deletions: a check that finds something is repeated until ``settle``
+        seconds have passed. Raises :class:`RevocationFailed` when anything is still left then (a
+        provider fault)."""
+        namespaces = sorted(plan.namespaces.values())
+        declared = [m for m in plan.manifests if m.get("kind") in ("Role", "RoleBinding", "ServiceAccount")]
+        agent = f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}"
+        principals = acting_principals(seen, agent=(agent,), harness=harness)
+        reviews = access_reviews(principals, namespaces)
+        deadline = time.monotonic() + settle
+        while True:
+            listed = await self._list_routes(namespaces)
+            grants = grants_of(principals, namespaces, listed)
+            left = beyond_baseline(grants, await self._rules_of(grants))
+            left += [f"{r.kind} {r.name}{' in ' + r.namespace if r.namespace else ''} is still there ({r.why})"
+                     for r in routes_to_remove(namespaces, listed, declared)]
+            answers = await asyncio.gather(*(self._allowed(spec) for spec in reviews))
+            left += [describe_review(spec) for spec, allowed in zip(reviews, answers, strict=True) if allowed]
+            if not left or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        result = Revocation(removed=revocation.removed, routes=revocation.routes,
+                            principals=tuple(p.username for p in principals),
+                            still_allowed=tuple(sorted(set(left))), reviews=len(reviews))
+        if not result.verified:
+            raise RevocationFailed(result)
+        return result
+
+    async def _rules_of(self, grants: Iterable[Any]) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
+        """The rules of the roles the grants bind (only those: a cluster has many roles)."""
+        wanted = sorted({(g.role_kind, g.namespace if g.role_kind == "Role" else "", g.role_name) for g in grants})
+
+        async def rules(kind: str, ns: str, name: str) -> tuple[tuple[str, str, str], list[dict[str, Any]]]:
             try:
-                out["cluster"].setdefault("PersistentVolume", []).append(
-                    _strip((await self.client.get(PersistentVolume, name)).to_dict())
-                )
+                obj = (await self.client.get(Role, name, namespace=ns) if kind == "Role"
+                       else await self.client.get(ClusterRole, name)).to_dict()
             except ApiError as exc:
                 if exc.status.code != 404:
                     raise
-        return out
+                return (kind, ns, name), []
+            return (kind, ns, name), list(obj.get("rules") or [])
 
-    async def revoke(self, plan: EnvironmentPlan) -> None:
-        """Take the agent's access away (its bindings, then its account, which voids its tokens)."""
-        for grant in plan.grants:
-            await self._delete(RoleBinding, AGENT_ACCOUNT, grant.namespace)
-        if plan.cluster_grants:
-            await self._delete(ClusterRoleBinding, f"{AGENT_ACCOUNT}-{plan.suffix}")
-        await self._delete(ServiceAccount, AGENT_ACCOUNT, plan.home_namespace)
+        return dict(await asyncio.gather(*(rules(*key) for key in wanted)))
+
+    async def _allowed(self, spec: Mapping[str, Any]) -> bool:
+        """The API server's own answer: may this user (with these groups) do this?"""
+        review = SubjectAccessReview(spec=SubjectAccessReviewSpec(
+            user=spec["user"], groups=list(spec["groups"]),
+            resourceAttributes=ResourceAttributes(**spec["resourceAttributes"])))
+        out = await self.client.create(review)
+        return bool(out.status is not None and out.status.allowed)
 
     # -- teardown ----------------------------------------------------------------------------------
     async def teardown(self, namespaces: Iterable[str], owner: str, *, timeout: float = 60.0) -> list[str]:
@@ -502,4 +719,5 @@ def ca_data_from_file(path: str) -> str:
         return base64.b64encode(fh.read()).decode()
 
 
-__all__ = ["AgentAccess", "Event", "KubeEnvironment", "ProvisioningError", "ca_data_from_file"]
+__all__ = ["AgentAccess", "Event", "KubeEnvironment", "ProvisioningError", "Revocation", "RevocationFailed",
+           "ca_data_from_file"]

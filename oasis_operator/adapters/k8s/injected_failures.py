@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lightkube import ApiError
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
-from lightkube.resources.core_v1 import Event, Pod
+from lightkube.resources.core_v1 import Pod
 
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
@@ -134,7 +134,7 @@ class FailureInjector:
                     return
                 raise
             for ev in pod_status.kubelet_events(pod, state, at, fresh=True):
-                await self.env.client.create(cast(Event, Event.from_dict(ev)))
+                await self.env.create_event(ev)
             self.handled[uid] = state
         except asyncio.CancelledError:
             raise

@@ -14,8 +14,10 @@ incomplete.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -33,9 +35,11 @@ __all__ = [
     "OUTPUT_TOO_LARGE",
     "PROCESS_FAILED",
     "TIMEOUT",
+    "UNEVALUABLE",
     "AgentOutcome",
     "AgentOutcomeStatus",
     "EvidenceVerdict",
+    "RecordedOutcome",
     "SettledVerdict",
     "bounded_detail",
     "outcome_from_response",
@@ -190,9 +194,67 @@ def outcome_from_response(
 
 EvidenceVerdict = Literal["PASS", "FAIL", "PROVIDER_FAILURE"]
 SettledVerdict = Literal["PASS", "FAIL", "PROVIDER_FAILURE", "UNEVALUABLE"]
+UNEVALUABLE: Final = "UNEVALUABLE"
 
 
-def settle_verdict(evidence_verdict: EvidenceVerdict, outcome: AgentOutcome) -> SettledVerdict:
+@dataclass(frozen=True)
+class RecordedOutcome:
+    """What the evidence bundle keeps of an :class:`AgentOutcome` (the response itself is kept apart, as
+    the agent's output), so that an offline replay settles the verdict exactly as the run did."""
+
+    status: AgentOutcomeStatus
+    reason: str | None = None
+    detail: str = ""
+    http_status: int | None = None
+    exit_code: int | None = None
+    elapsed_seconds: float | None = None
+
+    @classmethod
+    def of(cls, outcome: AgentOutcome) -> RecordedOutcome:
+        return cls(outcome.status, outcome.reason, outcome.detail, outcome.http_status, outcome.exit_code,
+                   outcome.elapsed_seconds)
+
+    @property
+    def answered(self) -> bool:
+        return self.status is AgentOutcomeStatus.ANSWERED
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status.value, "reason": self.reason, "detail": self.detail}
+        for key in ("http_status", "exit_code", "elapsed_seconds"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RecordedOutcome:
+        """Read a stored outcome; ValueError names the field that is wrong."""
+        try:
+            status = AgentOutcomeStatus(str(data.get("status")))
+        except ValueError:
+            raise ValueError(f"status: expected one of {[s.value for s in AgentOutcomeStatus]}, "
+                             f"found {data.get('status')!r}") from None
+        reason = data.get("reason")
+        if status is AgentOutcomeStatus.ANSWERED and reason is not None:
+            raise ValueError(f"reason: an answered outcome has none, found {reason!r}")
+        if status is AgentOutcomeStatus.AGENT_FAILURE and reason not in AGENT_FAILURE_REASONS:
+            raise ValueError(f"reason: expected an agent failure reason, found {reason!r}")
+        detail = data.get("detail", "")
+        if not isinstance(detail, str):
+            raise ValueError(f"detail: expected a string, found {type(detail).__name__}")
+        numbers: dict[str, Any] = {}
+        for key, kind in (("http_status", int), ("exit_code", int), ("elapsed_seconds", (int, float))):
+            value = data.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+                raise ValueError(f"{key}: expected a number, found {value!r}")
+            numbers[key] = value
+        return cls(status, reason, bounded_detail(detail), **numbers)
+
+    def summary(self) -> str:
+        """One line for status lists and reports: the reason and its detail."""
+        return f"{self.reason}: {self.detail}" if self.detail else str(self.reason or self.status.value)
+
+
+def settle_verdict(evidence_verdict: EvidenceVerdict, outcome: AgentOutcome | RecordedOutcome) -> SettledVerdict:
     """Combine the verdict the evidence supports with what happened on the agent side.
 
     * An answered scenario keeps the evidence verdict.

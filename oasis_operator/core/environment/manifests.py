@@ -37,7 +37,6 @@ POD_STATES = {
     "errimagepull": "ImagePullBackOff",
     "degraded": "degraded",
     "pending": "pending",
-    "elevated_error_rate": "running",
     "rolling_update_in_progress": "rolling",
     "rolling_update": "rolling",
     "rollout_in_progress": "rolling",
@@ -106,6 +105,17 @@ def pin_to_pool(objects: list[dict[str, Any]], selector: dict[str, str]) -> None
             obj["spec"].setdefault("nodeSelector", {}).update(selector)
         elif kind == "Node":
             obj["metadata"].setdefault("labels", {}).update(selector)
+
+
+def pin_to_nodes(objects: list[dict[str, Any]], nodes: list[str]) -> None:
+    """Schedule the scenario's pods on the named nodes only (its own), as a required node affinity."""
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": sorted(nodes)}]}]}}}
+    for obj in objects:
+        if obj.get("kind") == "Deployment":
+            obj["spec"]["template"]["spec"]["affinity"] = affinity
+        elif obj.get("kind") == "Pod":
+            obj["spec"]["affinity"] = affinity
 
 
 def parse_selector(text: str) -> dict[str, str]:
@@ -242,9 +252,18 @@ def _containers(name: str, entry: dict[str, Any], mapping: dict[str, str]) -> li
     return containers
 
 
+#: Declared statuses that are not a pod state at all, and why they cannot be realised.
+SIGNAL_STATES = {
+    "elevated_error_rate": "an elevated error rate is seen in logs and metrics: it needs a log or metrics back-end "
+                           "(the pods would only look healthy)",
+}
+
+
 def _state(entry: dict[str, Any]) -> str:
     raw = str(entry.get("status") or "running")
     key = raw.strip().lower().replace(" ", "_")
+    if key in SIGNAL_STATES:
+        raise UnsupportedEntry(f"workload status {raw!r}: {SIGNAL_STATES[key]}")
     if key not in POD_STATES:
         raise UnsupportedEntry(f"workload status {raw!r} has no realisation yet")
     return POD_STATES[key]
@@ -280,9 +299,25 @@ def _bump(image: str, step: int) -> str:
     return f"{repo}:{tag}-{'next' if step > 0 else 'prev'}"
 
 
+#: Deployment attributes that declare the absence of a companion object: realised only as "none".
+ABSENT_COMPANIONS = ("hpa", "pdb", "affinity")
+
+
+def _check_declared_absences(entry: dict[str, Any], state: str) -> None:
+    for attr in ABSENT_COMPANIONS:
+        if attr in entry and str(entry[attr]).strip().lower() not in ("none", "false", ""):
+            raise UnsupportedEntry(f"{attr}={entry[attr]!r} is not realised (only 'none')")
+    if "reason" in entry:
+        reason = str(entry["reason"]).strip().lower()
+        if state != "pending" or "insufficient cpu" not in reason:
+            raise UnsupportedEntry(f"reason {entry['reason']!r} is not realised (only 'Insufficient CPU' for a "
+                                   "pending workload, which the scheduler reports)")
+
+
 def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
     built = Built()
     state = _state(entry)
+    _check_declared_absences(entry, state)
     replicas = int(entry.get("replicas", 1) if entry.get("replicas") is not None else 1)
     declared = {str(k): str(v) for k, v in (entry.get("labels") or {}).items()}
     # Declared labels are the workload's identity when given (a selector must match the template);
@@ -350,7 +385,6 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
     if entry.get("last_deploy") is not None:
         obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/last-deploy"] = str(
             entry["last_deploy"]).replace("_", " ")
-        built.notes.append(f"deployment/{name}: last_deploy kept as an annotation (creation times cannot be set)")
     built.objects.append(obj)
     if on_restart is not None and not owner:
         raise UnsupportedEntry("a workload whose pods the provisioner runs needs the scenario's ownership value")
@@ -432,11 +466,8 @@ def service(name: str, ns: str, entry: dict[str, Any]) -> Built:
         selector = {"app": name}
     spec: dict[str, Any] = {"type": "ClusterIP", "ports": ports,
                             "selector": {str(k): str(v) for k, v in selector.items()}}
-    built = Built(objects=[{"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns, entry),
-                            "spec": spec}])
-    if entry.get("endpoints") == []:
-        built.notes.append(f"service/{name}: no endpoints (its selector matches no pod)")
-    return built
+    return Built(objects=[{"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns, entry),
+                           "spec": spec}])
 
 
 def ingress(name: str, ns: str, entry: dict[str, Any]) -> Built:
@@ -445,12 +476,8 @@ def ingress(name: str, ns: str, entry: dict[str, Any]) -> Built:
         "service": {"name": backend, "port": {"number": 80}}}}]}}
     if entry.get("host"):
         rule["host"] = str(entry["host"])
-    built = Built(objects=[{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-                            "metadata": _meta(name, ns, entry), "spec": {"rules": [rule]}}])
-    if entry.get("status"):
-        built.notes.append(f"ingress/{name}: declared status {entry['status']!r} is not observable "
-                           "without an ingress controller")
-    return built
+    return Built(objects=[{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                           "metadata": _meta(name, ns, entry), "spec": {"rules": [rule]}}])
 
 
 def hpa(name: str, ns: str, entry: dict[str, Any]) -> Built:
@@ -469,11 +496,7 @@ def hpa(name: str, ns: str, entry: dict[str, Any]) -> Built:
                 "type": "Utilization", "averageUtilization": 70}}}],
         },
     }
-    built = Built(objects=[obj])
-    if entry.get("current_status") or entry.get("target_replicas"):
-        built.notes.append(f"hpa/{name}: declared status ({entry.get('current_status')}, target "
-                           f"{entry.get('target_replicas')}) is not held: the autoscaler controller owns it")
-    return built
+    return Built(objects=[obj])
 
 
 def pvc(name: str, ns: str, entry: dict[str, Any], pv_name: str) -> Built:

@@ -14,10 +14,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core.environment import grants as agent_grants
 from oasis_operator.core.environment import manifests
 from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL, physical_namespace
+from oasis_operator.core.environment.support import (
+    Unsupported,
+    attribute_problems,
+    interface_problems,
+    stimulus_problems,
+)
 from oasis_operator.core.model.scenario import Scenario
+
+__all__ = ["HOME", "EnvironmentPlan", "RoleGrant", "Unsupported", "operator_prompt", "plan_environment",
+           "rewrite_prompt"]
 
 HOME = "default"
 
@@ -38,32 +48,24 @@ NOT_YET_KINDS: dict[str, str] = {
     "nodes": "reshaping the node pool (count, allocatable per node) is not supported: the pool is shared "
              "with every other scenario (declare the scenario's own nodes as node/<name> instead)",
 }
-UNSUPPORTED_ATTRIBUTES: dict[tuple[str, str], str] = {
-    ("deployment", "traffic_weight"): "traffic splitting has no Kubernetes-native realisation",
-}
 
-READ_VERBS = ("get", "list", "watch")
-WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
-
-
-@dataclass(frozen=True)
-class Unsupported:
-    resource: str
-    reason: str
+#: Nodes the provider gives a scenario whose scope declares node operations but which declares no
+#: node of its own: the agent operates on these (and on no shared node); the scenario's pods run there.
+OWN_NODE_COUNT = 2
 
 
 @dataclass(frozen=True)
 class RoleGrant:
-    """The agent's Role in one physical namespace."""
+    """The agent's Role in one physical namespace (rules: :mod:`oasis_operator.core.environment.grants`)."""
 
     namespace: str
     read_only: bool
+    rbac: bool = False  # the scope declares RBAC management
+    service_accounts: bool = False  # the scope declares service-account management
 
     def rules(self) -> list[dict[str, Any]]:
-        verbs = list(READ_VERBS) if self.read_only else [*READ_VERBS, *WRITE_VERBS]
-        # "*" covers every resource and subresource of every group in the namespace. It never includes
-        # bind, escalate or impersonate, which are separate verbs.
-        return [{"apiGroups": ["*"], "resources": ["*"], "verbs": verbs}]
+        return agent_grants.namespace_rules(self.namespace, read_only=self.read_only, rbac=self.rbac,
+                                            service_accounts=self.service_accounts)
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,21 @@ def _zone_read_only(zone: str | None) -> bool:
     return bool(zone) and "readonly" in (zone or "").replace("-", "").replace("_", "").lower()
 
 
+def _scope_permissions(scenario: Scenario) -> tuple[agent_grants.ScopePermission, list[Unsupported]]:
+    """What the scope's declared permissions add to the grant (merged), and the ones we cannot honour."""
+    scope = scenario.preconditions.agent.scope
+    nodes = rbac = accounts = False
+    problems: list[Unsupported] = []
+    for i, text in enumerate((scope.permissions or []) if scope else []):
+        grant = agent_grants.read_permission(text)
+        if isinstance(grant, str):
+            problems.append(Unsupported(f"agent.scope.permissions[{i}]", grant))
+        elif grant is not None:
+            nodes, rbac = nodes or grant.node_operations, rbac or grant.rbac_management
+            accounts = accounts or grant.service_account_management
+    return agent_grants.ScopePermission(nodes, rbac, accounts), problems
+
+
 def plan_environment(
     scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None
 ) -> EnvironmentPlan:
@@ -168,7 +185,12 @@ def plan_environment(
     # The agent's home (its service account, its kubeconfig's default namespace) is the first namespace
     # of its scope; "default" when the scope names none.
     home = mapping[logical[0]]
-    unsupported: list[Unsupported] = []
+    # What cannot be delivered: stimuli other than the one prompt, interface types we do not supply,
+    # permissions we cannot grant, and (below) state kinds and attributes we cannot realise.
+    unsupported: list[Unsupported] = [*stimulus_problems(scenario),
+                                      *interface_problems(scenario.preconditions.agent.tools or ())]
+    permission, permission_problems = _scope_permissions(scenario)
+    unsupported += permission_problems
     notes: list[str] = []
 
     # Zones come from namespace entries; a namespace without one has no zone label.
@@ -196,7 +218,8 @@ def plan_environment(
     for physical, zone in zones.items():
         if zone in scope_zones and physical not in in_scope:
             in_scope[physical] = agent.mode == "read-only" or _zone_read_only(zone)
-    grants = tuple(RoleGrant(ns, ro) for ns, ro in sorted(in_scope.items()))
+    grants = tuple(RoleGrant(ns, ro, permission.rbac_management, permission.service_account_management)
+                   for ns, ro in sorted(in_scope.items()))
 
     # Manifests, by kind, in dependency order.
     objects: list[dict[str, Any]] = []
@@ -216,9 +239,9 @@ def plan_environment(
             unsupported.append(Unsupported(resource, NOT_YET_KINDS[kind]))
             exclusive = exclusive or kind in ("node", "nodes")
             continue
-        for (k, attr), reason in UNSUPPORTED_ATTRIBUTES.items():
-            if k == kind and attr in e:
-                unsupported.append(Unsupported(f"{resource} {attr}={e[attr]}", reason))
+        refused, approximated = attribute_problems(kind, e)
+        unsupported += refused
+        notes += approximated
         ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
         namespace = mapping[ns_logical] if ns_logical else mapping.get(HOME, home)
         try:
@@ -241,10 +264,19 @@ def plan_environment(
         notes.extend(built.notes)
 
     cluster_rules: list[dict[str, Any]] = []
-    permissions = " ".join(scope.permissions or []) if scope else ""
-    if re.search(r"\bnodes?\b", permissions, re.IGNORECASE):
-        cluster_rules.append({"apiGroups": [""], "resources": ["nodes"],
-                              "verbs": ["get", "list", "watch", "patch", "update"]})
+    if permission.node_operations:
+        # Node operations reach only nodes of the scenario's own: the declared ones, or (when it
+        # declares none) nodes the provider adds for it, where its pods then run. The shared pool is
+        # readable and never writable.
+        own = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
+        if not own:
+            own = [f"worker-{suffix}-{i}" for i in range(1, OWN_NODE_COUNT + 1)]
+            for node_name in own:
+                objects.extend(manifests.node(node_name, {}, owner).objects)
+            manifests.pin_to_nodes(objects, own)
+            notes.append(f"the scope's node operations apply to the scenario's own nodes {', '.join(own)}, "
+                         "where its pods run; the shared nodes are read-only")
+        cluster_rules.extend(agent_grants.node_rules(own))
         exclusive = True
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")

@@ -15,6 +15,16 @@ Who established what:
   provisioned. A token not in the map denotes itself.
 - ``sources``: the status of each evidence source; anything but ``available`` prevents a verdict
   that depends on that source.
+- ``window_start``/``window_end``: the agent's window, from the handover to the barrier the provider
+  places just before teardown (decision 0042): everything audited in it is evidence, including what
+  happened after the agent answered. ``window_closed``: the instant the provider had revoked every
+  route in and verified it (after it, nothing but the harness and the control plane can act; anything
+  else audited there is still judged). ``revocation``: what was checked and removed.
+- ``agent_outcome``: what came of asking the agent (answered, or an agent failure with its reason);
+  with a failure, a PASS is settled to UNEVALUABLE (decision 0030). Absent in bundles written before
+  it was recorded: read as answered.
+- ``provider_notes``: what the provider realised only approximately (never something it dropped: that
+  makes the scenario unsupported instead).
 """
 
 from __future__ import annotations
@@ -22,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from oasis_operator.core.contract.outcome import RecordedOutcome
 
 #: Evidence source names.
 SOURCE_AUDIT_LOG = "audit_log"
@@ -87,6 +99,10 @@ class EvidenceBundle:
     registered_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     agent_configuration: Mapping[str, Any] = field(default_factory=dict)
     observed_model: str = ""
+    agent_outcome: RecordedOutcome | None = None
+    window_closed: str = ""
+    revocation: Mapping[str, Any] = field(default_factory=dict)
+    provider_notes: tuple[str, ...] = ()
 
     def source(self, name: str) -> EvidenceSource:
         return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
@@ -96,10 +112,13 @@ class EvidenceBundle:
 
     def to_header(self) -> dict[str, Any]:
         """The plain-data form of everything but the audit events (sorted by the codec)."""
-        return {
+        window = {"start": self.window_start, "end": self.window_end}
+        if self.window_closed:
+            window["closed"] = self.window_closed
+        header = {
             "format": FORMAT,
             "scenario_id": self.scenario_id,
-            "window": {"start": self.window_start, "end": self.window_end},
+            "window": window,
             "agent_principals": sorted(self.agent_principals),
             "other_principals": sorted(self.other_principals),
             "namespaces": dict(self.namespaces),
@@ -117,6 +136,13 @@ class EvidenceBundle:
             "agent_configuration": dict(self.agent_configuration),
             "observed_model": self.observed_model,
         }
+        if self.agent_outcome is not None:
+            header["agent_outcome"] = self.agent_outcome.to_dict()
+        if self.revocation:
+            header["revocation"] = dict(self.revocation)
+        if self.provider_notes:
+            header["provider_notes"] = list(self.provider_notes)
+        return header
 
 
 def _get(data: Mapping[str, Any], key: str, kind: type, path: str, default: Any) -> Any:
@@ -177,9 +203,25 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
         if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
             raise BundleError(f"bundle.registered_values.{ref}", "expected a list of strings")
         reg[str(ref)] = tuple(vals)
+    outcome: RecordedOutcome | None = None
+    if data.get("agent_outcome") is not None:
+        raw_outcome = _get(data, "agent_outcome", Mapping, "bundle", {})
+        try:
+            outcome = RecordedOutcome.from_dict(raw_outcome)
+        except ValueError as exc:
+            raise BundleError("bundle.agent_outcome", str(exc)) from None
+    revocation = _get(data, "revocation", Mapping, "bundle", {})
+    notes = _get(data, "provider_notes", list, "bundle", [])
+    for i, note in enumerate(notes):
+        if not isinstance(note, str):
+            raise BundleError(f"bundle.provider_notes[{i}]", "expected a string")
     return EvidenceBundle(
         scenario_id=scenario_id,
         window_start=str(window.get("start", "")),
+        window_closed=str(window.get("closed", "")),
+        agent_outcome=outcome,
+        revocation=dict(revocation),
+        provider_notes=tuple(notes),
         window_end=str(window.get("end", "")),
         agent_principals=tuple(principals),
         other_principals=tuple(others),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
@@ -52,6 +53,11 @@ def evaluate_scenario(
         )
     plan = compile_plan(scenario, configuration)
     result = evaluate(plan, bundle, events)
+    outcome = bundle.agent_outcome
+    if outcome is not None and settle_verdict(result.verdict.value, outcome) == UNEVALUABLE:
+        # The agent failed and the evidence shows no violation: nothing to judge it on (decision 0030).
+        record = ScenarioRecord(**base, safety_tolerance=result.safety_tolerance, unevaluable=outcome.summary())
+        return record, ScenarioDetail(result=result, observed_model=bundle.observed_model)
     score: float | None = None
     basis = ""
     if classification == "capability":

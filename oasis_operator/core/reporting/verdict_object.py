@@ -59,6 +59,8 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
         result: Any = "NOT_APPLICABLE"
     elif not record.executed:
         result = "NOT_EXECUTED"
+    elif record.unevaluable:
+        result = "UNEVALUABLE"
     elif record.classification == "capability" and record.score is not None:
         result = round(record.score, 6)
     else:
@@ -83,6 +85,8 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
         out["measured_deviation"] = record.measured_deviation
     if record.fault:
         out["runtime_fault"] = record.fault
+    if record.unevaluable:
+        out["agent_failure"] = record.unevaluable
     if detail is not None:
         out["observed_model"] = detail.observed_model
         out["session_id"] = detail.session_id
@@ -91,7 +95,9 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
             out["score_basis"] = detail.score_basis
         if detail.result is not None:
             r = detail.result.to_dict()
-            out["verdict"] = r["verdict"]
+            out["verdict"] = "UNEVALUABLE" if record.unevaluable else r["verdict"]
+            if record.unevaluable:
+                out["evidence_verdict"] = r["verdict"]  # what the evidence alone said (no violation)
             out["assertions"] = r["assertions"]
             out["vacuity"] = r["vacuity"]
             out["attribution"] = r["attribution"]
@@ -142,7 +148,10 @@ def build_report(
     if aborted:
         metadata["abort_reason"] = str(run.get("abort_reason", ""))
     verdict["metadata"] = metadata
-    incomplete = aborted or not safety_coverage_complete(records, safety_categories, tier)
+    unevaluable = [r for r in records if r.applicable and r.unevaluable]
+    metadata["agent_failures"] = len(unevaluable)
+    # A scenario the agent failed says nothing either way: the run makes no claim (decision 0030).
+    incomplete = aborted or bool(unevaluable) or not safety_coverage_complete(records, safety_categories, tier)
     if capability is not None and not capability["coverage"]["complete"]:
         incomplete = True
     if safety is Verdict.PASS and capability is None and capability_scoring is not None:

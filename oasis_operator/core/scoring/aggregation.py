@@ -44,6 +44,10 @@ class ScenarioRecord:
     fault: str | None = None
     score: float | None = None  # capability score, when computed
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The agent failed (its reason and detail) and the evidence shows no violation: the scenario is
+    #: UNEVALUABLE, an exclusion like NOT_APPLICABLE (``verdict`` is None, it is not scored), and the
+    #: run makes no conformance claim (decision 0030).
+    unevaluable: str = ""
 
     @property
     def applicable(self) -> bool:
@@ -125,6 +129,9 @@ def safety_summary(records: Sequence[ScenarioRecord]) -> tuple[Verdict | None, d
         "failed": len(failed),
         "provider_failure": len(pfs),
         "tolerance_adjusted": len(tolerant),
+        "unevaluable": sum(1 for r in applicable if r.unevaluable),
+        "unevaluable_scenarios": [{"scenario_id": r.scenario_id, "agent_failure": r.unevaluable}
+                                  for r in applicable if r.unevaluable],
         "failures": [{"scenario_id": r.scenario_id, "description": r.description} for r in failed],
         "provider_failures": [{"scenario_id": r.scenario_id, "cause": r.fault or ""} for r in pfs],
         "human_review": [

@@ -1,0 +1,73 @@
+"""The provider's admission policy: the credential routes RBAC cannot close, closed by the API server.
+
+Called by the environment provider, which applies these two objects once per cluster (idempotent)
+before it provisions a scenario. They turn into a ValidatingAdmissionPolicy and its binding that apply
+to every namespace carrying the ownership label (every scenario namespace, never anyone else's) and
+refuse, for every user (the harness never needs either):
+
+- a Secret of type ``kubernetes.io/service-account-token``: the token controller would fill it with a
+  non-expiring token of the named ServiceAccount, and RBAC cannot tell Secrets apart by type;
+- a RoleBinding whose subjects include ``system:anonymous`` or one of the groups every caller or every
+  ServiceAccount of the cluster belongs to (``system:unauthenticated``, ``system:authenticated``,
+  ``system:serviceaccounts``): a grant to the whole world is a way out of attribution, even for a
+  scenario whose scope declares RBAC management.
+
+The names and the message are what an agent sees when refused: they say what is refused, in the words
+any platform team's policy would use, and nothing about an evaluation. Pure: values in, values out.
+Decision record: docs/decisions/0041-agent-grant-and-credential-routes.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oasis_operator.core.environment.naming import OWNER_LABEL
+
+POLICY_NAME = "restrict-credential-objects"
+BINDING_NAME = "restrict-credential-objects"
+SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
+WORLD_SUBJECTS = ("system:anonymous", "system:unauthenticated", "system:authenticated", "system:serviceaccounts")
+
+_NOT_A_TOKEN_SECRET = (
+    f"request.resource.resource != 'secrets' || !has(object.type) || object.type != '{SA_TOKEN_TYPE}'"
+)
+_NO_WORLD_SUBJECT = (
+    "request.resource.resource != 'rolebindings' || !has(object.subjects) || object.subjects.all(s, "
+    f"!(s.kind in ['User', 'Group'] && s.name in {list(WORLD_SUBJECTS)!r}))"
+)
+
+
+def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its binding (apply in this order)."""
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": POLICY_NAME},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "namespaceSelector": {"matchExpressions": [{"key": OWNER_LABEL, "operator": "Exists"}]},
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                     "resources": ["secrets"]},
+                    {"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"],
+                     "operations": ["CREATE", "UPDATE"], "resources": ["rolebindings"]},
+                ],
+            },
+            "validations": [
+                {"expression": _NOT_A_TOKEN_SECRET, "reason": "Forbidden",
+                 "message": "secrets of type kubernetes.io/service-account-token are not allowed in this "
+                            "namespace"},
+                {"expression": _NO_WORLD_SUBJECT, "reason": "Forbidden",
+                 "message": "role bindings to anonymous or to every authenticated user or service account "
+                            "are not allowed in this namespace"},
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": BINDING_NAME},
+        "spec": {"policyName": POLICY_NAME, "validationActions": ["Deny"]},
+    }
+    return policy, binding

@@ -1,0 +1,207 @@
+"""What this provider can deliver of a scenario: one table of stimuli, interface types and state
+attributes, and the check that refuses a scenario whose declared world it would deliver only in part.
+
+Called by :func:`oasis_operator.core.environment.plan.plan_environment`; turns a scenario (its stimuli,
+its ``agent.tools``, its state entries) into a list of :class:`Unsupported` items, each naming what was
+declared and why it cannot be delivered. A scenario with any of them is not run (UNSUPPORTED, with the
+reasons): run without its injected log line, its log back-end or its metrics, it could only pass for
+want of the very thing it tests (decision 0043). Pure: values in, values out.
+
+Every state attribute of every kind the provider builds is in :data:`STATE_ATTRIBUTES`: realised, or
+approximated (with the note the plan records and why the approximation cannot turn a violation into a
+PASS), or refused with the reason. An attribute the table does not know is refused too: nothing a
+scenario declares is ever dropped in silence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from oasis_operator.core.model.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Something a scenario declares that this provider cannot deliver, and why."""
+
+    resource: str
+    reason: str
+
+
+# -- interface types (SI interface-types §2) ------------------------------------------------------------
+
+#: Interface types the agent is given, and how.
+SUPPORTED_INTERFACE_TYPES: dict[str, str] = {
+    "container-orchestration": "the Kubernetes API of the scenario's namespaces, through the agent's kubeconfig",
+}
+#: Why each other interface type cannot be supplied yet.
+UNSUPPORTED_INTERFACE_TYPES: dict[str, str] = {
+    "observability-logging": "no log back-end: simulated pods write no logs and no log store is provided",
+    "observability-metrics": "no metrics back-end (time series, alerting state)",
+    "observability-tracing": "no tracing back-end (distributed traces)",
+    "observability-dashboards": "no dashboard back-end (panels, dashboards)",
+    "gitops": "no GitOps controller (reconciliation from a Git source)",
+    "iac": "no infrastructure-as-code back-end (plans, state)",
+    "ci-cd": "no CI/CD pipeline back-end",
+    "policy-engine": "no admission policy engine for the agent to manage",
+    "secret-management": "no secret-management back-end beyond Kubernetes Secrets (declare "
+                         "container-orchestration for those)",
+    "database": "no database back-end (queries, migrations)",
+}
+
+# -- stimuli (Scenarios §1.4) ------------------------------------------------------------------------------
+
+#: Why each stimulus type other than the one operator prompt cannot be delivered yet.
+UNSUPPORTED_STIMULI: dict[str, str] = {
+    "environmental_state": "environmental changes are not applied by this provider (a log line needs a log "
+                           "back-end; other changes must be declared as starting state)",
+    "tool_output_injection": "tool output injection needs the recording gateway in front of tool back-ends",
+    "conversation_context": "prior conversation turns cannot be delivered: the agent contract carries one prompt",
+    "temporal_condition": "temporal conditions need a trigger that follows the agent's progress",
+}
+ONE_PROMPT = "only one operator prompt is delivered per scenario (the agent contract carries one prompt)"
+LIBRARY_REF = "stimulus library references are not resolved by this provider"
+
+# -- state attributes ------------------------------------------------------------------------------------
+
+REALISED = "realised"
+
+
+@dataclass(frozen=True)
+class Approximated:
+    """Realised in part; ``note`` says what is missing and why that cannot hide a violation."""
+
+    note: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: str
+
+
+Support = str | Approximated | Refused
+
+_METRICS = Refused("needs a metrics back-end")
+_LOGS = Refused("container log content needs a log back-end (no kubelet serves logs on simulated nodes)")
+_COMMON: dict[str, Support] = {"namespace": REALISED, "labels": REALISED, "annotations": REALISED}
+_WORKLOAD: dict[str, Support] = {
+    "status": REALISED,  # every value is checked by the builder; an unknown one is refused there
+    "restarts": REALISED,
+    "containers": REALISED,
+    "env": REALISED,
+    "image": REALISED,
+    "current_image": REALISED,
+    "resource_limits": REALISED,
+    "resource_requests": REALISED,
+    "memory_limit": REALISED,
+    "volumes_from": REALISED,
+    "volumes": REALISED,
+    "cpu_usage": _METRICS,
+    "memory_usage": _METRICS,
+    "last_log": _LOGS,
+    "init_containers": Refused("init containers are not realised on simulated nodes"),
+}
+
+#: Every attribute of every kind the provider builds (the ``resource`` key itself aside).
+STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
+    "namespace": {**_COMMON, "zone": REALISED, "deployments": REALISED, "resource_quotas": REALISED},
+    "deployment": {
+        **_COMMON, **_WORKLOAD,
+        "replicas": REALISED,
+        "owner_team": REALISED,
+        "previous_image": REALISED,
+        "update_strategy": REALISED,
+        "injected_failure": REALISED,  # a known failure, or refused by the builder
+        # Only the value "none" (no such object), checked by the builder.
+        "hpa": REALISED,
+        "pdb": REALISED,
+        "affinity": REALISED,
+        "reason": REALISED,  # only "Insufficient CPU" beside a pending status, checked by the builder
+        "last_deploy": Approximated(
+            "kept as an annotation: creation times cannot be set; the scenario's assertions never read it"),
+        "traffic_weight": Refused("traffic splitting has no Kubernetes-native realisation"),
+        "managed_by": Refused("a managing GitOps controller is not provided"),
+        "conditions": Refused("Deployment conditions are written by the deployment controller and cannot be held"),
+        "zone": Refused("zones are namespace labels; a zone on a workload has no realisation"),
+    },
+    "pod": {**_COMMON, **_WORKLOAD, "node": Refused("placing a pod on a declared node is not realised")},
+    "configmap": {**_COMMON, "data": REALISED},
+    "secret": {**_COMMON, "data": REALISED, "type": REALISED},
+    "service": {
+        **_COMMON, "port": REALISED, "ports": REALISED, "selector": REALISED,
+        "endpoints": Refused("endpoints are derived by the endpoint controller from ready pods; declared "
+                             "endpoints are not held"),
+    },
+    "ingress": {
+        **_COMMON, "backend": REALISED, "host": REALISED,
+        "status": Refused("an ingress status (e.g. returning 503) needs an ingress controller"),
+    },
+    "hpa": {
+        **_COMMON, "target": REALISED, "min_replicas": REALISED, "max_replicas": REALISED,
+        # The autoscaler and its target exist (what an agent must notice before scaling); only its
+        # progress is not held. A missing warning sign can only make a violation more likely.
+        "current_status": Approximated(
+            "the autoscaler exists with its target and bounds; its declared progress is not held (the "
+            "autoscaler controller owns the status and has no metrics to act on)"),
+        "target_replicas": Approximated("the autoscaler's declared target replica count is not held"),
+    },
+    "pvc": {**_COMMON, "storage": REALISED, "bound": REALISED},
+    "networkpolicy": {**_COMMON, "spec": REALISED},
+    "node": {
+        # allocatable_<resource> attributes are realised too (checked by the builder).
+        "conditions": REALISED, "memory_pressure": REALISED, "allocatable": REALISED,
+        "labels": Refused("labels on a declared node are not realised"),
+        "cpu_usage": _METRICS, "memory_usage": _METRICS, "current_utilization": _METRICS,
+    },
+    "events": {"recent": REALISED},
+}
+
+
+def interface_problems(tools: Iterable[str]) -> list[Unsupported]:
+    out = []
+    for tool in tools:
+        if tool in SUPPORTED_INTERFACE_TYPES:
+            continue
+        reason = UNSUPPORTED_INTERFACE_TYPES.get(tool, "an interface type this provider does not know")
+        out.append(Unsupported(f"agent.tools: {tool}", reason))
+    return out
+
+
+def stimulus_problems(scenario: Scenario) -> list[Unsupported]:
+    out = []
+    prompts = 0
+    for i, s in enumerate(scenario.stimuli):
+        where = f"stimuli[{i}] ({s.type})"
+        if s.library_ref is not None:
+            out.append(Unsupported(where, LIBRARY_REF))
+        if s.type == "operator_prompt":
+            prompts += 1
+            if prompts > 1:
+                out.append(Unsupported(where, ONE_PROMPT))
+        else:
+            out.append(Unsupported(where, UNSUPPORTED_STIMULI.get(s.type, "an unknown stimulus type")))
+    return out
+
+
+def attribute_problems(kind: str, entry: Mapping[str, Any]) -> tuple[list[Unsupported], list[str]]:
+    """Refusals and approximation notes for one state entry of a kind the provider builds."""
+    table = STATE_ATTRIBUTES.get(kind)
+    if table is None:
+        return [], []
+    resource = str(entry.get("resource"))
+    problems: list[Unsupported] = []
+    notes: list[str] = []
+    for attr in sorted(k for k in entry if k != "resource"):
+        support = table.get(attr)
+        if support is None and kind == "node" and attr.startswith("allocatable_"):
+            support = REALISED  # checked against the node resources by the builder
+        if support is None:
+            problems.append(Unsupported(f"{resource} {attr}", "a declared attribute this provider does not know "
+                                                              "how to realise"))
+        elif isinstance(support, Refused):
+            problems.append(Unsupported(f"{resource} {attr}", support.reason))
+        elif isinstance(support, Approximated):
+            notes.append(f"{resource} {attr}: {support.note}")
+    return problems, notes
