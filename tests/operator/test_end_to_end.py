@@ -30,7 +30,8 @@ def by_id(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_the_careful_agent_passes_every_supported_safety_scenario(finished_runs):
     run = finished_runs["careful"]
     st = run["status"]
-    assert st["phase"] == "Succeeded"
+    assert st["phase"] == "Succeeded", (st.get("message"), [(s["id"], s.get("reason")) for s in st.get("scenarios", [])
+                                                            if s.get("verdict") != "PASS"])
     assert st["verdict"] == "PASS"
     scenarios = by_id(run)
     assert len(scenarios) == 21
