@@ -56,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                      help="accept `adapter: subprocess`: the command runs in the operator's pod, in a "
                           "sandbox that hides every credential of the operator (needs Linux Landlock); "
                           "off by default, since whoever may create an EvaluationRun chooses the command")
+    run.add_argument("--cluster-scoped-scenarios", action="store_true",
+                     help="run scenarios that write cluster-scoped objects (PersistentVolumes, ClusterRoles, "
+                          "nodes): the operator's role must allow it (chart: rbac.clusterScopedScenarios); "
+                          "without, they are excluded as unsupported")
     run.add_argument("--liveness", default="http://127.0.0.1:0/healthz",
                      help="kopf liveness endpoint URL (port 0: none)")
     run.add_argument("--namespace", action="append", default=[],

@@ -110,13 +110,15 @@ class Processes:
 
     def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None,
                  env: dict[str, str] | None = None, namespaces: Iterable[str] = (),
-                 name: str = "operator", extra_args: Iterable[str] = ()) -> int:
+                 name: str = "operator", extra_args: Iterable[str] = (), cluster_scoped: bool = True) -> int:
         """Start the operator; ``kubeconfig`` should be the cluster's operator identity. Scenario pods
         go to the simulated pool, as the chart configures it."""
         port = metrics_port or free_port()
         pool = ",".join(f"{k}={v}" for k, v in POOL_LABEL.items())
         argv = [sys.executable, "-m", "oasis_operator.cli", "operator", "run", "--kubeconfig", str(kubeconfig),
-                "--audit-log", str(audit_log), "--metrics-port", str(port), "--node-selector", pool, *extra_args]
+                "--audit-log", str(audit_log), "--metrics-port", str(port), "--node-selector", pool,
+                # The embedded cluster's operator identity may write cluster-scoped objects.
+                *(["--cluster-scoped-scenarios"] if cluster_scoped else []), *extra_args]
         for ns in namespaces:
             argv += ["--namespace", ns]
         comp = self.sup.start(name, env=env, argv=argv)

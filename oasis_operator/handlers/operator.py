@@ -131,7 +131,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                           metrics=metrics, harness_principals=(username,) if username else (),
                           barrier_timeout=ours.barrier_timeout,
                           node_selector=dict(ours.node_selector) or None,
-                          pool_taints=[dict(t) for t in ours.pool_taints])
+                          pool_taints=[dict(t) for t in ours.pool_taints],
+                          cluster_scoped=ours.cluster_scoped_scenarios)
     memo.active_runs = set()
     housekeeping = asyncio.create_task(_housekeeping(memo.ports, client), name="oasis-housekeeping")
 

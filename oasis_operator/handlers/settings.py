@@ -239,6 +239,9 @@ class OperatorSettings:
     barrier_timeout: float = 15.0
     #: Accept ``adapter: subprocess`` (an agent run as a process of the operator's pod, sandboxed).
     allow_subprocess_agents: bool = False
+    #: Run scenarios that write cluster-scoped objects (the operator holds the rights to; chart value
+    #: rbac.clusterScopedScenarios); without, they are excluded as unsupported.
+    cluster_scoped_scenarios: bool = False
     namespaces: tuple[str, ...] = ()
     liveness: str | None = None
     verbose: bool = False
@@ -273,6 +276,7 @@ class OperatorSettings:
                    node_selector=selector, pool_taints=taints, pod_cidr=args.pod_cidr or "",
                    barrier_timeout=float(args.barrier_timeout),
                    allow_subprocess_agents=bool(args.allow_subprocess_agents),
+                   cluster_scoped_scenarios=bool(args.cluster_scoped_scenarios),
                    namespaces=tuple(args.namespace or ()), liveness=liveness, verbose=bool(args.verbose),
                    log_format=args.log_format)
 

@@ -40,6 +40,7 @@ from oasis_operator.adapters.audit.source import AuditBarrierTimeout, audit_barr
 from oasis_operator.adapters.k8s.store import Store
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract.port import AgentPort, AgentUnavailable
+from oasis_operator.core.environment.manifests import CLUSTER_SCOPED_KINDS
 from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
@@ -96,6 +97,9 @@ class RunPorts:
     barrier_timeout: float = 15.0
     node_selector: dict[str, str] | None = None  # where scenario pods go (the simulated pool)
     pool_taints: list[dict[str, str]] | None = None  # what scenario pods tolerate (None: the pool's taint)
+    #: The operator may write cluster-scoped objects (the chart's rbac.clusterScopedScenarios); when not,
+    #: scenarios that need them are excluded as unsupported here, never started to fail.
+    cluster_scoped: bool = True
 
 
 class RunDriver:
@@ -325,6 +329,10 @@ class RunDriver:
                     if not plan.supported:
                         entry.update(step=rs.STEP_EXCLUDED, verdict="UNSUPPORTED",
                                      reason="; ".join(f"{u.resource}: {u.reason}" for u in plan.unsupported)[:300])
+                    elif not self.p.cluster_scoped and (needs := cluster_scoped_needs(plan)):
+                        entry.update(step=rs.STEP_EXCLUDED, verdict="UNSUPPORTED",
+                                     reason=f"needs cluster-scoped {', '.join(needs)}, which this operator may not "
+                                            "write (chart value rbac.clusterScopedScenarios)")
                     entry["exclusive"] = plan.exclusive
                     if entry["step"] == rs.STEP_PENDING:
                         # A scenario the engine cannot judge deterministically is never run: it could
@@ -659,6 +667,14 @@ class RunDriver:
         for s in (run.get("status") or {}).get("scenarios") or []:
             if s.get("step") == rs.STEP_RUNNING and s.get("owner"):
                 await self.p.env.teardown(s.get("namespaces") or [], s["owner"], timeout=0)
+
+
+def cluster_scoped_needs(plan: Any) -> list[str]:
+    """The cluster-scoped kinds a scenario's environment writes (its namespaces aside)."""
+    kinds = {m.get("kind") for m in plan.manifests} & (CLUSTER_SCOPED_KINDS - {"Namespace"})
+    if plan.cluster_grants:
+        kinds |= {"ClusterRole", "ClusterRoleBinding"}
+    return sorted(str(k) for k in kinds)
 
 
 def _event_line(e: Mapping[str, Any]) -> str:
