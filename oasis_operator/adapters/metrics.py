@@ -6,7 +6,7 @@ turns outcomes into counters, gauges and histograms named ``oasis_*`` with ``_to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
@@ -14,7 +14,11 @@ from oasis_operator import __version__
 
 
 class Metrics:
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    """``verdicts`` and ``fault_reasons`` are the label values known in advance: their series exist
+    (at 0) from the start, so dashboards and alerts see the metric before the first occurrence."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, verdicts: Sequence[str] = (),
+                 fault_reasons: Sequence[str] = ()) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.runs = Counter("oasis_runs_total", "Finished evaluation runs by verdict", ["verdict"], registry=r)
@@ -37,6 +41,10 @@ class Metrics:
                                       registry=r)
         self.build_info = Info("oasis_build", "The operator's version", registry=r)
         self.build_info.info({"version": __version__})
+        for verdict in verdicts:
+            self.runs.labels(verdict=verdict)
+        for reason in fault_reasons:
+            self.provider_failures.labels(reason=reason)
 
     def scenario_finished(self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None) -> None:
         self.scenarios.labels(category=category or "unknown", verdict=verdict).inc()

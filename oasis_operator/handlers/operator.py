@@ -40,7 +40,7 @@ from oasis_operator.core.model.profile import parse_profile
 from oasis_operator.core.model.run import EvaluationRunSpec
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.handlers.settings import OperatorSettings
-from oasis_operator.workflows.run import RunDriver, RunPorts, parse_duration
+from oasis_operator.workflows.run import PROVIDER_FAULTS, RunDriver, RunPorts, parse_duration
 
 log = logging.getLogger("oasis.operator")
 FINALIZER = "oasis.dev/finalizer"
@@ -87,7 +87,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         sandbox.make_undumpable()
     client = AsyncClient(ours.access.lightkube_config(), field_manager="oasis-operator")
     ep = ours.access.endpoint()
-    metrics = Metrics()
+    metrics = Metrics(verdicts=(rs.PASS, rs.FAIL, rs.PROVIDER_FAILURE), fault_reasons=PROVIDER_FAULTS)
     if ours.metrics_port:
         start_http_server(ours.metrics_port, addr=ours.metrics_addr, registry=metrics.registry)
     audit: Any

@@ -50,12 +50,26 @@ from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.plan import applicability, verification_issues
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import (
+    FAULT_API,
+    FAULT_AUDIT_BARRIER,
+    FAULT_INJECTION,
+    FAULT_PROVISIONING,
+    FAULT_SNAPSHOT,
+    FAULT_SYMPTOM_MISSING,
+    ScenarioTimeouts,
+    execute_scenario,
+)
 
 log = logging.getLogger("oasis.run")
 
 RERUN_ANNOTATION = rs.RERUN_ANNOTATION
 ABORT_PROVIDER_FAILURE = "a scenario ended in PROVIDER_FAILURE"
+#: The fault reason of a scenario cut off by timeouts.scenario.
+FAULT_SCENARIO_TIMEOUT = "ScenarioTimeout"
+#: Every provider fault a scenario can end with (metrics label values known in advance).
+PROVIDER_FAULTS = (FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING, FAULT_AUDIT_BARRIER, FAULT_SNAPSHOT, FAULT_API,
+                   FAULT_INJECTION, FAULT_SCENARIO_TIMEOUT)
 #: Report formats and the file each is stored under (JSON always: the others are rendered from it).
 REPORT_FILES = {"json": "report.json", "yaml": "report.yaml", "html": "report.html", "junit": "report.junit.xml"}
 
@@ -530,7 +544,7 @@ class RunDriver:
             await self._event("Warning", "ProviderFailure", f"{doc.get('id')}: PROVIDER_FAILURE ({reason})")
             if self.p.metrics is not None:
                 self.p.metrics.scenario_finished(entry.get("category") or "", rs.PROVIDER_FAILURE, {},
-                                                 "ScenarioTimeout")
+                                                 FAULT_SCENARIO_TIMEOUT)
             return
         names = await self.p.store.put_blob(self._run, "evidence", str(doc.get("id")), execution.evidence_text.encode())
         verdict = execution.verdict
