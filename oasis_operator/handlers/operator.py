@@ -240,21 +240,40 @@ def _version(body: Any) -> Any:
             (body.get("spec") or {}).get("suspend"), (body.get("spec") or {}).get("shutdown"))
 
 
+#: Why kopf may stop a run's daemon without the run being done with: it is deleted, or the operator stops.
+_FINAL = (kopf.DaemonStoppingReason.RESOURCE_DELETED | kopf.DaemonStoppingReason.OPERATOR_EXITING
+          | kopf.DaemonStoppingReason.OPERATOR_PAUSING | kopf.DaemonStoppingReason.DAEMON_CANCELLED
+          | kopf.DaemonStoppingReason.DAEMON_ABANDONED)
+
+
+def _must_exit(stopped: kopf.DaemonStopped, body: Any) -> bool:
+    """kopf stops the daemon when the run reads finished (the ``when`` filter). If the run changed
+    since (its spec edited, a re-run asked for) before this daemon exited, it goes on: kopf would not
+    start another one for that change while this one still exists."""
+    if not stopped:
+        return False
+    if stopped.reason is not None and stopped.reason & _FINAL:
+        return True
+    return not rs.needs_driver(body)
+
+
 async def _idle(stopped: kopf.DaemonStopped, body: Any, seconds: float) -> None:
     """Sleep up to ``seconds`` without a request: wake early when the run's spec or rerun
-    annotation changes (kopf keeps ``body`` current from its watch)."""
+    annotation changes (kopf keeps ``body`` current from its watch), or when it is time to exit."""
     seen = _version(body)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    while not stopped and _version(body) == seen:
+    while _version(body) == seen and not _must_exit(stopped, body):
         left = deadline - loop.time()
         if left <= 0:
             return
-        await stopped.wait(min(1.0, left))
+        if stopped:
+            await asyncio.sleep(min(1.0, left))  # stopped, but still needed: the flag no longer waits
+        else:
+            await stopped.wait(min(1.0, left))
 
 
-# When the filter turns false (the run just finished), kopf first only signals the daemon (the backoff)
-# so that it completes what follows the final status write (evidence clean-up, Events, metrics).
+# When the filter turns false (the run just finished), kopf first only signals the daemon (the backoff).
 @kopf.daemon(GROUP, VERSION, "evaluationruns", cancellation_backoff=5, cancellation_timeout=30,  # type: ignore[arg-type]
              when=_needs_driver)
 async def run_daemon(name: str, namespace: str, body: Any, memo: kopf.Memo, stopped: kopf.DaemonStopped,
@@ -272,7 +291,7 @@ async def run_daemon(name: str, namespace: str, body: Any, memo: kopf.Memo, stop
             ports.metrics.active_runs.set(len(memo.active_runs))
 
     try:
-        while not stopped:
+        while not _must_exit(stopped, body):
             active(((body.get("status") or {}).get("phase") not in rs.TERMINAL)
                    and not (body.get("spec") or {}).get("suspend"))
             outcome = await driver.drive()

@@ -570,8 +570,17 @@ class RunDriver:
 
     # -- finish --------------------------------------------------------------------------------------
     async def _finish(self, spec: EvaluationRunSpec) -> None:
-        report = await self.build_report(spec)
-        names = await self.p.store.put_blob(self._run, "report", REPORT_FILES["json"], render_json(report).encode())
+        """Store the report (every format), then everything that follows from it, and the terminal
+        status last: once a run reads finished, nothing of it is left to do (the operator stops
+        looking at it). A restart in between finds the stored report and takes it up from there."""
+        stored = list((self._status.get("report") or {}).get("configMaps") or [])
+        if stored:
+            report = json.loads(await self.p.store.get_blob(self.ns, stored))
+            names = stored
+        else:
+            report = await self.build_report(spec)
+            names = await self.p.store.put_blob(self._run, "report", REPORT_FILES["json"],
+                                                render_json(report).encode())
         formats = await self._store_formats(spec, report, names)
         safety = (report.get("verdict") or {}).get("safety")
         verdict = rs.PROVIDER_FAILURE if self._status.get("aborted") and safety != rs.FAIL else safety
@@ -582,12 +591,16 @@ class RunDriver:
             reason = rs.R_TIMED_OUT
         cap = (report.get("verdict") or {}).get("capability") or {}
         keep_evidence = bool(spec.report and spec.report.include_evidence)
+        self._status["report"] = {"configMaps": names, "incomplete": bool(report.get("incomplete")),
+                                  "formats": formats, "evidenceKept": keep_evidence}
+        await self._save(message="storing the report")  # still running: the report is recorded first
         if not keep_evidence:
+            # The report holds the deciding events; the raw evidence files go (report.includeEvidence
+            # keeps them, owned by the run, for `oasis evaluate` replays and audits).
+            await self.p.store.delete_blobs(self._run, "evidence")
             for s in self._status["scenarios"]:
                 s.pop("evidence", None)
-        self._status.update(phase=phase, verdict=verdict, completionTime=self._now_str(),
-                            report={"configMaps": names, "incomplete": bool(report.get("incomplete")),
-                                    "formats": formats, "evidenceKept": keep_evidence})
+        self._status.update(phase=phase, verdict=verdict, completionTime=self._now_str())
         if cap:
             # Compact: the core dimension scores and coverage; the full breakdown is in the report.
             self._status["capability"] = {
@@ -601,14 +614,10 @@ class RunDriver:
                    f"{summ['providerFailures']} provider failures, {summ['excluded']} excluded of {summ['total']}")
         if self._status.get("aborted"):
             message += f"; aborted: {self._status.get('abortReason', '')}"
-        await self._save(reason=reason, message=message)
-        if not keep_evidence:
-            # The report holds the deciding events; the raw evidence files go (report.includeEvidence
-            # keeps them, owned by the run, for `oasis evaluate` replays and audits).
-            await self.p.store.delete_blobs(self._run, "evidence")
         await self._event("Normal" if verdict == rs.PASS else "Warning", "RunCompleted", message)
         if self.p.metrics is not None:
             self.p.metrics.run_finished(verdict)
+        await self._save(reason=reason, message=message)
 
     async def _store_formats(self, spec: EvaluationRunSpec, report: dict[str, Any],
                              json_parts: list[str]) -> dict[str, list[str]]:
