@@ -78,6 +78,13 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
 
 def cmd_run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    if settings.allow_subprocess_agents:
+        from oasis_operator.adapters.agents import sandbox
+
+        if sandbox.abi_version() < 1:
+            raise CliError("--allow-subprocess-agents: Linux Landlock is not available to this process (kernel "
+                           "5.13+, allowed by seccomp), so a local agent process could read the operator's "
+                           "credentials; refusing to start")
     import kopf
 
     import oasis_operator.handlers.operator  # noqa: F401  (registers the handlers)

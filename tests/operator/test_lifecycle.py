@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+import httpx
 import pytest
 from junitparser import JUnitXml
 
@@ -106,13 +107,21 @@ def test_suspend_then_resume(cluster, installation, small_profile):
     assert done["status"]["verdict"] == "PASS"
 
 
+def active_runs(installation) -> float:
+    text = httpx.get(f"http://127.0.0.1:{installation.metrics_port}/metrics", timeout=5).text
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("oasis_active_runs ")]
+    return float(line.split()[1])
+
+
 def test_shutdown_cancels_a_running_run_and_the_gate_stays_shut(cluster, installation):
     ns = installation.namespace
     with cluster.admin_http() as http:
         stack.apply(http, stack.evaluation_run("cancelled", installation.agents["careful"], parallelism=1), ns)
         wait_for(lambda: status(http, ns, "cancelled").get("phase") == "Running")
+        assert active_runs(installation) == 1, "the running run (every other run of this module is finished)"
         merge(http, ns, "cancelled", {"spec": {"shutdown": "Immediate"}})
         done = stack.wait_completed(http, ns, "cancelled", 120)
+        wait_for(lambda: active_runs(installation) == 0, timeout=10)
     st = done["status"]
     assert st["phase"] == "Cancelled"
     assert st.get("verdict") is None, "a cancelled run has no verdict"
