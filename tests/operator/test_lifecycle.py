@@ -2,13 +2,16 @@
 cancel, re-run, an opt-in TTL, deletion; a run whose Profile, suite member or agent does not exist yet
 waits (never a failure, never a smaller run), bounded by ``timeouts.run``; ``timeouts.scenario``,
 ``report.formats`` and ``report.includeEvidence`` are honoured; editing a finished run's spec is
-observed; a finished run costs the API nothing."""
+observed; a finished run costs the API nothing. GitOps gates read every state of a real run alike
+(kstatus, Argo CD, Flux), and the CI snippet of docs/gitops/lifecycle.md works as written."""
 
 from __future__ import annotations
 
 import base64
 import gzip
 import json
+import re
+import subprocess
 import time
 from typing import Any
 
@@ -16,8 +19,11 @@ import httpx
 import pytest
 from junitparser import JUnitXml
 
-from oasis_operator.devcluster import stack
+from oasis_operator.devcluster import kube, stack
 from oasis_operator.devcluster.certs import OPERATOR_USER
+from tests.shipping import test_argocd_health as argo
+from tests.shipping import test_flux_health as flux
+from tests.shipping.conftest import REPO, go_tool, run_go_tool
 
 pytestmark = pytest.mark.cluster
 
@@ -177,9 +183,9 @@ def test_a_finished_run_costs_nothing_and_an_edit_of_its_spec_is_observed(cluste
         assert done["status"]["report"]["formats"].keys() == {"json"}
         # kopf stops the daemon on the status event of the finished run (signalled, then, if the daemon
         # was still finishing its Events, one annotation touch after the 5 s grace to look again).
-        time.sleep(8)
+        time.sleep(7)
         quiet_from = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        time.sleep(15)
+        time.sleep(10)
         audit.barrier()
         polled = [(e["verb"], e["requestURI"], e["requestReceivedTimestamp"])
                   for e in operator_requests_for(cluster, ns, "observed", quiet_from)]
@@ -343,3 +349,86 @@ def test_deleting_a_run_removes_it_and_its_report_objects(cluster, installation,
         wait_for(lambda: http.get(path(ns, "deleted")).status_code == 404, timeout=60)
         wait_for(lambda: all(http.get(f"/api/v1/namespaces/{ns}/configmaps/{n}").status_code == 404
                              for n in names), timeout=60)
+
+
+
+# --- GitOps gates (docs/gitops/) ---------------------------------------------------------------------
+
+GATE = {"Current": "open", "Failed": "shut", "InProgress": "wait", "Healthy": "open", "Degraded": "shut",
+        "Progressing": "wait", "Suspended": "wait"}
+
+
+def gates(objects: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    k = [GATE[r["status"]] for r in run_go_tool(go_tool("kstatus"), objects)]
+    a = [GATE[argo.health(o)[0]] for o in objects]
+    f = [GATE[s] for s in flux.evaluate(flux.fluxcel_binary(), objects)]
+    return list(zip(k, a, f, strict=True))
+
+
+@pytest.fixture(scope="module")
+def gate_runs(cluster, installation, small_profile) -> dict[str, dict[str, Any]]:
+    """A passed and a failed run (one scenario each), finished."""
+    ns = installation.namespace
+    with cluster.admin_http() as http:
+        stack.apply(http, small_run("gate-passed", installation.agents["careful"], suite="one"), ns)
+        stack.apply(http, small_run("gate-failed", installation.agents["reckless"], suite="one"), ns)
+        return {name: stack.wait_completed(http, ns, name, 120) for name in ("gate-passed", "gate-failed")}
+
+
+def test_every_state_of_a_real_run_reads_the_same_for_kstatus_argocd_and_flux(cluster, installation, gate_runs):
+    """The objects the API server returns, in every state a run goes through, judged by kstatus (its
+    own library), Argo CD's health check (Lua 5.1) and Flux's expressions (cel-go): all agree, and
+    only a PASS opens a gate."""
+    ns = installation.namespace
+    lonely = f"nobody-{kube.random_suffix()}"
+    careful = installation.agents["careful"]
+    with cluster.admin_http() as http:
+        stack.ensure_namespace(http, lonely)
+        fresh = stack.apply(http, stack.evaluation_run("fresh", careful), lonely)  # no operator watches here
+        suspended = stack.evaluation_run("gate-suspended", careful)
+        suspended["spec"]["suspend"] = True
+        stack.apply(http, suspended, ns)
+        stack.apply(http, stack.evaluation_run("gate-waiting", careful, profile="applied-later"), ns)
+        cancelled = stack.evaluation_run("gate-cancelled", careful)
+        cancelled["spec"]["shutdown"] = "Immediate"
+        stack.apply(http, cancelled, ns)
+        objects = {
+            "fresh": http.get(path(lonely, "fresh")).json(),
+            "suspended": wait_for(lambda: (r := http.get(path(ns, "gate-suspended")).json())["status"].get(
+                "observedGeneration") and r),
+            "waiting": wait_for(lambda: (r := http.get(path(ns, "gate-waiting")).json())["status"].get(
+                "observedGeneration") and r),
+            "cancelled": stack.wait_completed(http, ns, "gate-cancelled", 60),
+            "passed": http.get(path(ns, "gate-passed")).json(),
+            "failed": http.get(path(ns, "gate-failed")).json(),
+        }
+        merge(http, ns, "gate-passed", {"spec": {"parallelism": 3}})
+        objects["passed, edited, observed"] = wait_for(
+            lambda: (r := http.get(path(ns, "gate-passed")).json())["status"]["observedGeneration"]
+            == r["metadata"]["generation"] and r, timeout=30)
+        http.delete(f"/api/v1/namespaces/{lonely}")
+    assert fresh["status"]["conditions"][0]["reason"] == "Pending", "the CRD's default, before any operator"
+    got = dict(zip(objects, gates(list(objects.values())), strict=True))
+    want = {"fresh": "wait", "suspended": "wait", "waiting": "wait", "cancelled": "shut", "passed": "open",
+            "failed": "shut", "passed, edited, observed": "open"}
+    assert got == {name: (gate, gate, gate) for name, gate in want.items()}
+
+
+def lifecycle_snippet() -> str:
+    doc = (REPO / "docs" / "gitops" / "lifecycle.md").read_text()
+    (block,) = [b for b in re.findall(r"```bash\n(.*?)```", doc, re.S) if "kubectl" in b and "wait" in b]
+    return block
+
+
+@pytest.mark.parametrize(("run", "code"), [("gate-passed", 0), ("gate-failed", 1)])
+def test_the_ci_snippet_of_the_lifecycle_guide_gates_on_the_verdict(cluster, installation, gate_runs, run, code):
+    from oasis_operator.devcluster import binaries
+
+    kubectl = binaries.resolve(quiet=True).path("kubectl")
+    script = lifecycle_snippet().replace("evals", installation.namespace).replace("payments-agent-gate", run)
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", script.replace("kubectl ", f"{kubectl} --kubeconfig "
+                                                                          f"{cluster.kubeconfig} ")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == code, done.stderr
+    assert time.monotonic() - started < 60, "a finished run is not waited for"
