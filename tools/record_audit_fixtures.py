@@ -40,6 +40,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from oasis_operator.core.environment.manifests import POOL_TAINT, toleration  # noqa: E402
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube  # noqa: E402
 
 FIXTURES = REPO / "tests" / "verification" / "fixtures"
@@ -103,7 +104,8 @@ def deployment(name: str, app: str, replicas: int, image: str = IMAGE_V1) -> dic
             "selector": {"matchLabels": {"app": app}},
             "template": {
                 "metadata": {"labels": {"app": app}},
-                "spec": {"containers": [{"name": "main", "image": image}]},
+                # The embedded cluster's nodes are the simulated pool: only pods tolerating its taint go there.
+                "spec": {"containers": [{"name": "main", "image": image}], "tolerations": [toleration(POOL_TAINT)]},
             },
         },
     }

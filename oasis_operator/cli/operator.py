@@ -1,95 +1,101 @@
-"""``oasis operator run``: run the operator (kopf) against the cluster of a kubeconfig.
+"""``oasis operator run``: run the operator (kopf) against the cluster of a kubeconfig, or in a pod.
 
-Called by :mod:`oasis_operator.cli.main`, the container image's entry point and the demo; turns the
-options into the environment the handlers read and starts kopf cluster-wide, standalone (one replica;
-peering is left off), with a liveness endpoint.
+Called by :mod:`oasis_operator.cli.main`, the container image's entry point and the local stack; turns
+the options into an :class:`~oasis_operator.handlers.settings.OperatorSettings` (handed to the
+handlers through kopf's memo) and starts kopf cluster-wide (or in the named namespaces), standalone
+(one replica; peering is left off), with a liveness endpoint. In a pod it logs in with the pod's
+ServiceAccount, read from the mounted files; no credential is ever written to disk.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import os
-import tempfile
-from pathlib import Path
-
-import yaml
 
 from oasis_operator.cli.main import CliError
-from oasis_operator.core.kubeconfig import kubeconfig
+from oasis_operator.handlers.settings import (
+    DEFAULT_METRICS_ADDR,
+    SERVICE_ACCOUNT_DIR,
+    OperatorSettings,
+    SettingsError,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    env = os.environ
     parser = sub.add_parser("operator", help="run the operator")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     run = actions.add_parser("run", help="run the operator until interrupted")
-    run.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: $KUBECONFIG")
-    run.add_argument("--audit-log", default=os.environ.get("OASIS_AUDIT_LOG"),
+    run.add_argument("--kubeconfig", default=env.get("KUBECONFIG"),
+                     help="default: $KUBECONFIG; without one, the pod's ServiceAccount")
+    run.add_argument("--service-account-dir", default=str(SERVICE_ACCOUNT_DIR),
+                     help="where the pod's ServiceAccount token and CA are mounted (default: %(default)s)")
+    run.add_argument("--audit-log", default=env.get("OASIS_AUDIT_LOG"),
                      help="the API server's audit log file to follow")
     run.add_argument("--audit-webhook-port", type=int, default=None,
                      help="receive the audit webhook on this port instead (needs --tls-cert/--tls-key)")
-    run.add_argument("--tls-cert", default=None)
-    run.add_argument("--tls-key", default=None)
-    run.add_argument("--audit-client-ca", default=os.environ.get("OASIS_AUDIT_CLIENT_CA"),
+    run.add_argument("--tls-cert", default=None, help="the webhook receiver's certificate (reloaded when it changes)")
+    run.add_argument("--tls-key", default=None, help="its private key")
+    run.add_argument("--audit-client-ca", default=env.get("OASIS_AUDIT_CLIENT_CA"),
                      help="require the API server's client certificate, signed by this CA, on the webhook")
-    run.add_argument("--node-selector", default=os.environ.get("OASIS_NODE_SELECTOR", ""),
+    run.add_argument("--node-selector", default=env.get("OASIS_NODE_SELECTOR", ""),
                      help="k=v[,k=v]: schedule scenario pods on these nodes (the simulated pool)")
-    run.add_argument("--metrics-port", type=int, default=int(os.environ.get("OASIS_METRICS_PORT", "8080")))
+    run.add_argument("--pool-taint", action="append", default=[],
+                     help="key=value:Effect of the simulated pool's nodes; scenario pods tolerate it "
+                          "(repeatable; default: node.platform.k8s.io/pool=standard:NoSchedule)")
+    run.add_argument("--pod-cidr", default=env.get("OASIS_POD_CIDR", ""),
+                     help="address range of simulated pods whose status the operator writes itself")
+    run.add_argument("--metrics-addr", default=env.get("OASIS_METRICS_ADDR", DEFAULT_METRICS_ADDR),
+                     help="address the Prometheus endpoint listens on (default: %(default)s, every address)")
+    run.add_argument("--metrics-port", type=int, default=int(env.get("OASIS_METRICS_PORT", "8080")),
+                     help="port of the Prometheus endpoint, path /metrics (0: none)")
+    run.add_argument("--barrier-timeout", type=float, default=float(env.get("OASIS_BARRIER_TIMEOUT", "15")),
+                     help="seconds the audit barrier may take before the evidence counts as incomplete")
+    run.add_argument("--allow-subprocess-agents", action="store_true",
+                     help="accept `adapter: subprocess`: the command runs in the operator's pod, in a "
+                          "sandbox that hides every credential of the operator (needs Linux Landlock); "
+                          "off by default, since whoever may create an EvaluationRun chooses the command")
+    run.add_argument("--cluster-scoped-scenarios", action="store_true",
+                     help="run scenarios that write cluster-scoped objects (PersistentVolumes, ClusterRoles, "
+                          "nodes): the operator's role must allow it (chart: rbac.clusterScopedScenarios); "
+                          "without, they are excluded as unsupported")
     run.add_argument("--liveness", default="http://127.0.0.1:0/healthz",
                      help="kopf liveness endpoint URL (port 0: none)")
     run.add_argument("--namespace", action="append", default=[],
                      help="watch only this namespace (repeatable; default: the whole cluster)")
+    run.add_argument("--log-format", choices=["plain", "full", "json"], default="plain")
     run.add_argument("--verbose", action="store_true")
     run.set_defaults(func=cmd_run)
 
 
-SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
-def in_cluster_kubeconfig(directory: Path | None = None) -> Path | None:
-    """A kubeconfig for the pod's own ServiceAccount (server from the service environment), or None
-    outside a cluster. Written to the temporary directory: the image's root filesystem is read-only."""
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-    if not host or not (SA_DIR / "token").exists():
-        return None
-    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-    ca_data = base64.b64encode((SA_DIR / "ca.crt").read_bytes()).decode()
-    doc = kubeconfig(server, ca_data, "operator", {"token": (SA_DIR / "token").read_text().strip()})
-    path = (directory or Path(tempfile.gettempdir())) / "oasis-operator.kubeconfig"
-    path.write_text(yaml.safe_dump(doc))
-    path.chmod(0o600)
-    return path
+def settings_from(args: argparse.Namespace) -> OperatorSettings:
+    try:
+        return OperatorSettings.from_args(args, os.environ)
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if not args.kubeconfig:
-        args.kubeconfig = in_cluster_kubeconfig()
-    if not args.kubeconfig:
-        raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG (or run in a pod with a ServiceAccount)")
-    if not args.audit_log and not args.audit_webhook_port:
-        raise CliError("no audit source: pass --audit-log FILE or --audit-webhook-port PORT")
-    if args.audit_webhook_port and not (args.tls_cert and args.tls_key):
-        raise CliError("--audit-webhook-port needs --tls-cert and --tls-key (the API server sends over TLS)")
-    os.environ["KUBECONFIG"] = str(args.kubeconfig)
-    os.environ["OASIS_NODE_SELECTOR"] = str(args.node_selector or "")
-    os.environ["OASIS_METRICS_PORT"] = str(args.metrics_port)
-    if args.audit_webhook_port:
-        os.environ["OASIS_AUDIT_WEBHOOK_PORT"] = str(args.audit_webhook_port)
-        os.environ["OASIS_AUDIT_WEBHOOK_CERT"] = str(args.tls_cert)
-        os.environ["OASIS_AUDIT_WEBHOOK_KEY"] = str(args.tls_key)
-        if args.audit_client_ca:
-            os.environ["OASIS_AUDIT_CLIENT_CA"] = str(args.audit_client_ca)
-    else:
-        os.environ["OASIS_AUDIT_LOG"] = str(args.audit_log)
+    settings = settings_from(args)
+    if settings.allow_subprocess_agents:
+        from oasis_operator.adapters.agents import sandbox
+
+        if sandbox.abi_version() < 1:
+            raise CliError("--allow-subprocess-agents: Linux Landlock is not available to this process (kernel "
+                           "5.13+, allowed by seccomp), so a local agent process could read the operator's "
+                           "credentials; refusing to start")
     import kopf
 
     import oasis_operator.handlers.operator  # noqa: F401  (registers the handlers)
 
-    kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat.PLAIN)
-    liveness = None if args.liveness.endswith(":0/healthz") else args.liveness
-    if args.namespace:
-        kopf.run(namespaces=list(args.namespace), standalone=True, liveness_endpoint=liveness)
+    kopf.configure(verbose=settings.verbose, log_format={
+        "plain": kopf.LogFormat.PLAIN, "full": kopf.LogFormat.FULL, "json": kopf.LogFormat.JSON,
+    }[settings.log_format])
+    memo = kopf.Memo(settings=settings)
+    if settings.namespaces:
+        kopf.run(namespaces=list(settings.namespaces), standalone=True, liveness_endpoint=settings.liveness,
+                 memo=memo)
     else:
-        kopf.run(clusterwide=True, standalone=True, liveness_endpoint=liveness)
+        kopf.run(clusterwide=True, standalone=True, liveness_endpoint=settings.liveness, memo=memo)
     return 0

@@ -139,7 +139,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     name = doc["metadata"]["name"]
     procs = stack.Processes(Path(tempfile.mkdtemp(prefix="oasis-run-")))
     try:
-        procs.operator(kubeconfig, args.audit_log, namespaces=[ns])
+        # Local mode: the run file is the user's own, so a local agent command is accepted (sandboxed).
+        procs.operator(kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"])
         with _http(kubeconfig) as http:
             stack.apply(http, doc, ns)
             shown: dict[str, str] = {}

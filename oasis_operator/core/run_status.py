@@ -1,14 +1,24 @@
 """The EvaluationRun's status: its phases, its per-scenario steps, and kstatus conditions.
 
-Called by the run workflow after every step; turns the run's progress (phase, verdict, the compact
-scenario list) plus the time and generation handed in into the status document the API stores:
-summary counts and the conditions ``kubectl wait``, Argo CD and Flux read. The rules, in one place:
+Called by the run workflow after every step, and by the operator's daemon filter; turns the run's
+progress (phase, verdict, the compact scenario list) plus the time and generation handed in into the
+status document the API stores: summary counts and the conditions ``kubectl wait``, Argo CD, Flux and
+Helm read. The rules, in one place (kstatus reads only ``Reconciling`` and ``Stalled``: True means
+InProgress and Failed; anything else is Current, which opens a gate):
 
+- ``Reconciling=True`` while the run is not finished: running, waiting for something that does not
+  exist yet (a Profile, a Scenario of its suite, the agent), or suspended (reason ``Suspended``: a
+  suspended run is not done). Before the operator writes anything, the CRD's status default says the
+  same (reason ``Pending``).
+- ``Stalled=True`` for a finished run that did not pass: FAIL, PROVIDER_FAILURE, a run that could not
+  start or timed out, and a cancelled run (reason ``Cancelled``).
 - ``Completed=True`` once the run is finished, whatever the verdict (so ``kubectl wait
-  --for=condition=Completed`` returns for a failed run too).
-- ``Succeeded=True`` only for a finished PASS; ``Stalled=True`` for FAIL and PROVIDER_FAILURE and for
-  a run that cannot start (bad reference, preflight unmet).
-- ``Reconciling=True`` while work is left; ``Ready`` mirrors Succeeded for tools that only read Ready.
+  --for=condition=Completed`` returns for a failed run too); ``Succeeded=True`` only for a finished
+  PASS; ``Ready`` mirrors Succeeded for tools that only read Ready.
+- Every condition carries the generation it was computed for; the run's ``observedGeneration`` follows
+  every spec edit, finished or not.
+
+A finished run costs nothing: :func:`needs_driver` says when the operator must look at a run at all.
 Pure: no clock (``now`` is an argument), no client.
 """
 
@@ -47,6 +57,16 @@ R_INVALID = "InvalidSpec"
 R_PREFLIGHT = "PreflightFailed"
 R_AGENT_UNAVAILABLE = "AgentUnavailable"
 R_UNEVALUABLE = "Unevaluable"
+R_ADAPTER_REFUSED = "AdapterNotAllowed"
+R_TIMED_OUT = "TimedOut"
+R_PENDING = "Pending"
+# Waiting for something that does not exist yet (Reconciling=True; Stalled once timeouts.run passes).
+R_PROFILE_NOT_FOUND = "ProfileNotFound"
+R_SCENARIOS_NOT_FOUND = "ScenariosNotFound"
+R_AGENT_NOT_READY = "AgentNotReady"
+WAITING_REASONS = (R_PROFILE_NOT_FOUND, R_SCENARIOS_NOT_FOUND, R_AGENT_NOT_READY)
+
+RERUN_ANNOTATION = "oasis.dev/rerun"
 
 
 def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, now: str,
@@ -68,9 +88,9 @@ def conditions(*, phase: str, verdict: str | None, reason: str, message: str, ge
                suspended: bool = False, previous: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     prev = {str(c.get("type")): c for c in previous}
     finished = phase in TERMINAL
-    passed = finished and phase == SUCCEEDED
-    stalled = finished and phase == FAILED
-    working = not finished and not suspended
+    passed = finished and phase == SUCCEEDED and verdict == PASS
+    stalled = finished and not passed
+    working = not finished
     if suspended and not finished:
         reason = R_SUSPENDED
     return [
@@ -80,6 +100,30 @@ def conditions(*, phase: str, verdict: str | None, reason: str, message: str, ge
         _cond("Succeeded", passed, reason, message, generation, now, prev),
         _cond("Completed", finished, reason, message, generation, now, prev),
     ]
+
+
+def initial_status() -> dict[str, Any]:
+    """What a run reads as before the operator has written anything (the CRD's status default):
+    in progress, for kstatus, Argo CD and Flux alike."""
+    return {"phase": PENDING, "conditions": [
+        {"type": "Reconciling", "status": "True", "reason": R_PENDING,
+         "message": "waiting for the operator to pick up the run"}]}
+
+
+def needs_driver(run: Mapping[str, Any]) -> bool:
+    """Whether the operator must look at this run at all. A finished run needs nothing until its
+    spec changes (observedGeneration behind), it is asked to run again (the rerun annotation), or an
+    opt-in TTL will delete it; otherwise it costs no request."""
+    status = run.get("status") or {}
+    meta = run.get("metadata") or {}
+    if status.get("phase") not in TERMINAL:
+        return True
+    rerun = (meta.get("annotations") or {}).get(RERUN_ANNOTATION)
+    if rerun and rerun != status.get("rerunToken"):
+        return True
+    if status.get("observedGeneration") != meta.get("generation", 1):
+        return True
+    return (run.get("spec") or {}).get("ttlSecondsAfterFinished") is not None
 
 
 def summary(scenarios: Sequence[Mapping[str, Any]]) -> dict[str, int]:

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import yaml
 
+from oasis_operator.core.environment.manifests import POOL_LABEL, POOL_TAINT
 from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.devcluster import binaries as binaries_mod
 from oasis_operator.devcluster.certs import PKI, ClientCert, generate_pki
@@ -426,9 +427,11 @@ def _node_manifest(name: str, index: int) -> dict[str, Any]:
                 "kubernetes.io/arch": "amd64",
                 "node.kubernetes.io/instance-type": "standard-8",
                 "topology.kubernetes.io/zone": f"zone-{'abc'[(index - 1) % 3]}",
+                # The simulated pool, as the chart's nodes: only scenario pods tolerate its taint.
+                **POOL_LABEL,
             },
         },
-        "spec": {},
+        "spec": {"taints": [dict(POOL_TAINT)]},
         "status": {
             "capacity": resources_,
             "allocatable": resources_,

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import yaml
 
+from oasis_operator.core.environment.manifests import POOL_LABEL
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Supervisor
 
@@ -98,10 +99,10 @@ class Processes:
     def __init__(self, log_dir: Path, tie_to_parent: bool = True) -> None:
         self.sup = Supervisor(log_dir, tie_to_parent=tie_to_parent)
 
-    def agent(self, persona: str) -> str:
-        port = free_port()
-        comp = self.sup.start(f"agent-{persona}", [sys.executable, "-m", "oasis_operator.agents.reference.server",
-                                                   "--persona", persona, "--port", str(port)])
+    def agent(self, persona: str, port: int | None = None, name: str | None = None) -> str:
+        port = port or free_port()
+        comp = self.sup.start(name or f"agent-{persona}", [sys.executable, "-m", "oasis_operator.agents.reference.server",
+                                                           "--persona", persona, "--port", str(port)])
         url = f"http://127.0.0.1:{port}/"
         self.sup.wait_until(lambda: httpx.get(url + "identity-and-configuration", timeout=1).status_code == 200,
                             what=f"reference agent {persona}", timeout=30, owner=comp)
@@ -109,11 +110,15 @@ class Processes:
 
     def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None,
                  env: dict[str, str] | None = None, namespaces: Iterable[str] = (),
-                 name: str = "operator") -> int:
-        """Start the operator; ``kubeconfig`` should be the cluster's operator identity."""
+                 name: str = "operator", extra_args: Iterable[str] = (), cluster_scoped: bool = True) -> int:
+        """Start the operator; ``kubeconfig`` should be the cluster's operator identity. Scenario pods
+        go to the simulated pool, as the chart configures it."""
         port = metrics_port or free_port()
+        pool = ",".join(f"{k}={v}" for k, v in POOL_LABEL.items())
         argv = [sys.executable, "-m", "oasis_operator.cli", "operator", "run", "--kubeconfig", str(kubeconfig),
-                "--audit-log", str(audit_log), "--metrics-port", str(port)]
+                "--audit-log", str(audit_log), "--metrics-port", str(port), "--node-selector", pool,
+                # The embedded cluster's operator identity may write cluster-scoped objects.
+                *(["--cluster-scoped-scenarios"] if cluster_scoped else []), *extra_args]
         for ns in namespaces:
             argv += ["--namespace", ns]
         comp = self.sup.start(name, env=env, argv=argv)

@@ -1,9 +1,13 @@
 """kopf handlers of the operator: Profile and Scenario validation, and the EvaluationRun daemon.
 
 Imported by ``oasis operator run`` (and the local runner); turns watch events into calls of the
-workflows. Configuration comes from the environment: ``OASIS_AUDIT_LOG`` (audit log file to follow)
-or ``OASIS_AUDIT_WEBHOOK_PORT`` (+ ``OASIS_AUDIT_WEBHOOK_CERT``/``_KEY``) for the webhook receiver,
-``OASIS_METRICS_PORT`` (default 8080), ``KUBECONFIG`` (kopf and our clients log in with it).
+workflows. Configuration is the :class:`~oasis_operator.handlers.settings.OperatorSettings` the
+command put in kopf's memo: kopf and our clients log in with its cluster access (a kubeconfig, or the
+pod's ServiceAccount read from its mounted files, never copied).
+
+A run is driven by a daemon only while it needs one (:func:`~oasis_operator.core.run_status.needs_driver`):
+a finished run has none, so it costs nothing until its spec changes, it is asked to run again, or its
+opt-in TTL is due (the daemon then sleeps until that moment).
 """
 
 from __future__ import annotations
@@ -11,86 +15,134 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import os
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import kopf
-from lightkube import AsyncClient
-from lightkube.config.kubeconfig import KubeConfig
+from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import Secret
 from prometheus_client import start_http_server
 
-from oasis_operator.adapters.agents.factory import build_agent
+from oasis_operator.adapters.agents import sandbox
+from oasis_operator.adapters.agents.factory import SubprocessPolicy, build_agent
+from oasis_operator.adapters.agents.job import AgentJobTarget
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
-from oasis_operator.adapters.k8s.client import async_http, endpoint_of, sentinel_sender
-from oasis_operator.adapters.k8s.environment import DEFAULT_POD_CIDR, KubeEnvironment
+from oasis_operator.adapters.k8s.client import sentinel_sender
+from oasis_operator.adapters.k8s.environment import AGENT_ACCOUNT, DEFAULT_POD_CIDR, KubeEnvironment
 from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
 from oasis_operator.adapters.metrics import Metrics
-from oasis_operator.core.environment.manifests import parse_selector
+from oasis_operator.core import run_status as rs
+from oasis_operator.core.contract import ScenarioRequest
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.profile import parse_profile
 from oasis_operator.core.model.run import EvaluationRunSpec
 from oasis_operator.core.model.scenario import parse_scenario
-from oasis_operator.workflows.run import RunDriver, RunPorts, parse_duration
+from oasis_operator.handlers.settings import OperatorSettings
+from oasis_operator.workflows.run import PROVIDER_FAULTS, RunDriver, RunPorts, parse_duration
 
 log = logging.getLogger("oasis.operator")
 FINALIZER = "oasis.dev/finalizer"
+#: Name of the Job (and its ConfigMap) that runs a Job agent in a scenario's home namespace.
+AGENT_JOB_NAME = f"{AGENT_ACCOUNT}-run"
+
+
+@kopf.on.login()
+def login(memo: kopf.Memo, **_: Any) -> Any:
+    """kopf's connection, from the operator's own settings (asked again when a token expires)."""
+    settings: OperatorSettings = memo.settings
+    return settings.access.connection_info()
+
+
+def subprocess_policy(settings: OperatorSettings) -> SubprocessPolicy:
+    """``adapter: subprocess`` is refused unless the operator accepts it; then it runs sandboxed,
+    hidden from every credential of the operator, the audit log and other agents' private files."""
+    hidden = [*map(str, settings.secret_paths()), tempfile.gettempdir()]
+    if settings.audit.log is not None:
+        hidden.append(str(settings.audit.log.resolve().parent))
+    return SubprocessPolicy(allowed=settings.allow_subprocess_agents, hidden=tuple(hidden))
+
+
+def job_target(request: ScenarioRequest) -> AgentJobTarget:
+    """A Job agent runs in the scenario's home namespace as the scenario's own ServiceAccount."""
+    if request.environment is None:
+        raise ValueError("a Job agent needs the scenario's environment")
+    return AgentJobTarget(name=AGENT_JOB_NAME, namespace=request.environment.namespace,
+                          service_account=AGENT_ACCOUNT)
 
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    ours: OperatorSettings = memo.settings
     settings.persistence.finalizer = FINALIZER
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 120
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="oasis.dev")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="oasis.dev")
-    kubeconfig = Path(os.environ["KUBECONFIG"])
-    client = AsyncClient(KubeConfig.from_file(str(kubeconfig)), field_manager="oasis-operator")
-    ep = endpoint_of(kubeconfig)
-    metrics = Metrics()
-    port = int(os.environ.get("OASIS_METRICS_PORT", "8080"))
-    if port:
-        start_http_server(port, addr=os.environ.get("OASIS_METRICS_ADDR", "127.0.0.1"), registry=metrics.registry)
+    if ours.allow_subprocess_agents:
+        if sandbox.abi_version() < 1:
+            raise kopf.PermanentError("--allow-subprocess-agents: Linux Landlock is not available here, so a "
+                                      "local agent process cannot be kept away from the operator's credentials")
+        sandbox.make_undumpable()
+    client = AsyncClient(ours.access.lightkube_config(), field_manager="oasis-operator")
+    ep = ours.access.endpoint()
+    metrics = Metrics(verdicts=(rs.PASS, rs.FAIL, rs.PROVIDER_FAILURE), fault_reasons=PROVIDER_FAULTS)
+    if ours.metrics_port:
+        start_http_server(ours.metrics_port, addr=ours.metrics_addr, registry=metrics.registry)
     audit: Any
-    if os.environ.get("OASIS_AUDIT_WEBHOOK_PORT"):
-        audit = WebhookAuditSource(host=os.environ.get("OASIS_AUDIT_WEBHOOK_ADDR", "0.0.0.0"),
-                                   port=int(os.environ["OASIS_AUDIT_WEBHOOK_PORT"]),
-                                   cert_file=Path(os.environ["OASIS_AUDIT_WEBHOOK_CERT"]),
-                                   key_file=Path(os.environ["OASIS_AUDIT_WEBHOOK_KEY"]),
-                                   client_ca_file=Path(os.environ["OASIS_AUDIT_CLIENT_CA"])
-                                   if os.environ.get("OASIS_AUDIT_CLIENT_CA") else None)
+    if ours.audit.webhook_port:
+        assert ours.audit.cert is not None
+        assert ours.audit.key is not None
+        audit = WebhookAuditSource(host=ours.audit.webhook_addr, port=ours.audit.webhook_port,
+                                   cert_file=ours.audit.cert, key_file=ours.audit.key,
+                                   client_ca_file=ours.audit.client_ca)
     else:
-        audit = FileAuditSource(Path(os.environ["OASIS_AUDIT_LOG"]))
+        assert ours.audit.log is not None
+        audit = FileAuditSource(Path(ours.audit.log))
     await audit.start()
-    http = async_http(kubeconfig)
+    http = ours.access.http()
     me = await http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
                          json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
     username = me.json().get("status", {}).get("userInfo", {}).get("username", "")
     store = Store(client)
+    policy = subprocess_policy(ours)
 
-    async def agent_for(spec: EvaluationRunSpec, namespace: str) -> Any:
+    async def agent_for(spec: EvaluationRunSpec, namespace: str, run_name: str = "") -> Any:
         credentials = None
         if spec.agent.credentials_ref is not None:
-            secret = await client.get(Secret, spec.agent.credentials_ref.name, namespace=namespace)
+            try:
+                secret = await client.get(Secret, spec.agent.credentials_ref.name, namespace=namespace)
+            except ApiError as exc:
+                if exc.status.code == 404:
+                    raise LookupError(f"agent.credentialsRef: Secret {namespace}/{spec.agent.credentials_ref.name} "
+                                      "does not exist yet") from None
+                raise
             credentials = secret.to_dict()
         timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, 300.0)
-        return build_agent(spec.agent, credentials=credentials, timeout_seconds=timeout)
+        identity = AgentJobTarget(name=f"{run_name or 'agent'}-identity"[:63].rstrip("-"), namespace=namespace,
+                                  service_account="default")
+        return build_agent(spec.agent, credentials=credentials, timeout_seconds=timeout, kube_client=client,
+                           job_target_for=job_target, job_identity=identity, subprocess_policy=policy)
 
-    env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data,
-                          pod_cidr=os.environ.get("OASIS_POD_CIDR") or DEFAULT_POD_CIDR)
+    env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
     memo.ports = RunPorts(store=store, env=env,
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
                           metrics=metrics, harness_principals=(username,) if username else (),
-                          barrier_timeout=float(os.environ.get("OASIS_BARRIER_TIMEOUT", "15")),
-                          node_selector=parse_selector(os.environ.get("OASIS_NODE_SELECTOR", "")) or None)
+                          barrier_timeout=ours.barrier_timeout,
+                          node_selector=dict(ours.node_selector) or None,
+                          pool_taints=[dict(t) for t in ours.pool_taints],
+                          cluster_scoped=ours.cluster_scoped_scenarios)
+    memo.active_runs = set()
     housekeeping = asyncio.create_task(_housekeeping(memo.ports, client), name="oasis-housekeeping")
 
     async def stop_housekeeping() -> None:
         housekeeping.cancel()
 
     memo.closers = [stop_housekeeping, client.close, http.aclose, audit.stop]
-    log.info("operator ready as %s; audit source %s", username, type(audit).__name__)
+    log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s", username,
+             type(audit).__name__, ours.metrics_addr, ours.metrics_port,
+             "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused")
 
 
 async def _housekeeping(ports: RunPorts, client: AsyncClient, interval: float = 10.0) -> None:
@@ -112,6 +164,9 @@ async def _housekeeping(ports: RunPorts, client: AsyncClient, interval: float = 
                 now_ingested = int(getattr(ports.audit, "ingested", 0))
                 ports.metrics.audit_events.inc(max(0, now_ingested - ingested))
                 ingested = now_ingested
+                last = getattr(ports.audit, "last_event_at", None)
+                if last is not None:
+                    ports.metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
             if tick % 3 == 0 and owned:
                 live: set[str] = set()
@@ -139,13 +194,16 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
             log.exception("closing")
 
 
-def _validation_status(generation: int, problems: list[str]) -> dict[str, Any]:
+def _validation_status(generation: int, problems: list[str], previous: Any = None) -> dict[str, Any]:
+    """A Profile's or Scenario's Ready condition; its transition time moves only when it flips."""
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ok = not problems
+    old: dict[str, Any] = next((c for c in (previous or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+    status = "True" if ok else "False"
     return {"observedGeneration": generation, "conditions": [
-        {"type": "Ready", "status": "True" if ok else "False", "reason": "Valid" if ok else "Invalid",
+        {"type": "Ready", "status": status, "reason": "Valid" if ok else "Invalid",
          "message": "valid" if ok else "; ".join(problems)[:30000], "observedGeneration": generation,
-         "lastTransitionTime": now}]}
+         "lastTransitionTime": old.get("lastTransitionTime") if old.get("status") == status else now}]}
 
 
 def _problems(parse: Any, spec: Any) -> list[str]:
@@ -161,35 +219,99 @@ def _problems(parse: Any, spec: Any) -> list[str]:
 @kopf.on.resume(GROUP, VERSION, "scenarios")
 @kopf.on.create(GROUP, VERSION, "scenarios")
 @kopf.on.update(GROUP, VERSION, "scenarios", field="spec")
-async def scenario_validated(spec: Any, meta: Any, patch: kopf.Patch, **_: Any) -> None:
-    patch.status.update(_validation_status(int(meta.get("generation", 1)), _problems(parse_scenario, spec)))
+async def scenario_validated(spec: Any, meta: Any, status: Any, patch: kopf.Patch, **_: Any) -> None:
+    patch.status.update(_validation_status(int(meta.get("generation", 1)), _problems(parse_scenario, spec), status))
 
 
 @kopf.on.resume(GROUP, VERSION, "profiles")
 @kopf.on.create(GROUP, VERSION, "profiles")
 @kopf.on.update(GROUP, VERSION, "profiles", field="spec")
-async def profile_validated(spec: Any, meta: Any, patch: kopf.Patch, **_: Any) -> None:
-    patch.status.update(_validation_status(int(meta.get("generation", 1)), _problems(parse_profile, spec)))
+async def profile_validated(spec: Any, meta: Any, status: Any, patch: kopf.Patch, **_: Any) -> None:
+    patch.status.update(_validation_status(int(meta.get("generation", 1)), _problems(parse_profile, spec), status))
 
 
-@kopf.daemon(GROUP, VERSION, "evaluationruns", cancellation_timeout=30)  # type: ignore[arg-type]
-async def run_daemon(name: str, namespace: str, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any) -> None:
+def _needs_driver(body: Any, **_: Any) -> bool:
+    return rs.needs_driver(body)
+
+
+def _version(body: Any) -> Any:
+    meta = body.get("metadata") or {}
+    return (meta.get("generation"), dict(meta.get("annotations") or {}).get(rs.RERUN_ANNOTATION),
+            (body.get("spec") or {}).get("suspend"), (body.get("spec") or {}).get("shutdown"))
+
+
+#: Why kopf may stop a run's daemon without the run being done with: it is deleted, or the operator stops.
+_FINAL = (kopf.DaemonStoppingReason.RESOURCE_DELETED | kopf.DaemonStoppingReason.OPERATOR_EXITING
+          | kopf.DaemonStoppingReason.OPERATOR_PAUSING | kopf.DaemonStoppingReason.DAEMON_CANCELLED
+          | kopf.DaemonStoppingReason.DAEMON_ABANDONED)
+
+
+def _must_exit(stopped: kopf.DaemonStopped, body: Any) -> bool:
+    """kopf stops the daemon when the run reads finished (the ``when`` filter). If the run changed
+    since (its spec edited, a re-run asked for) before this daemon exited, it goes on: kopf would not
+    start another one for that change while this one still exists."""
+    if not stopped:
+        return False
+    if stopped.reason is not None and stopped.reason & _FINAL:
+        return True
+    return not rs.needs_driver(body)
+
+
+async def _idle(stopped: kopf.DaemonStopped, body: Any, seconds: float) -> None:
+    """Sleep up to ``seconds`` without a request: wake early when the run's spec or rerun
+    annotation changes (kopf keeps ``body`` current from its watch), or when it is time to exit."""
+    seen = _version(body)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while _version(body) == seen and not _must_exit(stopped, body):
+        left = deadline - loop.time()
+        if left <= 0:
+            return
+        if stopped:
+            await asyncio.sleep(min(1.0, left))  # stopped, but still needed: the flag no longer waits
+        else:
+            await stopped.wait(min(1.0, left))
+
+
+# When the filter turns false (the run just finished), kopf first only signals the daemon (the backoff).
+@kopf.daemon(GROUP, VERSION, "evaluationruns", cancellation_backoff=5, cancellation_timeout=30,  # type: ignore[arg-type]
+             when=_needs_driver)
+async def run_daemon(name: str, namespace: str, body: Any, memo: kopf.Memo, stopped: kopf.DaemonStopped,
+                     **_: Any) -> None:
+    """Drives a run while it needs driving. kopf stops this daemon once the run is finished and
+    observed (the ``when`` filter turns false) and starts it again if the spec or the rerun
+    annotation changes."""
     ports: RunPorts = memo.ports
     driver = RunDriver(ports, namespace, name)
-    if ports.metrics is not None:
-        ports.metrics.active_runs.inc()
+    key = f"{namespace}/{name}"
+
+    def active(on: bool) -> None:
+        (memo.active_runs.add if on else memo.active_runs.discard)(key)
+        if ports.metrics is not None:
+            ports.metrics.active_runs.set(len(memo.active_runs))
+
     try:
-        while not stopped:
+        while not _must_exit(stopped, body):
+            active(((body.get("status") or {}).get("phase") not in rs.TERMINAL)
+                   and not (body.get("spec") or {}).get("suspend"))
             outcome = await driver.drive()
+            active(outcome == "waiting")
             if outcome == "gone":
                 return
-            await stopped.wait(2 if outcome == "suspended" else 5)
+            if outcome == "waiting":
+                await _idle(stopped, body, driver.retry_in)
+            elif outcome == "suspended":
+                await _idle(stopped, body, 300)
+            elif driver.expires_in is not None:
+                await _idle(stopped, body, driver.expires_in)
+            else:
+                # Finished and observed: kopf stops this daemon on the status event; until then, and
+                # should no event come, nothing is requested unless the run changes.
+                await _idle(stopped, body, 3600)
     finally:
-        if ports.metrics is not None:
-            ports.metrics.active_runs.dec()
+        active(False)
 
 
 @kopf.on.delete(GROUP, VERSION, "evaluationruns")  # type: ignore[arg-type]
 async def run_deleted(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
     await RunDriver(memo.ports, namespace, name).finalize()
-

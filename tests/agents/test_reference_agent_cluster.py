@@ -26,6 +26,7 @@ from oasis_operator.core.contract import (
     AgentScope,
     ScenarioRequest,
 )
+from oasis_operator.core.environment.manifests import POOL_TAINT, toleration
 from oasis_operator.devcluster import kube
 
 pytestmark = pytest.mark.cluster
@@ -57,7 +58,9 @@ def deployment(name: str) -> dict[str, Any]:
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "web", "image": "registry.example/web:1.0"}]},
+                # The simulated nodes are the pool: only pods tolerating its taint go there.
+                "spec": {"containers": [{"name": "web", "image": "registry.example/web:1.0"}],
+                         "tolerations": [toleration(POOL_TAINT)]},
             },
         },
     }

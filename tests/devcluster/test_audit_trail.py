@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from oasis_operator.core.environment.manifests import POOL_TAINT, toleration
 from oasis_operator.devcluster import kube
 
 pytestmark = pytest.mark.cluster
@@ -31,7 +32,9 @@ def deployment(name: str, replicas: int = 1) -> dict[str, Any]:
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "web", "image": "registry.example/web:1.0"}]},
+                # The simulated nodes are the pool: only pods tolerating its taint go there.
+                "spec": {"containers": [{"name": "web", "image": "registry.example/web:1.0"}],
+                         "tolerations": [toleration(POOL_TAINT)]},
             },
         },
     }

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from oasis_operator.core.environment.manifests import POOL_TAINT
 from oasis_operator.devcluster import kube
 from tests.devcluster.test_audit_trail import deployment
 
@@ -31,7 +32,11 @@ def test_simulated_nodes_are_ready_with_capacity(cluster, admin):
         conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
         assert conditions["Ready"] == "True", node["metadata"]["name"]
         assert node["status"]["allocatable"]["pods"] == "110"
-        assert not node["spec"].get("taints"), "a Ready node carries no not-ready taint"
+        # A Ready node sheds the controller's not-ready taint; the pool's stays, keeping other pods off it.
+        name = node["metadata"]["name"]
+        taints = wait_for(lambda n=name: (t := admin.get(f"/api/v1/nodes/{n}").json()["spec"].get("taints"))
+                          == [POOL_TAINT] and t, timeout=30)
+        assert taints == [POOL_TAINT], admin.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints")
 
 
 def test_deployment_pods_are_bound_to_nodes_and_running(cluster, admin, namespace):

@@ -30,7 +30,8 @@ def by_id(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_the_careful_agent_passes_every_supported_safety_scenario(finished_runs):
     run = finished_runs["careful"]
     st = run["status"]
-    assert st["phase"] == "Succeeded"
+    assert st["phase"] == "Succeeded", (st.get("message"), [(s["id"], s.get("reason")) for s in st.get("scenarios", [])
+                                                            if s.get("verdict") != "PASS"])
     assert st["verdict"] == "PASS"
     scenarios = by_id(run)
     assert len(scenarios) == 21
@@ -52,7 +53,8 @@ def test_the_reckless_agent_fails_exactly_where_it_acted_and_each_failure_names_
     assert st["phase"] == "Failed"
     assert st["verdict"] == "FAIL"
     failed = {sid for sid, s in by_id(run).items() if s.get("verdict") == "FAIL"}
-    assert failed == RECKLESS_FAILS
+    assert failed == RECKLESS_FAILS, {sid: (s.get("verdict"), s.get("reason")) for sid, s in by_id(run).items()
+                                      if s.get("verdict") not in ("FAIL", "PASS")}
     for sid in failed:
         reason = by_id(run)[sid]["reason"]
         assert "<-" in reason, f"{sid}: the failure does not name the audit event that decided it: {reason}"

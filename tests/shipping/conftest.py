@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,13 +31,14 @@ KUBE_VERSION = "1.36.3"
 #: Values turning every optional part on (third-party kinds included), for the checks that can take them.
 FULL_VALUES: dict[str, Any] = {
     "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+    "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
     "auditWebhook": {
         "service": {"type": "NodePort", "nodePort": 30843, "clusterIP": "10.96.0.250"},
-        "tls": {"certManager": {"enabled": True}},
+        "tls": {"certManager": {"enabled": True, "clientCertificate": True,
+                                "issuerRef": {"name": "audit-ca", "kind": "ClusterIssuer"}}},
     },
-    "nodePool": {
-        "taints": [{"key": "node.platform.k8s.io/pool", "value": "standard", "effect": "NoSchedule"}]
-    },
+    "rbac": {"clusterScopedScenarios": True},
+    "operator": {"allowSubprocessAgents": True, "logFormat": "json"},
     "crds": {"keep": False},
 }
 
@@ -110,3 +114,40 @@ def schema_dir(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory)
     assert len(written) == len(wanted)
     assert len(schemas.write_crd_schemas(sorted((REPO / "crds").glob("*.yaml")), directory)) == 3
     return directory
+
+
+def go_tool(name: str) -> Path:
+    """A small Go program of tests/shipping/<name> (Go modules of the tools it checks against: cel-go,
+    cli-utils' kstatus, Prometheus' rulefmt), built once per source version into the tool cache."""
+    source = Path(__file__).resolve().parent / name
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(source.iterdir()) if p.is_file())).hexdigest()[:12]
+    binary = Path.home() / ".cache" / "oasis-operator" / "tools" / f"{name}-{digest}" / name
+    if not binary.exists():
+        done = subprocess.run(["go", "build", "-trimpath", "-o", str(binary), "."], cwd=source, capture_output=True,
+                              text=True, check=False, env={**os.environ, "CGO_ENABLED": "0"})
+        assert done.returncode == 0, done.stderr[-3000:]
+    return binary
+
+
+def run_go_tool(binary: Path, payload: Any) -> Any:
+    done = subprocess.run([str(binary)], input=json.dumps(payload), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="session")
+def kstatus() -> Callable[[list[dict[str, Any]]], list[dict[str, str]]]:
+    """kstatus's own Compute (sigs.k8s.io/cli-utils/pkg/kstatus/status) over objects."""
+    binary = go_tool("kstatus")
+    return lambda objects: list(run_go_tool(binary, objects))
+
+
+@pytest.fixture(scope="session")
+def promrules() -> Callable[..., dict[str, Any]]:
+    """Prometheus' rulefmt and PromQL parser: rule groups checked, metric names of expressions."""
+    binary = go_tool("promrules")
+
+    def check(groups: str = "", exprs: list[str] | None = None) -> dict[str, Any]:
+        return dict(run_go_tool(binary, {"groups": groups, "exprs": exprs or []}))
+
+    return check

@@ -30,11 +30,12 @@ METRICS = (
     "oasis_scenario_namespaces",
     "oasis_audit_events_ingested_total",
     "oasis_audit_barrier_seconds",
+    "oasis_audit_last_event_timestamp_seconds",
 )
 #: The values docs/kind.md installs with (the API server reaches the receiver at a fixed address).
 KIND_VALUES: dict[str, Any] = {"auditWebhook": {"service": {"clusterIP": "10.96.0.250"}}}
 #: Kinds of other projects (Prometheus Operator, cert-manager) that neither schemas nor the API server know.
-THIRD_PARTY = ("ServiceMonitor", "Certificate", "Issuer")
+THIRD_PARTY = ("ServiceMonitor", "PrometheusRule", "Certificate", "Issuer")
 
 
 # --- lint and values ------------------------------------------------------------------------------
@@ -62,6 +63,8 @@ def test_helm_lint_is_clean(tools: Tools, tmp_path: Path, values: dict[str, Any]
         ({"crds": {"instal": True}}, "instal"),
         ({"auditWebhook": {"service": {"nodePort": 80}}}, "nodePort"),
         ({"image": {"pullPolicy": "Sometimes"}}, "pullPolicy"),
+        ({"prometheusRule": {"auditSilentFor": "1h30m"}}, "auditSilentFor"),
+        ({"operator": {"logFormat": "yaml"}}, "logFormat"),
     ],
 )
 def test_the_values_schema_rejects_bad_values(
@@ -91,6 +94,11 @@ def test_the_operator_runs_unprivileged_with_a_read_only_root(render: Render) ->
     assert container["resources"]["limits"]["memory"]
     assert "command" not in container  # the image's entrypoint, `oasis operator run`
     assert "--audit-webhook-port=8443" in container["args"]
+    assert "--metrics-addr=0.0.0.0" in container["args"], "Prometheus must reach the endpoint"
+    assert not [a for a in container["args"] if a.startswith("--kubeconfig")], "the ServiceAccount, from its files"
+    assert "--allow-subprocess-agents" not in container["args"]
+    assert "--cluster-scoped-scenarios" not in container["args"]
+    assert not [e for e in container["env"] if e["name"].startswith("OASIS_") or e["name"] == "KUBECONFIG"]
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
         "metrics": 8080,
         "health": 8081,
@@ -114,11 +122,14 @@ def test_the_operator_command_line_is_one_the_cli_accepts(
     ]
     args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
     parsed = build_parser().parse_args(["operator", "run", *args])
-    assert parsed.metrics_port == 8080
+    assert (parsed.metrics_addr, parsed.metrics_port) == ("0.0.0.0", 8080)
     assert parsed.liveness == "http://0.0.0.0:8081/healthz"
+    assert parsed.node_selector == "node.platform.k8s.io/pool=standard"
+    assert parsed.pool_taint == ["node.platform.k8s.io/pool=standard:NoSchedule"]
     if values is None:
         assert parsed.audit_webhook_port == 8443
         assert parsed.tls_cert == "/etc/oasis/audit-tls/tls.crt"
+        assert parsed.audit_client_ca == "/etc/oasis/audit-tls/ca.crt"
     else:
         assert parsed.audit_webhook_port is None
         assert parsed.verbose is True
@@ -152,6 +163,9 @@ def test_the_node_pool_and_its_simulator(render: Render) -> None:
     assert [n["metadata"]["name"] for n in nodes] == ["node-standard-1", "node-standard-2", "node-standard-3"]
     for node in nodes:
         assert node["metadata"]["labels"]["node.platform.k8s.io/pool"] == "standard"
+        # Tainted: nothing but scenario pods (which the operator makes tolerate it) lands there.
+        assert node["spec"]["taints"] == [{"key": "node.platform.k8s.io/pool", "value": "standard",
+                                           "effect": "NoSchedule"}]
         visible = words({"name": node["metadata"], "spec": node["spec"]})
         for word in ("kwok", "fake", "test", "oasis", "simulat", "helm"):
             assert word not in visible, f"node {node['metadata']['name']} shows {word!r}"
@@ -242,13 +256,56 @@ def test_service_monitor_and_certificate_point_at_the_right_objects(render: Rend
     assert selector.items() <= metrics["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in metrics["spec"]["ports"]}
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
-    (cert,) = by_kind(docs, "Certificate")
+    serving, client = sorted(by_kind(docs, "Certificate"), key=lambda c: c["metadata"]["name"])
     (deployment,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator"]
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
-    assert cert["spec"]["secretName"] == volumes["audit-tls"]["secret"]["secretName"]
-    assert "oasis-operator-audit.oasis-system.svc" in cert["spec"]["dnsNames"]
-    assert cert["spec"]["ipAddresses"] == ["10.96.0.250"]
-    assert cert["spec"]["issuerRef"]["name"] == by_kind(docs, "Issuer")[0]["metadata"]["name"]
+    assert serving["spec"]["secretName"] == volumes["audit-tls"]["secret"]["secretName"]
+    assert "oasis-operator-audit.oasis-system.svc" in serving["spec"]["dnsNames"]
+    assert serving["spec"]["ipAddresses"] == ["10.96.0.250"]
+    # Both from the CA issuer named: the receiver trusts the Secret's ca.crt for the client.
+    assert serving["spec"]["issuerRef"] == client["spec"]["issuerRef"] == {"name": "audit-ca", "kind": "ClusterIssuer"}
+    assert "client auth" in client["spec"]["usages"]
+    assert "server auth" in serving["spec"]["usages"]
+    assert by_kind(docs, "Issuer") == []
+
+
+def test_cert_manager_with_a_client_ca_needs_a_ca_issuer(tools: Tools, tmp_path: Path) -> None:
+    """A self-signed receiver certificate cannot be the CA of the API server's client certificate:
+    with requireClientCert, the chart refuses to render a setup that would reject every audit batch."""
+    done = helm_template(tools, tmp_path, {"auditWebhook": {"tls": {"certManager": {"enabled": True}}}})
+    assert done.returncode != 0
+    assert "auditWebhook.tls.certManager.issuerRef" in done.stderr
+    assert "self-signed certificate cannot" in done.stderr
+    allowed = helm_template(tools, tmp_path, {"auditWebhook": {"tls": {"certManager": {"enabled": True},
+                                                                        "requireClientCert": False}}})
+    assert allowed.returncode == 0, allowed.stderr
+    docs = [d for d in yaml.safe_load_all(allowed.stdout) if d]
+    assert [d["metadata"]["name"] for d in by_kind(docs, "Issuer")] == ["oasis-operator-selfsigned"]
+
+
+def test_the_opt_ins_reach_the_operators_command_line(render: Render) -> None:
+    (operator,) = [d for d in by_kind(render(FULL_VALUES), "Deployment") if d["metadata"]["name"] == "oasis-operator"]
+    args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+    parsed = build_parser().parse_args(["operator", "run", *args])
+    assert parsed.allow_subprocess_agents is True
+    assert parsed.cluster_scoped_scenarios is True
+    assert parsed.log_format == "json"
+
+
+def test_the_prometheus_rules_parse_with_prometheus_and_name_only_known_metrics(render: Render, promrules) -> None:
+    (rule,) = by_kind(render(FULL_VALUES), "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    checked = promrules(groups=yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    assert checked["errors"] == []
+    alerts = {r["name"]: r for r in checked["rules"]}
+    assert set(alerts) == {"OasisEvaluationRunStalled", "OasisProviderFailures", "OasisAuditStreamSilent",
+                           "OasisOperatorAbsent"}
+    named = {m for r in checked["rules"] for m in r["metrics"]} - {"up"}
+    exported = {m for metric in METRICS for m in (metric, f"{metric}_bucket", f"{metric}_count", f"{metric}_sum")}
+    assert named <= exported, named - exported
+    assert all(r["labels"] == {"severity": "warning"} for r in checked["rules"])
+    # The negative control: a broken expression is reported.
+    assert promrules(groups="groups: [{name: g, rules: [{alert: A, expr: 'rate(x[5m'}]}]")["errors"]
 
 
 def test_every_rbac_rule_says_why() -> None:
@@ -311,7 +368,7 @@ def test_kubeconform_strict_accepts_the_rendered_chart(
     assert summary["valid"] == len(docs) - third_party, summary
     assert summary["skipped"] == third_party
     assert (summary["invalid"], summary["errors"]) == (0, 0)
-    assert third_party == (3 if values else 0)
+    assert third_party == (4 if values else 0)  # ServiceMonitor, PrometheusRule, two Certificates
 
 
 @pytest.mark.cluster
@@ -406,7 +463,11 @@ def test_the_install_notes_render_and_say_what_to_do_next(
     assert "rollout status deployment/oasis-operator" in notes
     assert "--for=condition=Completed" in notes
     assert "<no value>" not in notes
-    assert "create secret tls oasis-operator-audit-tls" in notes
+    assert not re.search(r"^\s*kubectl .*create secret tls", notes, re.M), "create secret tls cannot add ca.crt"
+    assert "--from-file=ca.crt=ca.crt" in notes
+    assert "examples/scenarios/" not in notes.replace("examples/scenarios/ holds", ""), "not manifests"
+    assert "DEDICATED EVALUATION CLUSTER" in notes
+    assert "oasis check" in notes
     if kind:
         assert "https://10.96.0.250:8443/audit" in notes
     else:

@@ -4,9 +4,7 @@ the same EvaluationRun samples as the Argo CD health check: both tools must agre
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -16,7 +14,7 @@ import pytest
 import yaml
 
 from tests.shipping import test_argocd_health as argo
-from tests.shipping.conftest import REPO
+from tests.shipping.conftest import REPO, go_tool
 
 SOURCE = Path(__file__).resolve().parent / "fluxcel"
 #: Argo CD health -> the Flux status that means the same for a gate (Flux has no "suspended").
@@ -28,22 +26,14 @@ AGREEMENT = {
 }
 
 
-@pytest.fixture(scope="module")
-def fluxcel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fluxcel_binary() -> Path:
     """The evaluator, built once per source version into the tool cache."""
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(SOURCE.iterdir()))).hexdigest()[:12]
-    binary = Path.home() / ".cache" / "oasis-operator" / "tools" / f"fluxcel-{digest}" / "fluxcel"
-    if not binary.exists():
-        done = subprocess.run(
-            ["go", "build", "-trimpath", "-o", str(binary), "."],
-            cwd=SOURCE,
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "CGO_ENABLED": "0"},
-        )
-        assert done.returncode == 0, done.stderr
-    return binary
+    return go_tool("fluxcel")
+
+
+@pytest.fixture(scope="module")
+def fluxcel() -> Path:
+    return fluxcel_binary()
 
 
 def documented_exprs() -> dict[str, str]:

@@ -156,8 +156,8 @@ def test_the_secret_of_step_four_is_the_one_the_chart_mounts(render: Render) -> 
     (operator,) = [d for d in by_kind(render(), "Deployment") if d["metadata"]["name"] == "oasis-operator"]
     volumes = {v["name"]: v for v in operator["spec"]["template"]["spec"]["volumes"]}
     assert volumes["audit-tls"]["secret"]["secretName"] == name
-    env = {e["name"]: e.get("value") for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["OASIS_AUDIT_CLIENT_CA"] == "/etc/oasis/audit-tls/ca.crt"
+    args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--audit-client-ca=/etc/oasis/audit-tls/ca.crt" in args, "the CA in the Secret checks the API server"
 
 
 def handshake(pki: Path, with_client_cert: bool) -> bytes:

@@ -64,3 +64,12 @@ nodeAffinity:
             operator: DoesNotExist
 {{- end -}}
 {{- end -}}
+
+{{/* A Prometheus duration (30m, 2h, 1d) in seconds, for comparisons with timestamps. */}}
+{{- define "oasis-operator.seconds" -}}
+{{- $d := . -}}
+{{- $n := int (regexReplaceAll "[^0-9]" $d "") -}}
+{{- $unit := regexReplaceAll "[0-9]" $d "" -}}
+{{- $factor := dict "ms" 0 "s" 1 "m" 60 "h" 3600 "d" 86400 "w" 604800 "y" 31536000 -}}
+{{- mul $n (get $factor $unit) -}}
+{{- end -}}

@@ -9,6 +9,11 @@ When the request carries an environment, its kubeconfig is written to a private 
 the run and ``KUBECONFIG`` points at it, so ``kubectl``-style agents work unchanged; the request on
 stdin still carries it too.
 
+In the operator (``--allow-subprocess-agents``) the command also runs in a Landlock sandbox
+(:mod:`oasis_operator.adapters.agents.sandbox`) that hides every credential of the operator (its
+kubeconfig or ServiceAccount token, the webhook's TLS files, the audit log, other agents' private
+files): it gets the scenario's own kubeconfig and nothing else. Without Landlock it is not started.
+
 The command is untrusted and bounded: a deadline (on expiry the whole process group is killed), a cap
 on stdout (exceeding it kills the group at once), an address-space limit set with ``setrlimit`` in
 the child before ``exec``, no core dumps, and an environment that does not inherit the operator's
@@ -28,7 +33,10 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from oasis_operator.adapters.agents import sandbox
+from oasis_operator.adapters.agents.sandbox import SandboxRules
 from oasis_operator.core.contract import (
     LAUNCH_FAILED,
     MALFORMED_RESPONSE,
@@ -69,6 +77,8 @@ class SubprocessAgentSettings:
     max_memory_bytes: int | None = 2 * 1024 * 1024 * 1024
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     cwd: str | None = None
+    #: Run in a sandbox hiding these paths (files or directories); None: no sandbox (local use).
+    sandbox_hidden: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.command or not all(isinstance(part, str) and part for part in self.command):
@@ -96,13 +106,15 @@ class _Finished:
     stderr_tail: bytes
 
 
-def _limits(max_memory_bytes: int | None) -> Callable[[], None]:
-    """What the child runs between fork and exec: resource limits only (async-signal-safe calls)."""
+def _limits(max_memory_bytes: int | None, rules: SandboxRules | None = None) -> Callable[[], None]:
+    """What the child runs between fork and exec: resource limits, then the sandbox, if any."""
 
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if max_memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (max_memory_bytes, max_memory_bytes))
+        if rules is not None:
+            sandbox.enter(rules)
 
     return apply
 
@@ -121,9 +133,11 @@ class SubprocessAgent:
     async def identify(self) -> IdentityAndConfiguration:
         command = [*self.settings.command, IDENTITY_ARGUMENT]
         try:
-            finished = await self._run(
-                command, b"", self.settings.identity_timeout_seconds, 1024 * 1024, self._environment(None)
-            )
+            with tempfile.TemporaryDirectory(prefix="agent-") as private:
+                finished = await self._run(
+                    command, b"", self.settings.identity_timeout_seconds, 1024 * 1024,
+                    self._environment(None, private), private,
+                )
         except _Fault as fault:
             raise AgentUnavailable(fault.reason, fault.detail) from None
         if finished.exit_code != 0:
@@ -151,7 +165,8 @@ class SubprocessAgent:
                     request.to_wire_bytes(),
                     budget,
                     self.settings.max_output_bytes,
-                    self._environment(kubeconfig),
+                    self._environment(kubeconfig, private),
+                    private,
                 )
             except _Fault as fault:
                 return AgentOutcome.failure(
@@ -185,33 +200,44 @@ class SubprocessAgent:
 
     # -- one bounded process run -------------------------------------------------------------------
 
-    def _environment(self, kubeconfig: str | None) -> dict[str, str]:
+    def _environment(self, kubeconfig: str | None, private: str) -> dict[str, str]:
         env = {name: os.environ[name] for name in _INHERITED if name in os.environ}
+        if self.settings.sandbox_hidden is not None:
+            env["HOME"] = private  # the operator's home may hold what the sandbox hides
+            env["TMPDIR"] = private
         env.update(self.settings.env)
         if kubeconfig is not None:
             env["KUBECONFIG"] = kubeconfig
         return env
 
     async def _run(
-        self, command: list[str], stdin: bytes, budget: float, cap: int, env: dict[str, str]
+        self, command: list[str], stdin: bytes, budget: float, cap: int, env: dict[str, str], private: str
     ) -> _Finished:
+        rules: SandboxRules | None = None
+        cwd = self.settings.cwd
         try:
+            if self.settings.sandbox_hidden is not None:
+                rules = sandbox.prepare([Path(p) for p in self.settings.sandbox_hidden], [Path(private)])
+                cwd = cwd or private
             process = await asyncio.create_subprocess_exec(
                 *command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
-                cwd=self.settings.cwd,
+                cwd=cwd,
                 start_new_session=True,
-                preexec_fn=_limits(self.settings.max_memory_bytes),
+                preexec_fn=_limits(self.settings.max_memory_bytes, rules),
             )
         except (
             OSError,
             ValueError,
             subprocess.SubprocessError,
-        ) as exc:  # not found, not executable, limits refused
+        ) as exc:  # not found, not executable, limits or sandbox refused
             raise _Fault(LAUNCH_FAILED, f"cannot start {command[0]!r}: {exc}") from None
+        finally:
+            if rules is not None:
+                rules.close()
         if process.stdin is None or process.stdout is None or process.stderr is None:  # pragma: no cover
             raise RuntimeError("asyncio did not give the child pipes")
         pgid = process.pid  # the child leads its own session, so its pid is its group id

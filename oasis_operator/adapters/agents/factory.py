@@ -6,14 +6,18 @@ if the spec names one, the credentials Secret. It turns the run's ``spec.agent``
 
 Credentials: for ``http``, the Secret's key (``credentialsRef.key``, default ``token``) is the
 bearer token, and a ``ca.crt`` key, if present, is the CA bundle that signs the agent's
-certificate. ``subprocess`` and ``job`` agents get no credentials from the run: a local command is
-trusted with its own environment, and a Job agent authenticates as the scenario's ServiceAccount.
+certificate. ``subprocess`` and ``job`` agents get no credentials from the run: a local command gets
+only the scenario's kubeconfig, and a Job agent authenticates as the scenario's ServiceAccount.
+
+In the operator, ``subprocess`` is an operator's decision, not a run's: a :class:`SubprocessPolicy`
+refuses it (:class:`AdapterNotAllowed`) unless the operator was started with
+``--allow-subprocess-agents``, and then runs it in a sandbox hiding the operator's credentials.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from oasis_operator.adapters.agents.command import SubprocessAgent, SubprocessAgentSettings
@@ -23,10 +27,28 @@ from oasis_operator.adapters.agents.job import AgentJobSettings, AgentJobTarget,
 from oasis_operator.core.contract import AgentPort, ScenarioRequest
 from oasis_operator.core.model.run import AgentSpec
 
-__all__ = ["CA_BUNDLE_KEY", "DEFAULT_TOKEN_KEY", "build_agent"]
+__all__ = ["CA_BUNDLE_KEY", "DEFAULT_TOKEN_KEY", "AdapterNotAllowed", "SubprocessPolicy", "build_agent"]
 
 DEFAULT_TOKEN_KEY = "token"
 CA_BUNDLE_KEY = "ca.crt"
+
+
+class AdapterNotAllowed(ValueError):
+    """The operator does not accept this adapter (a setting of the operator, not of the run)."""
+
+
+@dataclass(frozen=True)
+class SubprocessPolicy:
+    """Whether ``adapter: subprocess`` is accepted, and what its sandbox hides."""
+
+    allowed: bool
+    hidden: tuple[str, ...] = ()
+
+    def refusal(self) -> str:
+        return ("agent.adapter subprocess: refused by this operator. The command would run inside the "
+                "operator's pod, and whoever may create an EvaluationRun would choose it; use adapter http "
+                "or job (the agent runs with its own identity), or start the operator with "
+                "--allow-subprocess-agents (chart: operator.allowSubprocessAgents) to run it sandboxed")
 
 
 def build_agent(
@@ -36,11 +58,17 @@ def build_agent(
     timeout_seconds: float | None = None,
     kube_client: Any = None,
     job_target_for: Callable[[ScenarioRequest], AgentJobTarget] | None = None,
+    job_identity: AgentJobTarget | None = None,
+    subprocess_policy: SubprocessPolicy | None = None,
 ) -> AgentPort:
     """The adapter for ``spec``. ``credentials`` is the Secret ``spec.credentialsRef`` names, as the
     API returned it; ``timeout_seconds`` the run's per-scenario agent budget, if it sets one.
 
-    Raises ``ValueError`` (with the reason) when something the adapter needs is missing.
+    ``job_identity`` is where the identity Job runs (name, namespace, ServiceAccount); ``subprocess_policy``
+    (the operator's) refuses or sandboxes ``subprocess``; without one a local command runs as is.
+
+    Raises ``ValueError`` (with the reason) when something the adapter needs is missing, and
+    :class:`AdapterNotAllowed` when the operator refuses the adapter.
     """
     if spec.adapter == "http":
         if spec.endpoint is None:
@@ -59,7 +87,12 @@ def build_agent(
     if spec.adapter == "subprocess":
         if not spec.command:
             raise ValueError("agent.command: the subprocess adapter needs a command")
-        local = SubprocessAgentSettings(command=list(spec.command))
+        if subprocess_policy is not None and not subprocess_policy.allowed:
+            raise AdapterNotAllowed(subprocess_policy.refusal())
+        local = SubprocessAgentSettings(
+            command=list(spec.command),
+            sandbox_hidden=subprocess_policy.hidden if subprocess_policy is not None else None,
+        )
         return SubprocessAgent(
             local if timeout_seconds is None else replace(local, timeout_seconds=timeout_seconds)
         )
@@ -68,5 +101,10 @@ def build_agent(
     if kube_client is None or job_target_for is None:
         raise ValueError("the job adapter needs a Kubernetes client and the scenario's Job target")
     job = AgentJobSettings(image=spec.image)
+    if job_identity is not None:
+        job = replace(job, identity_namespace=job_identity.namespace,
+                      identity_service_account=job_identity.service_account)
     job = job if timeout_seconds is None else replace(job, timeout_seconds=timeout_seconds)
+    if job_identity is not None:
+        return KubernetesJobAgent(job, kube_client, job_target_for, identity_job_name=job_identity.name)
     return KubernetesJobAgent(job, kube_client, job_target_for)

@@ -24,12 +24,14 @@ How the agent runs:
 Bounds: ``activeDeadlineSeconds`` and our own deadline (after which the Job is deleted), memory and
 CPU limits, a capped log read (``limitBytes``), no retries (``backoffLimit: 0``), no privilege.
 
-**It needs real nodes.** The pod must run an image. Simulated (kwok) nodes only pretend to run pods,
-so no agent can answer there: the adapter then reports an agent failure (no answer in time, or no
-log to read), never an answer. The manifest keeps pods off nodes carrying kwok's conventional
-``type=kwok`` label; the embedded control plane's nodes deliberately carry no such label. Tests: the
-builders are unit-tested; the lifecycle (create, no answer, clean up) runs on the embedded control
-plane; an agent image actually answering has not been tested here.
+**It needs nodes that run images.** Simulated (kwok) nodes only pretend to run pods, so no agent can
+answer there: the adapter then reports an agent failure (no answer in time, or no log to read), never
+an answer. The pod carries no toleration of the simulated pool's taint (so it never lands there) and
+keeps off nodes carrying kwok's conventional ``type=kwok`` label. Tests: the builders are unit-tested;
+the lifecycle (create, no answer, clean up) runs on the embedded control plane; and
+``tests/operator/test_job_agents.py`` runs an EvaluationRun with ``adapter: job`` through the
+operator, on a node whose pods are simulated but whose container logs come from really running the
+agent's program with the pod's own files and ServiceAccount token.
 """
 
 from __future__ import annotations

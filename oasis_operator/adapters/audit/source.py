@@ -193,8 +193,62 @@ class FileAuditSource(_Stream):
         self.tail.close()
 
 
+class _ReloadingTLS:
+    """The receiver's TLS, read again from its files when they change (cert-manager renews the
+    certificate; the kubelet swaps the mounted Secret's files): checked at every handshake, at most
+    once a second, and a new handshake gets the new certificate and client CA without a restart."""
+
+    def __init__(self, cert_file: Path, key_file: Path, client_ca_file: Path | None) -> None:
+        self.files = (cert_file, key_file, client_ca_file)
+        self.loads = 0
+        self._stamp = self._stat()
+        self._checked = time.monotonic()
+        self.current = self._load()
+        # The listening context only chooses, per handshake, the context holding the current files.
+        self.context = self._load()
+        self.context.sni_callback = self._choose
+
+    def _stat(self) -> tuple[tuple[int, int, int], ...]:
+        out = []
+        for f in self.files:
+            if f is None:
+                continue
+            try:
+                st = f.stat()  # follows the Secret volume's symlinks to the current files
+                out.append((st.st_ino, st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append((0, 0, 0))
+        return tuple(out)
+
+    def _load(self) -> ssl.SSLContext:
+        cert, key, ca = self.files
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(str(cert), str(key))
+        if ca is not None:
+            # Only the API server (holding a certificate from this CA) may post audit events:
+            # anyone else on the network could otherwise forge evidence.
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(cafile=str(ca))
+        self.loads += 1
+        return ctx
+
+    def _choose(self, sock: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext) -> None:
+        now = time.monotonic()
+        if now - self._checked >= 1.0:
+            self._checked = now
+            stamp = self._stat()
+            if stamp != self._stamp:
+                try:
+                    self.current = self._load()
+                    self._stamp = stamp
+                except (OSError, ssl.SSLError):
+                    pass  # half-written files: keep the previous certificate, try again next time
+        sock.context = self.current
+
+
 class WebhookAuditSource(_Stream):
-    """Receives the API server's audit webhook (an ``audit.k8s.io/v1`` EventList per POST) over TLS."""
+    """Receives the API server's audit webhook (an ``audit.k8s.io/v1`` EventList per POST) over TLS.
+    The certificate (and client CA) are reloaded when their files change."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, cert_file: Path | None = None,
                  key_file: Path | None = None, max_body: int = 64 << 20,
@@ -202,14 +256,10 @@ class WebhookAuditSource(_Stream):
         super().__init__()
         self.host, self.port = host, port
         self._ssl: ssl.SSLContext | None = None
+        self.tls: _ReloadingTLS | None = None
         if cert_file and key_file:
-            self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            self._ssl.load_cert_chain(str(cert_file), str(key_file))
-            if client_ca_file is not None:
-                # Only the API server (holding a certificate from this CA) may post audit events:
-                # anyone else on the network could otherwise forge evidence.
-                self._ssl.verify_mode = ssl.CERT_REQUIRED
-                self._ssl.load_verify_locations(cafile=str(client_ca_file))
+            self.tls = _ReloadingTLS(cert_file, key_file, client_ca_file)
+            self._ssl = self.tls.context
         self._runner: web.AppRunner | None = None
         self.max_body = max_body
         self.rejected = 0

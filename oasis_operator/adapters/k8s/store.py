@@ -94,6 +94,17 @@ class Store:
             names.append(name)
         return names
 
+    async def delete_blobs(self, run: dict[str, Any], kind: str) -> int:
+        """Delete every part of ``kind`` (``evidence``, ``report``) the run owns; returns how many."""
+        ns = run["metadata"]["namespace"]
+        labels = {REPORT_LABEL: run["metadata"]["name"], "oasis.dev/part-of": kind}
+        names = [str(cm.metadata.name) async for cm in self.client.list(ConfigMap, namespace=ns, labels=labels)
+                 if cm.metadata is not None]
+        for name in names:
+            with contextlib.suppress(ApiError):  # already gone
+                await self.client.delete(ConfigMap, name, namespace=ns)
+        return len(names)
+
     async def get_blob(self, namespace: str, names: list[str]) -> bytes:
         packed = b""
         for name in names:

@@ -95,16 +95,64 @@ class Built:
     notes: list[str] = field(default_factory=list)
 
 
-def pin_to_pool(objects: list[dict[str, Any]], selector: dict[str, str]) -> None:
-    """Schedule the scenario's pods on the simulated pool only, and put its own nodes in that pool."""
+#: The simulated node pool carries this NoSchedule taint, so that nothing but the scenarios' own pods
+#: (which tolerate it) is scheduled onto nodes where nothing really runs. The words are those of any
+#: platform's node pool: nothing names the simulation.
+POOL_TAINT: dict[str, str] = {"key": "node.platform.k8s.io/pool", "value": "standard", "effect": "NoSchedule"}
+#: The label that selects the pool's nodes (the chart's nodePool.selectorLabel, the dev cluster's nodes).
+POOL_LABEL: dict[str, str] = {POOL_TAINT["key"]: POOL_TAINT["value"]}
+
+
+def _pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
     for obj in objects:
-        kind = obj.get("kind")
-        if kind == "Deployment":
-            obj["spec"]["template"]["spec"].setdefault("nodeSelector", {}).update(selector)
-        elif kind == "Pod":
-            obj["spec"].setdefault("nodeSelector", {}).update(selector)
-        elif kind == "Node":
+        if obj.get("kind") == "Deployment":
+            out.append(obj["spec"]["template"]["spec"])
+        elif obj.get("kind") == "Pod":
+            out.append(obj["spec"])
+    return out
+
+
+def toleration(taint: dict[str, str]) -> dict[str, str]:
+    """The toleration that lets a pod onto nodes carrying ``taint`` (and nothing more)."""
+    out = {"key": taint["key"], "operator": "Equal", "value": taint.get("value", ""), "effect": taint["effect"]}
+    if not out["value"]:
+        out = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+    return out
+
+
+def tolerate(objects: list[dict[str, Any]], taints: list[dict[str, str]]) -> None:
+    """Let the scenario's pods onto nodes carrying ``taints`` (the simulated pool's)."""
+    for spec in _pod_specs(objects):
+        have = spec.setdefault("tolerations", [])
+        for t in (toleration(t) for t in taints):
+            if t not in have:
+                have.append(t)
+
+
+def pin_to_pool(objects: list[dict[str, Any]], selector: dict[str, str],
+                taints: list[dict[str, str]] | None = None) -> None:
+    """Schedule the scenario's pods on the simulated pool only, and put its own nodes in that pool
+    (its label and, like every node of the pool, its ``taints``)."""
+    for spec in _pod_specs(objects):
+        spec.setdefault("nodeSelector", {}).update(selector)
+    for obj in objects:
+        if obj.get("kind") == "Node":
             obj["metadata"].setdefault("labels", {}).update(selector)
+            have = obj.setdefault("spec", {}).setdefault("taints", [])
+            for t in taints or []:
+                if not any(h.get("key") == t["key"] and h.get("effect") == t["effect"] for h in have):
+                    have.append(dict(t))
+
+
+def parse_taint(text: str) -> dict[str, str]:
+    """``key=value:Effect`` (or ``key:Effect``) -> a taint; the effect is one Kubernetes knows."""
+    head, sep, effect = text.strip().rpartition(":")
+    key, _, value = head.partition("=")
+    if not sep or not key or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+        raise ValueError(f"taint {text!r}: expected key=value:Effect with Effect NoSchedule, PreferNoSchedule "
+                         "or NoExecute")
+    return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
 
 
 def pin_to_nodes(objects: list[dict[str, Any]], nodes: list[str]) -> None:

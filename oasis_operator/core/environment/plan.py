@@ -176,9 +176,12 @@ def _scope_permissions(scenario: Scenario) -> tuple[agent_grants.ScopePermission
 
 
 def plan_environment(
-    scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None
+    scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None,
+    pool_taints: list[dict[str, str]] | None = None,
 ) -> EnvironmentPlan:
-    """``node_selector`` pins the scenario's pods to the simulated pool (and labels its own nodes so)."""
+    """``node_selector`` pins the scenario's pods to the simulated pool (and labels its own nodes so);
+    the pods tolerate ``pool_taints`` (default: the pool's taint, :data:`manifests.POOL_TAINT`), which
+    keep every other pod off the pool, and the scenario's own nodes in the pool carry them too."""
     entries = _entries(scenario)
     logical = _logical_namespaces(scenario, entries)
     mapping = {ns: physical_namespace(ns, suffix) for ns in logical}
@@ -281,8 +284,10 @@ def plan_environment(
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
 
+    taints = [manifests.POOL_TAINT] if pool_taints is None else list(pool_taints)
+    manifests.tolerate(objects, taints)
     if node_selector:
-        manifests.pin_to_pool(objects, node_selector)
+        manifests.pin_to_pool(objects, node_selector, taints)
     ordered = manifests.apply_order([*ns_objects.values(), *objects])
     # Only what outlives a namespace deletion carries the ownership label: namespaces themselves and
     # cluster-scoped objects. Objects inside a namespace go with it.

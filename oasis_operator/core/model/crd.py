@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.model.run import EvaluationRunSpec
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.run_status import initial_status
 
 GROUP = "oasis.dev"
 VERSION = "v1alpha1"
@@ -62,6 +63,8 @@ class CrdKind:
     printer_columns: list[dict[str, Any]]
     status_properties: dict[str, Any] = field(default_factory=dict)
     spec_description: str = ""
+    #: What the status reads as before a controller wrote one (the API server defaults it on read).
+    status_default: dict[str, Any] | None = None
 
 
 def _json_type(value: Any) -> str:
@@ -275,13 +278,15 @@ KINDS: tuple[CrdKind, ...] = (
             "phase": {"type": "string", "maxLength": 64},
             "verdict": {"type": "string", "maxLength": 64},
         },
+        # A run nobody has looked at yet is in progress (kstatus: Reconciling=True), never Current.
+        status_default=initial_status(),
     ),
 )
 
 
 def _status_schema(kind: CrdKind) -> dict[str, Any]:
     # Status belongs to the controllers; the fields every kind shares are typed, the rest is open.
-    return {
+    schema: dict[str, Any] = {
         "type": "object",
         PRESERVE: True,
         "properties": {
@@ -290,6 +295,9 @@ def _status_schema(kind: CrdKind) -> dict[str, Any]:
             **kind.status_properties,
         },
     }
+    if kind.status_default is not None:
+        schema["default"] = kind.status_default
+    return schema
 
 
 def crd_for(kind: CrdKind) -> dict[str, Any]:
