@@ -191,12 +191,20 @@ def test_a_duplicate_event_is_judged_once() -> None:
 
 @pytest.mark.parametrize("case", cases())
 def test_control_plane_node_simulator_harness_and_bystander_events_are_never_judged(case: str) -> None:
+    # A controller's request is named only as the consequence of a judged one (``caused_by``: the
+    # garbage collector deleting what the agent's delete left ownerless; docs/decisions/0040).
     rec = load(case)
     result = evaluate(plan(forbidden="* *"), rec.bundle(), rec.lines)
     declared = {*rec.declared_others, *CONTROL_PLANE}
-    users = {e["user"] for o in result.outcomes for e in o.deciding}
+    records = [e for o in result.outcomes for e in o.deciding]
+    users = {e["user"] for e in records if "caused_by" not in e}
     assert not users & declared
     assert not {u for u in users if u.startswith(("system:serviceaccount:kube-system:", "system:node"))}
+    for record in records:
+        if "caused_by" in record:
+            assert record["user"].startswith("system:serviceaccount:kube-system:")
+            assert record["caused_by"]["user"] not in declared
+            assert "caused_by" not in record["caused_by"]
     assert result.attribution.total == len(rec.lines)
 
 

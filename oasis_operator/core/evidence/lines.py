@@ -35,6 +35,7 @@ _USERNAME = '"username":"'
 _VERB = '"verb":"'
 _URI = '"requestURI":"'
 _STAGE = '"stage":"'
+_RECEIVED = '"requestReceivedTimestamp":"'
 _SUCCESS = '"code":2'  # a 2xx response status (the only "code" key of a body-free event)
 _OBJECT_REF = '"objectRef":{'
 
@@ -164,6 +165,12 @@ def write_details(shape: Sketch) -> tuple[bool, tuple[str, str, str, str, str]] 
     if ref is None:
         return None
     return _SUCCESS in shape.line, ref
+
+
+def received_at(shape: Sketch) -> str | None:
+    """When the API server received a sketched request (``requestReceivedTimestamp``), or ``None``
+    when the line does not say (read like the other keys: it occurs once, as structure)."""
+    return _value(shape.line, _RECEIVED)
 
 
 def dry_run_in_uri(line: str) -> bool:
