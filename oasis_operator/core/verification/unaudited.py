@@ -8,7 +8,8 @@ kind of writer explains only what it can have done (:class:`~.collector.WriteInd
 
 - **declared state** (labels, annotations other than controllers' bookkeeping, ``spec``, ``data``,
   RBAC ``rules``/``roleRef``/``subjects``), compared field by field down to container lists and
-  label/annotation maps: a harness write of the object explains it; a write judged as the agent's
+  label/annotation maps: a harness write of the object received at or after the window's start
+  explains it (the harness's provisioning precedes the "before" snapshot); a write judged as the agent's
   explains the fields its body touches (a body the log does not hold explains nothing); a
   control-plane write explains it only on an object a controller owns (``ownerReferences`` with
   ``controller: true``), or for the fields controllers manage on any object (:data:`CONTROLLER_FIELDS`,
@@ -158,8 +159,8 @@ class CrossCheck:
 
     def field_explained(self, key: ObjectKey, path: str, before: Mapping[str, Any]) -> bool:
         writers = self.writes.writers(key)
-        if any(actor == ACTOR_HARNESS for _, actor in writers):
-            return True
+        if any(actor == ACTOR_HARNESS for _, actor in self.writes.recent_writers(key)):
+            return True  # the harness's writes before the window (its provisioning) precede "before"
         control = [verb for verb, actor in writers if actor == ACTOR_CONTROL_PLANE]
         managed = CONTROLLER_FIELDS.get(key[:2], ())
         if control and (_owned(before) or any(path == f or path.startswith(f + ".") for f in managed)):
