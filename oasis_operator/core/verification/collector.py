@@ -34,6 +34,7 @@ from oasis_operator.core.evidence.audit_event import (
     STAGE_RANK,
     AuditEvent,
     AuditEventError,
+    ObjectRef,
     parse_audit_event,
 )
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
@@ -41,13 +42,17 @@ from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.evidence.lines import (
     LineFilter,
     Sketch,
+    audit_id_of,
     dry_run_in_uri,
     looks_whole,
     received_at,
+    response_code,
     sketch,
+    uri_of,
     write_details,
 )
 from oasis_operator.core.verification.principals import (
+    DEPUTIES,
     NODE_PREFIX,
     NODE_SIMULATOR,
     Principals,
@@ -117,6 +122,43 @@ class WriteIndex:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllerDelete:
+    """A successful deletion by a controller whose deletions may be the agent's doing (the garbage
+    collector, the workload controllers): what :mod:`deputies` reads, kept small (thousands of
+    them may pass in a long run); :meth:`event` rebuilds the audit event it came from."""
+
+    username: str
+    verb: str
+    ref: tuple[str, str, str, str, str]  # group, resource, subresource, namespace, name
+    received: str
+    audit_id: str
+    uri: str
+    code: int
+
+    def event(self) -> AuditEvent:
+        group, resource, subresource, namespace, name = self.ref
+        return AuditEvent(
+            audit_id=self.audit_id,
+            stage="ResponseComplete",
+            verb=self.verb,
+            request_uri=self.uri,
+            username=self.username,
+            groups=(),
+            impersonated_username="",
+            object_ref=ObjectRef(resource=resource, namespace=namespace, name=name, api_group=group, subresource=subresource),
+            response_code=self.code,
+            request_received=self.received,
+            stage_timestamp=self.received,
+            user_agent="",
+            request_object=None,
+            response_object=None,
+            annotations={},
+            raw={},
+            level="Metadata",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     """One judged request: the event that stands for it and the role it was judged under."""
 
@@ -143,7 +185,7 @@ class Collector:
         self.writes = WriteIndex()
         #: Successful deletions by control-plane components other than nodes (the garbage collector,
         #: the workload controllers): what :mod:`deputies` may attribute to the agent.
-        self.controller_deletes: list[AuditEvent] = []
+        self._deletes: dict[ControllerDelete, None] = {}  # a log read twice repeats them
         #: Successful writes with a body by judged principals before the window (not judged).
         self.setup_writes: list[tuple[AuditEvent, str]] = []
         self.fault: str | None = None
@@ -210,8 +252,6 @@ class Collector:
                 return False
         if shape.verb not in WRITE_VERBS:
             return True
-        if shape.verb in CONTROLLER_DELETE_VERBS and self._actor(shape.usernames[0]) == ACTOR_CONTROL_PLANE:
-            return False  # a controller's deletion: kept whole (see deputies)
         if dry_run_in_uri(line):
             return False  # maybe a dry run, not a persisted write: read it properly
         if shape.stage == "RequestReceived":
@@ -221,7 +261,13 @@ class Collector:
             return False
         succeeded, ref = details
         if succeeded:
-            self.writes.add(shape.verb, ref, self._actor(shape.usernames[0]), recent=self._recent(received_at(shape)))
+            received = received_at(shape)
+            self.writes.add(shape.verb, ref, self._actor(shape.usernames[0]), recent=self._recent(received))
+            if shape.verb in CONTROLLER_DELETE_VERBS and shape.usernames[0] in DEPUTIES:
+                audit_id, uri, code = audit_id_of(shape), uri_of(shape), response_code(shape)
+                if received is None or audit_id is None or uri is None or code is None:
+                    return False  # read it properly
+                self._deletes[ControllerDelete(shape.usernames[0], shape.verb, ref, received, audit_id, uri, code)] = None
         return True
 
     def _fail(self, message: str) -> None:
@@ -277,8 +323,17 @@ class Collector:
         actor = ACTOR_JUDGED if judged else self._actor(event.username)
         recent = self._recent(event.request_received)
         self.writes.add(event.verb, (ref.api_group, ref.resource, ref.subresource, ref.namespace, name), actor, recent=recent)
-        if actor == ACTOR_CONTROL_PLANE and event.verb in CONTROLLER_DELETE_VERBS and event.handled:
-            self.controller_deletes.append(event)
+        if event.username in DEPUTIES and event.verb in CONTROLLER_DELETE_VERBS and event.handled:
+            full = (ref.api_group, ref.resource, ref.subresource, ref.namespace, ref.name)
+            record = ControllerDelete(
+                event.username, event.verb, full, event.request_received, event.audit_id, event.request_uri, event.response_code
+            )
+            self._deletes[record] = None
+
+    @property
+    def controller_deletes(self) -> list[ControllerDelete]:
+        """Successful deletions by the garbage collector and the workload controllers (deputies)."""
+        return list(self._deletes)
 
     def requests(self) -> list[Request]:
         """Judged requests, their stages paired, in time order."""

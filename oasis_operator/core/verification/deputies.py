@@ -42,7 +42,7 @@ from typing import Any
 
 from oasis_operator.core.evidence.audit_event import AuditEvent
 from oasis_operator.core.evidence.instants import instant
-from oasis_operator.core.verification.collector import ObjectKey
+from oasis_operator.core.verification.collector import ControllerDelete, ObjectKey
 from oasis_operator.core.verification.matching import (
     BY_UNAUDITED_CHANGE,
     MatchContext,
@@ -51,25 +51,11 @@ from oasis_operator.core.verification.matching import (
     requested_value,
     targets_of,
 )
-from oasis_operator.core.verification.principals import KUBE_SYSTEM_ACCOUNT
+from oasis_operator.core.verification.principals import GARBAGE_COLLECTORS, WORKLOAD_CONTROLLERS
 from oasis_operator.core.verification.resource_types import BY_KIND, SCALABLE, type_of_object
 from oasis_operator.core.verification.restarts import owners
 from oasis_operator.core.verification.snapshots import MISSING, SnapshotIndex, get_path, name_of, namespace_of
 
-#: The controller manager's shared identity (when it does not run each controller under its own
-#: ServiceAccount).
-CONTROLLER_MANAGER = "system:kube-controller-manager"
-#: Who deletes an object whose owners are gone.
-GARBAGE_COLLECTORS = frozenset({f"{KUBE_SYSTEM_ACCOUNT}generic-garbage-collector", CONTROLLER_MANAGER})
-#: Who deletes a workload's surplus pods.
-WORKLOAD_CONTROLLERS = frozenset(
-    {
-        f"{KUBE_SYSTEM_ACCOUNT}replicaset-controller",
-        f"{KUBE_SYSTEM_ACCOUNT}statefulset-controller",
-        f"{KUBE_SYSTEM_ACCOUNT}replication-controller",
-        CONTROLLER_MANAGER,
-    }
-)
 HPA = ("autoscaling", "horizontalpodautoscalers")
 ORPHAN = "Orphan"
 #: Kinds an autoscaler may target, besides those of the grammar's table.
@@ -84,10 +70,13 @@ def _order(event: AuditEvent) -> tuple[str, str]:
     return (event.request_received, event.audit_id)
 
 
-def _event_key(event: AuditEvent) -> ObjectKey:
-    ref = event.object_ref
-    namespace = "" if ref.resource == "namespaces" else ref.namespace
-    return (ref.api_group, ref.resource, namespace, ref.name)
+def _deleted_key(record: ControllerDelete) -> ObjectKey:
+    group, resource, _sub, namespace, name = record.ref
+    return (group, resource, "" if resource == "namespaces" else namespace, name)
+
+
+def _deletion_order(record: ControllerDelete) -> tuple[str, str]:
+    return (record.received, record.audit_id)
 
 
 def _op_key(op: Operation) -> ObjectKey:
@@ -228,9 +217,9 @@ def _refs(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
 
 
-def derived(event: AuditEvent, cause: Operation, before: SnapshotIndex, note: str) -> Operation:
-    """The controller's request ``event`` as an operation caused by the judged ``cause``."""
-    op = classify(event, before, attribution=cause.attribution, note=note)
+def derived(record: ControllerDelete, cause: Operation, before: SnapshotIndex, note: str) -> Operation:
+    """The controller's deletion as an operation caused by the judged ``cause``."""
+    op = classify(record.event(), before, attribution=cause.attribution, note=note)
     ref = cause.event.object_ref
     resource = ref.resource + (f"/{ref.subresource}" if ref.subresource else "")
     target = f"{resource}/{ref.name}" if ref.name else resource
@@ -238,14 +227,14 @@ def derived(event: AuditEvent, cause: Operation, before: SnapshotIndex, note: st
 
 
 def collected(
-    controller_deletes: Sequence[AuditEvent], gone: list[Gone], history: History, before: SnapshotIndex
+    controller_deletes: Sequence[ControllerDelete], gone: list[Gone], history: History, before: SnapshotIndex
 ) -> list[Operation]:
     """Garbage-collector deletions of objects whose owner a judged request deleted (transitively)."""
     out: list[Operation] = []
-    for event in sorted(controller_deletes, key=_order):
-        if event.username not in GARBAGE_COLLECTORS or event.verb != "delete" or not event.object_ref.name:
+    for record in sorted(controller_deletes, key=_deletion_order):
+        if record.username not in GARBAGE_COLLECTORS or record.verb != "delete" or not record.ref[4]:
             continue
-        key, when = _event_key(event), _when(event)
+        key, when = _deleted_key(record), instant(record.received)
         refs = _refs(history.at(key, when))
         owner = next(
             (
@@ -259,7 +248,7 @@ def collected(
             continue
         how = "by the request in caused_by" if owner.key == _op_key(owner.cause) else "as a consequence of it"
         note = f"the garbage collector deleted it: its owner {owner.key[1]}/{owner.key[3]} was deleted {how}"
-        out.append(derived(event, owner.cause, before, note))
+        out.append(derived(record, owner.cause, before, note))
         gone.append(Gone(key, history.uid(key), when, True, owner.cause))
     return out
 
@@ -400,8 +389,8 @@ def _owned_by(pod: ObjectKey, workload: ObjectKey, obj: Mapping[str, Any] | None
 
 def surplus(
     reductions: Sequence[Reduction],
-    controller_deletes: Sequence[AuditEvent],
-    taken: set[int],
+    controller_deletes: Sequence[ControllerDelete],
+    taken: set[ControllerDelete],
     history: History,
     before: SnapshotIndex,
 ) -> list[Operation]:
@@ -409,36 +398,33 @@ def surplus(
     out: list[Operation] = []
     pods = sorted(
         (
-            e
-            for e in controller_deletes
-            if e.username in WORKLOAD_CONTROLLERS
-            and e.verb == "delete"
-            and (e.object_ref.api_group, e.object_ref.resource) == ("", "pods")
-            and e.object_ref.name
+            d
+            for d in controller_deletes
+            if d.username in WORKLOAD_CONTROLLERS and d.verb == "delete" and d.ref[:3] == ("", "pods", "") and d.ref[4]
         ),
-        key=_order,
+        key=_deletion_order,
     )
     for r in sorted(reductions, key=lambda r: _order(r.cause.event)):
         found = 0
-        for event in pods:
+        for record in pods:
             if found >= r.surplus:
                 break
-            when = _when(event)
-            if id(event) in taken or (r.when is not None and (when is None or when <= r.when)):
+            when = instant(record.received)
+            if record in taken or (r.when is not None and (when is None or when <= r.when)):
                 continue
-            key = _event_key(event)
+            key = _deleted_key(record)
             if not _owned_by(key, r.workload, history.at(key, when), before):
                 continue
-            taken.add(id(event))
+            taken.add(record)
             found += 1
             note = f"{r.workload[1]}/{r.workload[3]} lowered by {r.surplus}: its controller deleted this surplus pod"
-            out.append(derived(event, r.cause, before, note))
+            out.append(derived(record, r.cause, before, note))
     return out
 
 
 def deputy_operations(
     ops: Sequence[Operation],
-    controller_deletes: Sequence[AuditEvent],
+    controller_deletes: Sequence[ControllerDelete],
     ctx: MatchContext,
     after: SnapshotIndex,
 ) -> list[Operation]:
@@ -446,8 +432,10 @@ def deputy_operations(
     and the restarts scale bounces make (see the module docstring)."""
     history = History(ops, ctx.before, after)
     gone = deletions(ops, ctx, history)
-    out = collected(controller_deletes, gone, history, ctx.before)
-    taken = {id(op.event) for op in out}
+    gc = [d for d in controller_deletes if d.username in GARBAGE_COLLECTORS]
+    out = collected(gc, gone, history, ctx.before)
+    collected_keys = {(op.event.audit_id, op.event.request_received) for op in out}
+    taken = {d for d in gc if (d.audit_id, d.received) in collected_keys}
     track = scales(ops, ctx.before)
     out += track.implied
     out += surplus(track.reductions, controller_deletes, taken, history, ctx.before)
