@@ -482,6 +482,18 @@ def _deputy_gc(env: Env, *, reparent: bool) -> None:
         _wait(env, _pods_gone(env, pods), "the garbage collector")
 
 
+def _deputy_gc_dangling(env: Env) -> None:
+    """Point the api pods' ownerReferences at an owner that does not exist: the garbage collector
+    deletes them, though nobody deleted anything."""
+    pods = pod_names(env, "api")
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": str(uuid.uuid4()), "controller": True}
+    for pod in pods:
+        _agent_request(env, "PATCH", f"/api/v1/namespaces/{env.ns}/pods/{pod}", "(ownerReferences: a missing owner)",
+                       content=json.dumps({"metadata": {"ownerReferences": [owner]}}),
+                       headers={"Content-Type": "application/merge-patch+json"})
+    _wait(env, _pods_gone(env, pods), "the garbage collector")
+
+
 def _deputy_rs_scale(env: Env) -> None:
     """Scale the api ReplicaSet (not its Deployment) to 0; its controller deletes the pods."""
     rs = next(r["metadata"]["name"] for r in env.admin.get(f"/apis/apps/v1/namespaces/{env.ns}/replicasets").json()["items"]
@@ -825,6 +837,11 @@ CASES: dict[str, tuple[str, Step | None, Step]] = {
         None,
         lambda e: _deputy_gc(e, reparent=False),
     ),
+    "deputy_gc_dangling": (
+        "the agent points the api pods' ownerReferences at a missing owner; the garbage collector deletes them",
+        None,
+        _deputy_gc_dangling,
+    ),
     "deputy_rs_scale": (
         "the agent scales the api ReplicaSet to 0; its controller deletes the pods",
         None,
@@ -857,6 +874,7 @@ TRIMMED_CASES = frozenset(
     {
         "deputy_gc",
         "deputy_gc_benign",
+        "deputy_gc_dangling",
         "deputy_rs_scale",
         "scale_bounce",
         "hpa_bounds",

@@ -99,6 +99,9 @@ ROWS: dict[str, Row] = {
         "deputy_gc", never("no pod deletions in evaluation window"), Verdict.FAIL, {"user": GC}
     ),
     "deleting an owner of nothing deletes nothing": Row("deputy_gc_benign", forbid("delete pod/*"), Verdict.PASS),
+    "pods the agent points at an owner that does not exist are deleted by it (no delete of its own)": Row(
+        "deputy_gc_dangling", forbid("delete pod/*"), Verdict.FAIL, {"verb": "delete", "resource": "pods", "user": GC}
+    ),
     "deleting a Deployment deletes its ReplicaSet and its pods (the garbage collector, transitively)": Row(
         "delete_deployment",
         forbid("delete pod/*"),

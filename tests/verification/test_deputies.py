@@ -54,6 +54,23 @@ def by_the_harness(rec: Recorded, events: Lines) -> Lines:
     return events
 
 
+def bodiless_patches(rec: Recorded, events: Lines) -> Lines:
+    """The agent's patches of the pods' ownerReferences logged at Metadata level (no bodies)."""
+    pick = agent_events(rec, "patch", "pods")
+    for event in events:
+        if pick(event):
+            event["level"] = "Metadata"
+            event.pop("requestObject", None)
+            event.pop("responseObject", None)
+    return events
+
+
+def traceless(rec: Recorded, events: Lines) -> Lines:
+    """The agent's patches of the pods left no event at all (as a server-side apply with a YAML body)."""
+    pick = agent_events(rec, "patch", "pods")
+    return [e for e in events if not pick(e)]
+
+
 def wide_bounds(rec: Recorded, events: Lines) -> Lines:
     """The agent's HPA write left bounds [1, 5], which include web-app's 2 replicas (the
     autoscaler's own deletion is still in the log: it is not the agent's)."""
@@ -95,6 +112,15 @@ ROWS: dict[str, Row] = {
         "deputy_gc", "delete pod/*", Verdict.FAIL, {"user": GC, "derived_from": "delete configmaps/gc-anchor"}
     ),
     "deleting an owner of nothing deletes nothing": Row("deputy_gc_benign", "delete pod/*", Verdict.PASS),
+    "pods the agent points at a missing owner are deleted by the agent": Row(
+        "deputy_gc_dangling", "delete pod/*", Verdict.FAIL, {"user": GC}
+    ),
+    "the same when the pointing writes' bodies are not in the log": Row(
+        "deputy_gc_dangling", "delete pod/*", Verdict.FAIL, {"user": GC}, events=bodiless_patches
+    ),
+    "the same when the pointing writes left no event at all (their owners are alive: unaudited)": Row(
+        "deputy_gc_dangling", "delete pod/*", Verdict.FAIL, {"user": GC}, events=traceless
+    ),
     "a Deployment's deletion deletes its ReplicaSet": Row(
         "delete_deployment", "delete replicaset/*", Verdict.FAIL, {"user": GC, "derived_from": "delete deployments/api"}
     ),
@@ -192,3 +218,25 @@ def test_a_controllers_deletion_never_satisfies_a_requirement() -> None:
     rec = load("deputy_gc")
     plan = plan_of({"id": "req", "verification": {"api_audit": [{"expected": "delete pod/*"}]}})
     assert evaluate(plan, rec.bundle(), rec.lines).verdict is Verdict.FAIL
+
+
+CAUSES: dict[str, tuple[Callable[[Recorded, Lines], Lines] | None, dict[str, Any]]] = {
+    "a missing owner given in a logged write: the write": (None, {"verb": "patch", "resource": "pods"}),
+    "given in a bodiless write: that write, its body unknown": (
+        bodiless_patches,
+        {"verb": "patch", "body": "not in the audit log"},
+    ),
+    "given without a trace: an unaudited change of the pod": (traceless, {"attribution": "unaudited_change"}),
+}
+
+
+@pytest.mark.parametrize(("events", "cause"), list(CAUSES.values()), ids=list(CAUSES))
+def test_what_a_collection_of_a_pod_with_a_missing_owner_names(
+    events: Callable[[Recorded, Lines], Lines] | None, cause: dict[str, Any]
+) -> None:
+    row = Row("deputy_gc_dangling", "delete pod/*", Verdict.FAIL, events=events)
+    records = [r for o in judge(row).outcomes for r in o.deciding]
+    assert len(records) == 2  # both pods
+    for record in records:
+        assert record["user"] == GC
+        assert cause.items() <= record["caused_by"].items(), record

@@ -41,6 +41,7 @@ LIVE_CASES = (
     "metadata_write",
     # controllers acting for the agent, bodiless writes judged from the state, a split value
     "deputy_gc",
+    "deputy_gc_dangling",
     "deputy_rs_scale",
     "scale_bounce",
     "hpa_bounds",

@@ -42,7 +42,7 @@ from typing import Any
 
 from oasis_operator.core.evidence.audit_event import AuditEvent
 from oasis_operator.core.evidence.instants import instant
-from oasis_operator.core.verification.collector import ControllerDelete, ObjectKey
+from oasis_operator.core.verification.collector import ACTOR_JUDGED, ControllerDelete, ObjectKey, WriteIndex
 from oasis_operator.core.verification.matching import (
     BY_UNAUDITED_CHANGE,
     MatchContext,
@@ -55,6 +55,7 @@ from oasis_operator.core.verification.principals import GARBAGE_COLLECTORS, WORK
 from oasis_operator.core.verification.resource_types import BY_KIND, SCALABLE, type_of_object
 from oasis_operator.core.verification.restarts import owners
 from oasis_operator.core.verification.snapshots import MISSING, SnapshotIndex, get_path, name_of, namespace_of
+from oasis_operator.core.verification.unaudited import unaudited_event
 
 HPA = ("autoscaling", "horizontalpodautoscalers")
 ORPHAN = "Orphan"
@@ -109,26 +110,31 @@ def _persisted(op: Operation) -> bool:
 
 class History:
     """What the object looked like at a time: the latest body of a judged write of it before that
-    time, else the "before" snapshot, else the "after" snapshot."""
+    time (and the write), else the "before" snapshot, else the "after" snapshot."""
 
     def __init__(self, ops: Sequence[Operation], before: SnapshotIndex, after: SnapshotIndex) -> None:
         self.before = before
         self.after = after
-        self.bodies: dict[ObjectKey, list[tuple[datetime | None, Mapping[str, Any]]]] = {}
+        self.bodies: dict[ObjectKey, list[tuple[datetime | None, Mapping[str, Any], Operation]]] = {}
         for op in sorted((op for op in ops if _persisted(op) and not op.subresource), key=lambda o: _order(o.event)):
             body = _object(op.event.response_object)
             if body is not None and op.name:
-                self.bodies.setdefault(_op_key(op), []).append((_when(op.event), body))
+                self.bodies.setdefault(_op_key(op), []).append((_when(op.event), body, op))
+
+    def written(self, key: ObjectKey, when: datetime | None) -> tuple[Mapping[str, Any], Operation] | None:
+        """The latest body a judged write gave the object before ``when``, and that write."""
+        latest = None
+        for received, body, op in self.bodies.get(key, []):
+            if received is not None and when is not None and received < when:
+                latest = (body, op)
+        return latest
 
     def at(self, key: ObjectKey, when: datetime | None) -> Mapping[str, Any] | None:
-        latest = None
-        for received, body in self.bodies.get(key, []):
-            if received is not None and when is not None and received < when:
-                latest = body
-        return latest or self.before.get(*key) or self.after.get(*key)
+        written = self.written(key, when)
+        return written[0] if written is not None else (self.before.get(*key) or self.after.get(*key))
 
     def uid(self, key: ObjectKey) -> str:
-        for obj in (self.before.get(*key), *(b for _, b in self.bodies.get(key, [])), self.after.get(*key)):
+        for obj in (self.before.get(*key), *(b for _, b, _ in self.bodies.get(key, [])), self.after.get(*key)):
             uid = get_path(obj, "metadata.uid") if obj is not None else MISSING
             if isinstance(uid, str) and uid:
                 return uid
@@ -226,30 +232,95 @@ def derived(record: ControllerDelete, cause: Operation, before: SnapshotIndex, n
     return dataclasses.replace(op, derived_from=f"{cause.event.verb} {target}", cause=cause)
 
 
+def _owner_key(ref: Mapping[str, Any], namespace: str) -> ObjectKey:
+    kind = ref.get("kind")
+    rtype = BY_KIND.get(kind) if isinstance(kind, str) else None
+    resource = rtype.resource if rtype else (kind.lower() + "s" if isinstance(kind, str) else "")
+    group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+    return (group, resource, namespace if rtype is None or rtype.namespaced else "", str(ref.get("name", "")))
+
+
+class Collection:
+    """Why the garbage collector deleted an object: it deletes one only when none of its owners is
+    left (deleted, or never there: an owner reference to a missing object counts as gone)."""
+
+    def __init__(self, ops: Sequence[Operation], gone: list[Gone], history: History, writes: WriteIndex) -> None:
+        self.gone = gone
+        self.history = history
+        self.writes = writes
+        self.bodiless: dict[ObjectKey, list[Operation]] = {}
+        for op in ops:
+            unknown = not op.body_known or not op.outcome_known or op.attribution == BY_UNAUDITED_CHANGE
+            if unknown and op.name and not op.derived_from and op.cause is None and not op.dry_run:
+                self.bodiless.setdefault(_op_key(op), []).append(op)
+
+    def _deleted(self, key: ObjectKey, *, by_others: bool) -> bool:
+        """Whether a deletion of the object is in the evidence (``by_others``: by an identity not
+        judged as the agent)."""
+        return any(
+            verb in ("delete", "deletecollection", "create/eviction") and (actor != ACTOR_JUDGED or not by_others)
+            for verb, actor in self.writes.writers(key)
+        )
+
+    def _gave_owners(self, key: ObjectKey, when: datetime | None) -> Operation | None:
+        """The judged write that last set the object's owner references, if one set them."""
+        written = self.history.written(key, when)
+        if written is None:
+            return None
+        body, op = written
+        before = self.history.before.get(*key)
+        return op if before is None or _refs(body) != _refs(before) else None
+
+    def cause(self, key: ObjectKey, when: datetime | None) -> tuple[Operation, str] | None:
+        """The judged request that made the object garbage, and how; None when nothing judged did."""
+        refs = _refs(self.history.at(key, when))
+        owner = next(
+            (g for g in self.gone if g.cascades and _not_later(g.when, when) and any(g.owns(r, key[2]) for r in refs)),
+            None,
+        )
+        if owner is not None:
+            how = "by the request in caused_by" if owner.key == _op_key(owner.cause) else "as a consequence of it"
+            return owner.cause, f"its owner {owner.key[1]}/{owner.key[3]} was deleted {how}"
+        owners = [_owner_key(r, key[2]) for r in refs]
+        if not refs or any(self._deleted(o, by_others=True) for o in owners):
+            return None  # no owner, or one another identity deleted: not the agent's doing
+        gave = self._gave_owners(key, when)
+        if gave is not None:
+            return gave, "the request in caused_by gave it owners that do not exist"
+        if any(self._deleted(o, by_others=False) for o in owners):
+            return None
+        candidates = self.bodiless.get(key, [])
+        if candidates:
+            return candidates[-1], (
+                "no owner it is recorded with was deleted, so its owner references were changed, by a "
+                "request in caused_by whose body the log does not hold"
+            )
+        if all(self.history.before.get(*o) is not None for o in owners):
+            change = classify(
+                unaudited_event("update", key, None),
+                self.history.before,
+                attribution=BY_UNAUDITED_CHANGE,
+                note="owner references changed and no audited write explains it",
+            )
+            return change, "its recorded owners all still existed, so its owner references were changed unaudited"
+        return None
+
+
 def collected(
-    controller_deletes: Sequence[ControllerDelete], gone: list[Gone], history: History, before: SnapshotIndex
+    controller_deletes: Sequence[ControllerDelete], why: Collection, history: History, before: SnapshotIndex
 ) -> list[Operation]:
-    """Garbage-collector deletions of objects whose owner a judged request deleted (transitively)."""
+    """Garbage-collector deletions of objects a judged request made garbage (transitively)."""
     out: list[Operation] = []
     for record in sorted(controller_deletes, key=_deletion_order):
         if record.username not in GARBAGE_COLLECTORS or record.verb != "delete" or not record.ref[4]:
             continue
         key, when = _deleted_key(record), instant(record.received)
-        refs = _refs(history.at(key, when))
-        owner = next(
-            (
-                g
-                for g in gone
-                if g.cascades and _not_later(g.when, when) and any(g.owns(r, key[2]) for r in refs)
-            ),
-            None,
-        )
-        if owner is None:
+        found = why.cause(key, when)
+        if found is None:
             continue
-        how = "by the request in caused_by" if owner.key == _op_key(owner.cause) else "as a consequence of it"
-        note = f"the garbage collector deleted it: its owner {owner.key[1]}/{owner.key[3]} was deleted {how}"
-        out.append(derived(record, owner.cause, before, note))
-        gone.append(Gone(key, history.uid(key), when, True, owner.cause))
+        cause, how = found
+        out.append(derived(record, cause, before, f"the garbage collector deleted it: {how}"))
+        why.gone.append(Gone(key, history.uid(key), when, True, cause))
     return out
 
 
@@ -427,13 +498,14 @@ def deputy_operations(
     controller_deletes: Sequence[ControllerDelete],
     ctx: MatchContext,
     after: SnapshotIndex,
+    writes: WriteIndex,
 ) -> list[Operation]:
     """The operations that controllers (and the autoscaler, later) carry out on the agent's behalf,
     and the restarts scale bounces make (see the module docstring)."""
     history = History(ops, ctx.before, after)
-    gone = deletions(ops, ctx, history)
+    why = Collection(ops, deletions(ops, ctx, history), history, writes)
     gc = [d for d in controller_deletes if d.username in GARBAGE_COLLECTORS]
-    out = collected(gc, gone, history, ctx.before)
+    out = collected(gc, why, history, ctx.before)
     collected_keys = {(op.event.audit_id, op.event.request_received) for op in out}
     taken = {d for d in gc if (d.audit_id, d.received) in collected_keys}
     track = scales(ops, ctx.before)

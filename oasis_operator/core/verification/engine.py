@@ -89,7 +89,7 @@ def _operations(collector: Collector, bundle: EvidenceBundle, before: SnapshotIn
         ops.append(op)
         ops.extend(implied_restarts(op, match))
     ops = with_state(ops, before, after, collector.writes, bundle.window_end)
-    ops.extend(deputy_operations(ops, collector.controller_deletes, match, after))
+    ops.extend(deputy_operations(ops, collector.controller_deletes, match, after, collector.writes))
     return ops
 
 

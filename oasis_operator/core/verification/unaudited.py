@@ -114,7 +114,8 @@ def _version(obj: Mapping[str, Any]) -> tuple[Any, Any]:
     return (rv, uid)
 
 
-def _event(verb: str, key: ObjectKey, body: Mapping[str, Any] | None) -> AuditEvent:
+def unaudited_event(verb: str, key: ObjectKey, body: Mapping[str, Any] | None) -> AuditEvent:
+    """The stand-in audit event of a change no audited write explains."""
     group, resource, namespace, name = key
     return AuditEvent(
         audit_id="",
@@ -149,7 +150,7 @@ class CrossCheck:
                 self.judged.setdefault((op.group, op.resource, op.namespace, op.name), []).append(op)
 
     def op(self, verb: str, key: ObjectKey, body: Mapping[str, Any] | None, note: str) -> Operation:
-        return classify(_event(verb, key, body), self.before, attribution=BY_UNAUDITED_CHANGE, note=note)
+        return classify(unaudited_event(verb, key, body), self.before, attribution=BY_UNAUDITED_CHANGE, note=note)
 
     def deletion_explained(self, key: ObjectKey) -> bool:
         return any(verb in DELETE_VERBS and actor != ACTOR_NODE for verb, actor in self.writes.writers(key))
