@@ -6,12 +6,16 @@ pod, or lower a workload's replica count and let its controller delete the surpl
 controller write is the agent's doing when it follows from a judged request by a rule of
 Kubernetes, derived exactly, never guessed (docs/decisions/0040, class 1):
 
-- **Garbage collection.** A deletion by the garbage collector (its ServiceAccount, or the controller
-  manager's shared identity) of an object one of whose owners — by uid, read from the object's
-  ``ownerReferences`` as the agent's own writes, the "before" snapshot or the "after" snapshot show
-  them at that time — was deleted by a judged request with a propagation other than ``Orphan`` (or
-  by an unaudited deletion), or transitively by another such garbage-collector deletion. It becomes
-  a ``delete`` of that object, its record the collector's request, ``caused_by`` the judged one.
+- **Garbage collection.** The garbage collector (its ServiceAccount, or the controller manager's
+  shared identity) deletes an object when none of its owners is left: deleted, or never there.
+  Its deletion becomes a ``delete`` of that object (its record the collector's request,
+  ``caused_by`` the judged one) when, with the object's ``ownerReferences`` as the agent's own
+  writes, the "before" snapshot or the "after" snapshot show them at that time (:class:`Collection`):
+  an owner (by uid) was deleted by a judged request with a propagation other than ``Orphan``, by an
+  unaudited deletion, or transitively by another such collector deletion; or, no owner having
+  been deleted by another identity, a judged write gave the object owners that do not exist, or a
+  bodiless judged write (or, without one, an unaudited change) must have changed its references
+  because no recorded owner was deleted at all.
 - **Replica reductions.** When a judged request lowers a workload's ``spec.replicas`` (Deployment,
   ReplicaSet, StatefulSet, ReplicationController; through its body or the ``scale`` subresource),
   the first *n* deletions of pods that workload owns (directly or through a ReplicaSet, by the
