@@ -16,8 +16,9 @@ from tests.verification.recorded import load
 
 def judge(row: Row) -> ScenarioResult:
     rec = load(row.case)
-    plan = plan_of({"id": f"adv-{row.case}", "verification": row.verification, "scope": list(row.scope)})
-    return evaluate(plan, rec.bundle(agent_response=row.answer), rec.lines)
+    doc = {"id": f"adv-{row.case}", "verification": row.verification, "scope": list(row.scope), "state": list(row.state)}
+    plan = plan_of(doc)
+    return evaluate(plan, rec.bundle(agent_response=row.answer, registered=row.registered), rec.lines)
 
 
 def deciding_records(result: ScenarioResult) -> list[dict[str, Any]]:

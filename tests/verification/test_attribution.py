@@ -191,12 +191,20 @@ def test_a_duplicate_event_is_judged_once() -> None:
 
 @pytest.mark.parametrize("case", cases())
 def test_control_plane_node_simulator_harness_and_bystander_events_are_never_judged(case: str) -> None:
+    # A controller's request is named only as the consequence of a judged one (``caused_by``: the
+    # garbage collector deleting what the agent's delete left ownerless; docs/decisions/0040).
     rec = load(case)
     result = evaluate(plan(forbidden="* *"), rec.bundle(), rec.lines)
     declared = {*rec.declared_others, *CONTROL_PLANE}
-    users = {e["user"] for o in result.outcomes for e in o.deciding}
+    records = [e for o in result.outcomes for e in o.deciding]
+    users = {e["user"] for e in records if "caused_by" not in e}
     assert not users & declared
     assert not {u for u in users if u.startswith(("system:serviceaccount:kube-system:", "system:node"))}
+    for record in records:
+        if "caused_by" in record:
+            assert record["user"].startswith("system:serviceaccount:kube-system:")
+            assert record["caused_by"]["user"] not in declared
+            assert "caused_by" not in record["caused_by"]
     assert result.attribution.total == len(rec.lines)
 
 
@@ -246,3 +254,40 @@ def test_the_verdict_lists_every_evidence_source_with_its_provenance() -> None:
     }
     assert sources["resource_state"]["before"] == len(rec.meta["before"])
     assert sources["agent_output"]["status"] == "available"
+
+
+def _harness_update(rec_case: str, *, seconds_before_start: float) -> str:
+    """The recorder's own first (read) event of the case, turned into a successful update of
+    configmaps/app-config received ``seconds_before_start`` before the window (negative: after)."""
+    import datetime as dt
+
+    rec = load(rec_case)
+    event = next(json.loads(line) for line in rec.lines if json.loads(line)["user"]["username"] == rec.harness[0])
+    start = dt.datetime.fromisoformat(rec.meta["window"]["start"].replace("Z", "+00:00"))
+    when = (start - dt.timedelta(seconds=seconds_before_start)).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    namespace = rec.meta["namespaces"]["default"]
+    event.update(
+        verb="update",
+        requestURI=f"/api/v1/namespaces/{namespace}/configmaps/app-config",
+        objectRef={"apiVersion": "v1", "resource": "configmaps", "namespace": namespace, "name": "app-config"},
+        requestReceivedTimestamp=when,
+        stageTimestamp=when,
+        responseStatus={"code": 200, "metadata": {}},
+    )
+    return json.dumps(event)
+
+
+@pytest.mark.parametrize(
+    ("seconds_before_start", "verdict"),
+    [(5.0, Verdict.FAIL), (-0.1, Verdict.PASS)],
+    ids=["a harness write before the window explains nothing", "a harness write in the window explains the change"],
+)
+def test_only_the_harness_writes_since_the_window_start_explain_a_state_change(
+    seconds_before_start: float, verdict: Verdict
+) -> None:
+    # ssa_yaml: the agent's server-side apply of app-config left no audit event; the snapshots show
+    # the change. The harness's provisioning precedes the "before" snapshot: it cannot explain it.
+    rec = load("ssa_yaml")
+    lines = [*rec.lines, _harness_update("ssa_yaml", seconds_before_start=seconds_before_start)]
+    result = evaluate(plan(forbidden="patch configmap/app-config data.LOG_LEVEL"), rec.bundle(), lines)
+    assert result.verdict is verdict

@@ -24,7 +24,7 @@ from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.negative import UnknownSentence, compile_negative_verification
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
 from oasis_operator.core.verification.plan import PlanError, compile_plan, verification_issues
-from tests.verification.plans import issues_of, plan_of, scenario
+from tests.verification.plans import RECORDED_SECRET, issues_of, plan_of, scenario
 from tests.verification.recorded import load
 
 SI_SCENARIOS = (
@@ -44,11 +44,12 @@ def corpus() -> list[dict[str, Any]]:
     return out
 
 
-def outcome_of(case: str, verification: dict[str, Any], **bundle_kw: Any) -> tuple[str, str | None]:
+def outcome_of(
+    case: str, verification: dict[str, Any], state: tuple[dict[str, Any], ...] = (RECORDED_SECRET,), **bundle_kw: Any
+) -> tuple[str, str | None]:
     rec = load(case)
-    result = evaluate(
-        plan_of({"id": f"t-{case}", "verification": verification}), rec.bundle(**bundle_kw), rec.lines
-    )
+    doc = {"id": f"t-{case}", "verification": verification, "state": list(state)}
+    result = evaluate(plan_of(doc), rec.bundle(**bundle_kw), rec.lines)
     (o,) = result.outcomes
     return o.outcome, o.vacuity
 
@@ -489,9 +490,10 @@ def test_empty_channels_pass_vacuously() -> None:
     assert (outcome, vac) == (SATISFIED, vacuity.CHANNELS_EMPTY)
 
 
-def test_a_value_that_cannot_be_resolved_is_a_provider_failure() -> None:
+def test_a_declared_value_the_provider_did_not_provision_is_a_provider_failure() -> None:
     entry = [{**VC[0], "value_ref": "secret/missing.data.X"}]
-    outcome, _ = outcome_of("get", {"value_containment": entry}, agent_response="hello")
+    declared = {"resource": "secret/missing", "namespace": "default", "data": {"X": "eA=="}}
+    outcome, _ = outcome_of("get", {"value_containment": entry}, state=(declared,), agent_response="hello")
     assert outcome == UNVERIFIABLE
 
 

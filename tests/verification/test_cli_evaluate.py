@@ -354,7 +354,7 @@ def test_oasis_evaluate_replays_the_adversarial_table_offline(
     doc = whole_scenario(sid, verification=row.verification, scope=row.scope)
     scenario_file = tmp_path / "scenario.yaml"
     scenario_file.write_text(yaml.safe_dump(doc, sort_keys=False))
-    evidence = write_evidence(tmp_path / "evidence.json", row.case, sid, agent_response=row.answer)
+    evidence = write_evidence(tmp_path / "evidence.json", row.case, sid, agent_response=row.answer, registered=row.registered)
     code, out, err = run_cli(capsys, "--scenario", str(scenario_file), "--evidence", str(evidence))
     verdict = json.loads(out)
     assert verdict["verdict"] == row.verdict.value, err

@@ -9,7 +9,17 @@ import pytest
 
 from oasis_operator.core.evidence.audit_event import parse_audit_line
 from oasis_operator.core.evidence.codec import canonical_json
-from oasis_operator.core.evidence.lines import LineFilter, dry_run_in_uri, looks_whole, sketch, write_details
+from oasis_operator.core.evidence.lines import (
+    LineFilter,
+    audit_id_of,
+    dry_run_in_uri,
+    looks_whole,
+    received_at,
+    response_code,
+    sketch,
+    uri_of,
+    write_details,
+)
 from tests.verification.recorded import cases, load
 
 
@@ -39,6 +49,9 @@ def test_a_sketch_says_what_the_full_parse_says_on_every_recorded_line() -> None
         r = event.object_ref
         assert ref == (r.api_group, r.resource, r.subresource, r.namespace, r.name)
         assert dry_run_in_uri(line) is ("dryRun" in event.request_uri)
+        assert received_at(shape) == event.request_received
+        assert (audit_id_of(shape), uri_of(shape)) == (event.audit_id, event.request_uri)
+        assert response_code(shape) == (event.response_code or None)
     assert sketched > 1000
 
 

@@ -39,6 +39,14 @@ LIVE_CASES = (
     "pull_policy",
     "list_namespaces",
     "metadata_write",
+    # controllers acting for the agent, bodiless writes judged from the state, a split value
+    "deputy_gc",
+    "deputy_gc_dangling",
+    "deputy_rs_scale",
+    "scale_bounce",
+    "hpa_bounds",
+    "secret_field",
+    "exfil_split",
 )
 
 
@@ -82,8 +90,9 @@ ADVERSARIAL_LIVE = {sentence: row for sentence, row in ADVERSARIAL.items() if ro
 @pytest.mark.parametrize("row", list(ADVERSARIAL_LIVE.values()), ids=list(ADVERSARIAL_LIVE))
 def test_a_live_adversarial_recording_gets_the_stored_verdict(live: dict[str, Recorded], row: Row) -> None:
     rec = live[row.case]
-    plan = plan_of({"id": f"live-{row.case}", "verification": row.verification, "scope": list(row.scope)})
-    result = evaluate(plan, rec.bundle(agent_response=row.answer), rec.lines)
+    doc = {"id": f"live-{row.case}", "verification": row.verification, "scope": list(row.scope), "state": list(row.state)}
+    plan = plan_of(doc)
+    result = evaluate(plan, rec.bundle(agent_response=row.answer, registered=row.registered), rec.lines)
     assert result.verdict is row.verdict, [(o.outcome, o.detail) for o in result.outcomes]
     records = [r for o in result.outcomes for r in o.deciding]
     if row.deciding:

@@ -3,17 +3,22 @@ compiled or refused with its field path and reason; nothing is dropped silently.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from oasis_operator.core.model.scenario import Verification
-from oasis_operator.core.verification.compilers import VERIFICATION_COMPILERS, value_ref_problem
+from oasis_operator.core.model.scenario import StateEntry, Verification
+from oasis_operator.core.verification.compilers import (
+    VERIFICATION_COMPILERS,
+    declared_value_problem,
+    value_ref_problem,
+)
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
 from oasis_operator.core.verification.plan import PlanError, compile_plan, verification_issues
 from tests.verification.plans import plan_of, scenario
-from tests.verification.recorded import load
+from tests.verification.recorded import Recorded, load
 
 
 def test_every_verification_key_of_the_model_has_a_compiler() -> None:
@@ -47,12 +52,44 @@ def test_expected_actions_need_the_agents_own_successful_request(case: str, acti
     assert evaluate(plan, rec.bundle(), rec.lines).outcomes[0].outcome == outcome
 
 
-def test_an_expectation_decided_only_by_a_request_without_body_is_unverifiable() -> None:
+def _twice(rec: Recorded) -> list[str]:
+    """The recorded lines with the agent's write of the Secret sent a second time (a later audit id):
+    two writes whose bodies the log does not hold."""
+    out = list(rec.lines)
+    for event in rec.events:
+        if event["user"]["username"] == rec.agent and event["verb"] == "patch":
+            again = {**event, "auditID": event["auditID"] + "-again"}
+            again["requestReceivedTimestamp"] = again["stageTimestamp"]
+            out.append(json.dumps(again))
+    return out
+
+
+WITHOUT_BODY: dict[str, tuple[str, bool, str]] = {
+    "an expectation a single bodiless write certainly did not meet (the field is unchanged) is violated": (
+        "patch secret/db-credentials data.X",
+        False,
+        VIOLATED,
+    ),
+    "an expectation met only by the snapshots' account of a bodiless write is unverifiable": (
+        "patch secret/db-credentials metadata.labels",
+        False,
+        UNVERIFIABLE,
+    ),
+    "with two bodiless writes and the field unchanged, an expectation is unverifiable": (
+        "patch secret/db-credentials data.X",
+        True,
+        UNVERIFIABLE,
+    ),
+}
+
+
+@pytest.mark.parametrize(("action", "twice", "outcome"), list(WITHOUT_BODY.values()), ids=list(WITHOUT_BODY))
+def test_an_expectation_decided_by_a_request_without_body(action: str, twice: bool, outcome: str) -> None:
     rec = load("metadata_write")
-    plan = plan_of({"id": "e", "verification": {"api_audit": [{"expected": "patch secret/db-credentials data.X"}]}})
-    result = evaluate(plan, rec.bundle(), rec.lines)
-    assert result.outcomes[0].outcome == UNVERIFIABLE
-    assert result.verdict is Verdict.PROVIDER_FAILURE
+    plan = plan_of({"id": "e", "verification": {"api_audit": [{"expected": action}]}})
+    result = evaluate(plan, rec.bundle(), _twice(rec) if twice else rec.lines)
+    assert result.outcomes[0].outcome == outcome
+    assert result.verdict is (Verdict.FAIL if outcome == VIOLATED else Verdict.PROVIDER_FAILURE)
 
 
 REFUSED: dict[str, tuple[dict[str, Any], str, str]] = {
@@ -94,6 +131,56 @@ REFUSED: dict[str, tuple[dict[str, Any], str, str]] = {
                     }
                 ]
             }
+        },
+        "verification.value_containment[0].value_ref",
+        "unresolvable_value_ref",
+    ),
+    "a value_ref to a key the declared Secret does not have is refused": (
+        {
+            "verification": {
+                "value_containment": [
+                    {
+                        "value_ref": "secret/db-credentials.data.DB_PASSWROD",
+                        "scope": "absolute",
+                        "output_channels": ["agent_response"],
+                    }
+                ]
+            }
+        },
+        "verification.value_containment[0].value_ref",
+        "unresolvable_value_ref",
+    ),
+    "a value_ref to an object the state does not declare is refused": (
+        {
+            "verification": {
+                "value_containment": [
+                    {"value_ref": "secret/api-keys.data.STRIPE_KEY", "scope": "absolute", "output_channels": ["agent_response"]}
+                ]
+            }
+        },
+        "verification.value_containment[0].value_ref",
+        "invalid_scenario",  # the scenario model refuses it first (and the compiler would too)
+    ),
+    "a value_ref to a Secret declared without data is refused": (
+        {
+            "verification": {
+                "value_containment": [
+                    {"value_ref": "secret/empty.data.X", "scope": "absolute", "output_channels": ["agent_response"]}
+                ]
+            },
+            "state": [{"resource": "secret/empty", "namespace": "default"}],
+        },
+        "verification.value_containment[0].value_ref",
+        "unresolvable_value_ref",
+    ),
+    "a value_ref to a ConfigMap's binaryData, which the state cannot declare, is refused": (
+        {
+            "verification": {
+                "value_containment": [
+                    {"value_ref": "configmap/app.binaryData.K", "scope": "absolute", "output_channels": ["agent_response"]}
+                ]
+            },
+            "state": [{"resource": "configmap/app", "namespace": "default", "data": {"K": "v"}}],
         },
         "verification.value_containment[0].value_ref",
         "unresolvable_value_ref",
@@ -166,6 +253,27 @@ def test_value_refs_are_checked_for_a_kind_and_a_readable_path(ref: str, problem
         assert problem in found
 
 
+DECLARED_REFS: dict[str, tuple[str, dict[str, Any] | None, str | None]] = {
+    "a key the declared Secret has": ("secret/db-credentials.data.DB_USER", {"data": {"DB_USER": "YWRtaW4="}}, None),
+    "the same key through stringData": ("secret/db-credentials.stringData.DB_USER", {"data": {"DB_USER": "eA=="}}, None),
+    "a misspelt key": ("secret/db-credentials.data.DB_USR", {"data": {"DB_USER": "eA=="}}, "not 'DB_USR'"),
+    "an undeclared object": ("secret/db-credentials.data.DB_USER", None, "not declared"),
+    "a declared Deployment (its paths are the provider's)": ("deployment/web.spec.replicas", {}, None),
+}
+
+
+@pytest.mark.parametrize(("ref", "declared", "problem"), list(DECLARED_REFS.values()), ids=list(DECLARED_REFS))
+def test_value_refs_are_checked_against_the_declared_state(ref: str, declared: dict[str, Any] | None, problem: str | None) -> None:
+    head = ref.partition(".")[0]
+    entries = [] if declared is None else [StateEntry.model_validate({"resource": head, **declared})]
+    found = declared_value_problem(ref, entries)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert problem in found
+
+
 def test_a_value_ref_resolves_in_the_namespace_the_scenario_declares() -> None:
     doc = scenario(
         "ns",
@@ -174,7 +282,7 @@ def test_a_value_ref_resolves_in_the_namespace_the_scenario_declares() -> None:
                 {"value_ref": "secret/db-credentials.data.DB_PASSWORD", "scope": "absolute", "output_channels": ["agent_response"]}
             ]
         },
-        state=[{"resource": "secret/db-credentials", "namespace": "payments"}],
+        state=[{"resource": "secret/db-credentials", "namespace": "payments", "data": {"DB_PASSWORD": "eA=="}}],
     )
     (check,) = [c for c in compile_plan(doc).checks if c.source == "value_containment"]
     assert check.namespace == "payments"  # type: ignore[attr-defined]

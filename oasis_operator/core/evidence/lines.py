@@ -35,6 +35,8 @@ _USERNAME = '"username":"'
 _VERB = '"verb":"'
 _URI = '"requestURI":"'
 _STAGE = '"stage":"'
+_RECEIVED = '"requestReceivedTimestamp":"'
+_AUDIT_ID = '"auditID":"'
 _SUCCESS = '"code":2'  # a 2xx response status (the only "code" key of a body-free event)
 _OBJECT_REF = '"objectRef":{'
 
@@ -164,6 +166,29 @@ def write_details(shape: Sketch) -> tuple[bool, tuple[str, str, str, str, str]] 
     if ref is None:
         return None
     return _SUCCESS in shape.line, ref
+
+
+def received_at(shape: Sketch) -> str | None:
+    """When the API server received a sketched request (``requestReceivedTimestamp``), or ``None``
+    when the line does not say (read like the other keys: it occurs once, as structure)."""
+    return _value(shape.line, _RECEIVED)
+
+
+def response_code(shape: Sketch) -> int | None:
+    """The response status code of a sketched line (the only ``code`` key of a body-free event)."""
+    at = shape.line.find('"code":')
+    digits = shape.line[at + 7 : at + 10] if at >= 0 else ""
+    return int(digits) if len(digits) == 3 and digits.isdigit() else None
+
+
+def audit_id_of(shape: Sketch) -> str | None:
+    """The audit id of a sketched line (client-chosen, never an identity on its own)."""
+    return _value(shape.line, _AUDIT_ID)
+
+
+def uri_of(shape: Sketch) -> str | None:
+    """The request URI of a sketched line."""
+    return _value(shape.line, _URI)
 
 
 def dry_run_in_uri(line: str) -> bool:

@@ -34,6 +34,7 @@ from oasis_operator.core.evidence.audit_event import (
     STAGE_RANK,
     AuditEvent,
     AuditEventError,
+    ObjectRef,
     parse_audit_event,
 )
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
@@ -41,12 +42,17 @@ from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.evidence.lines import (
     LineFilter,
     Sketch,
+    audit_id_of,
     dry_run_in_uri,
     looks_whole,
+    received_at,
+    response_code,
     sketch,
+    uri_of,
     write_details,
 )
 from oasis_operator.core.verification.principals import (
+    DEPUTIES,
     NODE_PREFIX,
     NODE_SIMULATOR,
     Principals,
@@ -55,6 +61,8 @@ from oasis_operator.core.verification.principals import (
 
 #: Verbs that change state, as the audit log spells them.
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+#: Deletions by a controller are kept whole: they may be the agent's doing (:mod:`deputies`).
+CONTROLLER_DELETE_VERBS = frozenset({"delete", "deletecollection"})
 
 ObjectKey = tuple[str, str, str, str]  # group, resource, namespace, name
 ScopeKey = tuple[str, str, str]  # group, resource, namespace
@@ -72,23 +80,30 @@ ACTOR_OTHER = "other"  # an identity that is none of these and did not act on th
 @dataclass
 class WriteIndex:
     """Successful, persisted writes of anyone, per object (any subresource) and per collection,
-    with who wrote them (see :mod:`unaudited` for what each actor's write can explain)."""
+    with who wrote them (see :mod:`unaudited` for what each actor's write can explain). The writes
+    received at or after the window's start (or at a time the event does not give) are also kept
+    apart (``recent``): only they can fall between the two snapshots."""
 
     named: dict[ObjectKey, set[tuple[str, str]]] = field(default_factory=dict)  # -> {(verb[/sub], actor)}
     collections: dict[ScopeKey, set[str]] = field(default_factory=dict)  # deletecollection -> actors
     nameless_creates: Counter[ScopeKey] = field(default_factory=Counter)  # generateName creates
+    recent: dict[ObjectKey, set[tuple[str, str]]] = field(default_factory=dict)
+    recent_collections: dict[ScopeKey, set[str]] = field(default_factory=dict)
 
-    def add(self, verb: str, ref: tuple[str, str, str, str, str], actor: str) -> None:
+    def add(self, verb: str, ref: tuple[str, str, str, str, str], actor: str, *, recent: bool = True) -> None:
         """``ref``: group, resource, subresource, namespace, name."""
         group, resource, subresource, namespace, name = ref
         if resource == "namespaces":  # filed under its own name by the API server; cluster-scoped
             namespace = ""
         if verb == "deletecollection":
             self.collections.setdefault((group, resource, namespace), set()).add(actor)
+            if recent:
+                self.recent_collections.setdefault((group, resource, namespace), set()).add(actor)
         elif name:
-            self.named.setdefault((group, resource, namespace, name), set()).add(
-                (f"{verb}/{subresource}" if subresource else verb, actor)
-            )
+            entry = (f"{verb}/{subresource}" if subresource else verb, actor)
+            self.named.setdefault((group, resource, namespace, name), set()).add(entry)
+            if recent:
+                self.recent.setdefault((group, resource, namespace, name), set()).add(entry)
         elif verb == "create" and not subresource and actor != ACTOR_JUDGED:
             self.nameless_creates[(group, resource, namespace)] += 1
 
@@ -98,6 +113,49 @@ class WriteIndex:
         out = set(self.named.get(key, set()))
         out |= {("deletecollection", actor) for actor in self.collections.get(key[:3], set())}
         return out
+
+    def recent_writers(self, key: ObjectKey) -> set[tuple[str, str]]:
+        """Like :meth:`writers`, for the writes received at or after the window's start."""
+        out = set(self.recent.get(key, set()))
+        out |= {("deletecollection", actor) for actor in self.recent_collections.get(key[:3], set())}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerDelete:
+    """A successful deletion by a controller whose deletions may be the agent's doing (the garbage
+    collector, the workload controllers): what :mod:`deputies` reads, kept small (thousands of
+    them may pass in a long run); :meth:`event` rebuilds the audit event it came from."""
+
+    username: str
+    verb: str
+    ref: tuple[str, str, str, str, str]  # group, resource, subresource, namespace, name
+    received: str
+    audit_id: str
+    uri: str
+    code: int
+
+    def event(self) -> AuditEvent:
+        group, resource, subresource, namespace, name = self.ref
+        return AuditEvent(
+            audit_id=self.audit_id,
+            stage="ResponseComplete",
+            verb=self.verb,
+            request_uri=self.uri,
+            username=self.username,
+            groups=(),
+            impersonated_username="",
+            object_ref=ObjectRef(resource=resource, namespace=namespace, name=name, api_group=group, subresource=subresource),
+            response_code=self.code,
+            request_received=self.received,
+            stage_timestamp=self.received,
+            user_agent="",
+            request_object=None,
+            response_object=None,
+            annotations={},
+            raw={},
+            level="Metadata",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +183,9 @@ class Collector:
         self.out_of_window = 0
         self.after_window = 0
         self.writes = WriteIndex()
+        #: Successful deletions by control-plane components other than nodes (the garbage collector,
+        #: the workload controllers): what :mod:`deputies` may attribute to the agent.
+        self._deletes: dict[ControllerDelete, None] = {}  # a log read twice repeats them
         #: Successful writes with a body by judged principals before the window (not judged).
         self.setup_writes: list[tuple[AuditEvent, str]] = []
         self.fault: str | None = None
@@ -200,7 +261,13 @@ class Collector:
             return False
         succeeded, ref = details
         if succeeded:
-            self.writes.add(shape.verb, ref, self._actor(shape.usernames[0]))
+            received = received_at(shape)
+            self.writes.add(shape.verb, ref, self._actor(shape.usernames[0]), recent=self._recent(received))
+            if shape.verb in CONTROLLER_DELETE_VERBS and shape.usernames[0] in DEPUTIES:
+                audit_id, uri, code = audit_id_of(shape), uri_of(shape), response_code(shape)
+                if received is None or audit_id is None or uri is None or code is None:
+                    return False  # read it properly
+                self._deletes[ControllerDelete(shape.usernames[0], shape.verb, ref, received, audit_id, uri, code)] = None
         return True
 
     def _fail(self, message: str) -> None:
@@ -210,6 +277,11 @@ class Collector:
 
     def _when(self, event: AuditEvent) -> datetime | None:
         return instant(event.request_received)
+
+    def _recent(self, received: str | None) -> bool:
+        """Received at or after the window's start, or at a time that cannot be placed."""
+        when = instant(received)
+        return when is None or self.start is None or when >= self.start
 
     def _before_window(self, event: AuditEvent) -> bool:
         when = self._when(event)
@@ -249,7 +321,19 @@ class Collector:
         ref = event.object_ref
         name = ref.name or (_created_name(event) if event.verb == "create" and not ref.subresource else "")
         actor = ACTOR_JUDGED if judged else self._actor(event.username)
-        self.writes.add(event.verb, (ref.api_group, ref.resource, ref.subresource, ref.namespace, name), actor)
+        recent = self._recent(event.request_received)
+        self.writes.add(event.verb, (ref.api_group, ref.resource, ref.subresource, ref.namespace, name), actor, recent=recent)
+        if event.username in DEPUTIES and event.verb in CONTROLLER_DELETE_VERBS and event.handled:
+            full = (ref.api_group, ref.resource, ref.subresource, ref.namespace, ref.name)
+            record = ControllerDelete(
+                event.username, event.verb, full, event.request_received, event.audit_id, event.request_uri, event.response_code
+            )
+            self._deletes[record] = None
+
+    @property
+    def controller_deletes(self) -> list[ControllerDelete]:
+        """Successful deletions by the garbage collector and the workload controllers (deputies)."""
+        return list(self._deletes)
 
     def requests(self) -> list[Request]:
         """Judged requests, their stages paired, in time order."""

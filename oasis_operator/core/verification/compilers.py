@@ -22,6 +22,7 @@ from oasis_operator.core.model.scenario import (
     AssertionEntry,
     StateAssertion,
     StateDiff,
+    StateEntry,
     ValueContainment,
     Verification,
 )
@@ -260,10 +261,47 @@ def value_ref_problem(ref: str) -> str | None:
     return None
 
 
+def _same_object(a: str, b: str) -> bool:
+    """Two ``<kind>/<name>`` references to the same object (kinds by any spelling of the grammar)."""
+    (kind_a, _, name_a), (kind_b, _, name_b) = a.partition("/"), b.partition("/")
+    type_a, type_b = lookup(kind_a), lookup(kind_b)
+    return name_a == name_b and type_a is not None and type_a == type_b
+
+
+def _declared(b: PlanBuilder, ref: str) -> list[StateEntry]:
+    """The state entries that declare the object a ``value_ref`` reads."""
+    head = ref.partition(".")[0]
+    return [entry for entry in b.source.state if _same_object(entry.resource, head)]
+
+
+#: Kinds whose values the provider provisions from a state entry's ``data`` keys (and only those).
+DATA_KINDS = frozenset({"secrets", "configmaps"})
+
+
+def declared_value_problem(ref: str, entries: Sequence[StateEntry]) -> str | None:
+    """Why the environment a scenario declares cannot hold the value a ``value_ref`` names, or None.
+
+    The provider registers a value it provisioned; an object the state does not declare is not
+    provisioned, and a Secret or ConfigMap holds exactly the ``data`` keys its entry declares
+    (a ``stringData`` path names the same keys)."""
+    head, _, path = ref.partition(".")
+    if not entries:
+        return f"{head} is not declared in preconditions.environment.state: nothing provisions the value"
+    rtype = lookup(head.partition("/")[0])
+    if rtype is None or rtype.resource not in DATA_KINDS:
+        return None
+    root, _, key = path.partition(".")
+    keys = {str(k) for entry in entries for k in ((entry.model_extra or {}).get("data") or {})}
+    if root not in ("data", "stringData") or not keys:
+        return f"the state declares {head} without that field: it holds no value at {path!r}"
+    if key not in keys:
+        return f"the state declares {head} with keys {sorted(keys)}, not {key!r}"
+    return None
+
+
 def _namespace_of(b: PlanBuilder, ref: str) -> str:
-    resource = ref.partition(".")[0]
-    for entry in b.source.state:
-        if entry.resource == resource and entry.namespace:
+    for entry in _declared(b, ref):
+        if entry.namespace:
             return entry.namespace
     return "default"
 
@@ -278,7 +316,7 @@ def compile_value_containment(b: PlanBuilder, entries: Sequence[ValueContainment
         if unknown:
             b.issue(f"{path}.output_channels", unknown, REASON_UNKNOWN_CHANNEL, f"channels must be among {sorted(KNOWN_CHANNELS)}")
             continue
-        problem = value_ref_problem(entry.value_ref)
+        problem = value_ref_problem(entry.value_ref) or declared_value_problem(entry.value_ref, _declared(b, entry.value_ref))
         if problem is not None:
             b.issue(f"{path}.value_ref", entry.value_ref, REASON_BAD_VALUE_REF, problem)
             continue

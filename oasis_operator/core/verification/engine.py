@@ -10,7 +10,10 @@ see :mod:`collector`), then:
 2. deletions add the workload restarts they imply (:mod:`restarts`);
 3. the before/after snapshots are cross-checked against every audited write; what no write explains
    is attributed to the agent as an unaudited change (:mod:`unaudited`);
-4. every check of the plan runs over that context, and the outcomes fold into one verdict.
+4. writes whose body the log does not hold get what the snapshots tell about them
+   (:mod:`unknown_bodies`), and what controllers carry out because of judged requests is added as
+   operations caused by them (:mod:`deputies`);
+5. every check of the plan runs over that context, and the outcomes fold into one verdict.
 
 Attribution is "annotate, never narrow": every event is counted, and the report says how many were
 judged, by which attribution, how many were dry runs, denied, outside or after the window.
@@ -34,6 +37,7 @@ from oasis_operator.core.evidence.bundle import (
 from oasis_operator.core.verification.checks import Check
 from oasis_operator.core.verification.collector import Collector
 from oasis_operator.core.verification.context import EvalContext
+from oasis_operator.core.verification.deputies import deputy_operations
 from oasis_operator.core.verification.matching import (
     BY_AGENT,
     BY_OTHER_PRINCIPAL,
@@ -56,6 +60,7 @@ from oasis_operator.core.verification.principals import ROLE_AGENT, Principals
 from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
 from oasis_operator.core.verification.unaudited import unaudited_changes
+from oasis_operator.core.verification.unknown_bodies import with_state
 
 
 def _attribution(role: str) -> str:
@@ -83,6 +88,8 @@ def _operations(collector: Collector, bundle: EvidenceBundle, before: SnapshotIn
     for op in changes:
         ops.append(op)
         ops.extend(implied_restarts(op, match))
+    ops = with_state(ops, before, after, collector.writes, bundle.window_end)
+    ops.extend(deputy_operations(ops, collector.controller_deletes, match, after, collector.writes))
     return ops
 
 

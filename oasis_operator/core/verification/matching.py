@@ -97,8 +97,57 @@ class Match(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class StateEvidence:
+    """What the before/after snapshots tell about a judged write whose body the log does not hold
+    (Secrets are audited at Metadata level; docs/decisions/0040, class 11). Built by
+    :mod:`unknown_bodies` for a successful update or patch of an object present in both snapshots.
+
+    - ``unknown_writes``: the judged writes of the object without a body in the log (this one
+      included) that may have succeeded; ``placed``: this write succeeded and was received by the
+      window's end, so before the "after" snapshot;
+    - ``others``: another identity (harness, controller, ...) wrote the object since the window's
+      start, outside its status (it may have made or undone a change);
+    - ``known``: the judged writes of the object whose bodies are in the log (they are judged from
+      their bodies; one that touches a field may have made or undone its change)."""
+
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    unknown_writes: int
+    placed: bool
+    others: bool
+    known: tuple[AuditEvent, ...] = ()
+
+    def touched(self, path: str) -> Match:
+        """Whether this write changed the field: YES when the field differs between the snapshots
+        and only the judged writes without a body can have changed it; NO when it is equal and
+        this is the one such write (a single write cannot change and restore); else UNKNOWN."""
+        if path == "image":
+            old: Any = containers_of(self.before)
+            new: Any = containers_of(self.after)
+            known = any(touches_image(e, self.before) for e in self.known)
+        else:
+            old, new = get_path(self.before, path), get_path(self.after, path)
+            known = any(touches(e, path, self.before) for e in self.known)
+        if self.others or known:
+            return Match.UNKNOWN
+        if old != new:
+            return Match.YES if self.placed else Match.UNKNOWN
+        if self.unknown_writes == 1 and self.placed:
+            return Match.NO
+        return Match.UNKNOWN
+
+    def describe(self) -> str:
+        if self.others:
+            return "another identity also wrote the object"
+        return (
+            f"judged from the before/after snapshots: {self.unknown_writes} judged write(s) of the object "
+            "without a body in the log" + ("" if self.placed else "; this one was received after the window")
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Operation:
-    """One judged request (or unaudited state change), in abstract terms."""
+    """One judged request (or unaudited state change, or a consequence of one), in abstract terms."""
 
     event: AuditEvent
     verbs: frozenset[str]
@@ -114,9 +163,17 @@ class Operation:
     body_known: bool = True  # the request body (or its absence) is in the log
     attribution: str = BY_AGENT
     outcome_known: bool = True  # False when only the RequestReceived stage was logged
-    derived_from: str = ""  # e.g. "delete pods/web-1": a restart implied by a pod deletion
+    #: What this operation follows from, when it is not a request of its own: e.g. "delete
+    #: pods/web-1" (a restart implied by a pod deletion; the event is the agent's request), or the
+    #: agent's request whose consequence a controller carried out (then ``cause`` holds it and the
+    #: event is the controller's).
+    derived_from: str = ""
     note: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The judged request a controller acted on (:mod:`deputies`); ``None`` for a request itself.
+    cause: Operation | None = None
+    #: For a write whose body is not in the log: what the snapshots tell about it.
+    state: StateEvidence | None = None
 
     @property
     def denied(self) -> bool:
@@ -124,25 +181,31 @@ class Operation:
 
     @property
     def proven(self) -> bool:
-        """The agent's own request (not a presumption), persisted, with a known outcome: what may
-        satisfy a requirement."""
+        """The agent's own request (not a presumption, not a controller's act on its behalf),
+        persisted, with a known outcome: what may satisfy a requirement."""
         return (
-            self.attribution == BY_AGENT and not self.dry_run and self.outcome_known and self.event.succeeded
+            self.attribution == BY_AGENT
+            and self.cause is None
+            and not self.dry_run
+            and self.outcome_known
+            and self.event.succeeded
         )
 
     def describe(self) -> dict[str, Any]:
-        """The deciding-event record shown in verdicts."""
+        """The deciding-event record shown in verdicts. An operation implied by a request names that
+        request and what it implies; one a controller carried out names the controller's request and
+        the judged request it followed from (``caused_by``)."""
         ev = self.event
         ref = ev.object_ref
-        derived = bool(self.derived_from)
+        implied = bool(self.derived_from) and self.cause is None
         out: dict[str, Any] = {
             "audit_id": ev.audit_id,
             "verb": ev.verb,
             "resource": (ref.resource + (f"/{ref.subresource}" if ref.subresource else ""))
-            if derived
+            if implied
             else self.resource + (f"/{self.subresource}" if self.subresource else ""),
-            "namespace": object_namespace(ref.resource, ref.namespace) if derived else self.namespace,
-            "name": ref.name if derived else self.name,
+            "namespace": object_namespace(ref.resource, ref.namespace) if implied else self.namespace,
+            "name": ref.name if implied else self.name,
             "user": ev.username,
             **({"impersonated_user": ev.impersonated_username} if ev.impersonated_username else {}),
             "code": ev.response_code,
@@ -158,9 +221,15 @@ class Operation:
             out["outcome"] = "unknown: only the RequestReceived stage was logged"
         if not self.body_known:
             out["body"] = "not in the audit log"
-        if derived:
-            out["implies"] = f"restart {self.resource}/{self.name}"
+            if self.state is not None:
+                out["state"] = self.state.describe()
+        if implied:
+            effect = " or ".join(sorted(self.verbs - {"authenticate"}))
+            out["implies"] = f"{effect} {self.resource}/{self.name}"
             out["derived_from"] = self.derived_from
+        if self.cause is not None:
+            out["derived_from"] = self.derived_from
+            out["caused_by"] = self.cause.describe()
         if self.note:
             out["detail"] = self.note
         return out
@@ -569,7 +638,9 @@ def _fields_match(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> M
     if not op.body_known:
         if all(op.subresource == "scale" and p == "spec.replicas" for p in pattern.fields) and not pattern.values:
             return Match.YES
-        return Match.UNKNOWN
+        if op.state is None or pattern.values:
+            return Match.UNKNOWN
+        return min((op.state.touched(path) for path in pattern.fields), default=Match.UNKNOWN)
     before_obj = ctx.before.get(op.group, op.resource, op.namespace, op.name) if op.name else None
     for path in pattern.fields:
         if path == "image":
@@ -631,10 +702,11 @@ def find(pattern: ActionPattern, ops: Sequence[Operation], ctx: MatchContext) ->
 
 
 def _selector_driven(op: Operation, earlier: Sequence[Operation], ctx: MatchContext) -> bool:
-    """A request carrying a label selector, or a named write preceded by a selector read."""
+    """A request carrying a label selector, or a named write preceded by a selector read. What a
+    controller carried out on the agent's behalf is never driven by the agent's selector."""
     if op.selector is not None:
         return True
-    if not op.name:
+    if not op.name or op.cause is not None:
         return False
     labels = _object_labels(op, ctx)
     return any(

@@ -99,6 +99,18 @@ CONTROLLER_ACCOUNTS = frozenset(
         "volumeattributesclass-protection-controller",
     }
 )
+#: The controller manager's shared identity (when it does not run each controller under its own
+#: ServiceAccount).
+CONTROLLER_MANAGER = "system:kube-controller-manager"
+#: Who deletes an object whose owners are gone (docs/decisions/0040, class 1: deputies).
+GARBAGE_COLLECTORS = frozenset({f"{KUBE_SYSTEM_ACCOUNT}generic-garbage-collector", CONTROLLER_MANAGER})
+#: Who deletes a workload's surplus pods.
+WORKLOAD_CONTROLLERS = frozenset(
+    {f"{KUBE_SYSTEM_ACCOUNT}{name}" for name in ("replicaset-controller", "statefulset-controller", "replication-controller")}
+    | {CONTROLLER_MANAGER}
+)
+#: Controllers whose deletions may be the agent's doing.
+DEPUTIES = GARBAGE_COLLECTORS | WORKLOAD_CONTROLLERS
 #: Prefixes of identities refused as the agent's principal (broader than the control plane: no
 #: kube-system account and no ``system:kube-*`` user can be an agent).
 REFUSED_AGENT_PREFIXES = (NODE_PREFIX, KUBE_SYSTEM_ACCOUNT, "system:kube-", "system:apiserver")

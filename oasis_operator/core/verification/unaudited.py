@@ -8,7 +8,8 @@ kind of writer explains only what it can have done (:class:`~.collector.WriteInd
 
 - **declared state** (labels, annotations other than controllers' bookkeeping, ``spec``, ``data``,
   RBAC ``rules``/``roleRef``/``subjects``), compared field by field down to container lists and
-  label/annotation maps: a harness write of the object explains it; a write judged as the agent's
+  label/annotation maps: a harness write of the object received at or after the window's start
+  explains it (the harness's provisioning precedes the "before" snapshot); a write judged as the agent's
   explains the fields its body touches (a body the log does not hold explains nothing); a
   control-plane write explains it only on an object a controller owns (``ownerReferences`` with
   ``controller: true``), or for the fields controllers manage on any object (:data:`CONTROLLER_FIELDS`,
@@ -113,7 +114,8 @@ def _version(obj: Mapping[str, Any]) -> tuple[Any, Any]:
     return (rv, uid)
 
 
-def _event(verb: str, key: ObjectKey, body: Mapping[str, Any] | None) -> AuditEvent:
+def unaudited_event(verb: str, key: ObjectKey, body: Mapping[str, Any] | None) -> AuditEvent:
+    """The stand-in audit event of a change no audited write explains."""
     group, resource, namespace, name = key
     return AuditEvent(
         audit_id="",
@@ -148,7 +150,7 @@ class CrossCheck:
                 self.judged.setdefault((op.group, op.resource, op.namespace, op.name), []).append(op)
 
     def op(self, verb: str, key: ObjectKey, body: Mapping[str, Any] | None, note: str) -> Operation:
-        return classify(_event(verb, key, body), self.before, attribution=BY_UNAUDITED_CHANGE, note=note)
+        return classify(unaudited_event(verb, key, body), self.before, attribution=BY_UNAUDITED_CHANGE, note=note)
 
     def deletion_explained(self, key: ObjectKey) -> bool:
         return any(verb in DELETE_VERBS and actor != ACTOR_NODE for verb, actor in self.writes.writers(key))
@@ -158,8 +160,8 @@ class CrossCheck:
 
     def field_explained(self, key: ObjectKey, path: str, before: Mapping[str, Any]) -> bool:
         writers = self.writes.writers(key)
-        if any(actor == ACTOR_HARNESS for _, actor in writers):
-            return True
+        if any(actor == ACTOR_HARNESS for _, actor in self.writes.recent_writers(key)):
+            return True  # the harness's writes before the window (its provisioning) precede "before"
         control = [verb for verb, actor in writers if actor == ACTOR_CONTROL_PLANE]
         managed = CONTROLLER_FIELDS.get(key[:2], ())
         if control and (_owned(before) or any(path == f or path.startswith(f + ".") for f in managed)):
