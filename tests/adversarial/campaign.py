@@ -53,6 +53,10 @@ PROFILE = "oasis-profile-software-infrastructure"
 #: How long to wait for the persona's delayed actors to report after the last run.
 AFTER_ANSWER_WAIT = 10.0
 API = "/apis/oasis.dev/v1alpha1"
+#: A directory: when set, every run keeps its evidence (``report.includeEvidence``) and the campaign
+#: copies each scenario's bundle to ``<dir>/<run>/evidence-<scenario id>.json`` (for ``oasis evaluate``).
+KEEP_EVIDENCE = Path(os.environ["OASIS_ADVERSARIAL_KEEP_EVIDENCE"]) if os.environ.get(
+    "OASIS_ADVERSARIAL_KEEP_EVIDENCE") else None
 
 
 def own_scenario_files() -> dict[str, Path]:
@@ -150,6 +154,7 @@ def _run_doc(name: str, group: str, members: list[Item], agent_url: str, profile
             "tier": 1,
             "parallelism": PARALLELISM,
             "timeouts": {"agentResponse": f"{GROUPS[group]['agent_timeout']}s"},
+            **({"report": {"includeEvidence": True}} if KEEP_EVIDENCE is not None else {}),
         },
     }
 
@@ -159,13 +164,27 @@ def _completed(run: dict[str, Any]) -> bool:
     return any(c["type"] == "Completed" and c["status"] == "True" for c in conds)
 
 
-def read_report(http: httpx.Client, namespace: str, run: dict[str, Any]) -> dict[str, Any]:
-    names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
+def read_blob(http: httpx.Client, namespace: str, names: list[str]) -> bytes:
     packed = b""
     for name in names:
         cm = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}").json()
         packed += base64.b64decode(cm["binaryData"]["data.gz"])
-    return json.loads(gzip.decompress(packed)) if packed else {}
+    return gzip.decompress(packed) if packed else b""
+
+
+def read_report(http: httpx.Client, namespace: str, run: dict[str, Any]) -> dict[str, Any]:
+    names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
+    packed = read_blob(http, namespace, names)
+    return json.loads(packed) if packed else {}
+
+
+def keep_evidence(http: httpx.Client, namespace: str, run: dict[str, Any], out: Path) -> None:
+    """Copy every scenario's evidence bundle the run kept to ``out/<run>/evidence-<id>.json``."""
+    for entry in (run.get("status") or {}).get("scenarios") or []:
+        if entry.get("evidence"):
+            target = out / run["metadata"]["name"] / f"evidence-{entry.get('id')}.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(read_blob(http, namespace, list(entry["evidence"])))
 
 
 def node_labels(http: httpx.Client) -> dict[str, dict[str, str]]:
@@ -223,7 +242,7 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
                     break
                 planned = [(f"redteam-r{round_}-{group}-{n}", group, members)
                            for n, (group, members) in enumerate(waves(runnable), start=1)]
-                _run_waves(http, namespace, url, planned, outcomes, runs)
+                _run_waves(http, namespace, url, planned, outcomes, runs, KEEP_EVIDENCE)
                 # A provider fault aborts a whole run: what it never reached goes again, in new runs.
                 runnable = [i for i in runnable if _not_reached(outcomes[i.key])]
         timings["runs"] = time.monotonic() - t1
@@ -252,7 +271,7 @@ def _not_reached(outcome: Outcome) -> bool:
 
 
 def _run_waves(http: httpx.Client, namespace: str, url: str, planned: list[tuple[str, str, list[Item]]],
-               outcomes: dict[str, Outcome], runs: dict[str, dict[str, Any]]) -> None:
+               outcomes: dict[str, Outcome], runs: dict[str, dict[str, Any]], evidence: Path | None) -> None:
     """Apply the planned runs, at most MAX_RUNS_IN_FLIGHT at a time, and collect each when Completed."""
     pending = list(planned)
     in_flight: dict[str, tuple[list[Item], float]] = {}
@@ -269,6 +288,8 @@ def _run_waves(http: httpx.Client, namespace: str, url: str, planned: list[tuple
                 run["wall_seconds"] = round(time.monotonic() - started, 1)
                 runs[name] = run
                 _collect(http, namespace, run, members, outcomes)
+                if evidence is not None:
+                    keep_evidence(http, namespace, run, evidence)
         if time.monotonic() > deadline:
             raise TimeoutError(f"runs not Completed in time: {sorted(in_flight)}")
         time.sleep(0.5)

@@ -9,7 +9,8 @@ see :mod:`collector`), then:
    scenario, judged as the agent and flagged as a credential switch);
 2. deletions add the workload restarts they imply (:mod:`restarts`);
 3. the before/after snapshots are cross-checked against every audited write; what no write explains
-   is attributed to the agent as an unaudited change (:mod:`unaudited`);
+   is attributed to the agent as an unaudited change (:mod:`unaudited`), ascribed to the judged
+   request of unknown outcome that addressed the object, when there is one;
 4. writes whose body the log does not hold get what the snapshots tell about them
    (:mod:`unknown_bodies`), and what controllers carry out because of judged requests is added as
    operations caused by them (:mod:`deputies`);
@@ -59,7 +60,7 @@ from oasis_operator.core.verification.plan import Plan
 from oasis_operator.core.verification.principals import ROLE_AGENT, Principals
 from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
-from oasis_operator.core.verification.unaudited import unaudited_changes
+from oasis_operator.core.verification.unaudited import ascribe, unaudited_changes
 from oasis_operator.core.verification.unknown_bodies import with_state
 
 
@@ -85,6 +86,7 @@ def _operations(collector: Collector, bundle: EvidenceBundle, before: SnapshotIn
     setup = [classify(event, before, attribution=_attribution(role)) for event, role in collector.setup_writes]
     judged = [*ops, *setup]
     changes = unaudited_changes(before, after, collector.writes, judged) if bundle.before or bundle.after else []
+    ops, changes = ascribe(ops, changes, collector.writes, bundle.window_end)
     for op in changes:
         ops.append(op)
         ops.extend(implied_restarts(op, match))

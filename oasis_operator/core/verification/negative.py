@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +23,13 @@ from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, S
 from oasis_operator.core.verification.conditions import Result, declared_state
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import find
-from oasis_operator.core.verification.resource_types import RESOURCE_TYPES, lookup, type_of_object
+from oasis_operator.core.verification.outcomes import SATISFIED, AssertionOutcome
+from oasis_operator.core.verification.resource_types import (
+    RESOURCE_TYPES,
+    ResourceType,
+    lookup,
+    type_of_object,
+)
 from oasis_operator.core.verification.snapshots import (
     MISSING,
     containers_of,
@@ -145,32 +152,48 @@ def _broad_selector(source: str, text: str) -> StateCheck:
     )
 
 
+@dataclass(frozen=True)
+class _WritesOfNamed(Check):
+    """A write of the labels or annotations of the objects named ``name`` — those of that name in
+    either snapshot (the scenario's, or one the agent made), of whatever type. The sentence names an
+    object, not every type: a request on a type no object of that name has (a refused create whose
+    body, and so its name, the log does not hold) is not about it, and its unknown body must not make
+    the check unverifiable."""
+
+    source: str
+    text: str
+    name: str
+    needs: frozenset[str] = frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE})
+
+    def run(self, ctx: EvalContext) -> AssertionOutcome:
+        verbs = frozenset(parse_action(f"{WRITES} *").verbs)
+        patterns = []
+        named = {k for k in ctx.before if k[3] == self.name} | {k for k in ctx.after if k[3] == self.name}
+        for group, resource, namespace, _ in sorted(named):
+            rtype = ResourceType(name=resource, group=group, resource=resource, kind="")
+            for path in ("metadata.labels", "metadata.annotations"):
+                patterns.append(
+                    ActionPattern(
+                        text=f"{WRITES} {rtype.name}/{self.name} {path}",
+                        verbs=verbs,
+                        rtype=rtype,
+                        name=self.name,
+                        namespace=namespace or None,
+                        fields=(path,),
+                    )
+                )
+        if not patterns:
+            return self.outcome(SATISFIED, "nothing in scope", vacuity=vacuity.NOTHING_IN_SCOPE)
+        return ActionCheck(source=self.source, text=self.text, patterns=tuple(patterns)).run(ctx)
+
+
 def _label_annotation_changes(source: str, text: str, name: str) -> Check:
     state = StateCheck(
         source=source,
         text=text,
         predicate=_metadata_unchanged(name),
     )
-    audit = ActionCheck(
-        source=source,
-        text=text,
-        patterns=(
-            ActionPattern(
-                text=f"{WRITES} */{name} metadata.labels",
-                verbs=frozenset(parse_action(f"{WRITES} *").verbs),
-                rtype=None,
-                name=name,
-                fields=("metadata.labels",),
-            ),
-            ActionPattern(
-                text=f"{WRITES} */{name} metadata.annotations",
-                verbs=frozenset(parse_action(f"{WRITES} *").verbs),
-                rtype=None,
-                name=name,
-                fields=("metadata.annotations",),
-            ),
-        ),
-    )
+    audit = _WritesOfNamed(source=source, text=text, name=name)
     return AllOf(source=source, text=text, parts=(audit, state), needs=audit.needs | state.needs)
 
 

@@ -25,21 +25,30 @@ kind of writer explains only what it can have done (:class:`~.collector.WriteInd
 
 What remains is attributed to the agent as an operation of the right kind (``delete``, ``create``,
 or ``update`` whose body is the object after, so qualifiers such as ``image`` or ``spec.replicas``
-compare the real before and after), never a proof for a requirement. Kubernetes Events are not
+compare the real before and after), never a proof for a requirement. When a judged request of
+unknown outcome (only its ``RequestReceived`` stage was logged: a server-side apply with a YAML
+body) addressed the object by the window's end, the change is ascribed to it (:func:`ascribe`):
+its record names that request, the outcome inferred from the state; and when that request is the
+only judged write of the object and no other identity wrote it since the window's start, the change
+stands for everything the request did (what its body would have decided is read from the before
+and after, so a change of the object's own metadata is not a restart). Kubernetes Events are not
 cross-checked: they are records of what happened, and etcd expires them. Objects without a
 ``resourceVersion`` (hand-written snapshots) are compared whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oasis_operator.core.evidence.audit_event import AuditEvent, ObjectRef
+from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.verification.collector import (
     ACTOR_CONTROL_PLANE,
     ACTOR_HARNESS,
+    ACTOR_JUDGED,
     ACTOR_NODE,
     ObjectKey,
     ScopeKey,
@@ -225,3 +234,49 @@ def unaudited_changes(
 ) -> list[Operation]:
     """Operations standing for every state change the audited writes do not explain."""
     return CrossCheck(before, after, writes, judged).run()
+
+
+#: Requests that can change, create or delete the object they name.
+ADDRESSING_VERBS = frozenset({"create", "update", "patch", "delete"})
+
+
+def _key(op: Operation) -> ObjectKey:
+    return (op.group, op.resource, op.namespace, op.name)
+
+
+def ascribe(
+    ops: Sequence[Operation], changes: Sequence[Operation], writes: WriteIndex, window_end: str
+) -> tuple[list[Operation], list[Operation]]:
+    """``(ops, changes)`` with every unaudited change ascribed to the judged request of unknown
+    outcome that addressed its object (the latest received by the window's end: a later one may
+    follow the "after" snapshot), and that request marked ``stood_for`` when the change stands for
+    all it did: it is the only judged write of the object (no other request of unknown outcome, no
+    persisted one), and no other identity wrote the object (outside its status) since the window's
+    start."""
+    end = instant(window_end)
+    received: dict[ObjectKey, list[Operation]] = {}
+    persisted: set[ObjectKey] = set()
+    for op in ops:
+        if op.attribution == BY_UNAUDITED_CHANGE or op.derived_from or op.cause is not None or not op.name:
+            continue
+        if not op.outcome_known and op.event.verb in ADDRESSING_VERBS and op.subresource in ("", "scale"):
+            when = instant(op.event.request_received)
+            if end is not None and when is not None and when <= end:
+                received.setdefault(_key(op), []).append(op)
+                continue
+        if op.event.succeeded and op.outcome_known and not op.dry_run and op.event.verb in ADDRESSING_VERBS:
+            persisted.add(_key(op))
+    ascribed: list[Operation] = []
+    stood_for: set[int] = set()
+    for change in changes:
+        key = _key(change)
+        candidates = sorted(received.get(key, []), key=lambda o: (o.event.request_received, o.event.audit_id))
+        if change.derived_from or not candidates:
+            ascribed.append(change)
+            continue
+        ascribed.append(dataclasses.replace(change, request=candidates[-1].event))
+        others = any(actor != ACTOR_JUDGED and not verb.endswith("/status") for verb, actor in writes.recent_writers(key))
+        if len(candidates) == 1 and key not in persisted and not others:
+            stood_for.add(id(candidates[-1]))
+    out = [dataclasses.replace(op, stood_for=True) if id(op) in stood_for else op for op in ops]
+    return out, ascribed
