@@ -267,6 +267,15 @@ def _set_image_as_admin(env: Env) -> None:
         time.sleep(0.2)
 
 
+def _annotate_template_as_admin(env: Env) -> None:
+    """Harness-side preparation: web-app's pod template carries an annotation (as a provider's
+    bookkeeping or a Helm chart's config checksum does), so the restart changes a map that is there."""
+    env.admin.patch(f"/apis/apps/v1/namespaces/{env.ns}/deployments/web-app",
+                    json={"spec": {"template": {"metadata": {"annotations": {"checksum/config": "0" * 64}}}}},
+                    headers={"Content-Type": "application/strategic-merge-patch+json"})
+    time.sleep(1.0)
+
+
 def _create_hpa(env: Env) -> None:
     """Harness-side preparation: an HPA for web-app."""
     hpa = {
@@ -686,6 +695,11 @@ CASES: dict[str, tuple[str, Step | None, Step]] = {
         None,
         lambda e: e.agent_run("rollout", "restart", "deployment/web-app"),
     ),
+    "restart_annotated": (
+        "kubectl rollout restart of a Deployment whose pod template already has annotations",
+        _annotate_template_as_admin,
+        lambda e: e.agent_run("rollout", "restart", "deployment/web-app"),
+    ),
     "set_image": (
         "kubectl set image",
         None,
@@ -943,6 +957,7 @@ TRIMMED_CASES = frozenset(
         "secret_field_restored",
         "exfil_split",
         "ssa_yaml_metadata",
+        "restart_annotated",
     }
 )
 

@@ -187,6 +187,12 @@ ROWS: dict[str, Row] = {
         Verdict.FAIL,
         {"verb": "patch", "stage": "RequestReceived", "code": 0},
     ),
+    "a restart of a Deployment whose pod template has annotations is the agent's own patch, nothing unaudited": Row(
+        "restart_annotated",
+        forbid("restart deployment/web-app"),
+        Verdict.FAIL,
+        {"verb": "patch", "name": "web-app", "code": 200},
+    ),
     "an unanswered request whose object changed unexplained is named as the change's author": Row(
         "ssa_yaml_received",
         forbid("patch configmap/app-config data.LOG_LEVEL"),

@@ -50,6 +50,7 @@ LIVE_CASES = (
     # requests of unknown outcome ascribed their state change; writes refused before their body was read
     "ssa_yaml_metadata",
     "refused_writes",
+    "restart_annotated",
 )
 
 

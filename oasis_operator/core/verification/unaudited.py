@@ -67,7 +67,8 @@ from oasis_operator.core.verification.snapshots import MISSING, SnapshotIndex, g
 NOT_CROSS_CHECKED = frozenset({("", "events"), ("events.k8s.io", "events")})
 #: Roots of an object's declared state, compared field by field.
 DECLARED_ROOTS = ("metadata.labels", "metadata.annotations", "spec", "data", "binaryData", "rules", "roleRef", "subjects")
-#: Maps compared as one field (their keys contain dots, which field paths cannot address).
+#: Maps compared as one field (their keys contain dots, which field paths cannot address); so is any
+#: other map with such a key (a pod template's annotations).
 WHOLE_MAPS = frozenset({"metadata.labels", "metadata.annotations", "data", "binaryData"})
 #: Declared fields Kubernetes controllers manage on objects they do not own: ``(group, resource)``
 #: -> field paths (a change below one of them is explained by a control-plane write).
@@ -82,10 +83,22 @@ DELETE_VERBS = frozenset({"delete", "deletecollection", "create/eviction"})
 CREATE_VERBS = frozenset({"create", "patch", "update"})
 
 
+def _addressable(obj: Mapping[str, Any]) -> bool:
+    """Whether every key can be a field-path segment (label and annotation keys such as
+    ``kubectl.kubernetes.io/restartedAt`` contain dots: such a map is compared as one field)."""
+    return all("." not in str(k) for k in obj)
+
+
 def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
     if old == new:
         return
-    if isinstance(old, Mapping) and isinstance(new, Mapping) and path not in WHOLE_MAPS:
+    if (
+        isinstance(old, Mapping)
+        and isinstance(new, Mapping)
+        and path not in WHOLE_MAPS
+        and _addressable(old)
+        and _addressable(new)
+    ):
         for key in sorted(set(old) | set(new), key=str):
             _diff(old.get(key, MISSING), new.get(key, MISSING), f"{path}.{key}", out)
         return
