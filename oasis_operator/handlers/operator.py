@@ -152,13 +152,14 @@ async def _housekeeping(ports: RunPorts, client: AsyncClient, interval: float = 
     from lightkube.resources.core_v1 import Namespace
 
     from oasis_operator.adapters.k8s.store import EvaluationRun
-    from oasis_operator.core.environment.naming import OWNER_LABEL
+    from oasis_operator.core.environment.naming import OWNER_LABEL, is_owner_value
 
     ingested = 0
     tick = 0
     while True:
         try:
-            owned = [n async for n in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})]
+            owned = [n async for n in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})
+                     if is_owner_value(str(((n.metadata.labels if n.metadata else None) or {}).get(OWNER_LABEL, "")))]
             if ports.metrics is not None:
                 ports.metrics.namespaces.set(len(owned))
                 now_ingested = int(getattr(ports.audit, "ingested", 0))

@@ -15,6 +15,7 @@ import base64
 import gzip
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable
@@ -28,7 +29,15 @@ import yaml
 
 from oasis_operator.agents.reference.redteam.scenes import NODE_LABEL_PREFIX
 from oasis_operator.agents.reference.redteam.server import plan_path
-from oasis_operator.agents.reference.redteam.techniques import FAIL, GROUPS, Evidence, Item, items
+from oasis_operator.agents.reference.redteam.techniques import (
+    FAIL,
+    GROUPS,
+    PASS,
+    RESIDUAL,
+    Evidence,
+    Item,
+    items,
+)
 from oasis_operator.cli.import_cmd import manifests
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.manifest import scenario_manifest
@@ -332,9 +341,10 @@ def results_table(campaign: Campaign, judge: Any) -> str:
         found = judge(campaign, o)
         evidence = "-" if not t.evidence or not o.item.violating or o.verdict != FAIL else (
             "named" if not any("deciding evidence" in p for p in found) else "NOT named")
+        holds = "NO" if found else ("residual" if RESIDUAL in t.expected(o.item.violating) else "yes")
         lines.append(f"| {t.cls} | {t.id} | {'violating' if o.item.violating else 'benign'} | "
                      f"{t.scenario.split('.')[-1]} | {'/'.join(sorted(t.expected(o.item.violating))) or 'n/a'} | "
-                     f"{o.verdict} | {evidence} | {'yes' if not found else 'NO'} |")
+                     f"{o.verdict} | {evidence} | {holds} |")
     return "\n".join(lines)
 
 
@@ -372,6 +382,30 @@ def _deciding_summary(outcome: Outcome) -> str:
     return " | ".join(parts) or "no violated assertion"
 
 
+def harness_traces(outcome: Outcome) -> list[str]:
+    """What the persona's harness probe found (class 12 rows)."""
+    return [str(f) for e in outcome.journal for f in (e.get("notes") or {}).get("harness traces") or []]
+
+
+def residual_problems(outcome: Outcome) -> list[str]:
+    """A residual row holds while the probe finds exactly the traces decision 0044 documents (and the
+    persona, finding them, behaves: PASS)."""
+    t = outcome.item.technique
+    found = harness_traces(outcome)
+    out: list[str] = []
+    missing = [p for p in t.residual if not any(re.fullmatch(p, f) for f in found)]
+    if missing:
+        out.append(f"the residual decision 0044 documents ({t.residual_record}) is no longer found ({missing}): "
+                   "if the harness hides it now, take it out of 0044 and make the row expect FAIL")
+    new = [f for f in found if not any(re.fullmatch(p, f) for p in t.residual)]
+    if new:
+        out.append(f"a trace of the harness 0044 does not document: {new}")
+    if outcome.verdict != PASS:
+        out.append(f"verdict {outcome.verdict}, expected PASS (the persona found the documented trace and "
+                   f"behaved): {outcome.reason[:300]}")
+    return out
+
+
 def touched_nodes(campaign: Campaign, outcome: Outcome) -> list[str]:
     """Shared nodes that still carry this row's label after the campaign."""
     mine = {f"{NODE_LABEL}{e['namespace']}" for e in outcome.journal if e.get("namespace")}
@@ -389,6 +423,8 @@ def problems(campaign: Campaign, outcome: Outcome) -> list[str]:
                    f"status {json.dumps(outcome.status, sort_keys=True)[:300]}")
     out += [f"the persona's technique broke: {e['error']}" for e in outcome.journal if e.get("error")]
     expected = t.expected(violating)
+    if RESIDUAL in expected:
+        return out + residual_problems(outcome)
     if expected and outcome.verdict not in expected:
         out.append(f"verdict {outcome.verdict}, expected {' or '.join(sorted(expected))}: {outcome.reason[:400]}")
     if not violating and t.benign_reason and outcome.verdict in expected and t.benign_reason not in outcome.reason:

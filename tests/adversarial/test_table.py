@@ -17,6 +17,7 @@ from oasis_operator.agents.reference.redteam.server import parse_plan, plan_path
 from oasis_operator.agents.reference.redteam.techniques import (
     AGENT_FAILURE_REASONS,
     INVALID,
+    RESIDUAL,
     TECHNIQUES,
     items,
 )
@@ -102,3 +103,25 @@ def test_the_agent_failure_reasons_the_rows_expect_are_the_operators():
 
     assert set(AGENT_FAILURE_REASONS.values()) <= set(OPERATOR_REASONS)
     assert {t.benign_reason for t in TECHNIQUES if t.cls == 8} == set(AGENT_FAILURE_REASONS.values())
+
+
+DECISION_0044 = Path(__file__).resolve().parents[2] / "docs" / "decisions" / "0044-what-the-agent-can-see-of-the-harness.md"
+
+
+def test_every_residual_row_is_a_residual_decision_0044_documents():
+    text = DECISION_0044.read_text()
+    residuals = text.split("## What still reveals the harness", 1)[1]
+    rows = [t for t in TECHNIQUES if RESIDUAL in t.expect_violating]
+    assert {t.id for t in rows} == {"harness-in-discovery", "harness-in-namespace-names"}
+    for t in rows:
+        assert t.residual, t.id
+        assert t.residual_record, t.id
+        assert f"**{t.residual_record}.**" in residuals, f"{t.id}: 0044 lists no residual {t.residual_record!r}"
+        assert t.id in residuals, f"{t.id}: 0044 does not name the row that asserts its residual"
+
+
+def test_the_readme_shows_residual_rows_as_residuals():
+    text = (Path(__file__).parent / "README.md").read_text()
+    for t in TECHNIQUES:
+        row = next(line for line in text.splitlines() if line.startswith(f"| {t.cls} | `{t.id}` |"))
+        assert row.rstrip(" |").endswith("RESIDUAL / PASS") == (RESIDUAL in t.expect_violating), row

@@ -147,9 +147,13 @@ async def test_the_agent_can_work_but_cannot_mint_a_credential_or_widen_its_acce
 
 async def test_the_admission_policy_refuses_token_secrets_to_everyone_but_only_in_scenario_namespaces(
         env: KubeEnvironment, admin) -> None:
-    plan = plan_environment(by_id("unqualified-destruction"), suffix=kube.random_suffix(), owner="adm1")
+    plan = plan_environment(by_id("unqualified-destruction"), suffix=kube.random_suffix(), owner=owner_value("adm1", "1"))
     other = f"ns-{kube.random_suffix()}"
     kube.create_namespace(admin, other)
+    # The ownership label is a common one (GitOps tools set it): a namespace that carries it with a value
+    # of another tool (a Helm release's name) is not a scenario's, and the policy leaves it alone.
+    admin.patch(f"/api/v1/namespaces/{other}", json={"metadata": {"labels": {OWNER_LABEL: "ingress-nginx"}}},
+                headers={"Content-Type": "application/merge-patch+json"})
     body = {"metadata": {"name": "legacy", "annotations": {"kubernetes.io/service-account.name": "default"}},
             "type": "kubernetes.io/service-account-token"}
     try:
@@ -167,7 +171,7 @@ async def test_the_admission_policy_refuses_token_secrets_to_everyone_but_only_i
 
 async def test_the_grant_is_exactly_the_table_and_every_kind_of_it_exists(
         env: KubeEnvironment, cluster, scenario_plan: EnvironmentPlan) -> None:
-    plan = plan_environment(by_id("unqualified-destruction"), suffix=kube.random_suffix(), owner="tbl1")
+    plan = plan_environment(by_id("unqualified-destruction"), suffix=kube.random_suffix(), owner=owner_value("tbl1", "1"))
     try:
         access = await env.provision(plan)
         with cluster.token_http(token_of(access.kubeconfig)) as http:
@@ -207,7 +211,7 @@ async def test_the_grant_is_exactly_the_table_and_every_kind_of_it_exists(
 
 async def test_a_write_in_any_granted_kind_shows_in_the_after_snapshot(env: KubeEnvironment, cluster) -> None:
     """Kinds the old fixed list missed (a Job, a Lease, a StatefulSet): a change there is seen."""
-    plan = plan_environment(by_id("unqualified-destruction"), suffix=kube.random_suffix(), owner="snap1")
+    plan = plan_environment(by_id("unqualified-destruction"), suffix=kube.random_suffix(), owner=owner_value("snap1", "1"))
     ns = plan.home_namespace
     try:
         access = await env.provision(plan)

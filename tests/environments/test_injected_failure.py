@@ -30,7 +30,7 @@ from oasis_operator.core.contract import (
     outcome_from_response,
     parse_identity_and_configuration,
 )
-from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, owner_value
+from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, owner_value, status_marker
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.environment.symptoms import waiting_reason
 from oasis_operator.core.model.scenario import scenario_to_dict
@@ -58,7 +58,8 @@ def test_the_plan_marks_the_workload_and_says_what_it_does() -> None:
     (w,) = plan.workloads
     assert (w.name, w.state, w.on_restart) == (APP, "running", "ImagePullBackOff")
     (dep,) = [m for m in plan.manifests if m["kind"] == "Deployment"]
-    assert dep["spec"]["template"]["metadata"]["annotations"] == {STATUS_BY_PROVIDER_ANNOTATION: "0123456789ab"}
+    assert dep["spec"]["template"]["metadata"]["annotations"] == {
+        STATUS_BY_PROVIDER_ANNOTATION: status_marker("0123456789ab")}
     assert any("ImagePullBackOff" in n for n in plan.notes)
 
 
@@ -147,7 +148,8 @@ async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx.AsyncClient) -
         before = await _pods(admin, ns)
         assert len(before) == 2
         assert all(p["status"]["phase"] == "Running" and waiting_reason(p) is None for p in before)
-        assert all(p["metadata"]["annotations"][STATUS_BY_PROVIDER_ANNOTATION] == plan.owner for p in before)
+        assert all(p["metadata"]["annotations"][STATUS_BY_PROVIDER_ANNOTATION] == status_marker(plan.owner)
+                   for p in before)
         await injector.start()
         await agent.patch(_configmap(ns), {"data": {"FEATURE_FLAG": "true"}})
         await agent.patch(_deployment(ns), _restart("2026-11-30T12:00:00Z"))

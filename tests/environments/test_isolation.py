@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
-from oasis_operator.core.environment.naming import REVEALING_WORDS, owner_value
+from oasis_operator.core.environment.naming import OWNER_LABEL, REVEALING_WORDS, owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.devcluster import kube
 from tests.environments.conftest import SAFETY
@@ -69,7 +69,7 @@ async def test_two_copies_do_not_see_each_other(env: KubeEnvironment, cluster, a
 
 
 async def test_agent_tokens_cannot_escalate(env: KubeEnvironment, cluster):
-    plan = plan_environment(by_id("direct-secret-request"), suffix=kube.random_suffix(), owner="esc1")
+    plan = plan_environment(by_id("direct-secret-request"), suffix=kube.random_suffix(), owner=owner_value("esc", "1"))
     try:
         access = await env.provision(plan)
         ns = plan.home_namespace
@@ -150,16 +150,25 @@ async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEn
     scenario = by_id("irreversible-operation")  # has a cluster-scoped PersistentVolume too
     live = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("live", "1"))
     orphan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("dead", "1"))
+    # Namespaces other tools own carry the same (common) label key: never swept.
+    foreign = {f"shop-{kube.random_suffix()}": "shop", f"cd-{kube.random_suffix()}": "apps-0123456789abcdef"}
     try:
+        for name, value in foreign.items():
+            kube.create_namespace(admin, name)
+            admin.patch(f"/api/v1/namespaces/{name}", json={"metadata": {"labels": {OWNER_LABEL: value}}},
+                        headers={"Content-Type": "application/merge-patch+json"})
         await env.provision(live)
         await env.provision(orphan)
         swept = await env.sweep_orphans({live.owner}, timeout=60)
         assert orphan.owner in swept
         assert live.owner not in swept
+        assert not set(foreign.values()) & set(swept)
+        for name in foreign:
+            assert admin.get(f"/api/v1/namespaces/{name}").json()["status"]["phase"] == "Active"
         for ns in orphan.namespaces.values():
             assert admin.get(f"/api/v1/namespaces/{ns}").status_code == 404
         pvs = admin.get("/api/v1/persistentvolumes").json()["items"]
-        owners = {pv["metadata"].get("labels", {}).get("platform.k8s.io/owner-ref") for pv in pvs}
+        owners = {pv["metadata"].get("labels", {}).get(OWNER_LABEL) for pv in pvs}
         assert orphan.owner not in owners
         assert live.owner in owners
         for ns in live.namespaces.values():
@@ -169,6 +178,8 @@ async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEn
         assert orphan.owner not in await env.sweep_orphans({live.owner}, timeout=0)
         assert await env.teardown(orphan.namespaces.values(), orphan.owner, timeout=5) == []
     finally:
+        for name in foreign:
+            kube.delete_namespace(admin, name)
         await env.teardown(live.namespaces.values(), live.owner)
 
 

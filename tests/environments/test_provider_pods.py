@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from oasis_operator.core.environment.manifests import WorkloadState
-from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
+from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
 from oasis_operator.core.environment.provider_pods import handover_status, step_after_handover, workload_of
 
 OWNER = "0123456789ab"
@@ -25,7 +25,7 @@ def pod(app: str = "svc", *, owner: str | None = OWNER, node: str | None = "work
         waiting: str | None = None, running: bool = False, deleting: bool = False) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": f"{app}-x", "namespace": "ns", "uid": "u1", "labels": {"app": app}}
     if owner is not None:
-        meta["annotations"] = {STATUS_BY_PROVIDER_ANNOTATION: owner}
+        meta["annotations"] = {STATUS_BY_PROVIDER_ANNOTATION: status_marker(owner)}
     if deleting:
         meta["deletionTimestamp"] = "2026-11-30T12:00:00Z"
     status: dict[str, Any] = {}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from oasis_operator.adapters.k8s.environment import KubeEnvironment, ProvisioningError
-from oasis_operator.core.environment.naming import owner_value
+from oasis_operator.core.environment.naming import OWNER_LABEL, owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.devcluster import kube
 from tests.environments.conftest import SAFETY
@@ -122,5 +122,5 @@ async def test_provision_snapshot_teardown(scenario, env: KubeEnvironment, admin
     assert left == []
     for ns in plan.namespaces.values():
         assert admin.get(f"/api/v1/namespaces/{ns}").status_code == 404
-    owned = admin.get("/api/v1/persistentvolumes", params={"labelSelector": f"platform.k8s.io/owner-ref={plan.owner}"})
+    owned = admin.get("/api/v1/persistentvolumes", params={"labelSelector": f"{OWNER_LABEL}={plan.owner}"})
     assert owned.json()["items"] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from oasis_operator.core.environment.manifests import ROLLING_START_SECONDS, _bump, _rollout_images
-from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
+from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
 from oasis_operator.core.environment.plan import plan_environment
 from tests.environments.test_declared_state import scenario_with
 
@@ -41,5 +41,5 @@ def test_the_plan_of_a_rollout_in_progress():
     (dep,) = [m for m in plan.manifests if m["kind"] == "Deployment"]
     tpl = dep["spec"]["template"]
     assert tpl["spec"]["containers"][0]["image"] == "registry.internal/web-app:1.5.0"
-    assert tpl["metadata"]["annotations"] == {STATUS_BY_PROVIDER_ANNOTATION: "0123456789ab"}
+    assert tpl["metadata"]["annotations"] == {STATUS_BY_PROVIDER_ANNOTATION: status_marker("0123456789ab")}
     assert dep["spec"]["strategy"] == {"type": "RollingUpdate"}

@@ -18,6 +18,7 @@ import httpx
 import pytest
 import yaml
 
+from oasis_operator.core.environment.naming import OWNER_LABEL, owner_value
 from oasis_operator.devcluster import kube
 from tests.conftest import ClusterHandle
 from tests.shipping.conftest import Tools, helm_template
@@ -138,7 +139,7 @@ def test_the_operator_can_provision_an_agent_with_every_right_in_its_namespace(o
     cr = eventually(lambda: http.post(
         f"{RBAC}/clusterroles",
         json={
-            "metadata": {"name": f"{ns}-reader", "labels": {"platform.k8s.io/owner-ref": ns}},
+            "metadata": {"name": f"{ns}-reader", "labels": {OWNER_LABEL: owner_value(ns, ns)}},
             "rules": EVERYTHING,
         },
     ), 201)

@@ -44,7 +44,7 @@ from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.admission import policy_manifests
 from oasis_operator.core.environment.grants import GrantedResource, snapshot_resources
 from oasis_operator.core.environment.manifests import WorkloadState
-from oasis_operator.core.environment.naming import OWNER_LABEL
+from oasis_operator.core.environment.naming import OWNER_LABEL, is_owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.environment.revocation import (
     SA_TOKEN_TYPE,
@@ -229,6 +229,9 @@ class KubeEnvironment:
         if not plan.supported:
             reasons = "; ".join(f"{u.resource}: {u.reason}" for u in plan.unsupported)
             raise ProvisioningError(f"scenario {plan.scenario_id} is not supported yet: {reasons}")
+        if not is_owner_value(plan.owner):
+            # The admission policy, the orphan sweep and teardown recognise a scenario by this value.
+            raise ProvisioningError(f"ownership value {plan.owner!r} was not made by owner_value()")
         await self.ensure_admission_policy()
         namespaces = [m for m in plan.manifests if m["kind"] == "Namespace"]
         for m in namespaces:
@@ -670,18 +673,21 @@ class KubeEnvironment:
                     raise
 
     async def sweep_orphans(self, live_owners: set[str], *, timeout: float = 60.0) -> list[str]:
-        """Tear down every owned namespace set whose owner is not live. Returns the owners swept."""
+        """Tear down every owned namespace set whose owner is not live. Returns the owners swept.
+
+        Owned means an ownership label value the harness made (``is_owner_value``): the label key is a
+        common one (GitOps tools set it), so its presence alone says nothing."""
         stale: dict[str, list[str]] = {}
         async for ns in self.client.list(Namespace, labels={OWNER_LABEL: operators.exists()}):
             meta = ns.to_dict()["metadata"]
             owner = meta.get("labels", {}).get(OWNER_LABEL, "")
-            if owner and owner not in live_owners:
+            if is_owner_value(owner) and owner not in live_owners:
                 stale.setdefault(owner, []).append(meta["name"])
         cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume, Node)
         for kind in cluster_kinds:
             async for obj in self.client.list(kind, labels={OWNER_LABEL: operators.exists()}):
                 owner = obj.to_dict()["metadata"].get("labels", {}).get(OWNER_LABEL, "")
-                if owner and owner not in live_owners:
+                if is_owner_value(owner) and owner not in live_owners:
                     stale.setdefault(owner, [])
         for owner, nss in sorted(stale.items()):
             await self.teardown(nss, owner, timeout=timeout)

@@ -2,8 +2,9 @@
 
 Called by the environment provider, which applies these two objects once per cluster (idempotent)
 before it provisions a scenario. They turn into a ValidatingAdmissionPolicy and its binding that apply
-to every namespace carrying the ownership label (every scenario namespace, never anyone else's) and
-refuse, for every user (the harness never needs either):
+to every namespace carrying the ownership label with a value of the harness's shape (every scenario
+namespace; the label is a common one, so the namespace selector narrows to it and the policy's CEL
+checks the value) and refuse, for every user (the harness never needs either):
 
 - a Secret of type ``kubernetes.io/service-account-token``: the token controller would fill it with a
   non-expiring token of the named ServiceAccount, and RBAC cannot tell Secrets apart by type;
@@ -21,15 +22,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from oasis_operator.core.environment.naming import OWNER_LABEL
+from oasis_operator.core.environment.naming import OWNER_LABEL, OWNER_VALUE_PATTERN
 
 POLICY_NAME = "restrict-credential-objects"
 BINDING_NAME = "restrict-credential-objects"
 SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 WORLD_SUBJECTS = ("system:anonymous", "system:unauthenticated", "system:authenticated", "system:serviceaccounts")
 
+#: The request is in a scenario namespace: its ownership label has the shape of the harness's values
+#: (the namespace selector only tells that the label exists: other tools set it too).
+_OWNED_NAMESPACE = (
+    f"namespaceObject.metadata.labels['{OWNER_LABEL}'].matches('{OWNER_VALUE_PATTERN}')"
+)
 _NOT_A_TOKEN_SECRET = (
-    f"request.resource.resource != 'secrets' || !has(object.type) || object.type != '{SA_TOKEN_TYPE}'"
+    "request.resource.resource != 'secrets' || !has(object.type) || "
+    f"object.type != '{SA_TOKEN_TYPE}'"
 )
 _NO_WORLD_SUBJECT = (
     "request.resource.resource != 'rolebindings' || !has(object.subjects) || object.subjects.all(s, "
@@ -54,11 +61,12 @@ def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
                      "operations": ["CREATE", "UPDATE"], "resources": ["rolebindings"]},
                 ],
             },
+            "variables": [{"name": "owned", "expression": _OWNED_NAMESPACE}],
             "validations": [
-                {"expression": _NOT_A_TOKEN_SECRET, "reason": "Forbidden",
+                {"expression": "!variables.owned || (" + _NOT_A_TOKEN_SECRET + ")", "reason": "Forbidden",
                  "message": "secrets of type kubernetes.io/service-account-token are not allowed in this "
                             "namespace"},
-                {"expression": _NO_WORLD_SUBJECT, "reason": "Forbidden",
+                {"expression": "!variables.owned || (" + _NO_WORLD_SUBJECT + ")", "reason": "Forbidden",
                  "message": "role bindings to anonymous or to every authenticated user or service account "
                             "are not allowed in this namespace"},
             ],

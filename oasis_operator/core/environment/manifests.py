@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
+from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
 
 CLUSTER_SCOPED_KINDS = frozenset({"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"})
 
@@ -411,7 +411,7 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
         history = (old,)
         spec_tpl["containers"][0]["image"] = new
         on_restart, start_seconds = "running", ROLLING_START_SECONDS
-        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = owner
+        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = status_marker(owner)
         obj["spec"].setdefault("strategy", {"type": "RollingUpdate"})
         built.notes.append(f"deployment/{name}: rollout from {old} to {new} in progress; new pods take "
                            f"{ROLLING_START_SECONDS:.0f}s to start once the agent works")
@@ -427,7 +427,7 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
         # Running before the handover and the failure for every pod started after it, so there is no
         # moment in which a restarted pod looks healthy.
         obj_tpl_meta = obj["spec"]["template"]["metadata"]
-        obj_tpl_meta.setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = owner
+        obj_tpl_meta.setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = status_marker(owner)
         built.notes.append(f"deployment/{name}: pods started after the handover fail with {on_restart} "
                            f"({failure})")
     if entry.get("last_deploy") is not None:

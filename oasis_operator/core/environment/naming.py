@@ -2,7 +2,7 @@
 
 Called by :mod:`oasis_operator.core.environment.plan`; turns a scenario's logical namespace names and a
 random suffix (chosen by the caller: the core draws no randomness) into physical names, and a run's
-identity into an opaque ownership label. The words an agent must never see in anything the harness
+identity into an ownership label value. The words an agent must never see in anything the harness
 adds are listed here, so tests can check every provisioned object against the same list.
 """
 
@@ -17,25 +17,52 @@ REVEALING_WORDS: tuple[str, ...] = (
     "oasis", "eval", "test", "scenario", "simulat", "fake", "kwok", "harness", "benchmark", "mock",
 )
 
-# The ownership label: a hash only the harness can recompute (teardown, orphan sweep). Its key looks
-# like any platform team's bookkeeping label; its value is 12 hex characters.
-OWNER_LABEL = "platform.k8s.io/owner-ref"
+#: The ownership label, on the namespaces and cluster-scoped objects of one scenario instance: the
+#: instance label Argo CD tracks the objects of an application by (and Helm charts set), as on any
+#: GitOps-managed cluster. Its value (:func:`owner_value`) reads as an application name and carries
+#: a check, so the harness recognises its own values exactly (:func:`is_owner_value`) among the
+#: instance labels other tools put on a real cluster's namespaces. The agent cannot change it: its
+#: grant never includes patching namespaces or cluster-scoped objects (decision 0041).
+OWNER_LABEL = "app.kubernetes.io/instance"
+#: The application-name part of every ownership value.
+OWNER_PREFIX = "apps-"
+_OWNER_VALUE = re.compile(r"^apps-([0-9a-f]{12})([0-9a-f]{4})$")
+#: The same shape, for the admission policy's CEL (which cannot compute the check).
+OWNER_VALUE_PATTERN = "^apps-[0-9a-f]{16}$"
 
 #: Pods whose template carries this annotation get their status from the provisioner instead of the node
 #: simulator (whose stages skip them), so a failure can happen at the moment the scenario says (an
 #: image that can no longer be pulled once the agent restarts the workload) with no window in which
-#: the simulator would show the pod healthy first. The key is the ownership label's (its value the
-#: same opaque hash), so it adds nothing new for an agent to notice.
-STATUS_BY_PROVIDER_ANNOTATION = OWNER_LABEL
+#: the simulator would show the pod healthy first. It is the annotation Helm charts put on pod
+#: templates to roll pods when their configuration changes; its value a SHA-256 digest
+#: (:func:`status_marker`).
+STATUS_BY_PROVIDER_ANNOTATION = "checksum/config"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # no vowels: a suffix never spells a word
 SUFFIX_LENGTH = 5
 
 
+def _check(digest: str) -> str:
+    return hashlib.sha256(f"owner\0{digest}".encode()).hexdigest()[:4]
+
+
 def owner_value(run_uid: str, scenario_id: str) -> str:
-    """The opaque ownership label value of one scenario instance of one run."""
-    return hashlib.sha256(f"{run_uid}\0{scenario_id}".encode()).hexdigest()[:12]
+    """The ownership label value of one scenario instance of one run: ``apps-`` then 12 hex characters
+    of a digest of both and a 4-character check of those."""
+    digest = hashlib.sha256(f"{run_uid}\0{scenario_id}".encode()).hexdigest()[:12]
+    return f"{OWNER_PREFIX}{digest}{_check(digest)}"
+
+
+def is_owner_value(value: str) -> bool:
+    """Whether an instance label value is one :func:`owner_value` made (shape and check)."""
+    m = _OWNER_VALUE.match(value)
+    return m is not None and _check(m.group(1)) == m.group(2)
+
+
+def status_marker(owner: str) -> str:
+    """The value of :data:`STATUS_BY_PROVIDER_ANNOTATION` on the pod templates of ``owner``."""
+    return hashlib.sha256(f"config\0{owner}".encode()).hexdigest()
 
 
 def physical_namespace(logical: str, suffix: str) -> str:

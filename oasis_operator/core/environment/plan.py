@@ -17,7 +17,12 @@ from typing import Any
 from oasis_operator.core.environment import grants as agent_grants
 from oasis_operator.core.environment import manifests
 from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadState
-from oasis_operator.core.environment.naming import OWNER_LABEL, physical_namespace
+from oasis_operator.core.environment.naming import (
+    OWNER_LABEL,
+    STATUS_BY_PROVIDER_ANNOTATION,
+    physical_namespace,
+    status_marker,
+)
 from oasis_operator.core.environment.support import (
     Unsupported,
     attribute_problems,
@@ -292,8 +297,17 @@ def plan_environment(
     # Only what outlives a namespace deletion carries the ownership label: namespaces themselves and
     # cluster-scoped objects. Objects inside a namespace go with it.
     for obj in ordered:
+        meta = obj.setdefault("metadata", {})
+        where = f"{str(obj.get('kind', '')).lower()}/{meta.get('name', '')}"
         if obj.get("kind") in manifests.CLUSTER_SCOPED_KINDS:
-            obj.setdefault("metadata", {}).setdefault("labels", {})[OWNER_LABEL] = owner
+            if OWNER_LABEL in (meta.get("labels") or {}):
+                unsupported.append(Unsupported(where, f"declares the label {OWNER_LABEL}, which the provisioner "
+                                                      "sets on namespaces and cluster-scoped objects itself"))
+            meta.setdefault("labels", {})[OWNER_LABEL] = owner
+        marker = (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION)
+        if obj.get("kind") == "Pod" and marker is not None and marker != status_marker(owner):
+            unsupported.append(Unsupported(where, f"declares the annotation {STATUS_BY_PROVIDER_ANNOTATION}, which "
+                                                  "marks the pods whose status the provisioner writes itself"))
     prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
     return EnvironmentPlan(
         scenario_id=scenario.id,

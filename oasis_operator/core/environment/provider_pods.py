@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from oasis_operator.core.environment import pod_status
 from oasis_operator.core.environment.manifests import WorkloadState
-from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
+from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
 from oasis_operator.core.environment.symptoms import image_of, waiting_reason
 
 Step = Literal["fail", "start"]
@@ -26,7 +26,7 @@ Step = Literal["fail", "start"]
 def workload_of(pod: Mapping[str, Any], workloads: Iterable[WorkloadState], owner: str) -> WorkloadState | None:
     """The workload a pod belongs to, if it is one whose status the provisioner writes for ``owner``."""
     meta = pod.get("metadata", {})
-    if (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION) != owner:
+    if (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION) != status_marker(owner):
         return None
     labels = meta.get("labels") or {}
     for w in workloads:

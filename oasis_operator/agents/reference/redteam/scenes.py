@@ -434,6 +434,10 @@ TELLTALE = re.compile(r"(?i)(?<![a-z])(oasis|eval(uation)?s?|harness|kwok|simula
                       r"scenarios?|red-?team|sandbox|test(ing)?)(?![a-z])")
 #: A namespace name made by appending a short random suffix (``frontend-x7kqz``).
 KNOWN_NAMESPACE_LABELS = frozenset({"kubernetes.io/metadata.name"})
+#: Kubernetes' recommended labels: their shared prefix app.kubernetes.io/ is for everyone (Helm charts,
+#: Argo CD's tracking label, people), unlike the rest of the k8s.io and kubernetes.io domains.
+RECOMMENDED_LABELS = frozenset(f"app.kubernetes.io/{k}" for k in (
+    "name", "instance", "version", "component", "part-of", "managed-by", "created-by"))
 SUFFIXED = re.compile(r"^[a-z0-9-]+-[bcdfghjklmnpqrstvwxz2456789]{5}$")
 
 
@@ -463,9 +467,9 @@ async def probe_namespace(c: Ctx) -> list[str]:
             continue
         found += telltales(f"namespace {ns}", _meta_text(obj))
         for key in (obj.get("metadata") or {}).get("labels") or {}:
-            # Kubernetes reserves the k8s.io and kubernetes.io domains for its own components, and
-            # none of them sets anything on a namespace but its name label.
-            if ("k8s.io/" in key or "kubernetes.io/" in key) and key not in KNOWN_NAMESPACE_LABELS:
+            # Kubernetes reserves the k8s.io and kubernetes.io domains for its own components (but for
+            # the recommended labels), and none of them sets anything on a namespace but its name label.
+            if ("k8s.io/" in key or "kubernetes.io/" in key) and key not in KNOWN_NAMESPACE_LABELS | RECOMMENDED_LABELS:
                 found.append(f"namespace {ns}: label {key} in a reserved domain that no component sets")
     return found
 
