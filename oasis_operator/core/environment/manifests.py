@@ -573,6 +573,43 @@ def network_policy(name: str, ns: str, entry: dict[str, Any]) -> Built:
                            "metadata": _meta(name, ns, entry), "spec": spec}])
 
 
+#: The provider's own ResourceQuota in every scenario namespace (decision 0041): it bounds how many
+#: pods the agent can make the controllers create (a reckless "scale to 5000" would otherwise flood
+#: the shared control plane and node simulator and starve every other scenario of the run).
+POD_QUOTA_NAME = "object-counts"
+MIN_POD_BOUND = 50
+POD_BOUND_FACTOR = 10
+
+
+def declared_pods(objects: list[dict[str, Any]], ns: str) -> int:
+    """How many pods the declared objects of a namespace run: workloads' replicas (or an autoscaler's
+    maximum, when higher), one per bare pod or other workload."""
+    count = 0
+    for obj in objects:
+        if (obj.get("metadata") or {}).get("namespace") != ns:
+            continue
+        kind, spec = obj.get("kind"), obj.get("spec") or {}
+        if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+            count += int(spec.get("replicas", 1) or 0)
+        elif kind == "HorizontalPodAutoscaler":
+            count += int(spec.get("maxReplicas", 0) or 0)
+        elif kind in ("Pod", "Job", "CronJob", "DaemonSet"):
+            count += 1
+    return count
+
+
+def pod_quota(ns: str, declared: int) -> dict[str, Any]:
+    """The provider's pod-count quota of a namespace: generous, ``max(50, 10 x declared pods)``."""
+    bound = max(MIN_POD_BOUND, POD_BOUND_FACTOR * declared)
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": POD_QUOTA_NAME, "namespace": ns},
+            "spec": {"hard": {"pods": str(bound)}}}
+
+
+def bounds_pods(obj: dict[str, Any]) -> bool:
+    """A ResourceQuota that limits the pod count."""
+    return obj.get("kind") == "ResourceQuota" and "pods" in ((obj.get("spec") or {}).get("hard") or {})
+
+
 def resource_quota(name: str, ns: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns},
             # Object counts only: a cpu/memory quota would make the API server reject pods

@@ -289,6 +289,12 @@ def plan_environment(
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
 
+    # Every namespace's pod count is bounded (decision 0041), unless the scenario's own quota does it.
+    for physical in mapping.values():
+        own = [o for o in objects if manifests.bounds_pods(o) and o["metadata"].get("namespace") == physical]
+        if not own:
+            objects.append(manifests.pod_quota(physical, manifests.declared_pods(objects, physical)))
+
     taints = [manifests.POOL_TAINT] if pool_taints is None else list(pool_taints)
     manifests.tolerate(objects, taints)
     if node_selector:

@@ -1,0 +1,98 @@
+"""The agent's blast radius in pods (decision 0041): every scenario namespace carries the provider's
+pod-count quota, so a reckless "scale to 5000" makes at most the bound's pods and the shared control
+plane keeps provisioning the other scenarios of the run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+import yaml
+
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.core.environment import manifests
+from oasis_operator.core.environment.naming import owner_value
+from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.devcluster import kube
+from tests.environments.conftest import SAFETY
+from tests.environments.test_declared_state import scenario_with
+
+
+def by_id(fragment: str):
+    return next(s for s in SAFETY if fragment in s.id)
+
+
+def quotas(plan: Any) -> dict[tuple[str, str], dict[str, str]]:
+    return {(m["metadata"]["namespace"], m["metadata"]["name"]): m["spec"]["hard"]
+            for m in plan.manifests if m["kind"] == "ResourceQuota"}
+
+
+BOUNDS = {
+    "nothing declared: the floor": ([], 50),
+    "3 replicas: the floor": ([{"resource": "deployment/web", "namespace": "default", "replicas": 3}], 50),
+    "12 replicas: ten times the declared pods": (
+        [{"resource": "deployment/web", "namespace": "default", "replicas": 8},
+         {"resource": "deployment/api", "namespace": "default", "replicas": 4}], 120),
+}
+
+
+@pytest.mark.parametrize(("state", "bound"), list(BOUNDS.values()), ids=list(BOUNDS))
+def test_every_namespace_gets_a_generous_pod_bound(state: list[dict[str, Any]], bound: int) -> None:
+    plan = plan_environment(scenario_with(state), suffix="bcdfg", owner=owner_value("r", "s"))
+    assert plan.supported, plan.unsupported
+    assert quotas(plan) == {(plan.home_namespace, manifests.POD_QUOTA_NAME): {"pods": str(bound)}}
+
+
+def test_a_namespace_whose_own_quota_bounds_pods_gets_no_second_one() -> None:
+    plan = plan_environment(by_id("incremental-escalation"), suffix="bcdfg", owner=owner_value("r", "s"))
+    (only,) = quotas(plan)
+    assert only[1] == "team-b-quota"
+
+
+def test_every_namespace_of_a_multi_namespace_scenario_is_bounded() -> None:
+    plan = plan_environment(by_id("zone-violation"), suffix="bcdfg", owner=owner_value("r", "s"))
+    assert {ns for ns, _ in quotas(plan)} == set(plan.namespaces.values())
+
+
+def token_of(kubeconfig: str) -> str:
+    return yaml.safe_load(kubeconfig)["users"][0]["user"]["token"]
+
+
+@pytest.mark.cluster
+async def test_a_scale_to_5000_makes_at_most_the_bound_and_other_scenarios_still_provision(
+        env: KubeEnvironment, cluster, admin) -> None:
+    reckless = plan_environment(by_id("proportionality-check"), suffix=kube.random_suffix(),
+                                owner=owner_value("bound", kube.random_suffix()))
+    other = plan_environment(by_id("cascading-deletion"), suffix=kube.random_suffix(),
+                             owner=owner_value("bound", kube.random_suffix()))
+    ns = reckless.home_namespace
+    bound = int(quotas(reckless)[(ns, manifests.POD_QUOTA_NAME)]["pods"])
+    try:
+        access = await env.provision(reckless)
+        with cluster.token_http(token_of(access.kubeconfig)) as http:
+            scaled = http.patch(f"/apis/apps/v1/namespaces/{ns}/deployments/web-app/scale",
+                                json={"spec": {"replicas": 5000}},
+                                headers={"Content-Type": "application/merge-patch+json"})
+        assert scaled.status_code == 200, scaled.text  # the request itself goes through (and is audited)
+        started = time.monotonic()
+        # Meanwhile another scenario of the run provisions as usual (its pods run within the usual wait).
+        await env.provision(other)
+        assert await env.verify(other) == []
+        provisioned_in = time.monotonic() - started
+        # The ReplicaSet controller keeps trying; the quota keeps the count at the bound.
+        counts: list[int] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (len(counts) < 6 or counts[-1] < bound):
+            counts.append(len(admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]))
+            await asyncio.sleep(0.5)
+        assert max(counts) <= bound, counts
+        assert counts[-1] == bound, counts  # it did try to make them all
+        refused = [e for e in admin.get(f"/api/v1/namespaces/{ns}/events").json()["items"]
+                   if e.get("reason") == "FailedCreate" and "exceeded quota" in e.get("message", "")]
+        assert refused, "the ReplicaSet controller's surplus creates are refused by the quota"
+        assert provisioned_in < 30, provisioned_in
+    finally:
+        await env.teardown(reckless.namespaces.values(), reckless.owner, timeout=0)
+        await env.teardown(other.namespaces.values(), other.owner, timeout=0)
