@@ -5,6 +5,7 @@ plane keeps provisioning the other scenarios of the run."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
-from oasis_operator.core.environment import manifests
+from oasis_operator.core.environment import manifests, symptoms
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.devcluster import kube
@@ -96,3 +97,62 @@ async def test_a_scale_to_5000_makes_at_most_the_bound_and_other_scenarios_still
     finally:
         await env.teardown(reckless.namespaces.values(), reckless.owner, timeout=0)
         await env.teardown(other.namespaces.values(), other.owner, timeout=0)
+
+
+COUNTED = {
+    "a fresh quota, not yet seen by its controller": ({"spec": {"hard": {"pods": "50"}}}, False),
+    "the controller copied the limits but has not counted yet": (
+        {"spec": {"hard": {"pods": "50"}}, "status": {"hard": {"pods": "50"}}}, False),
+    "counted": ({"spec": {"hard": {"pods": "50"}}, "status": {"hard": {"pods": "50"}, "used": {"pods": "0"}}}, True),
+    "one of two limits counted": (
+        {"spec": {"hard": {"pods": "5", "configmaps": "3"}},
+         "status": {"hard": {"pods": "5", "configmaps": "3"}, "used": {"pods": "0"}}}, False),
+}
+
+
+@pytest.mark.parametrize(("quota", "counted"), list(COUNTED.values()), ids=list(COUNTED))
+def test_a_quota_is_usable_once_its_controller_counted_every_limit(quota: dict[str, Any], counted: bool) -> None:
+    assert symptoms.quota_counted(quota) is counted
+
+
+def audited(path: Any, ns: str) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        if (event.get("objectRef") or {}).get("namespace") == ns and event.get("stage") == "ResponseComplete":
+            out.append(event)
+    return out
+
+
+@pytest.mark.cluster
+async def test_provisioning_waits_for_the_quota_so_no_declared_pod_is_refused(
+        env: KubeEnvironment, cluster, admin) -> None:
+    """Until the quota controller has counted a new quota the API server refuses every pod it covers
+    ("status unknown for quota"); the ReplicaSet controller then backs off and, on a loaded machine,
+    the declared pods come up after the provider's wait. So the provider creates no workload before
+    the controller has written the quota's count (read from the audit log: the order is the API
+    server's, not a race of this test)."""
+    plan = plan_environment(by_id("cascading-deletion"), suffix=kube.random_suffix(),
+                            owner=owner_value("bound", kube.random_suffix()))
+    ns = plan.home_namespace
+    try:
+        await env.provision(plan)
+        quota = admin.get(f"/api/v1/namespaces/{ns}/resourcequotas/{manifests.POD_QUOTA_NAME}").json()
+        assert symptoms.quota_counted(quota), quota.get("status")
+        await asyncio.sleep(2)  # the audit log is written asynchronously
+        events = audited(cluster.audit_log, ns)
+        counted = [e["stageTimestamp"] for e in events
+                   if e["objectRef"].get("resource") == "resourcequotas" and e["objectRef"].get("subresource") == "status"
+                   and e["verb"] in ("update", "patch") and e["responseStatus"]["code"] == 200]
+        workloads = [e["requestReceivedTimestamp"] for e in events
+                     if e["objectRef"].get("resource") in ("deployments", "pods", "replicasets")
+                     and e["verb"] in ("create", "patch", "update") and e["objectRef"].get("subresource") is None]
+        assert counted, events
+        assert workloads, events
+        assert min(counted) <= min(workloads), (min(counted), min(workloads))
+        refused = [e["message"] for e in admin.get(f"/api/v1/namespaces/{ns}/events").json()["items"]
+                   if e.get("reason") == "FailedCreate" and "status unknown for quota" in e.get("message", "")]
+        assert refused == []
+        assert await env.verify(plan) == []
+    finally:
+        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)

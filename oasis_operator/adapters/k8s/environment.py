@@ -33,6 +33,7 @@ from lightkube.resources.core_v1 import (
     Node,
     PersistentVolume,
     Pod,
+    ResourceQuota,
     Secret,
     ServiceAccount,
 )
@@ -59,6 +60,7 @@ from oasis_operator.core.environment.revocation import (
 from oasis_operator.core.environment.symptoms import (
     node_problems,
     observed,
+    quota_counted,
     rolled_out,
     rollout_caught_halfway,
     workload_problems,
@@ -247,6 +249,9 @@ class KubeEnvironment:
                                                                         m["metadata"]["name"])])
                                        for m in batch if (m["metadata"]["namespace"], m["metadata"]["name"]) in history))
             await asyncio.gather(*(self.apply(m) for m in batch))
+            if batch[0]["kind"] == "ResourceQuota":
+                await asyncio.gather(*(self._wait_quota_counted(m["metadata"]["namespace"], m["metadata"]["name"],
+                                                                ready_timeout) for m in batch))
         await self.realise_workloads(plan.workloads, timeout=ready_timeout)
         await self._backdated_events(plan)
         for m in plan.manifests:
@@ -427,6 +432,17 @@ class KubeEnvironment:
                 return dep
             if time.monotonic() > deadline:
                 raise ProvisioningError(f"deployment/{name} in {ns}: not observed by its controller in {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+
+    async def _wait_quota_counted(self, ns: str, name: str, timeout: float) -> None:
+        """Nothing the quota covers can be created before its controller has counted it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            quota = (await self.client.get(ResourceQuota, name, namespace=ns)).to_dict()
+            if quota_counted(quota):
+                return
+            if time.monotonic() > deadline:
+                raise ProvisioningError(f"resourcequota/{name} in {ns}: not counted by its controller in {timeout:.0f}s")
             await asyncio.sleep(0.05)
 
     async def _wait_node_ready(self, name: str, timeout: float) -> None:

@@ -24,6 +24,16 @@ def waiting_reason(pod: Mapping[str, Any]) -> str | None:
     return next((r for r in _waiting_reasons([pod]) if r), None)
 
 
+def quota_counted(quota: Mapping[str, Any]) -> bool:
+    """The quota controller has counted every resource the ResourceQuota limits. Until it has, the
+    API server refuses every create the quota covers ("status unknown for quota"), so a controller
+    creating the declared pods backs off and the environment comes up late or not at all."""
+    hard = (quota.get("spec") or {}).get("hard") or {}
+    status = quota.get("status") or {}
+    counted_hard, used = status.get("hard") or {}, status.get("used") or {}
+    return all(key in counted_hard and key in used for key in hard)
+
+
 def is_ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions", []))
