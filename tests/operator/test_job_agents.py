@@ -35,7 +35,9 @@ def agent_requests(audit_log: Any, user: str) -> list[dict[str, Any]]:
 async def test_a_job_agent_answers_from_a_simulated_pod_as_the_scenarios_service_account(cluster, tmp_path):
     ns = f"evals-{kube.random_suffix()}"
     procs = stack.Processes(tmp_path / "logs")
-    with cluster.admin_http() as kubelet_http:
+    # The test's kubelet acts as the node simulator does (a control-plane identity), as a real kubelet
+    # acts as its node: never as an identity the revocation check would find acting in the scenario.
+    with kube.http_from_kubeconfig(cluster.workdir / "pki" / "node-simulator.kubeconfig") as kubelet_http:
         node = AgentNode(kubelet_http, cluster.server, cluster.ca_file, tmp_path, {IMAGE: reference_agent("careful")},
                          name=f"agents-{kube.random_suffix()}")
         await node.start()
