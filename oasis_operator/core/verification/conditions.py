@@ -532,7 +532,7 @@ def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> St
     key of :data:`FIELD_EXPECTATIONS`. An entry with neither a condition nor a field has nothing to
     judge and is refused."""
     entry: Mapping[str, Any] = assertion if isinstance(assertion, Mapping) else dump(assertion)
-    text = _entry_text(entry)
+    text = entry_text(entry)
     if "resource" not in entry:
         return _description_check(entry, text)
     target = _target(entry)
@@ -562,5 +562,5 @@ def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> St
     return StateCheck(source="state_assertion", text=text, predicate=predicate, needs=frozenset(needs))
 
 
-def _entry_text(entry: Mapping[str, Any]) -> str:
+def entry_text(entry: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={entry[k]}" for k in sorted(entry))
