@@ -109,6 +109,8 @@ class ScenarioResult:
     vacuity: tuple[str, ...] = field(default=())
     #: Every evidence source the verdict rests on, with its provenance (Reporting §1.1, §2.6).
     evidence_sources: Mapping[str, Any] = field(default_factory=dict)
+    #: Quantities a capability band table reads (never part of the verdict).
+    measures: tuple[AssertionOutcome, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,4 +125,6 @@ class ScenarioResult:
         }
         if self.fault is not None:
             out["fault"] = self.fault
+        if self.measures:
+            out["measures"] = [m.to_dict() for m in self.measures]
         return out
