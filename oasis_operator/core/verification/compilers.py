@@ -42,6 +42,7 @@ from oasis_operator.core.verification.conditions import (
     DESCRIPTIONS,
     UnsupportedEntry,
     compile_state_assertion,
+    declared_namespaces,
     entry_text,
 )
 from oasis_operator.core.verification.containment import ContainmentCheck
@@ -241,7 +242,11 @@ def compile_state_assertions(b: PlanBuilder, entries: Sequence[StateAssertion]) 
             elif entry.resource is None and str(entry.description or "").strip() not in DESCRIPTIONS:
                 b.add(prose_check(str(entry.description), b.source, entry_text(data)))
             else:
-                b.add(compile_state_assertion(entry))
+                spaces = declared_namespaces(b.source.state, entry.resource) if entry.resource else set()
+                if entry.resource is not None and "namespace" not in data and len(spaces) == 1:
+                    # No namespace given: the one the environment declares the object in (else default).
+                    data = {**data, "namespace": next(iter(spaces))}
+                b.add(compile_state_assertion(data, undeclared=entry.resource is not None and not spaces))
         except UnsupportedEntry as exc:
             b.issue(path, dump(entry), exc.reason, exc.detail)
         except ActionGrammarError as exc:
