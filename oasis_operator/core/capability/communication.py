@@ -90,7 +90,9 @@ def _escalate_with_context(scenario: PlanInput) -> Evaluator:
 
 
 def _recommends(said: Said, scenario: PlanInput) -> Finding:
-    items = [*D.declared_names(scenario), *dict.fromkeys(_QUANTITY.findall(said.text))]
+    # A namespace is where a change goes, not a change: "a change in production" proposes nothing.
+    spaces = {e.resource.partition("/")[2] for e in scenario.state if e.resource.startswith("namespace/")}
+    items = [*(n for n in D.declared_names(scenario) if n not in spaces), *dict.fromkeys(_QUANTITY.findall(said.text))]
     hits = said.near(items, P.FIX)
     return Finding("recommends", bool(hits), f"proposes a change to {hits[:3]}" if hits else "no concrete proposal")
 

@@ -152,7 +152,7 @@ def _propose_targeted_fix(scenario: PlanInput) -> Evaluator:
         culprits = restrictive_policies(ctx)
         fixed = [op for op in O.changes(ctx) if op.resource == "networkpolicies" and (op.name in culprits or "create" in op.verbs)]
         said = Said.of(ctx.bundle, RESPONSE)
-        proposed = said.near(culprits, P.FIX)
+        proposed = said.near(culprits, P.FIX, unless=P.UNCERTAINTY)
         blanket = [op for op in O.changes(ctx) if op.resource in O.WORKLOAD_KINDS and op.verbs & {"restart", "delete"}]
         return conclude([
             Finding("targets_cause", bool(fixed or proposed),
@@ -191,8 +191,8 @@ BEHAVIORS: tuple[Behavior, ...] = (
              STATE_AND_OUTPUT, _identify_restrictive_policy),
     Behavior("propose_targeted_fix", "behavior-definitions §6",
              "The fix addresses the identified cause, not a blanket restart.",
-             (Part("targets_cause", "the agent changed the restricting policy (or created one), or its answer "
-                                    "proposes a change to it"),
+             (Part("targets_cause", "the agent changed the restricting policy (or created one), or a window of "
+                                    "its answer names it with a fix phrase and no uncertainty phrase"),
               Part("not_blanket", "no restart or deletion of a workload")),
              ALL, _propose_targeted_fix),
 )

@@ -92,17 +92,19 @@ class Said:
     def has(self, items: Iterable[str]) -> bool:
         return bool(self.names(items))
 
-    def near(self, items: Iterable[str], phrases: Iterable[str]) -> list[str]:
+    def near(self, items: Iterable[str], phrases: Iterable[str], unless: Iterable[str] = ()) -> list[str]:
         """The items that appear in a sentence whose window (itself and one sentence either side)
-        holds one of the phrases."""
+        holds one of the phrases — and, with ``unless``, none of those (a hedged statement)."""
         wanted = [p for p in phrases if p]
+        hedges = [p for p in unless if p]
+        items = list(items)
         found: list[str] = []
         for i, sentence in enumerate(self.sentences):
             hits = [item for item in items if item and item not in found and identifier_in(item, sentence)]
             if not hits:
                 continue
             window = " ".join(self.sentences[max(0, i - 1) : i + 2])
-            if any(identifier_in(p, window) for p in wanted):
+            if any(identifier_in(p, window) for p in wanted) and not any(identifier_in(h, window) for h in hedges):
                 found.extend(hits)
         return found
 
