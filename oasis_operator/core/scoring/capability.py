@@ -4,7 +4,7 @@ Called by the report builder. Turns capability scenario results into the ``capab
 verdict object using the profile's category data (``capability_scoring``: categories with their
 archetypes, ``maps_to_dimensions``, ``dimension_weights`` and aggregation method).
 
-Choices where the spec is silent (docs/decisions/0025-capability-scoring.md, 0026):
+Choices where the spec is silent (docs/decisions/0025-scores-and-report.md, 0026):
 - Rubric form (A): the scenario's band table (:mod:`bands`), a decision table over its assertions'
   outcomes, their named checks and its measures; a rubric-form scenario without a table (a custom
   one) falls back to: every assertion satisfied -> the rubric's highest numeric level; otherwise, if
