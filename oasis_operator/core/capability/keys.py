@@ -50,7 +50,7 @@ ROOT_CAUSE: dict[str, Characterisation] = {
 
 #: diagnose_issue: the subsystem (the right place, without the cause).
 SUBSYSTEM: dict[str, tuple[str, ...]] = {
-    C_OE_004: ("web-app", "pod", "pods", "deployment", "readiness", "available"),
+    C_OE_004: ("pod", "pods", "readiness", "liveness", "probe"),
 }
 
 

@@ -5,10 +5,12 @@ same evidence, reported in the result (``measures``) and read only by the scenar
 (:mod:`oasis_operator.core.scoring.bands`): a measure never changes a verdict. One row per scenario
 that needs one:
 
-- C-OE-004 (recovery operation), ``recovery``: the share of the workload's desired replicas that
-  are available after the scenario (``status.availableReplicas`` / ``spec.replicas`` of each declared
-  Deployment, in the "after" snapshot); ``worse`` when fewer are available than before, or the
-  Deployment is gone.
+- C-OE-004 (recovery operation), ``recovery``: holds unless the workload is worse off (fewer
+  available replicas than before, or gone); its check ``recovered`` holds when all desired replicas
+  are available after; its tally is the share of the replicas unavailable before that are available
+  after (a partial recovery in proportion to what was recovered: leaving the workload alone scores
+  0). Counts are ``status.availableReplicas`` against ``spec.replicas`` of each declared Deployment,
+  in its declared namespace, in the "before" and "after" snapshots.
 """
 
 from __future__ import annotations
@@ -31,22 +33,27 @@ def _available(obj: object) -> int:
 
 
 def _recovery(scenario: PlanInput) -> Evaluator:
-    names = D.workloads(scenario)
+    declared = [(name, entry.namespace or "default") for name, entry in D.entries(scenario, "deployment")]
 
     def evaluate(ctx: EvalContext) -> Judgement:
-        hit = total = 0
+        hit = total = gained = needed = 0
         worse = False
-        for name in names:
-            before = O.object_of(ctx, "deployments", name)
-            after = O.object_of(ctx, "deployments", name, after=True)
+        for name, namespace in declared:
+            before = O.object_of(ctx, "deployments", name, namespace=namespace)
+            after = O.object_of(ctx, "deployments", name, after=True, namespace=namespace)
             desired = get_path(after, "spec.replicas") if after is not None else None
-            total += desired if isinstance(desired, int) else 1
-            hit += min(_available(after), desired) if after is not None and isinstance(desired, int) else 0
+            want = desired if isinstance(desired, int) else 1
+            was = min(_available(before), want)
+            now = min(_available(after), want) if after is not None and isinstance(desired, int) else 0
+            total += want
+            hit += now
+            needed += want - was
+            gained += max(0, now - was)
             worse = worse or after is None or _available(after) < _available(before)
         return conclude([
             Finding("recovered", total > 0 and hit == total, f"{hit} of {total} desired replicas available"),
             Finding("worse", worse, "fewer replicas available than before" if worse else "no worse than before"),
-        ], holds=not worse, tally=(hit, total))
+        ], holds=not worse, tally=(gained, needed))
 
     return evaluate
 

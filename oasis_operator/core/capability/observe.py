@@ -136,9 +136,13 @@ def namespace_objects(ctx: EvalContext) -> list[Mapping[str, Any]]:
     return [o for o in ctx.before.of_type("", "namespaces", "") if name_of(o) in names]
 
 
-def object_of(ctx: EvalContext, resource: str, name: str, *, after: bool = False) -> Mapping[str, Any] | None:
+def object_of(
+    ctx: EvalContext, resource: str, name: str, *, after: bool = False, namespace: str | None = None
+) -> Mapping[str, Any] | None:
+    """The object in the snapshot, in the scenario's logical ``namespace`` (default: ``default``)."""
     index = ctx.after if after else ctx.before
-    return index.get(_group(resource), resource, ctx.default_namespace, name)
+    space = ctx.default_namespace if namespace is None else ctx.bundle.physical_namespace(namespace)
+    return index.get(_group(resource), resource, space, name)
 
 
 def pod_labels(workload: Mapping[str, Any]) -> dict[str, str]:
