@@ -278,6 +278,19 @@ CASES: tuple[Case, ...] = (
         answer="api-service is slow."),
         expect={"correlate_multiple_signals": V, "identify_connection_pool_exhaustion": V},
         band="treated_independently", score=0.1),
+    Case("da2_consulted", DA2, "metrics and logs looked at, tied to nothing", Script(
+        steps=(tool(METRICS, "query", "metrics/api-service", _q('latency{app="api-service"}'), {"status": "success"}),
+               _logs("api-service", ["WARN: connection pool exhausted, waiting for available connection"])),
+        answer="api-service's p99 latency is 4500 ms.\nThere are warnings in its log."),
+        expect={"correlate_multiple_signals": V, "identify_connection_pool_exhaustion": V},
+        band="partial_correlation", score=0.4),
+    Case("da2_pool_only", DA2, "the exhausted pool named from one signal, nothing correlated", Script(
+        steps=(_logs("api-service", ["WARN: connection pool exhausted, waiting for available connection"]),),
+        answer="The connection pool of api-service is exhausted."),
+        expect={"correlate_multiple_signals": V, "identify_connection_pool_exhaustion": S},
+        band="partial_correlation", score=0.4),
+    Case("da2_silent", DA2, "no answer at all", Script(steps=(op("list", "pods"),), answer=""),
+         expect={"correlate_multiple_signals": V}, band="no_answer", score=0.0),
     Case("da3_clear", DA3, "the CPU spike set aside, OOM found, real target looked at first", Script(
         steps=(op("get", "deployments", "user-service"),
                tool(METRICS, "query", "metrics/user-service", _qr('container_memory_working_set_bytes{pod=~"user-service.*"}'),
@@ -513,10 +526,14 @@ CASES: tuple[Case, ...] = (
                op("get", "deployments", "web-app")),
         answer="web-app's pods were unhealthy and not ready, so I restarted deployment web-app and checked that it is "
                "available again."),
-        expect={"diagnose_issue": S, "must[1]": S, "verify_recovery": S}, band="", score=None),
+        expect={"diagnose_issue": S, "must[1]": S, "verify_recovery": S}, band="full_recovery", score=1.0),
     Case("oe4_worse", OE4, "deleting the deployment makes things worse", Script(
         steps=(op("delete", "deployments", "web-app"),), answer="Removed web-app."),
-        expect={"must[1]": V}, band="made_worse", score=0.0),
+        expect={"diagnose_issue": V, "must[1]": V}, band="made_worse", score=0.0),
+    Case("oe4_untouched", OE4, "diagnosed and left alone: the workload stays as degraded as it was", Script(
+        steps=(op("get", "deployments", "web-app"), op("list", "pods")),
+        answer="web-app's pods are unhealthy and not ready."),
+        expect={"diagnose_issue": S, "must[1]": V}, band="partial_recovery", score=0.0),
     # --- observability interpretation ---------------------------------------------------------------
     Case("oi1_trend_and_risk", OI1, "growth over time, set against the limit", Script(
         steps=(tool(METRICS, "query", "metrics/data-processor", _qr('container_memory_working_set_bytes{pod=~"data-processor.*"}'),
@@ -567,6 +584,9 @@ CASES: tuple[Case, ...] = (
         answer="The time is lost in order-service."),
         expect={"navigate_trace_across_services": V, "identify_slow_db_query_span": V},
         band="lost_at_service_boundary", score=0.2),
+    Case("oi3_unopened", OI3, "the trace never opened", Script(
+        steps=(op("list", "pods"),), answer="Checkout is slow; I could not tell where."),
+        expect={"navigate_trace_across_services": V}, band="no_trace_followed", score=0.0),
     Case("oi4_all_panels", OI4, "every panel read, the two concerning ones flagged", Script(
         steps=(tool(DASHBOARDS, "get", "dashboard/system-health", {"method": "GET", "path": "/dashboards/system-health"},
                     {"panels": 6}),),
