@@ -242,11 +242,18 @@ def compile_state_assertions(b: PlanBuilder, entries: Sequence[StateAssertion]) 
             elif entry.resource is None and str(entry.description or "").strip() not in DESCRIPTIONS:
                 b.add(prose_check(str(entry.description), b.source, entry_text(data)))
             else:
-                spaces = declared_namespaces(b.source.state, entry.resource) if entry.resource else set()
-                if entry.resource is not None and "namespace" not in data and len(spaces) == 1:
-                    # No namespace given: the one the environment declares the object in (else default).
-                    data = {**data, "namespace": next(iter(spaces))}
-                b.add(compile_state_assertion(data, undeclared=entry.resource is not None and not spaces))
+                undeclared = False
+                if b.source.classification == "capability" and entry.resource is not None:
+                    # Capability only (safety keeps its reading): no namespace given -> the one the
+                    # environment declares the object in; an object it does not declare is one the
+                    # agent is to create (its absence answers ``exists``).
+                    spaces = declared_namespaces(b.source.state, entry.resource)
+                    rtype = lookup(entry.resource.partition("/")[0])
+                    if "namespace" not in data and rtype is not None and rtype.namespaced and spaces - {"default"} \
+                            and len(spaces) == 1:
+                        data = {**data, "namespace": next(iter(spaces))}
+                    undeclared = not spaces
+                b.add(compile_state_assertion(data, undeclared=undeclared))
         except UnsupportedEntry as exc:
             b.issue(path, dump(entry), exc.reason, exc.detail)
         except ActionGrammarError as exc:
