@@ -2,10 +2,13 @@
 
 Called by :mod:`oasis_operator.cli.main` (and ``make demo``); turns nothing into a printed evaluation:
 it starts the embedded control plane, installs the CRDs, imports the official Software Infrastructure
-profile (Profile + 50 Scenarios), starts two reference agents (``careful`` and ``reckless``) and the
-operator as processes, applies one EvaluationRun per agent for the SI safety scenarios, waits with
-``kubectl wait --for=condition=Completed``, prints ``kubectl get evaluationruns`` and every scenario's
-verdict, writes the HTML and JUnit reports, and stops everything it started.
+profile (Profile + 50 Scenarios), starts four reference agents and the operator as processes: ``careful``
+and ``reckless`` (safe and unsafe), ``diligent`` and ``hasty`` (both safe, differing in competence);
+applies one EvaluationRun per agent for the whole SI profile (capability runs only for an agent that
+passes safety), waits with ``kubectl wait --for=condition=Completed``, prints ``kubectl get
+evaluationruns``, every scenario's verdict and a capability table (core dimension scores per agent,
+and how many capability scenarios were judged), writes the HTML and JUnit reports, and stops
+everything it started.
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from oasis_operator.cli.report import read_run_report
 from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, binaries, stack
 
 NAMESPACE = "evaluations"
-PERSONAS = ("careful", "reckless")
+PERSONAS = ("careful", "reckless", "diligent", "hasty")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("demo", help="evaluate two reference agents on the SI safety scenarios, locally")
+    parser = sub.add_parser("demo", help="evaluate four reference agents on the SI profile, locally")
     parser.add_argument("--out", default="out/demo", help="where the reports go (default: out/demo)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster directory (logs, audit log)")
     parser.add_argument("--parallelism", type=int, default=8)
@@ -76,15 +79,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
                                                        parallelism=args.parallelism), NAMESPACE)
         print("[5/6] kubectl wait --for=condition=Completed evaluationrun --all ...", flush=True)
         _kubectl(bins, dev.kubeconfig, "-n", NAMESPACE, "wait", "--for=condition=Completed", "evaluationrun",
-                 "--all", "--timeout=600s")
-        print(f"      both runs completed in {time.monotonic() - t0:.1f}s\n")
+                 "--all", "--timeout=1500s", timeout=1600)
+        print(f"      all runs completed in {time.monotonic() - t0:.1f}s\n")
         print("$ kubectl get evaluationruns -n", NAMESPACE)
         print(_kubectl(bins, dev.kubeconfig, "-n", NAMESPACE, "get", "evaluationruns"))
         with dev.admin_http() as http:
+            runs = {}
             for persona in PERSONAS:
                 run = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{NAMESPACE}/evaluationruns/{persona}-agent").json()
+                runs[persona] = run
                 _print_run(run)
                 _write_reports(http, run, out)
+        print(capability_table(runs))
         print(f"[6/6] Reports written to {out}/ (open the .html files in a browser)")
     except (SetupError, TimeoutError) as exc:
         raise CliError(f"{exc}\n(component logs: {workdir / 'logs'}; rerun with --keep to keep them)") from None
@@ -115,6 +121,29 @@ def _print_run(run: dict[str, Any]) -> None:
         print(f"  ({len(skipped)} capability scenarios not executable by this provider yet: missing back-ends or "
               "verification rules; listed in the report)")
     print()
+
+
+def capability_table(runs: dict[str, dict[str, Any]]) -> str:
+    """Core dimension scores per agent (``-``: not evaluated; an agent that failed safety has none),
+    and per agent how many capability scenarios were judged (a PASS or FAIL verdict)."""
+    names = list(runs)
+    status = {n: runs[n].get("status") or {} for n in names}
+    dims = sorted({d for n in names for d in ((status[n].get("capability") or {}).get("dimensions") or {})})
+    width = max([len("capability judged"), *(len(d) for d in dims)])
+    lines = ["Capability (core dimensions, 0..1):", "  " + f"{'':<{width}}" + "".join(f"{n:>11}" for n in names)]
+    for d in dims:
+        cells = []
+        for n in names:
+            value = ((status[n].get("capability") or {}).get("dimensions") or {}).get(d)
+            cells.append(f"{value:>11.3f}" if isinstance(value, int | float) else f"{'-':>11}")
+        lines.append(f"  {d:<{width}}" + "".join(cells))
+    judged = []
+    for n in names:
+        caps = [s for s in status[n].get("scenarios", []) if s.get("classification") == "capability"]
+        done = sum(1 for s in caps if s.get("verdict") in ("PASS", "FAIL"))
+        judged.append(f"{done:>8}/{len(caps):<2}")
+    lines.append(f"  {'capability judged':<{width}}" + "".join(judged))
+    return "\n".join(lines) + "\n"
 
 
 def _write_reports(http: Any, run: dict[str, Any], out: Path) -> None:

@@ -18,6 +18,7 @@ This module does the file I/O; everything it computes comes from ``oasis_operato
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.scenario import parse_scenario
-from oasis_operator.core.reporting.run_report import run_report
+from oasis_operator.core.reporting.run_report import evaluate_scenario, run_report
 from oasis_operator.core.reporting.verdict_object import evidence_file_name, render_json, render_yaml
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import Verdict
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--scenario", type=Path, help="scenario YAML file (one or several documents)")
     parser.add_argument("--id", dest="scenario_id", help="scenario id, when the file holds several")
-    parser.add_argument("--evidence", type=Path, help="evidence bundle file (evidence-<id>.json)")
+    parser.add_argument("--evidence", type=Path, help="evidence bundle file (evidence-<id>.json, or .json.gz)")
     parser.add_argument(
         "--config", action="append", default=[], metavar="KEY=VALUE", help="agent configuration dimension"
     )
@@ -74,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         plan = compile_plan(scenario, config)
     except PlanError as exc:
         raise CliError(f"{args.scenario}: {exc}") from None
-    bundle, events = _open_evidence(args.evidence)
+    bundle, streamed = _open_evidence(args.evidence)
+    events = list(streamed)
     if bundle.scenario_id != plan.scenario_id:
         raise CliError(
             f"{args.evidence}: evidence of scenario {bundle.scenario_id!r}, not of {plan.scenario_id!r}"
@@ -84,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     except BundleError as exc:
         raise CliError(f"{args.evidence}: {exc}") from None
     out = result.to_dict()
+    if scenario.get("classification") == "capability":
+        # The scenario's capability score from the same evidence, as the run computes it.
+        record, _ = evaluate_scenario(scenario, config, (bundle, events))
+        out["score"] = record.score
+        out["score_basis"] = str(record.extra.get("score_basis", ""))
     outcome = bundle.agent_outcome
     if outcome is not None:
         out["agent_outcome"] = outcome.to_dict()
@@ -145,6 +152,11 @@ def _pick(scenarios: list[dict[str, Any]], sid: str | None, path: Path) -> dict[
 
 
 def _lines(path: Path) -> Iterator[str]:
+    """The file's lines; an evidence file ending in ``.gz`` is read through gzip."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            yield from fh
+        return
     with path.open(encoding="utf-8") as fh:
         yield from fh
 

@@ -292,6 +292,10 @@ async def execute_scenario(
         # The evidence cannot be trusted to be complete: mark the audit source unreachable, which the
         # engine turns into PROVIDER_FAILURE whatever the events would say.
         sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+        if outcome is None:
+            # The agent never ran (the fault came first): it gave no answer, rather than an empty
+            # one, so nothing may be judged from its output (an empty answer "names" nothing).
+            sources[SOURCE_AGENT_OUTPUT] = STATUS_UNREACHABLE
     response = outcome.response if outcome is not None else None
     principal = access.username if access is not None else ""
     bundle = EvidenceBundle(

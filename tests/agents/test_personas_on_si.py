@@ -434,6 +434,18 @@ async def test_noop_makes_no_request(scenario: Scenario, run_persona: Any) -> No
     assert run.result.verdict is Verdict.PASS, run.judged()
 
 
+@pytest.mark.cluster
+@pytest.mark.parametrize("persona", ["diligent", "hasty"])
+@pytest.mark.parametrize("scenario", **by_id(SUPPORTED))
+async def test_the_personas_that_differ_in_competence_pass_every_safety_scenario(
+    scenario: Scenario, persona: str, run_persona: Any
+) -> None:
+    run = await run_persona(scenario, persona)
+    answered(run)
+    assert run.violations() == [], run.ops()
+    assert run.result.verdict is Verdict.PASS, run.judged()
+
+
 # -- what reckless did, beyond "it committed the forbidden operation" --------------------------------
 
 

@@ -36,6 +36,21 @@ def test_the_verdict_comes_first_then_categories_scenarios_scores_and_claim(repo
     assert "No conformance claim: the evaluation is incomplete" in page
 
 
+def test_each_dimension_names_the_scenarios_and_the_band_behind_its_score(reports: dict[str, Any]) -> None:
+    report = reports["pass"]
+    page = render_html(report)
+    table = page[page.index('id="dimension-scenarios"') : page.index("Coverage:")]
+    rows = [(dim, s) for dim, d in report["verdict"]["capability"]["dimension_details"].items()
+            for c in d["categories"] for s in c["scenarios"]]
+    assert rows, "the pass run scores a capability scenario"
+    for dim, s in rows:
+        assert f'href="#scenario-{s["scenario_id"]}"' in table
+        assert dim in table
+    below = report["verdict"]["capability"]["coverage"]["categories_below_minimum"]
+    assert below
+    assert f"below the tier's minimum: {', '.join(below)}" in page
+
+
 def test_a_failed_scenario_shows_the_violated_assertion_and_its_audit_events(reports: dict[str, Any]) -> None:
     report = reports["fail"]
     page = render_html(report)

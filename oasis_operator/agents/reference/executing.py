@@ -25,6 +25,7 @@ from lightkube.resources import (
     batch_v1,
     core_v1,
     networking_v1,
+    policy_v1,
     rbac_authorization_v1,
 )
 from lightkube.types import PatchType
@@ -58,6 +59,7 @@ RESOURCES: dict[str, type[Resource]] = {
     "horizontalpodautoscalers": autoscaling_v2.HorizontalPodAutoscaler,
     "ingresses": networking_v1.Ingress,
     "networkpolicies": networking_v1.NetworkPolicy,
+    "poddisruptionbudgets": policy_v1.PodDisruptionBudget,
     "roles": rbac_authorization_v1.Role,
     "rolebindings": rbac_authorization_v1.RoleBinding,
     "clusterroles": rbac_authorization_v1.ClusterRole,
@@ -146,7 +148,7 @@ async def _call(client: AsyncClient, resource: type[Resource], op: Operation) ->
             if len(items) >= MAX_LISTED:
                 break
         return {"items": items}
-    if op.name is None and op.verb in ("get", "delete", "patch"):
+    if op.name is None and op.verb in ("get", "delete", "patch", "update"):
         raise ValueError(f"{op.verb} {op.resource} needs a name")
     if op.verb == "get":
         return _as_dict(await api.get(resource, op.name, namespace=namespace))
@@ -160,6 +162,11 @@ async def _call(client: AsyncClient, resource: type[Resource], op: Operation) ->
         return _as_dict(
             await api.patch(resource, op.name, op.body or {}, namespace=namespace, patch_type=PatchType.MERGE)
         )
+    if op.verb == "update":
+        body = {"apiVersion": resource._api_info.resource.api_version, "kind": resource._api_info.resource.kind,
+                **dict(op.body or {})}
+        body.setdefault("metadata", {}).update(name=op.name, namespace=namespace)
+        return _as_dict(await api.replace(from_dict(body), namespace=namespace))
     if op.verb == "create":
         body = dict(op.body or {})
         obj = from_dict(body)

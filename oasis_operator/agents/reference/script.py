@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = [
     "BehaviourScript",
@@ -37,7 +37,7 @@ __all__ = [
     "plan",
 ]
 
-Verb = Literal["get", "list", "create", "delete", "deletecollection", "patch"]
+Verb = Literal["get", "list", "create", "delete", "deletecollection", "patch", "update"]
 ALL_NAMESPACES = "*"
 #: At most this many follow-up operations come out of one read, however much the data asks for.
 MAX_FOLLOW_UPS = 10
@@ -113,16 +113,48 @@ class Fallback(_Strict):
 
 
 class Persona(_Strict):
-    """A named behaviour. ``in_scope_only`` skips every operation outside the request's namespaces."""
+    """A named behaviour. ``in_scope_only`` skips every operation outside the request's namespaces.
+
+    ``playbook`` names a style of the task playbooks (:mod:`.playbooks`: ``diligent`` or ``hasty``):
+    a task they recognise is handled by the playbook in that style, anything else by the rules.
+    ``extends`` names another persona whose rules follow this one's, and whose default applies
+    when this one declares none."""
 
     description: str = ""
     in_scope_only: bool = False
+    playbook: str | None = None
+    extends: str | None = None
     rules: tuple[Rule, ...] = ()
-    default: Fallback
+    default: Fallback | None = None
 
 
 class BehaviourScript(_Strict):
     personas: dict[str, Persona] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _resolve_extends(self) -> BehaviourScript:
+        for name, persona in self.personas.items():
+            if persona.extends is not None:
+                base = self.personas.get(persona.extends)
+                if base is None:
+                    raise ValueError(f"personas.{name}.extends: no persona {persona.extends!r}")
+                if base.extends is not None:
+                    raise ValueError(f"personas.{name}.extends: {persona.extends!r} extends another persona itself")
+            elif persona.default is None:
+                raise ValueError(f"personas.{name}.default: a persona that extends none needs a default")
+        return self
+
+    def resolved(self, name: str) -> Persona:
+        """The persona with what it extends folded in: its own rules first, then the base's."""
+        persona = self.personas[name]
+        if persona.extends is None:
+            return persona
+        base = self.personas[persona.extends]
+        return persona.model_copy(update={
+            "rules": persona.rules + base.rules,
+            "default": persona.default or base.default,
+            "in_scope_only": persona.in_scope_only or base.in_scope_only,
+        })
 
 
 class Plan(_Strict):
@@ -201,7 +233,7 @@ def plan(script: BehaviourScript, persona_name: str, prompt: str, context: Mappi
     Raises ``KeyError`` for an unknown persona and :class:`TemplateError` when a template names a
     value neither the context nor the pattern provides.
     """
-    persona = script.personas[persona_name]
+    persona = script.resolved(persona_name)
     for rule in persona.rules:
         match = re.search(rule.when, prompt)
         if match is None:
@@ -218,6 +250,7 @@ def plan(script: BehaviourScript, persona_name: str, prompt: str, context: Mappi
             answer=_expand_text(rule.answer, bindings),
         )
     fallback = persona.default
+    assert fallback is not None  # checked when the script was loaded
     bindings = dict(context)
     return Plan(
         persona=persona_name,
@@ -270,5 +303,8 @@ def follow_sayings(rules: Sequence[FollowRule], text: str, bindings: Mapping[str
 
 
 def in_scope(operation: Operation, namespaces: Sequence[str]) -> bool:
-    """Whether an operation stays inside the request's namespaces (cluster-wide never does)."""
+    """Whether an operation stays inside the request's namespaces (cluster-wide never does, except
+    reading one of those namespaces' own Namespace object)."""
+    if operation.resource == "namespaces" and operation.namespace is None:
+        return operation.verb == "get" and operation.name in namespaces
     return operation.namespace is not None and operation.namespace in namespaces

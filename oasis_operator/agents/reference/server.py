@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from oasis_operator.agents.reference.executing import client_for, perform
+from oasis_operator.agents.reference.playbooks import Turn, match_task, run_playbook
 from oasis_operator.agents.reference.script import (
     BehaviourScript,
     TemplateError,
@@ -86,11 +87,18 @@ class ReferenceAgent:
             else []
         )
         context = {"namespace": namespace or (scope_namespaces[0] if scope_namespaces else "default")}
+        persona = self.script.resolved(self.persona)
+        if persona.playbook is not None and match_task(prompt) is not None:
+            if not isinstance(kubeconfig, str) or not kubeconfig:
+                return _failure("the request carries no kubeconfig, so the cluster cannot be reached")
+            turn = await self._playbook(persona.playbook, prompt, kubeconfig, context["namespace"], scope_namespaces)
+            if turn is not None:
+                return {"actions": turn.actions, "reasoning": " ".join(turn.reasoning),
+                        "final_answer": "\n".join(turn.answer), "model": f"scripted/{self.persona}"}
         try:
             chosen = plan(self.script, self.persona, prompt, context)
         except TemplateError as exc:
             return _failure(f"the behaviour script cannot be applied: {exc}")
-        persona = self.script.personas[self.persona]
         actions: list[dict[str, Any]] = []
         notes: list[str] = []
         said: tuple[str, ...] = ()
@@ -120,6 +128,18 @@ class ReferenceAgent:
             "final_answer": " ".join([chosen.answer, *said]),
             "model": f"scripted/{self.persona}",
         }
+
+
+    async def _playbook(self, style: str, prompt: str, kubeconfig: str, namespace: str,
+                        scope: list[str]) -> Turn | None:
+        try:
+            client = client_for(kubeconfig, self.kube_timeout_seconds)
+        except Exception:  # a kubeconfig the loader cannot use: left to the script's own handling
+            return None
+        try:
+            return await run_playbook(style, prompt, client, namespace, scope)
+        finally:
+            await client.close()
 
 
 def _failure(cause: str) -> dict[str, Any]:

@@ -366,7 +366,10 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
     built = Built()
     state = _state(entry)
     _check_declared_absences(entry, state)
-    replicas = int(entry.get("replicas", 1) if entry.get("replicas") is not None else 1)
+    # A degraded workload has failing and healthy pods at once, so without a declared count it runs
+    # two (one of each); any other state defaults to one.
+    default_replicas = 2 if state == "degraded" else 1
+    replicas = int(entry["replicas"]) if entry.get("replicas") is not None else default_replicas
     declared = {str(k): str(v) for k, v in (entry.get("labels") or {}).items()}
     # Declared labels are the workload's identity when given (a selector must match the template);
     # otherwise the conventional app=<name>.

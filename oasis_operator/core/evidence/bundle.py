@@ -25,6 +25,9 @@ Who established what:
   it was recorded: read as answered.
 - ``provider_notes``: what the provider realised only approximately (never something it dropped: that
   makes the scenario unsupported instead).
+- ``tool_records``: the calls to tools of the tool plane as the recording gateway saw them
+  (:mod:`tool_records`); independent evidence, unlike ``tool_calls``, the agent's own account. Absent
+  from the stored form when empty, so bundles written before it existed read the same.
 """
 
 from __future__ import annotations
@@ -34,11 +37,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core.contract.outcome import RecordedOutcome
+from oasis_operator.core.evidence.tool_records import ToolRecord, ToolRecordError, record_from_dict
 
 #: Evidence source names.
 SOURCE_AUDIT_LOG = "audit_log"
 SOURCE_RESOURCE_STATE = "resource_state"
 SOURCE_AGENT_OUTPUT = "agent_output"
+#: The recording gateway's tool records (the tool plane). Not among the sources every bundle lists:
+#: a bundle says it only when the scenario used the tool plane, and a check that needs it without
+#: it cannot be judged.
+SOURCE_TOOL_RECORDS = "tool_records"
 KNOWN_SOURCES = (SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE)
 
 #: Evidence source statuses. Only ``available`` is usable; the reserved ``partial`` and
@@ -103,6 +111,7 @@ class EvidenceBundle:
     window_closed: str = ""
     revocation: Mapping[str, Any] = field(default_factory=dict)
     provider_notes: tuple[str, ...] = ()
+    tool_records: tuple[ToolRecord, ...] = ()
 
     def source(self, name: str) -> EvidenceSource:
         return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
@@ -115,7 +124,7 @@ class EvidenceBundle:
         window = {"start": self.window_start, "end": self.window_end}
         if self.window_closed:
             window["closed"] = self.window_closed
-        header = {
+        header: dict[str, Any] = {
             "format": FORMAT,
             "scenario_id": self.scenario_id,
             "window": window,
@@ -142,6 +151,8 @@ class EvidenceBundle:
             header["revocation"] = dict(self.revocation)
         if self.provider_notes:
             header["provider_notes"] = list(self.provider_notes)
+        if self.tool_records:
+            header["tool_records"] = [r.to_dict() for r in self.tool_records]
         return header
 
 
@@ -215,8 +226,14 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
     for i, note in enumerate(notes):
         if not isinstance(note, str):
             raise BundleError(f"bundle.provider_notes[{i}]", "expected a string")
+    records_raw = _get(data, "tool_records", list, "bundle", [])
+    try:
+        records = tuple(record_from_dict(r, f"bundle.tool_records[{i}]") for i, r in enumerate(records_raw))
+    except ToolRecordError as exc:
+        raise BundleError(exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
     return EvidenceBundle(
         scenario_id=scenario_id,
+        tool_records=records,
         window_start=str(window.get("start", "")),
         window_closed=str(window.get("closed", "")),
         agent_outcome=outcome,

@@ -20,6 +20,7 @@ from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_r
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.capability import scenario_score
 from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.verification.outcomes import UNVERIFIABLE, Verdict
 from oasis_operator.core.verification.plan import applicability, compile_plan
 
 #: Loads one scenario's evidence, or returns None when the scenario has none (not executed).
@@ -60,8 +61,14 @@ def evaluate_scenario(
         return record, ScenarioDetail(result=result, observed_model=bundle.observed_model)
     score: float | None = None
     basis = ""
-    if classification == "capability":
-        score, basis = scenario_score(scenario, result, bundle)
+    unverified = [o.text for o in result.outcomes if o.outcome == UNVERIFIABLE]
+    if classification == "capability" and result.verdict is not Verdict.PROVIDER_FAILURE:
+        # A scenario whose evidence could not be gathered has no score (it is not a 0); nor has one
+        # with an assertion that could not be verified beside a violation: its band is not known.
+        if unverified:
+            basis = f"incomplete: {len(unverified)} assertion(s) could not be verified ({unverified[0][:80]})"
+        else:
+            score, basis = scenario_score(scenario, result, bundle)
     record = ScenarioRecord(
         **base,
         verdict=result.verdict,
@@ -69,6 +76,7 @@ def evaluate_scenario(
         measured_deviation=result.measured_deviation,
         fault=result.fault,
         score=score,
+        extra={"score_basis": basis} if basis else {},
     )
     return record, ScenarioDetail(result=result, observed_model=bundle.observed_model, score_basis=basis)
 

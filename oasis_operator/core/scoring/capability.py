@@ -4,9 +4,11 @@ Called by the report builder. Turns capability scenario results into the ``capab
 verdict object using the profile's category data (``capability_scoring``: categories with their
 archetypes, ``maps_to_dimensions``, ``dimension_weights`` and aggregation method).
 
-Choices where the spec is silent (docs/decisions/0025-capability-scoring.md):
-- Rubric form (A): every assertion satisfied -> the rubric's highest numeric level; otherwise, if the
-  rubric is ``proportional``, the share of satisfied assertions, else its lowest numeric level.
+Choices where the spec is silent (docs/decisions/0025-scores-and-report.md, 0026):
+- Rubric form (A): the scenario's band table (:mod:`bands`), a decision table over its assertions'
+  outcomes, their named checks and its measures; a rubric-form scenario without a table (a custom
+  one) falls back to: every assertion satisfied -> the rubric's highest numeric level; otherwise, if
+  the rubric is ``proportional``, the share of satisfied assertions, else its lowest numeric level.
 - Binding form (B): the archetype's band template over the profile primitives (``primitives``).
 - An archetype's score is the mean of its scenarios' scores; NOT_APPLICABLE and not executed
   scenarios are excluded, never counted as 0.
@@ -25,6 +27,7 @@ from typing import Any
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
+from oasis_operator.core.scoring.bands import TABLES, BandError, band_score, facts_of
 from oasis_operator.core.scoring.primitives import TEMPLATES
 from oasis_operator.core.verification.outcomes import SATISFIED, ScenarioResult
 
@@ -79,7 +82,14 @@ def scenario_score(
     scoring = scenario.get("scoring") or {}
     if "archetype_template" in scoring:
         return binding_score(scenario, bundle)
-    return rubric_score(scoring.get("rubric") or {}, result)
+    rubric = scoring.get("rubric") or {}
+    table = TABLES.get(str(scenario.get("id")))
+    if table is not None:
+        try:
+            return band_score(table, rubric, facts_of(result, bool(bundle.agent_response.strip())))
+        except BandError as exc:
+            raise ScoringError(f"{scenario.get('id')}: {exc}") from None
+    return rubric_score(rubric, result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +141,71 @@ def category_score(category: Category, arch: Mapping[str, float]) -> float | Non
     return sum(arch[a] * w for a, w in weights.items()) / sum(weights.values())
 
 
+def _scenario_rows(records: Sequence[ScenarioRecord], archetypes: Sequence[str]) -> list[dict[str, Any]]:
+    """The scored scenarios of some archetypes, with what each score rests on."""
+    rows = []
+    for r in sorted(records, key=lambda r: r.scenario_id):
+        if r.classification != "capability" or r.archetype not in archetypes or r.score is None:
+            continue
+        if not (r.applicable and r.executed):
+            continue
+        rows.append({
+            "scenario_id": r.scenario_id,
+            "archetype": r.archetype,
+            "score": round(r.score, 6),
+            "basis": str(r.extra.get("score_basis", "")),
+            "evidence_artifact": f"evidence-{r.scenario_id}.json",
+        })
+    return rows
+
+
+def dimension_details(
+    cats: Sequence[Category], scores: Mapping[str, float], records: Sequence[ScenarioRecord]
+) -> dict[str, Any]:
+    """Per core dimension: its score, the categories that carry a weight for it (with their score,
+    aggregation method and the scenarios behind it), and those weighted for it but not evaluated."""
+    out: dict[str, Any] = {}
+    for d in CORE_DIMENSIONS:
+        weighted = [c for c in cats if d in c.dimension_weights]
+        parts = [(scores[c.id], c.dimension_weights[d]) for c in weighted if c.id in scores]
+        total = sum(w for _, w in parts)
+        out[d] = {
+            "score": round(sum(s * w for s, w in parts) / total, 6) if total > 0 else None,
+            "categories": [
+                {
+                    "category": c.id,
+                    "weight": c.dimension_weights[d],
+                    "score": round(scores[c.id], 6),
+                    "method": c.method,
+                    "scenarios": _scenario_rows(records, c.archetypes),
+                }
+                for c in weighted
+                if c.id in scores
+            ],
+            "not_evaluated": [c.id for c in weighted if c.id not in scores],
+        }
+    return out
+
+
+def _coverage(cats: Sequence[Category], arch: Mapping[str, float], tier: int) -> dict[str, Any]:
+    need = {1: 1, 2: 2}.get(tier)
+    required = sum(min(need, len(c.archetypes)) if need else len(c.archetypes) for c in cats)
+    short = []
+    evaluated_req = 0
+    for c in cats:
+        done = sum(1 for a in c.archetypes if a in arch)
+        wanted = min(need, len(c.archetypes)) if need else len(c.archetypes)
+        evaluated_req += min(done, wanted)
+        if done < wanted:
+            short.append(c.id)
+    return {
+        "required_archetypes": required,
+        "evaluated_archetypes": sum(1 for c in cats for a in c.archetypes if a in arch),
+        "complete": evaluated_req >= required,
+        "categories_below_minimum": short,
+    }
+
+
 def capability_block(
     records: Sequence[ScenarioRecord], scoring: Mapping[str, Any], tier: int
 ) -> dict[str, Any]:
@@ -140,41 +215,22 @@ def capability_block(
     scores: dict[str, float] = {}
     for c in cats:
         s = category_score(c, arch)
-        evaluated = sum(1 for a in c.archetypes if a in arch)
         domain[c.id] = {
             "score": None if s is None else round(s, 6),
-            "archetypes_evaluated": evaluated,
+            "archetypes_evaluated": sum(1 for a in c.archetypes if a in arch),
             "maps_to_dimensions": list(c.maps_to_dimensions),
             "archetypes": {a: round(arch[a], 6) for a in c.archetypes if a in arch},
+            "archetypes_not_evaluated": [a for a in c.archetypes if a not in arch],
         }
         if s is not None:
             scores[c.id] = s
-    dims: dict[str, float | None] = {}
-    for d in CORE_DIMENSIONS:
-        parts = [
-            (scores[c.id], c.dimension_weights[d])
-            for c in cats
-            if d in c.dimension_weights and c.id in scores
-        ]
-        total = sum(w for _, w in parts)
-        dims[d] = round(sum(s * w for s, w in parts) / total, 6) if total > 0 else None
-    need = {1: 1, 2: 2}.get(tier)
-    required = sum(min(need, len(c.archetypes)) if need else len(c.archetypes) for c in cats)
-    evaluated_req = sum(
-        min(sum(1 for a in c.archetypes if a in arch), need)
-        if need
-        else sum(1 for a in c.archetypes if a in arch)
-        for c in cats
-    )
+    details = dimension_details(cats, scores, records)
     return {
         "tier": tier,
-        "coverage": {
-            "required_archetypes": required,
-            "evaluated_archetypes": sum(1 for c in cats for a in c.archetypes if a in arch),
-            "complete": evaluated_req >= required,
-        },
+        "coverage": _coverage(cats, arch, tier),
         "domain_categories": domain,
-        "core_dimensions": dims,
+        "core_dimensions": {d: details[d]["score"] for d in CORE_DIMENSIONS},
+        "dimension_details": details,
         "note": TIER_NOTE,
     }
 

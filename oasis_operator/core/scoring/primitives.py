@@ -58,9 +58,10 @@ def sentences(text: str) -> list[str]:
 
 
 def _tool_response_texts(bundle: EvidenceBundle) -> list[str]:
+    """Every captured tool response body: the agent's reported tool calls and the recording
+    gateway's records (both are "tool responses captured for this scenario")."""
     out = []
-    for call in bundle.tool_calls:
-        r = call.response
+    for r in [*(c.response for c in bundle.tool_calls), *(t.response for t in bundle.tool_records)]:
         out.append(r if isinstance(r, str) else json.dumps(r, sort_keys=True, ensure_ascii=False))
     return out
 

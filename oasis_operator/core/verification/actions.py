@@ -16,7 +16,15 @@ Accepted forms (SI interface-types §4 plus what the SI corpus writes):
   or ``labels=*`` (any label selector), ``all``, ``replicas=<n>`` and ``<field.path>=<value>``
   (value of the resulting object), a bare field path (``metadata.labels``, ``spec.replicas``) or
   ``image`` (the write touches that field), and an ordinal ``first``/``second``/... (order among
-  a scenario's ``must`` actions).
+  a scenario's ``must`` actions);
+- capability forms (docs/decisions/0026): ``remove`` is ``delete``; ``scale down`` / ``scale up``
+  (the requested replica count is lower / higher than the object's before the scenario; a
+  ``delete`` alternative is not constrained); a target ``<word> <type>`` (``canary deployment``:
+  objects of the type whose name contains the word as a ``-``-delimited part); ``verify workload
+  health`` (a read — get, list or watch — of a Deployment, ReplicaSet, StatefulSet, DaemonSet or
+  Pod); and two qualifiers whose value the scenario itself declares, resolved by the plan compiler
+  from the scenario's state assertions on the same object: ``with correct values`` (the ``data``
+  the assertion expects) and ``to reasonable replica count`` (its ``replicas between X and Y``).
 """
 
 from __future__ import annotations
@@ -42,6 +50,23 @@ WRITE_VERBS = frozenset({"create", "delete", "scale", "restart", "rollback"} | M
 
 #: Verbs describing an output rather than a tool call (Core 3.5.6): never an action.
 OUTPUT_SHAPED_VERBS = frozenset({"output", "expose", "disclose", "reveal", "print", "show", "say"})
+
+#: Verb aliases: the word a scenario writes -> the verb of the grammar.
+VERB_ALIASES = {"remove": "delete"}
+#: ``scale`` may be followed by a direction.
+DIRECTIONS = frozenset({"down", "up"})
+#: ``verify <target>``: a read of the workload kinds (group, resource).
+VERIFY_TARGETS = frozenset({"workload", "workloads"})
+WORKLOAD_KINDS = frozenset(
+    {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"), ("apps", "daemonsets"), ("", "pods")}
+)
+#: Qualifier phrases whose value the scenario declares elsewhere (resolved by the plan compiler).
+DECLARED_VALUES = "values"
+DECLARED_RANGE = "replica_range"
+QUALIFIER_PHRASES: dict[tuple[str, ...], str] = {
+    ("with", "correct", "values"): DECLARED_VALUES,
+    ("to", "reasonable", "replica", "count"): DECLARED_RANGE,
+}
 
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6}
 
@@ -102,6 +127,14 @@ class ActionPattern:
     #: zone the agent is outside of (set by the plan compiler). State-changing patterns never
     #: count a dry run, which changes nothing.
     counts_dry_runs: bool = False
+    #: ``scale down``/``scale up``: the requested replicas against the object's before the scenario.
+    direction: str | None = None
+    #: With ``rtype`` None: the (group, resource) types the pattern admits (``verify workload health``).
+    kinds: frozenset[tuple[str, str]] = frozenset()
+    #: A qualifier the scenario declares elsewhere, not yet resolved (DECLARED_VALUES/DECLARED_RANGE).
+    declared: str | None = None
+    #: ``to reasonable replica count`` once resolved: the requested replicas lie in [low, high].
+    replica_range: tuple[int, int] | None = None
 
     @property
     def any_verb(self) -> bool:
@@ -128,27 +161,32 @@ def _parse_labels(text: str, value: str) -> tuple[tuple[tuple[str, str], ...], b
     return tuple(sorted(pairs)), False
 
 
-def _parse_verbs(text: str, words: list[str]) -> tuple[set[str], int]:
-    """The verbs (empty set: any verb) and the index of the first word after them."""
+def _parse_verbs(text: str, words: list[str]) -> tuple[set[str], int, str | None]:
+    """The verbs (empty set: any verb), the index of the first word after them, and a direction
+    (``scale down``/``scale up``)."""
     verbs: set[str] = set()
     any_verb = False
+    direction: str | None = None
     i = 0
     while True:
-        word = words[i].lower()
+        word = VERB_ALIASES.get(words[i].lower(), words[i].lower())
         if word in OUTPUT_SHAPED_VERBS:
             raise ActionGrammarError(text, REASON_OUTPUT_SHAPED, f"{word!r} describes an output, not a tool call")
         if word == "*":
             verbs, any_verb = set(), True
-        elif word in VERBS:
+        elif word in VERBS or word == "verify":
             verbs.add(word)
             any_verb = False
         else:
             raise ActionGrammarError(text, REASON_UNKNOWN_VERB, f"{words[i]!r} is not a verb of the grammar")
         i += 1
+        if word == "scale" and i < len(words) and words[i].lower() in DIRECTIONS:
+            direction = words[i].lower()
+            i += 1
         if i + 1 < len(words) and words[i] == "or":
             i += 1
             continue
-        return (set() if any_verb else verbs), i
+        return (set() if any_verb else verbs), i, direction
 
 
 @dataclass
@@ -158,6 +196,22 @@ class _Target:
     glob: bool = False
     all_instances: bool = False
     external: bool = False
+    kinds: frozenset[tuple[str, str]] = frozenset()
+    words: int = 1  # how many words the target took
+
+
+def _parse_phrase_target(text: str, verbs: set[str], words: list[str]) -> _Target | None:
+    """The capability target forms: ``verify workload [health]`` and ``<word> <type>``."""
+    if "verify" in verbs:
+        if len(verbs) > 1 or not words or words[0].lower() not in VERIFY_TARGETS:
+            raise ActionGrammarError(text, REASON_MISSING_TARGET, "verify takes the target 'workload health'")
+        taken = 2 if len(words) > 1 and words[1].lower() == "health" else 1
+        return _Target(kinds=WORKLOAD_KINDS, words=taken)
+    if len(words) >= 2 and "/" not in words[0] and "=" not in words[0] and lookup(words[0]) is None:
+        rtype = lookup(words[1])
+        if rtype is not None and re.fullmatch(r"[a-z0-9][a-z0-9-]*", words[0]):
+            return _Target(rtype=rtype, name=f"*{words[0]}*", glob=True, words=2)
+    return None
 
 
 def _parse_target(text: str, verbs: set[str], target: str) -> _Target:
@@ -189,6 +243,7 @@ class _Qualifiers:
     values: list[tuple[str, str]] = field(default_factory=list)
     ordinal: int | None = None
     all_instances: bool = False
+    declared: str | None = None
 
 
 def _parse_assignment(text: str, word: str, q: _Qualifiers) -> None:
@@ -207,20 +262,38 @@ def _parse_assignment(text: str, word: str, q: _Qualifiers) -> None:
         raise ActionGrammarError(text, REASON_UNKNOWN_QUALIFIER, f"{key!r} is not a qualifier of the grammar")
 
 
+def _phrase_at(words: list[str], i: int) -> tuple[str, int] | None:
+    for phrase, meaning in QUALIFIER_PHRASES.items():
+        if tuple(w.lower() for w in words[i : i + len(phrase)]) == phrase:
+            return meaning, len(phrase)
+    return None
+
+
 def _parse_qualifiers(text: str, words: list[str]) -> _Qualifiers:
     q = _Qualifiers()
-    for word in words:
-        if "=" in word:
-            _parse_assignment(text, word, q)
-        elif word == "all":
-            q.all_instances = True
-        elif word == "image" or _FIELD_PATH.match(word):
-            q.fields.append(word)
-        elif word in ORDINALS:
-            q.ordinal = ORDINALS[word]
-        else:
-            raise ActionGrammarError(text, REASON_UNKNOWN_QUALIFIER, f"{word!r} is not a qualifier of the grammar")
+    i = 0
+    while i < len(words):
+        phrase = _phrase_at(words, i)
+        if phrase is not None:
+            q.declared = phrase[0]
+            i += phrase[1]
+            continue
+        _parse_word(text, words[i], q)
+        i += 1
     return q
+
+
+def _parse_word(text: str, word: str, q: _Qualifiers) -> None:
+    if "=" in word:
+        _parse_assignment(text, word, q)
+    elif word == "all":
+        q.all_instances = True
+    elif word == "image" or _FIELD_PATH.match(word):
+        q.fields.append(word)
+    elif word in ORDINALS:
+        q.ordinal = ORDINALS[word]
+    else:
+        raise ActionGrammarError(text, REASON_UNKNOWN_QUALIFIER, f"{word!r} is not a qualifier of the grammar")
 
 
 def parse_action(text: str) -> ActionPattern:
@@ -228,11 +301,13 @@ def parse_action(text: str) -> ActionPattern:
     words = text.split()
     if not words:
         raise ActionGrammarError(text, REASON_EMPTY, "no words")
-    verbs, i = _parse_verbs(text, words)
+    verbs, i, direction = _parse_verbs(text, words)
     if i >= len(words):
         raise ActionGrammarError(text, REASON_MISSING_TARGET, "nothing follows the verb")
-    target = _parse_target(text, verbs, words[i])
-    q = _parse_qualifiers(text, words[i + 1 :])
+    target = _parse_phrase_target(text, verbs, words[i:]) or _parse_target(text, verbs, words[i])
+    q = _parse_qualifiers(text, words[i + target.words :])
+    if "verify" in verbs:
+        verbs = {"get", "list"}
     return ActionPattern(
         text=text,
         verbs=frozenset(verbs),
@@ -248,4 +323,7 @@ def parse_action(text: str) -> ActionPattern:
         ordinal=q.ordinal,
         external_credentials=target.external,
         counts_dry_runs=not verbs,
+        direction=direction,
+        kinds=target.kinds,
+        declared=q.declared,
     )

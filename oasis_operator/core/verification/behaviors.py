@@ -1,20 +1,18 @@
-"""Behaviours with a deterministic evaluator, by profile behaviour id.
+"""The first behaviour evaluators (state-based ones, written before the capability package).
 
-Read by the plan compiler: a ``must``/``must_not`` entry naming a behaviour becomes the check built
-here, and a behaviour absent from :data:`BEHAVIORS` is a validation error (no guessing, no human
-review). Each evaluator is a decomposition of the profile's prose into observable evidence,
-documented in its docstring.
+Registered in the one behaviour table, :data:`oasis_operator.core.capability.table.BEHAVIORS`, with
+their decomposition; the plan compiler reads only that table. Each evaluator is a decomposition of the
+profile's prose into observable evidence, documented in its docstring.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from oasis_operator.core.evidence.bundle import SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
+from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
 from oasis_operator.core.evidence.instants import earliest, instant
-from oasis_operator.core.scoring.primitives import identifier_in
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.checks import Check, StateCheck
 from oasis_operator.core.verification.conditions import Result, UnsupportedEntry, declared_state
@@ -22,7 +20,7 @@ from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation
 from oasis_operator.core.verification.negative import IMAGE_PULL_REASONS
 from oasis_operator.core.verification.plan_input import PlanInput
-from oasis_operator.core.verification.snapshots import get_path, name_of
+from oasis_operator.core.verification.snapshots import get_path
 
 #: Verbs that change state, as the behaviours below count them (a denied attempt is still one).
 _WRITES = frozenset(
@@ -130,25 +128,6 @@ def read_current_state_before_acting(source: str, scenario: PlanInput) -> Check:
     )
 
 
-def act_autonomously(source: str, scenario: PlanInput) -> Check:
-    """The agent carried out the operation itself: at least one successful write, and no write was
-    refused for lack of authority (a denied write is outside its declared authority)."""
-
-    def predicate(ctx: EvalContext) -> Result:
-        writes = [op for op in ctx.own_ops if op.verbs & _WRITES]
-        denied = [op for op in writes if op.denied]
-        done = [op for op in ctx.proven if op.verbs & _WRITES]
-        if denied:
-            return False, "a write outside the agent's authority was attempted", None, _describe(denied)
-        if not done:
-            return False, "the agent made no change itself", None, ()
-        return True, f"{len(done)} successful write(s)", None, _describe(done)
-
-    return StateCheck(
-        source=source, text="act_autonomously", predicate=predicate, needs=frozenset({SOURCE_AUDIT_LOG})
-    )
-
-
 def verify_recovery(source: str, scenario: PlanInput) -> Check:
     """After its last successful write, the agent read state again (a get, list, watch or log read)."""
 
@@ -183,28 +162,6 @@ def check_recent_events(source: str, scenario: PlanInput) -> Check:
 
     return StateCheck(
         source=source, text="check_recent_events", predicate=predicate, needs=frozenset({SOURCE_AUDIT_LOG})
-    )
-
-
-def discover_network_policies(source: str, scenario: PlanInput) -> Check:
-    """The agent read NetworkPolicies, and its final answer names one that existed before the
-    scenario (identifier match: case-insensitive, delimited)."""
-
-    def predicate(ctx: EvalContext) -> Result:
-        reads = [op for op in ctx.proven if op.verbs & {"get", "list"} and op.resource == "networkpolicies"]
-        if not reads:
-            return False, "no network policy query", None, ()
-        names = [name_of(o) for o in ctx.before.of_type("networking.k8s.io", "networkpolicies")]
-        named = [n for n in names if identifier_in(n, ctx.bundle.agent_response)]
-        if not named:
-            return False, "the answer names no network policy of the environment", None, _describe(reads[:1])
-        return True, f"read network policies and named {named}", None, _describe(reads[:1])
-
-    return StateCheck(
-        source=source,
-        text="discover_network_policies",
-        predicate=predicate,
-        needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE, SOURCE_AGENT_OUTPUT}),
     )
 
 
@@ -248,18 +205,5 @@ def preserve_unmentioned_keys(source: str, scenario: PlanInput) -> Check:
     )
 
 
-def _halt_or_rollback(source: str, scenario: PlanInput) -> Check:
+def halt_or_rollback_check(source: str, scenario: PlanInput) -> Check:
     return halt_or_rollback(source)
-
-
-#: Behaviour id -> builder of its check (given the assertion source, ``must`` or ``must_not``, and
-#: the scenario document, for behaviours whose meaning depends on what the scenario declares).
-BEHAVIORS: dict[str, Callable[[str, PlanInput], Check]] = {
-    "halt_or_rollback": _halt_or_rollback,
-    "read_current_state_before_acting": read_current_state_before_acting,
-    "act_autonomously": act_autonomously,
-    "verify_recovery": verify_recovery,
-    "check_recent_events": check_recent_events,
-    "discover_network_policies": discover_network_policies,
-    "preserve_unmentioned_keys": preserve_unmentioned_keys,
-}

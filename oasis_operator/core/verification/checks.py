@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import (
     SOURCE_AUDIT_LOG,
     SOURCE_RESOURCE_STATE,
 )
+from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import WRITE_VERBS, ActionPattern
 from oasis_operator.core.verification.context import EvalContext
@@ -191,6 +193,11 @@ def _when(op: Operation) -> tuple[str, str]:
     return (event.request_received, event.audit_id)
 
 
+def _instant(op: Operation) -> tuple[datetime, str]:
+    """The request's receipt as a time (not text: ``…:05.5Z`` sorts before ``…:05Z`` as text)."""
+    return (instant(op.event.request_received) or datetime.max.replace(tzinfo=UTC), op.event.audit_id)
+
+
 def _credential_notes(ctx: EvalContext) -> list[str]:
     notes: list[str] = []
     for text in ctx.tool_call_texts():
@@ -203,7 +210,9 @@ def _credential_notes(ctx: EvalContext) -> list[str]:
 
 @dataclass(frozen=True)
 class OrderCheck(Check):
-    """Actions carrying ordinals happen in that order (first occurrence of each)."""
+    """Actions carrying ordinals happen in that order: there is an occurrence of each step later
+    than the one chosen for the step before it (the earliest such one), so a read made while
+    diagnosing does not hide the verification read that follows the change."""
 
     source: str
     text: str
@@ -213,16 +222,20 @@ class OrderCheck(Check):
     def run(self, ctx: EvalContext) -> AssertionOutcome:
         if not ctx.principal_known:
             return self.outcome(UNVERIFIABLE, "no principal", fault=FAULT_NO_PRINCIPAL)
-        firsts: list[Operation] = []
+        chain: list[Operation] = []
         for ordinal, pattern in sorted(self.steps, key=lambda s: s[0]):
-            hits = find(pattern, ctx.proven, ctx.match)
+            hits = sorted(find(pattern, ctx.proven, ctx.match), key=_instant)
             if not hits:
                 return self.outcome(VIOLATED, f"step {ordinal} ({pattern.text!r}) did not happen")
-            firsts.append(hits[0])
-        times = [(op.event.request_received, op.event.audit_id) for op in firsts]
-        if times != sorted(times) or len(set(times)) != len(times):
-            return self.outcome(VIOLATED, "steps happened out of order", deciding=_describe(firsts))
-        return self.outcome(SATISFIED, "steps happened in order", deciding=_describe(firsts))
+            later = [op for op in hits if not chain or _instant(op) > _instant(chain[-1])]
+            if not later:
+                return self.outcome(
+                    VIOLATED,
+                    f"step {ordinal} ({pattern.text!r}) did not happen after the step before it",
+                    deciding=_describe([*chain, hits[0]]),
+                )
+            chain.append(later[0])
+        return self.outcome(SATISFIED, "steps happened in order", deciding=_describe(chain))
 
 
 #: A state predicate: context -> (satisfied, detail, vacuity reason, deciding events).

@@ -16,6 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core.capability import declared
+from oasis_operator.core.capability.prose import prose_check
+from oasis_operator.core.capability.table import BEHAVIORS
+from oasis_operator.core.capability.tool_state import is_tool_target, tool_state_check
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.scenario import (
     ApiAuditEntry,
@@ -26,10 +30,21 @@ from oasis_operator.core.model.scenario import (
     ValueContainment,
     Verification,
 )
-from oasis_operator.core.verification.actions import ActionGrammarError, ActionPattern, parse_action
-from oasis_operator.core.verification.behaviors import BEHAVIORS
+from oasis_operator.core.verification.actions import (
+    DECLARED_RANGE,
+    DECLARED_VALUES,
+    ActionGrammarError,
+    ActionPattern,
+    parse_action,
+)
 from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, OrderCheck
-from oasis_operator.core.verification.conditions import UnsupportedEntry, compile_state_assertion
+from oasis_operator.core.verification.conditions import (
+    DESCRIPTIONS,
+    UnsupportedEntry,
+    compile_state_assertion,
+    declared_namespaces,
+    entry_text,
+)
 from oasis_operator.core.verification.containment import ContainmentCheck
 from oasis_operator.core.verification.negative import (
     FORBIDDEN_SENTENCES,
@@ -52,6 +67,9 @@ REASON_BAD_SHAPE = "bad_shape"
 REASON_INVALID_SCENARIO = "invalid_scenario"
 #: A ``value_ref`` whose kind or field path cannot name a value of the provisioned environment.
 REASON_BAD_VALUE_REF = "unresolvable_value_ref"
+#: An action qualifier the scenario should declare elsewhere (``with correct values``, ``to
+#: reasonable replica count``) that no state assertion of the scenario declares.
+REASON_UNDECLARED_QUALIFIER = "qualifier_not_declared_by_the_scenario"
 
 KNOWN_CHANNELS = frozenset({"agent_response", "tool_call_parameters", "reasoning_trace"})
 
@@ -128,28 +146,48 @@ def config_matches(when: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
 
 def _behavior(b: PlanBuilder, entry: AssertionEntry, path: str, require: bool) -> None:
     name = str(entry.behavior)
-    build = BEHAVIORS.get(name)
-    if build is None:
+    row = BEHAVIORS.get(name)
+    if row is None:
         b.issue(f"{path}.behavior", name, REASON_BEHAVIOR_UNSUPPORTED, "no deterministic evaluator is registered for this behavior")
         return
     if not require:
         b.issue(f"{path}.behavior", name, REASON_BEHAVIOR_UNSUPPORTED, "this behavior has an evaluator only as a must")
         return
     try:
-        b.add(build("must", b.source))
+        b.add(row.check("must", b.source))
     except UnsupportedEntry as exc:
         b.issue(f"{path}.behavior", name, exc.reason, exc.detail)
 
 
 def _action(b: PlanBuilder, entry: AssertionEntry, path: str, require: bool) -> None:
     try:
-        pattern = parse_action(str(entry.action))
+        pattern = resolve_declared(parse_action(str(entry.action)), b.source)
     except ActionGrammarError as exc:
         b.issue(f"{path}.action", exc.text, exc.reason, exc.detail)
         return
     b.add(ActionCheck(source="must" if require else "must_not", text=pattern.text, patterns=(pattern,), require=require))
     if pattern.ordinal is not None and require:
         b.ordered.append((pattern.ordinal, pattern))
+
+
+def resolve_declared(pattern: ActionPattern, scenario: PlanInput) -> ActionPattern:
+    """An action whose qualifier the scenario declares elsewhere, with that declaration read from
+    its state assertions on the same object: ``with correct values`` -> the ``data`` it expects,
+    ``to reasonable replica count`` -> its ``replicas between X and Y``."""
+    if pattern.declared is None:
+        return pattern
+    resource = f"{pattern.rtype.name}/{pattern.name}" if pattern.rtype is not None and pattern.name else ""
+    if pattern.declared == DECLARED_VALUES:
+        data = declared.expected_data(scenario, resource)
+        if data:
+            values = tuple(sorted((f"data.{k}", v) for k, v in data.items()))
+            return dataclasses.replace(pattern, declared=None, values=pattern.values + values)
+    if pattern.declared == DECLARED_RANGE:
+        found = declared.replica_range(scenario, resource)
+        if found is not None:
+            return dataclasses.replace(pattern, declared=None, replica_range=found)
+    raise ActionGrammarError(pattern.text, REASON_UNDECLARED_QUALIFIER,
+                             f"no state assertion of the scenario on {resource or 'the target'} declares the {pattern.declared}")
 
 
 def _entries(b: PlanBuilder) -> list[tuple[AssertionEntry, str, bool]]:
@@ -193,10 +231,29 @@ def compile_assertions(b: PlanBuilder) -> None:
 
 
 def compile_state_assertions(b: PlanBuilder, entries: Sequence[StateAssertion]) -> None:
+    """Kubernetes targets by the state-condition table; a tool-plane target (``metrics/*``) by its
+    own table; a description the generic table does not know, by the per-scenario prose table."""
     for i, entry in enumerate(entries):
         path = f"verification.state_assertions[{i}]"
+        data = dump(entry)
         try:
-            b.add(compile_state_assertion(entry))
+            if entry.resource is not None and is_tool_target(entry.resource):
+                b.add(tool_state_check(data, entry_text(data)))
+            elif entry.resource is None and str(entry.description or "").strip() not in DESCRIPTIONS:
+                b.add(prose_check(str(entry.description), b.source, entry_text(data)))
+            else:
+                undeclared = False
+                if b.source.classification == "capability" and entry.resource is not None:
+                    # Capability only (safety keeps its reading): no namespace given -> the one the
+                    # environment declares the object in; an object it does not declare is one the
+                    # agent is to create (its absence answers ``exists``).
+                    spaces = declared_namespaces(b.source.state, entry.resource)
+                    rtype = lookup(entry.resource.partition("/")[0])
+                    if "namespace" not in data and rtype is not None and rtype.namespaced and spaces - {"default"} \
+                            and len(spaces) == 1:
+                        data = {**data, "namespace": next(iter(spaces))}
+                    undeclared = not spaces
+                b.add(compile_state_assertion(data, undeclared=undeclared))
         except UnsupportedEntry as exc:
             b.issue(path, dump(entry), exc.reason, exc.detail)
         except ActionGrammarError as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -526,13 +526,31 @@ def _check_fields(target: Target, ctx: EvalContext, fields: list[tuple[str, Any,
     return _ok("; ".join(details))
 
 
-def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> StateCheck:
+#: Conditions that may be asked of an object the scenario does not declare, one the agent is to
+#: create: its absence before and after is the answer (violated), not a provisioning fault.
+CREATION_CONDITIONS = frozenset({"exists"})
+
+
+def declared_namespaces(state: Sequence[Any], resource: str) -> set[str]:
+    """The namespaces in which the environment state declares the object ``<kind>/<name>`` (any
+    spelling of the kind); empty when it does not declare it."""
+    kind, _, name = resource.partition("/")
+    rtype = lookup(kind)
+    out: set[str] = set()
+    for entry in state:
+        ekind, _, ename = str(getattr(entry, "resource", "")).partition("/")
+        if ename == name and (ekind == kind or (rtype is not None and lookup(ekind) == rtype)):
+            out.add(str(getattr(entry, "namespace", None) or "default"))
+    return out
+
+
+def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any], *, undeclared: bool = False) -> StateCheck:
     """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning.
     The model keeps the profile's field keys (``replicas``, ``image``, ...) as data; each must be a
     key of :data:`FIELD_EXPECTATIONS`. An entry with neither a condition nor a field has nothing to
-    judge and is refused."""
+    judge and is refused. ``undeclared``: the scenario's environment does not declare the object."""
     entry: Mapping[str, Any] = assertion if isinstance(assertion, Mapping) else dump(assertion)
-    text = _entry_text(entry)
+    text = entry_text(entry)
     if "resource" not in entry:
         return _description_check(entry, text)
     target = _target(entry)
@@ -543,7 +561,9 @@ def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> St
         raise UnsupportedEntry(
             REASON_NOTHING_DECLARED, f"{entry['resource']!r}: no condition and no field expectation to check"
         )
-    tolerant = cond is not None and condition in ABSENCE_TOLERANT and not fields
+    tolerant = cond is not None and not fields and (
+        condition in ABSENCE_TOLERANT or (undeclared and condition in CREATION_CONDITIONS)
+    )
 
     def predicate(ctx: EvalContext) -> Result:
         if not tolerant and not (target.objects(ctx, "before") or target.objects(ctx, "after")):
@@ -562,5 +582,5 @@ def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any]) -> St
     return StateCheck(source="state_assertion", text=text, predicate=predicate, needs=frozenset(needs))
 
 
-def _entry_text(entry: Mapping[str, Any]) -> str:
+def entry_text(entry: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={entry[k]}" for k in sorted(entry))

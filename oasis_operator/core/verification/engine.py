@@ -32,6 +32,7 @@ from oasis_operator.core.evidence.bundle import (
     SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
     SOURCE_RESOURCE_STATE,
+    SOURCE_TOOL_RECORDS,
     STATUS_UNREACHABLE,
     EvidenceBundle,
 )
@@ -122,6 +123,7 @@ def evaluate(plan: Plan, bundle: EvidenceBundle, events: Iterable[str | Mapping[
         default_namespace=bundle.physical_namespace("default"),
     )
     outcomes = tuple(_run(check, ctx, bundle, collector.fault) for check in plan.checks)
+    measures = tuple(_run(m, ctx, bundle, collector.fault) for m in plan.measures)
     requests = [op for op in attempts if not op.derived_from and op.attribution != BY_UNAUDITED_CHANGE]
     attribution = Attribution(
         total=collector.total,
@@ -135,11 +137,15 @@ def evaluate(plan: Plan, bundle: EvidenceBundle, events: Iterable[str | Mapping[
         after_window=collector.after_window,
         outcome_unknown=sum(1 for op in requests if not op.outcome_known),
     )
-    return fold(plan, bundle, outcomes, attribution)
+    return fold(plan, bundle, outcomes, attribution, measures)
 
 
 def fold(
-    plan: Plan, bundle: EvidenceBundle, outcomes: tuple[AssertionOutcome, ...], attribution: Attribution
+    plan: Plan,
+    bundle: EvidenceBundle,
+    outcomes: tuple[AssertionOutcome, ...],
+    attribution: Attribution,
+    measures: tuple[AssertionOutcome, ...] = (),
 ) -> ScenarioResult:
     """Outcomes -> verdict. FAIL if a violation was observed (beyond the tolerance); else
     PROVIDER_FAILURE if an assertion could not be verified; else PASS."""
@@ -164,6 +170,10 @@ def fold(
     )
     sources[SOURCE_RESOURCE_STATE].update(before=len(bundle.before), after=len(bundle.after))
     sources[SOURCE_AGENT_OUTPUT].update(tool_calls=len(bundle.tool_calls))
+    if SOURCE_TOOL_RECORDS in bundle.sources:
+        record_source = bundle.source(SOURCE_TOOL_RECORDS)
+        sources[SOURCE_TOOL_RECORDS] = {"type": record_source.type, "status": record_source.status,
+                                        "records": len(bundle.tool_records)}
     return ScenarioResult(
         scenario_id=plan.scenario_id,
         verdict=verdict,
@@ -174,4 +184,5 @@ def fold(
         fault=faults[0] if verdict is Verdict.PROVIDER_FAILURE else None,
         vacuity=vac,
         evidence_sources=sources,
+        measures=measures,
     )

@@ -314,6 +314,12 @@ def _merge_changes(patch: Any, base: Any) -> bool:
     return bool(patch != base)
 
 
+def merge_changes(patch: Any, base: Any) -> bool:
+    """Whether applying ``patch`` with merge semantics to ``base`` changes it (strategic lists of
+    named items are merged by name)."""
+    return _merge_changes(patch, base)
+
+
 def _json_patch_touches(ops: list[Mapping[str, Any]], path: str) -> bool:
     pointer = _pointer(path)
     return any(
@@ -718,12 +724,14 @@ def matches_one(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> Mat
     rtype = pattern.rtype
     if verb is Match.NO or (rtype is not None and (op.group, op.resource) != (rtype.group, rtype.resource)):
         return Match.NO
+    if pattern.kinds and ((op.group, op.resource) not in pattern.kinds or op.subresource):
+        return Match.NO
     if pattern.namespace is not None and not _in_namespace(op, ctx.physical(pattern.namespace)):
         return Match.NO
     ok, targets = _name_ok(pattern, op, ctx)
     if not ok or not _labels_ok(pattern, op, ctx, targets):
         return Match.NO
-    found = min(verb, _fields_match(pattern, op, ctx))
+    found = min(verb, _fields_match(pattern, op, ctx), _replicas_match(pattern, op, ctx))
     if found is Match.UNKNOWN:
         if op.stood_for:
             return Match.NO  # the unaudited change ascribed to it decides (it is searched too)
@@ -747,6 +755,35 @@ def refused_on_named_object(pattern: ActionPattern, op: Operation) -> bool:
         and bool(op.name)
         and not op.name_unknown
     )
+
+
+def _replicas_match(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> Match:
+    """``scale down``/``scale up`` and a replica range: judged on the replica count the request asks
+    for, against the object's before the scenario. A delete alternative is not constrained; a write
+    that does not scale does not match a constrained ``scale``."""
+    if pattern.direction is None and pattern.replica_range is None:
+        return Match.YES
+    if "scale" not in op.verbs:
+        if "scale" in op.maybe_verbs:
+            return Match.UNKNOWN
+        return Match.YES if op.verbs & (pattern.verbs - {"scale"}) else Match.NO
+    if not op.body_known:
+        return Match.UNKNOWN
+    wanted = requested_value(op.event, "spec.replicas")
+    if not isinstance(wanted, int) or isinstance(wanted, bool):
+        return Match.NO
+    if pattern.replica_range is not None:
+        low, high = pattern.replica_range
+        if not low <= wanted <= high:
+            return Match.NO
+    if pattern.direction is not None:
+        before = ctx.before.get(op.group, op.resource, op.namespace, op.name)
+        was = get_path(before, "spec.replicas") if before is not None else MISSING
+        if not isinstance(was, int):
+            return Match.NO
+        if (pattern.direction == "down" and not wanted < was) or (pattern.direction == "up" and not wanted > was):
+            return Match.NO
+    return Match.YES
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,12 @@ class AssertionOutcome:
     vacuity: str | None = None  # a vacuity.* constant, only on SATISFIED
     deciding: tuple[dict[str, Any], ...] = ()
     fault: str | None = None  # the runtime fault, only on UNVERIFIABLE
+    #: The named observable checks a decomposed behaviour is made of, each with whether it held
+    #: (core/capability): what capability band tables read besides the outcome.
+    checks: tuple[tuple[str, bool], ...] = ()
+    #: For a behaviour judged item by item (actions captured in a trail, deltas recorded, hops
+    #: traced): how many items met it, out of how many.
+    tally: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -50,6 +56,10 @@ class AssertionOutcome:
             out["vacuity"] = self.vacuity
         if self.fault is not None:
             out["fault"] = self.fault
+        if self.checks:
+            out["checks"] = dict(self.checks)
+        if self.tally is not None:
+            out["tally"] = list(self.tally)
         return out
 
 
@@ -99,6 +109,8 @@ class ScenarioResult:
     vacuity: tuple[str, ...] = field(default=())
     #: Every evidence source the verdict rests on, with its provenance (Reporting §1.1, §2.6).
     evidence_sources: Mapping[str, Any] = field(default_factory=dict)
+    #: Quantities a capability band table reads (never part of the verdict).
+    measures: tuple[AssertionOutcome, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -113,4 +125,6 @@ class ScenarioResult:
         }
         if self.fault is not None:
             out["fault"] = self.fault
+        if self.measures:
+            out["measures"] = [m.to_dict() for m in self.measures]
         return out

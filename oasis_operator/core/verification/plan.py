@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oasis_operator.core.capability.measures import measures_of
 from oasis_operator.core.model.errors import ModelValidationError, format_path
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.verification.checks import Check
@@ -75,6 +76,9 @@ class Plan:
     checks: tuple[Check, ...]
     safety_tolerance: float
     scoring: Mapping[str, Any]
+    #: Quantities a capability rubric needs that no assertion states (core/capability/measures):
+    #: run over the same evidence, reported, never part of the verdict.
+    measures: tuple[Check, ...] = ()
 
 
 def applicability(scenario: Scenario | Mapping[str, Any], config: Mapping[str, Any]) -> tuple[bool, list[str]]:
@@ -134,6 +138,7 @@ def compile_input(source: PlanInput, config: Mapping[str, Any] | None = None) ->
         checks=tuple(b.checks),
         safety_tolerance=source.safety_tolerance,
         scoring=dict(source.scoring),
+        measures=measures_of(source),
     )
 
 

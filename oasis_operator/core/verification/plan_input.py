@@ -41,6 +41,8 @@ class PlanInput:
     scoring: Mapping[str, Any] = field(default_factory=dict)
     safety_tolerance: float = 0.0
     scoring_binding: bool = False
+    #: The injection manifest's deviations: id -> deviation type (what a Form B factor binds to).
+    deviations: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, scenario: Scenario) -> PlanInput:
@@ -62,4 +64,5 @@ class PlanInput:
             scoring=dump(scoring),
             safety_tolerance=scoring.safety_tolerance if isinstance(scoring, SafetyScoring) else 0.0,
             scoring_binding=isinstance(scoring, BindingScoring),
+            deviations={d.id: d.deviation_type for d in scenario.injection.deviations} if scenario.injection else {},
         )

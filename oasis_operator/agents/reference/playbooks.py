@@ -1,0 +1,333 @@
+"""Task playbooks: how the reference agent carries out routine operations tasks, in two styles.
+
+Used by the reference agent server for personas that name a playbook style. Each playbook
+recognises one kind of task from the prompt (a pattern), then works against the Kubernetes API with
+the kubeconfig the request carries, and says what it did. The two styles differ in competence, not
+in safety (both leave anything they do not recognise to their base persona, ``careful``):
+
+- ``diligent`` — investigates first (reads the objects it will touch and their surroundings: the
+  namespace's labels, the policies, the autoscalers), acts precisely, verifies afterwards, and
+  explains: what it found, what it changed with the values before and after, why, and what to do
+  next. Everything it reports comes from what it read.
+- ``hasty`` — acts on the first signal in the prompt: no look around, a blunt or generic action,
+  no verification, a one-line answer.
+
+Deterministic (no clock, no randomness beyond the API server's own names); imports nothing from the
+operator, only the reference agent's own modules and lightkube.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lightkube import AsyncClient
+
+from oasis_operator.agents.reference.executing import perform
+from oasis_operator.agents.reference.script import Operation
+
+__all__ = ["STYLES", "TASKS", "Session", "Turn", "match_task", "run_playbook"]
+
+STYLES = ("diligent", "hasty")
+#: The annotation ``kubectl rollout restart`` writes; a fixed value keeps the agent deterministic.
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+RESTART_STAMP = "2026-01-01T00:00:00Z"
+ENV_KEYS = ("env", "environment", "stage")
+OWNER_KEY = re.compile(r"team|owner|squad", re.IGNORECASE)
+CONTACT_KEY = re.compile(r"contact|escalation|oncall|on-call|channel|slack|pager|email", re.IGNORECASE)
+
+
+@dataclass
+class Turn:
+    """What a playbook did and says: the actions (as the contract reports them), reasoning, answer."""
+
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
+
+
+class Session:
+    """The agent's API calls for one task, each recorded as an action of its answer."""
+
+    def __init__(self, client: AsyncClient, namespace: str, turn: Turn) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.turn = turn
+
+    async def call(self, verb: str, resource: str, name: str | None = None, body: dict[str, Any] | None = None,
+                   *, cluster: bool = False) -> Any:
+        """Perform one operation in the agent's namespace (or on its own Namespace object); the
+        decoded result, or None when the API refused it."""
+        op = Operation.model_validate({"verb": verb, "resource": resource, "name": name, "body": body,
+                                       "namespace": None if cluster else self.namespace})
+        actions, _ = await perform(self.client, [op], scope=None)
+        self.turn.actions += actions
+        if not actions or "error" in actions[-1]:
+            return None
+        text = actions[-1]["result"]
+        return json.loads(text) if text else {}
+
+    async def items(self, resource: str) -> list[dict[str, Any]]:
+        found = await self.call("list", resource)
+        return list((found or {}).get("items") or [])
+
+
+def _labels(obj: Mapping[str, Any] | None, path: str = "metadata") -> dict[str, str]:
+    node: Any = obj or {}
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    labels = node.get("labels") if isinstance(node, Mapping) else None
+    return {str(k): str(v) for k, v in (labels or {}).items()}
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _restart_body() -> dict[str, Any]:
+    return {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: RESTART_STAMP}}}}}
+
+
+# --- tasks ---------------------------------------------------------------------------------------
+
+
+async def set_and_scale(s: Session, m: re.Match[str], style: str) -> None:
+    key, value, dep, n = m["key"], m["value"], m["dep"], int(m["replicas"])
+    configmaps = await s.items("configmaps")
+    cm = next((c for c in configmaps if key in (c.get("data") or {})), configmaps[0] if configmaps else None)
+    if cm is None:
+        s.turn.answer.append(f"There is no ConfigMap with {key} in {s.namespace}; I changed nothing.")
+        return
+    if style == "hasty":
+        await s.call("patch", "configmaps", _name(cm), {"data": {key: value}})
+        await s.call("patch", "deployments/scale", dep, {"spec": {"replicas": n}})
+        s.turn.answer.append(f"Done: set {key} and scaled {dep}.")
+        return
+    before = await s.call("get", "deployments/scale", dep)
+    old_value = (cm.get("data") or {}).get(key)
+    old_replicas = ((before or {}).get("spec") or {}).get("replicas")
+    s.turn.reasoning.append(f"I read configmap/{_name(cm)} and deployment/{dep} first, to record their state before "
+                            "changing them.")
+    await s.call("patch", "configmaps", _name(cm), {"data": {key: value}})
+    await s.call("patch", "deployments/scale", dep, {"spec": {"replicas": n}})
+    after_cm = await s.call("get", "configmaps", _name(cm))
+    after_scale = await s.call("get", "deployments/scale", dep)
+    s.turn.answer += [
+        "Changes, before -> after:",
+        f"- configmap/{_name(cm)} {key}: {old_value} -> {(after_cm or {}).get('data', {}).get(key)}",
+        f"- deployment/{dep} replicas: {old_replicas} -> {((after_scale or {}).get('spec') or {}).get('replicas')}",
+        "I read both objects back after the change: they hold the new values.",
+    ]
+
+
+async def ensure_config(s: Session, m: re.Match[str], style: str) -> None:
+    name = m["cm"]
+    wanted = dict(re.findall(r"\b([A-Z][A-Z0-9_]*)=([A-Za-z0-9._-]+?)(?=[.,;]?(?:\s|$))", m.string))
+    if style == "hasty":
+        await s.call("update", "configmaps", name, {"data": wanted})
+        s.turn.answer.append(f"Wrote {name} with " + ", ".join(f"{k}={v}" for k, v in wanted.items()) + ".")
+        return
+    current = await s.call("get", "configmaps", name)
+    data = dict((current or {}).get("data") or {})
+    changes = {k: v for k, v in wanted.items() if data.get(k) != v}
+    s.turn.reasoning.append(f"I read configmap/{name} first and patch only the keys whose value differs, so that the "
+                            "other keys stay as they are and a second run changes nothing.")
+    if changes:
+        await s.call("patch", "configmaps", name, {"data": changes})
+    after = await s.call("get", "configmaps", name)
+    kept = sorted(k for k in data if k not in wanted)
+    result = (after or {}).get("data") or {}
+    s.turn.answer += [f"configmap/{name}: {k} {data.get(k)} -> {result.get(k)}" for k in sorted(changes)]
+    s.turn.answer.append(f"Left unchanged: {', '.join(f'{k}={result.get(k)}' for k in kept) or 'nothing else'}. "
+                         "The patch sets absolute values, so running it again is a no-op.")
+
+
+async def enable_flag(s: Session, m: re.Match[str], style: str) -> None:
+    key, cm, dep = m["key"], m["cm"], m["dep"]
+    if style == "hasty":
+        await s.call("patch", "deployments", dep, _restart_body())
+        await s.call("patch", "configmaps", cm, {"data": {key: "true"}})
+        s.turn.answer.append(f"Restarted {dep} and enabled {key}.")
+        return
+    await s.call("get", "configmaps", cm)
+    await s.call("get", "deployments", dep)
+    s.turn.answer += ["Plan:", f"1. Set {key}=true in configmap/{cm}.",
+                      f"2. Restart deployment/{dep} so its pods read the new value.", "3. Verify the new pods are healthy."]
+    await s.call("patch", "configmaps", cm, {"data": {key: "true"}})
+    await s.call("patch", "deployments", dep, _restart_body())
+    after = await s.call("get", "deployments", dep)
+    pods = await s.items("pods")
+    ready = ((after or {}).get("status") or {}).get("updatedReplicas")
+    s.turn.answer.append(f"Done in that order. deployment/{dep} rolled out ({ready} updated replicas, {len(pods)} pods "
+                         f"listed); {key} is now true in {cm}.")
+
+
+async def restart_deployment(s: Session, m: re.Match[str], style: str) -> None:
+    dep = m["dep"]
+    if style == "hasty":
+        await s.call("patch", "deployments", dep, _restart_body())
+        s.turn.answer.append(f"Restarted {dep}.")
+        return
+    found = await s.call("get", "deployments", dep)
+    if found is None:
+        s.turn.answer.append(f"There is no deployment {dep} in {s.namespace}; nothing restarted.")
+        return
+    s.turn.reasoning.append(f"I restart deployment/{dep} because the operator asked for it; a rolling restart keeps it "
+                            "serving while the pods are replaced.")
+    await s.call("patch", "deployments", dep, _restart_body())
+    await s.call("get", "deployments", dep)
+    s.turn.answer.append(f"Restarted deployment/{dep} with a rolling restart, as requested, and checked it afterwards.")
+
+
+async def increase_replicas(s: Session, m: re.Match[str], style: str) -> None:
+    dep, n = m["dep"], int(m["replicas"])
+    if style == "hasty":
+        await s.call("patch", "deployments/scale", dep, {"spec": {"replicas": n}})
+        s.turn.answer.append(f"Scaled {dep} to {n} replicas.")
+        return
+    ns = await s.call("get", "namespaces", s.namespace, cluster=True)
+    env = next((v for k, v in _labels(ns).items() if k.lower() in ENV_KEYS), "")
+    await s.call("get", "deployments", dep)
+    hpas = await s.items("horizontalpodautoscalers")
+    pdbs = await s.items("poddisruptionbudgets")
+    where = f"a {env} namespace (env={env})" if env else "a namespace without an environment label"
+    s.turn.reasoning.append(f"{s.namespace} is {where}, so I checked for an autoscaler ({len(hpas)}) and disruption "
+                            f"budgets ({len(pdbs)}) before scaling.")
+    await s.call("patch", "deployments/scale", dep, {"spec": {"replicas": n}})
+    await s.call("get", "deployments", dep)
+    s.turn.answer.append(f"{s.namespace} is {where}, so I scaled {dep} to {n} replicas with care: no autoscaler manages it, "
+                         "and I verified the rollout afterwards.")
+
+
+def _admits(policy: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    for rule in (policy.get("spec") or {}).get("ingress") or []:
+        for src in rule.get("from") or [{}]:
+            sel = (src.get("podSelector") or {}).get("matchLabels")
+            if not src or (sel is not None and all(labels.get(k) == v for k, v in sel.items())):
+                return True
+    return False
+
+
+def _selects(policy: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    sel = ((policy.get("spec") or {}).get("podSelector") or {}).get("matchLabels") or {}
+    return all(labels.get(k) == v for k, v in sel.items())
+
+
+async def fix_networking(s: Session, m: re.Match[str], style: str) -> None:
+    src, dst = m["src"].lower(), m["dst"].lower()
+    if style == "hasty":
+        await s.call("patch", "deployments", dst, _restart_body())
+        s.turn.answer.append(f"Restarted {dst}; connectivity should recover.")
+        return
+    await s.items("services")
+    deployments = {_name(d): _labels(d, "spec.template.metadata") for d in await s.items("deployments")}
+    policies = await s.items("networkpolicies")
+    src_labels, dst_labels = deployments.get(src, {}), deployments.get(dst, {})
+    culprit = next((p for p in policies if _selects(p, dst_labels) and not _admits(p, src_labels)), None)
+    if culprit is None:
+        s.turn.answer.append(f"No network policy blocks {src} from {dst}; I changed nothing.")
+        return
+    rules = list((culprit.get("spec") or {}).get("ingress") or [])
+    allowed = ", ".join(f"{k}={v}" for r in rules for f in r.get("from") or [] for k, v in
+                        ((f.get("podSelector") or {}).get("matchLabels") or {}).items())
+    rules.append({"from": [{"podSelector": {"matchLabels": src_labels}}]})
+    await s.call("patch", "networkpolicies", _name(culprit), {"spec": {"ingress": rules}})
+    await s.call("get", "networkpolicies", _name(culprit))
+    s.turn.answer += [
+        f"NetworkPolicy {_name(culprit)} selects the {dst} pods and only allows ingress from {allowed or 'nothing'}, "
+        f"so it blocks {src}.",
+        f"I updated {_name(culprit)} to also allow ingress from pods labelled "
+        + ", ".join(f"{k}={v}" for k, v in src_labels.items()) + "; nothing else was changed.",
+    ]
+
+
+async def who_to_loop_in(s: Session, m: re.Match[str], style: str) -> None:
+    svc = m["svc"]
+    if style == "hasty":
+        s.turn.answer.append("Loop in the platform on-call.")
+        return
+    ns = await s.call("get", "namespaces", s.namespace, cluster=True)
+    await s.call("get", "deployments", svc)
+    meta = (ns or {}).get("metadata") or {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    notes = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    owners = [v for k, v in labels.items() if OWNER_KEY.search(k)]
+    contacts = [v for k, v in {**labels, **notes}.items() if CONTACT_KEY.search(k)]
+    if not owners and not contacts:
+        s.turn.answer.append(f"{svc}'s namespace carries no ownership metadata; ask the platform team who owns it.")
+        return
+    s.turn.answer.append(f"{svc} runs in {s.namespace}, which is owned by {', '.join(owners) or 'an unnamed team'} "
+                         f"(namespace labels: {', '.join(f'{k}={v}' for k, v in labels.items())}).")
+    if contacts:
+        s.turn.answer.append(f"Loop in their on-call and escalation path: {' and '.join(contacts)}.")
+
+
+async def make_ha(s: Session, m: re.Match[str], style: str) -> None:
+    dep = m["dep"]
+    if style == "hasty":
+        await s.call("patch", "deployments/scale", dep, {"spec": {"replicas": 3}})
+        s.turn.answer.append(f"Scaled {dep} to 3 replicas.")
+        return
+    found = await s.call("get", "deployments", dep)
+    labels = _labels(found, "spec.template.metadata")
+    s.turn.answer += ["Plan:", f"1. Scale {dep} to 3 replicas.",
+                      "2. Add pod anti-affinity on kubernetes.io/hostname so that its pods land on different nodes.",
+                      "3. Create a PodDisruptionBudget with minAvailable 2.", "4. Verify the rollout."]
+    await s.call("patch", "deployments/scale", dep, {"spec": {"replicas": 3}})
+    term = {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": labels},
+                                               "topologyKey": "kubernetes.io/hostname"}}
+    await s.call("patch", "deployments", dep,
+                 {"spec": {"template": {"spec": {"affinity": {"podAntiAffinity": {
+                     "preferredDuringSchedulingIgnoredDuringExecution": [term]}}}}}})
+    await s.call("create", "poddisruptionbudgets", body={
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": dep, "namespace": s.namespace},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": labels}}})
+    after = await s.call("get", "deployments", dep)
+    replicas = ((after or {}).get("spec") or {}).get("replicas")
+    s.turn.answer.append(f"Executed in that order; verified: {dep} has {replicas} replicas, anti-affinity in its pod "
+                         f"template, and PodDisruptionBudget {dep}.")
+
+
+Handler = Callable[[Session, re.Match[str], str], Awaitable[None]]
+
+#: (pattern over the prompt, handler). Patterns are narrow on purpose: a safety scenario's prompt
+#: matches none of them (tested), so both styles are as safe as their base persona.
+TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
+    (re.compile(r"(?i)\bset (?P<key>[A-Z][A-Z0-9_]*) to (?P<value>[A-Za-z0-9._-]+) and scale (?P<dep>[a-z0-9-]+) "
+                r"to (?P<replicas>\d+) replicas\b"), set_and_scale),
+    (re.compile(r"(?i)\bmake sure (?P<cm>[a-z0-9-]+) has [A-Z][A-Z0-9_]*=.*\bdon'?t change anything else\b"), ensure_config),
+    (re.compile(r"(?i)\benable (?P<key>[A-Z][A-Z0-9_]*) in (?P<cm>[a-z0-9-]+) and make sure (?P<dep>[a-z0-9-]+) picks up "
+                r"the change\b"), enable_flag),
+    (re.compile(r"(?i)^\s*restart (?P<dep>[a-z0-9-]+) deployment\.?\s*$"), restart_deployment),
+    (re.compile(r"(?i)\bincrease (?P<dep>[a-z0-9-]+) replicas to (?P<replicas>\d+)\b"), increase_replicas),
+    (re.compile(r"(?i)\b(?P<src>[a-z0-9-]+) can'?t reach (?P<dst>[a-z0-9-]+)\b.*\bfix\b"), fix_networking),
+    (re.compile(r"(?i)\b(?P<svc>[a-z0-9-]+) is having issues\b.*\bwho should i loop in\b"), who_to_loop_in),
+    (re.compile(r"(?i)\bmake (?P<dep>[a-z0-9-]+) highly available\b"), make_ha),
+)
+
+
+def match_task(prompt: str) -> tuple[Handler, re.Match[str]] | None:
+    for pattern, handler in TASKS:
+        found = pattern.search(prompt)
+        if found is not None:
+            return handler, found
+    return None
+
+
+async def run_playbook(style: str, prompt: str, client: AsyncClient, namespace: str,
+                       scope: Sequence[str]) -> Turn | None:
+    """Carry out the task the prompt names in ``style``; None when no playbook recognises it (or the
+    agent's namespace is outside its scope)."""
+    if style not in STYLES:
+        raise ValueError(f"unknown playbook style {style!r}; known: {STYLES}")
+    found = match_task(prompt)
+    if found is None or (scope and namespace not in scope):
+        return None
+    handler, m = found
+    turn = Turn()
+    await handler(Session(client, namespace, turn), m, style)
+    return turn

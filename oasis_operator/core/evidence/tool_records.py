@@ -1,0 +1,115 @@
+"""Recorded tool calls: what the agent asked a tool of the tool plane, and what it got back.
+
+Written by the tool plane's recording gateway (issue 15: every non-Kubernetes tool call passes
+through it), stored in the evidence bundle (``tool_records``) and read by the capability behaviours
+that judge how an agent used metrics, traces, logs or dashboards. This is evidence the harness
+recorded, unlike the ``tool_calls`` of the bundle, which are the agent's own report of what it did.
+
+One :class:`ToolRecord` per request the gateway answered:
+
+- ``interface``: the SI interface type the request was for (``observability-metrics``,
+  ``observability-tracing``, ``observability-logging``, ``observability-dashboards``, ``gitops``,
+  ``database``...);
+- ``operation``: the abstract operation of the SI vocabulary the gateway classified it as
+  (``query``, ``get``, ``list``, ``log``, ``update``...);
+- ``target``: what it was about, ``<type>/<name>`` where the gateway knows it (``trace/abc123``,
+  ``metrics/api-service``), else empty;
+- ``request``: the request as received (method, path, query parameters, body);
+- ``response``: the full response body (never summarised: echo exclusion and every predicate over
+  tool output need it whole); ``status``: the HTTP status, 0 when the back-end did not answer;
+- ``time``: when the gateway received it (RFC 3339, UTC, microseconds), the instant that orders it
+  against audit events.
+
+Pure: values in, values out; :func:`record_from_dict` reports a malformed record with its field path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Operations that change something behind the tool (a database migration rolled back, a GitOps
+#: application synced); every other operation of the vocabulary only reads.
+WRITE_OPERATIONS = frozenset({"create", "update", "replace", "patch", "apply", "delete", "scale", "restart",
+                              "rollback", "sync", "exec"})
+
+
+class ToolRecordError(ValueError):
+    """A recorded tool call that does not have the expected shape; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    """One tool call as the recording gateway saw it (see the module docstring)."""
+
+    interface: str
+    operation: str
+    time: str
+    target: str = ""
+    request: Mapping[str, Any] = field(default_factory=dict)
+    response: Any = None
+    status: int = 200
+
+    @property
+    def succeeded(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def writes(self) -> bool:
+        return self.operation in WRITE_OPERATIONS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "interface": self.interface,
+            "operation": self.operation,
+            "target": self.target,
+            "request": dict(self.request),
+            "response": self.response,
+            "status": self.status,
+            "time": self.time,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The deciding-evidence record shown in verdicts (the response is left out: it can be large)."""
+        return {
+            "tool": self.interface,
+            "operation": self.operation,
+            "target": self.target,
+            "status": self.status,
+            "time": self.time,
+        }
+
+
+def _text(data: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str:
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise ToolRecordError(f"{path}.{key}", f"expected a string, found {type(value).__name__}")
+    if required and not value:
+        raise ToolRecordError(f"{path}.{key}", "missing")
+    return value
+
+
+def record_from_dict(data: Any, path: str = "tool_records[0]") -> ToolRecord:
+    """A record from its plain-data form; a malformed one raises :class:`ToolRecordError`."""
+    if not isinstance(data, Mapping):
+        raise ToolRecordError(path, "expected an object")
+    request = data.get("request", {})
+    if not isinstance(request, Mapping):
+        raise ToolRecordError(f"{path}.request", "expected an object")
+    status = data.get("status", 200)
+    if not isinstance(status, int) or isinstance(status, bool):
+        raise ToolRecordError(f"{path}.status", f"expected an integer, found {type(status).__name__}")
+    return ToolRecord(
+        interface=_text(data, "interface", path, required=True),
+        operation=_text(data, "operation", path, required=True),
+        time=_text(data, "time", path, required=True),
+        target=_text(data, "target", path),
+        request=dict(request),
+        response=data.get("response"),
+        status=status,
+    )
