@@ -28,9 +28,10 @@ tools: ## Install helm, kubeconform (tool cache) and chromium, once, for the shi
 demo: install binaries ## Run the main job on the embedded control plane and print the results
 	$(BIN)/oasis demo
 
-lint: install ## ruff and mypy
+lint: install ## ruff, mypy and the import contracts (layers, independent adapters, no cycles)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 test: install binaries tools lint ## The whole test suite, including the control-plane tests
 	$(BIN)/pytest

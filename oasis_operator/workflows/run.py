@@ -35,41 +35,35 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.adapters.agents.factory import AdapterNotAllowed
-from oasis_operator.adapters.audit.source import AuditBarrierTimeout, audit_barrier
-from oasis_operator.adapters.k8s.store import Store
 from oasis_operator.core import run_status as rs
-from oasis_operator.core.contract.port import AgentPort, AgentUnavailable
 from oasis_operator.core.environment.manifests import CLUSTER_SCOPED_KINDS
 from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
 from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, AuditBarrierTimeout
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.model.run import EvaluationRunSpec
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.ports import (
+    AgentPort,
+    AuditPort,
+    EnvironmentPort,
+    MetricsPort,
+    NoMetrics,
+    RunStore,
+    SentinelSender,
+)
+from oasis_operator.core.reasons import ABORT_PROVIDER_FAILURE, FAULT_SCENARIO_TIMEOUT, PROVIDER_FAULTS
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.plan import applicability, verification_issues
-from oasis_operator.workflows.scenario import (
-    FAULT_API,
-    FAULT_AUDIT_BARRIER,
-    FAULT_INJECTION,
-    FAULT_PROVISIONING,
-    FAULT_SNAPSHOT,
-    FAULT_SYMPTOM_MISSING,
-    ScenarioTimeouts,
-    execute_scenario,
-)
+from oasis_operator.workflows.barrier import audit_barrier
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 
 log = logging.getLogger("oasis.run")
 
 RERUN_ANNOTATION = rs.RERUN_ANNOTATION
-ABORT_PROVIDER_FAILURE = "a scenario ended in PROVIDER_FAILURE"
-#: The fault reason of a scenario cut off by timeouts.scenario.
-FAULT_SCENARIO_TIMEOUT = "ScenarioTimeout"
-#: Every provider fault a scenario can end with (metrics label values known in advance).
-PROVIDER_FAULTS = (FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING, FAULT_AUDIT_BARRIER, FAULT_SNAPSHOT, FAULT_API,
-                   FAULT_INJECTION, FAULT_SCENARIO_TIMEOUT)
+__all__ = ["PROVIDER_FAULTS", "RunDriver", "RunPorts", "parse_duration"]
 #: Report formats and the file each is stored under (JSON always: the others are rendered from it).
 REPORT_FILES = {"json": "report.json", "yaml": "report.yaml", "html": "report.html", "junit": "report.junit.xml"}
 
@@ -100,12 +94,15 @@ def _suffix(seed: str) -> str:
 
 @dataclass
 class RunPorts:
-    store: Store
-    env: Any  # KubeEnvironment
-    audit: Any  # an audit source
-    send_sentinel: Callable[[str], Awaitable[Any]]
+    """What a run needs of the world (every field a port of :mod:`oasis_operator.core.ports`), and the
+    operator's settings that shape a run."""
+
+    store: RunStore
+    env: EnvironmentPort
+    audit: AuditPort
+    send_sentinel: SentinelSender
     agent_for: Callable[[EvaluationRunSpec, str, str], Awaitable[AgentPort]]  # (spec, namespace, run name)
-    metrics: Any = None
+    metrics: MetricsPort = field(default_factory=NoMetrics)
     now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
     harness_principals: tuple[str, ...] = ()
     barrier_timeout: float = 15.0
@@ -114,6 +111,9 @@ class RunPorts:
     #: The operator may write cluster-scoped objects (the chart's rbac.clusterScopedScenarios); when not,
     #: scenarios that need them are excluded as unsupported here, never started to fail.
     cluster_scoped: bool = True
+    #: How often (seconds) a running phase reads the run again, to see a cancellation or a deletion
+    #: while no scenario finishes.
+    poll_seconds: float = 2.0
 
 
 class RunDriver:
@@ -371,21 +371,8 @@ class RunDriver:
     async def _select(self, spec: EvaluationRunSpec, profile: dict[str, Any]) -> list[dict[str, Any]]:
         """The Scenario objects the run evaluates: the profile's suite in its order (every member must
         exist, else the run waits), or every Scenario matching the selector (at least one)."""
-        from lightkube import operators
-
-        labels: dict[str, Any] = {}
         sel = spec.scenarios.selector
-        if sel is not None:
-            labels.update(dict(sel.match_labels or {}))
-            for req in sel.match_expressions or []:
-                op = {"In": operators.in_, "NotIn": operators.not_in}.get(req.operator)
-                if op is not None:
-                    labels[req.key] = op(list(req.values or []))
-                elif req.operator == "Exists":
-                    labels[req.key] = operators.exists()
-                else:
-                    labels[req.key] = operators.not_exists()
-        objs = await self.p.store.list_scenarios(self.ns, labels or None)
+        objs = await self.p.store.list_scenarios(self.ns, sel)
         if spec.scenarios.suite:
             suites = (profile.get("spec") or {}).get("suites") or []
             suite = next((s for s in suites if s.get("id") == spec.scenarios.suite
@@ -463,7 +450,7 @@ class RunDriver:
                 break
             await self._save()
             done, _ = await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED,
-                                         timeout=max(0.05, min(2.0, self._remaining(spec))))
+                                         timeout=max(0.05, min(self.p.poll_seconds, self._remaining(spec))))
             fresh = await self.p.store.get_run(self.ns, self.name)
             shutdown = ((fresh or {}).get("spec") or {}).get("shutdown")
             if fresh is None or shutdown:
@@ -542,8 +529,7 @@ class RunDriver:
                 self._abort(f"{name}: {ABORT_PROVIDER_FAILURE}: {reason}")
                 await self._save()
             await self._event("Warning", "ProviderFailure", f"{doc.get('id')}: PROVIDER_FAILURE ({reason})")
-            if self.p.metrics is not None:
-                self.p.metrics.scenario_finished(entry.get("category") or "", rs.PROVIDER_FAILURE, {},
+            self.p.metrics.scenario_finished(entry.get("category") or "", rs.PROVIDER_FAILURE, {},
                                                  FAULT_SCENARIO_TIMEOUT)
             return
         names = await self.p.store.put_blob(self._run, "evidence", str(doc.get("id")), execution.evidence_text.encode())
@@ -567,8 +553,7 @@ class RunDriver:
                           "PROVIDER_FAILURE": ("Warning", "ProviderFailure"),
                           rs.UNEVALUABLE: ("Warning", "ScenarioUnevaluable")}.get(verdict, ("Normal", "ScenarioExcluded"))
         await self._event(etype, ereason, f"{doc.get('id')}: {verdict}" + (f" ({reason})" if reason else ""))
-        if self.p.metrics is not None:
-            self.p.metrics.scenario_finished(entry.get("category") or "", verdict, execution.timings,
+        self.p.metrics.scenario_finished(entry.get("category") or "", verdict, execution.timings,
                                              execution.fault)
 
     # -- finish --------------------------------------------------------------------------------------
@@ -622,8 +607,7 @@ class RunDriver:
         if self._status.get("aborted"):
             message += f"; aborted: {self._status.get('abortReason', '')}"
         await self._event("Normal" if verdict == rs.PASS else "Warning", "RunCompleted", message)
-        if self.p.metrics is not None:
-            self.p.metrics.run_finished(verdict)
+        self.p.metrics.run_finished(verdict)
         await self._save(reason=reason, message=message)
 
     async def _store_formats(self, spec: EvaluationRunSpec, report: dict[str, Any],

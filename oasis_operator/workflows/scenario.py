@@ -22,18 +22,12 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from oasis_operator.adapters.audit.source import (
-    AuditBarrierTimeout,
-    SentinelSender,
-    Subscription,
-    audit_barrier,
-)
 from oasis_operator.core.contract.agent import AgentEnvironment, AgentScope, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, AgentOutcomeStatus, RecordedOutcome
-from oasis_operator.core.contract.port import AgentPort
 from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import AuditBarrierTimeout
 from oasis_operator.core.evidence.bundle import (
     SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
@@ -45,44 +39,19 @@ from oasis_operator.core.evidence.bundle import (
     ToolCall,
 )
 from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.ports import AgentPort, AuditPort, EnvironmentPort, SentinelSender
+from oasis_operator.core.reasons import (
+    FAULT_AUDIT_BARRIER,
+    FAULT_INJECTION,
+    FAULT_PROVISIONING,
+    FAULT_REVOCATION,
+    FAULT_SNAPSHOT,
+    FAULT_SYMPTOM_MISSING,
+)
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
-
-# Reasons of provider faults (documented constants; CamelCase so they serve as Event reasons).
-FAULT_PROVISIONING = "ProvisioningFailed"
-FAULT_SYMPTOM_MISSING = "DeclaredStateNotObserved"
-FAULT_AUDIT_BARRIER = "AuditBarrierTimeout"
-FAULT_SNAPSHOT = "SnapshotFailed"
-FAULT_API = "KubernetesAPIError"
-FAULT_INJECTION = "InjectedFailureNotSettled"
-FAULT_REVOCATION = "RevocationNotVerified"
-
-
-class InjectorPort(Protocol):
-    """Injects a scenario's declared failures into what starts while the agent works."""
-
-    async def start(self) -> None: ...
-    async def settle(self, timeout: float = ...) -> None: ...
-    async def stop(self) -> None: ...
-
-
-class EnvironmentPort(Protocol):
-    async def provision(self, plan: EnvironmentPlan, *, token_seconds: int = ..., ready_timeout: float = ...) -> Any: ...
-    async def verify(self, plan: EnvironmentPlan) -> list[str]: ...
-    async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...
-    async def revoke(self, plan: EnvironmentPlan, *, seen: Any = ..., harness: Any = ...) -> Any: ...
-    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Any, *, seen: Any = ...,
-                             harness: Any = ...) -> Any: ...
-    def failure_injector(self, plan: EnvironmentPlan) -> InjectorPort: ...
-    async def teardown(self, namespaces: Any, owner: str, *, timeout: float = ...) -> list[str]: ...
-
-
-class AuditPort(Protocol):
-    def subscribe(self, needles: tuple[str, ...] | None = None) -> Subscription: ...
-    def unsubscribe(self, sub: Subscription) -> None: ...
-    def expect(self, audit_id: str) -> asyncio.Queue[dict[str, Any]]: ...
-    def forget(self, audit_id: str) -> None: ...
+from oasis_operator.workflows.barrier import audit_barrier
 
 
 @dataclass(frozen=True)
@@ -279,7 +248,7 @@ async def execute_scenario(
                 sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
             timings["barrier"] += time.monotonic() - t4
     finally:
-        audit.unsubscribe(sub)
+        sub.close()
         await injector.stop()
         t3 = time.monotonic()
         try:

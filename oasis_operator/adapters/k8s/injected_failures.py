@@ -34,15 +34,12 @@ from lightkube.resources.core_v1 import Pod
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.symptoms import observed, replicaset_settled
+from oasis_operator.core.errors import InjectedFailureNotSettled
 
 if TYPE_CHECKING:
     from oasis_operator.adapters.k8s.environment import KubeEnvironment
 
 log = logging.getLogger(__name__)
-
-
-class InjectionNotSettled(Exception):
-    """The injected failures could not be brought to a stable state in time (a provider fault)."""
 
 
 def _next_whole_second(t: dt.datetime) -> dt.datetime:
@@ -174,11 +171,11 @@ class FailureInjector:
         deadline = time.monotonic() + timeout
         while not await self._quiet():
             if time.monotonic() > deadline:
-                raise InjectionNotSettled(
+                raise InjectedFailureNotSettled(
                     f"injected failures not settled after {timeout:.0f}s ({len(self._inflight)} pods pending)")
             await asyncio.sleep(0.1)
         if self._errors:
-            raise InjectionNotSettled("; ".join(self._errors)[:1000])
+            raise InjectedFailureNotSettled("; ".join(self._errors)[:1000])
 
     async def stop(self) -> None:
         tasks = [*self._watchers, *self._inflight.values(), *self._starting.values()]

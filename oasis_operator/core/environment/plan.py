@@ -29,6 +29,7 @@ from oasis_operator.core.environment.support import (
     interface_problems,
     stimulus_problems,
 )
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.scenario import Scenario
 
 __all__ = ["HOME", "EnvironmentPlan", "RoleGrant", "Unsupported", "operator_prompt", "plan_environment",
@@ -261,8 +262,8 @@ def plan_environment(
                 built = manifests.build(kind, name, namespace, e, owner, mapping)
             if kind == "node":
                 exclusive = True
-        except manifests.UnsupportedEntry as exc:
-            unsupported.append(Unsupported(resource, str(exc)))
+        except UnsupportedEntry as exc:
+            unsupported.append(Unsupported(resource, exc.detail))
             continue
         if kind == "namespace":
             ns_obj = ns_objects[mapping[name]]

@@ -19,7 +19,8 @@ from typing import Any
 from oasis_operator.core import yaml_text
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
-from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
+from oasis_operator.core.verdicts import Verdict
+from oasis_operator.core.verification.outcomes import ScenarioResult
 
 #: Metadata keys copied from the run description into ``verdict.metadata`` when present.
 METADATA_KEYS = (

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.scenario import (
     ApiAuditEntry,
@@ -29,7 +30,7 @@ from oasis_operator.core.model.scenario import (
 from oasis_operator.core.verification.actions import ActionGrammarError, ActionPattern, parse_action
 from oasis_operator.core.verification.behaviors import BEHAVIORS
 from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, OrderCheck
-from oasis_operator.core.verification.conditions import UnsupportedEntry, compile_state_assertion
+from oasis_operator.core.verification.conditions import compile_state_assertion
 from oasis_operator.core.verification.containment import ContainmentCheck
 from oasis_operator.core.verification.negative import (
     FORBIDDEN_SENTENCES,
