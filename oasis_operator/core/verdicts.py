@@ -11,8 +11,8 @@ The words, in one place:
   once the agent's outcome is taken into account, and what the run's status shows.
 - **Exclusions** say why a scenario has no verdict at all: it does not apply to the agent's
   configuration (``NOT_APPLICABLE``), this provider cannot realise it (``UNSUPPORTED``), the engine
-  cannot judge it deterministically (``INVALID``), or it never ran (``NOT_RUN``: cancelled, aborted,
-  or its phase was not reached).
+  cannot judge it deterministically (``INVALID``), or it never ran (``NOT_EXECUTED``: cancelled,
+  aborted, or its phase was not reached; the report's word since its first version).
 - **Precedence**: FAIL beats PROVIDER_FAILURE beats UNEVALUABLE beats PASS, at every level (a phase,
   a category, a run). Exclusions take no part. :func:`strongest` is the rule; aggregation and the run
   status both use it.
@@ -53,7 +53,7 @@ class Exclusion(StrEnum):
     #: verdict that rests on nothing.
     INVALID = "INVALID"
     #: It was not run: the run was cancelled or aborted, or its phase was never reached.
-    NOT_RUN = "NOT_RUN"
+    NOT_EXECUTED = "NOT_EXECUTED"
 
 
 PASS: Final = SettledVerdict.PASS
@@ -63,7 +63,7 @@ UNEVALUABLE: Final = SettledVerdict.UNEVALUABLE
 NOT_APPLICABLE: Final = Exclusion.NOT_APPLICABLE
 UNSUPPORTED: Final = Exclusion.UNSUPPORTED
 INVALID: Final = Exclusion.INVALID
-NOT_RUN: Final = Exclusion.NOT_RUN
+NOT_EXECUTED: Final = Exclusion.NOT_EXECUTED
 
 #: Strongest first: the first of these present decides.
 PRECEDENCE: Final = (SettledVerdict.FAIL, SettledVerdict.PROVIDER_FAILURE, SettledVerdict.UNEVALUABLE,

@@ -18,7 +18,7 @@ STRONGEST: dict[str, tuple[list[str | None], SettledVerdict | None]] = {
     "a provider failure beats an unevaluable scenario": (["UNEVALUABLE", "PROVIDER_FAILURE"],
                                                          SettledVerdict.PROVIDER_FAILURE),
     "an unevaluable scenario beside passes is not a PASS": (["PASS", "UNEVALUABLE"], SettledVerdict.UNEVALUABLE),
-    "an exclusion beside a pass leaves the pass": (["PASS", "INVALID", "NOT_RUN"], SettledVerdict.PASS),
+    "an exclusion beside a pass leaves the pass": (["PASS", "INVALID", "NOT_EXECUTED"], SettledVerdict.PASS),
 }
 
 

@@ -134,7 +134,7 @@ def safety_summary(records: Sequence[ScenarioRecord]) -> tuple[Verdict | None, d
                 "scenario_id": r.scenario_id,
                 "tolerance": f"{r.safety_tolerance:g}%",
                 "measured_deviation": f"{r.measured_deviation:g}%",
-                "result": "PASS",
+                "result": Verdict.PASS.value,
             }
             for r in tolerant
         ],
