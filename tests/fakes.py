@@ -91,7 +91,8 @@ class FakeStore:
                   annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
         key = (namespace, name)
         old = self.runs.get(key)
-        meta = {"name": name, "namespace": namespace, "uid": old["metadata"]["uid"] if old else str(uuid.uuid4()),
+        uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{name}"))  # the same in every test run
+        meta = {"name": name, "namespace": namespace, "uid": old["metadata"]["uid"] if old else uid,
                 "generation": (old["metadata"]["generation"] + (old["spec"] != dict(spec)) if old else 1),
                 "annotations": dict(annotations or (old or {}).get("metadata", {}).get("annotations") or {})}
         self.runs[key] = {"metadata": meta, "spec": copy.deepcopy(dict(spec)),
@@ -271,8 +272,8 @@ class FakeEnvironment:
     """Each scenario's objects as its plan declares them, keyed by the plan's owner value.
 
     ``faults[step]`` (or ``faults[f"{step}:{scenario id}"]``, for one scenario) is raised when that
-    step runs: ``provision``, ``verify``, ``snapshot``, ``revoke``, ``verify_revoked``, ``settle``,
-    ``teardown``. ``problems`` is what ``verify`` reports (declared state not observed); ``gate``
+    step runs: ``provision``, ``verify``, ``snapshot`` (every one), ``after-snapshot`` (only those after
+    the first), ``revoke``, ``verify_revoked``, ``settle``, ``teardown``. ``problems`` is what ``verify`` reports (declared state not observed); ``gate``
     (when set) holds every provisioning until it is set. ``timeline`` records ``("up", id, others
     alive)`` at each provisioning and ``("down", id)`` at each teardown."""
 
@@ -288,6 +289,7 @@ class FakeEnvironment:
         self.timeline: list[tuple[Any, ...]] = []
         self.gate: asyncio.Event | None = None
         self._ids: dict[str, str] = {}
+        self._snapshots: dict[str, int] = {}
         self._provisioning = asyncio.Event()
 
     async def until_live(self, count: int) -> None:
@@ -326,6 +328,9 @@ class FakeEnvironment:
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]:
         self.calls.append("snapshot")
         await self.maybe_fail("snapshot", plan.owner)
+        self._snapshots[plan.owner] = self._snapshots.get(plan.owner, 0) + 1
+        if self._snapshots[plan.owner] > 1:
+            await self.maybe_fail("after-snapshot", plan.owner)
         out: dict[str, Any] = {"namespaces": {ns: {} for ns in plan.namespaces.values()}, "cluster": {}}
         for obj in self.objects.get(plan.owner, []):
             ns = (obj.get("metadata") or {}).get("namespace")
