@@ -37,13 +37,13 @@ from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract import ScenarioRequest
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.profile import parse_profile
-from oasis_operator.core.model.run import EvaluationRunSpec
+from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentPort
 from oasis_operator.core.reasons import PROVIDER_FAULTS
 from oasis_operator.core.verdicts import Verdict
 from oasis_operator.handlers.settings import OperatorSettings
-from oasis_operator.workflows.run import RunDriver, RunPorts, parse_duration
+from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPorts
 
 log = logging.getLogger("oasis.operator")
 FINALIZER = "oasis.dev/finalizer"
@@ -122,7 +122,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                                       "does not exist yet") from None
                 raise
             credentials = secret.to_dict()
-        timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, 300.0)
+        timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, AGENT_TIMEOUT_DEFAULT)
         identity = AgentJobTarget(name=f"{run_name or 'agent'}-identity"[:63].rstrip("-"), namespace=namespace,
                                   service_account="default")
         return build_agent(spec.agent, credentials=credentials, timeout_seconds=timeout, kube_client=client,
@@ -178,7 +178,7 @@ async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,
                 runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
                 for r in runs:
                     for s in ((r.to_dict().get("status") or {}).get("scenarios") or []):
-                        if s.get("step") == rs.STEP_RUNNING and s.get("owner"):
+                        if s.get("step") == rs.Step.RUNNING and s.get("owner"):
                             live.add(s["owner"])
                 swept = await ports.env.sweep_orphans(live, timeout=0)
                 if swept:

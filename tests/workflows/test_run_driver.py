@@ -489,3 +489,15 @@ async def test_deleting_a_run_tears_down_what_is_in_flight() -> None:
     st["scenarios"][0].update(step="Running", owner="o-1", namespaces=["a-1"])
     await w.driver().finalize()
     assert w.env.torn_down[-1] == "o-1"
+
+
+async def test_a_run_deleted_while_running_stops_and_reports_gone() -> None:
+    w = world(only=SMALL)
+    w.env.gate = asyncio.Event()
+    w.submit(parallelism=2)
+    driving = asyncio.create_task(w.drive())
+    await w.env.until_live(2)
+    await w.store.delete_run(NS, "run")
+    w.env.gate.set()
+    assert await driving == "gone"
+    assert sorted(w.env.provisioned) == sorted(w.env.torn_down)
