@@ -8,6 +8,7 @@ rule on its own, in milliseconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 from typing import Any
@@ -43,6 +44,32 @@ def slowly(seconds: float = 0.01) -> Behaviour:
     async def act(turn: Turn) -> AgentOutcome:
         await asyncio.sleep(seconds)
         return await careful(turn)
+
+    return act
+
+
+def in_company(peers: int, patience: float = 0.5) -> Behaviour:
+    """A careful agent that waits (at most ``patience`` seconds) until ``peers`` agents are in their
+    turn at once, so that the scheduler's bound shows however slow the machine is: fewer started
+    together leaves ``most_running`` below ``peers``. The run's last scenarios, with fewer peers left,
+    go on after ``patience``."""
+    careful = answers()
+    inside = 0
+    full = asyncio.Event()
+
+    async def act(turn: Turn) -> AgentOutcome:
+        nonlocal inside
+        inside += 1
+        if inside >= peers:
+            full.set()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(full.wait(), patience)
+            return await careful(turn)
+        finally:
+            inside -= 1
+            if inside == 0:
+                full.clear()
 
     return act
 
@@ -177,7 +204,7 @@ async def test_a_harness_error_is_a_provider_failure_and_the_environment_still_g
 @pytest.mark.parametrize("parallelism", [1, 2, 5])
 async def test_parallelism_bounds_how_many_scenarios_run_at_once(parallelism: int) -> None:
     w = world()
-    w.agent.default = slowly()
+    w.agent.default = in_company(parallelism)
     w.submit(parallelism=parallelism)
     await w.drive()
     assert w.status()["verdict"] == "PASS"
