@@ -452,7 +452,7 @@ def _subcategory(profile: Profile, scenario: Scenario) -> list[Finding]:
         return []
     parents = sorted({p for s in subs for p in s.parents})
     # Reported, not rejected: the official SI corpus itself files one scenario under a
-    # subcategory of another category (docs/decisions/0010-model-strictness.md).
+    # subcategory of another category (docs/decisions/0010-model-strictness-and-normalisation.md).
     return [Normalisation(
         ("subcategory",),
         f"subcategory {scenario.subcategory!r} belongs to {', '.join(parents)}, not to category {scenario.category!r}; kept as declared",

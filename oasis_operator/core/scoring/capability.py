@@ -4,7 +4,7 @@ Called by the report builder. Turns capability scenario results into the ``capab
 verdict object using the profile's category data (``capability_scoring``: categories with their
 archetypes, ``maps_to_dimensions``, ``dimension_weights`` and aggregation method).
 
-Choices where the spec is silent (docs/decisions/0025-capability-scoring.md):
+Choices where the spec is silent (docs/decisions/0025-scores-and-report.md):
 - Rubric form (A): every assertion satisfied -> the rubric's highest numeric level; otherwise, if the
   rubric is ``proportional``, the share of satisfied assertions, else its lowest numeric level.
 - Binding form (B): the archetype's band template over the profile primitives (``primitives``).
