@@ -28,10 +28,11 @@ tools: ## Install helm, kubeconform (tool cache) and chromium, once, for the shi
 demo: install binaries ## Run the main job on the embedded control plane and print the results
 	$(BIN)/oasis demo
 
-lint: install ## ruff, mypy and the import contracts (layers, independent adapters, no cycles)
+lint: install ## ruff, mypy, the import contracts (layers, independent adapters, no cycles), the complexity budget
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python tools/complexity.py
 
 test: install binaries tools lint ## The whole test suite, including the control-plane tests
 	$(BIN)/pytest
