@@ -25,9 +25,9 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
-from lightkube import ApiError
+from lightkube import ApiError, AsyncClient
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.core_v1 import Pod
 
@@ -36,10 +36,24 @@ from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.symptoms import observed, replicaset_settled
 from oasis_operator.core.errors import InjectedFailureNotSettled
 
-if TYPE_CHECKING:
-    from oasis_operator.adapters.k8s.environment import KubeEnvironment
-
 log = logging.getLogger(__name__)
+
+
+class SimulatedKubelet(Protocol):
+    """What the injector writes through: the provisioner's stand-in for a kubelet (KubeEnvironment),
+    which knows where a pod runs and writes its status and Events. Stated here, so that this module
+    does not import the environment that creates it."""
+
+    @property
+    def client(self) -> AsyncClient: ...
+
+    def now(self) -> dt.datetime: ...
+
+    async def where(self, pod: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def write_pod_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None: ...
+
+    async def create_event(self, manifest: dict[str, Any]) -> None: ...
 
 
 def _next_whole_second(t: dt.datetime) -> dt.datetime:
@@ -49,7 +63,7 @@ def _next_whole_second(t: dt.datetime) -> dt.datetime:
 class FailureInjector:
     """Injects the declared failures into the pods of ``workloads`` that start after :meth:`start`."""
 
-    def __init__(self, env: KubeEnvironment, workloads: Iterable[WorkloadState], owner: str) -> None:
+    def __init__(self, env: SimulatedKubelet, workloads: Iterable[WorkloadState], owner: str) -> None:
         self.env = env
         self.owner = owner
         self.workloads = {(w.namespace, w.name): w for w in workloads if w.on_restart}
