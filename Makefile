@@ -37,6 +37,9 @@ lint: install ## ruff, mypy, the import contracts (layers, independent adapters,
 test: install binaries tools lint ## The whole test suite, including the control-plane tests
 	$(BIN)/pytest
 
+unit: install ## The pure suite: no control plane, no helm or other outside tool (under a minute)
+	$(BIN)/pytest -m unit
+
 bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
 	$(BIN)/python benchmarks/bench_devcluster.py
 	PYTHONPATH=. $(BIN)/python benchmarks/bench_environments.py
@@ -52,4 +55,4 @@ dev-down: install ## Stop the local control plane
 clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-.PHONY: help install binaries tools demo lint test bench dev-up dev-down clean
+.PHONY: help install binaries tools demo lint test unit bench dev-up dev-down clean
