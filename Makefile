@@ -28,12 +28,17 @@ tools: ## Install helm, kubeconform (tool cache) and chromium, once, for the shi
 demo: install binaries ## Run the main job on the embedded control plane and print the results
 	$(BIN)/oasis demo
 
-lint: install ## ruff and mypy
+lint: install ## ruff, mypy, the import contracts (layers, independent adapters, no cycles), the complexity budget
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python tools/complexity.py
 
 test: install binaries tools lint ## The whole test suite, including the control-plane tests
 	$(BIN)/pytest
+
+unit: install ## The pure suite: no control plane, no helm or other outside tool (under a minute)
+	$(BIN)/pytest -m unit
 
 bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
 	$(BIN)/python benchmarks/bench_devcluster.py
@@ -50,4 +55,4 @@ dev-down: install ## Stop the local control plane
 clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-.PHONY: help install binaries tools demo lint test bench dev-up dev-down clean
+.PHONY: help install binaries tools demo lint test unit bench dev-up dev-down clean

@@ -22,6 +22,24 @@ from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPEC_DIR = REPO_ROOT.parent / "shared" / "oasis-spec"
 
+#: Fixtures that reach outside the Python process for more than a child Python: the control plane,
+#: helm/kubeconform/go tools, chromium.
+OUTSIDE_FIXTURES = frozenset({"cluster", "tools", "chromium", "kstatus", "promrules"})
+#: Directories whose tests need tools or take minutes (the chart, the red-team campaign).
+OUTSIDE_DIRS = frozenset({"shipping", "adversarial"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``unit`` every test that needs neither the control plane nor an outside tool, so that
+    ``pytest -m unit`` is the pure suite (docs/CONTRIBUTING.md "Checks")."""
+    tests_dir = REPO_ROOT / "tests"
+    for item in items:
+        part = item.path.relative_to(tests_dir).parts[0] if item.path.is_relative_to(tests_dir) else ""
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("cluster") or part in OUTSIDE_DIRS or fixtures & OUTSIDE_FIXTURES:
+            continue
+        item.add_marker(pytest.mark.unit)
+
 
 @dataclass
 class ClusterHandle:

@@ -24,6 +24,7 @@ from typing import Any
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.cli.report import read_run_report
+from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS
 from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, binaries, stack
 
 NAMESPACE = "evaluations"
@@ -110,13 +111,13 @@ def _print_run(run: dict[str, Any]) -> None:
     if st.get("capability"):
         print(f"  capability: {json.dumps(st['capability'], sort_keys=True)[:300]}")
     for s in st.get("scenarios", []):
-        if s.get("verdict") in ("INVALID", "UNSUPPORTED") and s.get("classification") == "capability":
+        if s.get("verdict") in NOT_EXECUTED_BY_PROVIDER and s.get("classification") == "capability":
             continue  # summarised below
         verdict = s.get("verdict") or "-"
         reason = s.get("reason") or ""
-        print(f"  {verdict:<16} {s.get('id')}" + (f"\n  {'':<16}   {reason[:150]}" if verdict != "PASS" and reason else ""))
+        print(f"  {verdict:<16} {s.get('id')}" + (f"\n  {'':<16}   {reason[:150]}" if verdict != PASS and reason else ""))
     skipped = [s for s in st.get("scenarios", []) if s.get("classification") == "capability"
-               and s.get("verdict") in ("INVALID", "UNSUPPORTED")]
+               and s.get("verdict") in NOT_EXECUTED_BY_PROVIDER]
     if skipped:
         print(f"  ({len(skipped)} capability scenarios not executable by this provider yet: missing back-ends or "
               "verification rules; listed in the report)")

@@ -36,8 +36,8 @@ from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario, run_report
 from oasis_operator.core.reporting.verdict_object import evidence_file_name, render_json, render_yaml
+from oasis_operator.core.verdicts import Verdict
 from oasis_operator.core.verification.engine import evaluate
-from oasis_operator.core.verification.outcomes import Verdict
 from oasis_operator.core.verification.plan import PlanError, compile_plan
 
 EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.PROVIDER_FAILURE: 3}
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = bundle.agent_outcome
     if outcome is not None:
         out["agent_outcome"] = outcome.to_dict()
-        if settle_verdict(result.verdict.value, outcome) == UNEVALUABLE:
+        if settle_verdict(result.verdict, outcome) == UNEVALUABLE:
             out["evidence_verdict"], out["verdict"] = out["verdict"], UNEVALUABLE
             print(json.dumps(out, sort_keys=True, indent=2, ensure_ascii=False))
             return EXIT_UNEVALUABLE

@@ -10,27 +10,13 @@ there is any error. Exit code 0 on success, 1 on validation errors.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.core import yaml_text
-from oasis_operator.core.model.manifest import profile_manifest, scenario_manifest
-from oasis_operator.core.model.profile import Profile
-from oasis_operator.loading.profile_dir import ImportedProfile, import_profile
-
-PROVENANCE_ANNOTATION = "oasis.dev/provenance"
-
-
-def manifests(imported: ImportedProfile, namespace: str | None = None) -> list[dict[str, Any]]:
-    """The Profile manifest (with its provenance annotation) followed by the Scenario manifests."""
-    profile = imported.profile
-    assert isinstance(profile, Profile)
-    pm = profile_manifest(profile, namespace)
-    pm["metadata"]["annotations"] = {PROVENANCE_ANNOTATION: json.dumps(imported.provenance, sort_keys=True)}
-    return [pm] + [scenario_manifest(s.model, profile.id, namespace) for s in imported.scenarios]
+from oasis_operator.loading.profile_dir import import_profile, manifests
 
 
 def _dump(docs: list[dict[str, Any]]) -> str:

@@ -22,6 +22,7 @@ import yaml
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.cli.report import read_run_report
+from oasis_operator.core.verdicts import FAIL, PASS
 
 RUNS = "/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns"
 
@@ -101,7 +102,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     for s in st.get("scenarios") or []:
         print(f"  {s.get('verdict') or '-':<16} {s.get('id')}")
         rec = records.get(s.get("id")) or {}
-        for a in rec.get("assertions", []) if s.get("verdict") != "PASS" else []:
+        for a in rec.get("assertions", []) if s.get("verdict") != PASS else []:
             if a.get("outcome") == "satisfied":
                 continue
             print(f"      {a.get('outcome')}: {a.get('source')}: {a.get('text')}  ({a.get('detail', '')})")
@@ -113,7 +114,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
                     print(f"        <- {json.dumps(e, sort_keys=True)[:200]}")
         for v in s.get("vacuity") or []:
             print(f"      vacuous: {v}")
-        if s.get("verdict") not in ("PASS", "FAIL") and s.get("reason"):
+        if s.get("verdict") not in (PASS, FAIL) and s.get("reason"):
             print(f"      {s['reason']}")
     if report is not None and report.get("incomplete"):
         print("The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
@@ -154,7 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         print(f"  {state:<24} {s.get('id')}", flush=True)
                 if any(c["type"] == "Completed" and c["status"] == "True" for c in st.get("conditions") or []):
                     print(f"{name}: {st.get('verdict')} - {st.get('message', '')}")
-                    return 0 if st.get("verdict") == "PASS" else 1
+                    return 0 if st.get("verdict") == PASS else 1
                 time.sleep(0.5)
         raise CliError(f"{ns}/{name} did not complete within {args.timeout:.0f}s")
     finally:

@@ -1,72 +1,322 @@
-"""The EvaluationRun's status: its phases, its per-scenario steps, and kstatus conditions.
+"""The EvaluationRun's status as a state table: its phases, its scenarios' steps, and kstatus conditions.
 
-Called by the run workflow after every step, and by the operator's daemon filter; turns the run's
-progress (phase, verdict, the compact scenario list) plus the time and generation handed in into the
-status document the API stores: summary counts and the conditions ``kubectl wait``, Argo CD, Flux and
-Helm read. The rules, in one place (kstatus reads only ``Reconciling`` and ``Stalled``: True means
-InProgress and Failed; anything else is Current, which opens a gate):
+Called by the run workflow after every step and by the operator's daemon filter; turns the run's
+progress into the status document the API stores: typed (:class:`RunStatus`, :class:`ScenarioEntry`;
+camelCase on the wire), summary counts for the printer columns, and the conditions ``kubectl wait``,
+Argo CD, Flux and Helm read. Pure: no clock (``now`` is an argument), no client.
 
-- ``Reconciling=True`` while the run is not finished: running, waiting for something that does not
-  exist yet (a Profile, a Scenario of its suite, the agent), or suspended (reason ``Suspended``: a
-  suspended run is not done). Before the operator writes anything, the CRD's status default says the
-  same (reason ``Pending``).
-- ``Stalled=True`` for a finished run that did not pass: FAIL, PROVIDER_FAILURE, a run that could not
-  start or timed out, and a cancelled run (reason ``Cancelled``).
-- ``Completed=True`` once the run is finished, whatever the verdict (so ``kubectl wait
-  --for=condition=Completed`` returns for a failed run too); ``Succeeded=True`` only for a finished
-  PASS; ``Ready`` mirrors Succeeded for tools that only read Ready.
-- Every condition carries the generation it was computed for; the run's ``observedGeneration`` follows
-  every spec edit, finished or not.
+The rules, in one place (h11 keeps its state machine the same way):
 
-A finished run costs nothing: :func:`needs_driver` says when the operator must look at a run at all.
-Pure: no clock (``now`` is an argument), no client.
+1. A run's phase and a scenario's step change only through the tables below
+   (:data:`RUN_TRANSITIONS`, :data:`SCENARIO_TRANSITIONS`): the workflow names the event, the table
+   names the next state and the reason. Anything else is :class:`InvalidTransition`, a bug.
+2. One precedence decides every verdict above a scenario (:func:`oasis_operator.core.verdicts.strongest`):
+   FAIL beats PROVIDER_FAILURE beats UNEVALUABLE beats PASS.
+3. A run ends Succeeded only with a safety PASS; any other end (FAIL, PROVIDER_FAILURE, UNEVALUABLE,
+   nothing judged, a run that could not start or timed out, a cancelled run) is Failed or Cancelled.
+4. An aborted run (a scenario ended in PROVIDER_FAILURE, or ``timeouts.run`` passed) has incomplete
+   evidence: PROVIDER_FAILURE, unless a FAIL was already certain.
+5. Conditions (kstatus reads only ``Reconciling`` and ``Stalled``: True means InProgress and Failed;
+   anything else is Current, which opens a gate):
+
+   - ``Reconciling=True`` while the run is not finished: running, waiting for something that does
+     not exist yet (a Profile, a Scenario of its suite, the agent), or suspended (reason
+     ``Suspended``: a suspended run is not done). Before the operator writes anything, the CRD's
+     status default says the same (reason ``Pending``).
+   - ``Stalled=True`` for a finished run that did not pass.
+   - ``Completed=True`` once the run is finished, whatever the verdict (so ``kubectl wait
+     --for=condition=Completed`` returns for a failed run too); ``Succeeded=True`` only for a
+     finished PASS; ``Ready`` mirrors Succeeded for tools that only read Ready.
+   - Every condition carries the generation it was computed for; the run's ``observedGeneration``
+     follows every spec edit, finished or not; a condition's ``lastTransitionTime`` moves only when
+     its status flips.
+
+6. A finished run costs nothing: :func:`needs_driver` says when the operator must look at a run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Final
 
-# Run phases.
-PENDING = "Pending"
-RUNNING = "Running"
-SUCCEEDED = "Succeeded"
-FAILED = "Failed"
-CANCELLED = "Cancelled"
-TERMINAL = (SUCCEEDED, FAILED, CANCELLED)
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
-# Scenario steps.
-STEP_PENDING = "Pending"
-STEP_RUNNING = "Running"
-STEP_DONE = "Done"
-STEP_EXCLUDED = "Excluded"  # not applicable, not supported by this provider, or not run (abort)
+from oasis_operator.core import reasons
+from oasis_operator.core.verdicts import PROVIDER_FAILURE, UNEVALUABLE, SettledVerdict, strongest
 
-# Verdicts.
-PASS, FAIL, PROVIDER_FAILURE = "PASS", "FAIL", "PROVIDER_FAILURE"
-#: Not a verdict: the agent failed and the evidence shows no violation (decision 0030).
-UNEVALUABLE = "UNEVALUABLE"
+RERUN_ANNOTATION: Final = "oasis.dev/rerun"
 
-# Condition reasons.
-R_PROGRESSING = "Progressing"
-R_SUSPENDED = "Suspended"
-R_PASSED = "Passed"
-R_FAILED = "SafetyFailed"
-R_PROVIDER_FAILURE = "ProviderFailure"
-R_CANCELLED = "Cancelled"
-R_INVALID = "InvalidSpec"
-R_PREFLIGHT = "PreflightFailed"
-R_AGENT_UNAVAILABLE = "AgentUnavailable"
-R_UNEVALUABLE = "Unevaluable"
-R_ADAPTER_REFUSED = "AdapterNotAllowed"
-R_TIMED_OUT = "TimedOut"
-R_PENDING = "Pending"
-# Waiting for something that does not exist yet (Reconciling=True; Stalled once timeouts.run passes).
-R_PROFILE_NOT_FOUND = "ProfileNotFound"
-R_SCENARIOS_NOT_FOUND = "ScenariosNotFound"
-R_AGENT_NOT_READY = "AgentNotReady"
-WAITING_REASONS = (R_PROFILE_NOT_FOUND, R_SCENARIOS_NOT_FOUND, R_AGENT_NOT_READY)
 
-RERUN_ANNOTATION = "oasis.dev/rerun"
+class Phase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+
+TERMINAL: Final = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELLED})
+
+
+class Step(StrEnum):
+    """Where one scenario of the run is."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    DONE = "Done"
+    #: Without a verdict of its own: not applicable, not supported, not verifiable, or not run.
+    EXCLUDED = "Excluded"
+
+
+class InvalidTransition(RuntimeError):
+    """A step or phase change the tables do not allow: a bug in the workflow, never a verdict."""
+
+
+# -- the run's phase ------------------------------------------------------------------------------------
+class RunEvent(StrEnum):
+    WAITING = "waiting"  # something the run needs does not exist yet (the reason says what)
+    SUSPENDED = "suspended"
+    PREPARED = "prepared"  # every scenario planned: the run starts
+    INVALID_SPEC = "invalid-spec"
+    ADAPTER_REFUSED = "adapter-refused"
+    PREFLIGHT_FAILED = "preflight-failed"
+    GAVE_UP = "gave-up"  # timeouts.run passed before the run could start
+    CANCELLED = "cancelled"
+    FINISHED = "finished"  # the report is stored: the phase follows from the verdict (FINISHED_BY)
+    RERUN = "rerun"  # the rerun annotation asks for a new run
+
+
+_ANY: Final = tuple(Phase)
+_OPEN: Final = (Phase.PENDING, Phase.RUNNING)
+
+#: (phase, event) -> (next phase, condition reason). None as the reason: the event's own (a waiting
+#: reason) or, for FINISHED, the one :data:`FINISHED_BY` gives.
+RUN_TRANSITIONS: Final[dict[tuple[Phase, RunEvent], tuple[Phase, str | None]]] = {
+    **{(p, RunEvent.WAITING): (Phase.PENDING, None) for p in _OPEN},
+    (Phase.PENDING, RunEvent.SUSPENDED): (Phase.PENDING, reasons.SUSPENDED),
+    (Phase.RUNNING, RunEvent.SUSPENDED): (Phase.RUNNING, reasons.SUSPENDED),  # a started run stays started
+    (Phase.PENDING, RunEvent.PREPARED): (Phase.RUNNING, reasons.PROGRESSING),
+    **{(p, RunEvent.INVALID_SPEC): (Phase.FAILED, reasons.INVALID_SPEC) for p in _OPEN},
+    (Phase.PENDING, RunEvent.ADAPTER_REFUSED): (Phase.FAILED, reasons.ADAPTER_NOT_ALLOWED),
+    (Phase.PENDING, RunEvent.PREFLIGHT_FAILED): (Phase.FAILED, reasons.PREFLIGHT_FAILED),
+    (Phase.PENDING, RunEvent.GAVE_UP): (Phase.FAILED, reasons.TIMED_OUT),
+    **{(p, RunEvent.CANCELLED): (Phase.CANCELLED, reasons.CANCELLED) for p in _OPEN},
+    (Phase.RUNNING, RunEvent.FINISHED): (Phase.FAILED, None),  # or SUCCEEDED: FINISHED_BY
+    **{(p, RunEvent.RERUN): (Phase.PENDING, reasons.PROGRESSING) for p in _ANY},
+}
+
+#: A finished run's verdict -> (phase, condition reason).
+FINISHED_BY: Final[dict[SettledVerdict, tuple[Phase, str]]] = {
+    SettledVerdict.PASS: (Phase.SUCCEEDED, reasons.PASSED),
+    SettledVerdict.FAIL: (Phase.FAILED, reasons.SAFETY_FAILED),
+    SettledVerdict.PROVIDER_FAILURE: (Phase.FAILED, reasons.PROVIDER_FAILURE),
+    # The agent failed where the evidence showed nothing: safety is not established, so the gate is
+    # not passed (Stalled for GitOps), and the run makes no claim.
+    SettledVerdict.UNEVALUABLE: (Phase.FAILED, reasons.UNEVALUABLE),
+}
+
+
+def finished_phase(verdict: str | None, *, timed_out: bool = False) -> tuple[Phase, str]:
+    """The terminal phase and condition reason for a run that ended with ``verdict`` (nothing judged:
+    PROVIDER_FAILURE); a run stopped by ``timeouts.run`` that did not pass says TimedOut."""
+    phase, reason = FINISHED_BY[SettledVerdict(verdict) if verdict in set(SettledVerdict) else PROVIDER_FAILURE]
+    if timed_out and verdict != SettledVerdict.PASS:
+        reason = reasons.TIMED_OUT
+    return phase, reason
+
+
+# -- a scenario's step ----------------------------------------------------------------------------------
+class ScenarioEvent(StrEnum):
+    EXCLUDED = "excluded"  # at preparation: not applicable, unsupported or invalid (verdict and reason given)
+    STARTED = "started"
+    FINISHED = "finished"  # a verdict (given)
+    TIMED_OUT = "timed-out"  # timeouts.scenario: PROVIDER_FAILURE (reason given)
+    HARNESS_ERROR = "harness-error"  # the harness itself raised: PROVIDER_FAILURE (reason given)
+    CUT_OFF = "cut-off"  # found running after a restart: torn down, to run again from scratch
+    CANCELLED = "cancelled"
+    ABORTED = "aborted"  # the run aborted before it started
+    RUN_TIMED_OUT = "run-timed-out"  # timeouts.run passed while it ran
+    SAFETY_NOT_PASSED = "safety-not-passed"  # a capability scenario, when Phase 1 did not pass
+
+
+#: (step, event) -> (next step, reason). None as the reason: the event gives it (or there is none).
+SCENARIO_TRANSITIONS: Final[dict[tuple[Step, ScenarioEvent], tuple[Step, str | None]]] = {
+    (Step.PENDING, ScenarioEvent.EXCLUDED): (Step.EXCLUDED, None),
+    (Step.PENDING, ScenarioEvent.STARTED): (Step.RUNNING, None),
+    (Step.RUNNING, ScenarioEvent.FINISHED): (Step.DONE, None),
+    (Step.RUNNING, ScenarioEvent.TIMED_OUT): (Step.DONE, None),
+    (Step.RUNNING, ScenarioEvent.HARNESS_ERROR): (Step.DONE, None),
+    # Fail closed: a harness error after the verdict was recorded (its Event, its metrics) voids it.
+    (Step.DONE, ScenarioEvent.HARNESS_ERROR): (Step.DONE, None),
+    (Step.RUNNING, ScenarioEvent.CUT_OFF): (Step.PENDING, None),
+    (Step.PENDING, ScenarioEvent.CANCELLED): (Step.EXCLUDED, reasons.NOT_RUN_CANCELLED),
+    (Step.RUNNING, ScenarioEvent.CANCELLED): (Step.EXCLUDED, reasons.NOT_FINISHED_CANCELLED),
+    (Step.PENDING, ScenarioEvent.ABORTED): (Step.EXCLUDED, reasons.NOT_RUN_ABORTED),
+    (Step.RUNNING, ScenarioEvent.RUN_TIMED_OUT): (Step.EXCLUDED, reasons.NOT_FINISHED_RUN_TIMEOUT),
+    (Step.PENDING, ScenarioEvent.SAFETY_NOT_PASSED): (Step.EXCLUDED, reasons.NOT_RUN_SAFETY_NOT_PASSED),
+}
+
+#: Events that end a scenario in PROVIDER_FAILURE whatever the caller says.
+_PROVIDER_FAILURE_EVENTS: Final = frozenset({ScenarioEvent.TIMED_OUT, ScenarioEvent.HARNESS_ERROR})
+
+
+# -- the status document ----------------------------------------------------------------------------------
+class _Wire(BaseModel):
+    """camelCase on the wire, snake_case here; keys nobody set are never written (a status is merge-
+    patched: an absent key is left alone, a None removes it); keys of other versions are kept."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow",
+                              validate_assignment=False)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+    def unset(self, name: str) -> None:
+        """Forget a field, so that it is not written at all (not even as null)."""
+        setattr(self, name, None)
+        self.__pydantic_fields_set__.discard(name)
+
+
+class ScenarioEntry(_Wire):
+    """One scenario of the run, as its status lists it."""
+
+    name: str
+    id: str | None = None
+    category: str | None = None
+    classification: str | None = None
+    step: Step = Step.PENDING
+    attempt: int = 0
+    #: A settled verdict (Done) or an exclusion (Excluded at preparation); none for what was not run.
+    verdict: str | None = None
+    reason: str | None = None
+    exclusive: bool | None = None
+    #: The ownership value of the current attempt's environment, and its namespaces (recorded before
+    #: anything exists, so a restart can tear it down).
+    owner: str | None = None
+    namespaces: list[str] | None = None
+    vacuity: list[str] | None = None
+    evidence: list[str] | None = None
+    duration_seconds: float | None = None
+
+    def advance(self, event: ScenarioEvent, *, verdict: str | None = None, reason: str | None = None) -> None:
+        """Move by the table; ``verdict`` and ``reason`` only where the event brings them."""
+        target = SCENARIO_TRANSITIONS.get((self.step, event))
+        if target is None:
+            raise InvalidTransition(f"scenario {self.name}: no transition from {self.step} on {event}")
+        step, fixed = target
+        self.step = step
+        if event in _PROVIDER_FAILURE_EVENTS:
+            verdict = PROVIDER_FAILURE
+        if verdict is not None:
+            self.verdict = verdict
+        if fixed is not None or reason is not None:
+            self.reason = reasons.clip(fixed or reason or "", reasons.ENTRY_REASON_LIMIT)
+
+
+class AgentRecord(_Wire):
+    name: str | None = None
+    version: str | None = None
+    declared_model: str | None = None
+    configuration: dict[str, Any] | None = None
+
+
+class ProfileRecord(_Wire):
+    name: str | None = None
+    id: str | None = None
+    version: str | None = None
+
+
+class ReportRecord(_Wire):
+    """Where the report is stored (ConfigMaps owned by the run) and in which formats."""
+
+    config_maps: list[str] | None = None
+    incomplete: bool | None = None
+    formats: dict[str, list[str]] | None = None
+    evidence_kept: bool | None = None
+
+
+class CapabilityRecord(_Wire):
+    """Compact: the core dimension scores and coverage; the full breakdown is in the report."""
+
+    tier: Any = None
+    coverage_complete: bool | None = None
+    dimensions: dict[str, Any] | None = None
+
+
+class RunStatus(_Wire):
+    """The run's status document."""
+
+    phase: Phase | None = None
+    verdict: str | None = None
+    message: str | None = None
+    observed_generation: int | None = None
+    conditions: list[dict[str, Any]] | None = None
+    summary: dict[str, int] | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+    rerun_token: str | None = None
+    aborted: bool | None = None
+    abort_reason: str | None = None
+    timed_out: bool | None = None
+    agent: AgentRecord | None = None
+    profile: ProfileRecord | None = None
+    scenarios: list[ScenarioEntry] | None = None
+    report: ReportRecord | None = None
+    capability: CapabilityRecord | None = None
+
+    @property
+    def current(self) -> Phase:
+        return self.phase or Phase.PENDING
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in TERMINAL
+
+    @property
+    def entries(self) -> list[ScenarioEntry]:
+        return self.scenarios or []
+
+    def entry(self, name: str) -> ScenarioEntry:
+        return next(s for s in self.entries if s.name == name)
+
+    def condition(self, kind: str) -> Mapping[str, Any]:
+        return next((c for c in self.conditions or [] if c.get("type") == kind), {})
+
+    def transition(self, event: RunEvent, *, verdict: str | None = None, reason: str | None = None) -> str:
+        """Move the phase by the table; returns the condition reason to write with it."""
+        target = RUN_TRANSITIONS.get((self.current, event))
+        if target is None:
+            raise InvalidTransition(f"run: no transition from {self.current} on {event}")
+        phase, fixed = target
+        if event is RunEvent.FINISHED:
+            phase, fixed = finished_phase(verdict, timed_out=bool(self.timed_out))
+            self.verdict = verdict
+        self.phase = phase
+        return fixed or reason or reasons.PROGRESSING
+
+    def abort(self, why: str, *, timed_out: bool = False) -> None:
+        """Nothing new starts; the evidence of the run is incomplete (rule 4). The first reason stays."""
+        if not self.aborted:
+            self.aborted = True
+            self.abort_reason = reasons.clip(why, reasons.ABORT_REASON_LIMIT)
+            if timed_out:
+                self.timed_out = True
+
+    def exclude_pending(self, event: ScenarioEvent, classification: str | None = None) -> None:
+        """Every pending scenario (of ``classification``) out, by ``event``."""
+        for s in self.entries:
+            if s.step is Step.PENDING and (classification is None or s.classification == classification):
+                s.advance(event)
+
+
+def initial_status() -> dict[str, Any]:
+    """What a run reads as before the operator has written anything (the CRD's status default):
+    in progress, for kstatus, Argo CD and Flux alike."""
+    return {"phase": Phase.PENDING.value, "conditions": [
+        {"type": "Reconciling", "status": "True", "reason": reasons.PENDING,
+         "message": "waiting for the operator to pick up the run"}]}
 
 
 def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, now: str,
@@ -78,7 +328,7 @@ def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, 
         "type": ctype,
         "status": value,
         "reason": reason,
-        "message": message[:32000],
+        "message": reasons.clip(message, reasons.CONDITION_MESSAGE_LIMIT),
         "observedGeneration": generation,
         "lastTransitionTime": now if changed else str((old or {}).get("lastTransitionTime") or now),
     }
@@ -86,13 +336,14 @@ def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, 
 
 def conditions(*, phase: str, verdict: str | None, reason: str, message: str, generation: int, now: str,
                suspended: bool = False, previous: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The five conditions of rule 5, all carrying ``reason``."""
     prev = {str(c.get("type")): c for c in previous}
     finished = phase in TERMINAL
-    passed = finished and phase == SUCCEEDED and verdict == PASS
+    passed = finished and phase == Phase.SUCCEEDED and verdict == SettledVerdict.PASS
     stalled = finished and not passed
     working = not finished
     if suspended and not finished:
-        reason = R_SUSPENDED
+        reason = reasons.SUSPENDED
     return [
         _cond("Ready", passed, reason, message, generation, now, prev),
         _cond("Reconciling", working, reason, message, generation, now, prev),
@@ -102,18 +353,10 @@ def conditions(*, phase: str, verdict: str | None, reason: str, message: str, ge
     ]
 
 
-def initial_status() -> dict[str, Any]:
-    """What a run reads as before the operator has written anything (the CRD's status default):
-    in progress, for kstatus, Argo CD and Flux alike."""
-    return {"phase": PENDING, "conditions": [
-        {"type": "Reconciling", "status": "True", "reason": R_PENDING,
-         "message": "waiting for the operator to pick up the run"}]}
-
-
 def needs_driver(run: Mapping[str, Any]) -> bool:
-    """Whether the operator must look at this run at all. A finished run needs nothing until its
-    spec changes (observedGeneration behind), it is asked to run again (the rerun annotation), or an
-    opt-in TTL will delete it; otherwise it costs no request."""
+    """Whether the operator must look at this run at all (the raw object, as kopf hands it). A finished
+    run needs nothing until its spec changes (observedGeneration behind), it is asked to run again
+    (the rerun annotation), or an opt-in TTL will delete it; otherwise it costs no request."""
     status = run.get("status") or {}
     meta = run.get("metadata") or {}
     if status.get("phase") not in TERMINAL:
@@ -126,66 +369,80 @@ def needs_driver(run: Mapping[str, Any]) -> bool:
     return (run.get("spec") or {}).get("ttlSecondsAfterFinished") is not None
 
 
-def summary(scenarios: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def summary(scenarios: Sequence[ScenarioEntry]) -> dict[str, int]:
     """Counts for printer columns. passed/failed are safety verdicts (the gate); a capability
     scenario's PASS/FAIL feeds a score and is counted apart."""
-    done = [s for s in scenarios if s.get("step") == STEP_DONE]
-    verdicts = [s.get("verdict") for s in done if s.get("classification") != "capability"]
-    capability = [s.get("verdict") for s in done if s.get("classification") == "capability"]
+    done = [s for s in scenarios if s.step is Step.DONE]
+    verdicts = [s.verdict for s in done if s.classification != "capability"]
+    capability = [s.verdict for s in done if s.classification == "capability"]
     return {
         "total": len(scenarios),
-        "passed": verdicts.count(PASS),
-        "failed": verdicts.count(FAIL),
-        "capabilityPassed": capability.count(PASS),
-        "capabilityFailed": capability.count(FAIL),
+        "passed": verdicts.count(SettledVerdict.PASS),
+        "failed": verdicts.count(SettledVerdict.FAIL),
+        "capabilityPassed": capability.count(SettledVerdict.PASS),
+        "capabilityFailed": capability.count(SettledVerdict.FAIL),
         "providerFailures": verdicts.count(PROVIDER_FAILURE) + capability.count(PROVIDER_FAILURE),
         "unevaluable": verdicts.count(UNEVALUABLE) + capability.count(UNEVALUABLE),
-        "excluded": sum(1 for s in scenarios if s.get("step") == STEP_EXCLUDED),
-        "pending": sum(1 for s in scenarios if s.get("step") in (STEP_PENDING, STEP_RUNNING)),
+        "excluded": sum(1 for s in scenarios if s.step is Step.EXCLUDED),
+        "pending": sum(1 for s in scenarios if s.step in (Step.PENDING, Step.RUNNING)),
     }
 
 
-def finished_phase(verdict: str | None, *, cancelled: bool = False) -> tuple[str, str]:
-    """The terminal phase and condition reason for a run that ended with ``verdict``."""
-    if cancelled:
-        return CANCELLED, R_CANCELLED
-    if verdict == PASS:
-        return SUCCEEDED, R_PASSED
-    if verdict == FAIL:
-        return FAILED, R_FAILED
-    if verdict == UNEVALUABLE:
-        # The agent failed where the evidence showed nothing: safety is not established, so the gate
-        # is not passed (Stalled for GitOps), and the run makes no claim.
-        return FAILED, R_UNEVALUABLE
-    return FAILED, R_PROVIDER_FAILURE
-
-
-def next_scenarios(scenarios: Sequence[Mapping[str, Any]], classification: str, capacity: int) -> list[str]:
+def next_scenarios(scenarios: Sequence[ScenarioEntry], classification: str, capacity: int) -> list[str]:
     """Which pending scenarios of ``classification`` to start now, given free ``capacity``.
 
     A scenario marked exclusive runs alone: it starts only when nothing runs, and nothing starts
     beside it.
     """
-    running = [s for s in scenarios if s.get("step") == STEP_RUNNING]
-    if any(s.get("exclusive") for s in running) or capacity <= 0:
+    running = [s for s in scenarios if s.step is Step.RUNNING]
+    if any(s.exclusive for s in running) or capacity <= 0:
         return []
-    pending = [s for s in scenarios if s.get("step") == STEP_PENDING and s.get("classification") == classification]
+    pending = [s for s in scenarios if s.step is Step.PENDING and s.classification == classification]
     out: list[str] = []
     for s in pending:
-        if s.get("exclusive"):
+        if s.exclusive:
             if not running and not out:
-                return [str(s["name"])]
+                return [s.name]
             continue
         if len(out) < capacity:
-            out.append(str(s["name"]))
+            out.append(s.name)
     return out
 
 
-def phase_verdict(scenarios: Sequence[Mapping[str, Any]], classification: str) -> str | None:
-    """FAIL beats PROVIDER_FAILURE beats UNEVALUABLE beats PASS over the done scenarios of one
-    classification (a phase with an unevaluable scenario has not passed)."""
-    vs = {s.get("verdict") for s in scenarios if s.get("classification") == classification and s.get("step") == STEP_DONE}
-    for v in (FAIL, PROVIDER_FAILURE, UNEVALUABLE, PASS):
-        if v in vs:
-            return v
-    return None
+def phase_verdict(scenarios: Iterable[ScenarioEntry], classification: str) -> SettledVerdict | None:
+    """The done scenarios of one classification, by the one precedence (a phase with an unevaluable
+    scenario has not passed)."""
+    return strongest(s.verdict for s in scenarios if s.classification == classification and s.step is Step.DONE)
+
+
+def run_verdict(safety: str | None, *, aborted: bool, scenarios: Sequence[ScenarioEntry]) -> SettledVerdict:
+    """What a finished run reads: the report's safety verdict, PROVIDER_FAILURE when the run aborted
+    (rule 4), UNEVALUABLE when a safety scenario was (decision 0030), and PROVIDER_FAILURE when
+    nothing could be judged: never a PASS by default."""
+    unevaluable = phase_verdict(scenarios, "safety") == UNEVALUABLE
+    decided = strongest([safety, PROVIDER_FAILURE if aborted else None, UNEVALUABLE if unevaluable else None])
+    return decided or PROVIDER_FAILURE
+
+
+def completion_message(verdict: str, counts: Mapping[str, int], *, aborted: bool, abort_reason: str) -> str:
+    """The run's last message (and its RunCompleted Event)."""
+    message = (f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, "
+               f"{counts['providerFailures']} provider failures, {counts['excluded']} excluded of {counts['total']}")
+    if counts.get("unevaluable"):
+        message += f"; {counts['unevaluable']} unevaluable (agent failures): no conformance claim"
+    if aborted:
+        message += f"; aborted: {abort_reason}"
+    return message
+
+
+#: A scenario's verdict -> (Event type, Event reason).
+SCENARIO_EVENTS: Final[dict[str, tuple[str, str]]] = {
+    SettledVerdict.PASS: ("Normal", reasons.EVENT_SCENARIO_PASSED),
+    SettledVerdict.FAIL: ("Warning", reasons.EVENT_SCENARIO_FAILED),
+    SettledVerdict.PROVIDER_FAILURE: ("Warning", reasons.EVENT_PROVIDER_FAILURE),
+    SettledVerdict.UNEVALUABLE: ("Warning", reasons.EVENT_SCENARIO_UNEVALUABLE),
+}
+
+
+def scenario_event(verdict: str) -> tuple[str, str]:
+    return SCENARIO_EVENTS.get(verdict, ("Normal", reasons.EVENT_SCENARIO_EXCLUDED))

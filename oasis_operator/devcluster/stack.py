@@ -84,8 +84,7 @@ def ensure_namespace(http: httpx.Client, name: str) -> None:
 
 
 def import_si_profile(http: httpx.Client, namespace: str, profile_dir: Path = SI_PROFILE_DIR) -> list[dict[str, Any]]:
-    from oasis_operator.cli.import_cmd import manifests
-    from oasis_operator.loading.profile_dir import import_profile
+    from oasis_operator.loading.profile_dir import import_profile, manifests
 
     docs = manifests(import_profile(profile_dir))
     for doc in docs:

@@ -37,10 +37,13 @@ from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract import ScenarioRequest
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.profile import parse_profile
-from oasis_operator.core.model.run import EvaluationRunSpec
+from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.ports import AgentPort
+from oasis_operator.core.reasons import PROVIDER_FAULTS
+from oasis_operator.core.verdicts import Verdict
 from oasis_operator.handlers.settings import OperatorSettings
-from oasis_operator.workflows.run import PROVIDER_FAULTS, RunDriver, RunPorts, parse_duration
+from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPorts
 
 log = logging.getLogger("oasis.operator")
 FINALIZER = "oasis.dev/finalizer"
@@ -87,10 +90,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         sandbox.make_undumpable()
     client = AsyncClient(ours.access.lightkube_config(), field_manager="oasis-operator")
     ep = ours.access.endpoint()
-    metrics = Metrics(verdicts=(rs.PASS, rs.FAIL, rs.PROVIDER_FAILURE), fault_reasons=PROVIDER_FAULTS)
+    metrics = Metrics(verdicts=tuple(Verdict), fault_reasons=PROVIDER_FAULTS)
     if ours.metrics_port:
         start_http_server(ours.metrics_port, addr=ours.metrics_addr, registry=metrics.registry)
-    audit: Any
+    audit: FileAuditSource | WebhookAuditSource
     if ours.audit.webhook_port:
         assert ours.audit.cert is not None
         assert ours.audit.key is not None
@@ -108,7 +111,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     store = Store(client)
     policy = subprocess_policy(ours)
 
-    async def agent_for(spec: EvaluationRunSpec, namespace: str, run_name: str = "") -> Any:
+    async def agent_for(spec: EvaluationRunSpec, namespace: str, run_name: str = "") -> AgentPort:
         credentials = None
         if spec.agent.credentials_ref is not None:
             try:
@@ -119,7 +122,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                                       "does not exist yet") from None
                 raise
             credentials = secret.to_dict()
-        timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, 300.0)
+        timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, AGENT_TIMEOUT_DEFAULT)
         identity = AgentJobTarget(name=f"{run_name or 'agent'}-identity"[:63].rstrip("-"), namespace=namespace,
                                   service_account="default")
         return build_agent(spec.agent, credentials=credentials, timeout_seconds=timeout, kube_client=client,
@@ -133,8 +136,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                           node_selector=dict(ours.node_selector) or None,
                           pool_taints=[dict(t) for t in ours.pool_taints],
                           cluster_scoped=ours.cluster_scoped_scenarios)
+    memo.metrics = metrics
     memo.active_runs = set()
-    housekeeping = asyncio.create_task(_housekeeping(memo.ports, client), name="oasis-housekeeping")
+    housekeeping = asyncio.create_task(_housekeeping(memo.ports, client, metrics, audit), name="oasis-housekeeping")
 
     async def stop_housekeeping() -> None:
         housekeeping.cancel()
@@ -145,7 +149,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
              "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused")
 
 
-async def _housekeeping(ports: RunPorts, client: AsyncClient, interval: float = 10.0) -> None:
+async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,
+                        audit: FileAuditSource | WebhookAuditSource, interval: float = 10.0) -> None:
     """Every ``interval``: the leak-detector gauge, the audit ingestion counter, and every third time
     the orphan sweep (scenario environments no run has in flight: left by a crash or a lost delete)."""
     from lightkube import operators
@@ -160,21 +165,20 @@ async def _housekeeping(ports: RunPorts, client: AsyncClient, interval: float = 
         try:
             owned = [n async for n in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})
                      if is_owner_value(str(((n.metadata.labels if n.metadata else None) or {}).get(OWNER_LABEL, "")))]
-            if ports.metrics is not None:
-                ports.metrics.namespaces.set(len(owned))
-                now_ingested = int(getattr(ports.audit, "ingested", 0))
-                ports.metrics.audit_events.inc(max(0, now_ingested - ingested))
-                ingested = now_ingested
-                last = getattr(ports.audit, "last_event_at", None)
-                if last is not None:
-                    ports.metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
+            metrics.namespaces.set(len(owned))
+            now_ingested = audit.ingested
+            metrics.audit_events.inc(max(0, now_ingested - ingested))
+            ingested = now_ingested
+            last = audit.last_event_at
+            if last is not None:
+                metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
             if tick % 3 == 0 and owned:
                 live: set[str] = set()
                 runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
                 for r in runs:
                     for s in ((r.to_dict().get("status") or {}).get("scenarios") or []):
-                        if s.get("step") == "Running" and s.get("owner"):
+                        if s.get("step") == rs.Step.RUNNING and s.get("owner"):
                             live.add(s["owner"])
                 swept = await ports.env.sweep_orphans(live, timeout=0)
                 if swept:
@@ -288,8 +292,7 @@ async def run_daemon(name: str, namespace: str, body: Any, memo: kopf.Memo, stop
 
     def active(on: bool) -> None:
         (memo.active_runs.add if on else memo.active_runs.discard)(key)
-        if ports.metrics is not None:
-            ports.metrics.active_runs.set(len(memo.active_runs))
+        memo.metrics.active_runs.set(len(memo.active_runs))
 
     try:
         while not _must_exit(stopped, body):

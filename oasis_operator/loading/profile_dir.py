@@ -22,6 +22,7 @@ Everything else comes from the supplement, and is labelled so.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +31,14 @@ from typing import Any
 import yaml
 
 from oasis_operator.core.model.errors import ModelValidationError
+from oasis_operator.core.model.manifest import profile_manifest, scenario_manifest
 from oasis_operator.core.model.profile import Profile, parse_profile
 from oasis_operator.core.model.supplement import ProfileSupplement
 from oasis_operator.loading.documents import Finding, Loaded, Result, cross_check, load_paths
 from oasis_operator.loading.yaml_documents import LoadError, read_yaml_file
 
+#: Where the Profile manifest says where each of its fields came from (JSON: field -> source).
+PROVENANCE_ANNOTATION = "oasis.dev/provenance"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUPPLEMENT_DIR = REPO_ROOT / "examples" / "profiles"
 
@@ -206,3 +210,13 @@ def import_profile(directory: Path, supplement_path: Path | None = None) -> Impo
     out.findings += result.findings
     out.scenarios = result.loaded
     return out
+
+
+def manifests(imported: ImportedProfile, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The Profile manifest (with its provenance annotation) followed by the Scenario manifests
+    (``oasis import profile``, and the local stack's installation)."""
+    profile = imported.profile
+    assert isinstance(profile, Profile)
+    pm = profile_manifest(profile, namespace)
+    pm["metadata"]["annotations"] = {PROVENANCE_ANNOTATION: json.dumps(imported.provenance, sort_keys=True)}
+    return [pm] + [scenario_manifest(s.model, profile.id, namespace) for s in imported.scenarios]

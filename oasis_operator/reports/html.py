@@ -19,15 +19,19 @@ from typing import Any
 
 import jinja2
 
+from oasis_operator.core.verdicts import Exclusion, SettledVerdict
+
 #: Colour class of each scenario result or verdict, for the template's badges.
-RESULT_CLASSES = {
-    "PASS": "pass",
-    "FAIL": "fail",
-    "PROVIDER_FAILURE": "provider",
-    "UNEVALUABLE": "provider",
-    "NOT_APPLICABLE": "na",
-    "NOT_EXECUTED": "na",
+RESULT_CLASSES: dict[str, str] = {
+    SettledVerdict.PASS: "pass",
+    SettledVerdict.FAIL: "fail",
+    SettledVerdict.PROVIDER_FAILURE: "provider",
+    SettledVerdict.UNEVALUABLE: "provider",
+    Exclusion.NOT_APPLICABLE: "na",
+    Exclusion.NOT_EXECUTED: "na",
 }
+#: Results whose scenario is shown open: what a reader must look at.
+OPEN_RESULTS = frozenset({SettledVerdict.FAIL, SettledVerdict.PROVIDER_FAILURE, SettledVerdict.UNEVALUABLE})
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("oasis_operator.reports", "templates"),
@@ -62,6 +66,7 @@ def _plain(value: Any) -> str:
 _ENV.filters["badge"] = _badge
 _ENV.filters["plain"] = _plain
 _ENV.filters["score"] = _score
+_ENV.globals["OPEN_RESULTS"] = OPEN_RESULTS
 
 
 def html_context(report: Mapping[str, Any]) -> dict[str, Any]:

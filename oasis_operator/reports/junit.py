@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from oasis_operator.core.verdicts import Exclusion, SettledVerdict, Verdict
+
 #: Suite names, in output order.
 SUITES = ("safety", "capability")
 
@@ -48,20 +50,20 @@ def _testcase(scenario: Mapping[str, Any]) -> ET.Element:
     ET.SubElement(props, "property", name="result", value=str(result))
     if scenario.get("vacuity"):
         ET.SubElement(props, "property", name="vacuity", value=",".join(scenario["vacuity"]))
-    if result == "NOT_APPLICABLE":
+    if result == Exclusion.NOT_APPLICABLE:
         conditions = "; ".join(scenario.get("not_applicable_conditions") or [])
         ET.SubElement(case, "skipped", message=f"not applicable: {conditions}")
-    elif result == "NOT_EXECUTED":
+    elif result == Exclusion.NOT_EXECUTED:
         ET.SubElement(case, "skipped", message="not executed: the run stopped before this scenario")
-    elif result == "UNEVALUABLE":
+    elif result == SettledVerdict.UNEVALUABLE:
         ET.SubElement(case, "skipped", message=f"unevaluable: the agent failed ({scenario.get('agent_failure')}) "
                                                "and the evidence shows no violation")
-    elif verdict == "FAIL":
-        failure = ET.SubElement(case, "failure", message="the agent violated the scenario", type="FAIL")
+    elif verdict == Verdict.FAIL:
+        failure = ET.SubElement(case, "failure", message="the agent violated the scenario", type=Verdict.FAIL)
         failure.text = "\n".join(_assertion_lines(scenario, ("violated",)))
-    elif verdict == "PROVIDER_FAILURE":
+    elif verdict == Verdict.PROVIDER_FAILURE:
         fault = str(scenario.get("runtime_fault") or "the evaluation harness could not obtain the evidence")
-        error = ET.SubElement(case, "error", message=fault, type="PROVIDER_FAILURE")
+        error = ET.SubElement(case, "error", message=fault, type=Verdict.PROVIDER_FAILURE)
         error.text = "\n".join(_assertion_lines(scenario, ("unverifiable", "violated")))
     if isinstance(result, int | float) and not isinstance(result, bool):
         ET.SubElement(props, "property", name="score", value=f"{result:.6g}")

@@ -21,6 +21,11 @@ What the spec asks is honoured or refused, never ignored:
   evidence file is kept only with ``report.includeEvidence``;
 - a finished run is only looked at again when its spec changes (its ``observedGeneration`` follows),
   the rerun annotation asks for a new run, or its opt-in TTL expires.
+
+The decisions are the core's (:mod:`oasis_operator.core.run_status`: the phase and step tables, the
+verdict rules; :mod:`oasis_operator.core.triage`: which scenarios can run); this module does the I/O
+between them, as chains of named steps: each returns what stops the chain (an outcome, a
+:class:`Hold`) or None to go on, and the first that stops it wins.
 """
 
 from __future__ import annotations
@@ -30,66 +35,65 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from oasis_operator.adapters.agents.factory import AdapterNotAllowed
-from oasis_operator.adapters.audit.source import AuditBarrierTimeout, audit_barrier
-from oasis_operator.adapters.k8s.store import Store
+from oasis_operator.core import reasons
 from oasis_operator.core import run_status as rs
-from oasis_operator.core.contract.port import AgentPort, AgentUnavailable
-from oasis_operator.core.environment.manifests import CLUSTER_SCOPED_KINDS
+from oasis_operator.core.contract.agent import IdentityAndConfiguration
 from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
-from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
+from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, AuditBarrierTimeout
 from oasis_operator.core.evidence.codec import read_lines
-from oasis_operator.core.model.run import EvaluationRunSpec
+from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.ports import (
+    AgentPort,
+    AuditPort,
+    EnvironmentPort,
+    MetricsPort,
+    NoMetrics,
+    RunStore,
+    SentinelSender,
+)
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
+from oasis_operator.core.run_status import RunEvent, RunStatus, ScenarioEntry, ScenarioEvent, Step
+from oasis_operator.core.triage import triage
+from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS, PROVIDER_FAILURE
 from oasis_operator.core.verification.outcomes import VIOLATED
-from oasis_operator.core.verification.plan import applicability, verification_issues
-from oasis_operator.workflows.scenario import (
-    FAULT_API,
-    FAULT_AUDIT_BARRIER,
-    FAULT_INJECTION,
-    FAULT_PROVISIONING,
-    FAULT_SNAPSHOT,
-    FAULT_SYMPTOM_MISSING,
-    ScenarioTimeouts,
-    execute_scenario,
-)
+from oasis_operator.workflows.barrier import audit_barrier
+from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 
 log = logging.getLogger("oasis.run")
 
+__all__ = ["AGENT_TIMEOUT_DEFAULT", "GONE", "RunDriver", "RunPorts"]
+
 RERUN_ANNOTATION = rs.RERUN_ANNOTATION
-ABORT_PROVIDER_FAILURE = "a scenario ended in PROVIDER_FAILURE"
-#: The fault reason of a scenario cut off by timeouts.scenario.
-FAULT_SCENARIO_TIMEOUT = "ScenarioTimeout"
-#: Every provider fault a scenario can end with (metrics label values known in advance).
-PROVIDER_FAULTS = (FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING, FAULT_AUDIT_BARRIER, FAULT_SNAPSHOT, FAULT_API,
-                   FAULT_INJECTION, FAULT_SCENARIO_TIMEOUT)
+#: What :meth:`RunDriver.drive` returns.
+GONE: Final = "gone"
+FINISHED: Final = "finished"
+SUSPENDED: Final = "suspended"
+WAITING: Final = "waiting"
 #: Report formats and the file each is stored under (JSON always: the others are rendered from it).
 REPORT_FILES = {"json": "report.json", "yaml": "report.yaml", "html": "report.html", "junit": "report.junit.xml"}
+#: The agent's default time budget per scenario (``timeouts.agentResponse``), seconds.
+AGENT_TIMEOUT_DEFAULT = 300.0
 
 
-class Waiting(Exception):
-    """Something the run needs does not exist yet: the run waits for it (``reason``, ``message``)."""
+@dataclass(frozen=True)
+class Hold:
+    """Why the run does not go on now: it waits for something (``event`` WAITING, Reconciling=True),
+    or it ends before it started (``event`` says how)."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
+    event: RunEvent
+    reason: str
+    message: str
 
 
-def parse_duration(text: str | None, default: float) -> float:
-    if not text:
-        return default
-    total = 0.0
-    for value, unit in re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", str(text)):
-        total += float(value) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
-    return total or default
+def _waiting(reason: str, message: str) -> Hold:
+    return Hold(RunEvent.WAITING, reason, message)
 
 
 def _suffix(seed: str) -> str:
@@ -98,14 +102,21 @@ def _suffix(seed: str) -> str:
     return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
 
 
+def _parse_time(text: str) -> dt.datetime:
+    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+
+
 @dataclass
 class RunPorts:
-    store: Store
-    env: Any  # KubeEnvironment
-    audit: Any  # an audit source
-    send_sentinel: Callable[[str], Awaitable[Any]]
+    """What a run needs of the world (every field a port of :mod:`oasis_operator.core.ports`), and the
+    operator's settings that shape a run."""
+
+    store: RunStore
+    env: EnvironmentPort
+    audit: AuditPort
+    send_sentinel: SentinelSender
     agent_for: Callable[[EvaluationRunSpec, str, str], Awaitable[AgentPort]]  # (spec, namespace, run name)
-    metrics: Any = None
+    metrics: MetricsPort = field(default_factory=NoMetrics)
     now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
     harness_principals: tuple[str, ...] = ()
     barrier_timeout: float = 15.0
@@ -114,19 +125,24 @@ class RunPorts:
     #: The operator may write cluster-scoped objects (the chart's rbac.clusterScopedScenarios); when not,
     #: scenarios that need them are excluded as unsupported here, never started to fail.
     cluster_scoped: bool = True
+    #: How often (seconds) a running phase reads the run again, to see a cancellation or a deletion
+    #: while no scenario finishes.
+    poll_seconds: float = 2.0
 
 
 class RunDriver:
-    """Drives one run. ``drive()`` returns when the run is finished, gone or suspended."""
+    """Drives one run. ``drive()`` returns when the run is finished, gone, suspended or waiting."""
 
     def __init__(self, ports: RunPorts, namespace: str, name: str) -> None:
-        self.p = ports
+        self.ports = ports
         self.ns, self.name = namespace, name
         self._lock = asyncio.Lock()
-        self._status: dict[str, Any] = {}
+        self._status = RunStatus()
         self._run: dict[str, Any] = {}
+        self._spec: EvaluationRunSpec | None = None
         self._docs: dict[str, dict[str, Any]] = {}
         self._agent: AgentPort | None = None
+        #: How the run was cancelled while it ran: the spec's shutdown, or "Deleted".
         self._cancelled: str | None = None
         self._removed: set[str] = set()  # status keys to delete with the next merge patch
         #: Seconds until a finished run's opt-in TTL deletes it (set by drive() for finished runs).
@@ -134,546 +150,547 @@ class RunDriver:
         #: Seconds the caller should wait before driving again (set when drive() returns "waiting").
         self.retry_in: float = 2.0
 
+    @property
+    def spec(self) -> EvaluationRunSpec:
+        assert self._spec is not None, "read by _refuse_invalid_spec first"
+        return self._spec
+
     # -- status ----------------------------------------------------------------------------------
     def _now_str(self) -> str:
-        return self.p.now().astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return self.ports.now().astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    async def _save(self, *, reason: str = rs.R_PROGRESSING, message: str = "") -> None:
+    async def _save(self, *, reason: str = reasons.PROGRESSING, message: str = "") -> None:
+        """Write the whole status (a merge patch), with summary and conditions recomputed."""
         st = self._status
-        st["observedGeneration"] = self._run["metadata"].get("generation", 1)
-        st["summary"] = rs.summary(st.get("scenarios", []))
-        suspended = bool((self._run.get("spec") or {}).get("suspend"))
-        st["message"] = message or st.get("message", "")
-        st["conditions"] = rs.conditions(phase=st.get("phase", rs.PENDING), verdict=st.get("verdict"),
-                                         reason=reason, message=st["message"], generation=st["observedGeneration"],
-                                         now=self._now_str(), suspended=suspended,
-                                         previous=st.get("conditions") or [])
-        patch: dict[str, Any] = {k: None for k in self._removed if k not in st}
-        patch.update(json.loads(json.dumps(st)))
-        await self.p.store.patch_run_status(self.ns, self.name, patch)
+        st.observed_generation = int(self._run["metadata"].get("generation", 1))
+        st.summary = rs.summary(st.entries)
+        st.message = message or st.message or ""
+        st.conditions = rs.conditions(phase=st.current, verdict=st.verdict, reason=reason, message=st.message,
+                                      generation=st.observed_generation, now=self._now_str(),
+                                      suspended=bool((self._run.get("spec") or {}).get("suspend")),
+                                      previous=st.conditions or [])
+        document = st.wire()
+        patch: dict[str, Any] = {k: None for k in self._removed if k not in document}
+        patch.update(document)
+        await self.ports.store.patch_run_status(self.ns, self.name, patch)
         self._removed.clear()
 
     async def _event(self, etype: str, reason: str, message: str) -> None:
-        await self.p.store.event(self._run, etype, reason, message, self.p.now())
+        await self.ports.store.event(self._run, etype, reason, message, self.ports.now())
 
     # -- the loop ----------------------------------------------------------------------------------
     async def drive(self) -> str:
         """One pass. Returns ``gone``, ``finished``, ``suspended`` or ``waiting`` (drive again after
         :attr:`retry_in` seconds)."""
-        run = await self.p.store.get_run(self.ns, self.name)
+        run = await self.ports.store.get_run(self.ns, self.name)
         if run is None:
-            return "gone"
+            return GONE
         self._run = run
-        self._status = dict(run.get("status") or {})
-        annotations = run["metadata"].get("annotations") or {}
-        rerun = annotations.get(RERUN_ANNOTATION)
-        if rerun and rerun != self._status.get("rerunToken"):
-            await self._cleanup_in_flight()
-            self._removed |= set(self._status) - {"rerunToken", "conditions"}
-            self._status = {"rerunToken": rerun, "phase": rs.PENDING,
-                            "conditions": self._status.get("conditions") or []}
-        if self._status.get("phase") in rs.TERMINAL:
-            return await self._observe_finished(run)
+        self._status = RunStatus.model_validate(run.get("status") or {})
+        await self._start_again_if_asked()
+        if self._status.finished:
+            return await self._observe_finished()
+        for guard in (self._refuse_invalid_spec, self._honour_shutdown, self._honour_suspend, self._start_or_resume):
+            outcome = await guard()
+            if outcome is not None:
+                return outcome
+        await self._run_phases()
+        return await self._conclude()
+
+    async def _start_again_if_asked(self) -> None:
+        """The rerun annotation: whatever is in flight goes, and the run starts from Pending (keeping
+        only its conditions, so their transition times stay honest)."""
+        rerun = (self._run["metadata"].get("annotations") or {}).get(RERUN_ANNOTATION)
+        if not rerun or rerun == self._status.rerun_token:
+            return
+        await self._cleanup_in_flight()
+        self._removed |= set(self._status.wire()) - {"rerunToken", "conditions"}
+        self._status = RunStatus(rerun_token=rerun, phase=self._status.phase,
+                                 conditions=self._status.conditions or [])
+        self._status.transition(RunEvent.RERUN)
+
+    async def _refuse_invalid_spec(self) -> str | None:
         try:
-            spec = EvaluationRunSpec.model_validate(run.get("spec") or {})
+            self._spec = EvaluationRunSpec.model_validate(self._run.get("spec") or {})
         except Exception as exc:
-            self._status.update(phase=rs.FAILED, verdict=None, completionTime=self._now_str())
-            await self._save(reason=rs.R_INVALID, message=f"invalid spec: {exc}"[:2000])
-            return "finished"
-        if spec.shutdown:
-            await self._cancel(f"cancelled by spec.shutdown={spec.shutdown}")
-            return await self._expire_if_due(run)
-        if spec.suspend:
-            self._status.setdefault("phase", rs.PENDING)
-            await self._save(reason=rs.R_SUSPENDED, message="suspended by spec.suspend")
-            return "suspended"
-        self._status.setdefault("startTime", self._now_str())
-        if not self._status.get("scenarios"):
-            if self._remaining(spec) <= 0:
-                return await self._give_up_waiting(spec)
-            try:
-                ok = await self._prepare(spec)
-            except Waiting as wait:
-                return await self._wait(spec, wait)
-            if not ok:
-                return "finished"
+            return await self._end_before_start(RunEvent.INVALID_SPEC, f"invalid spec: {exc}", announce=False)
+        return None
+
+    async def _honour_shutdown(self) -> str | None:
+        if not self.spec.shutdown:
+            return None
+        await self._cancel(f"cancelled by spec.shutdown={self.spec.shutdown}")
+        return await self._expire_if_due()
+
+    async def _honour_suspend(self) -> str | None:
+        if not self.spec.suspend:
+            return None
+        await self._save(reason=self._status.transition(RunEvent.SUSPENDED), message="suspended by spec.suspend")
+        return SUSPENDED
+
+    async def _start_or_resume(self) -> str | None:
+        if not self._status.start_time:
+            self._status.start_time = self._now_str()
+        if self._status.scenarios:
+            await self._resume()
+            return None
+        if self._remaining() <= 0:
+            return await self._give_up_waiting()
+        hold = await self._prepare()
+        if hold is None:
+            return None
+        if hold.event is RunEvent.WAITING:
+            return await self._wait(hold)
+        return await self._end_before_start(hold.event, hold.message)
+
+    async def _run_phases(self) -> None:
+        """Phase 1 (safety), then Phase 2 (capability) only after a safety PASS of a run that did not abort."""
+        await self._run_phase("safety")
+        if self._status.finished or self._cancelled:
+            return
+        if rs.phase_verdict(self._status.entries, "safety") == PASS and not self._status.aborted:
+            await self._run_phase("capability")
         else:
-            await self._resume(spec)
-        await self._phase(spec, "safety")
-        if self._status.get("phase") not in rs.TERMINAL and not self._cancelled:
-            if rs.phase_verdict(self._status["scenarios"], "safety") == rs.PASS and not self._status.get("aborted"):
-                await self._phase(spec, "capability")
-            else:
-                for s in self._status["scenarios"]:
-                    if s["classification"] == "capability" and s["step"] == rs.STEP_PENDING:
-                        s.update(step=rs.STEP_EXCLUDED, reason="not run: the safety phase did not pass")
+            self._status.exclude_pending(ScenarioEvent.SAFETY_NOT_PASSED, "capability")
+
+    async def _conclude(self) -> str:
         if self._cancelled == "Deleted":
-            return "gone"
+            return GONE
         if self._cancelled:
             await self._cancel(f"cancelled by spec.shutdown={self._cancelled}")
-        elif self._status.get("phase") not in rs.TERMINAL:
-            await self._finish(spec)
-        return await self._expire_if_due(self._run)
+        elif not self._status.finished:
+            await self._finish()
+        return await self._expire_if_due()
+
+    async def _end_before_start(self, event: RunEvent, message: str, *, announce: bool = True) -> str:
+        """The run cannot start (an invalid spec, a refused adapter, no audit stream, waited too long)."""
+        reason = self._status.transition(event)
+        self._status.verdict = None
+        self._status.completion_time = self._now_str()
+        await self._save(reason=reason, message=reasons.clip(message, reasons.MESSAGE_LIMIT))
+        if announce:
+            await self._event("Warning", reason, self._status.message or "")
+        return FINISHED
 
     # -- time bounds ---------------------------------------------------------------------------------
-    @staticmethod
-    def _run_timeout(spec: EvaluationRunSpec) -> float | None:
-        text = spec.timeouts.run if spec.timeouts else None
+    def _run_timeout(self) -> float | None:
+        text = self.spec.timeouts.run if self.spec.timeouts else None
         return parse_duration(text, 0.0) or None
 
-    def _remaining(self, spec: EvaluationRunSpec) -> float:
+    def _remaining(self) -> float:
         """Seconds left of ``timeouts.run`` since the run started (infinite without one)."""
-        limit = self._run_timeout(spec)
-        started = self._status.get("startTime")
-        if limit is None or not started:
+        limit = self._run_timeout()
+        if limit is None or not self._status.start_time:
             return float("inf")
-        begun = dt.datetime.strptime(str(started), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
-        return limit - (self.p.now() - begun).total_seconds()
+        return limit - (self.ports.now() - _parse_time(self._status.start_time)).total_seconds()
 
-    async def _wait(self, spec: EvaluationRunSpec, wait: Waiting) -> str:
+    async def _wait(self, hold: Hold) -> str:
         """Record what the run waits for (an Event when that changes); drive again after
         :attr:`retry_in` seconds, backing off to 30 s, never past ``timeouts.run``."""
-        reconciling: dict[str, Any] = next((c for c in self._status.get("conditions") or [] if c.get("type") == "Reconciling"), {})
-        limit = f" (bounded by timeouts.run {spec.timeouts.run})" if spec.timeouts and spec.timeouts.run else ""
-        message = f"waiting: {wait.message}{limit}"[:2000]
-        changed = reconciling.get("reason") != wait.reason or self._status.get("message") != message
-        self._status["phase"] = rs.PENDING
-        await self._save(reason=wait.reason, message=message)
+        bound = self.spec.timeouts.run if self.spec.timeouts else None
+        limit = f" (bounded by timeouts.run {bound})" if bound else ""
+        message = reasons.clip(f"waiting: {hold.message}{limit}", reasons.MESSAGE_LIMIT)
+        changed = self._status.condition("Reconciling").get("reason") != hold.reason or self._status.message != message
+        await self._save(reason=self._status.transition(RunEvent.WAITING, reason=hold.reason), message=message)
         if changed:
-            await self._event("Normal", wait.reason, message)
+            await self._event("Normal", hold.reason, message)
             self.retry_in = 2.0
         else:
             self.retry_in = min(30.0, self.retry_in * 1.5)
-        self.retry_in = max(0.2, min(self.retry_in, self._remaining(spec)))
-        return "waiting"
+        self.retry_in = max(0.2, min(self.retry_in, self._remaining()))
+        return WAITING
 
-    async def _give_up_waiting(self, spec: EvaluationRunSpec) -> str:
-        last = str(self._status.get("message") or "").removeprefix("waiting: ")
-        limit = spec.timeouts.run if spec.timeouts else ""
-        self._status.update(phase=rs.FAILED, verdict=None, completionTime=self._now_str())
-        await self._save(reason=rs.R_TIMED_OUT,
-                         message=f"timeouts.run ({limit}) passed before the run could start; {last}"[:2000])
-        await self._event("Warning", rs.R_TIMED_OUT, self._status["message"])
-        return "finished"
+    async def _give_up_waiting(self) -> str:
+        last = str(self._status.message or "").removeprefix("waiting: ")
+        limit = self.spec.timeouts.run if self.spec.timeouts else ""
+        return await self._end_before_start(
+            RunEvent.GAVE_UP, f"timeouts.run ({limit}) passed before the run could start; {last}")
 
     # -- a finished run ------------------------------------------------------------------------------
-    async def _observe_finished(self, run: dict[str, Any]) -> str:
+    async def _observe_finished(self) -> str:
         """A finished run keeps its results. An edit of its spec is observed (observedGeneration and
         the conditions follow it; report formats asked for since are rendered from the stored
         report), and its opt-in TTL is honoured."""
-        generation = run["metadata"].get("generation", 1)
-        if self._status.get("observedGeneration") != generation:
+        if self._status.observed_generation != self._run["metadata"].get("generation", 1):
             try:
-                spec: EvaluationRunSpec | None = EvaluationRunSpec.model_validate(run.get("spec") or {})
+                self._spec = EvaluationRunSpec.model_validate(self._run.get("spec") or {})
             except Exception:
-                spec = None
-            stored = (self._status.get("report") or {}).get("configMaps")
-            if spec is not None and stored:
-                report = json.loads(await self.p.store.get_blob(self.ns, list(stored)))
-                self._status["report"] = {**self._status["report"],
-                                          "formats": await self._store_formats(spec, report, list(stored))}
-            completed: dict[str, Any] = next((c for c in self._status.get("conditions") or [] if c.get("type") == "Completed"), {})
-            await self._save(reason=str(completed.get("reason") or rs.R_PROGRESSING),
-                             message=str(self._status.get("message") or ""))
-        return await self._expire_if_due(run)
+                self._spec = None
+            stored = self._status.report.config_maps if self._status.report else None
+            if self._spec is not None and stored and self._status.report is not None:
+                report = json.loads(await self.ports.store.get_blob(self.ns, list(stored)))
+                self._status.report.formats = await self._store_formats(report, list(stored))
+            await self._save(reason=str(self._status.condition("Completed").get("reason") or reasons.PROGRESSING),
+                             message=str(self._status.message or ""))
+        return await self._expire_if_due()
 
-    async def _expire_if_due(self, run: dict[str, Any]) -> str:
+    async def _expire_if_due(self) -> str:
         """Delete a finished run whose opt-in TTL has passed (a run without one is never deleted);
         else :attr:`expires_in` says when to look again."""
         self.expires_in = None
-        ttl = (run.get("spec") or {}).get("ttlSecondsAfterFinished")
-        done = self._status.get("completionTime")
+        ttl = (self._run.get("spec") or {}).get("ttlSecondsAfterFinished")
+        done = self._status.completion_time
         if ttl is None or not done:
-            return "finished"
-        finished_at = dt.datetime.strptime(str(done), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
-        left = float(ttl) - (self.p.now() - finished_at).total_seconds()
+            return FINISHED
+        left = float(ttl) - (self.ports.now() - _parse_time(done)).total_seconds()
         if left <= 0:
-            await self.p.store.delete_run(self.ns, self.name)
-            return "gone"
+            await self.ports.store.delete_run(self.ns, self.name)
+            return GONE
         self.expires_in = left
-        return "finished"
+        return FINISHED
 
     # -- prepare -------------------------------------------------------------------------------------
-    async def _prepare(self, spec: EvaluationRunSpec) -> bool:
-        """Resolve what the run needs, ask the agent who it is, preflight, and plan every scenario.
-        Raises :class:`Waiting` while something does not exist yet; False when the run cannot start."""
-        profile = await self.p.store.get_profile(self.ns, spec.profile_ref.name)
+    async def _prepare(self) -> Hold | None:
+        """Resolve what the run needs, ask the agent who it is, preflight, and plan every scenario: a
+        chain, the first :class:`Hold` wins."""
+        profile = await self.ports.store.get_profile(self.ns, self.spec.profile_ref.name)
         if profile is None:
-            raise Waiting(rs.R_PROFILE_NOT_FOUND, f"Profile {spec.profile_ref.name} does not exist in {self.ns} yet")
-        selected = await self._select(spec, profile)
-        try:
-            agent = await self._agent_port(spec)
-            ident = await agent.identify()
-        except AdapterNotAllowed as exc:
-            self._status.update(phase=rs.FAILED, verdict=None, completionTime=self._now_str())
-            await self._save(reason=rs.R_ADAPTER_REFUSED, message=str(exc))
-            await self._event("Warning", rs.R_ADAPTER_REFUSED, self._status["message"])
-            return False
-        except (AgentUnavailable, ValueError, LookupError) as exc:
-            # Not there yet (a Deployment still starting, a Secret not applied yet): ask again later.
-            self._agent = None
-            raise Waiting(rs.R_AGENT_NOT_READY, f"agent identity: {exc}") from None
-        # Preflight: the audit stream must be live (the barrier works) before any scenario runs.
-        try:
-            await audit_barrier(self.p.audit, self.p.send_sentinel, timeout=self.p.barrier_timeout)
-        except AuditBarrierTimeout as exc:
-            self._status.update(phase=rs.FAILED, verdict=None, completionTime=self._now_str())
-            await self._save(reason=rs.R_PREFLIGHT, message=f"preflight: audit source not live: {exc}")
-            await self._event("Warning", "PreflightFailed", self._status["message"])
-            return False
-        configuration = dict(ident.configuration)
-        self._status["agent"] = {"name": ident.identity.name, "version": ident.identity.version,
-                                 "declaredModel": ident.identity.declared_model or "",
-                                 "configuration": configuration}
-        entries = []
-        for obj in selected:
-            doc = obj["spec"]
-            name = obj["metadata"]["name"]
-            self._docs[name] = doc
-            entry: dict[str, Any] = {"name": name, "id": doc.get("id"), "category": doc.get("category"),
-                                     "classification": doc.get("classification"), "step": rs.STEP_PENDING,
-                                     "attempt": 0}
-            applies, reasons = applicability(doc, configuration)
-            if not applies:
-                entry.update(step=rs.STEP_EXCLUDED, verdict="NOT_APPLICABLE", reason="; ".join(reasons)[:300])
-            else:
-                try:
-                    scenario, _ = parse_scenario(doc)
-                    plan = plan_environment(scenario, suffix="bbbbb", owner="x")
-                    if not plan.supported:
-                        entry.update(step=rs.STEP_EXCLUDED, verdict="UNSUPPORTED",
-                                     reason="; ".join(f"{u.resource}: {u.reason}" for u in plan.unsupported)[:300])
-                    elif not self.p.cluster_scoped and (needs := cluster_scoped_needs(plan)):
-                        entry.update(step=rs.STEP_EXCLUDED, verdict="UNSUPPORTED",
-                                     reason=f"needs cluster-scoped {', '.join(needs)}, which this operator may not "
-                                            "write (chart value rbac.clusterScopedScenarios)")
-                    entry["exclusive"] = plan.exclusive
-                    if entry["step"] == rs.STEP_PENDING:
-                        # A scenario the engine cannot judge deterministically is never run: it could
-                        # only end in a verdict that rests on nothing.
-                        issues = verification_issues(doc, configuration)
-                        if issues:
-                            entry.update(step=rs.STEP_EXCLUDED, verdict="INVALID",
-                                         reason=("not verifiable: " + "; ".join(
-                                             f"{i.path}: {i.reason}" for i in issues[:3]))[:300])
-                except Exception as exc:
-                    entry.update(step=rs.STEP_EXCLUDED, verdict="INVALID", reason=str(exc)[:300])
-            entries.append(entry)
-        self._status.update(phase=rs.RUNNING, scenarios=entries,
-                            profile={"name": spec.profile_ref.name, "id": (profile.get("spec") or {}).get("id"),
-                                     "version": (profile.get("spec") or {}).get("version")})
-        runnable = sum(1 for e in entries if e["step"] == rs.STEP_PENDING)
-        await self._save(message=f"{runnable} of {len(entries)} scenarios to run")
-        await self._event("Normal", "RunStarted", f"agent {ident.identity.name} {ident.identity.version}: "
-                                                  f"{runnable} of {len(entries)} scenarios to run")
-        return True
+            return _waiting(reasons.PROFILE_NOT_FOUND,
+                            f"Profile {self.spec.profile_ref.name} does not exist in {self.ns} yet")
+        selected = await self._select(profile)
+        if isinstance(selected, Hold):
+            return selected
+        identity = await self._identify()
+        if isinstance(identity, Hold):
+            return identity
+        hold = await self._preflight()
+        if hold is not None:
+            return hold
+        await self._plan_scenarios(profile, selected, identity)
+        return None
 
-    async def _select(self, spec: EvaluationRunSpec, profile: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _select(self, profile: Mapping[str, Any]) -> list[dict[str, Any]] | Hold:
         """The Scenario objects the run evaluates: the profile's suite in its order (every member must
         exist, else the run waits), or every Scenario matching the selector (at least one)."""
-        from lightkube import operators
-
-        labels: dict[str, Any] = {}
-        sel = spec.scenarios.selector
-        if sel is not None:
-            labels.update(dict(sel.match_labels or {}))
-            for req in sel.match_expressions or []:
-                op = {"In": operators.in_, "NotIn": operators.not_in}.get(req.operator)
-                if op is not None:
-                    labels[req.key] = op(list(req.values or []))
-                elif req.operator == "Exists":
-                    labels[req.key] = operators.exists()
-                else:
-                    labels[req.key] = operators.not_exists()
-        objs = await self.p.store.list_scenarios(self.ns, labels or None)
-        if spec.scenarios.suite:
+        selection = self.spec.scenarios
+        objs = await self.ports.store.list_scenarios(self.ns, selection.selector)
+        if selection.suite:
             suites = (profile.get("spec") or {}).get("suites") or []
-            suite = next((s for s in suites if s.get("id") == spec.scenarios.suite
-                          or s.get("name") == spec.scenarios.suite), None)
+            suite = next((s for s in suites if selection.suite in (s.get("id"), s.get("name"))), None)
             if suite is None:
-                raise Waiting(rs.R_SCENARIOS_NOT_FOUND,
-                              f"Profile {spec.profile_ref.name} has no suite {spec.scenarios.suite} yet")
+                return _waiting(reasons.SCENARIOS_NOT_FOUND,
+                                f"Profile {self.spec.profile_ref.name} has no suite {selection.suite} yet")
             ids = [str(i) for i in suite.get("scenarios") or []]
             by_id = {str(o["spec"].get("id")): o for o in objs}
-            if sel is not None:
-                # Both: the suite's members that also match the selector; every member must exist.
-                every = {str(o["spec"].get("id")) for o in await self.p.store.list_scenarios(self.ns)}
-                missing = [i for i in ids if i not in every]
-            else:
-                missing = [i for i in ids if i not in by_id]
+            # With a selector too: the suite's members that also match it; every member must exist.
+            every = ({str(o["spec"].get("id")) for o in await self.ports.store.list_scenarios(self.ns)}
+                     if selection.selector is not None else set(by_id))
+            missing = [i for i in ids if i not in every]
             if missing:
                 shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-                raise Waiting(rs.R_SCENARIOS_NOT_FOUND, f"suite {spec.scenarios.suite}: {len(missing)} of "
-                                                        f"{len(ids)} Scenarios do not exist in {self.ns} yet: {shown}")
+                return _waiting(reasons.SCENARIOS_NOT_FOUND, f"suite {selection.suite}: {len(missing)} of "
+                                                             f"{len(ids)} Scenarios do not exist in {self.ns} yet: {shown}")
             objs = [by_id[i] for i in ids if i in by_id]
         else:
             objs.sort(key=lambda o: str(o["spec"].get("id")))
         if not objs:
-            raise Waiting(rs.R_SCENARIOS_NOT_FOUND, f"no Scenario in {self.ns} matches the run's selection yet")
+            return _waiting(reasons.SCENARIOS_NOT_FOUND, f"no Scenario in {self.ns} matches the run's selection yet")
         return objs
 
-    async def _agent_port(self, spec: EvaluationRunSpec) -> AgentPort:
+    async def _identify(self) -> IdentityAndConfiguration | Hold:
+        try:
+            return await (await self._agent_port()).identify()
+        except AdapterNotAllowed as exc:
+            return Hold(RunEvent.ADAPTER_REFUSED, reasons.ADAPTER_NOT_ALLOWED, str(exc))
+        except (AgentUnavailable, ValueError, LookupError) as exc:
+            # Not there yet (a Deployment still starting, a Secret not applied yet): ask again later.
+            self._agent = None
+            return _waiting(reasons.AGENT_NOT_READY, f"agent identity: {exc}")
+
+    async def _preflight(self) -> Hold | None:
+        """The audit stream must be live (the barrier works) before any scenario runs."""
+        try:
+            await audit_barrier(self.ports.audit, self.ports.send_sentinel, timeout=self.ports.barrier_timeout)
+        except AuditBarrierTimeout as exc:
+            return Hold(RunEvent.PREFLIGHT_FAILED, reasons.PREFLIGHT_FAILED, f"preflight: audit source not live: {exc}")
+        return None
+
+    async def _plan_scenarios(self, profile: Mapping[str, Any], selected: list[dict[str, Any]],
+                              ident: IdentityAndConfiguration) -> None:
+        configuration = dict(ident.configuration)
+        self._status.agent = rs.AgentRecord(name=ident.identity.name, version=ident.identity.version,
+                                            declared_model=ident.identity.declared_model or "",
+                                            configuration=configuration)
+        entries = [self._triaged(obj, configuration) for obj in selected]
+        pspec = profile.get("spec") or {}
+        self._status.scenarios = entries
+        self._status.profile = rs.ProfileRecord(name=self.spec.profile_ref.name, id=pspec.get("id"),
+                                                version=pspec.get("version"))
+        reason = self._status.transition(RunEvent.PREPARED)
+        runnable = sum(1 for e in entries if e.step is Step.PENDING)
+        await self._save(reason=reason, message=f"{runnable} of {len(entries)} scenarios to run")
+        await self._event("Normal", reasons.EVENT_RUN_STARTED, f"agent {ident.identity.name} {ident.identity.version}: "
+                                                               f"{runnable} of {len(entries)} scenarios to run")
+
+    def _triaged(self, obj: Mapping[str, Any], configuration: Mapping[str, Any]) -> ScenarioEntry:
+        doc = obj["spec"]
+        name = obj["metadata"]["name"]
+        self._docs[name] = doc
+        entry = ScenarioEntry(name=name, id=doc.get("id"), category=doc.get("category"),
+                              classification=doc.get("classification"), step=Step.PENDING, attempt=0)
+        decided = triage(doc, configuration, cluster_scoped=self.ports.cluster_scoped)
+        if decided.exclusion is not None:
+            entry.advance(ScenarioEvent.EXCLUDED, verdict=decided.exclusion, reason=decided.reason)
+        if decided.exclusive is not None:
+            entry.exclusive = decided.exclusive
+        return entry
+
+    async def _agent_port(self) -> AgentPort:
         if self._agent is None:
-            self._agent = await self.p.agent_for(spec, self.ns, self.name)
+            self._agent = await self.ports.agent_for(self.spec, self.ns, self.name)
         return self._agent
 
     # -- resume / cleanup --------------------------------------------------------------------------
-    async def _resume(self, spec: EvaluationRunSpec) -> None:
-        objs = await self.p.store.list_scenarios(self.ns)
-        for o in objs:
+    async def _resume(self) -> None:
+        for o in await self.ports.store.list_scenarios(self.ns):
             self._docs[o["metadata"]["name"]] = o["spec"]
         await self._cleanup_in_flight()
 
     async def _cleanup_in_flight(self) -> None:
-        for s in self._status.get("scenarios") or []:
-            if s.get("step") == rs.STEP_RUNNING:
+        for s in self._status.entries:
+            if s.step is Step.RUNNING:
                 # Cut off by a restart: its environment is torn down and it runs again from scratch.
-                await self.p.env.teardown(s.get("namespaces") or [], s.get("owner", ""), timeout=0)
-                s.update(step=rs.STEP_PENDING)
-        if self._status.get("scenarios"):
+                await self.ports.env.teardown(s.namespaces or [], s.owner or "", timeout=0)
+                s.advance(ScenarioEvent.CUT_OFF)
+        if self._status.scenarios:
             await self._save()
 
-    # -- phases ------------------------------------------------------------------------------------
-    async def _phase(self, spec: EvaluationRunSpec, classification: str) -> None:
-        parallelism = spec.parallelism
-        agent_timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, 300.0)
+    # -- a phase: the scheduler ---------------------------------------------------------------------
+    async def _run_phase(self, classification: str) -> None:
+        """Every pending scenario of ``classification``, ``spec.parallelism`` at a time (an exclusive
+        one alone), until none is left, the run aborts, times out, or is cancelled."""
         running: dict[str, asyncio.Task[None]] = {}
-        while True:
-            if self._status.get("aborted"):
+        while not self._status.aborted:
+            if self._remaining() <= 0:
+                await self._stop_at_run_timeout(running)
                 break
-            if self._remaining(spec) <= 0:
-                # timeouts.run: nothing new starts; what runs is torn down; the evidence is incomplete.
-                for task in running.values():
-                    task.cancel()
-                await asyncio.gather(*running.values(), return_exceptions=True)
-                for name in running:
-                    if self._entry(name)["step"] == rs.STEP_RUNNING:
-                        self._entry(name).update(step=rs.STEP_EXCLUDED,
-                                                 reason="not finished: timeouts.run was exceeded")
-                running.clear()
-                self._abort(f"timeouts.run ({spec.timeouts.run if spec.timeouts else ''}) was exceeded",
-                            timed_out=True)
-                break
-            capacity = parallelism - len(running)
-            for name in rs.next_scenarios(self._status["scenarios"], classification, capacity):
-                running[name] = asyncio.create_task(self._one(spec, name, agent_timeout), name=f"scenario-{name}")
-                entry = self._entry(name)
-                entry["step"] = rs.STEP_RUNNING
+            self._start_next(classification, running)
             if not running:
                 break
             await self._save()
             done, _ = await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED,
-                                         timeout=max(0.05, min(2.0, self._remaining(spec))))
-            fresh = await self.p.store.get_run(self.ns, self.name)
-            shutdown = ((fresh or {}).get("spec") or {}).get("shutdown")
-            if fresh is None or shutdown:
-                # Cancellation: Graceful lets running scenarios finish; Immediate (or deletion) stops
-                # them now (each tears its environment down on the way out). Nothing new starts.
-                self._cancelled = shutdown or "Deleted"
-                if shutdown != "Graceful":
-                    for task in running.values():
-                        task.cancel()
-                await asyncio.gather(*running.values(), return_exceptions=True)
-                for name in running:
-                    entry = self._entry(name)
-                    if entry["step"] == rs.STEP_RUNNING:
-                        entry.update(step=rs.STEP_EXCLUDED, reason="not finished: cancelled")
-                running.clear()
+                                         timeout=max(0.05, min(self.ports.poll_seconds, self._remaining())))
+            if await self._stop_if_cancelled(running):
                 break
-            for name in [n for n, t in running.items() if t in done]:
-                task = running.pop(name)
-                if task.cancelled():
-                    continue
-                if task.exception() is not None:
-                    exc = task.exception()
-                    entry = self._entry(name)
-                    entry.update(step=rs.STEP_DONE, verdict=rs.PROVIDER_FAILURE,
-                                 reason=f"harness error: {type(exc).__name__}: {exc}"[:300])
-                    self._abort(f"{name}: {entry['reason']}")
-            if self._status.get("aborted") and running:
+            self._collect(running, done)
+            if self._status.aborted and running:
                 # Abort at once: let in-flight scenarios finish their own teardown, start nothing new.
                 await asyncio.gather(*running.values(), return_exceptions=True)
                 running.clear()
-        for s in self._status["scenarios"]:
-            if s["classification"] == classification and s["step"] == rs.STEP_PENDING and self._status.get("aborted"):
-                s.update(step=rs.STEP_EXCLUDED, reason="not run: the run was aborted")
-        await self._save()
+        if self._status.aborted:
+            self._status.exclude_pending(ScenarioEvent.ABORTED, classification)
+        if self._cancelled != "Deleted":  # a deleted run has no status left to write
+            await self._save()
 
-    def _abort(self, reason: str, *, timed_out: bool = False) -> None:
-        if not self._status.get("aborted"):
-            self._status["aborted"] = True
-            self._status["abortReason"] = reason[:500]
-            if timed_out:
-                self._status["timedOut"] = True
+    def _start_next(self, classification: str, running: dict[str, asyncio.Task[None]]) -> None:
+        agent_timeout = parse_duration(self.spec.timeouts.agent_response if self.spec.timeouts else None,
+                                       AGENT_TIMEOUT_DEFAULT)
+        capacity = self.spec.parallelism - len(running)
+        for name in rs.next_scenarios(self._status.entries, classification, capacity):
+            running[name] = asyncio.create_task(self._one(name, agent_timeout), name=f"scenario-{name}")
+            self._status.entry(name).advance(ScenarioEvent.STARTED)
 
-    def _entry(self, name: str) -> dict[str, Any]:
-        return next(s for s in self._status["scenarios"] if s["name"] == name)
+    async def _stop_at_run_timeout(self, running: dict[str, asyncio.Task[None]]) -> None:
+        """timeouts.run: nothing new starts; what runs is torn down; the evidence is incomplete."""
+        await self._stop(running, ScenarioEvent.RUN_TIMED_OUT, cancel=True)
+        self._status.abort(f"timeouts.run ({self.spec.timeouts.run if self.spec.timeouts else ''}) was exceeded",
+                           timed_out=True)
 
-    async def _one(self, spec: EvaluationRunSpec, name: str, agent_timeout: float) -> None:
-        entry = self._entry(name)
-        doc = self._docs[name]
-        scenario, _ = parse_scenario(doc)
-        attempt = int(entry.get("attempt", 0)) + 1
-        uid = self._run["metadata"]["uid"]
-        # A re-run's environments get names of their own (the previous run's may still be going away).
-        rerun = f"{self._status['rerunToken']}/" if self._status.get("rerunToken") else ""
-        owner = owner_value(uid, f"{rerun}{doc.get('id')}#{attempt}")
-        plan = plan_environment(scenario, suffix=_suffix(owner), owner=owner, node_selector=self.p.node_selector,
-                                pool_taints=self.p.pool_taints)
-        async with self._lock:
-            entry.update(attempt=attempt, owner=owner, namespaces=sorted(plan.namespaces.values()))
-            await self._save()  # recorded before anything exists, so a restart can clean it up
-        agent = await self._agent_port(spec)
-        limit = parse_duration(spec.timeouts.scenario if spec.timeouts else None, 0.0) or None
+    async def _stop_if_cancelled(self, running: dict[str, asyncio.Task[None]]) -> bool:
+        """Cancellation: Graceful lets running scenarios finish; Immediate (or deletion) stops them now
+        (each tears its environment down on the way out). Nothing new starts."""
+        fresh = await self.ports.store.get_run(self.ns, self.name)
+        shutdown = ((fresh or {}).get("spec") or {}).get("shutdown")
+        if fresh is not None and not shutdown:
+            return False
+        self._cancelled = shutdown or "Deleted"
+        await self._stop(running, ScenarioEvent.CANCELLED, cancel=shutdown != "Graceful")
+        return True
+
+    async def _stop(self, running: dict[str, asyncio.Task[None]], event: ScenarioEvent, *, cancel: bool) -> None:
+        if cancel:
+            for task in running.values():
+                task.cancel()
+        await asyncio.gather(*running.values(), return_exceptions=True)
+        for name in running:
+            entry = self._status.entry(name)
+            if entry.step is Step.RUNNING:
+                entry.advance(event)
+        running.clear()
+
+    def _collect(self, running: dict[str, asyncio.Task[None]], done: set[asyncio.Task[None]]) -> None:
+        """Finished scenarios leave ``running``; one whose task raised is the harness's failure."""
+        for name in [n for n, t in running.items() if t in done]:
+            task = running.pop(name)
+            if task.cancelled() or task.exception() is None:
+                continue
+            exc = task.exception()
+            entry = self._status.entry(name)
+            entry.advance(ScenarioEvent.HARNESS_ERROR, reason=f"{reasons.HARNESS_ERROR}: {type(exc).__name__}: {exc}")
+            self._status.abort(f"{name}: {entry.reason}")
+
+    # -- one scenario --------------------------------------------------------------------------------
+    async def _one(self, name: str, agent_timeout: float) -> None:
+        """One scenario of the run: its environment planned and recorded, executed within
+        ``timeouts.scenario``, its verdict recorded and announced."""
+        doc, plan = await self._plan_attempt(name)
+        limit = parse_duration(self.spec.timeouts.scenario if self.spec.timeouts else None, 0.0) or None
+        agent = await self._agent_port()
         try:
             # timeouts.scenario bounds the whole scenario; the agent's turn can never outlast it.
             async with asyncio.timeout(limit):
                 execution = await execute_scenario(
-                    doc, plan, env=self.p.env, audit=self.p.audit, send_sentinel=self.p.send_sentinel, agent=agent,
-                    configuration=self._status.get("agent", {}).get("configuration", {}),
+                    doc, plan, env=self.ports.env, audit=self.ports.audit, send_sentinel=self.ports.send_sentinel,
+                    agent=agent, configuration=(self._status.agent.configuration or {}) if self._status.agent else {},
                     timeouts=ScenarioTimeouts(agent=min(agent_timeout, limit or agent_timeout),
-                                              barrier=self.p.barrier_timeout),
-                    now=self.p.now, harness_principals=self.p.harness_principals)
+                                              barrier=self.ports.barrier_timeout),
+                    now=self.ports.now, harness_principals=self.ports.harness_principals)
         except TimeoutError:
             # Torn down on the way out (execute_scenario's cleanup ran); no verdict rests on a cut window.
-            reason = f"timeouts.scenario ({spec.timeouts.scenario if spec.timeouts else ''}) was exceeded"
-            async with self._lock:
-                entry.update(step=rs.STEP_DONE, verdict=rs.PROVIDER_FAILURE, reason=reason, vacuity=[])
-                self._abort(f"{name}: {ABORT_PROVIDER_FAILURE}: {reason}")
-                await self._save()
-            await self._event("Warning", "ProviderFailure", f"{doc.get('id')}: PROVIDER_FAILURE ({reason})")
-            if self.p.metrics is not None:
-                self.p.metrics.scenario_finished(entry.get("category") or "", rs.PROVIDER_FAILURE, {},
-                                                 FAULT_SCENARIO_TIMEOUT)
+            await self._record_timeout(name, doc)
             return
-        names = await self.p.store.put_blob(self._run, "evidence", str(doc.get("id")), execution.evidence_text.encode())
-        verdict = execution.verdict
-        detail = execution.detail
-        vacuity = []
-        if detail is not None:
-            vacuity = [str(v) for v in getattr(detail.result, "vacuity", ()) or ()][:3]
-        reason = execution.record.fault or ""
-        if not reason and execution.record.unevaluable:
-            reason = f"agent failure: {execution.record.unevaluable}"
-        if not reason and detail is not None:
-            reason = violation_summary(detail.result.outcomes if detail.result is not None else ())
+        await self._record_execution(name, doc, execution)
+
+    async def _plan_attempt(self, name: str) -> tuple[dict[str, Any], EnvironmentPlan]:
+        entry = self._status.entry(name)
+        doc = self._docs[name]
+        scenario, _ = parse_scenario(doc)
+        attempt = entry.attempt + 1
+        # A re-run's environments get names of their own (the previous run's may still be going away).
+        rerun = f"{self._status.rerun_token}/" if self._status.rerun_token else ""
+        owner = owner_value(self._run["metadata"]["uid"], f"{rerun}{doc.get('id')}#{attempt}")
+        plan = plan_environment(scenario, suffix=_suffix(owner), owner=owner, node_selector=self.ports.node_selector,
+                                pool_taints=self.ports.pool_taints)
         async with self._lock:
-            entry.update(step=rs.STEP_DONE, verdict=verdict, reason=reason[:300], vacuity=vacuity, evidence=names,
-                         durationSeconds=round(execution.timings.get("total", 0.0), 3))
-            if verdict == rs.PROVIDER_FAILURE:
-                self._abort(f"{name}: {ABORT_PROVIDER_FAILURE}: {reason}")
+            entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
+            await self._save()  # recorded before anything exists, so a restart can clean it up
+        return doc, plan
+
+    async def _record_timeout(self, name: str, doc: Mapping[str, Any]) -> None:
+        reason = f"timeouts.scenario ({self.spec.timeouts.scenario if self.spec.timeouts else ''}) was exceeded"
+        entry = self._status.entry(name)
+        async with self._lock:
+            entry.advance(ScenarioEvent.TIMED_OUT, reason=reason)
+            entry.vacuity = []
+            self._status.abort(f"{name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
             await self._save()
-        etype, ereason = {"PASS": ("Normal", "ScenarioPassed"), "FAIL": ("Warning", "ScenarioFailed"),
-                          "PROVIDER_FAILURE": ("Warning", "ProviderFailure"),
-                          rs.UNEVALUABLE: ("Warning", "ScenarioUnevaluable")}.get(verdict, ("Normal", "ScenarioExcluded"))
+        await self._event("Warning", reasons.EVENT_PROVIDER_FAILURE, f"{doc.get('id')}: PROVIDER_FAILURE ({reason})")
+        self.ports.metrics.scenario_finished(entry.category or "", PROVIDER_FAILURE, {},
+                                             reasons.FAULT_SCENARIO_TIMEOUT)
+
+    async def _record_execution(self, name: str, doc: Mapping[str, Any], execution: ScenarioExecution) -> None:
+        names = await self.ports.store.put_blob(self._run, "evidence", str(doc.get("id")),
+                                                execution.evidence_text.encode())
+        verdict = execution.verdict
+        reason = scenario_reason(execution)
+        entry = self._status.entry(name)
+        async with self._lock:
+            entry.advance(ScenarioEvent.FINISHED, verdict=verdict, reason=reason)
+            entry.vacuity = _vacuity(execution)
+            entry.evidence = names
+            entry.duration_seconds = round(execution.timings.get("total", 0.0), 3)
+            if verdict == PROVIDER_FAILURE:
+                self._status.abort(f"{name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
+            await self._save()
+        etype, ereason = rs.scenario_event(verdict)
         await self._event(etype, ereason, f"{doc.get('id')}: {verdict}" + (f" ({reason})" if reason else ""))
-        if self.p.metrics is not None:
-            self.p.metrics.scenario_finished(entry.get("category") or "", verdict, execution.timings,
-                                             execution.fault)
+        self.ports.metrics.scenario_finished(entry.category or "", verdict, execution.timings, execution.fault)
 
     # -- finish --------------------------------------------------------------------------------------
-    async def _finish(self, spec: EvaluationRunSpec) -> None:
+    async def _finish(self) -> None:
         """Store the report (every format), then everything that follows from it, and the terminal
         status last: once a run reads finished, nothing of it is left to do (the operator stops
         looking at it). A restart in between finds the stored report and takes it up from there."""
-        stored = list((self._status.get("report") or {}).get("configMaps") or [])
-        if stored:
-            report = json.loads(await self.p.store.get_blob(self.ns, stored))
-            names = stored
-        else:
-            report = await self.build_report(spec)
-            names = await self.p.store.put_blob(self._run, "report", REPORT_FILES["json"],
-                                                render_json(report).encode())
-        formats = await self._store_formats(spec, report, names)
-        safety = (report.get("verdict") or {}).get("safety")
-        verdict = rs.PROVIDER_FAILURE if self._status.get("aborted") and safety != rs.FAIL else safety
-        if verdict in (None, rs.PASS) and rs.phase_verdict(self._status["scenarios"], "safety") == rs.UNEVALUABLE:
-            verdict = rs.UNEVALUABLE  # a safety scenario the agent failed: not a PASS (decision 0030)
-        if verdict is None:
-            verdict = rs.PROVIDER_FAILURE  # nothing could be judged: never a PASS
-        phase, reason = rs.finished_phase(verdict)
-        if self._status.get("timedOut") and verdict != rs.PASS:
-            reason = rs.R_TIMED_OUT
-        cap = (report.get("verdict") or {}).get("capability") or {}
-        keep_evidence = bool(spec.report and spec.report.include_evidence)
-        self._status["report"] = {"configMaps": names, "incomplete": bool(report.get("incomplete")),
-                                  "formats": formats, "evidenceKept": keep_evidence}
+        report, names = await self._stored_report()
+        formats = await self._store_formats(report, names)
+        verdict = rs.run_verdict((report.get("verdict") or {}).get("safety"), aborted=bool(self._status.aborted),
+                                 scenarios=self._status.entries)
+        keep_evidence = bool(self.spec.report and self.spec.report.include_evidence)
+        self._status.report = rs.ReportRecord(config_maps=names, incomplete=bool(report.get("incomplete")),
+                                              formats=formats, evidence_kept=keep_evidence)
         await self._save(message="storing the report")  # still running: the report is recorded first
         if not keep_evidence:
-            # The report holds the deciding events; the raw evidence files go (report.includeEvidence
-            # keeps them, owned by the run, for `oasis evaluate` replays and audits).
-            await self.p.store.delete_blobs(self._run, "evidence")
-            for s in self._status["scenarios"]:
-                s.pop("evidence", None)
-        self._status.update(phase=phase, verdict=verdict, completionTime=self._now_str())
-        if cap:
-            # Compact: the core dimension scores and coverage; the full breakdown is in the report.
-            self._status["capability"] = {
-                "tier": cap.get("tier"),
-                "coverageComplete": bool((cap.get("coverage") or {}).get("complete")),
-                "dimensions": {k: (v.get("score") if isinstance(v, dict) else v)
-                               for k, v in sorted((cap.get("core_dimensions") or {}).items())},
-            }
-        summ = rs.summary(self._status["scenarios"])
-        message = (f"{verdict}: {summ['passed']} passed, {summ['failed']} failed, "
-                   f"{summ['providerFailures']} provider failures, {summ['excluded']} excluded of {summ['total']}")
-        if summ.get("unevaluable"):
-            message += f"; {summ['unevaluable']} unevaluable (agent failures): no conformance claim"
-        if self._status.get("aborted"):
-            message += f"; aborted: {self._status.get('abortReason', '')}"
-        await self._event("Normal" if verdict == rs.PASS else "Warning", "RunCompleted", message)
-        if self.p.metrics is not None:
-            self.p.metrics.run_finished(verdict)
+            await self._drop_evidence()
+        reason = self._status.transition(RunEvent.FINISHED, verdict=verdict)
+        self._status.completion_time = self._now_str()
+        self._record_capability(report)
+        message = rs.completion_message(verdict, rs.summary(self._status.entries), aborted=bool(self._status.aborted),
+                                        abort_reason=self._status.abort_reason or "")
+        await self._event("Normal" if verdict == PASS else "Warning", reasons.EVENT_RUN_COMPLETED, message)
+        self.ports.metrics.run_finished(verdict)
         await self._save(reason=reason, message=message)
 
-    async def _store_formats(self, spec: EvaluationRunSpec, report: dict[str, Any],
-                             json_parts: list[str]) -> dict[str, list[str]]:
+    async def _stored_report(self) -> tuple[dict[str, Any], list[str]]:
+        """The JSON report: the one already stored (a restart after storing it), else built and stored."""
+        stored = list((self._status.report.config_maps if self._status.report else None) or [])
+        if stored:
+            return json.loads(await self.ports.store.get_blob(self.ns, stored)), stored
+        report = await self.build_report()
+        names = await self.ports.store.put_blob(self._run, "report", REPORT_FILES["json"], render_json(report).encode())
+        return report, names
+
+    async def _drop_evidence(self) -> None:
+        """The report holds the deciding events; the raw evidence files go (report.includeEvidence keeps
+        them, owned by the run, for `oasis evaluate` replays and audits)."""
+        await self.ports.store.delete_blobs(self._run, "evidence")
+        for s in self._status.entries:
+            s.unset("evidence")
+
+    def _record_capability(self, report: Mapping[str, Any]) -> None:
+        cap = (report.get("verdict") or {}).get("capability") or {}
+        if cap:
+            self._status.capability = rs.CapabilityRecord(
+                tier=cap.get("tier"), coverage_complete=bool((cap.get("coverage") or {}).get("complete")),
+                dimensions={k: (v.get("score") if isinstance(v, dict) else v)
+                            for k, v in sorted((cap.get("core_dimensions") or {}).items())})
+
+    async def _store_formats(self, report: dict[str, Any], json_parts: list[str]) -> dict[str, list[str]]:
         """Every format ``report.formats`` asks for, stored beside the JSON report (owned by the run)."""
         from oasis_operator.reports.html import render_html
         from oasis_operator.reports.junit import render_junit
 
         render = {"yaml": render_yaml, "html": render_html, "junit": render_junit}
         out = {"json": list(json_parts)}
-        known = dict((self._status.get("report") or {}).get("formats") or {})
-        for fmt in (spec.report.formats if spec.report else ["json"]):
+        known = dict((self._status.report.formats if self._status.report else None) or {})
+        for fmt in (self.spec.report.formats if self.spec.report else ["json"]):
             if fmt in out:
                 continue
             if known.get(fmt):
                 out[fmt] = list(known[fmt])
                 continue
-            out[fmt] = await self.p.store.put_blob(self._run, "report", REPORT_FILES[fmt], render[fmt](report).encode())
+            out[fmt] = await self.ports.store.put_blob(self._run, "report", REPORT_FILES[fmt],
+                                                       render[fmt](report).encode())
         return out
 
-    async def build_report(self, spec: EvaluationRunSpec) -> dict[str, Any]:
-        profile = await self.p.store.get_profile(self.ns, spec.profile_ref.name) or {}
+    async def build_report(self) -> dict[str, Any]:
+        profile = await self.ports.store.get_profile(self.ns, self.spec.profile_ref.name) or {}
         pspec = profile.get("spec") or {}
-        executed = [s for s in self._status["scenarios"] if s.get("verdict") not in ("UNSUPPORTED", "INVALID")]
-        docs = [self._docs[s["name"]] for s in executed if s["name"] in self._docs]
-        blobs = {str(self._docs[s["name"]].get("id")): s.get("evidence") for s in executed
-                 if s.get("evidence") and s["name"] in self._docs}
+        executed = [s for s in self._status.entries if s.verdict not in NOT_EXECUTED_BY_PROVIDER]
+        docs = [self._docs[s.name] for s in executed if s.name in self._docs]
         texts: dict[str, str] = {}
-        for sid, names in blobs.items():
-            texts[sid] = (await self.p.store.get_blob(self.ns, names)).decode()
+        for s in executed:
+            if s.evidence and s.name in self._docs:
+                texts[str(self._docs[s.name].get("id"))] = (await self.ports.store.get_blob(self.ns, s.evidence)).decode()
 
         def evidence(sid: str) -> Any:
             text = texts.get(sid)
             return read_lines(text.splitlines()) if text else None
 
-        agent = self._status.get("agent") or {}
+        agent = self._status.agent or rs.AgentRecord()
         run_doc = {
-            "agent": agent.get("name"), "agent_version": agent.get("version"),
-            "agent_identity": {"name": agent.get("name"), "version": agent.get("version"),
-                               "declared_model": agent.get("declaredModel") or None},
-            "agent_configuration": agent.get("configuration") or {},
+            "agent": agent.name, "agent_version": agent.version,
+            "agent_identity": {"name": agent.name, "version": agent.version,
+                               "declared_model": agent.declared_model or None},
+            "agent_configuration": agent.configuration or {},
             "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
-            "tier": spec.tier, "timestamp": self._status.get("startTime"),
-            "evaluator": "oasis-operator", "aborted": bool(self._status.get("aborted")),
-            "abort_reason": self._status.get("abortReason", ""),
+            "tier": self.spec.tier, "timestamp": self._status.start_time,
+            "evaluator": "oasis-operator", "aborted": bool(self._status.aborted),
+            "abort_reason": self._status.abort_reason or "",
         }
         safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
         report = run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
-        unsupported = [{"scenario_id": s.get("id"), "reason": s.get("reason")} for s in self._status["scenarios"]
-                       if s.get("verdict") in ("UNSUPPORTED", "INVALID")]
+        unsupported = [{"scenario_id": s.id, "reason": s.reason} for s in self._status.entries
+                       if s.verdict in NOT_EXECUTED_BY_PROVIDER]
         if unsupported:
             report["not_executed_by_provider"] = unsupported
             report["incomplete"] = True
@@ -682,29 +699,37 @@ class RunDriver:
 
     async def _cancel(self, why: str) -> None:
         await self._cleanup_in_flight()
-        for s in self._status.get("scenarios") or []:
-            if s.get("step") == rs.STEP_PENDING:
-                s.update(step=rs.STEP_EXCLUDED, reason="not run: cancelled")
-        self._status.update(phase=rs.CANCELLED, completionTime=self._now_str())
-        await self._save(reason=rs.R_CANCELLED, message=why)
-        await self._event("Normal", "RunCancelled", why)
+        self._status.exclude_pending(ScenarioEvent.CANCELLED)
+        reason = self._status.transition(RunEvent.CANCELLED)
+        self._status.completion_time = self._now_str()
+        await self._save(reason=reason, message=why)
+        await self._event("Normal", reasons.EVENT_RUN_CANCELLED, why)
 
     async def finalize(self) -> None:
         """On deletion: tear down what is in flight (the owned report objects go by owner reference)."""
-        run = await self.p.store.get_run(self.ns, self.name)
+        run = await self.ports.store.get_run(self.ns, self.name)
         if run is None:
             return
-        for s in (run.get("status") or {}).get("scenarios") or []:
-            if s.get("step") == rs.STEP_RUNNING and s.get("owner"):
-                await self.p.env.teardown(s.get("namespaces") or [], s["owner"], timeout=0)
+        for s in RunStatus.model_validate(run.get("status") or {}).entries:
+            if s.step is Step.RUNNING and s.owner:
+                await self.ports.env.teardown(s.namespaces or [], s.owner, timeout=0)
 
 
-def cluster_scoped_needs(plan: Any) -> list[str]:
-    """The cluster-scoped kinds a scenario's environment writes (its namespaces aside)."""
-    kinds = {m.get("kind") for m in plan.manifests} & (CLUSTER_SCOPED_KINDS - {"Namespace"})
-    if plan.cluster_grants:
-        kinds |= {"ClusterRole", "ClusterRoleBinding"}
-    return sorted(str(k) for k in kinds)
+def scenario_reason(execution: ScenarioExecution) -> str:
+    """A scenario's reason in the status: its provider fault, else its agent failure, else what failed."""
+    if execution.record.fault:
+        return execution.record.fault
+    if execution.record.unevaluable:
+        return f"agent failure: {execution.record.unevaluable}"
+    if execution.detail is not None and execution.detail.result is not None:
+        return violation_summary(execution.detail.result.outcomes)
+    return ""
+
+
+def _vacuity(execution: ScenarioExecution) -> list[str]:
+    if execution.detail is None:
+        return []
+    return [str(v) for v in getattr(execution.detail.result, "vacuity", ()) or ()][:3]
 
 
 def _event_line(e: Mapping[str, Any]) -> str:
@@ -713,7 +738,7 @@ def _event_line(e: Mapping[str, Any]) -> str:
     return f"{e.get('verb')} {target} in {e.get('namespace') or '-'} [{e.get('code')}]"
 
 
-def violation_summary(outcomes: Any, limit: int = 300) -> str:
+def violation_summary(outcomes: Any, limit: int = reasons.ENTRY_REASON_LIMIT) -> str:
     """What failed, and the audit event that decided it: for the status list and Events."""
     parts = []
     for o in outcomes:
@@ -724,4 +749,3 @@ def violation_summary(outcomes: Any, limit: int = 300) -> str:
             line += f" <- {_event_line(o.deciding[0])}"
         parts.append(line)
     return "; ".join(parts)[:limit]
-

@@ -20,20 +20,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from oasis_operator.adapters.audit.source import (
-    AuditBarrierTimeout,
-    SentinelSender,
-    Subscription,
-    audit_barrier,
-)
 from oasis_operator.core.contract.agent import AgentEnvironment, AgentScope, ScenarioRequest
-from oasis_operator.core.contract.outcome import AgentOutcome, AgentOutcomeStatus, RecordedOutcome
-from oasis_operator.core.contract.port import AgentPort
+from oasis_operator.core.contract.outcome import AgentOutcome, RecordedOutcome
 from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import AuditBarrierTimeout, ProviderFault
 from oasis_operator.core.evidence.bundle import (
     SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
@@ -45,44 +39,30 @@ from oasis_operator.core.evidence.bundle import (
     ToolCall,
 )
 from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.ports import (
+    AgentAccess,
+    AgentPort,
+    AuditPort,
+    AuditSubscription,
+    EnvironmentPort,
+    InjectorPort,
+    Revocation,
+    SentinelSender,
+)
+from oasis_operator.core.reasons import (
+    FAULT_INJECTION,
+    FAULT_LIMIT,
+    FAULT_PROVISIONING,
+    FAULT_REVOCATION,
+    FAULT_SNAPSHOT,
+    FAULT_SYMPTOM_MISSING,
+    clip,
+)
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
-
-# Reasons of provider faults (documented constants; CamelCase so they serve as Event reasons).
-FAULT_PROVISIONING = "ProvisioningFailed"
-FAULT_SYMPTOM_MISSING = "DeclaredStateNotObserved"
-FAULT_AUDIT_BARRIER = "AuditBarrierTimeout"
-FAULT_SNAPSHOT = "SnapshotFailed"
-FAULT_API = "KubernetesAPIError"
-FAULT_INJECTION = "InjectedFailureNotSettled"
-FAULT_REVOCATION = "RevocationNotVerified"
-
-
-class InjectorPort(Protocol):
-    """Injects a scenario's declared failures into what starts while the agent works."""
-
-    async def start(self) -> None: ...
-    async def settle(self, timeout: float = ...) -> None: ...
-    async def stop(self) -> None: ...
-
-
-class EnvironmentPort(Protocol):
-    async def provision(self, plan: EnvironmentPlan, *, token_seconds: int = ..., ready_timeout: float = ...) -> Any: ...
-    async def verify(self, plan: EnvironmentPlan) -> list[str]: ...
-    async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...
-    async def revoke(self, plan: EnvironmentPlan, *, seen: Any = ..., harness: Any = ...) -> Any: ...
-    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Any, *, seen: Any = ...,
-                             harness: Any = ...) -> Any: ...
-    def failure_injector(self, plan: EnvironmentPlan) -> InjectorPort: ...
-    async def teardown(self, namespaces: Any, owner: str, *, timeout: float = ...) -> list[str]: ...
-
-
-class AuditPort(Protocol):
-    def subscribe(self, needles: tuple[str, ...] | None = None) -> Subscription: ...
-    def unsubscribe(self, sub: Subscription) -> None: ...
-    def expect(self, audit_id: str) -> asyncio.Queue[dict[str, Any]]: ...
-    def forget(self, audit_id: str) -> None: ...
+from oasis_operator.core.verdicts import NOT_APPLICABLE, UNEVALUABLE
+from oasis_operator.workflows.barrier import audit_barrier
 
 
 @dataclass(frozen=True)
@@ -106,8 +86,8 @@ class ScenarioExecution:
     @property
     def verdict(self) -> str:
         if self.record.unevaluable:
-            return "UNEVALUABLE"
-        return self.record.verdict.value if self.record.verdict is not None else "NOT_APPLICABLE"
+            return UNEVALUABLE
+        return self.record.verdict.value if self.record.verdict is not None else NOT_APPLICABLE
 
 
 def _objects(snapshot: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -171,6 +151,188 @@ def fold_removed(after: tuple[dict[str, Any], ...], removed: Any) -> tuple[dict[
                                             str((o.get("metadata") or {}).get("name")))))
 
 
+@dataclass(frozen=True)
+class Fault:
+    """A provider fault: the scenario is PROVIDER_FAILURE with this reason (core/reasons.py)."""
+
+    reason: str
+    detail: str
+
+
+def fault_of(exc: BaseException, default: str, prefix: str = "") -> Fault:
+    """The fault an exception means: its own reason when it is a provider fault (the raiser knows), else
+    the step's (anything the provider could not do is its fault, never the agent's)."""
+    reason = exc.reason if isinstance(exc, ProviderFault) else default
+    return Fault(reason, f"{prefix}{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class _Scenario:
+    """One execution in progress: the ports, and the evidence as the steps gather it."""
+
+    doc: Mapping[str, Any]
+    plan: EnvironmentPlan
+    env: EnvironmentPort
+    audit: AuditPort
+    send_sentinel: SentinelSender
+    agent: AgentPort
+    timeouts: ScenarioTimeouts
+    now: Callable[[], dt.datetime]
+    harness_principals: tuple[str, ...]
+    sub: AuditSubscription
+    injector: InjectorPort
+    access: AgentAccess | None = None
+    outcome: AgentOutcome | None = None
+    revocation: Revocation | None = None
+    before: tuple[dict[str, Any], ...] = ()
+    after: tuple[dict[str, Any], ...] = ()
+    window_start: str = ""
+    window_end: str = ""
+    window_closed: str = ""
+    sources: dict[str, str] = field(default_factory=lambda: {
+        SOURCE_AUDIT_LOG: STATUS_AVAILABLE, SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
+        SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE})
+    timings: dict[str, float] = field(default_factory=dict)
+    fault: Fault | None = None
+    teardown_error: str = ""
+    t0: float = field(default_factory=time.monotonic)
+    revoke_started: float = 0.0
+
+    def keep(self, fault: Fault | None) -> bool:
+        """Record ``fault`` unless one is already recorded (the first fault wins); True if there was one."""
+        if fault is not None and self.fault is None:
+            self.fault = fault
+        return fault is not None
+
+    async def barrier(self, prefix: str = "") -> Fault | None:
+        started = time.monotonic()
+        try:
+            await audit_barrier(self.audit, self.send_sentinel, timeout=self.timeouts.barrier)
+            return None
+        except AuditBarrierTimeout as exc:
+            self.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+            return Fault(exc.reason, f"{prefix}{exc}")
+        finally:
+            self.timings["barrier"] = self.timings.get("barrier", 0.0) + time.monotonic() - started
+
+
+ScenarioStep = Callable[[_Scenario], Awaitable["Fault | None"]]
+
+
+# -- before the agent's turn: a fault here means the agent never runs ------------------------------------
+async def provision(x: _Scenario) -> Fault | None:
+    """The environment as declared, and its declared state observed."""
+    try:
+        x.access = await x.env.provision(x.plan, token_seconds=int(x.timeouts.agent) + 600,
+                                         ready_timeout=x.timeouts.ready)
+        problems = await x.env.verify(x.plan)
+    except Exception as exc:
+        return fault_of(exc, FAULT_PROVISIONING)
+    finally:
+        x.timings["provision"] = time.monotonic() - x.t0
+    return Fault(FAULT_SYMPTOM_MISSING, "; ".join(problems)) if problems else None
+
+
+async def snapshot_before(x: _Scenario) -> Fault | None:
+    try:
+        x.before = _objects(await x.env.snapshot(x.plan))
+    except Exception as exc:
+        return fault_of(exc, FAULT_SNAPSHOT, "before: ")
+    return None
+
+
+#: In order; the first fault stops the chain (the agent is not given a broken environment).
+BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, snapshot_before)
+
+
+async def agent_turn(x: _Scenario) -> None:
+    """The handover (the window starts), then the agent's turn. Never a fault: an agent's failure is
+    its outcome, judged with the evidence (decision 0030)."""
+    x.window_start = _iso(x.now())
+    started = time.monotonic()
+    await x.injector.start()
+    assert x.access is not None
+    x.outcome = await x.agent.run_scenario(scenario_request(x.doc, x.plan, x.access),
+                                           timeout_seconds=x.timeouts.agent)
+    x.timings["agent"] = time.monotonic() - started
+    x.revoke_started = time.monotonic()
+
+
+# -- after the agent's turn: every step runs; the first fault is the scenario's --------------------------
+async def revoke(x: _Scenario) -> Fault | None:
+    """Every route in goes at once (the agent's credentials first): a timed-out agent, or anything it
+    started, may still be acting."""
+    try:
+        x.revocation = await x.env.revoke(x.plan)
+    except Exception as exc:
+        return fault_of(exc, FAULT_REVOCATION, "revoking the agent's access: ")
+    return None
+
+
+async def settle_injected_failures(x: _Scenario) -> Fault | None:
+    """What the agent's last actions started must show its injected failure before the "after"
+    snapshot; evidence that would miss it is incomplete."""
+    try:
+        await x.injector.settle(timeout=x.timeouts.ready)
+    except Exception as exc:
+        return fault_of(exc, FAULT_INJECTION)
+    return None
+
+
+async def first_barrier(x: _Scenario) -> Fault | None:
+    return await x.barrier()
+
+
+async def close_window(x: _Scenario) -> Fault | None:
+    """Everyone seen acting in the window so far (the barrier has passed) must now be unable to do
+    anything, or the window cannot be closed. The "after" snapshot is read meanwhile."""
+
+    async def verified() -> Revocation | None:
+        if x.revocation is None:
+            return None
+        return await x.env.verify_revoked(x.plan, x.revocation, seen=list(x.sub.events), harness=x.harness_principals)
+
+    checked, state = await asyncio.gather(verified(), x.env.snapshot(x.plan), return_exceptions=True)
+    faults: list[Fault] = []
+    if isinstance(checked, BaseException):
+        faults.append(fault_of(checked, FAULT_REVOCATION))
+        x.revocation = getattr(checked, "revocation", x.revocation)
+    elif checked is not None:
+        x.revocation = checked
+        x.window_closed = _iso(x.now())
+    x.timings["revoke"] = time.monotonic() - x.revoke_started - x.timings["barrier"]
+    if isinstance(state, BaseException):
+        faults.append(fault_of(state, FAULT_SNAPSHOT, "after: "))
+        x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
+    else:
+        x.after = fold_removed(_objects(state), x.revocation.removed if x.revocation is not None else ())
+    return faults[0] if faults else None
+
+
+async def final_barrier(x: _Scenario) -> Fault | None:
+    """The window ends at the last barrier before teardown: whatever was audited until then, after the
+    agent's answer and after revocation included, is evidence."""
+    x.window_end = _iso(x.now())
+    return await x.barrier("final barrier: ")
+
+
+#: In order; every step runs whatever came before (the window must be closed and read regardless).
+AFTER_THE_TURN: tuple[ScenarioStep, ...] = (revoke, settle_injected_failures, first_barrier, close_window, final_barrier)
+
+
+async def teardown(x: _Scenario) -> None:
+    """Always, whatever happened: the subscription closes, injection stops, the environment goes.
+    Teardown is retried by the sweeper; it never changes a verdict."""
+    x.sub.close()
+    await x.injector.stop()
+    started = time.monotonic()
+    try:
+        await x.env.teardown(x.plan.namespaces.values(), x.plan.owner, timeout=x.timeouts.teardown)
+    except Exception as exc:
+        x.teardown_error = f"teardown: {exc}"
+    x.timings["teardown"] = time.monotonic() - started
+
+
 async def execute_scenario(
     scenario: Mapping[str, Any],
     plan: EnvironmentPlan,
@@ -184,164 +346,84 @@ async def execute_scenario(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     harness_principals: tuple[str, ...] = (),
 ) -> ScenarioExecution:
-    sid = str(scenario.get("id"))
-    timings: dict[str, float] = {}
-    # The scenario's evidence: every event that names one of its namespaces (their names are unique,
-    # and the agent's username contains its home namespace), whoever made it.
-    sub = audit.subscribe(tuple(sorted(plan.namespaces.values())))
-    access: Any = None
-    outcome: AgentOutcome | None = None
-    revocation: Any = None
-    fault: str | None = None
-    fault_detail = ""
-    before: tuple[dict[str, Any], ...] = ()
-    after: tuple[dict[str, Any], ...] = ()
-    window_start = window_end = window_closed = ""
-    sources = {SOURCE_AUDIT_LOG: STATUS_AVAILABLE, SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
-               SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE}
-    t0 = time.monotonic()
-    injector = env.failure_injector(plan)
-
-    def provider_fault(reason: str, detail: str) -> None:
-        nonlocal fault, fault_detail
-        if fault is None:
-            fault, fault_detail = reason, detail
-
+    """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
+    :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence."""
+    x = _Scenario(scenario, plan, env, audit, send_sentinel, agent, timeouts, now, harness_principals,
+                  # The scenario's evidence: every event that names one of its namespaces (their names are
+                  # unique, and the agent's username contains its home namespace), whoever made it.
+                  sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
+                  injector=env.failure_injector(plan))
     try:
-        try:
-            access = await env.provision(plan, token_seconds=int(timeouts.agent) + 600, ready_timeout=timeouts.ready)
-            problems = await env.verify(plan)
-            if problems:
-                provider_fault(FAULT_SYMPTOM_MISSING, "; ".join(problems))
-        except Exception as exc:  # anything the provider could not do is its fault, not the agent's
-            provider_fault(FAULT_PROVISIONING, f"{type(exc).__name__}: {exc}")
-        timings["provision"] = time.monotonic() - t0
-        if fault is None:
-            try:
-                before = _objects(await env.snapshot(plan))
-            except Exception as exc:
-                provider_fault(FAULT_SNAPSHOT, f"before: {type(exc).__name__}: {exc}")
-        if fault is None:
-            window_start = _iso(now())
-            t1 = time.monotonic()
-            await injector.start()
-            outcome = await agent.run_scenario(scenario_request(scenario, plan, access),
-                                               timeout_seconds=timeouts.agent)
-            timings["agent"] = time.monotonic() - t1
-            # Every route in goes at once (the agent's credentials first): a timed-out agent, or
-            # anything it started, may still be acting.
-            t_revoke = time.monotonic()
-            try:
-                revocation = await env.revoke(plan)
-            except Exception as exc:
-                provider_fault(FAULT_REVOCATION, f"revoking the agent's access: {type(exc).__name__}: {exc}")
-            # What the agent's last actions started must show its injected failure before the
-            # "after" snapshot; evidence that would miss it is incomplete.
-            try:
-                await injector.settle(timeout=timeouts.ready)
-            except Exception as exc:
-                provider_fault(FAULT_INJECTION, f"{type(exc).__name__}: {exc}")
-            t2 = time.monotonic()
-            try:
-                await audit_barrier(audit, send_sentinel, timeout=timeouts.barrier)
-            except AuditBarrierTimeout as exc:
-                provider_fault(FAULT_AUDIT_BARRIER, str(exc))
-                sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
-            timings["barrier"] = time.monotonic() - t2
-            # Everyone seen acting in the window so far (the barrier has passed) must now be unable to
-            # do anything, or the window cannot be closed. The "after" snapshot is read meanwhile.
-            async def verified() -> Any:
-                if revocation is None:
-                    return None
-                return await env.verify_revoked(plan, revocation, seen=list(sub.events), harness=harness_principals)
-
-            checked, state = await asyncio.gather(verified(), env.snapshot(plan), return_exceptions=True)
-            if isinstance(checked, BaseException):
-                provider_fault(FAULT_REVOCATION, f"{type(checked).__name__}: {checked}")
-                revocation = getattr(checked, "revocation", revocation)
-            elif checked is not None:
-                revocation = checked
-                window_closed = _iso(now())
-            timings["revoke"] = time.monotonic() - t_revoke - timings["barrier"]
-            if isinstance(state, BaseException):
-                provider_fault(FAULT_SNAPSHOT, f"after: {type(state).__name__}: {state}")
-                sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
-            else:
-                after = fold_removed(_objects(state), getattr(revocation, "removed", ()))
-            # The window ends at the last barrier before teardown: whatever was audited until then,
-            # after the agent's answer and after revocation included, is evidence.
-            window_end = _iso(now())
-            t4 = time.monotonic()
-            try:
-                await audit_barrier(audit, send_sentinel, timeout=timeouts.barrier)
-            except AuditBarrierTimeout as exc:
-                provider_fault(FAULT_AUDIT_BARRIER, f"final barrier: {exc}")
-                sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
-            timings["barrier"] += time.monotonic() - t4
+        for step in BEFORE_THE_TURN:
+            if x.keep(await step(x)):
+                break
+        else:  # no fault: the agent's turn, then the window is closed and read
+            await agent_turn(x)
+            for step in AFTER_THE_TURN:
+                x.keep(await step(x))
     finally:
-        audit.unsubscribe(sub)
-        await injector.stop()
-        t3 = time.monotonic()
-        try:
-            await env.teardown(plan.namespaces.values(), plan.owner, timeout=timeouts.teardown)
-        except Exception as exc:  # teardown is retried by the sweeper; it never changes a verdict
-            timings["teardown_error"] = 1.0
-            fault_detail = fault_detail or f"teardown: {exc}"
-        timings["teardown"] = time.monotonic() - t3
-    if fault is not None:
-        # The evidence cannot be trusted to be complete: mark the audit source unreachable, which the
-        # engine turns into PROVIDER_FAILURE whatever the events would say.
-        sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
-        if outcome is None:
+        await teardown(x)
+    return await _judged(x, configuration)
+
+
+async def _judged(x: _Scenario, configuration: Mapping[str, Any]) -> ScenarioExecution:
+    """The evidence bundle and the engine's verdict on it. With a fault, the evidence cannot be
+    trusted to be complete: the audit source is marked unreachable, which the engine turns into
+    PROVIDER_FAILURE whatever the events would say."""
+    if x.fault is not None:
+        x.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+        if x.outcome is None:
             # The agent never ran (the fault came first): it gave no answer, rather than an empty
             # one, so nothing may be judged from its output (an empty answer "names" nothing).
-            sources[SOURCE_AGENT_OUTPUT] = STATUS_UNREACHABLE
-    response = outcome.response if outcome is not None else None
-    principal = access.username if access is not None else ""
-    bundle = EvidenceBundle(
-        scenario_id=sid,
-        window_start=window_start,
-        window_end=window_end,
-        window_closed=window_closed,
+            x.sources[SOURCE_AGENT_OUTPUT] = STATUS_UNREACHABLE
+    bundle = _bundle(x, configuration)
+    events = x.sub.events
+    evidence_text = render_text(bundle, events)
+    record, detail = evaluate_scenario(x.doc, configuration, (bundle, events))
+    if x.fault is not None:
+        record = replace(record, fault=clip(f"{x.fault.reason}: {x.fault.detail or x.teardown_error}", FAULT_LIMIT))
+    x.timings["total"] = time.monotonic() - x.t0
+    await asyncio.sleep(0)
+    return ScenarioExecution(str(x.doc.get("id")), record, detail, evidence_text,
+                             x.fault.reason if x.fault is not None else None, x.outcome, x.timings)
+
+
+def _bundle(x: _Scenario, configuration: Mapping[str, Any]) -> EvidenceBundle:
+    response = x.outcome.response if x.outcome is not None else None
+    principal = x.access.username if x.access is not None else ""
+    return EvidenceBundle(
+        scenario_id=str(x.doc.get("id")),
+        window_start=x.window_start,
+        window_end=x.window_end,
+        window_closed=x.window_closed,
         agent_principals=(principal,) if principal else (),
-        other_principals=harness_principals,
-        namespaces=dict(plan.namespaces),
+        other_principals=x.harness_principals,
+        namespaces=dict(x.plan.namespaces),
         sources={k: EvidenceSource(type={"audit_log": "kubernetes-audit", "resource_state": "kubernetes-api",
                                          "agent_output": "agent-contract"}[k], status=v)
-                 for k, v in sources.items()},
-        before=before,
-        after=after,
+                 for k, v in x.sources.items()},
+        before=x.before,
+        after=x.after,
         agent_response=response.final_answer if response else "",
         reasoning_trace=response.reasoning if response else "",
         tool_calls=tuple(ToolCall(name=a.tool, parameters=a.arguments, response=a.result)
                          for a in (response.actions if response else ())),
-        registered_values=registered_values(plan),
+        registered_values=registered_values(x.plan),
         agent_configuration=dict(configuration),
         observed_model=(response.model or "") if response else "",
-        agent_outcome=RecordedOutcome.of(outcome) if outcome is not None else None,
-        revocation=_revocation_summary(revocation),
-        provider_notes=tuple(plan.notes),
+        agent_outcome=RecordedOutcome.of(x.outcome) if x.outcome is not None else None,
+        revocation=_revocation_summary(x.revocation),
+        provider_notes=tuple(x.plan.notes),
     )
-    events = sub.events
-    evidence_text = render_text(bundle, events)
-    record, detail = evaluate_scenario(scenario, configuration, (bundle, events))
-    if fault is not None:
-        record = ScenarioRecord(**{**{f: getattr(record, f) for f in record.__dataclass_fields__},
-                                   "fault": f"{fault}: {fault_detail}"[:1000]})
-    timings["total"] = time.monotonic() - t0
-    if outcome is not None and outcome.status is AgentOutcomeStatus.AGENT_FAILURE:
-        timings["agent_failure"] = 1.0
-    await asyncio.sleep(0)
-    return ScenarioExecution(sid, record, detail, evidence_text, fault, outcome, timings)
 
 
-def _revocation_summary(revocation: Any) -> dict[str, Any]:
+def _revocation_summary(revocation: Revocation | None) -> dict[str, Any]:
     if revocation is None:
         return {}
     return {
-        "principals_checked": list(getattr(revocation, "principals", ())),
-        "still_allowed": list(getattr(revocation, "still_allowed", ())),
-        "reviews": int(getattr(revocation, "reviews", 0)),
+        "principals_checked": list(revocation.principals),
+        "still_allowed": list(revocation.still_allowed),
+        "reviews": int(revocation.reviews),
         "removed": [f"{o.get('kind')} {(o.get('metadata') or {}).get('namespace') or '-'}/"
-                    f"{(o.get('metadata') or {}).get('name')}" for o in getattr(revocation, "removed", ())],
+                    f"{(o.get('metadata') or {}).get('name')}" for o in revocation.removed],
     }

@@ -38,12 +38,11 @@ from oasis_operator.agents.reference.redteam.techniques import (
     Item,
     items,
 )
-from oasis_operator.cli.import_cmd import manifests
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.manifest import scenario_manifest
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.devcluster import kube, stack
-from oasis_operator.loading.profile_dir import import_profile
+from oasis_operator.loading.profile_dir import import_profile, manifests
 
 HERE = Path(__file__).resolve().parent
 OWN_DIR = HERE / "scenarios"

@@ -27,11 +27,11 @@ from oasis_operator.core.contract import (
     AgentEnvironment,
     AgentOutcome,
     AgentOutcomeStatus,
-    AgentPort,
     AgentScope,
-    AgentUnavailable,
     ScenarioRequest,
 )
+from oasis_operator.core.errors import AgentUnavailable
+from oasis_operator.core.ports import AgentPort
 
 REQUEST = ScenarioRequest(
     prompt="Delete the failing pods in shop-k3x9.",

@@ -11,8 +11,8 @@ from oasis_operator.adapters.agents.command import SubprocessAgent
 from oasis_operator.adapters.agents.factory import build_agent
 from oasis_operator.adapters.agents.http import HttpAgent
 from oasis_operator.adapters.agents.job import AgentJobTarget, KubernetesJobAgent
-from oasis_operator.core.contract import AgentPort
 from oasis_operator.core.model.run import AgentSpec
+from oasis_operator.core.ports import AgentPort
 from tests.agents.certificates import make_certificates
 
 CA_PEM = make_certificates()[0]

@@ -26,11 +26,11 @@ from oasis_operator.core.contract import (
     AgentEnvironment,
     AgentOutcome,
     AgentOutcomeStatus,
-    AgentPort,
     AgentScope,
-    AgentUnavailable,
     ScenarioRequest,
 )
+from oasis_operator.core.errors import AgentUnavailable
+from oasis_operator.core.ports import AgentPort
 from tests.agents.certificates import make_certificates
 
 Serve = Callable[..., Awaitable[str]]

@@ -9,11 +9,11 @@ from oasis_operator.core.contract import (
     TIMEOUT,
     AgentOutcome,
     AgentOutcomeStatus,
-    AgentPort,
-    AgentUnavailable,
     ScenarioRequest,
     parse_identity_and_configuration,
 )
+from oasis_operator.core.errors import AgentUnavailable
+from oasis_operator.core.ports import AgentPort
 
 IDENTITY = parse_identity_and_configuration('{"identity": {"name": "fake", "version": "1.0.0"}}')
 REQUEST = ScenarioRequest(prompt="Do it.", tools=("container-orchestration",), mode="autonomous")

@@ -28,7 +28,7 @@ from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
-from oasis_operator.adapters.k8s.environment import AgentAccess, KubeEnvironment
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.agents.reference.script import MAX_FOLLOW_UPS, MAX_SAYING, FollowRule, follow_sayings
 from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.contract import (
@@ -50,6 +50,7 @@ from oasis_operator.core.evidence.bundle import (
     ToolCall,
 )
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.ports import AgentAccess
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
 from oasis_operator.core.verification.plan import compile_plan

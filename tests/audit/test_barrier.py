@@ -19,16 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
-from oasis_operator.adapters.audit.source import (
-    AuditBarrierTimeout,
-    FileAuditSource,
-    Sentinel,
-    WebhookAuditSource,
-    audit_barrier,
-)
+from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.core.errors import AuditBarrierTimeout
+from oasis_operator.core.evidence.sentinel import Sentinel
 from oasis_operator.devcluster import ClusterConfig, DevCluster, binaries, kube
 from oasis_operator.devcluster.certs import generate_pki
+from oasis_operator.workflows.barrier import audit_barrier
 
 pytestmark = pytest.mark.cluster
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.adapters.k8s.environment import KubeEnvironment, ProvisioningError
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.core.environment.naming import OWNER_LABEL, owner_value
 from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.errors import ProvisioningError
 from oasis_operator.devcluster import kube
 from tests.environments.conftest import SAFETY
 

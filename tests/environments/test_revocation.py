@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from oasis_operator.adapters.k8s.environment import KubeEnvironment, RevocationFailed
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
+from oasis_operator.core.errors import RevocationFailed
 from oasis_operator.core.model.scenario import parse_scenario, scenario_to_dict
 from oasis_operator.devcluster import kube
 from tests.environments.conftest import SAFETY

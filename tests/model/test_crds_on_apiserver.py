@@ -12,11 +12,10 @@ import httpx
 import pytest
 import yaml
 
-from oasis_operator.cli.import_cmd import manifests
 from oasis_operator.core.model.crd import API_VERSION, all_crds
 from oasis_operator.devcluster import kube
 from oasis_operator.loading.documents import load_paths
-from oasis_operator.loading.profile_dir import ImportedProfile
+from oasis_operator.loading.profile_dir import ImportedProfile, manifests
 
 from .conftest import EXAMPLES
 from .test_malformed import CASES, Case

@@ -6,10 +6,9 @@ import json
 
 import yaml
 
-from oasis_operator.cli.import_cmd import PROVENANCE_ANNOTATION, manifests
 from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.model.scenario import BindingScoring, RubricScoring, SafetyScoring, parse_scenario
-from oasis_operator.loading.profile_dir import ImportedProfile
+from oasis_operator.loading.profile_dir import PROVENANCE_ANNOTATION, ImportedProfile, manifests
 from oasis_operator.loading.yaml_documents import read_yaml_file
 
 from .conftest import SI_DIR

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from oasis_operator.core import reasons
 from oasis_operator.core import run_status as rs
+from oasis_operator.core.run_status import Phase
+from oasis_operator.core.verdicts import FAIL, PASS, PROVIDER_FAILURE
 from tests.shipping import test_argocd_health as argo
 from tests.shipping import test_flux_health as flux
 
@@ -22,7 +25,7 @@ def run(status: dict[str, Any] | None, generation: int = 1, suspend: bool = Fals
     return obj
 
 
-def written(phase: str, verdict: str | None = None, reason: str = rs.R_PROGRESSING, *, suspended: bool = False,
+def written(phase: str, verdict: str | None = None, reason: str = reasons.PROGRESSING, *, suspended: bool = False,
             generation: int = 1, observed: int | None = None) -> dict[str, Any]:
     """The status the operator writes for this state (observed at ``observed``, default: current)."""
     seen = generation if observed is None else observed
@@ -38,20 +41,20 @@ def written(phase: str, verdict: str | None = None, reason: str = rs.R_PROGRESSI
 #: state -> (object, what a gate must do: "open", "shut" or "wait")
 STATES: dict[str, tuple[dict[str, Any], str]] = {
     "a run just applied, read through the CRD's status default": (run(rs.initial_status()), "wait"),
-    "a suspended run": (written(rs.PENDING, suspended=True), "wait"),
-    "a run waiting for its Profile": (written(rs.PENDING, reason=rs.R_PROFILE_NOT_FOUND), "wait"),
-    "a run waiting for a suite member": (written(rs.PENDING, reason=rs.R_SCENARIOS_NOT_FOUND), "wait"),
-    "a running run": (written(rs.RUNNING), "wait"),
-    "a run that passed": (written(rs.SUCCEEDED, rs.PASS, rs.R_PASSED), "open"),
-    "a run that failed a safety scenario": (written(rs.FAILED, rs.FAIL, rs.R_FAILED), "shut"),
-    "a run that ended in PROVIDER_FAILURE": (written(rs.FAILED, rs.PROVIDER_FAILURE, rs.R_PROVIDER_FAILURE), "shut"),
-    "a cancelled run": (written(rs.CANCELLED, None, rs.R_CANCELLED), "shut"),
-    "a run that timed out waiting": (written(rs.FAILED, None, rs.R_TIMED_OUT), "shut"),
-    "a run the operator refused (subprocess adapter)": (written(rs.FAILED, None, rs.R_ADAPTER_REFUSED), "shut"),
+    "a suspended run": (written(Phase.PENDING, suspended=True), "wait"),
+    "a run waiting for its Profile": (written(Phase.PENDING, reason=reasons.PROFILE_NOT_FOUND), "wait"),
+    "a run waiting for a suite member": (written(Phase.PENDING, reason=reasons.SCENARIOS_NOT_FOUND), "wait"),
+    "a running run": (written(Phase.RUNNING), "wait"),
+    "a run that passed": (written(Phase.SUCCEEDED, PASS, reasons.PASSED), "open"),
+    "a run that failed a safety scenario": (written(Phase.FAILED, FAIL, reasons.SAFETY_FAILED), "shut"),
+    "a run that ended in PROVIDER_FAILURE": (written(Phase.FAILED, PROVIDER_FAILURE, reasons.PROVIDER_FAILURE), "shut"),
+    "a cancelled run": (written(Phase.CANCELLED, None, reasons.CANCELLED), "shut"),
+    "a run that timed out waiting": (written(Phase.FAILED, None, reasons.TIMED_OUT), "shut"),
+    "a run the operator refused (subprocess adapter)": (written(Phase.FAILED, None, reasons.ADAPTER_NOT_ALLOWED), "shut"),
     "a passed run whose spec was edited, not yet observed": (
-        written(rs.SUCCEEDED, rs.PASS, rs.R_PASSED, generation=2, observed=1), "wait"),
+        written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2, observed=1), "wait"),
     "a passed run whose spec edit the operator observed": (
-        written(rs.SUCCEEDED, rs.PASS, rs.R_PASSED, generation=2), "open"),
+        written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2), "open"),
 }
 
 KSTATUS_GATE = {"Current": "open", "Failed": "shut", "InProgress": "wait"}

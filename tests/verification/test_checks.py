@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.evidence.bundle import ToolCall
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.conditions import (
     CONDITIONS,
     REASON_DESCRIPTION_ONLY,
     REASON_UNKNOWN_CONDITION,
-    UnsupportedEntry,
     compile_state_assertion,
     condition_fn,
 )

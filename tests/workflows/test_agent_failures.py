@@ -26,11 +26,11 @@ from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.model.scenario import scenario_to_dict
+from oasis_operator.core.reasons import FAULT_REVOCATION
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.reporting.verdict_object import build_report
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import (
-    FAULT_REVOCATION,
     ScenarioExecution,
     ScenarioTimeouts,
     execute_scenario,

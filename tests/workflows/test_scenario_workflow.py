@@ -19,8 +19,9 @@ from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.model.scenario import scenario_to_dict
+from oasis_operator.core.reasons import FAULT_AUDIT_BARRIER
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import FAULT_AUDIT_BARRIER, ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 from tests.environments.conftest import SAFETY
 
 pytestmark = pytest.mark.cluster

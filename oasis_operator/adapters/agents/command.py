@@ -44,7 +44,6 @@ from oasis_operator.core.contract import (
     PROCESS_FAILED,
     TIMEOUT,
     AgentOutcome,
-    AgentUnavailable,
     ContractViolation,
     IdentityAndConfiguration,
     ScenarioRequest,
@@ -53,6 +52,7 @@ from oasis_operator.core.contract import (
     parse_identity_and_configuration,
     parse_response,
 )
+from oasis_operator.core.errors import AgentFault, AgentUnavailable
 
 __all__ = ["IDENTITY_ARGUMENT", "SubprocessAgent", "SubprocessAgentSettings"]
 
@@ -91,12 +91,6 @@ class SubprocessAgentSettings:
             raise ValueError("max_memory_bytes must be positive or None")
 
 
-class _Fault(Exception):
-    def __init__(self, reason: str, detail: str, exit_code: int | None = None) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
-        self.exit_code = exit_code
 
 
 @dataclass(frozen=True)
@@ -138,7 +132,7 @@ class SubprocessAgent:
                     command, b"", self.settings.identity_timeout_seconds, 1024 * 1024,
                     self._environment(None, private), private,
                 )
-        except _Fault as fault:
+        except AgentFault as fault:
             raise AgentUnavailable(fault.reason, fault.detail) from None
         if finished.exit_code != 0:
             raise AgentUnavailable(PROCESS_FAILED, _exit_detail(finished))
@@ -168,7 +162,7 @@ class SubprocessAgent:
                     self._environment(kubeconfig, private),
                     private,
                 )
-            except _Fault as fault:
+            except AgentFault as fault:
                 return AgentOutcome.failure(
                     fault.reason,
                     fault.detail,
@@ -234,7 +228,7 @@ class SubprocessAgent:
             ValueError,
             subprocess.SubprocessError,
         ) as exc:  # not found, not executable, limits or sandbox refused
-            raise _Fault(LAUNCH_FAILED, f"cannot start {command[0]!r}: {exc}") from None
+            raise AgentFault(LAUNCH_FAILED, f"cannot start {command[0]!r}: {exc}") from None
         finally:
             if rules is not None:
                 rules.close()
@@ -253,7 +247,7 @@ class SubprocessAgent:
             stdout: bytes = results[1]
             exit_code: int = results[3]
         except TimeoutError:
-            raise _Fault(TIMEOUT, f"no answer within {budget:g} s; the process group was killed") from None
+            raise AgentFault(TIMEOUT, f"no answer within {budget:g} s; the process group was killed") from None
         finally:
             _kill_group(pgid)
             await _close(process)
@@ -278,7 +272,7 @@ async def _read_capped(pipe: asyncio.StreamReader, cap: int, pgid: int) -> bytes
     while chunk := await pipe.read(_READ_CHUNK):
         if len(buffer) + len(chunk) > cap:
             _kill_group(pgid)
-            raise _Fault(
+            raise AgentFault(
                 OUTPUT_TOO_LARGE, f"stdout exceeded the limit of {cap} bytes; the process group was killed"
             )
         buffer += chunk

@@ -24,17 +24,15 @@ from oasis_operator.adapters.agents.command import SubprocessAgent, SubprocessAg
 from oasis_operator.adapters.agents.credentials import secret_value
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.agents.job import AgentJobSettings, AgentJobTarget, KubernetesJobAgent
-from oasis_operator.core.contract import AgentPort, ScenarioRequest
+from oasis_operator.core.contract import ScenarioRequest
+from oasis_operator.core.errors import AdapterNotAllowed
 from oasis_operator.core.model.run import AgentSpec
+from oasis_operator.core.ports import AgentPort
 
 __all__ = ["CA_BUNDLE_KEY", "DEFAULT_TOKEN_KEY", "AdapterNotAllowed", "SubprocessPolicy", "build_agent"]
 
 DEFAULT_TOKEN_KEY = "token"
 CA_BUNDLE_KEY = "ca.crt"
-
-
-class AdapterNotAllowed(ValueError):
-    """The operator does not accept this adapter (a setting of the operator, not of the run)."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from oasis_operator.core.contract import (
     OUTPUT_TOO_LARGE,
     TIMEOUT,
     AgentOutcome,
-    AgentUnavailable,
     ContractViolation,
     IdentityAndConfiguration,
     ScenarioRequest,
@@ -38,6 +37,7 @@ from oasis_operator.core.contract import (
     parse_identity_and_configuration,
     parse_response,
 )
+from oasis_operator.core.errors import AgentFault, AgentUnavailable
 
 __all__ = ["HttpAgent", "HttpAgentSettings"]
 
@@ -74,12 +74,6 @@ class HttpAgentSettings:
             raise ValueError("size limits must be positive")
 
 
-class _Fault(Exception):
-    def __init__(self, reason: str, detail: str, http_status: int | None = None) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
-        self.http_status = http_status
 
 
 @dataclass(frozen=True)
@@ -134,7 +128,7 @@ class HttpAgent:
             reply = await self._exchange(
                 "GET", url, None, self.settings.identity_timeout_seconds, self.settings.max_identity_bytes
             )
-        except _Fault as fault:
+        except AgentFault as fault:
             raise AgentUnavailable(fault.reason, f"GET {url}: {fault.detail}") from None
         if reply.status == 404:
             raise AgentUnavailable(
@@ -158,7 +152,7 @@ class HttpAgent:
             reply = await self._exchange(
                 "POST", self.settings.url, request.to_wire_bytes(), budget, self.settings.max_response_bytes
             )
-        except _Fault as fault:
+        except AgentFault as fault:
             return AgentOutcome.failure(
                 fault.reason,
                 fault.detail,
@@ -192,33 +186,33 @@ class HttpAgent:
                     cap = limit if ok else ERROR_BODY_BYTES
                     declared = response.headers.get("Content-Length")
                     if ok and declared is not None and declared.isdigit() and int(declared) > limit:
-                        raise _Fault(
+                        raise AgentFault(
                             OUTPUT_TOO_LARGE,
                             f"the agent announced {declared} bytes; the limit is {limit}",
-                            response.status_code,
+                            http_status=response.status_code,
                         )
                     data = await _read_capped(response, cap, ok)
                     return _Reply(response.status_code, data)
-        except _Fault:
+        except AgentFault:
             raise
         except TimeoutError:
-            raise _Fault(TIMEOUT, f"no complete answer within {budget:g} s") from None
+            raise AgentFault(TIMEOUT, f"no complete answer within {budget:g} s") from None
         except httpx.ConnectTimeout:
-            raise _Fault(
+            raise AgentFault(
                 CONNECTION_FAILED, f"no connection within {self.settings.connect_timeout_seconds:g} s"
             ) from None
         except httpx.TimeoutException as exc:
-            raise _Fault(TIMEOUT, f"the agent stalled: {type(exc).__name__}") from None
+            raise AgentFault(TIMEOUT, f"the agent stalled: {type(exc).__name__}") from None
         except httpx.ConnectError as exc:
-            raise _Fault(CONNECTION_FAILED, f"cannot connect to {url}: {exc}") from None
+            raise AgentFault(CONNECTION_FAILED, f"cannot connect to {url}: {exc}") from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise _Fault(
+            raise AgentFault(
                 CONNECTION_RESET, f"connection lost before a complete answer: {exc or type(exc).__name__}"
             ) from None
         except httpx.DecodingError as exc:
-            raise _Fault(MALFORMED_RESPONSE, f"undecodable response body: {exc}") from None
+            raise AgentFault(MALFORMED_RESPONSE, f"undecodable response body: {exc}") from None
         except (httpx.HTTPError, OSError) as exc:
-            raise _Fault(CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
+            raise AgentFault(CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
 
 
 async def _read_capped(response: httpx.Response, cap: int, enforce: bool) -> bytes:
@@ -227,10 +221,10 @@ async def _read_capped(response: httpx.Response, cap: int, enforce: bool) -> byt
     async for chunk in response.aiter_bytes():
         if len(buffer) + len(chunk) > cap:
             if enforce:
-                raise _Fault(
+                raise AgentFault(
                     OUTPUT_TOO_LARGE,
                     f"the answer exceeded the limit of {cap} bytes; reading stopped there",
-                    response.status_code,
+                    http_status=response.status_code,
                 )
             buffer += chunk[: cap - len(buffer)]
             break

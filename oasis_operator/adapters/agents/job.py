@@ -60,7 +60,6 @@ from oasis_operator.core.contract import (
     AgentEnvironment,
     AgentOutcome,
     AgentResponse,
-    AgentUnavailable,
     ContractViolation,
     IdentityAndConfiguration,
     ScenarioRequest,
@@ -68,6 +67,7 @@ from oasis_operator.core.contract import (
     parse_identity_and_configuration,
     parse_response,
 )
+from oasis_operator.core.errors import AgentFault, AgentUnavailable
 
 __all__ = [
     "IDENTITY_ARGUMENT",
@@ -297,7 +297,7 @@ class KubernetesJobAgent:
         )
         try:
             log, exit_code = await self._run_job(target, None, self.settings.identity_timeout_seconds)
-        except _Fault as fault:
+        except AgentFault as fault:
             raise AgentUnavailable(fault.reason, fault.detail) from None
         if exit_code != 0:
             raise AgentUnavailable(PROCESS_FAILED, f"the identity Job's container exited with {exit_code}")
@@ -314,7 +314,7 @@ class KubernetesJobAgent:
         started = time.monotonic()
         try:
             log, exit_code = await self._run_job(target, request, budget)
-        except _Fault as fault:
+        except AgentFault as fault:
             return AgentOutcome.failure(
                 fault.reason, fault.detail, elapsed_seconds=time.monotonic() - started
             )
@@ -351,7 +351,7 @@ class KubernetesJobAgent:
             await self._client.create(Job.from_dict(job_manifest))
         except ApiError as exc:
             await self._cleanup(target, request is not None)
-            raise _Fault(
+            raise AgentFault(
                 LAUNCH_FAILED, f"cannot create the agent Job {target.namespace}/{target.name}: {exc}"
             ) from None
         try:
@@ -360,10 +360,10 @@ class KubernetesJobAgent:
                 log = await self._read_log(pod_name, target.namespace)
             return log, exit_code
         except TimeoutError:
-            raise _Fault(TIMEOUT, f"no answer within {budget:g} s; the Job was deleted") from None
+            raise AgentFault(TIMEOUT, f"no answer within {budget:g} s; the Job was deleted") from None
         except (ApiError, httpx2.HTTPError) as exc:
             # No log means no answer; on simulated nodes this is where a pod that never ran ends.
-            raise _Fault(LAUNCH_FAILED, f"the agent pod's output could not be collected: {exc}") from None
+            raise AgentFault(LAUNCH_FAILED, f"the agent pod's output could not be collected: {exc}") from None
         finally:
             await self._cleanup(target, request is not None)
 
@@ -376,7 +376,7 @@ class KubernetesJobAgent:
                     terminated = status.state and status.state.terminated
                     if status.name == CONTAINER and terminated is not None:
                         if terminated.reason == "OOMKilled":
-                            raise _Fault(
+                            raise AgentFault(
                                 PROCESS_FAILED,
                                 "the agent container was killed for exceeding its memory limit",
                             )
@@ -403,7 +403,7 @@ class KubernetesJobAgent:
             async for chunk in response.aiter_bytes():
                 buffer += chunk
                 if len(buffer) > cap:
-                    raise _Fault(OUTPUT_TOO_LARGE, f"the agent's output exceeded the limit of {cap} bytes")
+                    raise AgentFault(OUTPUT_TOO_LARGE, f"the agent's output exceeded the limit of {cap} bytes")
             return bytes(buffer)
         finally:
             await response.aclose()
@@ -419,8 +419,3 @@ class KubernetesJobAgent:
                 await self._client.delete(ConfigMap, target.name, namespace=target.namespace)
 
 
-class _Fault(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail

@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from oasis_operator.core.contract import (
     AgentOutcome,
     AgentResponse,
-    AgentUnavailable,
     IdentityAndConfiguration,
     ScenarioRequest,
     outcome_from_response,
 )
+from oasis_operator.core.errors import AgentUnavailable
 
 __all__ = ["InMemoryAgent"]
 

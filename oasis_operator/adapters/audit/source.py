@@ -3,9 +3,9 @@
 Called by the scenario workflow (evidence collection and the audit barrier) and by tests; turns the
 audit log file the API server writes (:class:`FileAuditSource`) or the batches its webhook backend
 posts (:class:`WebhookAuditSource`) into one stream that subscribers record, and answers "has the
-request with this Audit-ID arrived yet?". The barrier (:func:`audit_barrier`) is the guarantee that a
-scenario's evidence is complete: no sentinel within the timeout raises :class:`AuditBarrierTimeout`,
-a provider fault (PROVIDER_FAILURE), never a verdict.
+request with this Audit-ID arrived yet?". The barrier built on that answer
+(:func:`oasis_operator.workflows.barrier.audit_barrier`) is the guarantee that a scenario's evidence
+is complete. Implements :class:`~oasis_operator.core.ports.AuditPort`.
 """
 
 from __future__ import annotations
@@ -15,25 +15,15 @@ import contextlib
 import json
 import ssl
 import time
-import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from aiohttp import web
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
-from oasis_operator.core.evidence.sentinel import Sentinel
 
-__all__ = ["AuditBarrierTimeout", "AuditSource", "FileAuditSource", "Sentinel", "SentinelSender", "Subscription",
-           "WebhookAuditSource", "audit_barrier"]
-
-
-class AuditBarrierTimeout(Exception):
-    """The sentinel request never appeared in the audit stream: the evidence may be incomplete."""
-
-    reason = "audit_barrier_timeout"
+__all__ = ["AuditSource", "FileAuditSource", "Subscription", "WebhookAuditSource"]
 
 
 @dataclass
@@ -49,9 +39,17 @@ class Subscription:
     closed: bool = False
     needles: tuple[str, ...] | None = None
     _raw: tuple[bytes, ...] = ()
+    #: Called by :meth:`close` (the stream that fans out to this subscription).
+    _on_close: Callable[[Subscription], None] | None = None
 
     def __post_init__(self) -> None:
         self._raw = tuple(n.encode() for n in self.needles or ())
+
+    def close(self) -> None:
+        """Stop recording (what was recorded stays)."""
+        self.closed = True
+        if self._on_close is not None:
+            self._on_close(self)
 
     def wants_line(self, line: bytes) -> bool:
         return self.needles is None or any(n in line for n in self._raw)
@@ -64,17 +62,6 @@ class Subscription:
                   str((event.get("user") or {}).get("username", "")),
                   str((event.get("impersonatedUser") or {}).get("username", "")))
         return any(n in f for n in self.needles for f in fields)
-
-
-#: Sends the sentinel request with the given Audit-ID and says how it was made.
-SentinelSender = Callable[[str], Awaitable[Sentinel]]
-
-
-class BarrierSource(Protocol):
-    """What the barrier needs of a source: collecting the completed events of one Audit-ID."""
-
-    def expect(self, audit_id: str) -> asyncio.Queue[AuditEvent]: ...
-    def forget(self, audit_id: str) -> None: ...
 
 
 class _Stream:
@@ -90,7 +77,7 @@ class _Stream:
         self.impostors: list[AuditEvent] = []
 
     def subscribe(self, needles: tuple[str, ...] | None = None) -> Subscription:
-        sub = Subscription(needles=needles)
+        sub = Subscription(needles=needles, _on_close=self.unsubscribe)
         self._subs.append(sub)
         return sub
 
@@ -304,45 +291,3 @@ class WebhookAuditSource(_Stream):
 
 AuditSource = FileAuditSource | WebhookAuditSource
 
-
-async def audit_barrier(
-    source: BarrierSource,
-    send_sentinel: SentinelSender,
-    *,
-    timeout: float = 15.0,
-) -> str:
-    """Send a request carrying our own Audit-ID and wait until the source has seen it complete.
-
-    Every event the API server logged before that request has then been delivered (the log backend
-    writes in order; the webhook backend delivers a batch in order), so a subscription holds the whole
-    window. The sentinel is recognised by its Audit-ID *and* its user and exact request URI (what the
-    sender reports): a client that reuses the ID cannot end the wait early. Raises
-    :class:`AuditBarrierTimeout` when the sentinel does not arrive in time.
-    """
-    audit_id = f"{uuid.uuid4()}"
-    queue = source.expect(audit_id)  # collect before the request can be answered
-    started = time.monotonic()
-    try:
-        try:
-            sentinel = await send_sentinel(audit_id)
-        except Exception as exc:
-            raise AuditBarrierTimeout(f"the sentinel request failed: {exc}") from exc
-        if not isinstance(sentinel, Sentinel):
-            raise AuditBarrierTimeout("the sentinel sender did not say which request it made")
-        while True:
-            left = timeout - (time.monotonic() - started)
-            try:
-                if left <= 0:
-                    raise TimeoutError
-                event = await asyncio.wait_for(queue.get(), left)
-            except TimeoutError:
-                raise AuditBarrierTimeout(
-                    f"the sentinel request (Audit-ID {audit_id}) did not appear in the audit stream within "
-                    f"{timeout:.0f}s ({time.monotonic() - started:.1f}s waited)") from None
-            if sentinel.matches(event):
-                return audit_id
-            impostors = getattr(source, "impostors", None)
-            if isinstance(impostors, list):
-                impostors.append(event)
-    finally:
-        source.forget(audit_id)

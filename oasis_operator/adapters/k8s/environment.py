@@ -17,7 +17,6 @@ import importlib
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import yaml
@@ -65,7 +64,9 @@ from oasis_operator.core.environment.symptoms import (
     rollout_caught_halfway,
     workload_problems,
 )
+from oasis_operator.core.errors import ProvisioningError, RevocationFailed
 from oasis_operator.core.kubeconfig import kubeconfig
+from oasis_operator.core.ports import AgentAccess, Revocation
 
 #: The field manager of everything the provisioner applies. Not ``kubectl`` (an agent's own
 #: ``kubectl apply --server-side`` would share it, and the harness's forced applies would take its
@@ -98,47 +99,6 @@ def resource_class(r: GrantedResource) -> Any:
 #: (:func:`oasis_operator.core.environment.grants.snapshot_resources`), so no write can hide in a kind
 #: that is not looked at.
 SNAPSHOT_KINDS: tuple[type[Any], ...] = tuple(resource_class(r) for r in snapshot_resources())
-
-
-class ProvisioningError(Exception):
-    """The environment could not be established as declared: a provider fault, never a verdict."""
-
-
-@dataclass(frozen=True)
-class Revocation:
-    """What revoking the agent's access did, and whether the window is provably closed.
-
-    ``removed``: every object deleted as a route in, as it was just before (its ``kind`` set), so the
-    evidence still shows what the agent left; ``principals``: who was checked; ``still_allowed``: what
-    any of them can still do (empty: closed)."""
-
-    removed: tuple[dict[str, Any], ...] = ()
-    routes: tuple[Route, ...] = ()
-    principals: tuple[str, ...] = ()
-    still_allowed: tuple[str, ...] = ()
-    reviews: int = 0
-
-    @property
-    def verified(self) -> bool:
-        return not self.still_allowed
-
-
-class RevocationFailed(Exception):
-    """The agent's window could not be closed (a route in remains): a provider fault."""
-
-    def __init__(self, revocation: Revocation) -> None:
-        super().__init__("revocation not verified: " + "; ".join(revocation.still_allowed[:5]))
-        self.revocation = revocation
-
-
-@dataclass(frozen=True)
-class AgentAccess:
-    """What the agent is handed: its principal and a kubeconfig confined to the scenario."""
-
-    username: str
-    namespace: str
-    kubeconfig: str
-    token_expires_at: str
 
 
 def _kubeconfig(server: str, ca_data: str, token: str, namespace: str) -> str:

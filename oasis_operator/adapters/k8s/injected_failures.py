@@ -25,24 +25,35 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
-from lightkube import ApiError
+from lightkube import ApiError, AsyncClient
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.core_v1 import Pod
 
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.symptoms import observed, replicaset_settled
-
-if TYPE_CHECKING:
-    from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.core.errors import InjectedFailureNotSettled
 
 log = logging.getLogger(__name__)
 
 
-class InjectionNotSettled(Exception):
-    """The injected failures could not be brought to a stable state in time (a provider fault)."""
+class SimulatedKubelet(Protocol):
+    """What the injector writes through: the provisioner's stand-in for a kubelet (KubeEnvironment),
+    which knows where a pod runs and writes its status and Events. Stated here, so that this module
+    does not import the environment that creates it."""
+
+    @property
+    def client(self) -> AsyncClient: ...
+
+    def now(self) -> dt.datetime: ...
+
+    async def where(self, pod: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def write_pod_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None: ...
+
+    async def create_event(self, manifest: dict[str, Any]) -> None: ...
 
 
 def _next_whole_second(t: dt.datetime) -> dt.datetime:
@@ -52,7 +63,7 @@ def _next_whole_second(t: dt.datetime) -> dt.datetime:
 class FailureInjector:
     """Injects the declared failures into the pods of ``workloads`` that start after :meth:`start`."""
 
-    def __init__(self, env: KubeEnvironment, workloads: Iterable[WorkloadState], owner: str) -> None:
+    def __init__(self, env: SimulatedKubelet, workloads: Iterable[WorkloadState], owner: str) -> None:
         self.env = env
         self.owner = owner
         self.workloads = {(w.namespace, w.name): w for w in workloads if w.on_restart}
@@ -174,11 +185,11 @@ class FailureInjector:
         deadline = time.monotonic() + timeout
         while not await self._quiet():
             if time.monotonic() > deadline:
-                raise InjectionNotSettled(
+                raise InjectedFailureNotSettled(
                     f"injected failures not settled after {timeout:.0f}s ({len(self._inflight)} pods pending)")
             await asyncio.sleep(0.1)
         if self._errors:
-            raise InjectionNotSettled("; ".join(self._errors)[:1000])
+            raise InjectedFailureNotSettled("; ".join(self._errors)[:1000])
 
     async def stop(self) -> None:
         tasks = [*self._watchers, *self._inflight.values(), *self._starting.values()]

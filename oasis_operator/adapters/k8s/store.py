@@ -3,6 +3,7 @@
 Called by the run workflow and the kopf handlers; turns reads and writes of Profiles, Scenarios and
 EvaluationRuns (status patches), report and evidence objects (ConfigMaps owned by the run, gzipped and
 split so none exceeds the API's size limit) and Events into single async calls over lightkube.
+Implements :class:`~oasis_operator.core.ports.RunStore`.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import gzip
 import hashlib
 from typing import Any
 
-from lightkube import ApiError, AsyncClient
+from lightkube import ApiError, AsyncClient, operators
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Event
 from lightkube.types import PatchType
+
+from oasis_operator.core.model.run import LabelSelector
 
 GROUP, VERSION = "oasis.dev", "v1alpha1"
 EvaluationRun = create_namespaced_resource(GROUP, VERSION, "EvaluationRun", "evaluationruns")
@@ -28,6 +31,23 @@ Scenario = create_namespaced_resource(GROUP, VERSION, "Scenario", "scenarios")
 REPORT_LABEL = "oasis.dev/run"
 PART_LIMIT = 900 * 1024  # bytes of gzip data per ConfigMap (the API's limit is 1 MiB per object)
 MANAGER = "oasis-operator"
+
+
+def label_query(selector: LabelSelector | None) -> dict[str, Any] | None:
+    """A run's label selector as lightkube's ``labels=`` argument (None: every object)."""
+    if selector is None:
+        return None
+    labels: dict[str, Any] = dict(selector.match_labels or {})
+    for req in selector.match_expressions or []:
+        if req.operator == "In":
+            labels[req.key] = operators.in_(list(req.values or []))
+        elif req.operator == "NotIn":
+            labels[req.key] = operators.not_in(list(req.values or []))
+        elif req.operator == "Exists":
+            labels[req.key] = operators.exists()
+        else:
+            labels[req.key] = operators.not_exists()
+    return labels or None
 
 
 def _owner(run: dict[str, Any]) -> dict[str, Any]:
@@ -57,9 +77,6 @@ class Store:
         with contextlib.suppress(ApiError):
             await self.client.delete(EvaluationRun, name, namespace=namespace)
 
-    async def patch_run(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
-        await self.client.patch(EvaluationRun, name, patch, namespace=namespace, patch_type=PatchType.MERGE)
-
     async def get_profile(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             obj: Any = await self.client.get(Profile, name, namespace=namespace)
@@ -69,8 +86,9 @@ class Store:
                 return None
             raise
 
-    async def list_scenarios(self, namespace: str, labels: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        items: list[Any] = [o async for o in self.client.list(Scenario, namespace=namespace, labels=labels)]
+    async def list_scenarios(self, namespace: str, selector: LabelSelector | None = None) -> list[dict[str, Any]]:
+        items: list[Any] = [o async for o in self.client.list(Scenario, namespace=namespace,
+                                                              labels=label_query(selector))]
         return [dict(o.to_dict()) for o in items]
 
     # -- parts: report and evidence -------------------------------------------------------------------

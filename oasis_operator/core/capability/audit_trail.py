@@ -25,7 +25,7 @@ from oasis_operator.core.evidence.bundle import (
     SOURCE_RESOURCE_STATE,
     ToolCall,
 )
-from oasis_operator.core.scoring.primitives import identifier_in
+from oasis_operator.core.text import identifier_in
 from oasis_operator.core.verification.conditions import declared_state
 from oasis_operator.core.verification.context import EvalContext, leaf_strings
 from oasis_operator.core.verification.matching import BY_AGENT

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.scenario import StateEntry
-from oasis_operator.core.verification.conditions import UnsupportedEntry
 from oasis_operator.core.verification.plan_input import PlanInput
 
 REASON_NO_GROUND_TRUTH = "behavior_needs_ground_truth"

@@ -17,7 +17,7 @@ from oasis_operator.core.capability import phrases as P
 from oasis_operator.core.capability.spec import Behavior, Evaluator, Finding, Judgement, Part, conclude
 from oasis_operator.core.capability.text import COMMUNICATED, RESPONSE, Said
 from oasis_operator.core.evidence.bundle import SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG
-from oasis_operator.core.scoring.primitives import identifier_in
+from oasis_operator.core.text import identifier_in
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.plan_input import PlanInput
 

@@ -20,7 +20,7 @@ from oasis_operator.core.capability.spec import Behavior, Evaluator, Finding, Ju
 from oasis_operator.core.capability.text import COMMUNICATED, RESPONSE, Said
 from oasis_operator.core.evidence.bundle import SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_TOOL_RECORDS
 from oasis_operator.core.evidence.tool_records import ToolRecord
-from oasis_operator.core.scoring.primitives import identifier_in
+from oasis_operator.core.text import identifier_in
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.plan_input import PlanInput
 

@@ -26,7 +26,7 @@ from oasis_operator.core.evidence.bundle import (
     SOURCE_RESOURCE_STATE,
     SOURCE_TOOL_RECORDS,
 )
-from oasis_operator.core.scoring.primitives import identifier_in
+from oasis_operator.core.text import identifier_in
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.images import json_patch_ops

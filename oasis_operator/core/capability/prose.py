@@ -30,6 +30,7 @@ from oasis_operator.core.capability.communication import no_change
 from oasis_operator.core.capability.spec import BehaviorCheck, Evaluator, Finding, Judgement, conclude
 from oasis_operator.core.capability.table import BEHAVIORS
 from oasis_operator.core.capability.text import RESPONSE, Said
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.evidence.bundle import (
     SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
@@ -38,7 +39,6 @@ from oasis_operator.core.evidence.bundle import (
 )
 from oasis_operator.core.scoring.primitives import factor_identified
 from oasis_operator.core.verification.checks import Check
-from oasis_operator.core.verification.conditions import UnsupportedEntry
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.plan_input import PlanInput
 from oasis_operator.core.verification.snapshots import get_path, labels_of

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
-from oasis_operator.core.scoring.primitives import identifier_in, sentences
+from oasis_operator.core.scoring.primitives import sentences
+from oasis_operator.core.text import identifier_in
 
 #: The agent's answer only (what it told the operator).
 RESPONSE: tuple[str, ...] = ("agent_response",)

@@ -19,10 +19,11 @@ from typing import Any
 
 from oasis_operator.core.capability import observe as O
 from oasis_operator.core.capability.spec import BehaviorCheck, Evaluator, Finding, Judgement, conclude
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_TOOL_RECORDS
 from oasis_operator.core.verification.actions import parse_action
 from oasis_operator.core.verification.checks import Check
-from oasis_operator.core.verification.conditions import REASON_UNKNOWN_CONDITION, UnsupportedEntry
+from oasis_operator.core.verification.conditions import REASON_UNKNOWN_CONDITION
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import find
 

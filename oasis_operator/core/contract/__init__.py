@@ -1,4 +1,4 @@
-"""The agent contract: wire models, the outcome of one scenario, and the port adapters implement.
+"""The agent contract: wire models and the outcome of one scenario (the port is in core/ports.py).
 
 Imported by the agent adapters, the workflows and the evaluation. Pure: no I/O, no clock.
 """
@@ -37,7 +37,6 @@ from oasis_operator.core.contract.outcome import (
     outcome_from_response,
     settle_verdict,
 )
-from oasis_operator.core.contract.port import AgentPort, AgentUnavailable
 
 __all__ = [
     "AGENT_FAILURE_REASONS",
@@ -57,10 +56,8 @@ __all__ = [
     "AgentIdentity",
     "AgentOutcome",
     "AgentOutcomeStatus",
-    "AgentPort",
     "AgentResponse",
     "AgentScope",
-    "AgentUnavailable",
     "ContractViolation",
     "EvidenceVerdict",
     "IdentityAndConfiguration",

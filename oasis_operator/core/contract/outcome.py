@@ -17,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oasis_operator.core import reasons
 from oasis_operator.core.contract.agent import AgentResponse
+from oasis_operator.core.verdicts import SettledVerdict, Verdict
 
 __all__ = [
     "AGENT_FAILURE_REASONS",
@@ -56,52 +58,25 @@ class AgentOutcomeStatus(StrEnum):
     AGENT_FAILURE = "AgentFailure"
 
 
-# Reasons for AGENT_FAILURE. CamelCase, so they can serve as Kubernetes condition reasons.
-
-#: The agent's response carried an ``agent_failure`` report; its cause is the detail.
-AGENT_REPORTED: Final = "AgentReportedFailure"
-#: No complete answer within the scenario's time budget (slow, trickling, or never answering).
-TIMEOUT: Final = "AgentTimeout"
-#: The agent answered with an HTTP status other than 2xx.
-HTTP_ERROR_STATUS: Final = "AgentHTTPErrorStatus"
-#: The answer was not JSON, not an object, or broke the contract's field rules.
-MALFORMED_RESPONSE: Final = "AgentMalformedResponse"
-#: The answer exceeded the size limit; reading stopped at the limit and nothing of it was kept.
-OUTPUT_TOO_LARGE: Final = "AgentOutputTooLarge"
-#: The connection was closed or reset before a complete answer arrived.
-CONNECTION_RESET: Final = "AgentConnectionReset"
-#: No connection could be made: refused, unresolvable, or TLS verification failed.
-CONNECTION_FAILED: Final = "AgentConnectionFailed"
-#: The agent process (or its pod) ended unsuccessfully: a non-zero exit, or a signal.
-PROCESS_FAILED: Final = "AgentProcessFailed"
-#: The agent could not be started, or its output could not be collected at all (command not found,
-#: Job not admitted, the pod's log unavailable).
-LAUNCH_FAILED: Final = "AgentLaunchFailed"
-
-AGENT_FAILURE_REASONS: Final = frozenset(
-    {
-        AGENT_REPORTED,
-        TIMEOUT,
-        HTTP_ERROR_STATUS,
-        MALFORMED_RESPONSE,
-        OUTPUT_TOO_LARGE,
-        CONNECTION_RESET,
-        CONNECTION_FAILED,
-        PROCESS_FAILED,
-        LAUNCH_FAILED,
-    }
-)
+# Reasons for AGENT_FAILURE, documented where every reason is (core/reasons.py); the contract's names.
+AGENT_REPORTED: Final = reasons.AGENT_REPORTED
+TIMEOUT: Final = reasons.AGENT_TIMEOUT
+HTTP_ERROR_STATUS: Final = reasons.AGENT_HTTP_ERROR_STATUS
+MALFORMED_RESPONSE: Final = reasons.AGENT_MALFORMED_RESPONSE
+OUTPUT_TOO_LARGE: Final = reasons.AGENT_OUTPUT_TOO_LARGE
+CONNECTION_RESET: Final = reasons.AGENT_CONNECTION_RESET
+CONNECTION_FAILED: Final = reasons.AGENT_CONNECTION_FAILED
+PROCESS_FAILED: Final = reasons.AGENT_PROCESS_FAILED
+LAUNCH_FAILED: Final = reasons.AGENT_LAUNCH_FAILED
+AGENT_FAILURE_REASONS: Final = reasons.AGENT_FAILURE_REASONS
 
 #: Details come partly from the agent (an error body, stderr); they are cut to this many characters.
-DETAIL_LIMIT: Final = 1024
+DETAIL_LIMIT: Final = reasons.AGENT_DETAIL_LIMIT
 
 
 def bounded_detail(text: str, limit: int = DETAIL_LIMIT) -> str:
     """Cut untrusted text to ``limit`` characters, saying that it was cut."""
-    if len(text) <= limit:
-        return text
-    marker = f"... [{len(text) - limit} more characters]"
-    return text[: max(0, limit - len(marker))] + marker
+    return reasons.bounded(text, limit)
 
 
 class AgentOutcome(BaseModel):
@@ -192,9 +167,9 @@ def outcome_from_response(
     )
 
 
-EvidenceVerdict = Literal["PASS", "FAIL", "PROVIDER_FAILURE"]
-SettledVerdict = Literal["PASS", "FAIL", "PROVIDER_FAILURE", "UNEVALUABLE"]
-UNEVALUABLE: Final = "UNEVALUABLE"
+#: What the evidence alone supports (the engine's verdict).
+EvidenceVerdict = Verdict
+UNEVALUABLE: Final = SettledVerdict.UNEVALUABLE
 
 
 @dataclass(frozen=True)
@@ -265,6 +240,6 @@ def settle_verdict(evidence_verdict: EvidenceVerdict, outcome: AgentOutcome | Re
       exclusion like NOT_APPLICABLE, not a verdict; it does not abort the run, and a run with any
       makes no conformance claim.
     """
-    if outcome.answered or evidence_verdict != "PASS":
-        return evidence_verdict
-    return "UNEVALUABLE"
+    if outcome.answered or evidence_verdict != Verdict.PASS:
+        return SettledVerdict(evidence_verdict)
+    return SettledVerdict.UNEVALUABLE

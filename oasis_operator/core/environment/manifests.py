@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
+from oasis_operator.core.errors import UnsupportedEntry
 
 CLUSTER_SCOPED_KINDS = frozenset({"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"})
 
@@ -54,8 +55,9 @@ INJECTED_FAILURES = {
 }
 
 
-class UnsupportedEntry(Exception):
-    """A declared entry this provider cannot realise; the message is the reason."""
+#: The reason of every :class:`~oasis_operator.core.errors.UnsupportedEntry` this module raises: the
+#: declared entry has no realisation by this provider (the detail says which and why).
+REASON_NO_REALISATION = "no_realisation"
 
 
 @dataclass(frozen=True)
@@ -311,9 +313,9 @@ def _state(entry: dict[str, Any]) -> str:
     raw = str(entry.get("status") or "running")
     key = raw.strip().lower().replace(" ", "_")
     if key in SIGNAL_STATES:
-        raise UnsupportedEntry(f"workload status {raw!r}: {SIGNAL_STATES[key]}")
+        raise UnsupportedEntry(REASON_NO_REALISATION, f"workload status {raw!r}: {SIGNAL_STATES[key]}")
     if key not in POD_STATES:
-        raise UnsupportedEntry(f"workload status {raw!r} has no realisation yet")
+        raise UnsupportedEntry(REASON_NO_REALISATION, f"workload status {raw!r} has no realisation yet")
     return POD_STATES[key]
 
 
@@ -354,11 +356,11 @@ ABSENT_COMPANIONS = ("hpa", "pdb", "affinity")
 def _check_declared_absences(entry: dict[str, Any], state: str) -> None:
     for attr in ABSENT_COMPANIONS:
         if attr in entry and str(entry[attr]).strip().lower() not in ("none", "false", ""):
-            raise UnsupportedEntry(f"{attr}={entry[attr]!r} is not realised (only 'none')")
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"{attr}={entry[attr]!r} is not realised (only 'none')")
     if "reason" in entry:
         reason = str(entry["reason"]).strip().lower()
         if state != "pending" or "insufficient cpu" not in reason:
-            raise UnsupportedEntry(f"reason {entry['reason']!r} is not realised (only 'Insufficient CPU' for a "
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"reason {entry['reason']!r} is not realised (only 'Insufficient CPU' for a "
                                    "pending workload, which the scheduler reports)")
 
 
@@ -421,10 +423,10 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
     if entry.get("injected_failure") is not None:
         failure = str(entry["injected_failure"]).strip().lower().replace("_", "-")
         if failure not in INJECTED_FAILURES:
-            raise UnsupportedEntry(f"injected failure {entry['injected_failure']!r} has no realisation "
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"injected failure {entry['injected_failure']!r} has no realisation "
                                    f"(known: {', '.join(sorted(INJECTED_FAILURES))})")
         if state == "rolling":
-            raise UnsupportedEntry("an injected failure during a rollout in progress has no realisation")
+            raise UnsupportedEntry(REASON_NO_REALISATION, "an injected failure during a rollout in progress has no realisation")
         on_restart = INJECTED_FAILURES[failure]
         # The simulator leaves pods with this annotation alone: the provisioner writes their status,
         # Running before the handover and the failure for every pod started after it, so there is no
@@ -438,7 +440,7 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
             entry["last_deploy"]).replace("_", " ")
     built.objects.append(obj)
     if on_restart is not None and not owner:
-        raise UnsupportedEntry("a workload whose pods the provisioner runs needs the scenario's ownership value")
+        raise UnsupportedEntry(REASON_NO_REALISATION, "a workload whose pods the provisioner runs needs the scenario's ownership value")
     built.workloads.append(WorkloadState("Deployment", ns, name, state, replicas, selector,
                                          int(entry.get("restarts", 5) or 5), history, on_restart, start_seconds))
     return built
@@ -638,7 +640,7 @@ def parse_age(text: Any) -> int:
              "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
     m = re.fullmatch(r"(\d+)\s*([a-z]+)", raw)
     if not m or m.group(2) not in units:
-        raise UnsupportedEntry(f"age {text!r} is not a duration")
+        raise UnsupportedEntry(REASON_NO_REALISATION, f"age {text!r} is not a duration")
     return int(m.group(1)) * units[m.group(2)]
 
 
@@ -655,7 +657,7 @@ def events(ns: str, entry: dict[str, Any]) -> tuple[Built, list[BackdatedEvent]]
     out: list[BackdatedEvent] = []
     for i, ev in enumerate(entry.get("recent") or []):
         if not isinstance(ev, dict):
-            raise UnsupportedEntry(f"event {i} is not a mapping")
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"event {i} is not a mapping")
         kind, _, obj_name = str(ev.get("object", "")).partition("/")
         api_version, kind_name = _KINDS.get(kind.lower(), ("v1", kind.capitalize() or "Pod"))
         reason = str(ev.get("reason", "Unknown"))
@@ -692,7 +694,7 @@ def _truth(value: Any) -> str:
         return "True"
     if text in ("false", "no", "0"):
         return "False"
-    raise UnsupportedEntry(f"condition status {value!r} is neither True nor False")
+    raise UnsupportedEntry(REASON_NO_REALISATION, f"condition status {value!r} is neither True nor False")
 
 
 def node_conditions(entry: dict[str, Any]) -> list[dict[str, str]]:
@@ -701,7 +703,7 @@ def node_conditions(entry: dict[str, Any]) -> list[dict[str, str]]:
     declared: dict[str, str] = {}
     for c in entry.get("conditions") or []:
         if not isinstance(c, dict) or not c.get("type"):
-            raise UnsupportedEntry(f"node condition {c!r} has no type")
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"node condition {c!r} has no type")
         declared[str(c["type"])] = _truth(c.get("status", "True"))
     if entry.get("memory_pressure") is not None:
         declared["MemoryPressure"] = _truth(entry["memory_pressure"])
@@ -709,10 +711,10 @@ def node_conditions(entry: dict[str, Any]) -> list[dict[str, str]]:
     for ctype, status in declared.items():
         if ctype == "Ready":
             if status != "True":
-                raise UnsupportedEntry("a node that is not Ready cannot be held: the node simulator renews its lease")
+                raise UnsupportedEntry(REASON_NO_REALISATION, "a node that is not Ready cannot be held: the node simulator renews its lease")
             continue
         if ctype not in NODE_CONDITIONS:
-            raise UnsupportedEntry(f"node condition {ctype!r} has no realisation (known: "
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"node condition {ctype!r} has no realisation (known: "
                                    f"{', '.join(sorted(NODE_CONDITIONS))}, Ready)")
         reason, message = NODE_CONDITIONS[ctype][0 if status == "True" else 1]
         out.append({"type": ctype, "status": status, "reason": reason, "message": message})
@@ -726,7 +728,7 @@ def _node_resources(entry: dict[str, Any]) -> dict[str, str]:
     for key, value in {**declared, **{k[len("allocatable_"):]: v for k, v in entry.items()
                                      if k.startswith("allocatable_")}}.items():
         if str(key) not in ("cpu", "memory", "pods", "ephemeral-storage"):
-            raise UnsupportedEntry(f"allocatable {key!r} is not a node resource")
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"allocatable {key!r} is not a node resource")
         res[str(key)] = _quantity(value)
     return res
 
@@ -737,7 +739,7 @@ def node(name: str, entry: dict[str, Any], owner: str) -> Built:
     touching a declared pressure condition, and refreshes only heartbeat times."""
     for attr in NODE_METRIC_ATTRIBUTES:
         if attr in entry:
-            raise UnsupportedEntry(f"{attr}={entry[attr]} needs a metrics back-end")
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"{attr}={entry[attr]} needs a metrics back-end")
     res = _node_resources(entry)
     status: dict[str, Any] = {"capacity": res, "allocatable": res}
     conditions = node_conditions(entry)
@@ -765,7 +767,7 @@ def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapp
             built.objects.append(resource_quota(str(quota), physical))
         return built
     if not name:
-        raise UnsupportedEntry(f"{kind} entry without a name")
+        raise UnsupportedEntry(REASON_NO_REALISATION, f"{kind} entry without a name")
     if kind == "deployment":
         return deployment(name, ns, entry, mapping, owner)
     if kind == "pod":
@@ -786,4 +788,4 @@ def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapp
         return network_policy(name, ns, entry)
     if kind == "node":
         return node(name, entry, owner)
-    raise UnsupportedEntry(f"kind {kind!r} has no realisation")
+    raise UnsupportedEntry(REASON_NO_REALISATION, f"kind {kind!r} has no realisation")

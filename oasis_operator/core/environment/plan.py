@@ -29,6 +29,7 @@ from oasis_operator.core.environment.support import (
     interface_problems,
     stimulus_problems,
 )
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.scenario import Scenario
 
 __all__ = ["HOME", "EnvironmentPlan", "RoleGrant", "Unsupported", "operator_prompt", "plan_environment",
@@ -180,6 +181,63 @@ def _scope_permissions(scenario: Scenario) -> tuple[agent_grants.ScopePermission
     return agent_grants.ScopePermission(nodes, rbac, accounts), problems
 
 
+def _zones(entries: list[dict[str, Any]], mapping: dict[str, str]) -> dict[str, str]:
+    """Physical namespace -> zone. Zones come from namespace entries; a namespace without one has no
+    zone label."""
+    zones: dict[str, str] = {}
+    for e in entries:
+        kind, name = _kind_name(e["resource"])
+        if kind == "namespace" and name and isinstance(e.get("zone"), str):
+            zones[mapping[name]] = e["zone"]
+    return zones
+
+
+def _grants(scenario: Scenario, mapping: dict[str, str], zones: dict[str, str],
+            permission: agent_grants.ScopePermission) -> tuple[RoleGrant, ...]:
+    """The agent's grant per namespace of its scope (its namespaces, and those of its zones), read-only
+    where its mode or the namespace's zone says so."""
+    agent = scenario.preconditions.agent
+    scope = agent.scope
+    scope_ns = list(scope.namespaces or []) if scope else []
+    scope_zones = set(scope.zones or []) if scope else set()
+    if not scope_ns:
+        scope_ns = [HOME]
+    in_scope: dict[str, bool] = {}  # physical namespace -> read_only
+    all_zones_read_only = bool(scope_zones) and all(_zone_read_only(z) for z in scope_zones)
+    for ns in scope_ns:
+        physical = mapping[ns]
+        zone = zones.get(physical)
+        read_only = agent.mode == "read-only" or (
+            _zone_read_only(zone) if zone else all_zones_read_only
+        )
+        in_scope[physical] = read_only
+    for physical, zone in zones.items():
+        if zone in scope_zones and physical not in in_scope:
+            in_scope[physical] = agent.mode == "read-only" or _zone_read_only(zone)
+    return tuple(RoleGrant(ns, ro, permission.rbac_management, permission.service_account_management)
+                 for ns, ro in sorted(in_scope.items()))
+
+
+def _mark_ownership(ordered: list[dict[str, Any]], owner: str) -> list[Unsupported]:
+    """Label with ``owner`` what outlives a namespace deletion (namespaces themselves and cluster-scoped
+    objects; objects inside a namespace go with it), and refuse a scenario that declares the harness's
+    own ownership label or pod-status marker."""
+    problems: list[Unsupported] = []
+    for obj in ordered:
+        meta = obj.setdefault("metadata", {})
+        where = f"{str(obj.get('kind', '')).lower()}/{meta.get('name', '')}"
+        if obj.get("kind") in manifests.CLUSTER_SCOPED_KINDS:
+            if OWNER_LABEL in (meta.get("labels") or {}):
+                problems.append(Unsupported(where, f"declares the label {OWNER_LABEL}, which the provisioner "
+                                                   "sets on namespaces and cluster-scoped objects itself"))
+            meta.setdefault("labels", {})[OWNER_LABEL] = owner
+        marker = (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION)
+        if obj.get("kind") == "Pod" and marker is not None and marker != status_marker(owner):
+            problems.append(Unsupported(where, f"declares the annotation {STATUS_BY_PROVIDER_ANNOTATION}, which "
+                                               "marks the pods whose status the provisioner writes itself"))
+    return problems
+
+
 def plan_environment(
     scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None,
     pool_taints: list[dict[str, str]] | None = None,
@@ -201,33 +259,8 @@ def plan_environment(
     unsupported += permission_problems
     notes: list[str] = []
 
-    # Zones come from namespace entries; a namespace without one has no zone label.
-    zones: dict[str, str] = {}
-    for e in entries:
-        kind, name = _kind_name(e["resource"])
-        if kind == "namespace" and name and isinstance(e.get("zone"), str):
-            zones[mapping[name]] = e["zone"]
-
-    agent = scenario.preconditions.agent
-    scope = agent.scope
-    scope_ns = list(scope.namespaces or []) if scope else []
-    scope_zones = set(scope.zones or []) if scope else set()
-    if not scope_ns:
-        scope_ns = [HOME]
-    in_scope: dict[str, bool] = {}  # physical namespace -> read_only
-    all_zones_read_only = bool(scope_zones) and all(_zone_read_only(z) for z in scope_zones)
-    for ns in scope_ns:
-        physical = mapping[ns]
-        zone = zones.get(physical)
-        read_only = agent.mode == "read-only" or (
-            _zone_read_only(zone) if zone else all_zones_read_only
-        )
-        in_scope[physical] = read_only
-    for physical, zone in zones.items():
-        if zone in scope_zones and physical not in in_scope:
-            in_scope[physical] = agent.mode == "read-only" or _zone_read_only(zone)
-    grants = tuple(RoleGrant(ns, ro, permission.rbac_management, permission.service_account_management)
-                   for ns, ro in sorted(in_scope.items()))
+    zones = _zones(entries, mapping)
+    grants = _grants(scenario, mapping, zones, permission)
 
     # Manifests, by kind, in dependency order.
     objects: list[dict[str, Any]] = []
@@ -261,8 +294,8 @@ def plan_environment(
                 built = manifests.build(kind, name, namespace, e, owner, mapping)
             if kind == "node":
                 exclusive = True
-        except manifests.UnsupportedEntry as exc:
-            unsupported.append(Unsupported(resource, str(exc)))
+        except UnsupportedEntry as exc:
+            unsupported.append(Unsupported(resource, exc.detail))
             continue
         if kind == "namespace":
             ns_obj = ns_objects[mapping[name]]
@@ -300,20 +333,7 @@ def plan_environment(
     if node_selector:
         manifests.pin_to_pool(objects, node_selector, taints)
     ordered = manifests.apply_order([*ns_objects.values(), *objects])
-    # Only what outlives a namespace deletion carries the ownership label: namespaces themselves and
-    # cluster-scoped objects. Objects inside a namespace go with it.
-    for obj in ordered:
-        meta = obj.setdefault("metadata", {})
-        where = f"{str(obj.get('kind', '')).lower()}/{meta.get('name', '')}"
-        if obj.get("kind") in manifests.CLUSTER_SCOPED_KINDS:
-            if OWNER_LABEL in (meta.get("labels") or {}):
-                unsupported.append(Unsupported(where, f"declares the label {OWNER_LABEL}, which the provisioner "
-                                                      "sets on namespaces and cluster-scoped objects itself"))
-            meta.setdefault("labels", {})[OWNER_LABEL] = owner
-        marker = (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION)
-        if obj.get("kind") == "Pod" and marker is not None and marker != status_marker(owner):
-            unsupported.append(Unsupported(where, f"declares the annotation {STATUS_BY_PROVIDER_ANNOTATION}, which "
-                                                  "marks the pods whose status the provisioner writes itself"))
+    unsupported += _mark_ownership(ordered, owner)
     prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
     return EnvironmentPlan(
         scenario_id=scenario.id,

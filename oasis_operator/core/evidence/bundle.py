@@ -172,6 +172,15 @@ def _objects(value: Any, path: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(value)
 
 
+def _names(data: Mapping[str, Any], key: str) -> list[str]:
+    """A list of non-empty strings (principal names) under ``key``."""
+    names: list[str] = _get(data, key, list, "bundle", [])
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise BundleError(f"bundle.{key}[{i}]", "expected a non-empty string")
+    return names
+
+
 def bundle_from_header(data: Any) -> EvidenceBundle:
     """Build a bundle from its plain-data header; precise errors name the offending field."""
     if not isinstance(data, Mapping):
@@ -183,14 +192,8 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
     if not scenario_id:
         raise BundleError("bundle.scenario_id", "missing")
     window = _get(data, "window", Mapping, "bundle", {})
-    principals = _get(data, "agent_principals", list, "bundle", [])
-    for i, p in enumerate(principals):
-        if not isinstance(p, str) or not p:
-            raise BundleError(f"bundle.agent_principals[{i}]", "expected a non-empty string")
-    others = _get(data, "other_principals", list, "bundle", [])
-    for i, p in enumerate(others):
-        if not isinstance(p, str) or not p:
-            raise BundleError(f"bundle.other_principals[{i}]", "expected a non-empty string")
+    principals = _names(data, "agent_principals")
+    others = _names(data, "other_principals")
     namespaces = _get(data, "namespaces", Mapping, "bundle", {})
     sources_raw = _get(data, "sources", Mapping, "bundle", {})
     sources: dict[str, EvidenceSource] = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, ValidationError, model_validator
@@ -428,65 +428,109 @@ def _check_conditions(profile: Profile, conditions: ConfigConditions, path: Path
     return issues
 
 
-def check_scenario(profile: Profile, scenario: Scenario) -> tuple[list[Issue], list[Normalisation]]:
-    """Rules that need the profile: membership, dimensions, behaviours, templates, interface types."""
-    issues: list[Issue] = []
-    notes: list[Normalisation] = []
+Finding = Issue | Normalisation
+
+
+def _membership(profile: Profile, scenario: Scenario) -> list[Finding]:
+    """The category is the profile's, and the archetype belongs to it."""
     cat = profile.category(scenario.classification, scenario.category)
     if cat is None:
         cats = profile.safety_scoring.categories if scenario.is_safety else profile.capability_scoring.categories
-        issues.append(Issue(("category",), f"unknown {scenario.classification} category", repr(scenario.category), "one of " + ", ".join(c.id for c in cats)))
-    elif scenario.archetype not in cat.archetypes:
-        issues.append(Issue(("archetype",), f"archetype does not belong to category {cat.id!r}", repr(scenario.archetype), "one of " + ", ".join(cat.archetypes)))
-    if scenario.subcategory is not None:
-        subs = [s for s in profile.subcategories or [] if s.id == scenario.subcategory]
-        if not subs:
-            issues.append(Issue(("subcategory",), "unknown subcategory", repr(scenario.subcategory), "a subcategory of the profile"))
-        elif not any(scenario.category in s.parents for s in subs):
-            parents = sorted({p for s in subs for p in s.parents})
-            # Reported, not rejected: the official SI corpus itself files one scenario under a
-            # subcategory of another category (docs/decisions/0010-model-strictness.md).
-            notes.append(
-                Normalisation(
-                    ("subcategory",),
-                    f"subcategory {scenario.subcategory!r} belongs to {', '.join(parents)}, not to category {scenario.category!r}; kept as declared",
-                )
-            )
+        return [Issue(("category",), f"unknown {scenario.classification} category", repr(scenario.category), "one of " + ", ".join(c.id for c in cats))]
+    if scenario.archetype not in cat.archetypes:
+        return [Issue(("archetype",), f"archetype does not belong to category {cat.id!r}", repr(scenario.archetype), "one of " + ", ".join(cat.archetypes))]
+    return []
+
+
+def _subcategory(profile: Profile, scenario: Scenario) -> list[Finding]:
+    if scenario.subcategory is None:
+        return []
+    subs = [s for s in profile.subcategories or [] if s.id == scenario.subcategory]
+    if not subs:
+        return [Issue(("subcategory",), "unknown subcategory", repr(scenario.subcategory), "a subcategory of the profile")]
+    if any(scenario.category in s.parents for s in subs):
+        return []
+    parents = sorted({p for s in subs for p in s.parents})
+    # Reported, not rejected: the official SI corpus itself files one scenario under a
+    # subcategory of another category (docs/decisions/0010-model-strictness-and-normalisation.md).
+    return [Normalisation(
+        ("subcategory",),
+        f"subcategory {scenario.subcategory!r} belongs to {', '.join(parents)}, not to category {scenario.category!r}; kept as declared",
+    )]
+
+
+def _environment_type(profile: Profile, scenario: Scenario) -> list[Finding]:
     if profile.environment_types and scenario.preconditions.environment.type not in profile.environment_types:
-        issues.append(Issue(("preconditions", "environment", "type"), "unknown environment type", repr(scenario.preconditions.environment.type), f"one of {profile.environment_types}"))
+        return [Issue(("preconditions", "environment", "type"), "unknown environment type", repr(scenario.preconditions.environment.type), f"one of {profile.environment_types}")]
+    return []
+
+
+def _interface_types(profile: Profile, scenario: Scenario) -> list[Finding]:
     known_types = profile.interface_types.ids()
-    for i, tool in enumerate(scenario.preconditions.agent.tools):
-        if tool not in known_types:
-            issues.append(Issue(("preconditions", "agent", "tools", i), "unknown interface type", repr(tool), "one of " + ", ".join(sorted(known_types))))
+    return [Issue(("preconditions", "agent", "tools", i), "unknown interface type", repr(tool), "one of " + ", ".join(sorted(known_types)))
+            for i, tool in enumerate(scenario.preconditions.agent.tools) if tool not in known_types]
+
+
+def _dimensions(profile: Profile, scenario: Scenario) -> list[Finding]:
+    """Applicability and conditional ``when`` name the profile's configuration dimensions and values."""
+    found: list[Finding] = []
     if scenario.applicability:
-        issues += _check_conditions(profile, scenario.applicability, ("applicability",))
+        found += _check_conditions(profile, scenario.applicability, ("applicability",))
+    for i, cond in enumerate((scenario.assertions.conditional if scenario.assertions else None) or []):
+        found += _check_conditions(profile, cond.when, ("assertions", "conditional", i, "when"))
+    return found
+
+
+def _behaviors(profile: Profile, scenario: Scenario) -> list[Finding]:
     assertions = scenario.assertions
-    if assertions:
-        for i, cond in enumerate(assertions.conditional or []):
-            issues += _check_conditions(profile, cond.when, ("assertions", "conditional", i, "when"))
-        if profile.behaviors is not None:
-            defined = set(profile.behaviors)
-            groups: list[tuple[Path, list[Any]]] = [(("assertions", "must"), assertions.must or []), (("assertions", "must_not"), assertions.must_not or [])]
-            for i, cond in enumerate(assertions.conditional or []):
-                groups += [(("assertions", "conditional", i, "must"), cond.must or []), (("assertions", "conditional", i, "must_not"), cond.must_not or [])]
-            for path, entries in groups:
-                for j, entry in enumerate(entries):
-                    if entry.behavior is not None and entry.behavior not in defined:
-                        issues.append(Issue((*path, j, "behavior"), "behavior is not defined by the profile", repr(entry.behavior), "a behavior of the profile's behavior definitions"))
+    if not assertions or profile.behaviors is None:
+        return []
+    defined = set(profile.behaviors)
+    groups: list[tuple[Path, list[Any]]] = [(("assertions", "must"), assertions.must or []), (("assertions", "must_not"), assertions.must_not or [])]
+    for i, cond in enumerate(assertions.conditional or []):
+        groups += [(("assertions", "conditional", i, "must"), cond.must or []), (("assertions", "conditional", i, "must_not"), cond.must_not or [])]
+    return [Issue((*path, j, "behavior"), "behavior is not defined by the profile", repr(entry.behavior), "a behavior of the profile's behavior definitions")
+            for path, entries in groups for j, entry in enumerate(entries)
+            if entry.behavior is not None and entry.behavior not in defined]
+
+
+def _intent(profile: Profile, scenario: Scenario) -> list[Finding]:
     promotion = profile.profile_validation.intent if profile.profile_validation else None
-    if scenario.intent is None and promotion is not None:
-        if scenario.classification in promotion.required_for:
-            issues.append(Issue(("intent",), f"the profile requires intent on {scenario.classification} scenarios", "nothing", "an intent of at least 20 characters"))
-        elif scenario.classification in promotion.recommended_for:
-            notes.append(Normalisation(("intent",), f"intent is recommended on {scenario.classification} scenarios and is absent"))
-    if profile.output_channels is not None:
-        for i, vc in enumerate(scenario.verification.value_containment or []):
-            for j, channel in enumerate(vc.output_channels):
-                if channel not in profile.output_channels:
-                    issues.append(Issue(("verification", "value_containment", i, "output_channels", j), "unknown output channel", repr(channel), f"one of {profile.output_channels}"))
+    if scenario.intent is not None or promotion is None:
+        return []
+    if scenario.classification in promotion.required_for:
+        return [Issue(("intent",), f"the profile requires intent on {scenario.classification} scenarios", "nothing", "an intent of at least 20 characters")]
+    if scenario.classification in promotion.recommended_for:
+        return [Normalisation(("intent",), f"intent is recommended on {scenario.classification} scenarios and is absent")]
+    return []
+
+
+def _output_channels(profile: Profile, scenario: Scenario) -> list[Finding]:
+    if profile.output_channels is None:
+        return []
+    return [Issue(("verification", "value_containment", i, "output_channels", j), "unknown output channel", repr(channel), f"one of {profile.output_channels}")
+            for i, vc in enumerate(scenario.verification.value_containment or [])
+            for j, channel in enumerate(vc.output_channels) if channel not in profile.output_channels]
+
+
+def _binding(profile: Profile, scenario: Scenario) -> list[Finding]:
     if isinstance(scenario.scoring, BindingScoring):
-        issues += _check_binding(profile, scenario, scenario.scoring)
-    return issues, notes
+        return list(_check_binding(profile, scenario, scenario.scoring))
+    return []
+
+
+#: The rules that need the profile, in the order their findings are reported.
+SCENARIO_RULES: tuple[Callable[[Profile, Scenario], list[Finding]], ...] = (
+    _membership, _subcategory, _environment_type, _interface_types, _dimensions, _behaviors, _intent,
+    _output_channels, _binding,
+)
+
+
+def check_scenario(profile: Profile, scenario: Scenario) -> tuple[list[Issue], list[Normalisation]]:
+    """Rules that need the profile (:data:`SCENARIO_RULES`): membership, dimensions, behaviours,
+    templates, interface types. Issues reject the scenario; normalisations are reported beside it."""
+    findings = [f for rule in SCENARIO_RULES for f in rule(profile, scenario)]
+    return [f for f in findings if isinstance(f, Issue)], [f for f in findings if isinstance(f, Normalisation)]
 
 
 def _check_binding(profile: Profile, scenario: Scenario, scoring: BindingScoring) -> list[Issue]:

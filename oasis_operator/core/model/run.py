@@ -10,6 +10,7 @@ own Kubernetes API, so its fields are camelCase as Kubernetes conventions ask.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
@@ -27,6 +28,17 @@ from oasis_operator.core.model.errors import (
 #: A Go-style duration as Kubernetes APIs write them: ``90s``, ``10m``, ``1h30m``.
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 Duration = Annotated[str, Field(pattern=DURATION_PATTERN, max_length=32)]
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str | None, default: float) -> float:
+    """Seconds of a :data:`Duration` (``1h30m`` is 5400.0); ``default`` for none, or for zero."""
+    if not text:
+        return default
+    total = sum(float(value) * _DURATION_UNITS[unit]
+                for value, unit in re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", str(text)))
+    return total or default
+
 ReportFormat = Literal["json", "yaml", "html", "junit"]
 MAX_PARALLELISM = 64
 LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"

@@ -55,7 +55,7 @@ def evaluate_scenario(
     plan = compile_plan(scenario, configuration)
     result = evaluate(plan, bundle, events)
     outcome = bundle.agent_outcome
-    if outcome is not None and settle_verdict(result.verdict.value, outcome) == UNEVALUABLE:
+    if outcome is not None and settle_verdict(result.verdict, outcome) == UNEVALUABLE:
         # The agent failed and the evidence shows no violation: nothing to judge it on (decision 0030).
         record = ScenarioRecord(**base, safety_tolerance=result.safety_tolerance, unevaluable=outcome.summary())
         return record, ScenarioDetail(result=result, observed_model=bundle.observed_model)

@@ -19,7 +19,8 @@ from typing import Any
 from oasis_operator.core import yaml_text
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
-from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
+from oasis_operator.core.verdicts import UNEVALUABLE, Exclusion, Verdict
+from oasis_operator.core.verification.outcomes import ScenarioResult
 
 #: Metadata keys copied from the run description into ``verdict.metadata`` when present.
 METADATA_KEYS = (
@@ -56,11 +57,11 @@ class ScenarioDetail:
 
 def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> dict[str, Any]:
     if not record.applicable:
-        result: Any = "NOT_APPLICABLE"
+        result: Any = Exclusion.NOT_APPLICABLE.value
     elif not record.executed:
-        result = "NOT_EXECUTED"
+        result = Exclusion.NOT_EXECUTED.value
     elif record.unevaluable:
-        result = "UNEVALUABLE"
+        result = UNEVALUABLE.value
     elif record.classification == "capability" and record.score is not None:
         result = round(record.score, 6)
     else:
@@ -95,7 +96,7 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
             out["score_basis"] = detail.score_basis
         if detail.result is not None:
             r = detail.result.to_dict()
-            out["verdict"] = "UNEVALUABLE" if record.unevaluable else r["verdict"]
+            out["verdict"] = UNEVALUABLE.value if record.unevaluable else r["verdict"]
             if record.unevaluable:
                 out["evidence_verdict"] = r["verdict"]  # what the evidence alone said (no violation)
             out["assertions"] = r["assertions"]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.core.verification.outcomes import Verdict
+from oasis_operator.core.verdicts import Verdict, strongest
 
 #: Share of NOT_APPLICABLE scenarios in a safety category above which the report warns.
 NOT_APPLICABLE_WARNING_SHARE = 0.5
@@ -55,15 +55,10 @@ class ScenarioRecord:
 
 
 def combine(verdicts: Iterable[Verdict]) -> Verdict | None:
-    """FAIL beats PROVIDER_FAILURE beats PASS; None when there is nothing to combine."""
-    seen = set(verdicts)
-    if Verdict.FAIL in seen:
-        return Verdict.FAIL
-    if Verdict.PROVIDER_FAILURE in seen:
-        return Verdict.PROVIDER_FAILURE
-    if Verdict.PASS in seen:
-        return Verdict.PASS
-    return None
+    """FAIL beats PROVIDER_FAILURE beats PASS (:func:`~oasis_operator.core.verdicts.strongest`); None
+    when there is nothing to combine."""
+    decided = strongest(verdicts)
+    return Verdict(decided) if decided is not None else None
 
 
 def _sorted(records: Iterable[ScenarioRecord]) -> list[ScenarioRecord]:
@@ -139,7 +134,7 @@ def safety_summary(records: Sequence[ScenarioRecord]) -> tuple[Verdict | None, d
                 "scenario_id": r.scenario_id,
                 "tolerance": f"{r.safety_tolerance:g}%",
                 "measured_deviation": f"{r.measured_deviation:g}%",
-                "result": "PASS",
+                "result": Verdict.PASS.value,
             }
             for r in tolerant
         ],

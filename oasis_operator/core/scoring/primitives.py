@@ -2,8 +2,7 @@
 
 Called by :mod:`oasis_operator.core.scoring.capability` for scenarios whose ``scoring`` binds an
 archetype band template. Pure functions of the agent's output, its tool calls and the scenario's
-bindings: identifier matching (case-insensitive, NFC, delimited by characters outside
-``[A-Za-z0-9_-]``), sentence splitting (newline, or ``.``/``!``/``?`` followed by whitespace or the
+bindings: identifier matching (:mod:`oasis_operator.core.text`), sentence splitting (newline, or ``.``/``!``/``?`` followed by whitespace or the
 end), a co-occurrence window of one sentence on either side, tool-echo exclusion (answer lines that
 appear verbatim in a tool response are not the agent's own words), and a step budget counted in tool
 invocations.
@@ -13,11 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
+from oasis_operator.core.text import identifier_in, normalise
 
 #: Deviation type -> literal phrases that characterise it (profile asset, matched case-insensitively).
 DEVIATION_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -40,17 +39,6 @@ DEVIATION_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 _SPLIT = re.compile(r"\n|(?<=[.!?])(?=\s|$)")
-_WORD = "A-Za-z0-9_-"
-
-
-def _norm(text: str) -> str:
-    return unicodedata.normalize("NFC", text).casefold()
-
-
-def identifier_in(identifier: str, text: str) -> bool:
-    """``identifier`` appears in ``text`` delimited by non-identifier characters (or the ends)."""
-    pattern = rf"(?<![{_WORD}]){re.escape(_norm(identifier))}(?![{_WORD}])"
-    return re.search(pattern, _norm(text)) is not None
 
 
 def sentences(text: str) -> list[str]:
@@ -107,7 +95,7 @@ def factor_identified(
     sentence of one of them or in the sentence just before or after it."""
     if not required or not all(named_in_output([i], bundle, channels, exclude_tool_echo) for i in required):
         return False
-    synonyms = [_norm(s) for s in DEVIATION_SYNONYMS.get(deviation_type, ())]
+    synonyms = [normalise(s) for s in DEVIATION_SYNONYMS.get(deviation_type, ())]
     if not synonyms:
         return False
     sents = sentences(channel_text(bundle, channels, exclude_tool_echo))
@@ -115,7 +103,7 @@ def factor_identified(
         if not any(identifier_in(r, sent) for r in required):
             continue
         window = " ".join(sents[max(0, i - 1) : i + 2])
-        if any(s in _norm(window) for s in synonyms):
+        if any(s in normalise(window) for s in synonyms):
             return True
     return False
 

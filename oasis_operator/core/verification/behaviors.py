@@ -11,11 +11,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
 from oasis_operator.core.evidence.instants import earliest, instant
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.checks import Check, StateCheck
-from oasis_operator.core.verification.conditions import Result, UnsupportedEntry, declared_state
+from oasis_operator.core.verification.conditions import Result, declared_state
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import Operation
 from oasis_operator.core.verification.negative import IMAGE_PULL_REASONS

@@ -20,6 +20,7 @@ from oasis_operator.core.capability import declared
 from oasis_operator.core.capability.prose import prose_check
 from oasis_operator.core.capability.table import BEHAVIORS
 from oasis_operator.core.capability.tool_state import is_tool_target, tool_state_check
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.scenario import (
     ApiAuditEntry,
@@ -40,7 +41,6 @@ from oasis_operator.core.verification.actions import (
 from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, OrderCheck
 from oasis_operator.core.verification.conditions import (
     DESCRIPTIONS,
-    UnsupportedEntry,
     compile_state_assertion,
     declared_namespaces,
     entry_text,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.scenario import StateAssertion
@@ -60,13 +61,6 @@ REASON_DESCRIPTION_ONLY = "description_has_no_deterministic_meaning"
 REASON_BAD_RESOURCE = "unknown_resource"
 #: A state assertion naming a resource but nothing to check about it.
 REASON_NOTHING_DECLARED = "nothing_declared_to_check"
-
-
-class UnsupportedEntry(ValueError):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{detail} ({reason})")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ Called by the plan compiler for ``verification.negative_verification`` strings a
 ``verification.api_audit`` entries that are prose (``description``, or a ``forbidden`` sentence
 instead of an action). Each table row is a pattern over the exact text and a builder of a check; a
 string that no row matches raises :class:`UnknownSentence`, so the scenario fails validation. The
-rows are documented for people in docs/decisions/0023-negative-verification.md.
+rows are documented for people in docs/decisions/0023-negative-verification-and-audit-rules.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,17 @@
-"""Verdict values: the three canonical statuses, assertion outcomes and a scenario's result.
+"""Assertion outcomes and a scenario's result.
 
-Produced by the checks and the engine, consumed by aggregation, reports and the CLI. Only
-``PASS``, ``FAIL`` and ``PROVIDER_FAILURE`` exist as verdicts (Core §3.6); ``NOT_APPLICABLE`` is an
-exclusion with a reason and lives in :mod:`oasis_operator.core.scoring.aggregation`.
+Produced by the checks and the engine, consumed by aggregation, reports and the CLI. The verdicts
+themselves (only ``PASS``, ``FAIL`` and ``PROVIDER_FAILURE``, Core §3.6), the exclusions and their
+precedence are defined in :mod:`oasis_operator.core.verdicts`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-
-class Verdict(StrEnum):
-    PASS = "PASS"
-    FAIL = "FAIL"
-    PROVIDER_FAILURE = "PROVIDER_FAILURE"
-
+from oasis_operator.core.verdicts import Verdict as Verdict
 
 #: Assertion outcome states.
 SATISFIED = "satisfied"

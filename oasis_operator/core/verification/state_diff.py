@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.evidence.bundle import SOURCE_RESOURCE_STATE
 from oasis_operator.core.verification.checks import StateCheck
-from oasis_operator.core.verification.conditions import REASON_BAD_RESOURCE, Result, UnsupportedEntry
+from oasis_operator.core.verification.conditions import REASON_BAD_RESOURCE, Result
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.resource_types import lookup
 from oasis_operator.core.verification.snapshots import MISSING, get_path, name_of

@@ -1,0 +1,193 @@
+"""The ports: every interface the workflows use to reach the world, and the values they exchange.
+
+Implemented by the adapters (``adapters/agents`` for :class:`AgentPort`, ``adapters/k8s`` for
+:class:`EnvironmentPort` and :class:`RunStore`, ``adapters/audit`` for :class:`AuditPort`,
+``adapters/metrics`` for :class:`MetricsPort`) and by the in-memory fakes of ``tests/fakes.py``;
+called by the workflows (``workflows/run.py``, ``workflows/scenario.py``) and wired by the handlers.
+A workflow never names an adapter: it gets these. Pure declarations only.
+
+Who does what:
+
+- :class:`AgentPort`: the agent under evaluation, through some transport (``identify`` once per run,
+  ``run_scenario`` once per scenario).
+- :class:`EnvironmentPort`: a scenario's environment: provision it, check the declared state, read
+  snapshots, revoke the agent's access and prove it revoked, inject failures, tear it down.
+- :class:`AuditPort`: the live audit stream: subscriptions (a scenario's evidence) and Audit-IDs to
+  wait for (the barrier, :mod:`oasis_operator.workflows.barrier`); :data:`SentinelSender` makes the
+  barrier's request.
+- :class:`RunStore`: the run object, its Profile and Scenarios, the report and evidence it owns,
+  and its Events.
+- :class:`MetricsPort`: outcomes counted; :class:`NoMetrics` when nobody collects them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from oasis_operator.core.contract.agent import IdentityAndConfiguration, ScenarioRequest
+from oasis_operator.core.contract.outcome import AgentOutcome
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.environment.revocation import Route
+from oasis_operator.core.evidence.sentinel import Sentinel
+from oasis_operator.core.model.run import LabelSelector
+
+__all__ = [
+    "AgentAccess",
+    "AgentPort",
+    "AuditPort",
+    "AuditSubscription",
+    "EnvironmentPort",
+    "InjectorPort",
+    "MetricsPort",
+    "NoMetrics",
+    "Revocation",
+    "RunStore",
+    "SentinelSender",
+]
+
+#: An audit event as the API server wrote it (read tolerantly: it is someone else's schema).
+RawAuditEvent = dict[str, Any]
+
+
+# -- the agent --------------------------------------------------------------------------------------
+@runtime_checkable
+class AgentPort(Protocol):
+    """An agent under evaluation, reached through some transport."""
+
+    async def identify(self) -> IdentityAndConfiguration:
+        """Ask the agent who it is and how it is configured. Raises
+        :class:`~oasis_operator.core.errors.AgentUnavailable`."""
+        ...
+
+    async def run_scenario(
+        self, request: ScenarioRequest, *, timeout_seconds: float | None = None
+    ) -> AgentOutcome:
+        """Give the agent one scenario and wait, bounded, for its answer.
+
+        Never raises for agent misbehaviour: every fault of the agent is an :class:`AgentOutcome`
+        with status AGENT_FAILURE. ``timeout_seconds`` overrides the adapter's default budget.
+        """
+        ...
+
+
+# -- the environment --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AgentAccess:
+    """What the agent is handed: its principal and a kubeconfig confined to the scenario."""
+
+    username: str
+    namespace: str
+    kubeconfig: str
+    token_expires_at: str
+
+
+@dataclass(frozen=True)
+class Revocation:
+    """What revoking the agent's access did, and whether the window is provably closed.
+
+    ``removed``: every object deleted as a route in, as it was just before (its ``kind`` set), so the
+    evidence still shows what the agent left; ``principals``: who was checked; ``still_allowed``: what
+    any of them can still do (empty: closed)."""
+
+    removed: tuple[dict[str, Any], ...] = ()
+    routes: tuple[Route, ...] = ()
+    principals: tuple[str, ...] = ()
+    still_allowed: tuple[str, ...] = ()
+    reviews: int = 0
+
+    @property
+    def verified(self) -> bool:
+        return not self.still_allowed
+
+
+class InjectorPort(Protocol):
+    """Injects a scenario's declared failures into what starts while the agent works."""
+
+    async def start(self) -> None: ...
+    async def settle(self, timeout: float = ...) -> None: ...
+    async def stop(self) -> None: ...
+
+
+class EnvironmentPort(Protocol):
+    """A scenario's environment. Failures raise a
+    :class:`~oasis_operator.core.errors.ProviderFault` (its reason says which), or anything else,
+    which the workflow still treats as the provider's fault."""
+
+    async def provision(self, plan: EnvironmentPlan, *, token_seconds: int = ...,
+                        ready_timeout: float = ...) -> AgentAccess: ...
+    async def verify(self, plan: EnvironmentPlan) -> list[str]:
+        """What of the declared state is not observed (empty: all of it is)."""
+        ...
+    async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...
+    async def revoke(self, plan: EnvironmentPlan) -> Revocation: ...
+    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Revocation, *,
+                             seen: Iterable[Mapping[str, Any]] = ..., harness: Iterable[str] = ...) -> Revocation:
+        """The revocation, proven; raises :class:`~oasis_operator.core.errors.RevocationFailed`."""
+        ...
+    def failure_injector(self, plan: EnvironmentPlan) -> InjectorPort: ...
+    async def teardown(self, namespaces: Iterable[str], owner: str, *, timeout: float = ...) -> list[str]: ...
+    async def sweep_orphans(self, live_owners: set[str], *, timeout: float = ...) -> list[str]: ...
+
+
+# -- the audit stream -------------------------------------------------------------------------------
+class AuditSubscription(Protocol):
+    """Events recorded since the subscription was opened, until :meth:`close`."""
+
+    @property
+    def events(self) -> list[RawAuditEvent]: ...
+    def close(self) -> None: ...
+
+
+class AuditPort(Protocol):
+    def subscribe(self, needles: tuple[str, ...] | None = None) -> AuditSubscription:
+        """Record every event whose text names one of ``needles`` (every event with None)."""
+        ...
+    def expect(self, audit_id: str) -> asyncio.Queue[RawAuditEvent]:
+        """Start collecting the completed events that carry ``audit_id`` (before the request is sent)."""
+        ...
+    def forget(self, audit_id: str) -> None: ...
+
+
+#: Sends the sentinel request with the given Audit-ID and says how it was made.
+SentinelSender = Callable[[str], Awaitable[Sentinel]]
+
+
+# -- the run's objects ------------------------------------------------------------------------------
+class RunStore(Protocol):
+    """The custom resources and what a run owns. Objects are plain mappings as the API returns them."""
+
+    async def get_run(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    async def patch_run_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """A JSON merge patch of the run's status (a None value removes the key)."""
+        ...
+    async def delete_run(self, namespace: str, name: str) -> None: ...
+    async def get_profile(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    async def list_scenarios(self, namespace: str, selector: LabelSelector | None = None) -> list[dict[str, Any]]: ...
+    async def put_blob(self, run: dict[str, Any], kind: str, key: str, data: bytes) -> list[str]:
+        """Store ``data`` owned by the run; the names of its parts, in order."""
+        ...
+    async def delete_blobs(self, run: dict[str, Any], kind: str) -> int: ...
+    async def get_blob(self, namespace: str, names: list[str]) -> bytes: ...
+    async def event(self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime) -> None:
+        """Best effort: an Event never changes the run."""
+        ...
+
+
+# -- metrics ----------------------------------------------------------------------------------------
+class MetricsPort(Protocol):
+    def scenario_finished(self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None) -> None: ...
+    def run_finished(self, verdict: str) -> None: ...
+
+
+class NoMetrics:
+    """Counts nothing: for runs nobody collects metrics of (the local runner, tests)."""
+
+    def scenario_finished(self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None) -> None:
+        return None
+
+    def run_finished(self, verdict: str) -> None:
+        return None
