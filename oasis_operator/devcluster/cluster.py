@@ -16,6 +16,8 @@ import json
 import shutil
 import socket
 import ssl
+import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -27,6 +29,7 @@ import httpx
 import yaml
 
 from oasis_operator.core.kubeconfig import kubeconfig
+from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster import binaries as binaries_mod
 from oasis_operator.devcluster.certs import PKI, ClientCert, generate_pki
 from oasis_operator.devcluster.errors import SetupError
@@ -71,6 +74,10 @@ class ClusterConfig:
     ready_timeout: float = 60.0
     # Seconds between node status refreshes (None: between 5 and 10 minutes, as a kubelet reports).
     node_status_seconds: int | None = None
+    # Tool-plane back-ends to start with the cluster (names in backends.BACKENDS). "logs" also
+    # changes how the API server and the node simulator start: the simulator serves the kubelet API
+    # (container logs) and the API server reaches it through the kubelet tunnel.
+    backends: tuple[str, ...] = ()
 
 
 @dataclass
@@ -86,6 +93,8 @@ class ClusterState:
     pids: dict[str, int] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     started_at: str = ""
+    # Back-end name -> its endpoints (name -> URL); the processes are in ``pids``.
+    backends: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _free_port() -> int:
@@ -138,6 +147,9 @@ class DevCluster:
         self.ca_file = self.workdir / "pki" / "ca.crt"
         self.nodes: list[str] = []
         self.timings: dict[str, float] = {}
+        # The node simulator's kubelet server (when pod logs are served) and the started back-ends.
+        self.kwok_server = ""
+        self.backends: dict[str, backends_mod.Backend] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
     def __enter__(self) -> DevCluster:
@@ -171,6 +183,9 @@ class DevCluster:
 
     def _start(self, bins: binaries_mod.Binaries) -> None:
         cfg = self.config
+        selected = backends_mod.with_requirements(cfg.backends)
+        serve_logs = "logs" in selected
+        backend_bins = backends_mod.resolve_binaries(selected) if selected else None
         if cfg.apiserver_port is not None:
             _ensure_port_free(cfg.apiserver_port, "API server")
         wd = self.workdir
@@ -240,6 +255,9 @@ class DevCluster:
             "--audit-log-maxsize=200",
             "--audit-log-maxbackup=5",
         ]
+        kwok_port = _free_port()
+        if serve_logs:
+            argv += self._kubelet_tunnel(kwok_port)
         if cfg.audit_webhook_config is not None:
             argv += [
                 f"--audit-webhook-config-file={cfg.audit_webhook_config}",
@@ -304,17 +322,27 @@ class DevCluster:
         )
         stages = wd / "node-simulator-stages.yaml"
         stages.write_text(_stages_text(cfg.node_status_seconds))
+        kwok_argv = [
+            str(bins.path("kwok")),
+            f"--kubeconfig={sim_kc}",
+            f"--config={stages}",
+            "--manage-all-nodes=true",
+            f"--cidr={POD_CIDR}",
+            "--node-ip=10.89.0.1",
+            "--node-lease-duration-seconds=40",
+        ]
+        if serve_logs:
+            assert backend_bins is not None
+            # The simulator reads ClusterLogs objects, so their CRD must exist before it starts.
+            from oasis_operator.devcluster.stack import install_crd_files
+
+            with self.admin_http() as http:
+                install_crd_files(http, [backend_bins.crd_dir / "kwok.x-k8s.io_clusterlogs.yaml"])
+            self.kwok_server = f"http://127.0.0.1:{kwok_port}"
+            kwok_argv += [f"--server-address=127.0.0.1:{kwok_port}", "--enable-crds=ClusterLogs"]
         self._sup.start(
             "kwok",
-            [
-                str(bins.path("kwok")),
-                f"--kubeconfig={sim_kc}",
-                f"--config={stages}",
-                "--manage-all-nodes=true",
-                f"--cidr={POD_CIDR}",
-                "--node-ip=10.89.0.1",
-                "--node-lease-duration-seconds=40",
-            ],
+            kwok_argv,
             # The simulator's field manager and user agent are derived from its program name; as
             # "kubelet" its status writes look like the kubelet's to whoever reads managedFields.
             argv0="kubelet",
@@ -350,7 +378,44 @@ class DevCluster:
                 timeout=cfg.ready_timeout,
                 owner=self._sup.get("kube-controller-manager"),
             )
-        self._mark("controllers-and-nodes", t)
+        t = self._mark("controllers-and-nodes", t)
+
+        # tool-plane back-ends ------------------------------------------------------------------
+        if selected:
+            assert backend_bins is not None
+            ctx = backends_mod.BackendContext(self, self._sup, backend_bins, timeout=cfg.ready_timeout)
+            self.backends = backends_mod.start(ctx, selected)
+            for name, backend in self.backends.items():
+                for proc, took in backend.timings.items():
+                    self.timings[f"{name}:{proc}"] = took
+            self._mark("backends", t)
+
+    def _kubelet_tunnel(self, kwok_port: int) -> list[str]:
+        """Start the tunnel from the API server to the simulator's kubelet server; the API server's
+        flags that use it (egress for the "cluster" network, the kubelet client identity)."""
+        assert self.pki is not None
+        wd = self.workdir
+        sock = wd / "kubelet-tunnel.sock"
+        if len(str(sock)) > 100:  # a Unix socket path is at most 107 bytes
+            sock = Path(tempfile.mkdtemp(prefix="oasis-kt-")) / "kt.sock"
+        self._sup.start("kubelet-tunnel", [sys.executable, "-m", "oasis_operator.devcluster.kubelet_tunnel",
+                                           "--socket", str(sock), "--target", f"127.0.0.1:{kwok_port}"])
+        self._sup.wait_until(sock.exists, what="the kubelet tunnel's socket", timeout=self.config.ready_timeout,
+                             owner=self._sup.get("kubelet-tunnel"))
+        egress = wd / "egress-selector.yaml"
+        egress.write_text(yaml.safe_dump({
+            "apiVersion": "apiserver.k8s.io/v1beta1",
+            "kind": "EgressSelectorConfiguration",
+            "egressSelections": [{
+                "name": "cluster",
+                "connection": {"proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(sock)}}},
+            }],
+        }, sort_keys=False))
+        return [
+            f"--egress-selector-config-file={egress}",
+            f"--kubelet-client-certificate={self.pki.kubelet_client.cert}",
+            f"--kubelet-client-key={self.pki.kubelet_client.key}",
+        ]
 
     # -- clients --------------------------------------------------------------------------------
     def _ssl_context(self, client: ClientCert | None) -> ssl.SSLContext:
@@ -392,6 +457,7 @@ class DevCluster:
             pids={c.name: c.pid for c in self._sup.components},
             nodes=list(self.nodes),
             started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            backends={name: b.endpoints() for name, b in self.backends.items()},
         )
 
     def _save_state(self) -> None:

@@ -1,0 +1,112 @@
+"""The API server's way to the simulated kubelets: an HTTP CONNECT tunnel on a Unix socket.
+
+Started by :class:`~oasis_operator.devcluster.cluster.DevCluster` when pod logs are served. The API
+server reaches a node's kubelet (``pods/log``, ``exec``, ``portforward``) at the node's address and
+kubelet port; the simulated nodes have addresses that lead nowhere on this machine, and the node
+simulator serves every node's kubelet API on one local port. The API server's egress selector
+(``--egress-selector-config-file``, network context ``cluster``) sends those connections here as
+``CONNECT <node>:10250``; each is joined to the simulator's server, so node objects keep ordinary
+addresses and the API server's own code path (authorisation, audit, streaming) is what runs.
+
+Only the kubelet port is tunnelled: a CONNECT to any other port (a service or pod proxy request)
+is refused with 403, as a cluster without a pod network would fail it.
+
+Run as ``python -m oasis_operator.devcluster.kubelet_tunnel --socket PATH --target HOST:PORT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+KUBELET_PORT = 10250
+_MAX_HEADER = 16 * 1024
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(64 * 1024):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+def parse_connect(head: bytes) -> tuple[str, int] | None:
+    """The ``host, port`` of a ``CONNECT host:port HTTP/1.x`` request head, or None."""
+    try:
+        line = head.split(b"\r\n", 1)[0].decode("ascii")
+        method, target, version = line.split(" ")
+        host, _, port = target.rpartition(":")
+    except ValueError:
+        return None
+    if method != "CONNECT" or not version.startswith("HTTP/1.") or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+class Tunnel:
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target_host = target_host
+        self.target_port = target_port
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            writer.close()
+            return
+        target = parse_connect(head)
+        if target is None:
+            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+        elif target[1] != KUBELET_PORT:
+            writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+        else:
+            try:
+                up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
+            except OSError:
+                writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            else:
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                await writer.drain()
+                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+                return
+        with contextlib.suppress(Exception):
+            await writer.drain()
+            writer.close()
+
+
+async def serve(socket_path: Path, target_host: str, target_port: int) -> None:
+    tunnel = Tunnel(target_host, target_port)
+    server = await asyncio.start_unix_server(tunnel.handle, path=str(socket_path), limit=_MAX_HEADER)
+    os.chmod(socket_path, 0o600)
+    async with server:
+        await server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--socket", required=True, type=Path, help="Unix socket to listen on")
+    parser.add_argument("--target", required=True, help="HOST:PORT of the node simulator's server")
+    args = parser.parse_args(argv)
+    host, _, port = args.target.rpartition(":")
+    if not host or not port.isdigit():
+        parser.error(f"--target must be HOST:PORT, got {args.target!r}")
+    with contextlib.suppress(FileNotFoundError):
+        args.socket.unlink()
+    try:
+        asyncio.run(serve(args.socket, host, int(port)))
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
