@@ -19,6 +19,7 @@ import ssl
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -382,13 +383,31 @@ class DevCluster:
 
         # tool-plane back-ends ------------------------------------------------------------------
         if selected:
-            assert backend_bins is not None
-            ctx = backends_mod.BackendContext(self, self._sup, backend_bins, timeout=cfg.ready_timeout)
-            self.backends = backends_mod.start(ctx, selected)
-            for name, backend in self.backends.items():
-                for proc, took in backend.timings.items():
-                    self.timings[f"{name}:{proc}"] = took
+            self._start_backends(selected, backend_bins)
             self._mark("backends", t)
+
+    def start_backends(self, names: Iterable[str]) -> dict[str, backends_mod.Backend]:
+        """Start more back-ends on the running cluster (those already running are kept); all of them
+        are ready on return. "logs" can only be chosen when the cluster starts."""
+        selected = backends_mod.with_requirements(names)
+        if "logs" in selected and "logs" not in self.backends:
+            raise SetupError("the logs back-end changes how the API server starts: choose it in "
+                             "ClusterConfig.backends, not later")
+        self._start_backends(selected, None)
+        self._save_state()
+        return self.backends
+
+    def _start_backends(self, names: tuple[str, ...], bins: backends_mod.BackendBinaries | None) -> None:
+        new = [n for n in names if n not in self.backends]
+        if not new:
+            return
+        bins = bins or backends_mod.resolve_binaries(new)
+        ctx = backends_mod.BackendContext(self, self._sup, bins, timeout=self.config.ready_timeout,
+                                          running=self.backends)
+        backends_mod.start(ctx, new)
+        for name in new:
+            for proc, took in self.backends[name].timings.items():
+                self.timings[f"{name}:{proc}"] = took
 
     def _kubelet_tunnel(self, kwok_port: int) -> list[str]:
         """Start the tunnel from the API server to the simulator's kubelet server; the API server's

@@ -55,8 +55,11 @@ def resolve_binaries(names: Iterable[str]) -> BackendBinaries:
 
 
 def start(ctx: BackendContext, names: Iterable[str]) -> dict[str, Backend]:
-    """Start the back-ends ``names`` (and their requirements) in order; each is ready on return."""
+    """Start the back-ends ``names`` (and their requirements) that are not running yet, in order;
+    each is ready on return."""
     for name in with_requirements(names):
+        if name in ctx.running:
+            continue
         backend = BACKENDS[name]()
         backend.start(ctx)
         ctx.running[name] = backend
