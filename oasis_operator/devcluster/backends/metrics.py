@@ -69,6 +69,7 @@ class MetricsBackend(Backend):
         self._auth_config: Path | None = None
         self._vmauth: Component | None = None
         self._grants: dict[str, str] = {}  # namespace -> token
+        self._internal_key = secrets.token_urlsafe(24)
         self.alerts_upstream: str | None = None  # prom-label-proxy in front of vmalert, once started
 
     def start(self, ctx: BackendContext) -> None:
@@ -97,6 +98,9 @@ class MetricsBackend(Backend):
             f"-auth.config={self._auth_config}",
             f"-httpListenAddr=127.0.0.1:{auth_port}",
             "-loggerLevel=WARN",
+            # vmauth's own pages (/flags shows its command line, /metrics its internals) answer only
+            # with a key nobody outside the harness has.
+            *(f"-{page}AuthKey={self._internal_key}" for page in ("flags", "metrics", "pprof", "reload")),
         ], http_ok(f"{self.url}/health"), "vmauth /health")
 
     def endpoints(self) -> dict[str, str]:
