@@ -108,7 +108,7 @@ def test_an_agents_read_is_audited_and_another_namespace_is_refused(tool_cluster
 
 
 def test_a_pod_without_declared_logs_gets_none_of_another_pods(tool_admin, tool_namespaces, declared):
-    ns, other = tool_namespaces
+    _, other = tool_namespaces
     # Same pod name in another namespace, nothing declared for it.
     make_pod(tool_admin, other, "checkout-7d9f", ["app"])
     resp = tool_admin.get(f"/api/v1/namespaces/{other}/pods/checkout-7d9f/log", params={"container": "app"})
