@@ -48,7 +48,7 @@ def test_parse_connect(case, head, expected):
     assert parse_connect(head) == expected
 
 
-async def _through_tunnel(request: bytes) -> bytes:
+async def _through_tunnel(request: bytes, route: tuple[str, int] | None = None) -> bytes:
     async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"pong:" + await reader.readexactly(4))
         await writer.drain()
@@ -56,7 +56,10 @@ async def _through_tunnel(request: bytes) -> bytes:
 
     server = await asyncio.start_server(upstream, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    tunnel = await asyncio.start_server(Tunnel("127.0.0.1", port).handle, "127.0.0.1", 0)
+    routes = {route: ("127.0.0.1", port)} if route else {}
+    # The kubelet target is a closed port: only a route can reach the upstream when one is given.
+    target = 1 if route else port
+    tunnel = await asyncio.start_server(Tunnel("127.0.0.1", target, routes).handle, "127.0.0.1", 0)
     tport = tunnel.sockets[0].getsockname()[1]
     async with server, tunnel:
         reader, writer = await asyncio.open_connection("127.0.0.1", tport)
@@ -75,6 +78,13 @@ async def test_the_kubelet_port_is_joined_to_the_simulator():
 async def test_any_other_port_is_refused():
     answer = await _through_tunnel(b"CONNECT 10.0.0.15:80 HTTP/1.1\r\n\r\nping")
     assert answer.startswith(b"HTTP/1.1 403 Forbidden")
+
+
+async def test_a_routed_endpoint_is_joined_and_only_that_one():
+    routed = await _through_tunnel(b"CONNECT 10.244.0.250:4443 HTTP/1.1\r\n\r\nping", ("10.244.0.250", 4443))
+    assert routed == b"HTTP/1.1 200 Connection established\r\n\r\npong:ping"
+    other = await _through_tunnel(b"CONNECT 10.244.0.251:4443 HTTP/1.1\r\n\r\nping", ("10.244.0.250", 4443))
+    assert other.startswith(b"HTTP/1.1 403 Forbidden")
 
 
 RECORDS = [
