@@ -9,8 +9,9 @@
 #
 # Components: victoria-metrics vmauth vmalert prom-label-proxy metrics-server jaeger
 #             source-controller kustomize-controller git-server
-# Besides binaries the directory holds crds/: kwok's ClusterLogs and Flux's source and kustomize
-# CRDs, copied from the same module versions. Choices: docs/decisions/0050-tool-plane-back-ends.md.
+# Besides binaries the directory holds crds/: kwok's ClusterLogs, ClusterResourceUsage and Metric
+# CRDs (and, in crds/kwok/, its resource-metrics Metric object) and Flux's source and kustomize CRDs,
+# copied from the same module versions. Choices: docs/decisions/0050-tool-plane-back-ends.md.
 #
 # Environment:
 #   OASIS_CACHE_DIR   cache root (default: ${XDG_CACHE_HOME:-~/.cache}/oasis-operator)
@@ -45,7 +46,7 @@ for b in "${want[@]+"${want[@]}"}"; do
 done
 missing=()
 for b in "${want[@]+"${want[@]}"}"; do [ -x "$bin_dir/$b" ] || missing+=("$b"); done
-if [ ${#missing[@]} -eq 0 ] && [ -f "$bin_dir/crds/.complete" ]; then
+if [ ${#missing[@]} -eq 0 ] && [ -f "$bin_dir/crds/.complete-2" ]; then
   echo "$bin_dir"
   exit 0
 fi
@@ -66,10 +67,15 @@ ldflags="-s -w"
 module_dir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
 
 # CRDs --------------------------------------------------------------------------------------------
-if [ ! -f "$bin_dir/crds/.complete" ]; then
+if [ ! -f "$bin_dir/crds/.complete-2" ]; then
   mkdir -p "$tmp/crds"
   kwok_dir="$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")"
-  cp "$kwok_dir/kustomize/crd/bases/kwok.x-k8s.io_clusterlogs.yaml" "$tmp/crds/"
+  for k in clusterlogs clusterresourceusages metrics; do
+    cp "$kwok_dir/kustomize/crd/bases/kwok.x-k8s.io_$k.yaml" "$tmp/crds/"
+  done
+  # kwok's kubelet resource-metrics endpoint (a Metric object), what metrics-server scrapes.
+  mkdir -p "$tmp/crds/kwok"
+  cp "$kwok_dir/kustomize/metrics/resource/metrics-resource.yaml" "$tmp/crds/kwok/"
   for c in source kustomize; do
     v="$(sed -n "s|^[[:space:]]*github.com/fluxcd/$c-controller \(v[^ ]*\).*|\1|p" "$mods/flux-$c-controller/go.mod")"
     [ -n "$v" ] || die "no github.com/fluxcd/$c-controller version in $mods/flux-$c-controller/go.mod"
@@ -79,7 +85,7 @@ if [ ! -f "$bin_dir/crds/.complete" ]; then
   chmod -R u+w "$tmp/crds"
   rm -rf "$bin_dir/crds"
   mv "$tmp/crds" "$bin_dir/crds"
-  touch "$bin_dir/crds/.complete"
+  touch "$bin_dir/crds/.complete-2"
 fi
 
 # Binaries ----------------------------------------------------------------------------------------

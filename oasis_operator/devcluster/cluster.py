@@ -150,6 +150,10 @@ class DevCluster:
         self.timings: dict[str, float] = {}
         # The node simulator's kubelet server (when pod logs are served) and the started back-ends.
         self.kwok_server = ""
+        # With resource metrics: the local port metrics-server serves on, and the tunnel as an HTTPS
+        # proxy URL (how metrics-server reaches the simulated kubelets).
+        self.metrics_server_port = 0
+        self.kubelet_proxy = ""
         self.backends: dict[str, backends_mod.Backend] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -186,6 +190,7 @@ class DevCluster:
         cfg = self.config
         selected = backends_mod.with_requirements(cfg.backends)
         serve_logs = "logs" in selected
+        serve_usage = "resource-metrics" in selected
         backend_bins = backends_mod.resolve_binaries(selected) if selected else None
         if cfg.apiserver_port is not None:
             _ensure_port_free(cfg.apiserver_port, "API server")
@@ -258,7 +263,9 @@ class DevCluster:
         ]
         kwok_port = _free_port()
         if serve_logs:
-            argv += self._kubelet_tunnel(kwok_port)
+            argv += self._kubelet_tunnel(kwok_port, serve_usage)
+        if serve_usage:
+            argv += self._aggregation_flags()
         if cfg.audit_webhook_config is not None:
             argv += [
                 f"--audit-webhook-config-file={cfg.audit_webhook_config}",
@@ -337,10 +344,13 @@ class DevCluster:
             # The simulator reads ClusterLogs objects, so their CRD must exist before it starts.
             from oasis_operator.devcluster.stack import install_crd_files
 
+            crds = {"ClusterLogs": "clusterlogs", "ClusterResourceUsage": "clusterresourceusages",
+                    "Metric": "metrics"}
+            kinds = ["ClusterLogs"] + (["ClusterResourceUsage", "Metric"] if serve_usage else [])
             with self.admin_http() as http:
-                install_crd_files(http, [backend_bins.crd_dir / "kwok.x-k8s.io_clusterlogs.yaml"])
+                install_crd_files(http, [backend_bins.crd_dir / f"kwok.x-k8s.io_{crds[k]}.yaml" for k in kinds])
             self.kwok_server = f"http://127.0.0.1:{kwok_port}"
-            kwok_argv += [f"--server-address=127.0.0.1:{kwok_port}", "--enable-crds=ClusterLogs"]
+            kwok_argv += [f"--server-address=127.0.0.1:{kwok_port}", f"--enable-crds={','.join(kinds)}"]
         self._sup.start(
             "kwok",
             kwok_argv,
@@ -390,9 +400,10 @@ class DevCluster:
         """Start more back-ends on the running cluster (those already running are kept); all of them
         are ready on return. "logs" can only be chosen when the cluster starts."""
         selected = backends_mod.with_requirements(names)
-        if "logs" in selected and "logs" not in self.backends:
-            raise SetupError("the logs back-end changes how the API server starts: choose it in "
-                             "ClusterConfig.backends, not later")
+        for early in ("logs", "resource-metrics"):
+            if early in selected and early not in self.backends:
+                raise SetupError(f"the {early} back-end changes how the API server starts: choose it in "
+                                 "ClusterConfig.backends, not later")
         self._start_backends(selected, None)
         self._save_state()
         return self.backends
@@ -409,16 +420,46 @@ class DevCluster:
             for proc, took in self.backends[name].timings.items():
                 self.timings[f"{name}:{proc}"] = took
 
-    def _kubelet_tunnel(self, kwok_port: int) -> list[str]:
+    def _aggregation_flags(self) -> list[str]:
+        """The API server's flags for serving aggregated APIs (metrics.k8s.io from metrics-server): the
+        front-proxy client identity it presents, and the CA and names it trusts for forwarded users."""
+        from oasis_operator.devcluster.certs import issue_client_cert
+
+        assert self.pki is not None
+        proxy = issue_client_cert(self.pki, "front-proxy-client", "front-proxy-client", None,
+                                  dt.datetime.now(dt.UTC))
+        return [
+            f"--requestheader-client-ca-file={self.pki.ca_cert}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={proxy.cert}",
+            f"--proxy-client-key-file={proxy.key}",
+            # Call aggregated API servers at their endpoint address (which the tunnel routes), not at
+            # the Service's cluster IP (which nothing here implements).
+            "--enable-aggregator-routing=true",
+        ]
+
+    def _kubelet_tunnel(self, kwok_port: int, serve_usage: bool) -> list[str]:
         """Start the tunnel from the API server to the simulator's kubelet server; the API server's
-        flags that use it (egress for the "cluster" network, the kubelet client identity)."""
+        flags that use it (egress for the "cluster" network, the kubelet client identity). With
+        resource metrics it also carries metrics-server's endpoint and listens on TCP for its scrapes."""
         assert self.pki is not None
         wd = self.workdir
         sock = wd / "kubelet-tunnel.sock"
         if len(str(sock)) > 100:  # a Unix socket path is at most 107 bytes
             sock = Path(tempfile.mkdtemp(prefix="oasis-kt-")) / "kt.sock"
-        self._sup.start("kubelet-tunnel", [sys.executable, "-m", "oasis_operator.devcluster.kubelet_tunnel",
-                                           "--socket", str(sock), "--target", f"127.0.0.1:{kwok_port}"])
+        argv = [sys.executable, "-m", "oasis_operator.devcluster.kubelet_tunnel",
+                "--socket", str(sock), "--target", f"127.0.0.1:{kwok_port}"]
+        if serve_usage:
+            from oasis_operator.devcluster.backends.resource_metrics import ENDPOINT_ADDRESS, ENDPOINT_PORT
+
+            self.metrics_server_port, proxy_port = _free_port(), _free_port()
+            self.kubelet_proxy = f"http://127.0.0.1:{proxy_port}"
+            argv += ["--route", f"{ENDPOINT_ADDRESS}:{ENDPOINT_PORT}=127.0.0.1:{self.metrics_server_port}",
+                     "--listen-tcp", f"127.0.0.1:{proxy_port}"]
+        self._sup.start("kubelet-tunnel", argv)
         self._sup.wait_until(sock.exists, what="the kubelet tunnel's socket", timeout=self.config.ready_timeout,
                              owner=self._sup.get("kubelet-tunnel"))
         egress = wd / "egress-selector.yaml"

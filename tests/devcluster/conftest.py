@@ -1,6 +1,6 @@
 """A second control plane for the tool-plane back-end tests, started once per session on first use:
-pod logs are served (which changes how the API server and the node simulator start), and the other
-back-ends are started on it when a test first asks for them."""
+pod logs and resource metrics are served (which changes how the API server and the node simulator
+start), and the other back-ends are started on it when a test first asks for them."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
 from oasis_operator.devcluster.backends.gitops import GitOpsBackend
 from oasis_operator.devcluster.backends.logs import PodLogsBackend
 from oasis_operator.devcluster.backends.metrics import AlertsBackend, MetricsBackend
+from oasis_operator.devcluster.backends.resource_metrics import ResourceMetricsBackend
 from oasis_operator.devcluster.backends.traces import TracesBackend
 
 
 @pytest.fixture(scope="session")
 def tool_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     dev = DevCluster(ClusterConfig(workdir=tmp_path_factory.mktemp("tool-cluster"), nodes=2,
-                                   backends=("logs",)))
+                                   backends=("logs", "resource-metrics")))
     dev.start()
     try:
         yield dev
@@ -48,6 +49,13 @@ def tool_namespaces(tool_admin: httpx.Client) -> Iterator[tuple[str, str]]:
 def pod_logs(tool_cluster: DevCluster) -> PodLogsBackend:
     backend = tool_cluster.backends["logs"]
     assert isinstance(backend, PodLogsBackend)
+    return backend
+
+
+@pytest.fixture(scope="session")
+def resource_metrics(tool_cluster: DevCluster) -> ResourceMetricsBackend:
+    backend = tool_cluster.backends["resource-metrics"]
+    assert isinstance(backend, ResourceMetricsBackend)
     return backend
 
 

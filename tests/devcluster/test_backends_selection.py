@@ -27,7 +27,7 @@ def test_selection(case, text, expected):
 
 
 def test_an_unknown_back_end_is_a_clear_error():
-    with pytest.raises(SetupError, match=r"unknown back-end grafana; known: all, logs, metrics"):
+    with pytest.raises(SetupError, match=r"unknown back-end grafana; known: all, logs, resource-metrics, metrics"):
         parse_selection("logs,grafana")
     with pytest.raises(SetupError, match="unknown back-end nope"):
         with_requirements(["nope"])

@@ -15,12 +15,14 @@ from oasis_operator.devcluster.backends.binaries import BackendBinaries, resolve
 from oasis_operator.devcluster.backends.gitops import GitOpsBackend
 from oasis_operator.devcluster.backends.logs import PodLogsBackend
 from oasis_operator.devcluster.backends.metrics import AlertsBackend, MetricsBackend
+from oasis_operator.devcluster.backends.resource_metrics import ResourceMetricsBackend
 from oasis_operator.devcluster.backends.traces import TracesBackend
 from oasis_operator.devcluster.errors import SetupError
 
 # In start order (a back-end's requirements come before it).
 BACKENDS: dict[str, type[Backend]] = {
-    b.name: b for b in (PodLogsBackend, MetricsBackend, AlertsBackend, TracesBackend, GitOpsBackend)
+    b.name: b for b in (PodLogsBackend, ResourceMetricsBackend, MetricsBackend, AlertsBackend, TracesBackend,
+                        GitOpsBackend)
 }
 
 __all__ = ["BACKENDS", "Backend", "BackendBinaries", "BackendContext", "parse_selection",
