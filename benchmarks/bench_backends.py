@@ -23,6 +23,7 @@ from oasis_operator.devcluster.backends import parse_selection
 from oasis_operator.devcluster.backends.gitops import GitOpsBackend, manifests
 from oasis_operator.devcluster.backends.logs import LogLine, PodLogsBackend
 from oasis_operator.devcluster.backends.metrics import MetricsBackend, Series
+from oasis_operator.devcluster.backends.resource_metrics import ResourceMetricsBackend
 from oasis_operator.devcluster.backends.traces import Span, TracesBackend
 
 
@@ -68,6 +69,21 @@ def bench_logs(dev: DevCluster, http: httpx.Client, ns: str, rounds: int) -> str
         logs.declare(http, ns, pod, {"app": [LogLine(dt.datetime.now(dt.UTC), f"line {marker}")]})
         until(lambda: marker in http.get(f"/api/v1/namespaces/{ns}/pods/{pod}/log").text)
     return "declare a pod's log -> GET pods/log returns it: " + timed(rounds, one)
+
+
+def bench_usage(dev: DevCluster, http: httpx.Client, ns: str, rounds: int) -> str:
+    usage = dev.backends["resource-metrics"]
+    assert isinstance(usage, ResourceMetricsBackend)
+
+    def one(i: int) -> None:
+        pod = f"top-{i}"
+        body = {"metadata": {"name": pod}, "spec": {"nodeName": dev.nodes[0],
+                                                    "containers": [{"name": "app", "image": "web:1"}]}}
+        kube.expect(http.post(f"/api/v1/namespaces/{ns}/pods", json=body), "create pod", 201)
+        usage.declare_usage(http, ns, pod, {"app": {"cpu": "100m", "memory": f"{100 + i}Mi"}})
+        until(lambda: http.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{pod}").status_code == 200,
+              timeout=120)
+    return "declare a new pod's usage -> metrics.k8s.io serves it (10 s scrape period): " + timed(rounds, one)
 
 
 def bench_metrics(dev: DevCluster, ns: str, rounds: int) -> str:
@@ -143,6 +159,8 @@ def main() -> None:
                 kube.create_namespace(http, ns)
                 if "logs" in dev.backends:
                     print("logs:    " + bench_logs(dev, http, ns, args.rounds))
+                if "resource-metrics" in dev.backends:
+                    print("usage:   " + bench_usage(dev, http, ns, max(3, args.rounds // 4)))
                 if "metrics" in dev.backends:
                     print("metrics: " + bench_metrics(dev, ns, args.rounds))
                 if "traces" in dev.backends:
