@@ -34,7 +34,9 @@ USER = "system:serviceaccount:kube-system:metrics-server"
 CLUSTER_USAGES = "/apis/kwok.x-k8s.io/v1alpha1/clusterresourceusages"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-resource-usage"
-KWOK_CRDS = ("kwok.x-k8s.io_clusterresourceusages.yaml", "kwok.x-k8s.io_metrics.yaml")
+# metrics-server reads a node's resource-metrics path from this annotation (it exists for simulators);
+# kwok serves each node's endpoint under the node's name.
+PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
 
 
 def _apply(http: httpx.Client, path: str, doc: dict[str, Any]) -> None:
@@ -68,6 +70,8 @@ class ResourceMetricsBackend(Backend):
             metric = yaml.safe_load((ctx.bins.crd_dir / "kwok" / "metrics-resource.yaml").read_text())
             _apply(http, f"/apis/kwok.x-k8s.io/v1alpha1/metrics/{metric['metadata']['name']}", metric)
             self._register_service(http)
+            for node in http.get("/api/v1/nodes").json()["items"]:
+                self.annotate_node(http, node["metadata"]["name"])
         cert = issue_client_cert(cluster.pki, "metrics-server", USER, "system:masters", dt.datetime.now(dt.UTC))
         kc = write_kubeconfig(d / "metrics-server.kubeconfig", cluster.server, cluster.ca_file, "metrics-server",
                               cert)
@@ -79,7 +83,7 @@ class ResourceMetricsBackend(Backend):
             "--bind-address=127.0.0.1", f"--secure-port={port}", f"--cert-dir={d / 'certs'}",
             # Kubelet serving certificates are not verified (as the API server does not verify them).
             "--kubelet-insecure-tls", "--kubelet-preferred-address-types=Hostname,InternalIP",
-            "--metric-resolution=10s",
+            "--metric-resolution=10s", "--kubelet-request-timeout=5s",
         ], lambda: httpx.get(f"{self.url}/livez", verify=False, timeout=2).status_code == 200,
             "metrics-server /livez",
             env={"HTTPS_PROXY": cluster.kubelet_proxy, "NO_PROXY": "127.0.0.1,localhost"})
@@ -116,6 +120,14 @@ class ResourceMetricsBackend(Backend):
         return {"metrics-server": self.url}
 
     # -- the harness side -------------------------------------------------------------------------
+    def annotate_node(self, http: httpx.Client, node: str) -> None:
+        """Point metrics-server at ``node``'s endpoint on the simulator (for nodes created later)."""
+        body = {"metadata": {"annotations": {PATH_ANNOTATION: f"/metrics/nodes/{node}/metrics/resource"}}}
+        resp = http.patch(f"/api/v1/nodes/{node}", content=json.dumps(body),
+                          headers={"Content-Type": "application/merge-patch+json"})
+        if resp.status_code != 200:
+            raise SetupError(f"annotating node {node}: HTTP {resp.status_code}: {resp.text[:300]}")
+
     def declare_usage(self, http: httpx.Client, namespace: str, pod: str | None,
                       containers: Mapping[str, Mapping[str, str]]) -> None:
         """Set the usage of ``pod``'s containers (container -> {"cpu": "250m", "memory": "300Mi"}); with
