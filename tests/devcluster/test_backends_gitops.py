@@ -64,7 +64,7 @@ def test_a_kustomization_applies_the_repository_and_reverts_drift(tool_cluster: 
     events: list[dict[str, Any]] = []
     assert kube.audit_barrier(tool_admin, tail, sink=events) is not None
     writes = [e for e in events if e["stage"] == "ResponseComplete"
-              and e["objectRef"].get("resource") == "configmaps" and e["objectRef"].get("namespace") == ns
+              and e.get("objectRef", {}).get("resource") == "configmaps" and e["objectRef"].get("namespace") == ns
               and e["verb"] in ("create", "patch", "update")]
     by_controller = [e for e in writes if e["user"]["username"] == KUSTOMIZE_USER]
     assert len(by_controller) >= 2, [(e["user"]["username"], e["verb"]) for e in writes]

@@ -98,7 +98,7 @@ def test_an_agents_read_is_audited_and_another_namespace_is_refused(tool_cluster
 
     def reads(namespace: str) -> list[dict[str, Any]]:
         return [e for e in events if e["user"]["username"] == agent.username
-                and e["objectRef"].get("resource") == "pods" and e["objectRef"].get("subresource") == "log"
+                and e.get("objectRef", {}).get("resource") == "pods" and e["objectRef"].get("subresource") == "log"
                 and e["objectRef"].get("namespace") == namespace and e["stage"] == "ResponseComplete"]
 
     assert [e["responseStatus"]["code"] for e in reads(ns)][-1] == 200

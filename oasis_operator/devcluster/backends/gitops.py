@@ -71,7 +71,7 @@ class GitOpsBackend(Backend):
         self._run(ctx, "git-server", [
             str(ctx.bins.path("git-server")), f"-listen=127.0.0.1:{git_port}", f"-root={self._root}",
             f"-credentials={self._credentials}", "-auto-create",
-        ], http_ok(f"{self.git_url}/", expect=lambda r: r.status_code in (401, 404)), "the git server")
+        ], http_ok(f"{self.git_url}/", expect=lambda r: r.status_code in (401, 403, 404)), "the git server")
 
         now = dt.datetime.now(dt.UTC)
         for binary, user, extra in (
@@ -94,6 +94,7 @@ class GitOpsBackend(Backend):
 
     def _storage_flags(self, d: Path) -> list[str]:
         port = free_port()
+        (d / "artifacts").mkdir(exist_ok=True)  # source-controller wants it to exist
         return [f"--storage-path={d / 'artifacts'}", f"--storage-addr=127.0.0.1:{port}",
                 f"--storage-adv-addr=127.0.0.1:{port}"]
 
