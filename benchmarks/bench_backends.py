@@ -150,6 +150,9 @@ def main() -> None:
                   f"(back-ends: {dev.timings.get('backends', 0.0):.2f}s)")
             time.sleep(args.settle)
             print(f"{'process':<24} {'start->ready':>12} {'RSS':>10}")
+            if "kubelet-tunnel" in dev.component_pids():
+                pid = dev.component_pids()["kubelet-tunnel"]
+                print(f"{'kubelet-tunnel':<24} {'(cluster)':>12} {rss_mib(pid):>7.1f} MiB   (logs, resource-metrics)")
             for name, backend in dev.backends.items():
                 for proc in backend.processes:
                     took = backend.timings.get(proc.name, 0.0)
