@@ -14,8 +14,8 @@ other CONNECT (a service or pod proxy request) is refused with 403, as a cluster
 network would fail it. ``--listen-tcp`` opens the same tunnel on a TCP port, for a client that
 reaches kubelets itself through an HTTPS proxy (metrics-server).
 
-Run as ``python -m oasis_operator.devcluster.kubelet_tunnel --socket PATH --target HOST:PORT
-[--route ADDRESS:PORT=HOST:PORT ...] [--listen-tcp HOST:PORT]``.
+Run as ``python kubelet_tunnel.py --socket PATH --target HOST:PORT [--route ADDRESS:PORT=HOST:PORT ...]
+[--listen-tcp HOST:PORT]`` (standard library only, so it runs as a plain file).
 """
 
 from __future__ import annotations
