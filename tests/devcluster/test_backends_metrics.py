@@ -133,7 +133,7 @@ def test_declared_rules_give_pending_and_firing_alerts_per_namespace(metrics, al
         # Asking for the other namespace by the proxy's own argument changes nothing.
         assert alerts_of(metrics, metrics.grant(ns), namespace=other) == mine
         rules = httpx.get(f"{metrics.url}/api/v1/rules", headers=bearer(metrics.grant(ns))).json()
-        assert [g["name"] for g in rules["data"]["groups"]] == [ns]
+        assert [(g["name"], g["file"]) for g in rules["data"]["groups"]] == [(ns, f"{ns}.yaml")]
         # vmalert writes the alert state back as ALERTS series, confined like any other series.
         state = result(httpx.get(f"{metrics.url}/api/v1/query", headers=bearer(metrics.grant(ns)),
                                  params={"query": "ALERTS"}))

@@ -55,10 +55,10 @@ class BackendContext:
         return d
 
     def start_process(self, name: str, argv: list[str], ready: Callable[[], bool], what: str,
-                      env: dict[str, str] | None = None) -> tuple[Component, float]:
+                      env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[Component, float]:
         """Start one process and wait for its probe; returns it and the seconds it took."""
         t0 = time.monotonic()
-        comp = self.supervisor.start(name, argv, env)
+        comp = self.supervisor.start(name, argv, env, cwd=cwd)
         self.supervisor.wait_until(ready, what=what, timeout=self.timeout, owner=comp)
         return comp, time.monotonic() - t0
 
@@ -84,8 +84,8 @@ class Backend(ABC):
         """Where the back-end answers (name -> URL), as saved in the cluster's state file."""
 
     def _run(self, ctx: BackendContext, name: str, argv: list[str], ready: Callable[[], bool], what: str,
-             env: dict[str, str] | None = None) -> Component:
-        comp, took = ctx.start_process(name, argv, ready, what, env)
+             env: dict[str, str] | None = None, cwd: Path | None = None) -> Component:
+        comp, took = ctx.start_process(name, argv, ready, what, env, cwd)
         self.timings[name] = took
         self.processes.append(comp)
         return comp

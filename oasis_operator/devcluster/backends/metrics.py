@@ -193,9 +193,11 @@ class AlertsBackend(Backend):
         (self._rules_dir / "_empty.yaml").write_text("groups: []\n")
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
+        # Run in the rules directory with a relative pattern: the rules API shows each group's file
+        # as given, and a bare "<namespace>.yaml" says nothing about the harness.
         self._vmalert = self._run(ctx, "vmalert", [
             str(ctx.bins.path("vmalert")),
-            f"-rule={self._rules_dir}/*.yaml",
+            "-rule=*.yaml",
             f"-datasource.url={metrics.store_url}",
             # Alert state is written back as ALERTS / ALERTS_FOR_STATE series (queryable by the
             # agent like any series of its namespace) and restored from there after a restart.
@@ -205,7 +207,7 @@ class AlertsBackend(Backend):
             "-evaluationInterval=1s",
             f"-httpListenAddr=127.0.0.1:{port}",
             "-loggerLevel=WARN",
-        ], http_ok(f"{self.url}/health"), "vmalert /health")
+        ], http_ok(f"{self.url}/health"), "vmalert /health", cwd=self._rules_dir)
         proxy_port = free_port()
         self.proxy_url = f"http://127.0.0.1:{proxy_port}"
         self._run(ctx, "prom-label-proxy", [
