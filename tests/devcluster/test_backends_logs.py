@@ -64,6 +64,8 @@ CASES: list[tuple[str, dict[str, str], str]] = [
     ("--since keeps only the lines after the cut", {"container": "app", "sinceSeconds": "300"},
      "ERROR upstream payments: connection refused\nretrying in 5s\n"),
     ("--tail keeps the last lines", {"container": "app", "tailLines": "1"}, "retrying in 5s\n"),
+    ("--previous of a container with no previous log declared is empty", {"container": "sidecar", "previous": "true"},
+     ""),
     ("--timestamps shows the declared times", {"container": "sidecar", "timestamps": "true"},
      f"{(NOW - dt.timedelta(minutes=29)).strftime('%Y-%m-%dT%H:%M:%S')}.000000000Z proxy ready\n"),
 ]

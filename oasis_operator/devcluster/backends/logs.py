@@ -82,7 +82,9 @@ class PodLogsBackend(Backend):
     def declare(self, http: httpx.Client, namespace: str, pod: str, containers: dict[str, Sequence[LogLine]],
                 previous: dict[str, Sequence[LogLine]] | None = None) -> None:
         """Set the logs of ``pod``'s containers (replacing any declared before) and, optionally, of
-        their previous instances (what ``--previous`` reads after a restart)."""
+        their previous instances (what ``--previous`` reads after a restart; empty when not given).
+        Declare every pod of a scenario that serves logs, with no lines if it has none: for a pod
+        without a declaration the simulator answers an error ("no logs found for container")."""
         previous = previous or {}
         if unknown := set(previous) - set(containers):
             raise ValueError(f"previous logs for containers with no current log: {sorted(unknown)}")
@@ -90,12 +92,12 @@ class PodLogsBackend(Backend):
         for container, lines in containers.items():
             current = self._file(namespace, pod, container, previous=False)
             current.write_text(cri_text(lines))
-            entry: dict[str, Any] = {"containers": [container], "logsFile": str(current), "follow": True}
-            if container in previous:
-                prev = self._file(namespace, pod, container, previous=True)
-                prev.write_text(cri_text(previous[container]))
-                entry["previousLogsFile"] = str(prev)
-            entries.append(entry)
+            # Always a previous log, empty when none is declared: without one kwok answers --previous
+            # with an error naming its own file handling.
+            prev = self._file(namespace, pod, container, previous=True)
+            prev.write_text(cri_text(previous.get(container, ())))
+            entries.append({"containers": [container], "logsFile": str(current),
+                            "previousLogsFile": str(prev), "follow": True})
         doc = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "ClusterLogs",
