@@ -95,9 +95,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"  nodes:     {', '.join(dev.nodes)}")
     print(f"  audit log: {dev.audit_log}")
     print(f"  logs:      {workdir / 'logs'}")
+    if dev.backends:
+        print("  back-ends:")
     for name, backend in dev.backends.items():
         urls = ", ".join(f"{k} {v}" for k, v in backend.endpoints().items())
-        print(f"  {name + ':':<10} {urls}")
+        print(f"    {name + ':':<18} {urls}")
     print(f"export KUBECONFIG={dev.kubeconfig}")
     return 0
 

@@ -23,7 +23,8 @@ def test_up_with_logs_and_metrics_then_down(tmp_path):
     up = oasis("dev-cluster", "--name", "tools", "up", "--nodes", "1", "--backends", "logs,metrics", env=env)
     assert up.returncode == 0, up.stderr
     try:
-        assert "metrics:" in up.stdout
+        assert "back-ends:" in up.stdout
+        assert any(line.split()[:2] == ["metrics:", "prometheus"] for line in up.stdout.splitlines()), up.stdout
         state = load_state(tmp_path / "cache" / "clusters" / "tools")
         assert state is not None
         assert {"kubelet-tunnel", "victoria-metrics", "vmauth"} <= set(state.pids)
