@@ -118,9 +118,11 @@ done
   echo "victoria-metrics vmauth vmalert $VICTORIAMETRICS_VERSION"
   echo "prom-label-proxy $PROM_LABEL_PROXY_VERSION"
   echo "metrics-server $METRICS_SERVER_VERSION"
-  echo "kwok (ClusterLogs CRD) $KWOK_VERSION"
-  for d in jaeger flux-source-controller flux-kustomize-controller git-server; do
-    grep -E '^tool |^require [^(]' "$mods/$d/go.mod" | sed "s|^|$d: |"
+  echo "kwok CRDs and Metric $KWOK_VERSION"
+  for pair in jaeger:github.com/jaegertracing/jaeger flux-source-controller:github.com/fluxcd/source-controller \
+              flux-kustomize-controller:github.com/fluxcd/kustomize-controller git-server:github.com/fluxcd/gitkit; do
+    d="${pair%%:*}" m="${pair#*:}"
+    echo "$d: $(sed -nE "s|^[[:space:]]*(require )?$m (v[^ ]+).*|$m \2|p" "$mods/$d/go.mod")"
   done
 } > "$bin_dir/VERSIONS"
 [ ${#missing[@]} -eq 0 ] || log "built ${missing[*]} in $(( $(date +%s) - start ))s"
