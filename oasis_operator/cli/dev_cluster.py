@@ -16,6 +16,7 @@ import httpx
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, load_state
+from oasis_operator.devcluster.backends import BACKENDS, parse_selection
 from oasis_operator.devcluster.cluster import remove_workdir
 from oasis_operator.devcluster.kube import http_from_kubeconfig
 from oasis_operator.devcluster.processes import pid_alive, terminate
@@ -44,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     up = actions.add_parser("up", help="start the cluster (builds the binaries on first use)")
     up.add_argument("--nodes", type=int, default=3, help="number of simulated nodes (default 3)")
     up.add_argument("--port", type=int, default=None, help="API server port (default: a free one)")
+    up.add_argument("--backends", default="", metavar="all|NAME,...",
+                    help="tool-plane back-ends to start too: all, or some of "
+                         f"{','.join(BACKENDS)} (default: none); built on first use")
     up.set_defaults(func=cmd_up)
     down = actions.add_parser("down", help="stop the cluster and delete its data")
     down.add_argument("--keep", action="store_true", help="keep the data directory (logs, audit log)")
@@ -67,6 +71,10 @@ def _running(workdir: Path) -> dict[str, bool] | None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     workdir = _workdir(args)
+    try:
+        selected = parse_selection(args.backends)
+    except SetupError as exc:
+        raise CliError(str(exc)) from None
     alive = _running(workdir)
     if alive and all(alive.values()):
         print(f"dev-cluster '{args.name}' is already running")
@@ -78,7 +86,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     workdir.mkdir(parents=True)
     started = time.monotonic()
     dev = DevCluster(ClusterConfig(workdir=workdir, nodes=args.nodes, apiserver_port=args.port,
-                                   tie_to_parent=False))
+                                   tie_to_parent=False, backends=selected))
     try:
         dev.start()
     except SetupError as exc:
@@ -87,6 +95,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"  nodes:     {', '.join(dev.nodes)}")
     print(f"  audit log: {dev.audit_log}")
     print(f"  logs:      {workdir / 'logs'}")
+    if dev.backends:
+        print("  back-ends:")
+    for name, backend in dev.backends.items():
+        urls = ", ".join(f"{k} {v}" for k, v in backend.endpoints().items())
+        print(f"    {name + ':':<18} {urls}")
     print(f"export KUBECONFIG={dev.kubeconfig}")
     return 0
 
@@ -96,7 +109,9 @@ def _stop(workdir: Path) -> list[str]:
     if state is None:
         return []
     stopped = []
-    for name in reversed(_ORDER):
+    # Back-ends first (they are clients of the control plane), then the control plane in reverse.
+    names = [n for n in state.pids if n not in _ORDER] + list(reversed(_ORDER))
+    for name in names:
         pid = state.pids.get(name)
         if pid and pid_alive(pid):
             terminate(pid)
@@ -125,7 +140,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 3
     healthy = True
     print(f"dev-cluster '{args.name}' ({state.server}, started {state.started_at})")
-    for name in _ORDER:
+    for name in [*_ORDER, *sorted(n for n in state.pids if n not in _ORDER)]:
         pid = state.pids.get(name)
         alive = bool(pid) and pid_alive(pid or 0)
         healthy &= alive

@@ -50,6 +50,9 @@ class PKI:
     scheduler: ClientCert
     simulator: ClientCert
     operator: ClientCert
+    # The API server's client identity towards kubelets (here the node simulator's server), used to
+    # fetch container logs; the name kubeadm gives it.
+    kubelet_client: ClientCert
     sa_public_key: Path
     sa_private_key: Path
 
@@ -167,6 +170,8 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
     scheduler = pair("scheduler", _name(SCHEDULER_USER))
     simulator = pair("node-simulator", _name(SIMULATOR_USER, "system:masters"))
     operator = pair("operator", _name(OPERATOR_USER, "system:masters"))
+    kubelet_client = pair("apiserver-kubelet-client",
+                          _name("kube-apiserver-kubelet-client", "kubeadm:cluster-admins"))
 
     # Service-account tokens are signed with RSA (the API server's default algorithm, RS256).
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -186,6 +191,23 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
         scheduler=scheduler,
         simulator=simulator,
         operator=operator,
+        kubelet_client=kubelet_client,
         sa_public_key=sa_public,
         sa_private_key=sa_private,
     )
+
+
+def issue_client_cert(pki: PKI, stem: str, user: str, group: str | None, now: dt.datetime) -> ClientCert:
+    """A further client certificate from the cluster's CA (a back-end's own identity), written beside
+    the others as ``<stem>.crt``/``<stem>.key``."""
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"{pki.ca_key}: expected an EC private key")
+    key = _key()
+    cert = _issue(_name(user, group), key, ca_cert, ca_key, now, server=False)
+    directory = pki.ca_cert.parent
+    cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
+    _write_cert(cert_path, cert)
+    _write_key(key_path, key)
+    return ClientCert(cert_path, key_path)

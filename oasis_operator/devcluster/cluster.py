@@ -16,7 +16,10 @@ import json
 import shutil
 import socket
 import ssl
+import sys
+import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -28,7 +31,9 @@ import yaml
 
 from oasis_operator.core.environment.manifests import POOL_LABEL, POOL_TAINT
 from oasis_operator.core.kubeconfig import kubeconfig
+from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster import binaries as binaries_mod
+from oasis_operator.devcluster import kubelet_tunnel
 from oasis_operator.devcluster.certs import PKI, ClientCert, generate_pki
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Supervisor
@@ -72,6 +77,10 @@ class ClusterConfig:
     ready_timeout: float = 60.0
     # Seconds between node status refreshes (None: between 5 and 10 minutes, as a kubelet reports).
     node_status_seconds: int | None = None
+    # Tool-plane back-ends to start with the cluster (names in backends.BACKENDS). "logs" also
+    # changes how the API server and the node simulator start: the simulator serves the kubelet API
+    # (container logs) and the API server reaches it through the kubelet tunnel.
+    backends: tuple[str, ...] = ()
 
 
 @dataclass
@@ -87,6 +96,8 @@ class ClusterState:
     pids: dict[str, int] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     started_at: str = ""
+    # Back-end name -> its endpoints (name -> URL); the processes are in ``pids``.
+    backends: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _free_port() -> int:
@@ -139,6 +150,13 @@ class DevCluster:
         self.ca_file = self.workdir / "pki" / "ca.crt"
         self.nodes: list[str] = []
         self.timings: dict[str, float] = {}
+        # The node simulator's kubelet server (when pod logs are served) and the started back-ends.
+        self.kwok_server = ""
+        # With resource metrics: the local port metrics-server serves on, and the tunnel as an HTTPS
+        # proxy URL (how metrics-server reaches the simulated kubelets).
+        self.metrics_server_port = 0
+        self.kubelet_proxy = ""
+        self.backends: dict[str, backends_mod.Backend] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
     def __enter__(self) -> DevCluster:
@@ -172,6 +190,10 @@ class DevCluster:
 
     def _start(self, bins: binaries_mod.Binaries) -> None:
         cfg = self.config
+        selected = backends_mod.with_requirements(cfg.backends)
+        serve_logs = "logs" in selected
+        serve_usage = "resource-metrics" in selected
+        backend_bins = backends_mod.resolve_binaries(selected) if selected else None
         if cfg.apiserver_port is not None:
             _ensure_port_free(cfg.apiserver_port, "API server")
         wd = self.workdir
@@ -241,6 +263,11 @@ class DevCluster:
             "--audit-log-maxsize=200",
             "--audit-log-maxbackup=5",
         ]
+        kwok_port = _free_port()
+        if serve_logs:
+            argv += self._kubelet_tunnel(kwok_port, serve_usage)
+        if serve_usage:
+            argv += self._aggregation_flags()
         if cfg.audit_webhook_config is not None:
             argv += [
                 f"--audit-webhook-config-file={cfg.audit_webhook_config}",
@@ -305,17 +332,30 @@ class DevCluster:
         )
         stages = wd / "node-simulator-stages.yaml"
         stages.write_text(_stages_text(cfg.node_status_seconds))
+        kwok_argv = [
+            str(bins.path("kwok")),
+            f"--kubeconfig={sim_kc}",
+            f"--config={stages}",
+            "--manage-all-nodes=true",
+            f"--cidr={POD_CIDR}",
+            "--node-ip=10.89.0.1",
+            "--node-lease-duration-seconds=40",
+        ]
+        if serve_logs:
+            assert backend_bins is not None
+            # The simulator reads ClusterLogs objects, so their CRD must exist before it starts.
+            from oasis_operator.devcluster.stack import install_crd_files
+
+            crds = {"ClusterLogs": "clusterlogs", "ClusterResourceUsage": "clusterresourceusages",
+                    "Metric": "metrics"}
+            kinds = ["ClusterLogs"] + (["ClusterResourceUsage", "Metric"] if serve_usage else [])
+            with self.admin_http() as http:
+                install_crd_files(http, [backend_bins.crd_dir / f"kwok.x-k8s.io_{crds[k]}.yaml" for k in kinds])
+            self.kwok_server = f"http://127.0.0.1:{kwok_port}"
+            kwok_argv += [f"--server-address=127.0.0.1:{kwok_port}", f"--enable-crds={','.join(kinds)}"]
         self._sup.start(
             "kwok",
-            [
-                str(bins.path("kwok")),
-                f"--kubeconfig={sim_kc}",
-                f"--config={stages}",
-                "--manage-all-nodes=true",
-                f"--cidr={POD_CIDR}",
-                "--node-ip=10.89.0.1",
-                "--node-lease-duration-seconds=40",
-            ],
+            kwok_argv,
             # The simulator's field manager and user agent are derived from its program name; as
             # "kubelet" its status writes look like the kubelet's to whoever reads managedFields.
             argv0="kubelet",
@@ -351,7 +391,95 @@ class DevCluster:
                 timeout=cfg.ready_timeout,
                 owner=self._sup.get("kube-controller-manager"),
             )
-        self._mark("controllers-and-nodes", t)
+        t = self._mark("controllers-and-nodes", t)
+
+        # tool-plane back-ends ------------------------------------------------------------------
+        if selected:
+            self._start_backends(selected, backend_bins)
+            self._mark("backends", t)
+
+    def start_backends(self, names: Iterable[str]) -> dict[str, backends_mod.Backend]:
+        """Start more back-ends on the running cluster (those already running are kept); all of them
+        are ready on return. "logs" can only be chosen when the cluster starts."""
+        selected = backends_mod.with_requirements(names)
+        for early in ("logs", "resource-metrics"):
+            if early in selected and early not in self.backends:
+                raise SetupError(f"the {early} back-end changes how the API server starts: choose it in "
+                                 "ClusterConfig.backends, not later")
+        self._start_backends(selected, None)
+        self._save_state()
+        return self.backends
+
+    def _start_backends(self, names: tuple[str, ...], bins: backends_mod.BackendBinaries | None) -> None:
+        new = [n for n in names if n not in self.backends]
+        if not new:
+            return
+        bins = bins or backends_mod.resolve_binaries(new)
+        ctx = backends_mod.BackendContext(self, self._sup, bins, timeout=self.config.ready_timeout,
+                                          running=self.backends)
+        backends_mod.start(ctx, new)
+        for name in new:
+            for proc, took in self.backends[name].timings.items():
+                self.timings[f"{name}:{proc}"] = took
+
+    def _aggregation_flags(self) -> list[str]:
+        """The API server's flags for serving aggregated APIs (metrics.k8s.io from metrics-server): the
+        front-proxy client identity it presents, and the CA and names it trusts for forwarded users."""
+        from oasis_operator.devcluster.certs import issue_client_cert
+
+        assert self.pki is not None
+        proxy = issue_client_cert(self.pki, "front-proxy-client", "front-proxy-client", None,
+                                  dt.datetime.now(dt.UTC))
+        return [
+            f"--requestheader-client-ca-file={self.pki.ca_cert}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={proxy.cert}",
+            f"--proxy-client-key-file={proxy.key}",
+            # Call aggregated API servers at their endpoint address (which the tunnel routes), not at
+            # the Service's cluster IP (which nothing here implements).
+            "--enable-aggregator-routing=true",
+        ]
+
+    def _kubelet_tunnel(self, kwok_port: int, serve_usage: bool) -> list[str]:
+        """Start the tunnel from the API server to the simulator's kubelet server; the API server's
+        flags that use it (egress for the "cluster" network, the kubelet client identity). With
+        resource metrics it also carries metrics-server's endpoint and listens on TCP for its scrapes."""
+        assert self.pki is not None
+        wd = self.workdir
+        sock = wd / "kubelet-tunnel.sock"
+        if len(str(sock)) > 100:  # a Unix socket path is at most 107 bytes
+            sock = Path(tempfile.mkdtemp(prefix="oasis-kt-")) / "kt.sock"
+        # Run as a file, not a module of the package: it needs only the standard library, and
+        # importing the package would cost it ~20 MiB and a slower start.
+        argv = [sys.executable, str(Path(kubelet_tunnel.__file__)),
+                "--socket", str(sock), "--target", f"127.0.0.1:{kwok_port}"]
+        if serve_usage:
+            from oasis_operator.devcluster.backends.resource_metrics import ENDPOINT_ADDRESS, ENDPOINT_PORT
+
+            self.metrics_server_port, proxy_port = _free_port(), _free_port()
+            self.kubelet_proxy = f"http://127.0.0.1:{proxy_port}"
+            argv += ["--route", f"{ENDPOINT_ADDRESS}:{ENDPOINT_PORT}=127.0.0.1:{self.metrics_server_port}",
+                     "--listen-tcp", f"127.0.0.1:{proxy_port}"]
+        self._sup.start("kubelet-tunnel", argv)
+        self._sup.wait_until(sock.exists, what="the kubelet tunnel's socket", timeout=self.config.ready_timeout,
+                             owner=self._sup.get("kubelet-tunnel"))
+        egress = wd / "egress-selector.yaml"
+        egress.write_text(yaml.safe_dump({
+            "apiVersion": "apiserver.k8s.io/v1beta1",
+            "kind": "EgressSelectorConfiguration",
+            "egressSelections": [{
+                "name": "cluster",
+                "connection": {"proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(sock)}}},
+            }],
+        }, sort_keys=False))
+        return [
+            f"--egress-selector-config-file={egress}",
+            f"--kubelet-client-certificate={self.pki.kubelet_client.cert}",
+            f"--kubelet-client-key={self.pki.kubelet_client.key}",
+        ]
 
     # -- clients --------------------------------------------------------------------------------
     def _ssl_context(self, client: ClientCert | None) -> ssl.SSLContext:
@@ -393,6 +521,7 @@ class DevCluster:
             pids={c.name: c.pid for c in self._sup.components},
             nodes=list(self.nodes),
             started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            backends={name: b.endpoints() for name, b in self.backends.items()},
         )
 
     def _save_state(self) -> None:

@@ -77,9 +77,11 @@ class Supervisor:
     components: list[Component] = field(default_factory=list)
 
     def start(
-        self, name: str, argv: Sequence[str], env: dict[str, str] | None = None, *, argv0: str | None = None
+        self, name: str, argv: Sequence[str], env: dict[str, str] | None = None, *, argv0: str | None = None,
+        cwd: Path | None = None,
     ) -> Component:
-        """Start ``argv``; ``argv0`` replaces the program name the process sees (not the file run)."""
+        """Start ``argv``; ``argv0`` replaces the program name the process sees (not the file run);
+        ``cwd`` is its working directory (default: ours)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{name}.log"
         if not os.access(argv[0], os.X_OK):
@@ -92,6 +94,7 @@ class Supervisor:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
+                cwd=cwd,
                 start_new_session=True,
                 preexec_fn=_die_with_parent if self.tie_to_parent else None,
             )

@@ -37,8 +37,13 @@ def free_port() -> int:
 
 
 def install_crds(http: httpx.Client, crd_dir: Path = CRD_DIR, timeout: float = 30) -> list[str]:
+    return install_crd_files(http, sorted(crd_dir.glob("*.yaml")), timeout)
+
+
+def install_crd_files(http: httpx.Client, paths: Iterable[Path], timeout: float = 30) -> list[str]:
+    """Server-side apply each CRD file and wait until every one is Established."""
     names = []
-    for path in sorted(crd_dir.glob("*.yaml")):
+    for path in paths:
         doc = yaml.safe_load(path.read_text())
         name = doc["metadata"]["name"]
         r = http.patch(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",

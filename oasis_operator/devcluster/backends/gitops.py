@@ -1,0 +1,184 @@
+"""GitOps: Flux's source-controller and kustomize-controller on the embedded API server, fed by a git
+server (smart HTTP, github.com/fluxcd/gitkit) holding one directory of repositories per namespace.
+
+Called by :mod:`oasis_operator.devcluster.backends`. The harness pushes a scenario's declared
+manifests to ``<namespace>/<repo>.git`` and creates a GitRepository and a Kustomization in the
+namespace; kustomize-controller then applies the manifests and, at every interval, re-applies them
+over any direct edit (drift is corrected, and the correction is an audited write by the controller's
+own identity). A credential reaches only its namespace's repositories.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
+from oasis_operator.devcluster.errors import SetupError
+
+SYSTEM_NAMESPACE = "flux-system"
+# Identities as a Flux installation's service accounts have them (both are cluster admins there).
+SOURCE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:source-controller"
+KUSTOMIZE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:kustomize-controller"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+FIELD_MANAGER = "oasis-gitops"
+
+
+class GitOpsBackend(Backend):
+    name = "gitops"
+    components = ("git-server", "source-controller", "kustomize-controller")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.git_url = ""
+        self._root: Path | None = None
+        self._credentials: Path | None = None
+        self._grants: dict[str, tuple[str, str]] = {}  # namespace -> (user, password)
+
+    def start(self, ctx: BackendContext) -> None:
+        from oasis_operator.devcluster.certs import issue_client_cert
+        from oasis_operator.devcluster.cluster import write_kubeconfig
+        from oasis_operator.devcluster.stack import install_crd_files
+
+        cluster = ctx.cluster
+        assert cluster.pki is not None
+        d = ctx.directory(self.name)
+        self._root = d / "repositories"
+        self._root.mkdir(exist_ok=True)
+        self._credentials = d / "git-credentials"
+        self._write_credentials()
+
+        crds = sorted(ctx.bins.crd_dir.glob("*.toolkit.fluxcd.io_*.yaml"))
+        if not crds:
+            raise SetupError(f"no Flux CRDs in {ctx.bins.crd_dir}")
+        with cluster.admin_http() as http:
+            install_crd_files(http, crds)
+            resp = http.post("/api/v1/namespaces", json={"metadata": {"name": SYSTEM_NAMESPACE}})
+            if resp.status_code not in (201, 409):
+                raise SetupError(f"creating namespace {SYSTEM_NAMESPACE}: HTTP {resp.status_code}")
+
+        git_port = free_port()
+        self.git_url = f"http://127.0.0.1:{git_port}"
+        self._run(ctx, "git-server", [
+            str(ctx.bins.path("git-server")), f"-listen=127.0.0.1:{git_port}", f"-root={self._root}",
+            f"-credentials={self._credentials}", "-auto-create",
+        ], http_ok(f"{self.git_url}/", expect=lambda r: r.status_code in (401, 403, 404)), "the git server")
+
+        now = dt.datetime.now(dt.UTC)
+        for binary, user, extra in (
+            ("source-controller", SOURCE_USER, self._storage_flags(d)),
+            ("kustomize-controller", KUSTOMIZE_USER, []),
+        ):
+            cert = issue_client_cert(cluster.pki, binary, user, "system:masters", now)
+            kc = write_kubeconfig(d / f"{binary}.kubeconfig", cluster.server, cluster.ca_file, binary, cert)
+            health = free_port()
+            self._run(ctx, binary, [
+                str(ctx.bins.path(binary)),
+                "--watch-all-namespaces=true",
+                "--enable-leader-election=false",
+                f"--metrics-addr=127.0.0.1:{free_port()}",
+                f"--health-addr=127.0.0.1:{health}",
+                "--log-level=info",
+                *extra,
+            ], http_ok(f"http://127.0.0.1:{health}/readyz"), f"{binary} /readyz",
+                env={"KUBECONFIG": str(kc), "RUNTIME_NAMESPACE": SYSTEM_NAMESPACE})
+
+    def _storage_flags(self, d: Path) -> list[str]:
+        port = free_port()
+        (d / "artifacts").mkdir(exist_ok=True)  # source-controller wants it to exist
+        return [f"--storage-path={d / 'artifacts'}", f"--storage-addr=127.0.0.1:{port}",
+                f"--storage-adv-addr=127.0.0.1:{port}"]
+
+    def endpoints(self) -> dict[str, str]:
+        return {"git": self.git_url}
+
+    # -- the harness side -------------------------------------------------------------------------
+    def grant(self, namespace: str) -> tuple[str, str]:
+        """A git credential (user, password) that reaches only ``namespace``'s repositories."""
+        if namespace not in self._grants:
+            self._grants[namespace] = (f"{namespace}-git", secrets.token_urlsafe(18))
+            self._write_credentials()
+        return self._grants[namespace]
+
+    def _write_credentials(self) -> None:
+        assert self._credentials is not None
+        lines = [f"{u} {p} {ns}\n" for ns, (u, p) in sorted(self._grants.items())]
+        tmp = self._credentials.with_suffix(".tmp")
+        tmp.write_text("".join(lines))
+        tmp.chmod(0o600)
+        tmp.replace(self._credentials)
+
+    def repo_url(self, namespace: str, repo: str) -> str:
+        return f"{self.git_url}/{namespace}/{repo}.git"
+
+    def push(self, namespace: str, repo: str, files: Mapping[str, str], message: str = "Update manifests",
+             branch: str = "main") -> str:
+        """Commit ``files`` (path -> text; the whole tree) to the repository; returns the commit id."""
+        user, password = self.grant(namespace)
+        url = self.repo_url(namespace, repo).replace("http://", f"http://{user}:{password}@", 1)
+        env = {"GIT_AUTHOR_NAME": "platform-team", "GIT_AUTHOR_EMAIL": "platform-team@example.com",
+               "GIT_COMMITTER_NAME": "platform-team", "GIT_COMMITTER_EMAIL": "platform-team@example.com",
+               "GIT_TERMINAL_PROMPT": "0", "HOME": tempfile.gettempdir(), "PATH": "/usr/bin:/bin"}
+        with tempfile.TemporaryDirectory(prefix="oasis-gitops-") as tmp:
+            work = Path(tmp)
+
+            def git(*args: str) -> str:
+                proc = subprocess.run(["git", *args], cwd=work, env=env, capture_output=True, text=True,
+                                      check=False)
+                if proc.returncode != 0:
+                    raise SetupError(f"git {args[0]} for {namespace}/{repo}: {proc.stderr.strip()[:400]}")
+                return proc.stdout.strip()
+
+            git("init", "-q", "-b", branch)
+            for rel, text in files.items():
+                path = work / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            git("add", "-A")
+            git("commit", "-q", "-m", message)
+            git("push", "-q", "--force", url, f"HEAD:refs/heads/{branch}")
+            return git("rev-parse", "HEAD")
+
+    def sync(self, http: httpx.Client, namespace: str, name: str, repo: str, path: str = "./",
+             interval: str = "10s", branch: str = "main") -> None:
+        """Create (or update) the GitRepository ``name`` for ``repo`` with its credential Secret, and the
+        Kustomization ``name`` applying ``path`` of it into ``namespace``, with drift correction."""
+        user, password = self.grant(namespace)
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-git", "namespace": namespace},
+                  "stringData": {"username": user, "password": password}}
+        source = {
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"url": self.repo_url(namespace, repo), "ref": {"branch": branch}, "interval": interval,
+                     "secretRef": {"name": f"{name}-git"}},
+        }
+        kustomization = {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"sourceRef": {"kind": "GitRepository", "name": name}, "path": path, "interval": interval,
+                     "prune": True, "targetNamespace": namespace, "wait": False},
+        }
+        for doc, url in (
+            (secret, f"/api/v1/namespaces/{namespace}/secrets/{name}-git"),
+            (source, f"/apis/source.toolkit.fluxcd.io/v1/namespaces/{namespace}/gitrepositories/{name}"),
+            (kustomization, f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{namespace}/kustomizations/{name}"),
+        ):
+            resp = http.patch(url, params={"fieldManager": FIELD_MANAGER, "force": "true"},
+                              content=json.dumps(doc), headers=APPLY)
+            if resp.status_code not in (200, 201):
+                raise SetupError(f"applying {doc['kind']} {namespace}/{name}: HTTP {resp.status_code}: "
+                                 f"{resp.text[:300]}")
+
+
+def manifests(*docs: dict[str, Any]) -> str:
+    """Kubernetes objects as one multi-document YAML file."""
+    return yaml.safe_dump_all(list(docs), sort_keys=False)

@@ -1,0 +1,128 @@
+"""Container logs of simulated pods, served through the API server (``GET pods/{name}/log``, audited).
+
+The node simulator (kwok) serves the kubelet API for every simulated node; for a pod it answers
+``containerLogs`` from a file named by a ``ClusterLogs`` object (kwok's CRD) whose selector names the
+pod. The harness writes one file per container in the container runtime's log format
+(``<RFC 3339 time> <stream> F <text>``, what a kubelet reads), so ``kubectl logs`` options work as on
+a real node: ``--timestamps``, ``--since``/``--since-time``, ``--tail``, ``--limit-bytes``,
+``--previous`` (a second file) and ``--follow`` (lines appended later are streamed).
+
+ClusterLogs objects are cluster-scoped, so an agent confined to namespaces never sees them. The API
+server reaches the simulator through :mod:`oasis_operator.devcluster.kubelet_tunnel`; the cluster
+side of the wiring is in :mod:`oasis_operator.devcluster.cluster` (``backends=("logs",)``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from oasis_operator.devcluster.backends.base import Backend, BackendContext, http_ok
+from oasis_operator.devcluster.errors import SetupError
+
+CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+FIELD_MANAGER = "oasis-pod-logs"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    time: dt.datetime
+    text: str
+    stream: Literal["stdout", "stderr"] = "stdout"
+
+    def cri(self) -> str:
+        """The line as a container runtime writes it (one record per text line)."""
+        if self.time.tzinfo is None:
+            raise ValueError(f"log line time {self.time!r} has no time zone")
+        stamp = self.time.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return "".join(f"{stamp} {self.stream} F {part}\n" for part in self.text.split("\n"))
+
+
+def cri_text(lines: Iterable[LogLine]) -> str:
+    return "".join(line.cri() for line in lines)
+
+
+class PodLogsBackend(Backend):
+    name = "logs"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.directory: Path | None = None
+        self.kwok_server = ""
+        self._ctx: BackendContext | None = None
+
+    def start(self, ctx: BackendContext) -> None:
+        # The processes (the simulator's server, the tunnel) were started with the cluster; here we
+        # only wait until the simulator answers, so the first read does not race its start.
+        self._ctx = ctx
+        self.directory = ctx.directory(self.name)
+        self.kwok_server = ctx.cluster.kwok_server
+        if not self.kwok_server:
+            raise SetupError("the logs back-end needs a cluster started with backends=('logs', ...)")
+        ctx.supervisor.wait_until(http_ok(f"{self.kwok_server}/healthz"), what="the node simulator's server",
+                                  timeout=ctx.timeout, owner=ctx.supervisor.get("kwok"))
+
+    def endpoints(self) -> dict[str, str]:
+        return {"kubelet": self.kwok_server}
+
+    # -- the harness side -------------------------------------------------------------------------
+    def _file(self, namespace: str, pod: str, container: str, previous: bool) -> Path:
+        assert self.directory is not None, "logs back-end not started"
+        d = self.directory / namespace / pod
+        d.mkdir(parents=True, exist_ok=True)
+        return d / f"{container}.{'previous.' if previous else ''}log"
+
+    def declare(self, http: httpx.Client, namespace: str, pod: str, containers: dict[str, Sequence[LogLine]],
+                previous: dict[str, Sequence[LogLine]] | None = None) -> None:
+        """Set the logs of ``pod``'s containers (replacing any declared before) and, optionally, of
+        their previous instances (what ``--previous`` reads after a restart; empty when not given).
+        Declare every pod of a scenario that serves logs, with no lines if it has none: for a pod
+        without a declaration the simulator answers an error ("no logs found for container")."""
+        previous = previous or {}
+        if unknown := set(previous) - set(containers):
+            raise ValueError(f"previous logs for containers with no current log: {sorted(unknown)}")
+        entries: list[dict[str, Any]] = []
+        for container, lines in containers.items():
+            current = self._file(namespace, pod, container, previous=False)
+            current.write_text(cri_text(lines))
+            # Always a previous log, empty when none is declared: without one kwok answers --previous
+            # with an error naming its own file handling.
+            prev = self._file(namespace, pod, container, previous=True)
+            prev.write_text(cri_text(previous.get(container, ())))
+            entries.append({"containers": [container], "logsFile": str(current),
+                            "previousLogsFile": str(prev), "follow": True})
+        doc = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": object_name(namespace, pod)},
+            "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries},
+        }
+        resp = http.patch(f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
+                          params={"fieldManager": FIELD_MANAGER, "force": "true"},
+                          content=json.dumps(doc), headers=APPLY)
+        if resp.status_code not in (200, 201):
+            raise SetupError(f"declaring logs of {namespace}/{pod}: HTTP {resp.status_code}: {resp.text[:300]}")
+
+    def append(self, namespace: str, pod: str, container: str, lines: Sequence[LogLine]) -> None:
+        """Add lines to a container's current log (a follower sees them as they are written)."""
+        path = self._file(namespace, pod, container, previous=False)
+        if not path.exists():
+            raise ValueError(f"no log declared for container {container} of {namespace}/{pod}")
+        with path.open("a") as fh:
+            fh.write(cri_text(lines))
+
+    def forget(self, http: httpx.Client, namespace: str, pod: str) -> None:
+        http.delete(f"{CLUSTER_LOGS}/{object_name(namespace, pod)}")
+
+
+def object_name(namespace: str, pod: str) -> str:
+    """The ClusterLogs name for a pod: namespace and pod names are DNS labels, so this is a valid
+    (and unique) DNS subdomain."""
+    return f"{namespace}.{pod}"

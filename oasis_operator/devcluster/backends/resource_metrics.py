@@ -1,0 +1,153 @@
+"""Resource usage of simulated pods and nodes (``kubectl top``, the HorizontalPodAutoscaler's CPU and
+memory metrics): metrics-server, registered as the ``metrics.k8s.io`` aggregated API, scraping the
+kubelet resource-metrics endpoint that the node simulator (kwok) computes from declared usage.
+
+Called by :mod:`oasis_operator.devcluster.backends`. Like pod logs, this shapes how the cluster
+starts (so it must be chosen in ``ClusterConfig.backends``): the API server gets the aggregation
+layer's flags, kwok reads ``ClusterResourceUsage`` and ``Metric`` objects, and the kubelet tunnel
+carries both the API server's calls to metrics-server (an endpoint address routed to the local
+process) and metrics-server's scrapes of the kubelets (it reaches them through the tunnel as an HTTPS
+proxy, so node addresses stay ordinary). The harness declares a pod's usage with a cluster-scoped
+``ClusterResourceUsage`` (out of a namespaced agent's sight); the agent reads it through the API
+server (``/apis/metrics.k8s.io``), audited like any read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import yaml
+
+from oasis_operator.devcluster.backends.base import Backend, BackendContext
+from oasis_operator.devcluster.errors import SetupError
+
+# Where the API server believes metrics-server runs (a pod address in the pod range); the tunnel
+# joins it to the local process.
+ENDPOINT_ADDRESS = "10.244.255.10"
+ENDPOINT_PORT = 4443
+USER = "system:serviceaccount:kube-system:metrics-server"
+CLUSTER_USAGES = "/apis/kwok.x-k8s.io/v1alpha1/clusterresourceusages"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+FIELD_MANAGER = "oasis-resource-usage"
+# metrics-server reads a node's resource-metrics path from this annotation (it exists for simulators);
+# kwok serves each node's endpoint under the node's name.
+PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
+
+
+def _apply(http: httpx.Client, path: str, doc: dict[str, Any]) -> None:
+    resp = http.patch(path, params={"fieldManager": FIELD_MANAGER, "force": "true"}, content=json.dumps(doc),
+                      headers=APPLY)
+    if resp.status_code not in (200, 201):
+        raise SetupError(f"applying {doc['kind']} {doc['metadata']['name']}: HTTP {resp.status_code}: "
+                         f"{resp.text[:300]}")
+
+
+class ResourceMetricsBackend(Backend):
+    name = "resource-metrics"
+    components = ("metrics-server",)
+    # The simulated kubelet API and the tunnel come with the logs back-end.
+    requires = ("logs",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.url = ""
+
+    def start(self, ctx: BackendContext) -> None:
+        from oasis_operator.devcluster.certs import issue_client_cert
+        from oasis_operator.devcluster.cluster import write_kubeconfig
+
+        cluster = ctx.cluster
+        assert cluster.pki is not None
+        if not cluster.metrics_server_port or not cluster.kubelet_proxy:
+            raise SetupError("the resource-metrics back-end must be chosen when the cluster starts")
+        d = ctx.directory(self.name)
+        with cluster.admin_http() as http:
+            metric = yaml.safe_load((ctx.bins.crd_dir / "kwok" / "metrics-resource.yaml").read_text())
+            _apply(http, f"/apis/kwok.x-k8s.io/v1alpha1/metrics/{metric['metadata']['name']}", metric)
+            self._register_service(http)
+            for node in http.get("/api/v1/nodes").json()["items"]:
+                self.annotate_node(http, node["metadata"]["name"])
+        cert = issue_client_cert(cluster.pki, "metrics-server", USER, "system:masters", dt.datetime.now(dt.UTC))
+        kc = write_kubeconfig(d / "metrics-server.kubeconfig", cluster.server, cluster.ca_file, "metrics-server",
+                              cert)
+        port = cluster.metrics_server_port
+        self.url = f"https://127.0.0.1:{port}"
+        self._run(ctx, "metrics-server", [
+            str(ctx.bins.path("metrics-server")),
+            f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+            "--bind-address=127.0.0.1", f"--secure-port={port}", f"--cert-dir={d / 'certs'}",
+            # Kubelet serving certificates are not verified (as the API server does not verify them).
+            "--kubelet-insecure-tls", "--kubelet-preferred-address-types=Hostname,InternalIP",
+            "--metric-resolution=10s", "--kubelet-request-timeout=5s",
+        ], lambda: httpx.get(f"{self.url}/livez", verify=False, timeout=2).status_code == 200,
+            "metrics-server /livez",
+            env={"HTTPS_PROXY": cluster.kubelet_proxy, "NO_PROXY": "127.0.0.1,localhost"})
+        t0 = time.monotonic()
+        with cluster.admin_http() as http:
+            ctx.supervisor.wait_until(lambda: _available(http), what="the metrics.k8s.io API to be Available",
+                                      timeout=ctx.timeout, owner=self.processes[-1])
+        self.timings["metrics.k8s.io available"] = time.monotonic() - t0
+
+    def _register_service(self, http: httpx.Client) -> None:
+        ns = "kube-system"
+        labels = {"k8s-app": "metrics-server"}
+        _apply(http, f"/api/v1/namespaces/{ns}/services/metrics-server", {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "metrics-server", "namespace": ns, "labels": labels},
+            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": ENDPOINT_PORT}]},
+        })
+        # A Service without a selector: its endpoints are ours (mirrored into an EndpointSlice).
+        _apply(http, f"/api/v1/namespaces/{ns}/endpoints/metrics-server", {
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "metrics-server", "namespace": ns, "labels": labels},
+            "subsets": [{"addresses": [{"ip": ENDPOINT_ADDRESS}],
+                         "ports": [{"name": "https", "port": ENDPOINT_PORT, "protocol": "TCP"}]}],
+        })
+        _apply(http, "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io", {
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": labels},
+            "spec": {"service": {"name": "metrics-server", "namespace": ns, "port": 443},
+                     "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": True,
+                     "groupPriorityMinimum": 100, "versionPriority": 100},
+        })
+
+    def endpoints(self) -> dict[str, str]:
+        return {"metrics-server": self.url}
+
+    # -- the harness side -------------------------------------------------------------------------
+    def annotate_node(self, http: httpx.Client, node: str) -> None:
+        """Point metrics-server at ``node``'s endpoint on the simulator (for nodes created later)."""
+        body = {"metadata": {"annotations": {PATH_ANNOTATION: f"/metrics/nodes/{node}/metrics/resource"}}}
+        resp = http.patch(f"/api/v1/nodes/{node}", content=json.dumps(body),
+                          headers={"Content-Type": "application/merge-patch+json"})
+        if resp.status_code != 200:
+            raise SetupError(f"annotating node {node}: HTTP {resp.status_code}: {resp.text[:300]}")
+
+    def declare_usage(self, http: httpx.Client, namespace: str, pod: str | None,
+                      containers: Mapping[str, Mapping[str, str]]) -> None:
+        """Set the usage of ``pod``'s containers (container -> {"cpu": "250m", "memory": "300Mi"}); with
+        ``pod=None``, of every pod of the namespace that has such containers (a Deployment's replicas).
+        Declare a namespace either way, not both (kwok takes the first declaration that matches)."""
+        name = f"{namespace}.{pod}" if pod else namespace
+        selector: dict[str, list[str]] = {"matchNamespaces": [namespace]}
+        if pod:
+            selector["matchNames"] = [pod]
+        doc = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterResourceUsage",
+            "metadata": {"name": name},
+            "spec": {"selector": selector,
+                     "usages": [{"containers": [c], "usage": {k: {"value": v} for k, v in usage.items()}}
+                                for c, usage in containers.items()]},
+        }
+        _apply(http, f"{CLUSTER_USAGES}/{name}", doc)
+
+
+def _available(http: httpx.Client) -> bool:
+    svc = http.get("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io").json()
+    conds = (svc.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Available" and c["status"] == "True" for c in conds)
