@@ -8,16 +8,20 @@ works). Everything is written as PEM files with private keys readable only by th
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from oasis_operator.core.kubeconfig import kubeconfig
 
 _VALIDITY = dt.timedelta(days=365)
 
@@ -211,3 +215,17 @@ def issue_client_cert(pki: PKI, stem: str, user: str, group: str | None, now: dt
     _write_cert(cert_path, cert)
     _write_key(key_path, key)
     return ClientCert(cert_path, key_path)
+
+
+def b64_file(path: Path) -> str:
+    """A file's bytes, base64-encoded (kubeconfig *-data fields)."""
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: ClientCert) -> Path:
+    """A self-contained kubeconfig (certificates embedded) for one client identity."""
+    doc = kubeconfig(server, b64_file(ca), user,
+                     {"client-certificate-data": b64_file(client.cert), "client-key-data": b64_file(client.key)})
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.chmod(0o600)
+    return path

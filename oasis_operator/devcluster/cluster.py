@@ -9,7 +9,6 @@ started is stopped before the :class:`SetupError` propagates.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import errno
 import json
@@ -34,7 +33,7 @@ from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster import binaries as binaries_mod
 from oasis_operator.devcluster import kubelet_tunnel
-from oasis_operator.devcluster.certs import PKI, ClientCert, generate_pki
+from oasis_operator.devcluster.certs import PKI, ClientCert, b64_file, generate_pki, write_kubeconfig
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Supervisor
 
@@ -117,19 +116,6 @@ def _ensure_port_free(port: int, what: str) -> None:
                     f"process; free it or leave the port unset so a free one is picked"
                 ) from None
             raise SetupError(f"cannot use port {port} for the {what}: {exc}") from None
-
-
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode()
-
-
-def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: ClientCert) -> Path:
-    """A self-contained kubeconfig (certificates embedded) for one client identity."""
-    doc = kubeconfig(server, _b64(ca), user,
-                     {"client-certificate-data": _b64(client.cert), "client-key-data": _b64(client.key)})
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    path.chmod(0o600)
-    return path
 
 
 class DevCluster:
@@ -504,7 +490,7 @@ class DevCluster:
 
     def token_kubeconfig(self, path: Path, token: str, namespace: str = "default") -> Path:
         """A kubeconfig for a bearer token (server, CA, token, default namespace)."""
-        doc = kubeconfig(self.server, _b64(self.ca_file), "user", {"token": token}, namespace)
+        doc = kubeconfig(self.server, b64_file(self.ca_file), "user", {"token": token}, namespace)
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
         return path

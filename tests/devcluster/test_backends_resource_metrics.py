@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from oasis_operator.core.environment.manifests import POOL_TAINT, toleration
 from oasis_operator.devcluster import DevCluster, binaries, kube
 from oasis_operator.devcluster.backends.resource_metrics import ResourceMetricsBackend
 
@@ -36,7 +37,9 @@ def deployment(name: str, replicas: int, cpu_request: str) -> dict[str, Any]:
     labels = {"app": name}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                     # The simulated pool is tainted: only what tolerates it (scenario workloads) runs there.
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "tolerations": [toleration(POOL_TAINT)], "containers": [
                          {"name": "app", "image": "registry.example/api:2.1",
                           "resources": {"requests": {"cpu": cpu_request, "memory": "256Mi"}}}]}}}}
 

@@ -12,15 +12,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 import httpx
 
 from oasis_operator.devcluster.backends.binaries import BackendBinaries
+from oasis_operator.devcluster.certs import PKI
 from oasis_operator.devcluster.processes import Component, Supervisor
-
-if TYPE_CHECKING:
-    from oasis_operator.devcluster.cluster import DevCluster
 
 
 def free_port() -> int:
@@ -38,11 +36,26 @@ def http_ok(url: str, *, expect: Callable[[httpx.Response], bool] | None = None,
     return probe
 
 
+class ClusterView(Protocol):
+    """What back-ends use of the running dev cluster (:class:`~oasis_operator.devcluster.cluster.DevCluster`
+    satisfies it; stated here so that back-ends do not import the cluster that starts them)."""
+
+    workdir: Path
+    server: str
+    ca_file: Path
+    pki: PKI | None
+    kwok_server: str
+    kubelet_proxy: str
+    metrics_server_port: int
+
+    def admin_http(self, timeout: float = ...) -> httpx.Client: ...
+
+
 @dataclass
 class BackendContext:
     """What a back-end gets to start with: the cluster, its process supervisor and the binaries."""
 
-    cluster: DevCluster
+    cluster: ClusterView
     supervisor: Supervisor
     bins: BackendBinaries
     timeout: float = 60.0

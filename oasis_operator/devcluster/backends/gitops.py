@@ -45,8 +45,7 @@ class GitOpsBackend(Backend):
         self._grants: dict[str, tuple[str, str]] = {}  # namespace -> (user, password)
 
     def start(self, ctx: BackendContext) -> None:
-        from oasis_operator.devcluster.certs import issue_client_cert
-        from oasis_operator.devcluster.cluster import write_kubeconfig
+        from oasis_operator.devcluster.certs import issue_client_cert, write_kubeconfig
         from oasis_operator.devcluster.stack import install_crd_files
 
         cluster = ctx.cluster

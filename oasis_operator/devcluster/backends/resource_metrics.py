@@ -58,8 +58,7 @@ class ResourceMetricsBackend(Backend):
         self.url = ""
 
     def start(self, ctx: BackendContext) -> None:
-        from oasis_operator.devcluster.certs import issue_client_cert
-        from oasis_operator.devcluster.cluster import write_kubeconfig
+        from oasis_operator.devcluster.certs import issue_client_cert, write_kubeconfig
 
         cluster = ctx.cluster
         assert cluster.pki is not None
