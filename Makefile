@@ -22,6 +22,9 @@ install: $(STAMP) ## Create .venv and install the package with its test tools
 binaries: ## Build the control-plane binaries into the cache (once; ~5 min on 2 cores)
 	@bash tools/build-binaries.sh
 
+backends: ## Build the tool-plane back-ends (metrics, alerts, traces, GitOps) into the cache (once; ~25 min on 2 cores)
+	@OASIS_BUILD_JOBS=$${OASIS_BUILD_JOBS:-2} bash tools/build-backends.sh >/dev/null
+
 tools: ## Install helm, kubeconform (tool cache) and chromium, once, for the shipping and report tests
 	@bash tools/install-tools.sh >/dev/null
 
@@ -34,7 +37,7 @@ lint: install ## ruff, mypy, the import contracts (layers, independent adapters,
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python tools/complexity.py
 
-test: install binaries tools lint ## The whole test suite, including the control-plane tests
+test: install binaries backends tools lint ## The whole test suite, including the control-plane tests
 	$(BIN)/pytest
 
 unit: install ## The pure suite: no control plane, no helm or other outside tool (under a minute)
@@ -55,4 +58,4 @@ dev-down: install ## Stop the local control plane
 clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-.PHONY: help install binaries tools demo lint test unit bench dev-up dev-down clean
+.PHONY: help install binaries backends tools demo lint test unit bench dev-up dev-down clean
