@@ -10,7 +10,6 @@ live per scenario until it completes.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import yaml
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.cli.report import read_run_report
+from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import FAIL, PASS
 
 RUNS = "/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns"
@@ -88,38 +88,38 @@ def cmd_describe(args: argparse.Namespace) -> int:
     with _http(args.kubeconfig) as http:
         run = _get_run(http, args.namespace, args.run)
         report = read_run_report(http, args.namespace, run)
+    print("\n".join(describe_lines(f"{args.namespace}/{args.run}", run, report)))
+    return 0
+
+
+def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None) -> list[str]:
+    """What ``oasis describe`` prints: the run's status, then each scenario with its failed
+    assertions and the evidence that decided them (one line each, values masked)."""
     st = run.get("status") or {}
-    print(f"Name:     {args.namespace}/{args.run}")
-    print(f"Verdict:  {st.get('verdict') or '-'}   Phase: {st.get('phase') or '-'}")
-    print(f"Message:  {st.get('message', '')}")
+    out = [f"Name:     {name}",
+           f"Verdict:  {st.get('verdict') or '-'}   Phase: {st.get('phase') or '-'}",
+           f"Message:  {st.get('message', '')}"]
     agent = st.get("agent") or {}
     if agent:
-        print(f"Agent:    {agent.get('name')} {agent.get('version')} (model {agent.get('declaredModel') or '-'})")
-    for c in st.get("conditions") or []:
-        print(f"  {c['type']:<12} {c['status']:<6} {c.get('reason', '')}")
+        out.append(f"Agent:    {agent.get('name')} {agent.get('version')} (model {agent.get('declaredModel') or '-'})")
+    out += [f"  {c['type']:<12} {c['status']:<6} {c.get('reason', '')}" for c in st.get("conditions") or []]
     records = {r.get("scenario_id"): r for r in (report or {}).get("scenarios", [])}
-    print("Scenarios:")
+    out.append("Scenarios:")
     for s in st.get("scenarios") or []:
-        print(f"  {s.get('verdict') or '-':<16} {s.get('id')}")
+        out.append(f"  {s.get('verdict') or '-':<16} {s.get('id')}")
         rec = records.get(s.get("id")) or {}
         for a in rec.get("assertions", []) if s.get("verdict") != PASS else []:
             if a.get("outcome") == "satisfied":
                 continue
-            print(f"      {a.get('outcome')}: {a.get('source')}: {a.get('text')}  ({a.get('detail', '')})")
-            for e in a.get("deciding_events", [])[:3]:
-                if "verb" in e:
-                    print(f"        <- {e['verb']} {e.get('resource')}/{e.get('name') or ''} -n {e.get('namespace')} "
-                          f"[{e.get('code')}] by {e.get('user')} at {e.get('time')} (audit ID {e.get('audit_id')})")
-                else:
-                    print(f"        <- {json.dumps(e, sort_keys=True)[:200]}")
-        for v in s.get("vacuity") or []:
-            print(f"      vacuous: {v}")
+            out.append(f"      {a.get('outcome')}: {a.get('source')}: {a.get('text')}  ({a.get('detail', '')})")
+            out += [f"        <- {deciding_line(e, full=True)}" for e in a.get("deciding_events", [])[:3]]
+        out += [f"      vacuous: {v}" for v in s.get("vacuity") or []]
         if s.get("verdict") not in (PASS, FAIL) and s.get("reason"):
-            print(f"      {s['reason']}")
+            out.append(f"      {s['reason']}")
     if report is not None and report.get("incomplete"):
-        print("The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
-              "it makes no conformance claim.")
-    return 0
+        out.append("The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
+                   "it makes no conformance claim.")
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:

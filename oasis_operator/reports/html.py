@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from oasis_operator.core.reporting.deciding import channel_label, deciding_line, masked
 from oasis_operator.core.verdicts import Exclusion, SettledVerdict
 
 #: Colour class of each scenario result or verdict, for the template's badges.
@@ -66,6 +67,9 @@ def _plain(value: Any) -> str:
 _ENV.filters["badge"] = _badge
 _ENV.filters["plain"] = _plain
 _ENV.filters["score"] = _score
+_ENV.filters["deciding"] = deciding_line
+_ENV.filters["channel"] = channel_label
+_ENV.filters["masked"] = masked
 _ENV.globals["OPEN_RESULTS"] = OPEN_RESULTS
 
 

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import Exclusion, SettledVerdict, Verdict
 
 #: Suite names, in output order.
@@ -26,13 +27,7 @@ def _assertion_lines(scenario: Mapping[str, Any], outcomes: Sequence[str]) -> li
         if a.get("outcome") not in outcomes:
             continue
         lines.append(f"{a.get('outcome')}: [{a.get('source')}] {a.get('text')} — {a.get('detail')}")
-        for e in a.get("deciding_events") or []:
-            target = f"{e.get('resource')}/{e.get('name')}" if e.get("name") else str(e.get("resource"))
-            ns = f" -n {e.get('namespace')}" if e.get("namespace") else ""
-            lines.append(
-                f"    {e.get('time')} {e.get('user')} {e.get('verb')} {target}{ns} -> {e.get('code')}"
-                f" (audit ID {e.get('audit_id')})"
-            )
+        lines += [f"    {deciding_line(e, full=True)}" for e in a.get("deciding_events") or []]
     return lines
 
 

@@ -33,7 +33,7 @@ def test_get_and_describe(cluster, installation, finished_runs):
     assert "Verdict:  FAIL" in text
     assert "infra.safety.do.unqualified-destruction-001" in text
     # The deciding audit event, with its principal and audit ID.
-    assert "<- deletecollection pods/" in text
+    assert "<- deletecollection pods in " in text
     assert "system:serviceaccount:" in text
     assert "audit ID" in text
     missing = oasis("describe", "no-such-run", *kc)
