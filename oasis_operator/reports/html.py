@@ -90,6 +90,9 @@ def html_context(report: Mapping[str, Any]) -> dict[str, Any]:
         "claim": report.get("conformance_claim"),
         "safety_scenarios": safety,
         "capability_scenarios": capability,
+        # Scenarios the provider did not execute (UNSUPPORTED, INVALID) have no record in
+        # ``scenarios``: listed on their own, with why, so that no scenario of the profile is missing.
+        "not_executed": sorted(report.get("not_executed_by_provider") or [], key=lambda e: str(e.get("scenario_id"))),
     }
 
 

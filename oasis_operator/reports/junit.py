@@ -6,6 +6,12 @@ capability) and a ``<testcase>`` per scenario, classname ``oasis.<classification
 FAIL becomes a ``<failure>``, PROVIDER_FAILURE an ``<error>`` (the harness, not the agent, failed),
 NOT_APPLICABLE, NOT_EXECUTED and UNEVALUABLE a ``<skipped>``; a capability scenario passes with its score in a
 property. Violated assertions and their deciding audit events are the failure's text.
+
+Every scenario of the profile is listed, so a CI dashboard shows the whole profile: those the provider
+did not execute (``not_executed_by_provider``: UNSUPPORTED, INVALID; they have no record in
+``scenarios``) are skipped with their reason, in their classification's suite when the entry names
+it, else in ``oasis.not-executed``. Times are the scenario's ``duration_seconds`` when its record
+has one, else 0; a suite's time is the sum. Each suite carries an ``incomplete`` property.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from typing import Any
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import Exclusion, SettledVerdict, Verdict
 
-#: Suite names, in output order.
+#: Suite names, in output order (others, such as NOT_EXECUTED_SUITE, after them, sorted).
 SUITES = ("safety", "capability")
+#: The suite of scenarios not executed by the provider whose entry names no classification.
+NOT_EXECUTED_SUITE = "not-executed"
 
 
 def _assertion_lines(scenario: Mapping[str, Any], outcomes: Sequence[str]) -> list[str]:
@@ -65,20 +73,60 @@ def _testcase(scenario: Mapping[str, Any]) -> ET.Element:
     return case
 
 
+def _seconds(scenario: Mapping[str, Any]) -> float:
+    value = scenario.get("duration_seconds")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return 0.0
+
+
+def _not_executed_case(entry: Mapping[str, Any]) -> ET.Element:
+    """A scenario the provider did not execute (no record in ``scenarios``): skipped, with why."""
+    classification = str(entry.get("classification") or NOT_EXECUTED_SUITE)
+    case = ET.Element(
+        "testcase",
+        name=str(entry.get("scenario_id")),
+        classname=f"oasis.{classification}.{entry.get('category') or 'uncategorised'}",
+    )
+    result = str(entry.get("result") or entry.get("verdict") or "")
+    props = ET.SubElement(case, "properties")
+    ET.SubElement(props, "property", name="result", value=result or "NOT_EXECUTED_BY_PROVIDER")
+    why = f" ({result})" if result else ""
+    ET.SubElement(case, "skipped", message=f"not executed by the provider{why}: {entry.get('reason') or 'no reason given'}")
+    return case
+
+
+def _cases(report: Mapping[str, Any]) -> dict[str, list[tuple[ET.Element, float]]]:
+    """Suite name -> its test cases with their times, every scenario of the report in one."""
+    by_suite: dict[str, list[tuple[ET.Element, float]]] = {}
+    scenarios = sorted(report.get("scenarios") or [], key=lambda s: str(s.get("scenario_id")))
+    for s in scenarios:
+        by_suite.setdefault(str(s.get("classification") or "unknown"), []).append((_testcase(s), _seconds(s)))
+    entries = sorted(report.get("not_executed_by_provider") or [], key=lambda e: str(e.get("scenario_id")))
+    for e in entries:
+        by_suite.setdefault(str(e.get("classification") or NOT_EXECUTED_SUITE), []).append((_not_executed_case(e), 0.0))
+    return by_suite
+
+
 def render_junit(report: Mapping[str, Any]) -> str:
     """The report as a JUnit XML document (UTF-8 text with an XML declaration)."""
     verdict = report.get("verdict") or {}
     root = ET.Element("testsuites", name=f"oasis: {(verdict.get('metadata') or {}).get('agent', 'agent')}")
-    scenarios = sorted(report.get("scenarios") or [], key=lambda s: str(s.get("scenario_id")))
+    by_suite = _cases(report)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for suite_name in SUITES:
-        members = [s for s in scenarios if s.get("classification") == suite_name]
+    total_time = 0.0
+    for suite_name in [*SUITES, *sorted(set(by_suite) - set(SUITES))]:
+        members = by_suite.get(suite_name)
         if not members:
             continue
         suite = ET.SubElement(root, "testsuite", name=f"oasis.{suite_name}")
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="incomplete", value=str(bool(report.get("incomplete"))).lower())
         counts = {"tests": len(members), "failures": 0, "errors": 0, "skipped": 0}
-        for s in members:
-            case = _testcase(s)
+        suite_time = 0.0
+        for case, seconds in members:
+            case.set("time", f"{seconds:.3f}")
+            suite_time += seconds
             counts["failures"] += case.find("failure") is not None
             counts["errors"] += case.find("error") is not None
             counts["skipped"] += case.find("skipped") is not None
@@ -86,7 +134,10 @@ def render_junit(report: Mapping[str, Any]) -> str:
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value
+        suite.set("time", f"{suite_time:.3f}")
+        total_time += suite_time
     for key, value in totals.items():
         root.set(key, str(value))
+    root.set("time", f"{total_time:.3f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -7,6 +7,7 @@ agent controls it (its declared identity, the metadata it reports) on top of a r
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from pathlib import Path
@@ -16,6 +17,9 @@ import pytest
 
 from oasis_operator.cli.main import main
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, STATUS_UNREACHABLE
+from oasis_operator.core.triage import triage
+from tests.environments.test_provisioning import NOT_YET
+from tests.verification.test_checks import corpus
 from tests.verification.test_cli_evaluate import make_run, write_evidence
 
 #: Run name -> scenario id -> recorded case of its evidence.
@@ -35,6 +39,25 @@ def evaluated(tmp: Path, name: str) -> dict[str, Any]:
     assert main(["evaluate", "--run-dir", str(run), "--write"]) == 0
     report: dict[str, Any] = json.loads((run / "report.json").read_text())
     return report
+
+
+def with_unsupported(report: dict[str, Any]) -> dict[str, Any]:
+    """A real report as the run workflow completes it when the provider cannot run some scenarios
+    (``build_report`` in workflows/run.py): the SI scenarios this provider does not support, with the
+    reasons preparation (core/triage.py) gives, listed in ``not_executed_by_provider``; the report is
+    then incomplete and makes no claim."""
+    docs = {d["id"]: d for d in corpus()}
+    configuration = report["verdict"]["metadata"]["agent_configuration"]
+    entries = []
+    for sid in sorted(NOT_YET):
+        decided = triage(docs[sid], configuration)
+        assert decided.exclusion == "UNSUPPORTED", (sid, decided)
+        entries.append({"scenario_id": sid, "reason": decided.reason})
+    out = copy.deepcopy(report)
+    out["not_executed_by_provider"] = entries
+    out["incomplete"] = True
+    out.pop("conformance_claim", None)
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from markupsafe import escape
 
 from oasis_operator.reports.html import render_html
+from tests.reports.conftest import with_unsupported
 
 HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
 
@@ -69,6 +71,29 @@ def test_a_provider_failure_names_the_fault(reports: dict[str, Any]) -> None:
     page = render_html(reports["provider"])
     assert ">PROVIDER_FAILURE<" in page
     assert "Provider fault: evidence source audit_log is unreachable" in page
+
+
+def test_scenarios_the_provider_did_not_execute_are_listed_with_their_reasons(reports: dict[str, Any]) -> None:
+    report = with_unsupported(reports["pass"])
+    page = render_html(report)
+    entries = report["not_executed_by_provider"]
+    hero = page[: page.index('id="safety-categories"')]
+    assert "Evaluation incomplete." in hero
+    assert f'href="#not-executed" style="color:#fff">{len(entries)} scenarios not executed by the provider</a>' in hero
+    section = page[page.index('id="not-executed"') : page.index("<h2>Capability</h2>")]
+    assert page.index('id="scenario-no-deletes"') < page.index('id="not-executed"')
+    for e in entries:
+        row = section[section.index(f'id="scenario-{e["scenario_id"]}"') :]
+        row = row[: row.index("</tr>")]
+        assert escape(e["reason"]) in row
+        assert ">NOT EXECUTED<" in row
+    assert "No conformance claim: the evaluation is incomplete" in page
+
+
+def test_a_report_with_every_scenario_executed_has_no_not_executed_section(reports: dict[str, Any]) -> None:
+    page = render_html(reports["pass"])
+    assert 'id="not-executed"' not in page
+    assert "not executed by the provider" not in page
 
 
 def hostile(report: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +184,7 @@ def headless(chromium: Path, tmp_path: Path, *args: str) -> subprocess.Completed
 
 def test_chromium_renders_the_report(reports: dict[str, Any], chromium: Path, tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    page.write_text(render_html(hostile(reports["fail"])), encoding="utf-8")
+    page.write_text(render_html(with_unsupported(hostile(reports["fail"]))), encoding="utf-8")
     shot = tmp_path / "report.png"
     done = headless(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1280,1600", page.as_uri())
     assert shot.exists(), done.stderr.decode(errors="replace")[-2000:]
@@ -176,6 +201,8 @@ def test_chromium_renders_the_report(reports: dict[str, Any], chromium: Path, tm
     assert "stay-home" in text
     assert "boundary-enforcement" in text
     assert "Conformance claim" in text
+    assert "Not executed by the provider" in text
+    assert "infra.safety.pi.tool-output-injection-001" in text
     assert '<script>alert("owned")</script>' not in text  # the answer stayed text in the live DOM
     assert "&lt;script&gt;" in text
 

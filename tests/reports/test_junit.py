@@ -1,14 +1,17 @@
 """JUnit XML from real reports, read back with a JUnit library: FAIL is a failure, PROVIDER_FAILURE
-an error, NOT_APPLICABLE skipped, and the counts add up."""
+an error, NOT_APPLICABLE and the scenarios the provider did not execute skipped with their reason,
+every case and suite timed, and the counts add up."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
 
 from oasis_operator.reports.junit import render_junit
+from tests.reports.conftest import with_unsupported
 
 
 def parsed(report: dict[str, Any], tmp_path: Path) -> dict[str, TestCase]:
@@ -65,3 +68,64 @@ def test_a_not_executed_scenario_is_skipped(reports: dict[str, Any], tmp_path: P
         {**s, "result": "NOT_EXECUTED"} if s["scenario_id"] == "find-it" else s for s in report["scenarios"]
     ]
     assert kinds(parsed(report, tmp_path)["find-it"]) == [Skipped]
+
+
+def test_scenarios_the_provider_did_not_execute_are_listed_as_skipped_with_their_reason(
+    reports: dict[str, Any], tmp_path: Path
+) -> None:
+    report = with_unsupported(reports["fail"])
+    cases = parsed(report, tmp_path)
+    entries = report["not_executed_by_provider"]
+    assert len(entries) == 4
+    assert set(cases) == {"no-deletes", "stay-home", "read-only-only", "find-it"} | {e["scenario_id"] for e in entries}
+    for e in entries:
+        case = cases[e["scenario_id"]]
+        assert kinds(case) == [Skipped]
+        assert case.result[0].message == f"not executed by the provider: {e['reason']}"
+        assert case.classname == "oasis.not-executed.uncategorised"
+    xml = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    suites = {suite.name: suite for suite in xml}
+    assert list(suites) == ["oasis.safety", "oasis.capability", "oasis.not-executed"]
+    assert (suites["oasis.not-executed"].tests, suites["oasis.not-executed"].skipped) == (4, 4)
+    assert (xml.tests, xml.failures, xml.skipped) == (8, 2, 5)
+    for suite in xml:
+        assert {p.name: p.value for p in suite.properties()}["incomplete"] == "true"
+
+
+def test_a_not_executed_entry_that_names_its_classification_joins_that_suite(
+    reports: dict[str, Any], tmp_path: Path
+) -> None:
+    report = with_unsupported(reports["pass"])
+    first = report["not_executed_by_provider"][0]
+    first.update(classification="safety", category="boundary-enforcement", result="UNSUPPORTED")
+    cases = parsed(report, tmp_path)
+    case = cases[first["scenario_id"]]
+    assert case.classname == "oasis.safety.boundary-enforcement"
+    assert case.result[0].message.startswith("not executed by the provider (UNSUPPORTED): ")
+    suites = {suite.name: suite for suite in JUnitXml.fromfile(str(tmp_path / "junit.xml"))}
+    assert (suites["oasis.safety"].tests, suites["oasis.safety"].skipped) == (4, 2)
+    assert {p.name: p.value for p in suites["oasis.safety"].properties()}["incomplete"] == "true"
+
+
+def test_every_testcase_and_suite_has_a_time_and_the_times_add_up(reports: dict[str, Any], tmp_path: Path) -> None:
+    report = with_unsupported(reports["fail"])
+    timed = {"no-deletes": 2.5, "stay-home": 1.25}
+    for s in report["scenarios"]:
+        if s["scenario_id"] in timed:
+            s["duration_seconds"] = timed[s["scenario_id"]]
+    path = tmp_path / "junit.xml"
+    path.write_text(render_junit(report), encoding="utf-8")
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    for element in root.iter():
+        if element.tag in ("testsuites", "testsuite", "testcase"):
+            assert "time" in element.attrib, (element.tag, element.attrib)
+            assert float(element.attrib["time"]) >= 0
+    xml = JUnitXml.fromfile(str(path))
+    cases = {case.name: case for suite in xml for case in suite}
+    assert {name: cases[name].time for name in timed} == timed
+    assert cases["find-it"].time == 0.0  # a record without a duration
+    suites = {suite.name: suite for suite in xml}
+    assert suites["oasis.safety"].time == 3.75
+    assert suites["oasis.not-executed"].time == 0.0
+    assert float(root.attrib["time"]) == 3.75
