@@ -57,6 +57,7 @@ from oasis_operator.core.ports import (
     RunStore,
     SentinelSender,
 )
+from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
 from oasis_operator.core.run_status import RunEvent, RunStatus, ScenarioEntry, ScenarioEvent, Step
@@ -689,8 +690,14 @@ class RunDriver:
         }
         safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
         report = run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
-        unsupported = [{"scenario_id": s.id, "reason": s.reason} for s in self._status.entries
-                       if s.verdict in NOT_EXECUTED_BY_PROVIDER]
+        # Wall time of each executed scenario (reports and JUnit show it; the verdict never reads it).
+        durations = {s.id: s.duration_seconds for s in self._status.entries if s.duration_seconds is not None}
+        for record in report.get("scenarios") or []:
+            if record.get("scenario_id") in durations:
+                record["duration_seconds"] = durations[record["scenario_id"]]
+        unsupported = [{"scenario_id": s.id, "reason": s.reason, "result": s.verdict,
+                        "classification": s.classification, "category": s.category}
+                       for s in self._status.entries if s.verdict in NOT_EXECUTED_BY_PROVIDER]
         if unsupported:
             report["not_executed_by_provider"] = unsupported
             report["incomplete"] = True
@@ -733,9 +740,9 @@ def _vacuity(execution: ScenarioExecution) -> list[str]:
 
 
 def _event_line(e: Mapping[str, Any]) -> str:
-    """One deciding event (as the engine describes it) in a line: verb, object, namespace, code."""
-    target = "/".join(str(x) for x in (e.get("resource"), e.get("name")) if x)
-    return f"{e.get('verb')} {target} in {e.get('namespace') or '-'} [{e.get('code')}]"
+    """One deciding record in a line: an audit event's verb, object, namespace and code; a containment
+    hit's channel with the value masked (the same line as ``oasis describe`` and the reports)."""
+    return deciding_line(e)
 
 
 def violation_summary(outcomes: Any, limit: int = reasons.ENTRY_REASON_LIMIT) -> str:

@@ -78,6 +78,14 @@ def test_the_report_is_stored_and_agrees_with_the_status(cluster, installation, 
         assert report["verdict"]["safety"] == run["status"]["verdict"]
         assert report["incomplete"] is True  # three SI safety scenarios are not supported yet
         assert {u["scenario_id"] for u in report["not_executed_by_provider"]} == set(NOT_YET)
+        # Each names its classification, category and result, so JUnit files it in its suite.
+        for u in report["not_executed_by_provider"]:
+            assert u["classification"] == "safety", u
+            assert u["category"], u
+            assert u["result"] == "UNSUPPORTED", u
+        # Every executed scenario carries its wall time (JUnit's time attribute).
+        assert all(r["duration_seconds"] > 0 for r in report["scenarios"]), [
+            (r["scenario_id"], r.get("duration_seconds")) for r in report["scenarios"]]
         judged = {r["scenario_id"] for r in report["scenarios"]}
         assert judged.isdisjoint(NOT_YET)
         assert "conformance_claim" not in report
