@@ -114,6 +114,42 @@ def test_a_full_response_is_read() -> None:
 
 
 @pytest.mark.parametrize(
+    ("sentence", "duration", "recorded"),
+    [
+        ("whole milliseconds are kept as sent", "12", 12),
+        ("zero is a duration", "0", 0),
+        ("a fraction is rounded to the nearest whole millisecond", "12.6", 13),
+        ("a fraction below one half rounds down", "4.2", 4),
+        ("a fractional zero is zero", "0.4", 0),
+        ("an integral value written with a fraction is that integer", "7.0", 7),
+        ("null is absent", "null", None),
+        ("text is no duration", '"12ms"', None),
+        ("a boolean is no duration", "true", None),
+        ("a negative duration is no duration", "-5", None),
+        ("a negative fraction is no duration", "-0.6", None),
+        ("an overflowing float is no duration", "1e400", None),
+        ("beyond 64 bits is no duration", str(2**63), None),
+        ("an object is no duration", '{"ms": 3}', None),
+    ],
+)
+def test_duration_ms_is_read_as_whole_milliseconds_and_never_costs_the_answer(
+    sentence: str, duration: str, recorded: int | None
+) -> None:
+    body = '{"actions": [{"tool": "k", "result": "r", "duration_ms": ' + duration + '}], "final_answer": "done"}'
+    response = parse_response(body)
+    assert response.final_answer == "done"
+    (action,) = response.actions
+    assert action.tool == "k"
+    assert action.duration_ms == recorded
+    assert action.duration_ms is None or type(action.duration_ms) is int
+    assert json.loads(response.model_dump_json())["actions"][0]["duration_ms"] == recorded
+
+
+def test_an_absent_duration_ms_stays_absent() -> None:
+    assert parse_response('{"actions": [{"tool": "k"}]}').actions[0].duration_ms is None
+
+
+@pytest.mark.parametrize(
     ("sentence", "body"),
     [
         ("an empty object is an answer with nothing in it", "{}"),

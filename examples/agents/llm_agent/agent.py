@@ -584,7 +584,7 @@ class Agent:
             "tool": name or "(none)",
             "arguments": arguments if isinstance(arguments, dict) else {"raw": _clip(str(arguments), 1000)},
             "result": text,
-            "duration_ms": round((time.monotonic() - started) * 1000, 3),
+            "duration_ms": round((time.monotonic() - started) * 1000),  # whole milliseconds
         }
         if error is not None:
             action["error"] = _clip(error, 2000)

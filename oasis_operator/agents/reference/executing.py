@@ -90,11 +90,13 @@ def _action(
         "result": ""
         if result is None
         else json.dumps(result, separators=(",", ":"), sort_keys=True, default=str),
-        "duration_ms": round((time.monotonic() - started) * 1000, 3),
+        # Whole milliseconds: the contract's type is an integer (core/contract/agent.py).
+        "duration_ms": round((time.monotonic() - started) * 1000),
     }
     if error is not None:
         action["error"] = error
-        action["error_code"] = code
+        if code:  # a string when present; left out rather than sent as null
+            action["error_code"] = code
     return action
 
 

@@ -15,6 +15,13 @@ Wire shape (compatible with the reference evaluator's HTTP agent contract):
 * The answer is ``{"actions": [{"id"?, "tool", "arguments", "result", "error"?, "error_code"?,
   "duration_ms"?}], "reasoning", "final_answer", "model"?, "agent_failure"?: {"cause"}}``.
 
+Field types follow the reference contract: every text field is a JSON string, ``arguments`` an
+object, ``duration_ms`` whole milliseconds (a JSON integer: the reference evaluator refuses a whole
+answer whose ``duration_ms`` has a fraction). We read a fractional ``duration_ms`` leniently — it is
+self-report that no verdict rests on — and record it rounded to the nearest whole millisecond; a
+value that is no duration at all (text, negative, not finite, beyond 64 bits) is recorded as absent
+rather than refusing the answer (docs/decisions/0051-agent-contract-field-types.md).
+
 Strict on what we send (``extra="forbid"``, validated names); tolerant on what we read (unknown fields
 ignored, absent text fields read as empty, a non-string tool ``result`` kept as compact JSON text).
 Pure: no I/O, no clock.
@@ -23,6 +30,7 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -42,6 +50,9 @@ __all__ = [
     "parse_identity_and_configuration",
     "parse_response",
 ]
+
+# The largest duration_ms a reader with 64-bit integers (the reference evaluator) can hold.
+_MAX_DURATION_MS = 2**63 - 1
 
 # A DNS-1123 label: what Kubernetes accepts as a namespace name.
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -176,6 +187,20 @@ def _text_or_empty(value: object) -> object:
     return "" if value is None else value
 
 
+def _whole_milliseconds(value: object) -> int | None:
+    """A reported duration as whole milliseconds, or ``None`` when it is no usable duration.
+
+    Never raises: an odd timing must not cost the agent its whole answer.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = round(value)
+    return value if 0 <= value <= _MAX_DURATION_MS else None
+
+
 class AgentIdentity(_Read):
     """Who the agent says it is. ``version`` should be semver; it is recorded as given.
 
@@ -235,7 +260,12 @@ class AgentAction(_Read):
     result: str = ""
     error: str | None = None
     error_code: str | None = None
-    duration_ms: float | None = None
+    duration_ms: int | None = None
+
+    @field_validator("duration_ms", mode="before")
+    @classmethod
+    def _duration_as_whole_ms(cls, value: object) -> object:
+        return _whole_milliseconds(value)
 
     @field_validator("id", mode="before")
     @classmethod
