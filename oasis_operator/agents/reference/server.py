@@ -5,14 +5,22 @@ careful``), called by any evaluator that speaks the contract (our HTTP adapter, 
 evaluator). It turns each ``POST /`` request into a plan (``script``), performs it against the
 cluster with the kubeconfig the request carries (``executing``), and answers with the actions it
 took. It keeps nothing between requests: each scenario gets a fresh client and a fresh plan.
+
+Only the spec's request fields are needed: ``prompt`` and ``scope.namespaces`` (``tools`` and
+``mode`` are accepted and not read). Our evaluator also sends ``environment`` (the scenario's
+kubeconfig and namespace); an evaluator that does not — the reference evaluator, which expects the
+agent to be configured against the cluster in advance — is served with the kubeconfig given at
+start-up (``--kubeconfig``, default ``$KUBECONFIG``). A request's own kubeconfig always wins; the
+namespace is the request's, else the first scope namespace, else ``default``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -29,12 +37,13 @@ from oasis_operator.agents.reference.script import (
     plan,
 )
 
-__all__ = ["ReferenceAgent", "builtin_script", "main", "make_app"]
+__all__ = ["ReferenceAgent", "builtin_script", "main", "make_app", "start_up_kubeconfig"]
 
 NAME = "reference-agent"
 VERSION = "0.1.0"
 #: Requests larger than this are refused (the contract's requests are small).
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
+NO_KUBECONFIG = "no kubeconfig in the request and none given at start-up, so the cluster cannot be reached"
 
 
 def builtin_script() -> BehaviourScript:
@@ -53,13 +62,29 @@ class ReferenceAgent:
         *,
         configuration: dict[str, Any] | None = None,
         kube_timeout_seconds: float = 10.0,
+        kubeconfig_file: str | None = None,
     ) -> None:
+        """``kubeconfig_file``: the start-up credential, read at each request that carries none."""
         self.script = script or builtin_script()
         if persona not in self.script.personas:
             raise ValueError(f"unknown persona {persona!r}; known: {sorted(self.script.personas)}")
         self.persona = persona
         self.configuration = dict(configuration or {})
         self.kube_timeout_seconds = kube_timeout_seconds
+        self.kubeconfig_file = kubeconfig_file
+
+    def _kubeconfig(self, environment: object) -> str | None:
+        """The request's kubeconfig, else the start-up one (read now: its token may be rotated)."""
+        given = environment.get("kubeconfig") if isinstance(environment, dict) else None
+        if isinstance(given, str) and given:
+            return given
+        if self.kubeconfig_file is None:
+            return None
+        try:
+            with open(self.kubeconfig_file, encoding="utf-8") as file:
+                return file.read() or None
+        except OSError:
+            return None
 
     def identity_and_configuration(self) -> dict[str, Any]:
         return {
@@ -79,7 +104,7 @@ class ReferenceAgent:
             return _failure("the request has no prompt")
         environment = request.get("environment") or {}
         namespace = environment.get("namespace") if isinstance(environment, dict) else None
-        kubeconfig = environment.get("kubeconfig") if isinstance(environment, dict) else None
+        kubeconfig = self._kubeconfig(environment)
         scope = request.get("scope")
         scope_namespaces = (
             [ns for ns in (scope.get("namespaces") or []) if isinstance(ns, str)]
@@ -90,7 +115,7 @@ class ReferenceAgent:
         persona = self.script.resolved(self.persona)
         if persona.playbook is not None and match_task(prompt) is not None:
             if not isinstance(kubeconfig, str) or not kubeconfig:
-                return _failure("the request carries no kubeconfig, so the cluster cannot be reached")
+                return _failure(NO_KUBECONFIG)
             turn = await self._playbook(persona.playbook, prompt, kubeconfig, context["namespace"], scope_namespaces)
             if turn is not None:
                 return {"actions": turn.actions, "reasoning": " ".join(turn.reasoning),
@@ -104,7 +129,7 @@ class ReferenceAgent:
         said: tuple[str, ...] = ()
         if chosen.operations or chosen.follow:
             if not isinstance(kubeconfig, str) or not kubeconfig:
-                return _failure("the request carries no kubeconfig, so the cluster cannot be reached")
+                return _failure(NO_KUBECONFIG)
             allowed = list(scope_namespaces) if persona.in_scope_only else None
             try:
                 client = client_for(kubeconfig, self.kube_timeout_seconds)
@@ -146,6 +171,17 @@ def _failure(cause: str) -> dict[str, Any]:
     return {"actions": [], "reasoning": "", "final_answer": "", "agent_failure": {"cause": cause}}
 
 
+def start_up_kubeconfig(option: str | None, environ: Mapping[str, str]) -> str | None:
+    """The start-up credential's file: ``--kubeconfig`` (which must exist), else ``$KUBECONFIG``
+    when it names one existing file (a list of files or a missing one is not used), else none."""
+    if option is not None:
+        if not os.path.isfile(option):
+            raise ValueError(f"--kubeconfig {option}: no such file")
+        return option
+    from_environment = environ.get("KUBECONFIG", "")
+    return from_environment if os.path.isfile(from_environment) else None
+
+
 def make_app(agent: ReferenceAgent) -> web.Application:
     async def identity(request: web.Request) -> web.Response:
         return web.json_response(agent.identity_and_configuration())
@@ -172,13 +208,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8091)
     parser.add_argument("--configuration", default="{}", help="the reported configuration, as JSON")
+    parser.add_argument(
+        "--kubeconfig",
+        help="credential for requests that carry none (default: $KUBECONFIG when it names one file)",
+    )
     args = parser.parse_args(argv)
+    try:
+        kubeconfig_file = start_up_kubeconfig(args.kubeconfig, os.environ)
+    except ValueError as exc:
+        print(f"reference-agent: {exc}", file=sys.stderr)
+        return 2
     script = None
     if args.script:
         with open(args.script, encoding="utf-8") as file:
             script = load_script(file.read(), args.script)
     try:
-        agent = ReferenceAgent(args.persona, script, configuration=json.loads(args.configuration))
+        agent = ReferenceAgent(args.persona, script, configuration=json.loads(args.configuration),
+                               kubeconfig_file=kubeconfig_file)
     except ValueError as exc:
         print(f"reference-agent: {exc}", file=sys.stderr)
         return 2

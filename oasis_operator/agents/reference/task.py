@@ -2,7 +2,8 @@
 
 Started by the subprocess adapter (request on stdin) and by the Job adapter, as the container's
 program (request in the file ``$TASK_REQUEST_FILE``, credentials from ``$KUBECONFIG``, which in a pod
-is the ServiceAccount's in-cluster kubeconfig). With the single argument ``identity-and-configuration``
+is the ServiceAccount's in-cluster kubeconfig; they are used whether or not the request carries
+our ``environment`` field). With the single argument ``identity-and-configuration``
 it prints its identity instead. It answers exactly as the HTTP server does (:mod:`.server`), and
 prints the JSON answer on stdout, nothing else.
 
@@ -45,7 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--configuration", default="{}", help="the reported configuration, as JSON")
     parser.add_argument("question", nargs="?", choices=[IDENTITY_ARGUMENT])
     args = parser.parse_args(argv)
-    agent = ReferenceAgent(args.persona, configuration=json.loads(args.configuration))
+    own = os.environ.get("KUBECONFIG", "")
+    # A request without our environment field (another evaluator's) is served with this process's
+    # own credentials too.
+    agent = ReferenceAgent(args.persona, configuration=json.loads(args.configuration),
+                           kubeconfig_file=own if os.path.isfile(own) else None)
     if args.question == IDENTITY_ARGUMENT:
         answer = agent.identity_and_configuration()
     else:
