@@ -40,6 +40,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from oasis_operator.adapters.audit.file_tail import AuditFileTail  # noqa: E402
 from oasis_operator.core.environment.manifests import POOL_TAINT, toleration  # noqa: E402
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube  # noqa: E402
 
@@ -225,21 +226,17 @@ def snapshot(env: Env, *, trimmed: bool = False) -> list[dict[str, Any]]:
     )
 
 
-def barrier(env: Env, log: Path, offset: int, timeout: float = 20.0) -> list[dict[str, Any]]:
-    """A sentinel request with our own Audit-ID; read the log from ``offset`` until it has arrived."""
+def barrier(env: Env, tail: AuditFileTail, timeout: float = 20.0) -> list[dict[str, Any]]:
+    """A sentinel request with our own Audit-ID; read on from where ``tail`` stands until it has arrived.
+    The tail survives the API server's rotation of the log (a shared test cluster's log rotates at
+    200 MiB, which an offset into the file would not)."""
     audit_id = f"barrier-{uuid.uuid4()}"
     env.admin.get(f"/api/v1/namespaces/{env.ns}", headers={"Audit-ID": audit_id})
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with log.open("rb") as fh:
-            fh.seek(offset)
-            data = fh.read()
-        lines = data.split(b"\n")
-        events = [json.loads(line) for line in lines[:-1] if line.strip()]
-        if any(e.get("auditID") == audit_id and e.get("stage") == "ResponseComplete" for e in events):
-            return [e for e in events if e.get("auditID") != audit_id]
-        time.sleep(0.1)
-    raise RuntimeError("audit barrier not reached")
+    events: list[dict[str, Any]] = []
+    if tail.wait_for(lambda e: e.get("auditID") == audit_id and e.get("stage") == "ResponseComplete",
+                     timeout, sink=events, interval=0.1) is None:
+        raise RuntimeError("audit barrier not reached")
+    return [e for e in events if e.get("auditID") != audit_id]
 
 
 def now() -> str:
@@ -1035,7 +1032,8 @@ def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
             prepare(env)
         env.commands.clear()
         time.sleep(1.0)  # let controllers settle so "before" is stable
-        offset = dev.audit_log.stat().st_size
+        tail = AuditFileTail(dev.audit_log, from_start=False)
+        tail.read_new()  # stands at the end of the log now
         trimmed = case in TRIMMED_CASES
         before = snapshot(env, trimmed=trimmed)
         start = now()
@@ -1043,7 +1041,8 @@ def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
         time.sleep(1.0)  # let controllers react inside the window
         end = now()
         after = snapshot(env, trimmed=trimmed)
-        events = barrier(env, dev.audit_log, offset)
+        events = barrier(env, tail)
+        tail.close()
         if trimmed:
             events = [e for e in events if env.ns in json.dumps(e) or env.agent in json.dumps(e)]
         kube.delete_namespace(admin, env.ns)

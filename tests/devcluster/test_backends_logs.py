@@ -20,7 +20,9 @@ from oasis_operator.devcluster.backends.logs import LogLine, PodLogsBackend
 pytestmark = pytest.mark.cluster
 
 READ_LOGS = [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}]
-NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
+#: When each namespace's lines were declared: the lines are placed relative to that moment, so a test
+#: that runs long after collection (a full suite on a loaded machine) still reads "30 s ago" as recent.
+DECLARED_AT: dict[str, dt.datetime] = {}
 
 
 def make_pod(http: httpx.Client, namespace: str, name: str, containers: list[str]) -> None:
@@ -45,13 +47,14 @@ def read_log(http: httpx.Client, namespace: str, pod: str, timeout: float = 10.0
 @pytest.fixture
 def declared(tool_admin: httpx.Client, tool_namespaces: tuple[str, str], pod_logs: PodLogsBackend) -> str:
     ns, _ = tool_namespaces
+    now = DECLARED_AT[ns] = dt.datetime.now(dt.UTC).replace(microsecond=0)
     make_pod(tool_admin, ns, "checkout-7d9f", ["app", "sidecar"])
     pod_logs.declare(tool_admin, ns, "checkout-7d9f", {
-        "app": [LogLine(NOW - dt.timedelta(minutes=30), "listening on :8080"),
-                LogLine(NOW - dt.timedelta(minutes=2), "ERROR upstream payments: connection refused", "stderr"),
-                LogLine(NOW - dt.timedelta(seconds=30), "retrying in 5s")],
-        "sidecar": [LogLine(NOW - dt.timedelta(minutes=29), "proxy ready")],
-    }, previous={"app": [LogLine(NOW - dt.timedelta(hours=1), "panic: nil map\ngoroutine 1 [running]:")]})
+        "app": [LogLine(now - dt.timedelta(minutes=30), "listening on :8080"),
+                LogLine(now - dt.timedelta(minutes=2), "ERROR upstream payments: connection refused", "stderr"),
+                LogLine(now - dt.timedelta(seconds=30), "retrying in 5s")],
+        "sidecar": [LogLine(now - dt.timedelta(minutes=29), "proxy ready")],
+    }, previous={"app": [LogLine(now - dt.timedelta(hours=1), "panic: nil map\ngoroutine 1 [running]:")]})
     return ns
 
 
@@ -67,7 +70,7 @@ CASES: list[tuple[str, dict[str, str], str]] = [
     ("--previous of a container with no previous log declared is empty", {"container": "sidecar", "previous": "true"},
      ""),
     ("--timestamps shows the declared times", {"container": "sidecar", "timestamps": "true"},
-     f"{(NOW - dt.timedelta(minutes=29)).strftime('%Y-%m-%dT%H:%M:%S')}.000000000Z proxy ready\n"),
+     "{sidecar_at}.000000000Z proxy ready\n"),
 ]
 
 
@@ -75,7 +78,8 @@ CASES: list[tuple[str, dict[str, str], str]] = [
 def test_declared_log_is_what_the_api_server_returns(tool_admin, declared, case, params, expected):
     resp = read_log(tool_admin, declared, "checkout-7d9f", **params)
     assert resp.status_code == 200, resp.text
-    assert resp.text == expected
+    sidecar_at = (DECLARED_AT[declared] - dt.timedelta(minutes=29)).strftime("%Y-%m-%dT%H:%M:%S")
+    assert resp.text == expected.replace("{sidecar_at}", sidecar_at)
 
 
 def test_an_agents_read_is_audited_and_another_namespace_is_refused(tool_cluster: DevCluster, tool_admin,
