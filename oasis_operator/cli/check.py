@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from oasis_operator.adapters.audit.file_tail import AuditFileTail
 from oasis_operator.cli.main import CliError
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector
 from oasis_operator.handlers.settings import SERVICE_ACCOUNT_DIR, ClusterAccess, SettingsError
@@ -247,24 +248,25 @@ async def check_audit(http: httpx.AsyncClient, args: argparse.Namespace) -> Find
     return await _check_audit_metrics(http, args)
 
 
-def _read_from(path: Path, offset: int) -> bytes:
-    with path.open("rb") as fh:
-        fh.seek(offset)
-        return fh.read()
-
-
 async def _check_audit_file(http: httpx.AsyncClient, path: Path, timeout: float) -> Finding:
     try:
-        offset = (await asyncio.to_thread(path.stat)).st_size
+        await asyncio.to_thread(path.stat)
     except OSError as exc:
         return Finding("FAIL", "audit", f"{path}: {exc.strerror} (the API server's --audit-log-path)")
+    # Read on from the end, through a rotation (the API server renames a full log and starts anew).
+    tail = AuditFileTail(path, from_start=False)
+    await asyncio.to_thread(tail.read_new_raw)
     started = time.monotonic()
     audit_id = await _sentinel(http)
-    while time.monotonic() - started < timeout:
-        if audit_id.encode() in await asyncio.to_thread(_read_from, path, offset):
-            return Finding("OK", "audit", f"{path}: this check's own request was logged after "
-                                          f"{(time.monotonic() - started) * 1000:.0f} ms")
-        await asyncio.sleep(0.1)
+    try:
+        while time.monotonic() - started < timeout:
+            lines = await asyncio.to_thread(tail.read_new_raw)
+            if any(audit_id.encode() in line for line in lines):
+                return Finding("OK", "audit", f"{path}: this check's own request was logged after "
+                                              f"{(time.monotonic() - started) * 1000:.0f} ms")
+            await asyncio.sleep(0.1)
+    finally:
+        tail.close()
     return Finding("FAIL", "audit", f"{path}: this check's own request (Audit-ID {audit_id}) was not logged within "
                                     f"{timeout:.0f} s; is this the file the API server writes (--audit-log-path)?")
 

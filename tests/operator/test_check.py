@@ -3,13 +3,15 @@ each thing a user can get wrong makes its check fail with what to do, and the ex
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
 
+import httpx
 import pytest
 
-from oasis_operator.cli.check import first_difference
+from oasis_operator.cli.check import _check_audit_file, first_difference
 from oasis_operator.devcluster import kube
 
 
@@ -78,3 +80,19 @@ def test_each_problem_fails_its_check_and_says_what_to_do(cluster, installation,
 )
 def test_a_stale_crd_is_found_at_its_first_difference(want, got, where):
     assert first_difference(want, got) == where
+
+
+async def test_the_audit_check_follows_the_log_through_a_rotation(tmp_path) -> None:
+    """The API server renames a full log and starts a new one; the check's own request may land in
+    either. Here the log rotates just as the request is made, so its event is in the new file only."""
+    log = tmp_path / "audit.log"
+    log.write_bytes(b'{"auditID": "earlier", "stage": "ResponseComplete"}\n' * 1000)
+
+    def api_server(request: httpx.Request) -> httpx.Response:
+        log.rename(tmp_path / "audit-2026-12-02T03-00-00.000.log")
+        log.write_text(json.dumps({"auditID": request.headers["Audit-ID"], "stage": "ResponseComplete"}) + "\n")
+        return httpx.Response(200, json={"kind": "Namespace"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(api_server), base_url="https://api") as http:
+        finding = await _check_audit_file(http, log, timeout=3.0)
+    assert finding.status == "OK", finding

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from oasis_operator.adapters.audit.file_tail import AuditFileTail
 from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.devcluster import kube, stack
 
@@ -28,22 +29,18 @@ class Pump:
         self.source, self.target = source, target
         self.running = True
         target.write_bytes(b"")
-        with source.open("rb") as fh:
-            fh.seek(0, 2)
-            self.offset = fh.tell()
+        # From the end of the log on, through a rotation (the shared test cluster's log rotates at 200 MiB).
+        self.tail = AuditFileTail(source, from_start=False)
+        self.tail.read_new_raw()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while self.running:
-            with self.source.open("rb") as src:
-                src.seek(self.offset)
-                data = src.read()
-            if data:
-                cut = data.rfind(b"\n") + 1
+            lines = self.tail.read_new_raw()
+            if lines:
                 with self.target.open("ab") as dst:
-                    dst.write(data[:cut])
-                self.offset += cut
+                    dst.write(b"".join(line + b"\n" for line in lines))
             time.sleep(0.02)
 
     def stop(self) -> None:

@@ -36,6 +36,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from oasis_operator.adapters.audit.file_tail import AuditFileTail
 from oasis_operator.devcluster import binaries, stack
 from oasis_operator.devcluster.cluster import SERVICE_CIDR
 from tests.conftest import SPEC_DIR, ClusterHandle
@@ -101,7 +102,10 @@ class AuditForwarder:
         ctx = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
         ctx.load_cert_chain(str(pki_dir / "client.crt"), str(pki_dir / "client.key"))
         self.http = httpx.Client(verify=ctx, timeout=10)
-        self.offset = log.stat().st_size
+        # From the end of the log on, through a rotation (the shared test cluster's log rotates at 200 MiB).
+        self.tail = AuditFileTail(log, from_start=False)
+        self.tail.read_new_raw()
+        self.pending: list[dict[str, Any]] = []  # read, not yet accepted by the webhook
         self.sent = self.refused = 0
         self.running = True
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -109,18 +113,15 @@ class AuditForwarder:
 
     def _run(self) -> None:
         while self.running:
-            with self.log.open("rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read(4 << 20)
-            cut = data.rfind(b"\n") + 1
-            if cut:
-                items = [json.loads(line) for line in data[:cut].splitlines() if line.strip()]
+            self.pending.extend(self.tail.read_new())
+            if self.pending:
+                items = self.pending[:2000]
                 try:
                     r = self.http.post(self.url, json={"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
                                                        "items": items},
                                        extensions={"sni_hostname": self.server_name})
                     if r.status_code == 200:
-                        self.offset += cut
+                        del self.pending[:len(items)]
                         self.sent += len(items)
                     else:
                         self.refused += 1
