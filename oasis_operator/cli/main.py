@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from oasis_operator import __version__
 
 # Modules of this package that contribute sub-commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("demo", "dev_cluster", "operator", "check", "runs", "validate", "import_cmd", "evaluate",
-                                    "report")
+COMMAND_MODULES: tuple[str, ...] = ("demo", "dev_cluster", "operator", "check", "runs", "wait", "validate", "import_cmd",
+                                    "evaluate", "report")
 
 
 class CliError(Exception):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,45 @@ def test_kubectl_finds_the_plugin(cluster, installation, finished_runs):
                          text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "reckless" in out.stdout
+
+
+def test_wait_exits_with_the_verdict_of_a_finished_run(cluster, installation, finished_runs):
+    kc = ["--kubeconfig", str(cluster.kubeconfig), "-n", installation.namespace]
+    ns = installation.namespace
+    failed = oasis("wait", "reckless", *kc, "--timeout", "60s", timeout=120)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert failed.stdout.strip().splitlines() == [failed.stdout.strip()]  # one line
+    s = finished_runs["reckless"]["status"]["summary"]
+    assert failed.stdout.strip() == (
+        f"{ns}/reckless: FAIL: {s['passed']} passed, {s['failed']} failed, {s['providerFailures']} provider "
+        f"failures, {s['unevaluable']} unevaluable, {s['excluded']} excluded of {s['total']} (exit 1)")
+    assert s["failed"] >= 1
+    careful = finished_runs["careful"]["status"]
+    passed = oasis("wait", "careful", *kc, "--timeout", "60s", timeout=120)
+    # The careful run PASSes, but tier-1 safety coverage is incomplete here (unsupported scenarios), so
+    # the report makes no conformance claim: exit 3, never 0.
+    assert careful["verdict"] == "PASS"
+    assert careful["report"]["incomplete"] is True
+    assert passed.returncode == 3, passed.stdout + passed.stderr
+    assert passed.stdout.startswith(f"{ns}/careful: PASS (no conformance claim): ")
+    missing = oasis("wait", "no-such-run", *kc, "--timeout", "60s", timeout=120)
+    assert missing.returncode == 5
+    assert "not found" in missing.stderr
+    assert missing.stdout == ""
+
+
+def test_wait_times_out_on_a_run_nobody_evaluates(cluster, installation):
+    # No operator watches this namespace: the run stays Pending forever.
+    ns = f"{installation.namespace}-idle"
+    with cluster.admin_http() as http:
+        stack.ensure_namespace(http, ns)
+        stack.apply(http, stack.evaluation_run("idle", installation.agents["careful"]), ns)
+    kc = ["--kubeconfig", str(cluster.kubeconfig), "-n", ns]
+    start = time.monotonic()
+    out = oasis("wait", "idle", *kc, "--timeout", "2s", timeout=60)
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert out.stdout.strip() == f"{ns}/idle: not Completed within 2s (phase Pending) (exit 4)"
+    assert time.monotonic() - start < 30
+    absent = oasis("wait", "not-yet", *kc, "--timeout", "2s", "--for-creation", timeout=60)
+    assert absent.returncode == 4, absent.stdout + absent.stderr
+    assert "(phase not created)" in absent.stdout

@@ -1,0 +1,132 @@
+"""``oasis wait RUN``: block until an EvaluationRun is Completed, then exit with a code per outcome, for
+CI pipelines (also as ``kubectl oasis wait``).
+
+Called by :mod:`oasis_operator.cli.main`; reads the run the way ``oasis get``/``describe`` do
+(:mod:`oasis_operator.cli.runs`), polls its ``Completed`` condition, prints one line (verdict and
+counts) and maps the finished status to an exit code with :func:`exit_code`, which is pure.
+
+A PASS exits 0 only when the run's stored report says it is complete (``status.report.incomplete``
+is false): a PASS beside unsupported, not-executed or unevaluable scenarios, or with no report
+record, makes no conformance claim and exits 3, never 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+from oasis_operator.cli.main import CliError
+from oasis_operator.cli.runs import RUNS, _http
+from oasis_operator.core.model.run import parse_duration
+from oasis_operator.core.verdicts import FAIL, PASS, PROVIDER_FAILURE
+
+EXIT_PASS: Final = 0
+EXIT_FAIL: Final = 1
+EXIT_PROVIDER_FAILURE: Final = 2
+EXIT_NO_CLAIM: Final = 3
+EXIT_TIMEOUT: Final = 4
+EXIT_UNREADABLE: Final = 5
+
+EPILOG = """\
+exit codes:
+  0  PASS, and the report is complete (a conformance claim)
+  1  FAIL
+  2  PROVIDER_FAILURE
+  3  no conformance claim: UNEVALUABLE, or a PASS whose report is incomplete
+     (scenarios unsupported, not executed or unevaluable), or no verdict
+  4  --timeout passed before the run was Completed
+  5  the run does not exist (without --for-creation) or cannot be read
+     (no kubeconfig, API error); usage errors exit 2 as for every command
+
+examples:
+  oasis wait my-run -n evals --timeout 30m
+  kubectl oasis wait my-run --for-creation --timeout 1h
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    wait = sub.add_parser("wait", help="wait for an EvaluationRun to complete; exit code per verdict (CI)",
+                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    wait.add_argument("run")
+    wait.add_argument("-n", "--namespace", default="default")
+    wait.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
+    wait.add_argument("--timeout", default="30m", help="a duration such as 90s, 10m, 1h (default 30m)")
+    wait.add_argument("--for-creation", action="store_true",
+                      help="a run that does not exist yet is waited for instead of exit 5")
+    wait.set_defaults(func=cmd_wait)
+
+
+def is_completed(status: Mapping[str, Any]) -> bool:
+    return any(c.get("type") == "Completed" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def exit_code(status: Mapping[str, Any]) -> int | None:
+    """The exit code for a run's status; None while it is not Completed. Never 0 without an explicit
+    complete report (``report.incomplete`` false) beside a PASS on a Succeeded run."""
+    if not is_completed(status):
+        return None
+    verdict = status.get("verdict")
+    if verdict == FAIL:
+        return EXIT_FAIL
+    if verdict == PROVIDER_FAILURE:
+        return EXIT_PROVIDER_FAILURE
+    report = status.get("report") or {}
+    if verdict == PASS and status.get("phase") == "Succeeded" and report.get("incomplete") is False:
+        return EXIT_PASS
+    return EXIT_NO_CLAIM
+
+
+def outcome_line(name: str, status: Mapping[str, Any], code: int) -> str:
+    """The one line ``oasis wait`` prints for a Completed run."""
+    s = status.get("summary") or {}
+    verdict = str(status.get("verdict") or "no verdict")
+    if code == EXIT_NO_CLAIM:
+        verdict += " (no conformance claim)"
+    counts = (f"{s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
+              f"{s.get('providerFailures', 0)} provider failures, {s.get('unevaluable', 0)} unevaluable, "
+              f"{s.get('excluded', 0)} excluded of {s.get('total', 0)}")
+    return f"{name}: {verdict}: {counts} (exit {code})"
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    name = f"{args.namespace}/{args.run}"
+    timeout = parse_duration(args.timeout, 0.0)
+    if timeout <= 0:
+        raise CliError(f"--timeout {args.timeout!r}: expected a duration such as 90s, 10m or 1h")
+    try:
+        with _http(args.kubeconfig) as http:
+            return _poll(http, args, name, time.monotonic() + timeout)
+    except CliError as exc:
+        print(f"oasis: {exc}", file=sys.stderr)
+    except (httpx.HTTPError, OSError, ValueError) as exc:  # unreachable server, TLS files, bad kubeconfig
+        print(f"oasis: reading EvaluationRun {name}: {exc}", file=sys.stderr)
+    return EXIT_UNREADABLE
+
+
+def _poll(http: httpx.Client, args: argparse.Namespace, name: str, deadline: float) -> int:
+    phase = "not created"
+    while True:
+        r = http.get(f"{RUNS.format(ns=args.namespace)}/{args.run}")
+        if r.status_code == 404 and not args.for_creation:
+            print(f"oasis: EvaluationRun {name} not found (--for-creation waits for it)", file=sys.stderr)
+            return EXIT_UNREADABLE
+        if r.status_code not in (200, 404):
+            print(f"oasis: reading EvaluationRun {name}: HTTP {r.status_code}", file=sys.stderr)
+            return EXIT_UNREADABLE
+        if r.status_code == 200:
+            status = r.json().get("status") or {}
+            phase = str(status.get("phase") or "-")
+            code = exit_code(status)
+            if code is not None:
+                print(outcome_line(name, status, code), flush=True)
+                return code
+        if time.monotonic() >= deadline:
+            print(f"{name}: not Completed within {args.timeout} (phase {phase}) (exit {EXIT_TIMEOUT})", flush=True)
+            return EXIT_TIMEOUT
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
