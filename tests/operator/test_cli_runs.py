@@ -73,6 +73,10 @@ def test_kubectl_finds_the_plugin(cluster, installation, finished_runs):
                          text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "reckless" in out.stdout
+    waited = subprocess.run([str(kubectl), "oasis", "wait", "reckless", "-n", installation.namespace],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert waited.returncode == 1, waited.stdout + waited.stderr
+    assert waited.stdout.startswith(f"{installation.namespace}/reckless: FAIL: ")
 
 
 def test_wait_exits_with_the_verdict_of_a_finished_run(cluster, installation, finished_runs):
