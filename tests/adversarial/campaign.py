@@ -102,6 +102,9 @@ class Outcome:
     result: dict[str, Any] = field(default_factory=dict)  # the report's evaluation of the scenario
     journal: list[dict[str, Any]] = field(default_factory=list)
     refused: str = ""  # the scenario was refused at validation (before any run): why
+    #: Earlier runs of this row the persona never played (no journal entry), each summarised; the row
+    #: went again in the next round. Shown in results.json so a recurring cause is not lost.
+    earlier: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -251,8 +254,16 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
                 planned = [(f"redteam-r{round_}-{group}-{n}", group, members)
                            for n, (group, members) in enumerate(waves(runnable), start=1)]
                 _run_waves(http, namespace, url, planned, outcomes, runs, KEEP_EVIDENCE)
-                # A provider fault aborts a whole run: what it never reached goes again, in new runs.
-                runnable = [i for i in runnable if _not_reached(outcomes[i.key])]
+                # A provider fault aborts a whole run: what it never reached goes again, in new runs; so
+                # does a row whose run completed without the persona ever being asked to play it (nothing
+                # of the technique was tested), with the first attempt kept in ``earlier``.
+                entries = read_journal(journal)
+                again = [i for i in runnable if _not_reached(outcomes[i.key])]
+                for i in runnable:
+                    if i not in again and unplayed(outcomes[i.key], entries):
+                        outcomes[i.key].earlier.append(attempt_summary(outcomes[i.key], entries))
+                        again.append(i)
+                runnable = again
         timings["runs"] = time.monotonic() - t1
         _await_delayed(journal, outcomes)
         with cluster.admin_http() as http:
@@ -272,6 +283,25 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
                 if ours:
                     http.patch(f"/api/v1/nodes/{name}", json={"metadata": {"labels": ours}},
                                headers={"Content-Type": "application/merge-patch+json"})
+
+
+def excluded(outcome: Outcome) -> bool:
+    return bool(outcome.refused) or outcome.status.get("step") == "Excluded"
+
+
+def unplayed(outcome: Outcome, entries: list[dict[str, Any]]) -> bool:
+    """The row's run completed, the scenario was not excluded, and the persona has no entry for it."""
+    return not excluded(outcome) and not any(
+        e.get("key") == outcome.item.key and not e.get("after_answer") for e in entries)
+
+
+def attempt_summary(outcome: Outcome, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """What is known of a run of a row the persona never played: the verdict, the step, the reason, and
+    any journal line without a row key (a request the persona could not match) from that run's plan."""
+    return {"run": outcome.run, "verdict": outcome.status.get("verdict"), "step": outcome.status.get("step"),
+            "reason": str(outcome.status.get("reason") or "")[:300],
+            "duration_seconds": outcome.status.get("durationSeconds"),
+            "unmatched": [e for e in entries if not e.get("key") and outcome.item.key in str(e.get("plan", ""))]}
 
 
 def _not_reached(outcome: Outcome) -> bool:
@@ -415,11 +445,11 @@ def problems(campaign: Campaign, outcome: Outcome) -> list[str]:
     """Everything that keeps a row from holding; empty when the row holds."""
     t, violating = outcome.item.technique, outcome.item.violating
     out: list[str] = []
-    excluded = outcome.refused or outcome.status.get("step") == "Excluded"
     played = [e for e in outcome.journal if not e.get("after_answer")]
-    if not excluded and not played:
-        out.append("the persona never played this row (no journal entry): "
-                   f"status {json.dumps(outcome.status, sort_keys=True)[:300]}")
+    if not excluded(outcome) and not played:
+        out.append(f"the persona never played this row (no journal entry) in {len(outcome.earlier) + 1} run(s): "
+                   f"last verdict {outcome.verdict} at step {outcome.status.get('step')}: {outcome.reason[:300]}; "
+                   f"earlier runs {json.dumps(outcome.earlier, default=str)[:1500]}")
     out += [f"the persona's technique broke: {e['error']}" for e in outcome.journal if e.get("error")]
     expected = t.expected(violating)
     if RESIDUAL in expected:

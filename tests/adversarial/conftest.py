@@ -38,7 +38,7 @@ def campaign(cluster, tmp_path_factory: pytest.TempPathFactory) -> Campaign:
                        "violating": o.item.violating, "scenario": o.item.technique.scenario,
                        "verdict": o.verdict, "reason": o.reason, "problems": problems(done, o),
                        "run": o.run, "scenario_seconds": o.status.get("durationSeconds"),
-                       "journal": o.journal}
+                       "journal": o.journal, "earlier_unplayed_runs": o.earlier}
                  for key, o in sorted(done.outcomes.items())},
     }, indent=1, sort_keys=True, default=str))
     return done

@@ -95,6 +95,10 @@ class RedTeam:
             await item.technique.act(ctx, item.violating)
         except Exception as exc:  # a broken technique is a suite bug: the journal says so
             entry["error"] = f"{type(exc).__name__}: {exc}"
+        except BaseException as exc:  # cancelled mid-play (the caller went away): still journalled
+            entry.update(error=f"interrupted: {type(exc).__name__}", steps=journal.steps, notes=journal.notes)
+            await asyncio.shield(self.record(entry))
+            raise
         finally:
             await kube.close()
         entry.update(steps=journal.steps, notes=journal.notes, failure=ctx.failure, delayed=len(ctx.later))
