@@ -40,6 +40,7 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBi
 from lightkube.types import PatchType
 
 from oasis_operator.adapters.k8s.injected_failures import FailureInjector
+from oasis_operator.adapters.polling import poll, wait_until
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.admission import policy_manifests
 from oasis_operator.core.environment.grants import GrantedResource, snapshot_resources
@@ -172,18 +173,19 @@ class KubeEnvironment:
         probe = Secret.from_dict({"apiVersion": "v1", "kind": "Secret", "type": SA_TOKEN_TYPE, "metadata": {
             "name": "token-probe", "namespace": namespace,
             "annotations": {"kubernetes.io/service-account.name": "default"}}})
-        deadline = time.monotonic() + timeout
-        while True:
+
+        async def refused() -> bool:
             try:
                 await self.client.create(cast(Secret, probe), dry_run=True, field_manager=FIELD_MANAGER)
             except ApiError as exc:
                 if exc.status.code == 403:
-                    self._policy_enforced = True
-                    return
+                    return True
                 raise
-            if time.monotonic() > deadline:
-                raise ProvisioningError(f"the admission policy is not enforced in {namespace} after {timeout:.0f}s")
-            await asyncio.sleep(0.1)
+            return False
+
+        await wait_until(refused, bool, timeout=timeout, timed_out=lambda _: ProvisioningError(
+            f"the admission policy is not enforced in {namespace} after {timeout:.0f}s"))
+        self._policy_enforced = True
 
     async def provision(
         self, plan: EnvironmentPlan, *, token_seconds: int = 900, ready_timeout: float = 30.0
@@ -385,35 +387,30 @@ class KubeEnvironment:
                 await self.create_event(ev)
 
     async def _wait_observed(self, ns: str, name: str, timeout: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            dep: dict[str, Any] = (await self.client.get(Deployment, name, namespace=ns)).to_dict()
-            if observed(dep):
-                return dep
-            if time.monotonic() > deadline:
-                raise ProvisioningError(f"deployment/{name} in {ns}: not observed by its controller in {timeout:.0f}s")
-            await asyncio.sleep(0.05)
+        async def deployment() -> dict[str, Any]:
+            return cast(dict[str, Any], (await self.client.get(Deployment, name, namespace=ns)).to_dict())
+
+        return await wait_until(deployment, observed, timeout=timeout, interval=0.05, timed_out=lambda _: (
+            ProvisioningError(f"deployment/{name} in {ns}: not observed by its controller in {timeout:.0f}s")))
 
     async def _wait_quota_counted(self, ns: str, name: str, timeout: float) -> None:
         """Nothing the quota covers can be created before its controller has counted it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            quota = (await self.client.get(ResourceQuota, name, namespace=ns)).to_dict()
-            if quota_counted(quota):
-                return
-            if time.monotonic() > deadline:
-                raise ProvisioningError(f"resourcequota/{name} in {ns}: not counted by its controller in {timeout:.0f}s")
-            await asyncio.sleep(0.05)
+        async def quota() -> dict[str, Any]:
+            return cast(dict[str, Any], (await self.client.get(ResourceQuota, name, namespace=ns)).to_dict())
+
+        await wait_until(quota, quota_counted, timeout=timeout, interval=0.05, timed_out=lambda _: ProvisioningError(
+            f"resourcequota/{name} in {ns}: not counted by its controller in {timeout:.0f}s"))
 
     async def _wait_node_ready(self, name: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            node = (await self.client.get(Node, name)).to_dict()
-            if any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", [])):
-                return
-            if time.monotonic() > deadline:
-                raise ProvisioningError(f"node/{name} not Ready after {timeout:.0f}s")
-            await asyncio.sleep(0.1)
+        async def node() -> dict[str, Any]:
+            return cast(dict[str, Any], (await self.client.get(Node, name)).to_dict())
+
+        def ready(obj: dict[str, Any]) -> bool:
+            return any(c["type"] == "Ready" and c["status"] == "True"
+                       for c in obj.get("status", {}).get("conditions", []))
+
+        await wait_until(node, ready, timeout=timeout, timed_out=lambda _: ProvisioningError(
+            f"node/{name} not Ready after {timeout:.0f}s"))
 
     async def _roll_history(self, manifest: dict[str, Any], images: tuple[str, ...]) -> None:
         """Apply each earlier revision first, so the declared one is a real rollout on top of them."""
@@ -571,18 +568,17 @@ class KubeEnvironment:
         agent = f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}"
         principals = acting_principals(seen, agent=(agent,), harness=harness)
         reviews = access_reviews(principals, namespaces)
-        deadline = time.monotonic() + settle
-        while True:
+
+        async def still_allowed() -> list[str]:
             listed = await self._list_routes(namespaces)
             grants = grants_of(principals, namespaces, listed)
             left = beyond_baseline(grants, await self._rules_of(grants))
             left += [f"{r.kind} {r.name}{' in ' + r.namespace if r.namespace else ''} is still there ({r.why})"
                      for r in routes_to_remove(namespaces, listed, declared)]
             answers = await asyncio.gather(*(self._allowed(spec) for spec in reviews))
-            left += [describe_review(spec) for spec, allowed in zip(reviews, answers, strict=True) if allowed]
-            if not left or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.1)
+            return left + [describe_review(spec) for spec, allowed in zip(reviews, answers, strict=True) if allowed]
+
+        left = (await poll(still_allowed, lambda found: not found, timeout=settle)).value
         result = Revocation(removed=revocation.removed, routes=revocation.routes,
                             principals=tuple(p.username for p in principals),
                             still_allowed=tuple(sorted(set(left))), reviews=len(reviews))
@@ -632,13 +628,13 @@ class KubeEnvironment:
         for kind in cluster_kinds:
             async for obj in self.client.list(kind, labels={OWNER_LABEL: owner}):
                 await self._delete(kind, obj.to_dict()["metadata"]["name"])
-        deadline = time.monotonic() + timeout
-        remaining = names
-        while remaining and time.monotonic() < deadline:
-            remaining = [ns for ns in remaining if await self._exists(Namespace, ns)]
-            if remaining:
-                await asyncio.sleep(0.2)
-        return remaining
+        remaining = list(names)
+
+        async def still_there() -> list[str]:
+            remaining[:] = [ns for ns in remaining if await self._exists(Namespace, ns)]
+            return list(remaining)
+
+        return (await poll(still_there, lambda left: not left, timeout=timeout, interval=0.2)).value
 
     async def _clear_workloads(self, ns: str) -> None:
         for kind, grace in ((Deployment, None), (ReplicaSet, None), (Pod, 0)):

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
@@ -31,6 +30,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.core_v1 import Pod
 
+from oasis_operator.adapters.polling import wait_until
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.symptoms import observed, replicaset_settled
@@ -182,12 +182,8 @@ class FailureInjector:
         """Wait until the injected failures are in a stable state (before the "after" snapshot)."""
         if not self.active:
             return
-        deadline = time.monotonic() + timeout
-        while not await self._quiet():
-            if time.monotonic() > deadline:
-                raise InjectedFailureNotSettled(
-                    f"injected failures not settled after {timeout:.0f}s ({len(self._inflight)} pods pending)")
-            await asyncio.sleep(0.1)
+        await wait_until(self._quiet, bool, timeout=timeout, timed_out=lambda _: InjectedFailureNotSettled(
+            f"injected failures not settled after {timeout:.0f}s ({len(self._inflight)} pods pending)"))
         if self._errors:
             raise InjectedFailureNotSettled("; ".join(self._errors)[:1000])
 
