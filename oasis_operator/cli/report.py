@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
 from oasis_operator.reports.html import render_html
@@ -42,8 +43,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run", nargs="?", metavar="RUN", help="an EvaluationRun in the cluster (its stored report)")
-    parser.add_argument("-n", "--namespace", default="default", help="the run's namespace (default: default)")
-    parser.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
+    kubeaccess.add_flags(parser)
     parser.add_argument(
         "--from-file", type=Path, metavar="FILE", help="a stored report (report.json or .yaml) instead of a RUN"
     )
@@ -98,23 +98,18 @@ def read_run_report(http: Any, namespace: str, run: dict[str, Any]) -> dict[str,
     return doc
 
 
-def load_run_report(name: str, namespace: str, kubeconfig: Path | None) -> dict[str, Any]:
-    """The stored report of the EvaluationRun ``namespace/name`` in the cluster."""
-    import os
-
-    from oasis_operator.devcluster.kube import http_from_kubeconfig
-
-    path = kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
-    if path is None:
-        raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
-    with http_from_kubeconfig(path) as http:
-        r = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{namespace}/evaluationruns/{name}")
+def load_run_report(args: argparse.Namespace) -> dict[str, Any]:
+    """The stored report of the EvaluationRun ``args.run`` in the cluster (kubeconfig, context and
+    namespace as kubectl picks them)."""
+    with kubeaccess.connect(args) as access:
+        namespace, name = access.namespace, args.run
+        r = access.http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{namespace}/evaluationruns/{name}")
         if r.status_code == 404:
             raise CliError(f"EvaluationRun {namespace}/{name} not found")
         if r.status_code != 200:
             raise CliError(f"reading EvaluationRun {namespace}/{name}: HTTP {r.status_code}")
         run_obj = r.json()
-        doc = read_run_report(http, namespace, run_obj)
+        doc = read_run_report(access.http, namespace, run_obj)
     if doc is None:
         phase = (run_obj.get("status") or {}).get("phase")
         raise CliError(f"EvaluationRun {namespace}/{name} has no report yet (phase {phase})")
@@ -124,7 +119,7 @@ def load_run_report(name: str, namespace: str, kubeconfig: Path | None) -> dict[
 def run(args: argparse.Namespace) -> int:
     if (args.run is None) == (args.from_file is None):
         raise CliError("name a RUN in the cluster or give --from-file FILE (one of the two)")
-    doc = load_report(args.from_file) if args.from_file else load_run_report(args.run, args.namespace, args.kubeconfig)
+    doc = load_report(args.from_file) if args.from_file else load_run_report(args)
     text = RENDERERS[args.format](doc)
     if args.output is None:
         sys.stdout.write(text)

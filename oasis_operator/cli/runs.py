@@ -10,6 +10,7 @@ live per scenario until it completes.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -19,40 +20,59 @@ from typing import Any
 
 import yaml
 
+from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
 from oasis_operator.cli.report import read_run_report
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import FAIL, PASS
 
 RUNS = "/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns"
+ALL_RUNS = "/apis/oasis.dev/v1alpha1/evaluationruns"
+OUTPUTS = ("json", "yaml", "wide", "name")
+
+
+GET_EXAMPLES = """\
+examples:
+  oasis get -n evals                   the runs of one namespace, with their verdicts
+  oasis get -A -o wide                 every namespace, with agent, profile and message
+  oasis get my-run -o yaml             one run as stored (json, yaml, name also work)
+  oasis get -n evals -w                keep watching: a line per change until interrupted
+  oasis get --context prod-east -n ci  another kubeconfig context
+"""
+DESCRIBE_EXAMPLES = """\
+examples:
+  oasis describe my-run -n evals       the verdict, each failed assertion with its deciding evidence
+"""
+RUN_EXAMPLES = """\
+examples:
+  oasis run -f run.yaml --audit-log /var/log/kube-audit/audit.log
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-n", "--namespace", default="default")
-    common.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
-    get = sub.add_parser("get", parents=[common], help="list EvaluationRuns with their verdicts")
+    raw = argparse.RawDescriptionHelpFormatter
+    get = sub.add_parser("get", help="list EvaluationRuns with their verdicts", epilog=GET_EXAMPLES,
+                         formatter_class=raw)
+    kubeaccess.add_flags(get, all_namespaces=True)
+    get.add_argument("run", nargs="?", help="one run (default: every run of the namespace)")
+    get.add_argument("-o", "--output", choices=OUTPUTS, default=None, help="output format (default: a table)")
+    get.add_argument("-w", "--watch", action="store_true", help="after the list, print each change as it happens")
     get.set_defaults(func=cmd_get)
-    describe = sub.add_parser("describe", parents=[common],
-                              help="a run's verdict, failures with their deciding audit events, vacuity")
+    describe = sub.add_parser("describe", help="a run's verdict, failures with their deciding audit events, vacuity",
+                              epilog=DESCRIBE_EXAMPLES, formatter_class=raw)
+    kubeaccess.add_flags(describe)
     describe.add_argument("run")
     describe.set_defaults(func=cmd_describe)
-    run = sub.add_parser("run", parents=[common],
-                         help="run an EvaluationRun locally: the operator for its namespace, live progress")
+    run = sub.add_parser("run", help="run an EvaluationRun locally: the operator for its namespace, live progress",
+                         epilog=RUN_EXAMPLES, formatter_class=raw)
+    run.add_argument("-n", "--namespace", default=None,
+                     help="the namespace when the manifest names none (default: default)")
+    run.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
     run.add_argument("-f", "--filename", type=Path, required=True, help="an EvaluationRun manifest")
     run.add_argument("--audit-log", type=Path, default=os.environ.get("OASIS_AUDIT_LOG"),
                      help="the API server's audit log (for a dev-cluster: its audit/audit.log)")
     run.add_argument("--timeout", type=float, default=1800)
     run.set_defaults(func=cmd_run)
-
-
-def _http(kubeconfig: Path | None) -> Any:
-    from oasis_operator.devcluster.kube import http_from_kubeconfig
-
-    path = kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
-    if path is None or not path.exists():
-        raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
-    return http_from_kubeconfig(path)
 
 
 def _get_run(http: Any, ns: str, name: str) -> dict[str, Any]:
@@ -66,29 +86,99 @@ def _get_run(http: Any, ns: str, name: str) -> dict[str, Any]:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with _http(args.kubeconfig) as http:
-        r = http.get(RUNS.format(ns=args.namespace))
-        if r.status_code != 200:
-            raise CliError(f"listing EvaluationRuns in {args.namespace}: HTTP {r.status_code}")
-        items = r.json().get("items", [])
-    rows = [("NAME", "VERDICT", "PHASE", "PASSED", "FAILED", "EXCLUDED", "TOTAL")]
-    for it in items:
-        st = it.get("status") or {}
-        s = st.get("summary") or {}
-        rows.append((it["metadata"]["name"], str(st.get("verdict") or "-"), str(st.get("phase") or "-"),
-                     str(s.get("passed", "-")), str(s.get("failed", "-")), str(s.get("excluded", "-")),
-                     str(s.get("total", "-"))))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    with kubeaccess.connect(args) as access:
+        if args.run:
+            if args.all_namespaces:
+                raise CliError("a run name and -A do not go together: name the run's namespace with -n")
+            items = [_get_run(access.http, access.namespace, args.run)]
+            version = str(items[0]["metadata"].get("resourceVersion") or "")
+        else:
+            path = ALL_RUNS if args.all_namespaces else RUNS.format(ns=access.namespace)
+            r = access.http.get(path)
+            where = "every namespace" if args.all_namespaces else access.namespace
+            if r.status_code != 200:
+                raise CliError(f"listing EvaluationRuns in {where}: HTTP {r.status_code}")
+            listed = r.json()
+            items, version = listed.get("items", []), str(listed.get("metadata", {}).get("resourceVersion") or "")
+        out = render_runs(items, args.output, all_namespaces=args.all_namespaces)
+        if out:
+            print(out)
+        if args.watch:
+            return _watch(access, args, version)
     return 0
 
 
+def render_runs(items: list[dict[str, Any]], output: str | None, *, all_namespaces: bool = False,
+                header: bool = True) -> str:
+    """``oasis get``'s output for ``items``: a table (``wide`` adds columns), names, JSON or YAML.
+    Pure: the tests compare it with golden files."""
+    if output == "name":
+        return "\n".join(f"evaluationrun.oasis.dev/{it['metadata']['name']}" for it in items)
+    if output in ("json", "yaml"):
+        doc: Any = items[0] if len(items) == 1 and header is False else {
+            "apiVersion": "v1", "kind": "List", "items": items, "metadata": {}}
+        return json.dumps(doc, indent=2, sort_keys=True) if output == "json" else yaml.safe_dump(
+            doc, sort_keys=True).rstrip("\n")
+    wide = output == "wide"
+    cols = (["NAMESPACE"] if all_namespaces else []) + ["NAME", "VERDICT", "PHASE", "PASSED", "FAILED",
+                                                        "EXCLUDED", "TOTAL"]
+    if wide:
+        cols += ["AGENT", "PROFILE", "MESSAGE"]
+    rows = [cols] if header else []
+    for it in items:
+        st = it.get("status") or {}
+        sm = st.get("summary") or {}
+        row = ([str(it["metadata"].get("namespace") or "-")] if all_namespaces else []) + [
+            it["metadata"]["name"], str(st.get("verdict") or "-"), str(st.get("phase") or "-"),
+            str(sm.get("passed", "-")), str(sm.get("failed", "-")), str(sm.get("excluded", "-")),
+            str(sm.get("total", "-"))]
+        if wide:
+            agent = st.get("agent") or {}
+            row += [f"{agent.get('name')}/{agent.get('version')}" if agent else "-",
+                    str(((it.get("spec") or {}).get("profileRef") or {}).get("name") or "-"),
+                    " ".join(str(st.get("message") or "-").split())[:80]]
+        rows.append(row)
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _watch(access: kubeaccess.Access, args: argparse.Namespace, version: str) -> int:
+    """Follow the list with a watch from ``version``: one output line (or document) per change, until
+    interrupted; a watch the server ends is resumed from the last version seen."""
+    path = ALL_RUNS if args.all_namespaces else RUNS.format(ns=access.namespace)
+    params = {"watch": "true", "allowWatchBookmarks": "true"}
+    if args.run:
+        params["fieldSelector"] = f"metadata.name={args.run}"
+    try:
+        while True:
+            with access.http.stream("GET", path, params={**params, "resourceVersion": version},
+                                    timeout=None) as r:
+                if r.status_code != 200:
+                    raise CliError(f"watching EvaluationRuns: HTTP {r.status_code}")
+                for line in r.iter_lines():
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        raise CliError(f"watching EvaluationRuns: {obj.get('message') or obj}")
+                    version = str(obj.get("metadata", {}).get("resourceVersion") or version)
+                    if event.get("type") == "BOOKMARK":
+                        continue
+                    shown = render_runs([obj], args.output, all_namespaces=args.all_namespaces, header=False)
+                    print(f"{shown}{'  (deleted)' if event.get('type') == 'DELETED' and not args.output else ''}",
+                          flush=True)
+    except KeyboardInterrupt:
+        return 0
+
+
 def cmd_describe(args: argparse.Namespace) -> int:
-    with _http(args.kubeconfig) as http:
-        run = _get_run(http, args.namespace, args.run)
-        report = read_run_report(http, args.namespace, run)
-    print("\n".join(describe_lines(f"{args.namespace}/{args.run}", run, report)))
+    with kubeaccess.connect(args) as access:
+        run = _get_run(access.http, access.namespace, args.run)
+        report = read_run_report(access.http, access.namespace, run)
+    print("\n".join(describe_lines(f"{access.namespace}/{args.run}", run, report)))
     return 0
 
 
@@ -124,6 +214,7 @@ def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None
 
 def cmd_run(args: argparse.Namespace) -> int:
     from oasis_operator.devcluster import stack
+    from oasis_operator.devcluster.kube import http_from_kubeconfig
 
     try:
         doc = yaml.safe_load(args.filename.read_text())
@@ -136,13 +227,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     kubeconfig = args.kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
     if kubeconfig is None:
         raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
-    ns = doc.get("metadata", {}).get("namespace") or args.namespace
+    ns = doc.get("metadata", {}).get("namespace") or args.namespace or "default"
     name = doc["metadata"]["name"]
     procs = stack.Processes(Path(tempfile.mkdtemp(prefix="oasis-run-")))
     try:
         # Local mode: the run file is the user's own, so a local agent command is accepted (sandboxed).
         procs.operator(kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"])
-        with _http(kubeconfig) as http:
+        with http_from_kubeconfig(kubeconfig) as http:  # the local operator's own kubeconfig file
             stack.apply(http, doc, ns)
             shown: dict[str, str] = {}
             deadline = time.monotonic() + args.timeout

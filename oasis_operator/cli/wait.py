@@ -16,13 +16,13 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
-import httpx
+import httpx2
 
+from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
-from oasis_operator.cli.runs import RUNS, _http
+from oasis_operator.cli.runs import RUNS
 from oasis_operator.core.model.run import parse_duration
 from oasis_operator.core.verdicts import FAIL, PASS, PROVIDER_FAILURE
 
@@ -54,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     wait = sub.add_parser("wait", help="wait for an EvaluationRun to complete; exit code per verdict (CI)",
                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     wait.add_argument("run")
-    wait.add_argument("-n", "--namespace", default="default")
-    wait.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
+    kubeaccess.add_flags(wait)
     wait.add_argument("--timeout", default="30m", help="a duration such as 90s, 10m, 1h (default 30m)")
     wait.add_argument("--for-creation", action="store_true",
                       help="a run that does not exist yet is waited for instead of exit 5")
@@ -95,21 +94,23 @@ def outcome_line(name: str, status: Mapping[str, Any], code: int) -> str:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    name = f"{args.namespace}/{args.run}"
+    name = f"{args.namespace or '(the context namespace)'}/{args.run}"
     timeout = parse_duration(args.timeout, 0.0)
     if timeout <= 0:
         raise CliError(f"--timeout {args.timeout!r}: expected a duration such as 90s, 10m or 1h")
     try:
-        with _http(args.kubeconfig) as http:
-            return _poll(http, args, name, time.monotonic() + timeout)
+        with kubeaccess.connect(args) as access:
+            args.namespace = access.namespace
+            name = f"{access.namespace}/{args.run}"
+            return _poll(access.http, args, name, time.monotonic() + timeout)
     except CliError as exc:
         print(f"oasis: {exc}", file=sys.stderr)
-    except (httpx.HTTPError, OSError, ValueError) as exc:  # unreachable server, TLS files, bad kubeconfig
+    except (httpx2.HTTPError, OSError, ValueError) as exc:  # unreachable server, TLS files, bad kubeconfig
         print(f"oasis: reading EvaluationRun {name}: {exc}", file=sys.stderr)
     return EXIT_UNREADABLE
 
 
-def _poll(http: httpx.Client, args: argparse.Namespace, name: str, deadline: float) -> int:
+def _poll(http: httpx2.Client, args: argparse.Namespace, name: str, deadline: float) -> int:
     phase = "not created"
     while True:
         r = http.get(f"{RUNS.format(ns=args.namespace)}/{args.run}")

@@ -119,3 +119,43 @@ def test_wait_times_out_on_a_run_nobody_evaluates(cluster, installation):
     absent = oasis("wait", "not-yet", *kc, "--timeout", "2s", "--for-creation", timeout=60)
     assert absent.returncode == 4, absent.stdout + absent.stderr
     assert "(phase not created)" in absent.stdout
+
+
+def test_get_all_namespaces_one_run_and_its_formats(cluster, installation, finished_runs):
+    kc = ["--kubeconfig", str(cluster.kubeconfig)]
+    wide = oasis("get", "-A", "-o", "wide", *kc)
+    assert wide.returncode == 0, wide.stderr
+    header = wide.stdout.splitlines()[0].split()
+    assert header[:3] == ["NAMESPACE", "NAME", "VERDICT"]
+    assert header[-3:] == ["AGENT", "PROFILE", "MESSAGE"]
+    assert any(line.split()[:3] == [installation.namespace, "reckless", "FAIL"] for line in wide.stdout.splitlines())
+    one = oasis("get", "reckless", "-n", installation.namespace, "-o", "json", *kc)
+    assert one.returncode == 0, one.stderr
+    listed = yaml.safe_load(one.stdout)
+    assert [it["status"]["verdict"] for it in listed["items"]] == ["FAIL"]
+    both = oasis("get", "reckless", "-A", *kc)
+    assert both.returncode == 2
+    assert "-n" in both.stderr
+
+
+def test_get_watch_prints_a_line_per_change_until_interrupted(cluster, installation, finished_runs):
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "oasis_operator.cli", "get", "-w", "-n", installation.namespace,
+                             "--kubeconfig", str(cluster.kubeconfig)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = [proc.stdout.readline() for _ in range(3)]  # header, careful, reckless
+        assert first[0].split()[:2] == ["NAME", "VERDICT"]
+        with cluster.admin_http() as http:
+            r = http.patch(f"/apis/oasis.dev/v1alpha1/namespaces/{installation.namespace}/evaluationruns/careful",
+                           json={"metadata": {"annotations": {"example.com/touched": "yes"}}},
+                           headers={"Content-Type": "application/merge-patch+json"})
+            assert r.status_code == 200, r.text
+        changed = proc.stdout.readline()
+        assert changed.split()[:3] == ["careful", "PASS", "Succeeded"], changed
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
