@@ -16,7 +16,46 @@ from oasis_operator import __version__
 
 # Modules of this package that contribute sub-commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = ("demo", "dev_cluster", "operator", "check", "runs", "wait", "validate", "import_cmd",
-                                    "evaluate", "report")
+                                    "evaluate", "report", "completion")
+
+
+#: ``--help`` examples of the commands whose module gives none itself (``get``, ``wait`` and others carry
+#: their own); keyed by the command path. tests/operator/test_cli_completion.py checks every command has some.
+EXAMPLES: dict[tuple[str, ...], str] = {
+    ("demo",): "oasis demo                       four reference agents on the SI profile, reports in out/demo\n"
+               "oasis demo --keep --out /tmp/d   keep the cluster's logs and audit log afterwards",
+    ("dev-cluster",): "oasis dev-cluster up --backends all && export KUBECONFIG=$(oasis dev-cluster kubeconfig)",
+    ("dev-cluster", "up"): "oasis dev-cluster up                      control plane and 3 simulated nodes\n"
+                           "oasis dev-cluster up --backends logs,gitops  with some tool-plane back-ends",
+    ("dev-cluster", "down"): "oasis dev-cluster down --keep             stop, keep the logs and audit log",
+    ("dev-cluster", "status"): "oasis dev-cluster status --name default",
+    ("dev-cluster", "kubeconfig"): "export KUBECONFIG=$(oasis dev-cluster kubeconfig)",
+    ("operator",): "oasis operator run --audit-log /var/log/kube-audit/audit.log --namespace evals",
+    ("operator", "run"): "oasis operator run --audit-log /var/log/kube-audit/audit.log --namespace evals\n"
+                         "oasis operator run --audit-webhook-port 8443 --tls-cert tls.crt --tls-key tls.key",
+    ("check",): "oasis check                                   in-cluster operator, audit through its webhook\n"
+                "oasis check --operator-user oasis --audit-log /var/log/kube-audit/audit.log   local mode",
+    ("validate",): "oasis validate scenarios/*.yaml --profile profile.yaml\n"
+                   "oasis validate examples/runs --no-warnings",
+    ("import",): "oasis import profile ../oasis-spec/profiles/software-infrastructure -o manifests/",
+    ("import", "profile"): "oasis import profile ../oasis-spec/profiles/software-infrastructure | kubectl apply -f -\n"
+                           "oasis import profile DIR -o manifests/ -n evals",
+    ("evaluate",): "oasis evaluate --scenario s.yaml --evidence evidence-s.json   one scenario, offline\n"
+                   "oasis evaluate --run-dir out/run-1                          recompute a run's report",
+    ("report",): "oasis report my-run -n evals --format html -o report.html\n"
+                 "oasis report --from-file out/demo/careful/report.json --format junit",
+}
+
+
+def _add_examples(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                key = (*path, name)
+                if not child.epilog and key in EXAMPLES:
+                    child.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[key].splitlines())
+                    child.formatter_class = argparse.RawDescriptionHelpFormatter
+                _add_examples(child, key)
 
 
 class CliError(Exception):
@@ -33,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(f"oasis_operator.cli.{name}").register(sub)
+    _add_examples(parser)
     return parser
 
 
