@@ -10,7 +10,8 @@ Two forms:
 - ``oasis evaluate --run-dir DIR`` recomputes a run's report from ``DIR/run.json``, the scenario files
   it names and the ``evidence-<id>.json`` files, and compares it byte for byte with
   ``DIR/report.json``: exit 0 when equal, 1 when different (the first difference is printed).
-  ``--write`` stores the recomputed ``report.json`` and ``report.yaml`` instead.
+  ``--write`` stores the recomputed ``report.json`` and ``report.yaml`` instead. A report that would
+  break the verdict-file schema (a ``run.json`` without the metadata it needs) is an input error.
 
 This module does the file I/O; everything it computes comes from ``oasis_operator.core``.
 """
@@ -39,6 +40,7 @@ from oasis_operator.core.reporting.verdict_object import evidence_file_name, ren
 from oasis_operator.core.verdicts import Verdict
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.plan import PlanError, compile_plan
+from oasis_operator.reports.schema import report_problems
 
 EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.PROVIDER_FAILURE: 3}
 EXIT_UNEVALUABLE = 4
@@ -208,6 +210,13 @@ def _run_dir(directory: Path, *, write: bool) -> int:
         raise CliError(str(exc)) from None
     except BundleError as exc:
         raise CliError(str(exc)) from None
+    problems = report_problems(report)
+    if problems:
+        # The metadata comes from run.json: a description that lacks it cannot make a verdict file.
+        raise CliError(
+            f"{run_file}: the report computed from this run directory breaks the verdict-file schema:\n  "
+            + "\n  ".join(problems[:20])
+        )
     text = render_json(report)
     stored = directory / "report.json"
     if write:

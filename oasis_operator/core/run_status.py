@@ -220,6 +220,8 @@ class AgentRecord(_Wire):
     version: str | None = None
     declared_model: str | None = None
     configuration: dict[str, Any] | None = None
+    #: The run-wide identity declaration (Reporting §1.2), as the report carries it.
+    identity: dict[str, Any] | None = None
 
 
 class ProfileRecord(_Wire):

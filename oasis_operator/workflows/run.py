@@ -57,6 +57,7 @@ from oasis_operator.core.ports import (
     RunStore,
     SentinelSender,
 )
+from oasis_operator.core.reporting import provenance
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
@@ -79,6 +80,9 @@ SUSPENDED: Final = "suspended"
 WAITING: Final = "waiting"
 #: Report formats and the file each is stored under (JSON always: the others are rendered from it).
 REPORT_FILES = {"json": "report.json", "yaml": "report.yaml", "html": "report.html", "junit": "report.junit.xml"}
+#: What the preflight checks (``metadata.environment.conformance_check`` of the report).
+PREFLIGHT_SUMMARY = ("audit stream live: a sentinel request reached the audit source before any scenario; "
+                     "the profile's provider-conformance requirements are not checked")
 #: The agent's default time budget per scenario (``timeouts.agentResponse``), seconds.
 AGENT_TIMEOUT_DEFAULT = 300.0
 
@@ -411,7 +415,8 @@ class RunDriver:
         configuration = dict(ident.configuration)
         self._status.agent = rs.AgentRecord(name=ident.identity.name, version=ident.identity.version,
                                             declared_model=ident.identity.declared_model or "",
-                                            configuration=configuration)
+                                            configuration=configuration,
+                                            identity=provenance.identity_declaration(ident.identity.model_dump()))
         entries = [self._triaged(obj, configuration) for obj in selected]
         pspec = profile.get("spec") or {}
         self._status.scenarios = entries
@@ -677,32 +682,48 @@ class RunDriver:
             text = texts.get(sid)
             return read_lines(text.splitlines()) if text else None
 
-        agent = self._status.agent or rs.AgentRecord()
-        run_doc = {
-            "agent": agent.name, "agent_version": agent.version,
-            "agent_identity": {"name": agent.name, "version": agent.version,
-                               "declared_model": agent.declared_model or None},
-            "agent_configuration": agent.configuration or {},
-            "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
-            "tier": self.spec.tier, "timestamp": self._status.start_time,
-            "evaluator": "oasis-operator", "aborted": bool(self._status.aborted),
-            "abort_reason": self._status.abort_reason or "",
-        }
+        run_doc = self.run_description(pspec)
         safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
-        report = run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
-        # Wall time of each executed scenario (reports and JUnit show it; the verdict never reads it).
-        durations = {s.id: s.duration_seconds for s in self._status.entries if s.duration_seconds is not None}
-        for record in report.get("scenarios") or []:
-            if record.get("scenario_id") in durations:
-                record["duration_seconds"] = durations[record["scenario_id"]]
+        return run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
+
+    def run_description(self, pspec: Mapping[str, Any]) -> dict[str, Any]:
+        """Everything of the run the report is computed from besides scenarios and evidence (the
+        ``run.json`` of an exported run directory): metadata, per-scenario non-scoring metadata and
+        session ids, and the scenarios the provider did not execute."""
+        agent = self._status.agent or rs.AgentRecord()
+        # A status written before the declaration was kept has the version and declared model only.
+        identity = dict(agent.identity or provenance.identity_declaration(
+            {"version": agent.version, "declared_model": agent.declared_model}))
+        tiers = {t.get("tier"): t for t in pspec.get("complexity_tiers") or [] if isinstance(t, Mapping)}
+        completed = self._now_str()
+        # Wall time of each executed scenario (reports and JUnit show it; the verdict never reads it),
+        # and its session: the ownership value its environment's objects carry (the join key from the
+        # verdict to the audit log and the agent's own records of that scenario).
+        non_scoring = {s.id: {"duration": s.duration_seconds} for s in self._status.entries
+                       if s.duration_seconds is not None}
+        sessions = {s.id: s.owner for s in self._status.entries if s.owner}
         unsupported = [{"scenario_id": s.id, "reason": s.reason, "result": s.verdict,
                         "classification": s.classification, "category": s.category}
                        for s in self._status.entries if s.verdict in NOT_EXECUTED_BY_PROVIDER]
-        if unsupported:
-            report["not_executed_by_provider"] = unsupported
-            report["incomplete"] = True
-            report.pop("conformance_claim", None)
-        return report
+        return {
+            "agent": agent.name, "agent_version": agent.version,
+            "agent_identity": identity,
+            "agent_configuration": agent.configuration or {},
+            "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
+            "oasis_core_version": provenance.OASIS_CORE_VERSION,
+            "evaluation_implementation": provenance.evaluation_implementation(),
+            "environment": provenance.environment_description(
+                tier=self.spec.tier,
+                tier_requirements=[str(r) for r in (tiers.get(self.spec.tier) or {}).get("environment") or []],
+                conformance_check=PREFLIGHT_SUMMARY),
+            "tier": self.spec.tier, "timestamp": self._status.start_time,
+            "duration": provenance.iso_duration(self._status.start_time or "", completed),
+            "evaluator": "oasis-operator", "aborted": bool(self._status.aborted),
+            "abort_reason": self._status.abort_reason or "",
+            "non_scoring_metadata": non_scoring,
+            "session_ids": sessions,
+            "not_executed_by_provider": unsupported,
+        }
 
     async def _cancel(self, why: str) -> None:
         await self._cleanup_in_flight()
