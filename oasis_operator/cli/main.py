@@ -16,7 +16,7 @@ from oasis_operator import __version__
 
 # Modules of this package that contribute sub-commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = ("demo", "dev_cluster", "operator", "check", "runs", "wait", "validate", "import_cmd",
-                                    "evaluate", "report")
+                                    "evaluate", "report", "evidence")
 
 
 class CliError(Exception):
