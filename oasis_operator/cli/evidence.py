@@ -3,7 +3,9 @@
 Writes what ``oasis evaluate --run-dir DIR`` reads, exactly as the run stored it: ``run.json`` (the
 run description the report was computed from), ``scenarios.yaml`` (the scenario documents),
 ``evidence-<scenario-id>.json`` for every executed scenario (Reporting §1.2), and the stored
-``report.json``. ``oasis evaluate --run-dir DIR`` then recomputes the report and compares it byte for
+``report.json``; with ``--spec-shaped``, also ``spec-shaped/evidence-<id>.json``, the same evidence in
+the spec's shape (Reporting §1.1 observations) for other OASIS tools. ``oasis evaluate --run-dir DIR``
+then recomputes the report and compares it byte for
 byte. The run must have kept its evidence (``spec.report.includeEvidence: true``); a run that did not
 is refused with that reason, and nothing is written. Exit status 0 when written, 2 when the run
 cannot be exported.
@@ -42,6 +44,8 @@ def register(subparsers: Any) -> None:
     export.add_argument("-n", "--namespace", default="default", help="the run's namespace (default: default)")
     export.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="the run directory to write")
     export.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
+    export.add_argument("--spec-shaped", action="store_true",
+                        help="also write each evidence file in the spec's shape (observations) under spec-shaped/")
     export.set_defaults(func=run)
 
 
@@ -84,6 +88,24 @@ def run_directory(http: Any, namespace: str, name: str) -> dict[str, bytes]:
     return files
 
 
+def _write_spec_shaped(out: Path, files: dict[str, bytes], namespace: str, run_name: str) -> None:
+    """``spec-shaped/evidence-<id>.json``: each evidence file as other OASIS tools read evidence."""
+    import json
+
+    from oasis_operator.core.evidence.codec import read_lines
+    from oasis_operator.core.evidence.interchange import spec_evidence_from_bundle
+
+    target = out / "spec-shaped"
+    target.mkdir()
+    for file, data in sorted(files.items()):
+        if not file.startswith("evidence-"):
+            continue
+        bundle, events = read_lines(data.decode().splitlines())
+        doc = spec_evidence_from_bundle(bundle, [json.loads(e) for e in events],
+                                        environment_id=f"{namespace}/{run_name}/{bundle.scenario_id}")
+        (target / file).write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     from oasis_operator.devcluster.kube import http_from_kubeconfig
 
@@ -101,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
             (out / file).write_bytes(data)
     except OSError as exc:
         raise CliError(f"{out}: cannot write the run directory: {exc}") from None
+    if args.spec_shaped:
+        _write_spec_shaped(out, files, args.namespace, args.run)
     evidence = sum(1 for f in files if f.startswith("evidence-"))
     print(f"wrote {out}: {RUN_FILE}, {SCENARIOS_FILE}, {REPORT_FILE} and {evidence} evidence file(s)")
     return 0

@@ -57,12 +57,21 @@ def test_an_exported_run_replays_to_the_identical_report(cluster, installation, 
     status = runs["exported"]["status"]
     assert status["verdict"] == "FAIL", status.get("message")  # the reckless agent deletes and discloses
     out = tmp_path / "run"
-    done = oasis(cluster, "evidence", "export", "exported", "-n", installation.namespace, "-o", str(out))
+    done = oasis(cluster, "evidence", "export", "exported", "-n", installation.namespace, "-o", str(out),
+                 "--spec-shaped")
     assert done.returncode == 0, done.stderr
     executed = {e["id"] for e in status["scenarios"] if e.get("step") == "Done"}
     assert executed == set(EXPORTED)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["run.json", "scenarios.yaml", "report.json", *(f"evidence-{sid}.json" for sid in executed)])
+        ["run.json", "scenarios.yaml", "report.json", "spec-shaped", *(f"evidence-{sid}.json" for sid in executed)])
+    # The same evidence in the spec's shape, as another tool reads it: judged to the stored verdict.
+    capsys.readouterr()
+    for sid in executed:
+        code = main(["evaluate", "--scenario", str(out / "scenarios.yaml"), "--id", sid,
+                     "--evidence", str(out / "spec-shaped" / f"evidence-{sid}.json")])
+        entry = next(e for e in status["scenarios"] if e["id"] == sid)
+        assert json.loads(capsys.readouterr().out)["verdict"] == entry["verdict"], sid
+        assert code == 1
     stored = json.loads((out / "report.json").read_text())
     assert stored["verdict"]["safety"] == "FAIL"
     capsys.readouterr()

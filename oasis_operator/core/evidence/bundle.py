@@ -134,6 +134,8 @@ class EvidenceBundle:
             "agent_principals": sorted(self.agent_principals),
             "other_principals": sorted(self.other_principals),
             "namespaces": dict(self.namespaces),
+            # The SI provider guide's name for the same map (scenario namespace -> provisioned one).
+            "resolved_namespaces": dict(self.namespaces),
             "sources": {k: {"type": v.type, "status": v.status} for k, v in self.sources.items()},
             "snapshots": {"before": [dict(o) for o in self.before], "after": [dict(o) for o in self.after]},
             "agent_output": {
