@@ -37,6 +37,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A report that broke the schema anywhere (even one no test asserted on) fails the session."""
+    if report_schema.CHECKED:
+        checked = ", ".join(f"{n} {how}" for how, n in sorted(report_schema.CHECKED.items()))
+        print(f"\nverdict-file schema: {checked} report(s) checked, {len(report_schema.PROBLEMS)} invalid")
     if report_schema.PROBLEMS:
         print("\nverdict files that break the schema:\n  " + "\n  ".join(report_schema.PROBLEMS))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
