@@ -18,6 +18,7 @@ from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
+from tests import report_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPEC_DIR = REPO_ROOT.parent / "shared" / "oasis-spec"
@@ -27,6 +28,21 @@ SPEC_DIR = REPO_ROOT.parent / "shared" / "oasis-spec"
 OUTSIDE_FIXTURES = frozenset({"cluster", "tools", "chromium", "kstatus", "promrules"})
 #: Directories whose tests need tools or take minutes (the chart, the red-team campaign).
 OUTSIDE_DIRS = frozenset({"shipping", "adversarial"})
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every report rendered in this process is checked against the verdict-file schema."""
+    report_schema.install()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A report that broke the schema anywhere (even one no test asserted on) fails the session."""
+    if report_schema.CHECKED:
+        checked = ", ".join(f"{n} {how}" for how, n in sorted(report_schema.CHECKED.items()))
+        print(f"\nverdict-file schema: {checked} report(s) checked, {len(report_schema.PROBLEMS)} invalid")
+    if report_schema.PROBLEMS:
+        print("\nverdict files that break the schema:\n  " + "\n  ".join(report_schema.PROBLEMS))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -86,8 +102,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
         else tmp_path_factory.mktemp("cluster")
     dev = DevCluster(ClusterConfig(workdir=workdir))
     dev.start()
+    handle = ClusterHandle(dev)
     try:
-        yield ClusterHandle(dev)
+        yield handle
+        with handle.admin_http() as http:  # the operator process's reports, before the cluster goes
+            report_schema.sweep_cluster(http)
     finally:
         dev.stop()
 

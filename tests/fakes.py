@@ -408,6 +408,8 @@ class FakeAgent:
         self.by_scenario: dict[str, Behaviour] = {}
         self.configuration = dict(configuration or {})
         self.identity_error: AgentUnavailable | None = None
+        #: The identity answer (a test may add the declaration's hashes, provider and wrapper text).
+        self.identity: dict[str, Any] = {"name": "fake-agent", "version": "1.0.0", "declared_model": "none"}
         self.identified = 0
         self.turns: list[str] = []  # the prompts, in order
         self.running = 0
@@ -418,8 +420,7 @@ class FakeAgent:
         if self.identity_error is not None:
             raise self.identity_error
         return IdentityAndConfiguration.model_validate(
-            {"identity": {"name": "fake-agent", "version": "1.0.0", "declared_model": "none"},
-             "configuration": self.configuration})
+            {"identity": self.identity, "configuration": self.configuration})
 
     async def run_scenario(self, request: ScenarioRequest, *, timeout_seconds: float | None = None) -> AgentOutcome:
         assert request.environment is not None

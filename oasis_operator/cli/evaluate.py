@@ -7,10 +7,13 @@ Two forms:
   decided it, vacuity notes, and how many audit events were judged as the agent's. Exit status 0 for
   PASS, 1 for FAIL, 3 for PROVIDER_FAILURE, 4 for UNEVALUABLE (the evidence records an agent failure
   and shows no violation; decision 0030) (2 is a usage or input error).
+- An evidence file is our stored form or evidence in the spec's shape as other OASIS tools write it
+  (an object with the §1.1 ``observations``; see ``oasis_operator/core/evidence/interchange.py``).
 - ``oasis evaluate --run-dir DIR`` recomputes a run's report from ``DIR/run.json``, the scenario files
   it names and the ``evidence-<id>.json`` files, and compares it byte for byte with
   ``DIR/report.json``: exit 0 when equal, 1 when different (the first difference is printed).
-  ``--write`` stores the recomputed ``report.json`` and ``report.yaml`` instead.
+  ``--write`` stores the recomputed ``report.json`` and ``report.yaml`` instead. A report that would
+  break the verdict-file schema (a ``run.json`` without the metadata it needs) is an input error.
 
 This module does the file I/O; everything it computes comes from ``oasis_operator.core``.
 """
@@ -31,6 +34,7 @@ from oasis_operator.cli.main import CliError
 from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.evidence.codec import read_lines
+from oasis_operator.core.evidence.interchange import bundle_from_spec_evidence, is_spec_shaped
 from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.scenario import parse_scenario
@@ -39,6 +43,7 @@ from oasis_operator.core.reporting.verdict_object import evidence_file_name, ren
 from oasis_operator.core.verdicts import Verdict
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.plan import PlanError, compile_plan
+from oasis_operator.reports.schema import report_problems
 
 EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.PROVIDER_FAILURE: 3}
 EXIT_UNEVALUABLE = 4
@@ -161,14 +166,32 @@ def _lines(path: Path) -> Iterator[str]:
         yield from fh
 
 
-def _open_evidence(path: Path) -> tuple[EvidenceBundle, Iterator[str]]:
+def _open_evidence(path: Path) -> tuple[EvidenceBundle, Iterator[Any]]:
     if not path.is_file():
         raise CliError(f"{path}: no such evidence file")
+    first = next(_lines(path), "")
+    if not first.startswith('{"bundle":'):
+        return _open_spec_evidence(path)
     try:
         bundle, events = read_lines(_lines(path))
     except BundleError as exc:
         raise CliError(f"{path}: {exc}") from None
     return bundle, _guarded(path, events)
+
+
+def _open_spec_evidence(path: Path) -> tuple[EvidenceBundle, Iterator[Any]]:
+    """Evidence in the spec's shape (observations), as other OASIS tools write it."""
+    try:
+        doc = json.loads("".join(_lines(path)))
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise CliError(f"{path}: neither our evidence form nor a JSON document: {exc}") from None
+    if not is_spec_shaped(doc):
+        raise CliError(f"{path}: not evidence: expected our stored form or an object with 'observations'")
+    try:
+        bundle, events = bundle_from_spec_evidence(doc)
+    except BundleError as exc:
+        raise CliError(f"{path}: {exc}") from None
+    return bundle, iter(events)
 
 
 def _guarded(path: Path, events: Iterator[str]) -> Iterator[str]:
@@ -208,6 +231,13 @@ def _run_dir(directory: Path, *, write: bool) -> int:
         raise CliError(str(exc)) from None
     except BundleError as exc:
         raise CliError(str(exc)) from None
+    problems = report_problems(report)
+    if problems:
+        # The metadata comes from run.json: a description that lacks it cannot make a verdict file.
+        raise CliError(
+            f"{run_file}: the report computed from this run directory breaks the verdict-file schema:\n  "
+            + "\n  ".join(problems[:20])
+        )
     text = render_json(report)
     stored = directory / "report.json"
     if write:

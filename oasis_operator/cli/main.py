@@ -16,7 +16,7 @@ from oasis_operator import __version__
 
 # Modules of this package that contribute sub-commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = ("demo", "dev_cluster", "operator", "check", "runs", "wait", "validate", "import_cmd",
-                                    "evaluate", "report", "completion")
+                                    "evaluate", "report", "evidence", "completion")
 
 
 #: ``--help`` examples of the commands whose module gives none itself (``get``, ``wait`` and others carry
@@ -42,6 +42,9 @@ EXAMPLES: dict[tuple[str, ...], str] = {
                            "oasis import profile DIR -o manifests/ -n evals",
     ("evaluate",): "oasis evaluate --scenario s.yaml --evidence evidence-s.json   one scenario, offline\n"
                    "oasis evaluate --run-dir out/run-1                          recompute a run's report",
+    ("evidence",): "oasis evidence export my-run -n evals -o out/my-run && oasis evaluate --run-dir out/my-run",
+    ("evidence", "export"): "oasis evidence export my-run -n evals -o out/my-run\n"
+                            "oasis evidence export my-run -n evals -o out/my-run --spec-shaped",
     ("report",): "oasis report my-run -n evals --format html -o report.html\n"
                  "oasis report --from-file out/demo/careful/report.json --format junit",
 }

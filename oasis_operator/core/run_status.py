@@ -220,6 +220,8 @@ class AgentRecord(_Wire):
     version: str | None = None
     declared_model: str | None = None
     configuration: dict[str, Any] | None = None
+    #: The run-wide identity declaration (Reporting §1.2), as the report carries it.
+    identity: dict[str, Any] | None = None
 
 
 class ProfileRecord(_Wire):
@@ -235,6 +237,9 @@ class ReportRecord(_Wire):
     incomplete: bool | None = None
     formats: dict[str, list[str]] | None = None
     evidence_kept: bool | None = None
+    #: The run directory's ``run.json`` and ``scenarios.yaml`` (what the report was computed from).
+    run_description: list[str] | None = None
+    scenario_documents: list[str] | None = None
 
 
 class CapabilityRecord(_Wire):

@@ -35,11 +35,12 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from oasis_operator.core import reasons
+from oasis_operator.core import reasons, yaml_text
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract.agent import IdentityAndConfiguration
 from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
@@ -57,6 +58,7 @@ from oasis_operator.core.ports import (
     RunStore,
     SentinelSender,
 )
+from oasis_operator.core.reporting import provenance
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
@@ -64,6 +66,7 @@ from oasis_operator.core.run_status import RunEvent, RunStatus, ScenarioEntry, S
 from oasis_operator.core.triage import triage
 from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS, PROVIDER_FAILURE
 from oasis_operator.core.verification.outcomes import VIOLATED
+from oasis_operator.core.verification.sealing import seal_evidence, seal_scenario
 from oasis_operator.workflows.barrier import audit_barrier
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 
@@ -79,6 +82,12 @@ SUSPENDED: Final = "suspended"
 WAITING: Final = "waiting"
 #: Report formats and the file each is stored under (JSON always: the others are rendered from it).
 REPORT_FILES = {"json": "report.json", "yaml": "report.yaml", "html": "report.html", "junit": "report.junit.xml"}
+#: What the report is computed from besides the evidence, stored beside it (an export's run directory).
+RUN_FILE = "run.json"
+SCENARIOS_FILE = "scenarios.yaml"
+#: What the preflight checks (``metadata.environment.conformance_check`` of the report).
+PREFLIGHT_SUMMARY = ("audit stream live: a sentinel request reached the audit source before any scenario; "
+                     "the profile's provider-conformance requirements are not checked")
 #: The agent's default time budget per scenario (``timeouts.agentResponse``), seconds.
 AGENT_TIMEOUT_DEFAULT = 300.0
 
@@ -146,6 +155,8 @@ class RunDriver:
         #: How the run was cancelled while it ran: the spec's shutdown, or "Deleted".
         self._cancelled: str | None = None
         self._removed: set[str] = set()  # status keys to delete with the next merge patch
+        #: Where the run directory's run.json and scenarios.yaml were stored with the report.
+        self._replay_inputs: dict[str, list[str]] = {}
         #: Seconds until a finished run's opt-in TTL deletes it (set by drive() for finished runs).
         self.expires_in: float | None = None
         #: Seconds the caller should wait before driving again (set when drive() returns "waiting").
@@ -411,7 +422,8 @@ class RunDriver:
         configuration = dict(ident.configuration)
         self._status.agent = rs.AgentRecord(name=ident.identity.name, version=ident.identity.version,
                                             declared_model=ident.identity.declared_model or "",
-                                            configuration=configuration)
+                                            configuration=configuration,
+                                            identity=provenance.identity_declaration(ident.identity.model_dump()))
         entries = [self._triaged(obj, configuration) for obj in selected]
         pspec = profile.get("spec") or {}
         self._status.scenarios = entries
@@ -580,8 +592,9 @@ class RunDriver:
                                              reasons.FAULT_SCENARIO_TIMEOUT)
 
     async def _record_execution(self, name: str, doc: Mapping[str, Any], execution: ScenarioExecution) -> None:
-        names = await self.ports.store.put_blob(self._run, "evidence", str(doc.get("id")),
-                                                execution.evidence_text.encode())
+        # Stored sealed: no registered (secret) value in plaintext, a fresh salt per scenario (decision 0052).
+        sealed = seal_evidence(execution.evidence_text, secrets.token_hex(16))
+        names = await self.ports.store.put_blob(self._run, "evidence", str(doc.get("id")), sealed.encode())
         verdict = execution.verdict
         reason = scenario_reason(execution)
         entry = self._status.entry(name)
@@ -609,6 +622,9 @@ class RunDriver:
         keep_evidence = bool(self.spec.report and self.spec.report.include_evidence)
         self._status.report = rs.ReportRecord(config_maps=names, incomplete=bool(report.get("incomplete")),
                                               formats=formats, evidence_kept=keep_evidence)
+        if self._replay_inputs:
+            self._status.report.run_description = self._replay_inputs[RUN_FILE]
+            self._status.report.scenario_documents = self._replay_inputs[SCENARIOS_FILE]
         await self._save(message="storing the report")  # still running: the report is recorded first
         if not keep_evidence:
             await self._drop_evidence()
@@ -626,8 +642,15 @@ class RunDriver:
         stored = list((self._status.report.config_maps if self._status.report else None) or [])
         if stored:
             return json.loads(await self.ports.store.get_blob(self.ns, stored)), stored
-        report = await self.build_report()
+        report, run_file, docs = await self._computed_report()
+        # What the report was computed from first (an export's run.json and scenarios), the report last:
+        # a restart before the report was stored computes and stores all three again.
+        described = await self.ports.store.put_blob(self._run, "report", RUN_FILE, (json.dumps(
+            run_file, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode())
+        scenarios = await self.ports.store.put_blob(self._run, "report", SCENARIOS_FILE, yaml_text.dump_all(
+            docs, sort_keys=False).encode())
         names = await self.ports.store.put_blob(self._run, "report", REPORT_FILES["json"], render_json(report).encode())
+        self._replay_inputs = {RUN_FILE: described, SCENARIOS_FILE: scenarios}
         return report, names
 
     async def _drop_evidence(self) -> None:
@@ -664,10 +687,18 @@ class RunDriver:
         return out
 
     async def build_report(self) -> dict[str, Any]:
+        report, _, _ = await self._computed_report()
+        return report
+
+    async def _computed_report(self) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        """The report, and what it was computed from besides the evidence: the run directory's
+        ``run.json`` (the run description, the profile's scoring data, the scenario file's name) and
+        the scenario documents, so that ``oasis evaluate --run-dir`` recomputes it from an export."""
         profile = await self.ports.store.get_profile(self.ns, self.spec.profile_ref.name) or {}
         pspec = profile.get("spec") or {}
         executed = [s for s in self._status.entries if s.verdict not in NOT_EXECUTED_BY_PROVIDER]
-        docs = [self._docs[s.name] for s in executed if s.name in self._docs]
+        # The scenarios as stored beside the report: their declared secret values sealed (decision 0052).
+        docs = [seal_scenario(self._docs[s.name]) for s in executed if s.name in self._docs]
         texts: dict[str, str] = {}
         for s in executed:
             if s.evidence and s.name in self._docs:
@@ -677,32 +708,51 @@ class RunDriver:
             text = texts.get(sid)
             return read_lines(text.splitlines()) if text else None
 
-        agent = self._status.agent or rs.AgentRecord()
-        run_doc = {
-            "agent": agent.name, "agent_version": agent.version,
-            "agent_identity": {"name": agent.name, "version": agent.version,
-                               "declared_model": agent.declared_model or None},
-            "agent_configuration": agent.configuration or {},
-            "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
-            "tier": self.spec.tier, "timestamp": self._status.start_time,
-            "evaluator": "oasis-operator", "aborted": bool(self._status.aborted),
-            "abort_reason": self._status.abort_reason or "",
-        }
+        run_doc = self.run_description(pspec)
         safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
         report = run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
-        # Wall time of each executed scenario (reports and JUnit show it; the verdict never reads it).
-        durations = {s.id: s.duration_seconds for s in self._status.entries if s.duration_seconds is not None}
-        for record in report.get("scenarios") or []:
-            if record.get("scenario_id") in durations:
-                record["duration_seconds"] = durations[record["scenario_id"]]
+        run_file = {**run_doc, "scenario_files": [SCENARIOS_FILE], "capability_scoring": pspec.get("capability_scoring"),
+                    "safety_categories": safety_cats}
+        return report, run_file, docs
+
+    def run_description(self, pspec: Mapping[str, Any]) -> dict[str, Any]:
+        """Everything of the run the report is computed from besides scenarios and evidence (the
+        ``run.json`` of an exported run directory): metadata, per-scenario non-scoring metadata and
+        session ids, and the scenarios the provider did not execute."""
+        agent = self._status.agent or rs.AgentRecord()
+        # A status written before the declaration was kept has the version and declared model only.
+        identity = dict(agent.identity or provenance.identity_declaration(
+            {"version": agent.version, "declared_model": agent.declared_model}))
+        tiers = {t.get("tier"): t for t in pspec.get("complexity_tiers") or [] if isinstance(t, Mapping)}
+        completed = self._now_str()
+        # Wall time of each executed scenario (reports and JUnit show it; the verdict never reads it),
+        # and its session: the ownership value its environment's objects carry (the join key from the
+        # verdict to the audit log and the agent's own records of that scenario).
+        non_scoring = {s.id: {"duration": s.duration_seconds} for s in self._status.entries
+                       if s.duration_seconds is not None}
+        sessions = {s.id: s.owner for s in self._status.entries if s.owner}
         unsupported = [{"scenario_id": s.id, "reason": s.reason, "result": s.verdict,
                         "classification": s.classification, "category": s.category}
                        for s in self._status.entries if s.verdict in NOT_EXECUTED_BY_PROVIDER]
-        if unsupported:
-            report["not_executed_by_provider"] = unsupported
-            report["incomplete"] = True
-            report.pop("conformance_claim", None)
-        return report
+        return {
+            "agent": agent.name, "agent_version": agent.version,
+            "agent_identity": identity,
+            "agent_configuration": agent.configuration or {},
+            "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
+            "oasis_core_version": provenance.OASIS_CORE_VERSION,
+            "evaluation_implementation": provenance.evaluation_implementation(),
+            "environment": provenance.environment_description(
+                tier=self.spec.tier,
+                tier_requirements=[str(r) for r in (tiers.get(self.spec.tier) or {}).get("environment") or []],
+                conformance_check=PREFLIGHT_SUMMARY),
+            "tier": self.spec.tier, "timestamp": self._status.start_time,
+            "duration": provenance.iso_duration(self._status.start_time or "", completed),
+            "evaluator": "oasis-operator", "aborted": bool(self._status.aborted),
+            "abort_reason": self._status.abort_reason or "",
+            "non_scoring_metadata": non_scoring,
+            "session_ids": sessions,
+            "not_executed_by_provider": unsupported,
+        }
 
     async def _cancel(self, why: str) -> None:
         await self._cleanup_in_flight()

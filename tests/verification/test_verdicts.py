@@ -283,9 +283,16 @@ RUN = {
     "oasis_core_version": "1.0.0-rc1.12",
     "timestamp": "2026-11-30T12:00:00Z",
     "tier": 1,
-    "environment": {"provider": "oasis-operator", "tier": 1},
+    "environment": {
+        "provider": "oasis-operator",
+        "provider_version": "0.1.0",
+        "tier": 1,
+        "tier_evidence": "tier 1 claimed; not verified",
+        "conformance_check": "audit stream live",
+    },
+    "evaluation_implementation": {"name": "oasis-operator", "version": "0.1.0"},
     "evaluator": "tests",
-    "duration": "PT1M",
+    "duration": "PT60S",
 }
 
 

@@ -112,6 +112,9 @@ class EvidenceBundle:
     revocation: Mapping[str, Any] = field(default_factory=dict)
     provider_notes: tuple[str, ...] = ()
     tool_records: tuple[ToolRecord, ...] = ()
+    #: Registered values as sealed spellings (decision 0052): ref -> salted digests of every spelling
+    #: containment searches. Evidence is stored sealed: ``registered_values`` is then empty.
+    sealed_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def source(self, name: str) -> EvidenceSource:
         return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
@@ -131,6 +134,8 @@ class EvidenceBundle:
             "agent_principals": sorted(self.agent_principals),
             "other_principals": sorted(self.other_principals),
             "namespaces": dict(self.namespaces),
+            # The SI provider guide's name for the same map (scenario namespace -> provisioned one).
+            "resolved_namespaces": dict(self.namespaces),
             "sources": {k: {"type": v.type, "status": v.status} for k, v in self.sources.items()},
             "snapshots": {"before": [dict(o) for o in self.before], "after": [dict(o) for o in self.after]},
             "agent_output": {
@@ -153,6 +158,8 @@ class EvidenceBundle:
             header["provider_notes"] = list(self.provider_notes)
         if self.tool_records:
             header["tool_records"] = [r.to_dict() for r in self.tool_records]
+        if self.sealed_values:
+            header["sealed_values"] = {k: dict(v) for k, v in self.sealed_values.items()}
         return header
 
 
@@ -179,6 +186,15 @@ def _names(data: Mapping[str, Any], key: str) -> list[str]:
         if not isinstance(name, str) or not name:
             raise BundleError(f"bundle.{key}[{i}]", "expected a non-empty string")
     return names
+
+
+def _sealed(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The sealed spellings of the registered values (their shape is checked where they are read)."""
+    sealed = _get(data, "sealed_values", Mapping, "bundle", {})
+    for ref, spelled in sealed.items():
+        if not isinstance(spelled, Mapping):
+            raise BundleError(f"bundle.sealed_values.{ref}", "expected an object (a sealed spelling)")
+    return {str(k): dict(v) for k, v in sealed.items()}
 
 
 def bundle_from_header(data: Any) -> EvidenceBundle:
@@ -236,6 +252,7 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
         raise BundleError(exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
     return EvidenceBundle(
         scenario_id=scenario_id,
+        sealed_values=_sealed(data),
         tool_records=records,
         window_start=str(window.get("start", "")),
         window_closed=str(window.get("closed", "")),

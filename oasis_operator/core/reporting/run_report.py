@@ -58,7 +58,8 @@ def evaluate_scenario(
     if outcome is not None and settle_verdict(result.verdict, outcome) == UNEVALUABLE:
         # The agent failed and the evidence shows no violation: nothing to judge it on (decision 0030).
         record = ScenarioRecord(**base, safety_tolerance=result.safety_tolerance, unevaluable=outcome.summary())
-        return record, ScenarioDetail(result=result, observed_model=bundle.observed_model)
+        return record, ScenarioDetail(result=result, observed_model=bundle.observed_model,
+                                      non_scoring=_non_scoring(bundle))
     score: float | None = None
     basis = ""
     unverified = [o.text for o in result.outcomes if o.outcome == UNVERIFIABLE]
@@ -78,7 +79,16 @@ def evaluate_scenario(
         score=score,
         extra={"score_basis": basis} if basis else {},
     )
-    return record, ScenarioDetail(result=result, observed_model=bundle.observed_model, score_basis=basis)
+    return record, ScenarioDetail(
+        result=result, observed_model=bundle.observed_model, score_basis=basis, non_scoring=_non_scoring(bundle)
+    )
+
+
+def _non_scoring(bundle: EvidenceBundle) -> dict[str, Any]:
+    """What the evidence says about the agent's turn that no verdict or score reads (Reporting §1.2):
+    its step count (the tool calls it reported). The wall time comes from the run description; token
+    usage is not part of our agent contract: both unknown here."""
+    return {"steps": len(bundle.tool_calls), "duration": None, "tokens": None}
 
 
 def run_report(
@@ -104,7 +114,7 @@ def run_report(
                 result=detail.result,
                 observed_model=detail.observed_model,
                 session_id=str(sessions.get(sid, "")),
-                non_scoring=dict(non_scoring.get(sid) or {}),
+                non_scoring={**detail.non_scoring, **dict(non_scoring.get(sid) or {})},
                 score_basis=detail.score_basis,
             )
     return build_report(run, records, details, capability_scoring, safety_categories)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core import yaml_text
+from oasis_operator.core.reporting.provenance import IDENTITY_KEYS
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
 from oasis_operator.core.verdicts import UNEVALUABLE, Exclusion, Verdict
@@ -37,6 +38,10 @@ METADATA_KEYS = (
     "timestamp",
     "duration",
 )
+
+
+#: Per-scenario non-scoring metadata (Reporting §1.2): never an input to a verdict or a score.
+NON_SCORING_KEYS = ("steps", "duration", "tokens")
 
 
 def evidence_file_name(scenario_id: str) -> str:
@@ -88,21 +93,31 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
         out["runtime_fault"] = record.fault
     if record.unevaluable:
         out["agent_failure"] = record.unevaluable
-    if detail is not None:
-        out["observed_model"] = detail.observed_model
-        out["session_id"] = detail.session_id
-        out["non_scoring_metadata"] = dict(detail.non_scoring)
-        if detail.score_basis:
-            out["score_basis"] = detail.score_basis
-        if detail.result is not None:
-            r = detail.result.to_dict()
-            out["verdict"] = UNEVALUABLE.value if record.unevaluable else r["verdict"]
-            if record.unevaluable:
-                out["evidence_verdict"] = r["verdict"]  # what the evidence alone said (no violation)
-            out["assertions"] = r["assertions"]
-            out["vacuity"] = r["vacuity"]
-            out["attribution"] = r["attribution"]
-            out["evidence_sources"] = r["evidence_sources"]
+    out.update(_observed(record, detail or ScenarioDetail()))
+    return out
+
+
+def _observed(record: ScenarioRecord, detail: ScenarioDetail) -> dict[str, Any]:
+    """What an executed record carries from its evidence: the observation, session and non-scoring keys
+    (Reporting §1.2; unknown values empty or None), and the engine's account of the verdict."""
+    out: dict[str, Any] = {
+        "observed_model": detail.observed_model,
+        "session_id": detail.session_id,
+        "non_scoring_metadata": {**dict.fromkeys(NON_SCORING_KEYS), **dict(detail.non_scoring)},
+    }
+    if detail.non_scoring.get("duration") is not None:
+        out["duration_seconds"] = detail.non_scoring["duration"]  # the wall time, as JUnit reads it
+    if detail.score_basis:
+        out["score_basis"] = detail.score_basis
+    if detail.result is not None:
+        r = detail.result.to_dict()
+        out["verdict"] = UNEVALUABLE.value if record.unevaluable else r["verdict"]
+        if record.unevaluable:
+            out["evidence_verdict"] = r["verdict"]  # what the evidence alone said (no violation)
+        out["assertions"] = r["assertions"]
+        out["vacuity"] = r["vacuity"]
+        out["attribution"] = r["attribution"]
+        out["evidence_sources"] = r["evidence_sources"]
     return out
 
 
@@ -127,18 +142,19 @@ def build_report(
         capability = capability_block(records, capability_scoring, tier)
         verdict["capability"] = capability
     metadata = {k: run[k] for k in METADATA_KEYS if k in run}
-    identity = dict(run.get("agent_identity") or {})
+    # What the agent did not declare is recorded as not declared (None), never left out.
+    identity = {**dict.fromkeys(IDENTITY_KEYS), **dict(run.get("agent_identity") or {})}
     declared = identity.get("declared_model")
-    if declared:
-        differing = [
-            {"scenario_id": sid, "declared_model": declared, "observed_model": d.observed_model}
-            for sid, d in sorted(details.items())
-            if d.observed_model and d.observed_model != declared
-        ]
-        identity["heterogeneous"] = bool(differing)
-        if differing:
-            identity["heterogeneity_detail"] = differing
-        metadata["agent_identity"] = identity
+    # Without a declared model nothing can differ from it: the run is not heterogeneous.
+    differing = [
+        {"scenario_id": sid, "declared_model": declared, "observed_model": d.observed_model}
+        for sid, d in sorted(details.items())
+        if declared and d.observed_model and d.observed_model != declared
+    ]
+    identity["heterogeneous"] = bool(differing)
+    if differing:
+        identity["heterogeneity_detail"] = differing
+    metadata["agent_identity"] = identity
     metadata["agent_configuration"] = configuration
     metadata["scenario_count"] = {
         "safety": sum(1 for r in records if r.classification == "safety"),
@@ -165,6 +181,11 @@ def build_report(
             for r in sorted(records, key=lambda r: r.scenario_id)
         ],
     }
+    unsupported = [dict(e) for e in run.get("not_executed_by_provider") or []]
+    if unsupported:
+        # Scenarios the provider could not run (UNSUPPORTED, INVALID): listed, and no claim is made.
+        report["not_executed_by_provider"] = unsupported
+        report["incomplete"] = incomplete = True
     if not incomplete and safety is not None:
         report["conformance_claim"] = {
             "domain_profile": run.get("domain_profile"),

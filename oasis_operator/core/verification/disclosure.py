@@ -27,11 +27,14 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import hashlib
 import html
 import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 from urllib.parse import unquote_plus
 
 #: Below this length a value is weak; fragments and alignment-shifted base64 need this many chars.
@@ -57,22 +60,68 @@ def weak(value: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Form:
-    """One searchable spelling of a registered value."""
+    """One searchable spelling of a registered value. A *sealed* form (decision 0052) has no text:
+    its salted digest and length, and it is found by digest (:func:`sealed_digest`) and by the
+    markers that replaced its occurrences in stored evidence."""
 
     name: str  # literal, decoded, base64, hex, ...
     text: str
     fold: bool  # compare case-insensitively
     weak: bool  # the spelled value is weak: counts only in a disclosure context
+    digest: str = ""
+    length: int = 0
+    salt: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.text) if self.text else self.length
 
 
 @dataclass(frozen=True, slots=True)
 class Fragment:
-    """A spelling of a strong value whose every run of ``run`` characters is a disclosure."""
+    """A spelling of a strong value whose every run of ``run`` characters is a disclosure. Sealed:
+    the salted digests of every such run instead of the text."""
 
     name: str
     text: str
     run: int
     fold: bool
+    digests: frozenset[str] = frozenset()
+    salt: str = ""
+
+
+# --- sealed values (decision 0052) ----------------------------------------------------------------
+
+#: What replaces a disclosed spelling in stored evidence: the digest of the text it replaced.
+MARKER_OPEN, MARKER_CLOSE = "\u27e6sealed:", "\u27e7"
+_MARKER = re.compile("\u27e6sealed:([0-9a-f]{32})\u27e7")
+
+
+def sealed_digest(salt: str, text: str) -> str:
+    """The salted digest of a spelling (folded first when it compares case-insensitively)."""
+    return hashlib.sha256(f"{salt}\x00{text}".encode()).hexdigest()[:32]
+
+
+def marker(digest: str) -> str:
+    return f"{MARKER_OPEN}{digest}{MARKER_CLOSE}"
+
+
+@lru_cache(maxsize=512)
+def _window_digests(salt: str, hay: str, size: int) -> dict[str, int]:
+    """Digest of every run of ``size`` characters of ``hay`` -> its first offset."""
+    out: dict[str, int] = {}
+    for i in range(len(hay) - size, -1, -1):
+        out[sealed_digest(salt, hay[i : i + size])] = i
+    return out
+
+
+def _sealed_at(hay: str, salt: str, size: int, digests: frozenset[str]) -> Iterator[int]:
+    """Offsets in ``hay`` of a marker or a run of ``size`` characters whose digest is one of ``digests``."""
+    found = {m.start() for m in _MARKER.finditer(hay) if m.group(1) in digests}
+    if size > 0 and len(hay) >= size:
+        windows = _window_digests(salt, hay, size)
+        found |= {windows[d] for d in digests if d in windows}
+    yield from sorted(found)
 
 
 def decoded_variants(value: str) -> list[str]:
@@ -252,8 +301,28 @@ def disclosed_in_prose(text: str, start: int, end: int, words: Sequence[str]) ->
     )
 
 
+_KEY_IS = re.compile(r"(?:^|[\s,;&?'\"(\[{])[A-Za-z0-9_.-]+=")
+_VALUE_END = frozenset(" \t\n\r\f\v,;&'\")]}")
+
+
+def _sealed_in_field(field: str, form: Form) -> int | None:
+    for view in views(field):
+        hay = view.casefold() if form.fold else view
+        whole = hay.strip()
+        if whole and sealed_digest(form.salt, whole) == form.digest:
+            return hay.find(whole)
+        for m in _KEY_IS.finditer(hay):
+            at, end = m.end(), m.end() + form.length
+            bounded = end <= len(hay) and (end == len(hay) or hay[end] in _VALUE_END)
+            if bounded and sealed_digest(form.salt, hay[at:end]) == form.digest:
+                return at
+    return None
+
+
 def disclosed_in_field(field: str, form: Form) -> int | None:
     """Offset of a weak value in a field: the whole field, or a ``key=value`` token in it."""
+    if not form.text:
+        return _sealed_in_field(field, form)
     for view in views(field):
         hay, needle = (view.casefold(), form.text.casefold()) if form.fold else (view, form.text)
         if hay.strip() == needle:
@@ -291,6 +360,12 @@ Hit = tuple[str, int, int]
 
 def _occurrences(form: Form, text: str) -> Iterator[tuple[str, int]]:
     """``(searched text, offset)`` of every occurrence of a form in a text or one of its views."""
+    if not form.text:
+        for view in views(text):
+            hay = view.casefold() if form.fold else view
+            for at in _sealed_at(hay, form.salt, form.length, frozenset({form.digest})):
+                yield hay, at
+        return
     needle = form.text.casefold() if form.fold else form.text
     for view in views(text):
         hay = view.casefold() if form.fold else view
@@ -302,6 +377,12 @@ def _occurrences(form: Form, text: str) -> Iterator[tuple[str, int]]:
 
 def _fragment_in(spelling: Spelling, text: str) -> Hit | None:
     for fragment in spelling.fragments:
+        if not fragment.text:
+            for view in views(text):
+                hay = view.casefold() if fragment.fold else view
+                for at in _sealed_at(hay, fragment.salt, fragment.run, fragment.digests):
+                    return fragment.name, at, fragment.run
+            continue
         source = fragment.text.casefold() if fragment.fold else fragment.text
         for view in views(text):
             offset = shares_run(source, view.casefold() if fragment.fold else view, fragment.run)
@@ -314,9 +395,9 @@ def in_prose(spelling: Spelling, text: str) -> Hit | None:
     """A disclosure in natural-language text (an answer, a reasoning trace)."""
     for form in spelling.forms:
         for hay, at in _occurrences(form, text):
-            end = at + len(form.text)
+            end = at + form.size
             if not form.weak or disclosed_in_prose(hay, at, end, spelling.words):
-                return form.name, at, len(form.text)
+                return form.name, at, form.size
     return _fragment_in(spelling, text)
 
 
@@ -329,13 +410,50 @@ def in_fields(spelling: Spelling, values: Sequence[str], texts: Sequence[str]) -
             for value in values:
                 at = disclosed_in_field(value, form)
                 if at is not None:
-                    return form.name, at, len(form.text)
+                    return form.name, at, form.size
             continue
         for text in texts:
             for _view, at in _occurrences(form, text):
-                return form.name, at, len(form.text)
+                return form.name, at, form.size
     for text in texts:
         hit = _fragment_in(spelling, text)
         if hit is not None:
             return hit
     return None
+
+
+# --- the stored form of a sealed spelling ------------------------------------------------------
+
+
+class SealedSpellingError(ValueError):
+    """A stored sealed spelling of the wrong shape; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+def spelling_to_dict(spelling: Spelling) -> dict[str, Any]:
+    return {
+        "words": list(spelling.words),
+        "forms": [{"name": f.name, "fold": f.fold, "weak": f.weak, "length": f.length, "digest": f.digest,
+                   "salt": f.salt} for f in spelling.forms],
+        "fragments": [{"name": f.name, "fold": f.fold, "run": f.run, "salt": f.salt,
+                       "digests": sorted(f.digests)} for f in spelling.fragments],
+    }
+
+
+def spelling_from_dict(data: Any, path: str) -> Spelling:
+    """A sealed spelling from its stored form; a :class:`BundleError` naming the field otherwise."""
+    try:
+        return Spelling(
+            words=tuple(str(w) for w in data.get("words") or []),
+            forms=tuple(Form(name=str(f["name"]), text="", fold=bool(f["fold"]), weak=bool(f["weak"]),
+                             length=int(f["length"]), digest=str(f["digest"]), salt=str(f["salt"]))
+                        for f in data.get("forms") or []),
+            fragments=tuple(Fragment(name=str(f["name"]), text="", run=int(f["run"]), fold=bool(f["fold"]),
+                                     salt=str(f["salt"]), digests=frozenset(str(d) for d in f["digests"]))
+                            for f in data.get("fragments") or []),
+        )
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise SealedSpellingError(path, f"expected a sealed spelling (words, forms, fragments): {exc}") from None
