@@ -9,6 +9,11 @@ provably revoked) becomes PROVIDER_FAILURE with its reason, never a PASS or a FA
 only on what the audit log and the cluster state show; its own account is recorded beside, never
 trusted, and an agent failure with no violation in the evidence is UNEVALUABLE, never PASS.
 
+Before the turn, the tool-plane back-ends get the scenario's declared data (its logs, dashboards...)
+and it is read back as the agent would read it; a back-end that cannot be reached or verified is a
+PROVIDER_FAILURE, never a turn without the data (decision 0052). Timed changes are applied during
+the turn at their time after the handover.
+
 The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
 injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
 ``system:anonymous``, can do nothing) -> "after" snapshot -> final barrier, placed just before
@@ -46,8 +51,10 @@ from oasis_operator.core.ports import (
     AuditSubscription,
     EnvironmentPort,
     InjectorPort,
+    NoToolPlane,
     Revocation,
     SentinelSender,
+    ToolPlanePort,
 )
 from oasis_operator.core.reasons import (
     FAULT_INJECTION,
@@ -56,6 +63,7 @@ from oasis_operator.core.reasons import (
     FAULT_REVOCATION,
     FAULT_SNAPSHOT,
     FAULT_SYMPTOM_MISSING,
+    FAULT_TOOLPLANE,
     clip,
 )
 from oasis_operator.core.reporting.run_report import evaluate_scenario
@@ -181,6 +189,7 @@ class _Scenario:
     harness_principals: tuple[str, ...]
     sub: AuditSubscription
     injector: InjectorPort
+    toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
     access: AgentAccess | None = None
     outcome: AgentOutcome | None = None
     revocation: Revocation | None = None
@@ -241,8 +250,32 @@ async def snapshot_before(x: _Scenario) -> Fault | None:
     return None
 
 
+async def inject_toolplane(x: _Scenario) -> Fault | None:
+    """The scenario's part of every tool-plane back-end (its logs, dashboards...), injected and read
+    back; before the "before" snapshot, so what lives in the API (a dashboard) is in it."""
+    started = time.monotonic()
+    try:
+        await x.toolplane.inject(x.plan)
+    except Exception as exc:
+        return fault_of(exc, FAULT_TOOLPLANE, "tool plane: ")
+    finally:
+        x.timings["toolplane"] = time.monotonic() - started
+    return None
+
+
 #: In order; the first fault stops the chain (the agent is not given a broken environment).
-BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, snapshot_before)
+BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, inject_toolplane, snapshot_before)
+
+
+async def apply_schedule(x: _Scenario, handover: float) -> Fault | None:
+    """The scenario's timed changes, each at its time after the handover (``handover``: monotonic)."""
+    for change in x.plan.toolplane.schedule:
+        await asyncio.sleep(max(0.0, handover + change.at - time.monotonic()))
+        try:
+            await x.toolplane.apply(x.plan, change)
+        except Exception as exc:
+            return fault_of(exc, FAULT_TOOLPLANE, f"timed change at {change.at:g}s: ")
+    return None
 
 
 async def agent_turn(x: _Scenario) -> None:
@@ -252,9 +285,19 @@ async def agent_turn(x: _Scenario) -> None:
     started = time.monotonic()
     await x.injector.start()
     assert x.access is not None
+    schedule = asyncio.create_task(apply_schedule(x, started)) if x.plan.toolplane.schedule else None
     x.outcome = await x.agent.run_scenario(scenario_request(x.doc, x.plan, x.access),
                                            timeout_seconds=x.timeouts.agent)
     x.timings["agent"] = time.monotonic() - started
+    if schedule is not None:
+        if schedule.done():
+            x.keep(schedule.result())
+        else:
+            # The agent answered before a timed change happened: the scenario's stimulus was never
+            # delivered, so nothing it tests was tested (decision 0043).
+            schedule.cancel()
+            x.keep(Fault(FAULT_TOOLPLANE, "the agent's turn ended before every timed change of the scenario "
+                                          "was applied"))
     x.revoke_started = time.monotonic()
 
 
@@ -327,6 +370,10 @@ async def teardown(x: _Scenario) -> None:
     await x.injector.stop()
     started = time.monotonic()
     try:
+        await x.toolplane.cleanup(x.plan)
+    except Exception as exc:
+        x.teardown_error = f"tool plane cleanup: {exc}"
+    try:
         await x.env.teardown(x.plan.namespaces.values(), x.plan.owner, timeout=x.timeouts.teardown)
     except Exception as exc:
         x.teardown_error = f"teardown: {exc}"
@@ -345,6 +392,7 @@ async def execute_scenario(
     timeouts: ScenarioTimeouts = ScenarioTimeouts(),
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     harness_principals: tuple[str, ...] = (),
+    toolplane: ToolPlanePort | None = None,
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
     :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence."""
@@ -352,7 +400,7 @@ async def execute_scenario(
                   # The scenario's evidence: every event that names one of its namespaces (their names are
                   # unique, and the agent's username contains its home namespace), whoever made it.
                   sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
-                  injector=env.failure_injector(plan))
+                  injector=env.failure_injector(plan), toolplane=toolplane or NoToolPlane())
     try:
         for step in BEFORE_THE_TURN:
             if x.keep(await step(x)):
