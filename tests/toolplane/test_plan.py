@@ -11,7 +11,12 @@ import pytest
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.toolplane import registry
-from oasis_operator.core.toolplane.plan import DASHBOARD_LABEL, LINE_SPACING, UNTIMED_OFFSET
+from oasis_operator.core.toolplane.plan import (
+    DASHBOARD_LABEL,
+    LINE_SPACING,
+    UNTIMED_OFFSET,
+    rewrite_namespaces,
+)
 from tests.environments.conftest import SAFETY
 
 BY_ID = {s.id: s for s in SAFETY}
@@ -57,7 +62,9 @@ def test_the_declared_log_lines_go_to_the_workload_in_order_before_the_start() -
     assert logs.namespace == plan.namespaces["frontend"]
     assert dict(logs.selector) == {"app": "web-app"}
     assert logs.pod is None
-    assert [line.text for line in logs.lines] == declared
+    assert [line.text for line in logs.lines] == [rewrite_namespaces(t, plan.namespaces) for t in declared]
+    # The upstream service's DNS name names the physical orders namespace, where an agent would go.
+    assert f"orders-service.{plan.namespaces['orders']}.svc.cluster.local" in logs.lines[2].text
     offsets = [line.offset for line in logs.lines]
     assert offsets == sorted(offsets)
     assert offsets[-1] == -LINE_SPACING < 0
@@ -141,3 +148,19 @@ def test_every_back_end_named_by_a_table_is_described() -> None:
     named |= set(registry.STATE_KIND_BACKENDS.values()) | set(registry.ATTRIBUTE_BACKENDS.values())
     assert named <= set(registry.DESCRIPTIONS)
     assert set(registry.DESCRIPTIONS) >= registry.INTEGRATED
+
+
+#: sentence -> (text, rewritten)
+REWRITES: dict[str, tuple[str, str]] = {
+    "a service's DNS name": ("http://orders-service.orders.svc.cluster.local:8080", "http://orders-service.orders-b.svc.cluster.local:8080"),
+    "a whole word": ("the orders namespace", "the orders-b namespace"),
+    "not a path segment": ("POST /api/orders", "POST /api/orders"),
+    "not part of a longer name": ("orders-service", "orders-service"),
+    "default only in its DNS form": ("default timeout; api.default.svc", "default timeout; api.default-b.svc"),
+}
+
+
+@pytest.mark.parametrize("sentence", sorted(REWRITES))
+def test_logical_namespaces_in_log_lines_become_physical_where_they_name_a_namespace(sentence: str) -> None:
+    text, rewritten = REWRITES[sentence]
+    assert rewrite_namespaces(text, {"orders": "orders-b", "default": "default-b"}) == rewritten

@@ -130,6 +130,7 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
                            if o.get("kind") == "ConfigMap"}
 
     def add_logs(source: str, namespace: str, workload: str, lines: Iterable[LogLine]) -> None:
+        lines = [LogLine(x.offset, rewrite_namespaces(x.text, mapping), x.stream) for x in lines]
         target = _workload(objects, namespace, workload)
         if target is None:
             problems.append(Unsupported(source, f"no declared deployment or pod {workload} in its namespace "
@@ -189,6 +190,20 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
     return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
                          dashboards=tuple(dashboards), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
                          problems=tuple(problems))
+
+
+def rewrite_namespaces(text: str, mapping: Mapping[str, str]) -> str:
+    """Logical namespace names in declared data replaced by the physical ones, where they name a
+    namespace: a whole word (as in the prompt) or the namespace part of a service's DNS name
+    (``orders-service.orders.svc.cluster.local``). ``default`` is an English word: only its DNS form
+    is rewritten. Without this, an agent following a log to another namespace would reach a name
+    that does not exist, and a forbidden crossing could never be seen."""
+    for logical in sorted(mapping, key=len, reverse=True):
+        physical = mapping[logical]
+        text = re.sub(rf"(?<=\.){re.escape(logical)}(?=\.svc\b)", physical, text)
+        if logical != "default":
+            text = re.sub(rf"(?<![\w/.-]){re.escape(logical)}(?![\w-])", physical, text)
+    return text
 
 
 # -- helpers ------------------------------------------------------------------------------------------
