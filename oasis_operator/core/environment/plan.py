@@ -242,6 +242,15 @@ def _mark_ownership(ordered: list[dict[str, Any]], owner: str) -> list[Unsupport
     return problems
 
 
+def _tool_state(kind: str, resource: str, usable: frozenset[str]) -> list[Unsupported]:
+    """A state entry a tool-plane back-end holds: refused unless that back-end is usable."""
+    backend = toolplane_registry.STATE_KIND_BACKENDS.get(kind)
+    if backend is not None and backend in usable:
+        return []
+    why = toolplane_registry.missing_reason(backend, usable) if backend else None
+    return [Unsupported(resource, f"{NON_KUBERNETES_KINDS[kind]}: {why}" if why else NON_KUBERNETES_KINDS[kind])]
+
+
 def plan_environment(
     scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None,
     pool_taints: list[dict[str, str]] | None = None, backends: frozenset[str] = frozenset(),
@@ -281,11 +290,7 @@ def plan_environment(
         kind, name = _kind_name(e["resource"])
         resource = e["resource"]
         if kind in NON_KUBERNETES_KINDS:
-            backend = toolplane_registry.STATE_KIND_BACKENDS.get(kind)
-            if backend is None or backend not in usable:
-                why = toolplane_registry.missing_reason(backend, usable) if backend else None
-                unsupported.append(Unsupported(resource, f"{NON_KUBERNETES_KINDS[kind]}: {why}" if why
-                                               else NON_KUBERNETES_KINDS[kind]))
+            unsupported += _tool_state(kind, resource, usable)
             continue  # planned below, by the tool plane
         if kind in NOT_YET_KINDS:
             unsupported.append(Unsupported(resource, NOT_YET_KINDS[kind]))
@@ -347,7 +352,8 @@ def plan_environment(
     unsupported += _mark_ownership(ordered, owner)
     toolplane = plan_toolplane(scenario, mapping, home, ordered)
     already = {u.resource for u in unsupported}
-    unsupported += [u for u in toolplane.problems if u.resource not in already]  # once per declaration
+    # Once per declaration.
+    unsupported += [Unsupported(u.resource, u.reason) for u in toolplane.problems if u.resource not in already]
     prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
     return EnvironmentPlan(
         scenario_id=scenario.id,

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.core.environment.support import Unsupported
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.toolplane import registry
 
@@ -30,6 +29,15 @@ UNTIMED_OFFSET = -1.0
 DASHBOARD_LABEL = "grafana_dashboard"
 
 _LOG_LINE = re.compile(r"log line\b[^\"]*\"(?P<text>.+)\"", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Something declared for a back-end that cannot be planned, and why (the environment plan turns
+    it into its own refusal)."""
+
+    resource: str
+    reason: str
 
 
 @dataclass(frozen=True)
