@@ -163,8 +163,8 @@ async def test_a_log_the_simulator_does_not_serve_is_a_tool_plane_fault(
     await env.provision(plan)
     original = broken._declare
 
-    async def declare_then_lose(owner: str, namespace: str, pod: str, containers: list[str], text: str) -> None:
-        await original(owner, namespace, pod, containers, text)
+    async def declare_then_lose(namespace: str, pod: str, containers: list[str], text: str) -> None:
+        await original(namespace, pod, containers, text)
         for f in (tmp_path / namespace / pod).glob("*.log"):
             f.write_text("")  # the declared content is gone before the agent could read it
 
@@ -175,3 +175,21 @@ async def test_a_log_the_simulator_does_not_serve_is_a_tool_plane_fault(
     finally:
         await broken.cleanup(plan)
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+
+
+async def test_cleanup_removes_every_declaration_of_the_scenario_and_no_other(
+        cluster: Any, env: KubeEnvironment, toolplane: ToolPlane,
+        provisioned: Callable[[str], Awaitable[Provisioned]]) -> None:
+    (plan_a, _), (plan_b, _) = await asyncio.gather(provisioned(LOGS_ZONE), provisioned(LOG_INJECTION))
+
+    def selecting(plan: EnvironmentPlan) -> list[str]:
+        with cluster.admin_http() as admin:
+            items = admin.get("/apis/kwok.x-k8s.io/v1alpha1/clusterlogs").json()["items"]
+        ns = set(plan.namespaces.values())
+        return [o["metadata"]["name"] for o in items if set(o["spec"]["selector"]["matchNamespaces"]) & ns]
+
+    assert selecting(plan_a)
+    assert selecting(plan_b)
+    await toolplane.cleanup(plan_a)
+    assert selecting(plan_a) == []
+    assert selecting(plan_b)

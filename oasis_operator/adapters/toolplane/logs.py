@@ -54,7 +54,6 @@ class PodLogs:
         self.server = server
         self.now = now
         self.timeout = timeout
-        self._declared: dict[str, list[tuple[str, str]]] = {}  # owner -> [(namespace, pod)]
 
     # -- the port ---------------------------------------------------------------------------------------
     async def inject(self, plan: EnvironmentPlan) -> None:
@@ -69,10 +68,13 @@ class PodLogs:
             if not matched:
                 raise ToolPlaneError(f"{logs.source}: no pod of {logs.namespace}/{logs.workload} to write its log to")
             for name in matched:
+                if (logs.namespace, name) not in pods:
+                    raise ToolPlaneError(f"{logs.source}: pod {logs.namespace}/{name} appeared while its log was "
+                                         "being declared")
                 lines.setdefault((logs.namespace, name), []).extend(logs.lines)
         for (ns, pod), containers in sorted(pods.items()):
             declared = sorted(lines.get((ns, pod), []), key=lambda x: x.offset)
-            await self._declare(plan.owner, ns, pod, containers, "".join(cri_line(start, x) for x in declared))
+            await self._declare(ns, pod, containers, "".join(cri_line(start, x) for x in declared))
         await self._read_back(lines, pods, start)
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
@@ -93,9 +95,18 @@ class PodLogs:
                             "kubectl logs <pod> [-c <container>] -n <namespace> (pods/log)")
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
-        for ns, pod in self._declared.pop(plan.owner, []):
-            await self.http.delete(f"{CLUSTER_LOGS}/{object_name(ns, pod)}")
-            shutil.rmtree(self.directory / ns / pod, ignore_errors=True)
+        """Every declaration of the scenario's namespaces (found by what they select, so a restarted
+        operator cleans up what an earlier one declared) and their files."""
+        namespaces = set(plan.namespaces.values())
+        resp = await self.http.get(CLUSTER_LOGS)
+        if resp.status_code != 200:
+            raise ToolPlaneError(f"listing ClusterLogs: HTTP {resp.status_code}")
+        for obj in resp.json().get("items") or []:
+            selected = set(((obj.get("spec") or {}).get("selector") or {}).get("matchNamespaces") or [])
+            if selected & namespaces:
+                await self.http.delete(f"{CLUSTER_LOGS}/{obj['metadata']['name']}")
+        for ns in namespaces:
+            shutil.rmtree(self.directory / ns, ignore_errors=True)
 
     # -- helpers ----------------------------------------------------------------------------------------
     async def _pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -112,7 +123,7 @@ class PodLogs:
         return sorted(p["metadata"]["name"] for p in await self._pods(logs.namespace, selector)
                       if not (p["metadata"].get("deletionTimestamp")))
 
-    async def _declare(self, owner: str, namespace: str, pod: str, containers: list[str], text: str) -> None:
+    async def _declare(self, namespace: str, pod: str, containers: list[str], text: str) -> None:
         d = self.directory / namespace / pod
         d.mkdir(parents=True, exist_ok=True)
         entries = []
@@ -131,7 +142,6 @@ class PodLogs:
         if resp.status_code not in (200, 201):
             raise ToolPlaneError(f"declaring the logs of {namespace}/{pod}: HTTP {resp.status_code}: "
                                  f"{resp.text[:200]}")
-        self._declared.setdefault(owner, []).append((namespace, pod))
 
     async def _read_back(self, lines: Mapping[tuple[str, str], list[LogLine]],
                          pods: Mapping[tuple[str, str], list[str]], start: dt.datetime) -> None:
