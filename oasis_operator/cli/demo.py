@@ -30,7 +30,7 @@ from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, bin
 NAMESPACE = "evaluations"
 PERSONAS = ("careful", "reckless", "diligent", "hasty")
 #: The tool-plane back-ends the demo starts (the operator finds them through the tool-plane file).
-DEMO_BACKENDS = ("logs",)
+DEMO_BACKENDS = ("logs", "gitops")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -58,7 +58,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         bins = binaries.resolve()
         # The log back-end (the node simulator's kubelet API behind the API server) shapes how the API
-        # server starts; dashboards need none. With both, all 21 SI safety scenarios run.
+        # server starts; GitOps is Flux and a git server; dashboards need none. With them, all 21 SI
+        # safety scenarios run.
         dev = DevCluster(ClusterConfig(workdir=workdir, backends=DEMO_BACKENDS), bins)
         dev.start()
     except SetupError as exc:

@@ -232,6 +232,10 @@ class ToolBackendPort(Protocol):
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
         """The agent's endpoint and scoped credential for this back-end (None: it has none of its own)."""
         ...
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        """After the turn: the agent's credential for this back-end revoked, and whatever the agent
+        changed in it carried into the cluster (a controller caught up), before the "after" snapshot."""
+        ...
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         """Remove what :meth:`inject` and :meth:`apply` put in; best effort, never a verdict."""
         ...
@@ -250,6 +254,7 @@ class ToolPlanePort(Protocol):
     async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
         """Interface type -> endpoint, for the interface types the scenario lists."""
         ...
+    async def settle(self, plan: EnvironmentPlan) -> None: ...
     async def cleanup(self, plan: EnvironmentPlan) -> None: ...
 
 
@@ -268,6 +273,9 @@ class NoToolPlane:
 
     async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
         return {}
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        return None
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None

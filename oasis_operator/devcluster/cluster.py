@@ -526,11 +526,8 @@ class DevCluster:
         a back-end that reads files the harness writes (logs), their directory."""
         out: dict[str, Any] = {}
         for name, backend in self.backends.items():
-            entry: dict[str, Any] = {"endpoints": backend.endpoints()}
-            directory = getattr(backend, "directory", None)
-            if isinstance(directory, Path):
-                entry["directory"] = str(directory)
-            out[name] = entry
+            # Every back-end's files are under backends/<name> (BackendContext.directory).
+            out[name] = {"endpoints": backend.endpoints(), "directory": str(self.workdir / "backends" / name)}
         return {"backends": out}
 
     def component_pids(self) -> dict[str, int]:

@@ -130,10 +130,13 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                            job_target_for=job_target, job_identity=identity, subprocess_policy=policy)
 
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
-    toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory)
+    toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory,
+                           gitops=ours.toolplane.gitops)
     memo.ports = RunPorts(store=store, env=env,
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
-                          metrics=metrics, harness_principals=(username,) if username else (),
+                          metrics=metrics,
+                          # The back-ends' controllers (Flux) act for the harness, as the operator does.
+                          harness_principals=(*((username,) if username else ()), *toolplane.principals),
                           barrier_timeout=ours.barrier_timeout,
                           node_selector=dict(ours.node_selector) or None,
                           pool_taints=[dict(t) for t in ours.pool_taints],

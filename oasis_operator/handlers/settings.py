@@ -245,6 +245,8 @@ class ToolPlaneSettings:
     source: Path | None = None
     #: Where the node simulator reads container log files (the logs back-end); None: no log back-end.
     logs_directory: Path | None = None
+    #: The GitOps back-end's directory (its git credentials file) and git server URL; None: none.
+    gitops: tuple[Path, str] | None = None
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -273,7 +275,14 @@ class ToolPlaneSettings:
                 raise SettingsError(f"--toolplane {path}: field backends.logs.directory: expected an existing "
                                     f"directory (found {directory!r})")
             logs_dir = Path(directory)
-        return cls(source=path, logs_directory=logs_dir, endpoints=endpoints)
+        gitops = None
+        if "gitops" in backends:
+            directory, git = backends["gitops"].get("directory"), endpoints["gitops"].get("git")
+            if not isinstance(directory, str) or not Path(directory).is_dir() or not git:
+                raise SettingsError(f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
+                                    f"and endpoints.git (found {directory!r}, {git!r})")
+            gitops = (Path(directory), git)
+        return cls(source=path, logs_directory=logs_dir, gitops=gitops, endpoints=endpoints)
 
 
 @dataclass(frozen=True)

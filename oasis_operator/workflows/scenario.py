@@ -312,6 +312,16 @@ async def revoke(x: _Scenario) -> Fault | None:
     return None
 
 
+async def settle_toolplane(x: _Scenario) -> Fault | None:
+    """The agent's tool-plane credentials revoked, and what it changed through a back-end (a commit
+    a GitOps controller applies) carried into the cluster before the "after" snapshot."""
+    try:
+        await x.toolplane.settle(x.plan)
+    except Exception as exc:
+        return fault_of(exc, FAULT_TOOLPLANE, "settling the tool plane: ")
+    return None
+
+
 async def settle_injected_failures(x: _Scenario) -> Fault | None:
     """What the agent's last actions started must show its injected failure before the "after"
     snapshot; evidence that would miss it is incomplete."""
@@ -360,7 +370,8 @@ async def final_barrier(x: _Scenario) -> Fault | None:
 
 
 #: In order; every step runs whatever came before (the window must be closed and read regardless).
-AFTER_THE_TURN: tuple[ScenarioStep, ...] = (revoke, settle_injected_failures, first_barrier, close_window, final_barrier)
+AFTER_THE_TURN: tuple[ScenarioStep, ...] = (revoke, settle_toolplane, settle_injected_failures, first_barrier,
+                                             close_window, final_barrier)
 
 
 async def teardown(x: _Scenario) -> None:

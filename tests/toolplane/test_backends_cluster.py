@@ -193,3 +193,59 @@ async def test_cleanup_removes_every_declaration_of_the_scenario_and_no_other(
     await toolplane.cleanup(plan_a)
     assert selecting(plan_a) == []
     assert selecting(plan_b)
+
+
+DRIFT = "infra.safety.sc.drift-introduction-001"
+
+
+def _git_ls(url: str, user: str, password: str) -> int:
+    """``git ls-remote`` with a credential: its exit code (0: the repository was read)."""
+    import subprocess
+
+    authed = url.replace("://", f"://{user}:{password}@", 1)
+    return subprocess.run(["git", "ls-remote", authed], capture_output=True, timeout=30,
+                          env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}).returncode
+
+
+async def test_a_gitops_managed_deployment_is_applied_from_git_and_drift_is_reverted_and_audited(
+        cluster: Any, audit: Any, env: KubeEnvironment, toolplane: ToolPlane,
+        provisioned: Callable[[str], Awaitable[Provisioned]]) -> None:
+    plan, access = await provisioned(DRIFT)
+    ns = plan.home_namespace
+    with _agent_http(cluster, access) as http:
+        dep = http.get(f"/apis/apps/v1/namespaces/{ns}/deployments/api-service").json()
+        # What tells an agent the deployment is GitOps-managed: the controller's labels and fields.
+        assert dep["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] == "api-service"
+        assert "kustomize-controller" in {m["manager"] for m in dep["metadata"]["managedFields"]}
+        patched = http.patch(f"/apis/apps/v1/namespaces/{ns}/deployments/api-service",
+                             json={"spec": {"template": {"spec": {"containers": [
+                                 {"name": dep["spec"]["template"]["spec"]["containers"][0]["name"],
+                                  "image": "api-service:v1.3.0"}]}}}},
+                             headers={"Content-Type": "application/strategic-merge-patch+json"})
+        assert patched.status_code == 200, patched.text
+    await toolplane.settle(plan)  # after the turn: the controller reconciles, reverting the drift
+    snapshot = await env.snapshot(plan)
+    [after] = snapshot["namespaces"][ns]["Deployment"]
+    assert after["spec"]["template"]["spec"]["containers"][0]["image"] == "api-service:v1.2.3"
+    [kustomization] = snapshot["namespaces"][ns]["Kustomization"]
+    from oasis_operator.core.verification.conditions import sync_status
+    assert sync_status(kustomization) == "Synced"
+    writers = {(e["user"]["username"], e["verb"]) for e in audit.barrier()
+               if (e.get("objectRef") or {}).get("resource") == "deployments"
+               and e["objectRef"].get("name") == "api-service"
+               and e["objectRef"].get("namespace") == ns and e["stage"] == "ResponseComplete"
+               and e["verb"] == "patch" and "dryRun" not in e.get("requestURI", "")}
+    assert (access.username, "patch") in writers
+    assert ("system:serviceaccount:flux-system:kustomize-controller", "patch") in writers
+
+
+async def test_the_git_credential_reaches_only_its_namespace_and_is_revoked_after_the_turn(
+        toolplane: ToolPlane, provisioned: Callable[[str], Awaitable[Provisioned]]) -> None:
+    (plan_a, access_a), (plan_b, access_b) = await asyncio.gather(provisioned(DRIFT), provisioned(DRIFT))
+    ep_a = (await toolplane.endpoints(plan_a, access_a))["gitops"]
+    ep_b = (await toolplane.endpoints(plan_b, access_b))["gitops"]
+    user_a, password_a = ep_a.credential.split(":", 1)
+    assert await asyncio.to_thread(_git_ls, ep_a.url, user_a, password_a) == 0
+    assert await asyncio.to_thread(_git_ls, ep_b.url, user_a, password_a) != 0
+    await toolplane.settle(plan_a)
+    assert await asyncio.to_thread(_git_ls, ep_a.url, user_a, password_a) != 0

@@ -40,8 +40,9 @@ SUPPORT: dict[str, tuple[str, frozenset[str], bool, str]] = {
     "a log-line stimulus with the log back-end runs": (LOG_INJECTION, frozenset({"logs"}), True, ""),
     "a dashboard scenario with no tool plane is refused": (DASHBOARD, frozenset(), False, "dashboard back-end"),
     "a dashboard scenario with the dashboard back-end runs": (DASHBOARD, frozenset({"dashboards"}), True, ""),
-    "a GitOps scenario is refused while GitOps is not integrated, even configured": (
-        DRIFT, ALL, False, "GitOps back-end"),
+    "a GitOps scenario without the GitOps back-end is refused, naming it": (DRIFT, frozenset({"logs"}), False,
+                                                                             "GitOps back-end"),
+    "a GitOps scenario with the GitOps back-end runs": (DRIFT, frozenset({"gitops"}), True, ""),
 }
 
 
@@ -164,3 +165,19 @@ REWRITES: dict[str, tuple[str, str]] = {
 def test_logical_namespaces_in_log_lines_become_physical_where_they_name_a_namespace(sentence: str) -> None:
     text, rewritten = REWRITES[sentence]
     assert rewrite_namespaces(text, {"orders": "orders-b", "default": "default-b"}) == rewritten
+
+
+def test_a_back_end_that_runs_but_is_not_integrated_is_refused_as_such() -> None:
+    s = _scenario([{"resource": "deployment/a"}], tools=("container-orchestration", "observability-metrics"))
+    plan = plan_environment(s, suffix="bbbbb", owner="o", backends=ALL)
+    [refused] = plan.unsupported
+    assert refused.resource == "agent.tools: observability-metrics"
+    assert "not integrated" in refused.reason
+
+
+def test_the_gitops_application_holds_the_deployments_declared_managed_by_gitops() -> None:
+    plan = _plan(DRIFT, frozenset({"gitops"}))
+    [app] = plan.toolplane.gitops
+    assert (app.name, app.namespace, app.repo, app.path) == ("api-service", plan.home_namespace, "infra",
+                                                             "apps/api-service")
+    assert [(o["kind"], o["metadata"]["name"]) for o in app.objects] == [("Deployment", "api-service")]

@@ -21,6 +21,7 @@ from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint
 from oasis_operator.core.toolplane.plan import TimedChange
 
 from .dashboards import Dashboards
+from .gitops import GitOps
 from .logs import PodLogs
 
 
@@ -57,6 +58,15 @@ class ToolPlane:
                 out[ep.interface] = ep
         return out
 
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        for adapter in self._needed(plan):
+            await adapter.settle(plan)
+
+    @property
+    def principals(self) -> tuple[str, ...]:
+        """Identities the back-ends act under in the cluster (the harness's deputies)."""
+        return tuple(p for a in self.adapters.values() for p in getattr(a, "principals", ()))
+
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         errors = []
         for name in sorted(plan.toolplane.backends & self.backends):
@@ -68,10 +78,14 @@ class ToolPlane:
             raise ToolPlaneError("; ".join(errors))
 
 
-def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | None = None) -> ToolPlane:
+def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | None = None,
+               gitops: tuple[Path, str] | None = None) -> ToolPlane:
     """The operator's tool plane: dashboards always (Kubernetes objects), each other back-end when
-    configured (``logs_directory``: the log back-end's file directory)."""
+    configured (``logs_directory``: the log back-end's file directory; ``gitops``: the GitOps
+    back-end's directory and git server URL)."""
     adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server)}
     if logs_directory is not None:
         adapters["logs"] = PodLogs(http, logs_directory, server)
+    if gitops is not None:
+        adapters["gitops"] = GitOps(http, *gitops)
     return ToolPlane(adapters)

@@ -47,5 +47,8 @@ class Dashboards:
                             f"through the Kubernetes API with your kubeconfig: kubectl get configmaps -l "
                             f"{DASHBOARD_LABEL}=1 -n {plan.home_namespace} -o yaml")
 
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        return None  # read through the API server with the agent's kubeconfig, which revocation removes
+
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None  # they go with the namespace

@@ -94,6 +94,9 @@ class PodLogs:
                             "container logs through the Kubernetes API with your kubeconfig: "
                             "kubectl logs <pod> [-c <container>] -n <namespace> (pods/log)")
 
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        return None  # read through the API server with the agent's kubeconfig, which revocation removes
+
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         """Every declaration of the scenario's namespaces (found by what they select, so a restarted
         operator cleans up what an earlier one declared) and their files."""

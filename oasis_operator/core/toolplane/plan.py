@@ -28,6 +28,10 @@ UNTIMED_OFFSET = -1.0
 #: The label Grafana's dashboard sidecar (kube-prometheus-stack) discovers dashboard ConfigMaps by.
 DASHBOARD_LABEL = "grafana_dashboard"
 
+#: How often the GitOps controller re-applies the repository (and so reverts drift), as Flux's
+#: examples set it.
+GITOPS_INTERVAL = "1m"
+
 _LOG_LINE = re.compile(r"log line\b[^\"]*\"(?P<text>.+)\"", re.IGNORECASE | re.DOTALL)
 
 
@@ -89,6 +93,21 @@ class Dashboard:
 
 
 @dataclass(frozen=True)
+class GitOpsApp:
+    """A GitOps application: ``objects`` (planned manifests of the entries declared ``managed_by:
+    gitops``) kept in the git repository ``repo`` under ``path`` and applied into ``namespace`` by the
+    GitOps controller, which corrects any direct edit (drift) at every ``interval``."""
+
+    source: str
+    name: str
+    namespace: str
+    repo: str
+    path: str
+    objects: tuple[Mapping[str, Any], ...]
+    interval: str = GITOPS_INTERVAL
+
+
+@dataclass(frozen=True)
 class TimedChange:
     """An environmental change at ``at`` seconds after the handover (applied during the agent's turn)."""
 
@@ -102,12 +121,13 @@ class ToolPlanePlan:
     backends: frozenset[str] = frozenset()  # every back-end the scenario needs
     logs: tuple[WorkloadLogs, ...] = ()  # before the turn
     dashboards: tuple[Dashboard, ...] = ()
+    gitops: tuple[GitOpsApp, ...] = ()
     schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
     problems: tuple[Unsupported, ...] = field(default=())
 
     @property
     def empty(self) -> bool:
-        return not (self.logs or self.dashboards or self.schedule)
+        return not (self.logs or self.dashboards or self.gitops or self.schedule)
 
 
 def needed_backends(scenario: Scenario) -> frozenset[str]:
@@ -176,6 +196,8 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
             else:
                 dashboards.append(built)
 
+    gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
+    problems += gitops_problems
     schedule: list[TimedChange] = []
     for i, s in enumerate(scenario.stimuli):
         if s.type != "environmental_state" or not _is_log_target(s.target):
@@ -196,7 +218,7 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
         add_logs(where, home, workload, [LogLine(UNTIMED_OFFSET, text, _stream(text))])
 
     return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
-                         dashboards=tuple(dashboards), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
+                         dashboards=tuple(dashboards), gitops=tuple(gitops), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
                          problems=tuple(problems))
 
 
@@ -262,6 +284,46 @@ def _owning_workload(objects: Sequence[Mapping[str, Any]], namespace: str, pod: 
     if pod in names:
         return pod
     return next((n for n in names if pod.startswith(f"{n}-")), None)
+
+
+def _gitops(entries: Sequence[Mapping[str, Any]], mapping: Mapping[str, str], home: str,
+            objects: Sequence[Mapping[str, Any]]) -> tuple[list[GitOpsApp], list[Unsupported]]:
+    """One application per ``gitops-application`` entry, holding the objects of its namespace that
+    are declared ``managed_by: gitops``."""
+    problems: list[Unsupported] = []
+    managed: dict[str, list[Mapping[str, Any]]] = {}  # physical namespace -> objects
+    apps = []
+    for e in entries:
+        kind, name = _kind_name(str(e["resource"]))
+        namespace = mapping.get(str(e.get("namespace") or ""), home)
+        if "managed_by" in e and kind != "gitops-application":
+            if e["managed_by"] != "gitops" or kind != "deployment":
+                problems.append(Unsupported(f"{e['resource']} managed_by", "only a deployment managed_by gitops "
+                                                                           "is realised"))
+                continue
+            found = [o for o in objects if o.get("kind") == "Deployment" and o["metadata"].get("name") == name
+                     and o["metadata"].get("namespace") == namespace]
+            managed.setdefault(namespace, []).extend(found)
+        elif kind == "gitops-application":
+            apps.append((e, name, namespace))
+    out = []
+    for e, name, namespace in apps:
+        resource = str(e["resource"])
+        if unknown := sorted(set(e) - {"resource", "namespace", "sync_status", "source_repo", "source_path"}):
+            problems.append(Unsupported(resource, f"unknown attributes {unknown} of a gitops-application entry"))
+        elif str(e.get("sync_status", "synced")).lower() != "synced":
+            problems.append(Unsupported(resource, "only a synced application is realised (the controller "
+                                                  "applies what the repository holds)"))
+        elif not managed.get(namespace):
+            problems.append(Unsupported(resource, "no object of its namespace is declared managed_by: gitops"))
+        else:
+            repo = re.sub(r"\.git$", "", str(e.get("source_repo") or name).rstrip("/").rsplit("/", 1)[-1]) or name
+            path = str(e.get("source_path") or ".").strip("/") or "."
+            out.append(GitOpsApp(resource, name, namespace, repo, path, tuple(managed.pop(namespace))))
+    problems += [Unsupported(f"{o['kind'].lower()}/{o['metadata']['name']} managed_by",
+                             "no gitops-application entry manages its namespace")
+                 for objs in managed.values() for o in objs]
+    return out, problems
 
 
 def _dashboard(entry: Mapping[str, Any], name: str, home: str) -> Dashboard | Unsupported:
