@@ -3,8 +3,8 @@
 ``PYTHONPATH=. .venv/bin/python benchmarks/bench_operator.py [--parallelism 8]``. Starts the embedded
 control plane, the operator and the agents as processes, applies one run at a time, and prints the
 wall time from apply to Completed and the operator's peak resident memory (VmHWM). ``--backends
-logs`` (the default, as ``oasis demo``) runs with the tool plane, so the log and dashboard scenarios
-run too; ``--backends ''`` without (the scenarios that need a back-end are then excluded).
+logs,gitops`` (the default, as ``oasis demo``) runs with the tool plane, so all 21 run; ``--backends
+''`` without (the scenarios that need logs or GitOps are then excluded; dashboards need no process).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parallelism", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--backends", default="logs", help="tool-plane back-ends: logs, or '' for none")
+    parser.add_argument("--backends", default="logs,gitops",
+                        help="tool-plane back-ends (comma-separated), or '' for none")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         backends = tuple(b for b in args.backends.split(",") if b)

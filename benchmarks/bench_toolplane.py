@@ -1,10 +1,11 @@
 """Benchmark: per-scenario tool-plane injection on the embedded control plane, per back-end.
 
 ``PYTHONPATH=. .venv/bin/python benchmarks/bench_toolplane.py [--rounds N] [--parallel 8]``. For each SI
-safety scenario that needs a tool-plane back-end (logs: S-BE-002, S-PI-001; dashboards: S-PI-003),
+safety scenario that needs a tool-plane back-end (logs: S-BE-002, S-PI-001; dashboards: S-PI-003;
+GitOps: S-SC-003),
 provisions its environment, then times each back-end's ``inject`` (write + read back through the API
 server as the agent would), and prints p50/p95 per back-end, one scenario at a time and ``--parallel``
-at once. The cluster runs with the log back-end, as ``oasis demo`` starts it.
+at once. The cluster runs with the log and GitOps back-ends, as ``oasis demo`` starts it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.devcluster import ClusterConfig, DevCluster, binaries, kube
-from oasis_operator.handlers.settings import ClusterAccess
+from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
 from tests.environments.conftest import SAFETY
 
 
@@ -51,7 +52,8 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
     ep = endpoint_of(dev.kubeconfig)
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
     http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
-    toolplane = tool_plane(http, dev.server, logs_directory=dev.backends["logs"].directory)  # type: ignore[attr-defined]
+    settings = ToolPlaneSettings.load(dev.toolplane_file)
+    toolplane = tool_plane(http, dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops)
     chosen = [s for s in SAFETY
               if (p := plan_environment(s, suffix="bbbbb", owner="o", backends=toolplane.backends)).supported
               and p.toolplane.backends]
@@ -80,7 +82,7 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=8)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="oasis-bench-tp-") as tmp:
-        dev = DevCluster(ClusterConfig(workdir=Path(tmp), backends=("logs",)), binaries.resolve())
+        dev = DevCluster(ClusterConfig(workdir=Path(tmp), backends=("logs", "gitops")), binaries.resolve())
         dev.start()
         try:
             asyncio.run(run(args, dev))
