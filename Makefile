@@ -47,6 +47,7 @@ bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
 	$(BIN)/python benchmarks/bench_devcluster.py
 	PYTHONPATH=. $(BIN)/python benchmarks/bench_environments.py
 	PYTHONPATH=. $(BIN)/python benchmarks/bench_operator.py
+	PYTHONPATH=. $(BIN)/python benchmarks/bench_toolplane.py
 	$(BIN)/python benchmarks/bench_verification.py
 
 dev-up: install binaries ## Start a local control plane and leave it running

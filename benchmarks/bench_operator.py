@@ -2,7 +2,9 @@
 
 ``PYTHONPATH=. .venv/bin/python benchmarks/bench_operator.py [--parallelism 8]``. Starts the embedded
 control plane, the operator and the agents as processes, applies one run at a time, and prints the
-wall time from apply to Completed and the operator's peak resident memory (VmHWM).
+wall time from apply to Completed and the operator's peak resident memory (VmHWM). ``--backends
+logs,gitops`` (the default, as ``oasis demo``) runs with the tool plane, so all 21 run; ``--backends
+''`` without (the scenarios that need logs or GitOps are then excluded; dashboards need no process).
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parallelism", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--backends", default="logs,gitops",
+                        help="tool-plane back-ends (comma-separated), or '' for none")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        dev = DevCluster(ClusterConfig(workdir=Path(tmp)), binaries.resolve(quiet=True))
+        backends = tuple(b for b in args.backends.split(",") if b)
+        dev = DevCluster(ClusterConfig(workdir=Path(tmp), backends=backends), binaries.resolve(quiet=True))
         dev.start()
         procs = stack.Processes(Path(tmp) / "logs")
         try:
@@ -37,7 +42,8 @@ def main() -> None:
                 stack.ensure_namespace(http, "bench")
                 stack.import_si_profile(http, "bench")
                 urls = {p: procs.agent(p) for p in ("careful", "reckless")}
-                procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=["bench"])
+                procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=["bench"],
+                               extra_args=["--toolplane", str(dev.toolplane_file)] if backends else [])
                 pid = procs.sup.get("operator").pid
                 print(f"operator idle: rss {vm(pid, 'VmRSS'):.0f} MiB")
                 for r in range(args.rounds):

@@ -17,7 +17,9 @@ import pytest
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
+from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
 from tests import report_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +102,9 @@ class ClusterHandle:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
     workdir = Path(os.environ["OASIS_TEST_CLUSTER_DIR"]) if os.environ.get("OASIS_TEST_CLUSTER_DIR") \
         else tmp_path_factory.mktemp("cluster")
-    dev = DevCluster(ClusterConfig(workdir=workdir))
+    # With the log and GitOps back-ends, as the demo runs it (the node simulator's kubelet API behind the API
+    # server): the tool-plane scenarios run on the same cluster as the others.
+    dev = DevCluster(ClusterConfig(workdir=workdir, backends=("logs", "gitops")))
     dev.start()
     handle = ClusterHandle(dev)
     try:
@@ -144,6 +148,18 @@ class AuditReader:
 @pytest.fixture
 def audit(cluster: ClusterHandle, admin: httpx.Client) -> AuditReader:
     return AuditReader(cluster, admin)
+
+
+@pytest.fixture
+async def toolplane(cluster: ClusterHandle) -> AsyncIterator[ToolPlane]:
+    """The operator's tool plane on the session cluster (logs, dashboards, GitOps), as the cluster admin."""
+    access = ClusterAccess.discover(str(cluster.kubeconfig), Path("/nonexistent"), {})
+    http = access.http()
+    settings = ToolPlaneSettings.load(cluster.dev.toolplane_file)
+    try:
+        yield tool_plane(http, cluster.dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops)
+    finally:
+        await http.aclose()
 
 
 @pytest.fixture

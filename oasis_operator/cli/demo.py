@@ -29,6 +29,8 @@ from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, bin
 
 NAMESPACE = "evaluations"
 PERSONAS = ("careful", "reckless", "diligent", "hasty")
+#: The tool-plane back-ends the demo starts (the operator finds them through the tool-plane file).
+DEMO_BACKENDS = ("logs", "gitops")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -55,7 +57,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("[1/6] Starting the embedded control plane (the first run builds the binaries: ~7 min)...", flush=True)
     try:
         bins = binaries.resolve()
-        dev = DevCluster(ClusterConfig(workdir=workdir), bins)
+        # The log back-end (the node simulator's kubelet API behind the API server) shapes how the API
+        # server starts; GitOps is Flux and a git server; dashboards need none. With them, all 21 SI
+        # safety scenarios run.
+        dev = DevCluster(ClusterConfig(workdir=workdir, backends=DEMO_BACKENDS), bins)
         dev.start()
     except SetupError as exc:
         raise CliError(str(exc)) from None
@@ -70,7 +75,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"      Profile + {len(docs) - 1} Scenarios in namespace {NAMESPACE}")
             print("[3/6] Starting the reference agents and the operator...", flush=True)
             urls = {p: procs.agent(p) for p in PERSONAS}
-            procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=[NAMESPACE])
+            procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=[NAMESPACE],
+                           extra_args=["--toolplane", str(dev.toolplane_file)])
             print("[4/6] Applying one EvaluationRun per agent (the whole SI profile, parallelism "
                   f"{args.parallelism})...", flush=True)
             t0 = time.monotonic()

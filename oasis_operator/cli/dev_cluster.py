@@ -100,6 +100,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     for name, backend in dev.backends.items():
         urls = ", ".join(f"{k} {v}" for k, v in backend.endpoints().items())
         print(f"    {name + ':':<18} {urls}")
+    if dev.backends:
+        print(f"  tool plane: {dev.toolplane_file}  (oasis operator run --toolplane FILE)")
     print(f"export KUBECONFIG={dev.kubeconfig}")
     return 0
 

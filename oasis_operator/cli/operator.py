@@ -60,6 +60,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                      help="run scenarios that write cluster-scoped objects (PersistentVolumes, ClusterRoles, "
                           "nodes): the operator's role must allow it (chart: rbac.clusterScopedScenarios); "
                           "without, they are excluded as unsupported")
+    run.add_argument("--toolplane", default=env.get("OASIS_TOOLPLANE_FILE", ""), metavar="FILE",
+                     help="the tool-plane file `oasis dev-cluster up --backends` writes (<cluster dir>/"
+                          "toolplane.json): the back-ends (logs...) scenarios may use; without it, scenarios "
+                          "that need one are unsupported")
     run.add_argument("--liveness", default="http://127.0.0.1:0/healthz",
                      help="kopf liveness endpoint URL (port 0: none)")
     run.add_argument("--namespace", action="append", default=[],

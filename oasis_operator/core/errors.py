@@ -12,6 +12,7 @@ The tree::
     │   ├── UnsupportedEntry         a declared entry with no realisation or no deterministic meaning
     │   └── AdapterNotAllowed        the operator refuses the run's agent adapter
     ├── ProviderFault                the harness could not do its part: PROVIDER_FAILURE, never a verdict
+    │   ├── ToolPlaneError           ToolPlaneInjectionFailed
     │   ├── ProvisioningError        ProvisioningFailed
     │   ├── InjectedFailureNotSettled  InjectedFailureNotSettled
     │   ├── AuditBarrierTimeout      AuditBarrierTimeout
@@ -41,6 +42,7 @@ __all__ = [
     "ProviderFault",
     "ProvisioningError",
     "RevocationFailed",
+    "ToolPlaneError",
     "UnsupportedEntry",
 ]
 
@@ -80,6 +82,12 @@ class ProviderFault(OasisError):
         self.detail = detail
         if reason is not None:
             self.reason = reason
+
+
+class ToolPlaneError(ProviderFault):
+    """A tool-plane back-end is unreachable, or a scenario's declared data in it could not be verified."""
+
+    reason = reasons.FAULT_TOOLPLANE
 
 
 class ProvisioningError(ProviderFault):

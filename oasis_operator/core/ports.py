@@ -17,6 +17,10 @@ Who does what:
   barrier's request.
 - :class:`RunStore`: the run object, its Profile and Scenarios, the report and evidence it owns,
   and its Events.
+- :class:`ToolPlanePort`: the tool-plane back-ends (logs, dashboards...; ``adapters/toolplane``):
+  inject a scenario's part before the turn, apply a timed change during it, hand the agent an
+  endpoint and a credential per interface type, clean up. :class:`NoToolPlane` when there is none.
+  One back-end is one :class:`ToolBackendPort` (decision 0052).
 - :class:`MetricsPort`: outcomes counted; :class:`NoMetrics` when nobody collects them.
 """
 
@@ -32,8 +36,10 @@ from oasis_operator.core.contract.agent import IdentityAndConfiguration, Scenari
 from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.environment.revocation import Route
+from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.evidence.sentinel import Sentinel
 from oasis_operator.core.model.run import LabelSelector
+from oasis_operator.core.toolplane.plan import TimedChange
 
 __all__ = [
     "AgentAccess",
@@ -44,9 +50,13 @@ __all__ = [
     "InjectorPort",
     "MetricsPort",
     "NoMetrics",
+    "NoToolPlane",
     "Revocation",
     "RunStore",
     "SentinelSender",
+    "ToolBackendPort",
+    "ToolEndpoint",
+    "ToolPlanePort",
 ]
 
 #: An audit event as the API server wrote it (read tolerantly: it is someone else's schema).
@@ -190,4 +200,82 @@ class NoMetrics:
         return None
 
     def run_finished(self, verdict: str) -> None:
+        return None
+
+
+# -- the tool plane ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ToolEndpoint:
+    """Where the agent reaches one interface type, and with what. ``credential`` is a secret scoped to
+    the scenario (empty when the agent's kubeconfig is the credential, as for back-ends read through
+    the API server); ``usage`` says, in an operator's words, how the tool is used."""
+
+    interface: str
+    url: str
+    credential: str = ""
+    usage: str = ""
+
+
+class ToolBackendPort(Protocol):
+    """One tool-plane back-end. Every method raises
+    :class:`~oasis_operator.core.errors.ToolPlaneError` (or anything, which counts the same) when the
+    back-end is unreachable or what it holds cannot be verified: a PROVIDER_FAILURE, never a PASS."""
+
+    name: str
+
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        """Put the scenario's declared data in (``plan.toolplane``) and read it back as the agent would."""
+        ...
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        """One timed change of the scenario, now."""
+        ...
+    async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
+        """The agent's endpoint and scoped credential for this back-end (None: it has none of its own)."""
+        ...
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        """After the turn: the agent's credential for this back-end revoked, and whatever the agent
+        changed in it carried into the cluster (a controller caught up), before the "after" snapshot."""
+        ...
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
+        """Remove what :meth:`inject` and :meth:`apply` put in; best effort, never a verdict."""
+        ...
+
+
+class ToolPlanePort(Protocol):
+    """The tool-plane back-ends the operator has, as one port."""
+
+    @property
+    def backends(self) -> frozenset[str]:
+        """The configured back-ends (what :func:`~oasis_operator.core.environment.plan.plan_environment`
+        is given: a scenario needing another one is UNSUPPORTED, naming it)."""
+        ...
+    async def inject(self, plan: EnvironmentPlan) -> None: ...
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None: ...
+    async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
+        """Interface type -> endpoint, for the interface types the scenario lists."""
+        ...
+    async def settle(self, plan: EnvironmentPlan) -> None: ...
+    async def cleanup(self, plan: EnvironmentPlan) -> None: ...
+
+
+class NoToolPlane:
+    """No back-ends. A plan that needs one was refused when planned (the set is empty); should one
+    still reach it, injecting fails rather than letting the agent work without the declared data."""
+
+    backends: frozenset[str] = frozenset()
+
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        if not plan.toolplane.empty:
+            raise ToolPlaneError("the scenario declares tool-plane data and this operator has no tool plane")
+
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        raise ToolPlaneError("a timed change needs a tool plane; this operator has none")
+
+    async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
+        return {}
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        return None
+
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None

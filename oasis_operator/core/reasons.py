@@ -34,12 +34,15 @@ FAULT_INJECTION: Final = "InjectedFailureNotSettled"
 FAULT_REVOCATION: Final = "RevocationNotVerified"
 #: ``timeouts.scenario`` cut the scenario off; no verdict rests on a cut window.
 FAULT_SCENARIO_TIMEOUT: Final = "ScenarioTimeout"
+#: A tool-plane back-end (logs, dashboards...) is unreachable, or a scenario's declared data could not
+#: be injected into it and read back before the agent's turn (or a timed change during it).
+FAULT_TOOLPLANE: Final = "ToolPlaneInjectionFailed"
 #: A provider fault with no more precise reason (the base of the tree in :mod:`~oasis_operator.core.errors`).
 FAULT_PROVIDER: Final = "ProviderFault"
 
 #: Every provider fault a scenario can end with: metric label values known in advance.
 PROVIDER_FAULTS: Final = (FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING, FAULT_AUDIT_BARRIER, FAULT_SNAPSHOT,
-                          FAULT_INJECTION, FAULT_REVOCATION, FAULT_SCENARIO_TIMEOUT)
+                          FAULT_INJECTION, FAULT_REVOCATION, FAULT_SCENARIO_TIMEOUT, FAULT_TOOLPLANE)
 
 # -- agent faults: an AgentOutcome with status AGENT_FAILURE (decision 0030), never a provider fault --
 

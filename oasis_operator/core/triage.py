@@ -91,8 +91,10 @@ def _excluded(exclusion: Exclusion, reason: str, exclusive: bool | None) -> Tria
     return Triage(exclusion, reasons.clip(reason, reasons.ENTRY_REASON_LIMIT), exclusive)
 
 
-def triage(doc: Mapping[str, Any], configuration: Mapping[str, Any], *, cluster_scoped: bool = True) -> Triage:
-    """The first exclusion of the chain, or none (the scenario runs)."""
+def triage(doc: Mapping[str, Any], configuration: Mapping[str, Any], *, cluster_scoped: bool = True,
+           backends: frozenset[str] = frozenset()) -> Triage:
+    """The first exclusion of the chain, or none (the scenario runs). ``backends``: the tool-plane
+    back-ends the operator has."""
     applies, why = applicability(doc, configuration)
     if not applies:
         return _excluded(Exclusion.NOT_APPLICABLE, "; ".join(why), None)
@@ -100,7 +102,7 @@ def triage(doc: Mapping[str, Any], configuration: Mapping[str, Any], *, cluster_
     try:
         scenario, _ = parse_scenario(dict(doc))
         # Only support and exclusivity are read of this plan: its names are never used.
-        plan = plan_environment(scenario, suffix="bbbbb", owner="x")
+        plan = plan_environment(scenario, suffix="bbbbb", owner="x", backends=backends)
         exclusive = plan.exclusive
         case = Case(doc, configuration, plan, cluster_scoped)
         for exclusion, check in CHECKS:

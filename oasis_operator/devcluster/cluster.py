@@ -41,6 +41,8 @@ SERVICE_CIDR = "10.0.0.0/24"
 POD_CIDR = "10.244.0.0/16"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 STATE_FILE = "cluster.json"
+# Where the operator finds the back-ends (``oasis operator run --toolplane``; decision 0052).
+TOOLPLANE_FILE = "toolplane.json"
 
 
 def audit_policy_text() -> str:
@@ -512,6 +514,21 @@ class DevCluster:
 
     def _save_state(self) -> None:
         (self.workdir / STATE_FILE).write_text(json.dumps(asdict(self.state()), indent=2, sort_keys=True))
+        if self.backends:
+            self.toolplane_file.write_text(json.dumps(self.toolplane(), indent=2, sort_keys=True))
+
+    @property
+    def toolplane_file(self) -> Path:
+        return self.workdir / TOOLPLANE_FILE
+
+    def toolplane(self) -> dict[str, Any]:
+        """What the operator needs to use the running back-ends: per back-end its endpoints and, for
+        a back-end that reads files the harness writes (logs), their directory."""
+        out: dict[str, Any] = {}
+        for name, backend in self.backends.items():
+            # Every back-end's files are under backends/<name> (BackendContext.directory).
+            out[name] = {"endpoints": backend.endpoints(), "directory": str(self.workdir / "backends" / name)}
+        return {"backends": out}
 
     def component_pids(self) -> dict[str, int]:
         return {c.name: c.pid for c in self._sup.components}

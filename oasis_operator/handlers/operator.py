@@ -33,6 +33,7 @@ from oasis_operator.adapters.k8s.client import sentinel_sender
 from oasis_operator.adapters.k8s.environment import AGENT_ACCOUNT, DEFAULT_POD_CIDR, KubeEnvironment
 from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
 from oasis_operator.adapters.metrics import Metrics
+from oasis_operator.adapters.toolplane import tool_plane
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract import ScenarioRequest
 from oasis_operator.core.model.errors import ModelValidationError
@@ -129,13 +130,17 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                            job_target_for=job_target, job_identity=identity, subprocess_policy=policy)
 
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
+    toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory,
+                           gitops=ours.toolplane.gitops)
     memo.ports = RunPorts(store=store, env=env,
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
-                          metrics=metrics, harness_principals=(username,) if username else (),
+                          metrics=metrics,
+                          # The back-ends' controllers (Flux) act for the harness, as the operator does.
+                          harness_principals=(*((username,) if username else ()), *toolplane.principals),
                           barrier_timeout=ours.barrier_timeout,
                           node_selector=dict(ours.node_selector) or None,
                           pool_taints=[dict(t) for t in ours.pool_taints],
-                          cluster_scoped=ours.cluster_scoped_scenarios)
+                          cluster_scoped=ours.cluster_scoped_scenarios, toolplane=toolplane)
     memo.metrics = metrics
     memo.active_runs = set()
     housekeeping = asyncio.create_task(_housekeeping(memo.ports, client, metrics, audit), name="oasis-housekeeping")
@@ -144,9 +149,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         housekeeping.cancel()
 
     memo.closers = [stop_housekeeping, client.close, http.aclose, audit.stop]
-    log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s", username,
-             type(audit).__name__, ours.metrics_addr, ours.metrics_port,
-             "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused")
+    log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s",
+             username, type(audit).__name__, ours.metrics_addr, ours.metrics_port,
+             "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused",
+             ", ".join(sorted(toolplane.backends)))
 
 
 async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,

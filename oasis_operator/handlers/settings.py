@@ -13,6 +13,7 @@ credential, so that an agent run as a local process can be kept away from all of
 from __future__ import annotations
 
 import base64
+import json
 import ssl
 import tempfile
 from collections.abc import Generator, Mapping
@@ -29,10 +30,12 @@ from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector
 __all__ = [
     "DEFAULT_METRICS_ADDR",
     "SERVICE_ACCOUNT_DIR",
+    "TOOLPLANE_FILE",
     "AuditSettings",
     "ClusterAccess",
     "OperatorSettings",
     "SettingsError",
+    "ToolPlaneSettings",
 ]
 
 #: Where Kubernetes mounts a pod's ServiceAccount credentials.
@@ -225,6 +228,63 @@ class AuditSettings:
         return tuple(p for p in (self.cert, self.key, self.client_ca) if p is not None)
 
 
+#: The tool-plane file `oasis dev-cluster up --backends` writes beside the cluster's state.
+TOOLPLANE_FILE = "toolplane.json"
+
+
+@dataclass(frozen=True)
+class ToolPlaneSettings:
+    """Where the operator finds the tool-plane back-ends (decision 0052). Read from the JSON file
+    ``oasis dev-cluster up --backends`` writes (``<cluster dir>/toolplane.json``)::
+
+        {"backends": {"logs": {"directory": "/.../backends/logs", "endpoints": {...}}, ...}}
+
+    A back-end that is not in the file is not configured: the scenarios that need it stay
+    UNSUPPORTED, naming it. Dashboards need no entry (they are Kubernetes objects)."""
+
+    source: Path | None = None
+    #: Where the node simulator reads container log files (the logs back-end); None: no log back-end.
+    logs_directory: Path | None = None
+    #: The GitOps back-end's directory (its git credentials file) and git server URL; None: none.
+    gitops: tuple[Path, str] | None = None
+    #: Every back-end the file names, with its endpoints (name -> URL), as written.
+    endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> ToolPlaneSettings:
+        try:
+            doc = json.loads(path.read_text())
+        except OSError as exc:
+            raise SettingsError(f"--toolplane {path}: cannot read it ({exc.strerror})") from None
+        except ValueError as exc:
+            raise SettingsError(f"--toolplane {path}: not JSON ({exc})") from None
+        backends = doc.get("backends") if isinstance(doc, dict) else None
+        if not isinstance(backends, dict):
+            raise SettingsError(f"--toolplane {path}: field backends: expected a mapping of back-end name to "
+                                "its settings")
+        endpoints: dict[str, dict[str, str]] = {}
+        for name, entry in backends.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("endpoints", {}), dict):
+                raise SettingsError(f"--toolplane {path}: field backends.{name}: expected a mapping with "
+                                    "`endpoints` (name -> URL)")
+            endpoints[str(name)] = {str(k): str(v) for k, v in entry.get("endpoints", {}).items()}
+        logs_dir = None
+        if "logs" in backends:
+            directory = backends["logs"].get("directory")
+            if not isinstance(directory, str) or not Path(directory).is_dir():
+                raise SettingsError(f"--toolplane {path}: field backends.logs.directory: expected an existing "
+                                    f"directory (found {directory!r})")
+            logs_dir = Path(directory)
+        gitops = None
+        if "gitops" in backends:
+            directory, git = backends["gitops"].get("directory"), endpoints["gitops"].get("git")
+            if not isinstance(directory, str) or not Path(directory).is_dir() or not git:
+                raise SettingsError(f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
+                                    f"and endpoints.git (found {directory!r}, {git!r})")
+            gitops = (Path(directory), git)
+        return cls(source=path, logs_directory=logs_dir, gitops=gitops, endpoints=endpoints)
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     access: ClusterAccess
@@ -246,6 +306,7 @@ class OperatorSettings:
     liveness: str | None = None
     verbose: bool = False
     log_format: str = "plain"
+    toolplane: ToolPlaneSettings = field(default_factory=ToolPlaneSettings)
 
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str]) -> OperatorSettings:
@@ -272,13 +333,15 @@ class OperatorSettings:
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
         liveness = None if args.liveness.endswith(":0/healthz") else args.liveness
+        toolplane = ToolPlaneSettings.load(Path(args.toolplane)) if getattr(args, "toolplane", "") else \
+            ToolPlaneSettings()
         return cls(access=access, audit=audit, metrics_addr=args.metrics_addr, metrics_port=args.metrics_port,
                    node_selector=selector, pool_taints=taints, pod_cidr=args.pod_cidr or "",
                    barrier_timeout=float(args.barrier_timeout),
                    allow_subprocess_agents=bool(args.allow_subprocess_agents),
                    cluster_scoped_scenarios=bool(args.cluster_scoped_scenarios),
                    namespaces=tuple(args.namespace or ()), liveness=liveness, verbose=bool(args.verbose),
-                   log_format=args.log_format)
+                   log_format=args.log_format, toolplane=toolplane)
 
     def secret_paths(self) -> tuple[Path, ...]:
         """What an agent run as a local process must never read: every credential of the operator."""

@@ -55,8 +55,10 @@ from oasis_operator.core.ports import (
     EnvironmentPort,
     MetricsPort,
     NoMetrics,
+    NoToolPlane,
     RunStore,
     SentinelSender,
+    ToolPlanePort,
 )
 from oasis_operator.core.reporting import provenance
 from oasis_operator.core.reporting.deciding import deciding_line
@@ -127,6 +129,8 @@ class RunPorts:
     send_sentinel: SentinelSender
     agent_for: Callable[[EvaluationRunSpec, str, str], Awaitable[AgentPort]]  # (spec, namespace, run name)
     metrics: MetricsPort = field(default_factory=NoMetrics)
+    #: The tool-plane back-ends (logs, dashboards...); none by default.
+    toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
     now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
     harness_principals: tuple[str, ...] = ()
     barrier_timeout: float = 15.0
@@ -441,7 +445,8 @@ class RunDriver:
         self._docs[name] = doc
         entry = ScenarioEntry(name=name, id=doc.get("id"), category=doc.get("category"),
                               classification=doc.get("classification"), step=Step.PENDING, attempt=0)
-        decided = triage(doc, configuration, cluster_scoped=self.ports.cluster_scoped)
+        decided = triage(doc, configuration, cluster_scoped=self.ports.cluster_scoped,
+                         backends=self.ports.toolplane.backends)
         if decided.exclusion is not None:
             entry.advance(ScenarioEvent.EXCLUDED, verdict=decided.exclusion, reason=decided.reason)
         if decided.exclusive is not None:
@@ -557,7 +562,8 @@ class RunDriver:
                     agent=agent, configuration=(self._status.agent.configuration or {}) if self._status.agent else {},
                     timeouts=ScenarioTimeouts(agent=min(agent_timeout, limit or agent_timeout),
                                               barrier=self.ports.barrier_timeout),
-                    now=self.ports.now, harness_principals=self.ports.harness_principals)
+                    now=self.ports.now, harness_principals=self.ports.harness_principals,
+                    toolplane=self.ports.toolplane)
         except TimeoutError:
             # Torn down on the way out (execute_scenario's cleanup ran); no verdict rests on a cut window.
             await self._record_timeout(name, doc)
@@ -573,7 +579,7 @@ class RunDriver:
         rerun = f"{self._status.rerun_token}/" if self._status.rerun_token else ""
         owner = owner_value(self._run["metadata"]["uid"], f"{rerun}{doc.get('id')}#{attempt}")
         plan = plan_environment(scenario, suffix=_suffix(owner), owner=owner, node_selector=self.ports.node_selector,
-                                pool_taints=self.ports.pool_taints)
+                                pool_taints=self.ports.pool_taints, backends=self.ports.toolplane.backends)
         async with self._lock:
             entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
             await self._save()  # recorded before anything exists, so a restart can clean it up

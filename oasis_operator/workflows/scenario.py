@@ -9,6 +9,11 @@ provably revoked) becomes PROVIDER_FAILURE with its reason, never a PASS or a FA
 only on what the audit log and the cluster state show; its own account is recorded beside, never
 trusted, and an agent failure with no violation in the evidence is UNEVALUABLE, never PASS.
 
+Before the turn, the tool-plane back-ends get the scenario's declared data (its logs, dashboards...)
+and it is read back as the agent would read it; a back-end that cannot be reached or verified is a
+PROVIDER_FAILURE, never a turn without the data (decision 0052). Timed changes are applied during
+the turn at their time after the handover.
+
 The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
 injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
 ``system:anonymous``, can do nothing) -> "after" snapshot -> final barrier, placed just before
@@ -46,8 +51,10 @@ from oasis_operator.core.ports import (
     AuditSubscription,
     EnvironmentPort,
     InjectorPort,
+    NoToolPlane,
     Revocation,
     SentinelSender,
+    ToolPlanePort,
 )
 from oasis_operator.core.reasons import (
     FAULT_INJECTION,
@@ -56,6 +63,7 @@ from oasis_operator.core.reasons import (
     FAULT_REVOCATION,
     FAULT_SNAPSHOT,
     FAULT_SYMPTOM_MISSING,
+    FAULT_TOOLPLANE,
     clip,
 )
 from oasis_operator.core.reporting.run_report import evaluate_scenario
@@ -181,6 +189,8 @@ class _Scenario:
     harness_principals: tuple[str, ...]
     sub: AuditSubscription
     injector: InjectorPort
+    toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
+    changes_applied: int = 0  # timed changes of the tool plane applied so far
     access: AgentAccess | None = None
     outcome: AgentOutcome | None = None
     revocation: Revocation | None = None
@@ -241,8 +251,33 @@ async def snapshot_before(x: _Scenario) -> Fault | None:
     return None
 
 
+async def inject_toolplane(x: _Scenario) -> Fault | None:
+    """The scenario's part of every tool-plane back-end (its logs, dashboards...), injected and read
+    back; before the "before" snapshot, so what lives in the API (a dashboard) is in it."""
+    started = time.monotonic()
+    try:
+        await x.toolplane.inject(x.plan)
+    except Exception as exc:
+        return fault_of(exc, FAULT_TOOLPLANE, "tool plane: ")
+    finally:
+        x.timings["toolplane"] = time.monotonic() - started
+    return None
+
+
 #: In order; the first fault stops the chain (the agent is not given a broken environment).
-BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, snapshot_before)
+BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, inject_toolplane, snapshot_before)
+
+
+async def apply_schedule(x: _Scenario, handover: float) -> Fault | None:
+    """The scenario's timed changes, each at its time after the handover (``handover``: monotonic)."""
+    for change in x.plan.toolplane.schedule:
+        await asyncio.sleep(max(0.0, handover + change.at - time.monotonic()))
+        try:
+            await x.toolplane.apply(x.plan, change)
+        except Exception as exc:
+            return fault_of(exc, FAULT_TOOLPLANE, f"timed change at {change.at:g}s: ")
+        x.changes_applied += 1
+    return None
 
 
 async def agent_turn(x: _Scenario) -> None:
@@ -252,10 +287,29 @@ async def agent_turn(x: _Scenario) -> None:
     started = time.monotonic()
     await x.injector.start()
     assert x.access is not None
+    schedule = asyncio.create_task(apply_schedule(x, started)) if x.plan.toolplane.schedule else None
     x.outcome = await x.agent.run_scenario(scenario_request(x.doc, x.plan, x.access),
                                            timeout_seconds=x.timeouts.agent)
     x.timings["agent"] = time.monotonic() - started
+    if schedule is not None:
+        await _finish_schedule(x, schedule, answered=x.timings["agent"])
     x.revoke_started = time.monotonic()
+
+
+async def _finish_schedule(x: _Scenario, schedule: asyncio.Task[Fault | None], answered: float) -> None:
+    """Changes due before the agent answered are let through; one due later was never delivered, so
+    nothing the scenario tests was tested (decision 0043): a fault, not a verdict."""
+    changes = x.plan.toolplane.schedule
+    deadline = time.monotonic() + x.timeouts.ready  # a back-end that hangs is a fault, not a wait
+    while (not schedule.done() and x.changes_applied < len(changes) and changes[x.changes_applied].at <= answered
+           and time.monotonic() < deadline):
+        await asyncio.wait({schedule}, timeout=0.05)
+    if schedule.done():
+        x.keep(schedule.result())
+        return
+    schedule.cancel()
+    x.keep(Fault(FAULT_TOOLPLANE, f"the agent answered after {answered:.1f}s, before the timed change at "
+                                  f"{changes[x.changes_applied].at:g}s was applied"))
 
 
 # -- after the agent's turn: every step runs; the first fault is the scenario's --------------------------
@@ -266,6 +320,16 @@ async def revoke(x: _Scenario) -> Fault | None:
         x.revocation = await x.env.revoke(x.plan)
     except Exception as exc:
         return fault_of(exc, FAULT_REVOCATION, "revoking the agent's access: ")
+    return None
+
+
+async def settle_toolplane(x: _Scenario) -> Fault | None:
+    """The agent's tool-plane credentials revoked, and what it changed through a back-end (a commit
+    a GitOps controller applies) carried into the cluster before the "after" snapshot."""
+    try:
+        await x.toolplane.settle(x.plan)
+    except Exception as exc:
+        return fault_of(exc, FAULT_TOOLPLANE, "settling the tool plane: ")
     return None
 
 
@@ -317,7 +381,8 @@ async def final_barrier(x: _Scenario) -> Fault | None:
 
 
 #: In order; every step runs whatever came before (the window must be closed and read regardless).
-AFTER_THE_TURN: tuple[ScenarioStep, ...] = (revoke, settle_injected_failures, first_barrier, close_window, final_barrier)
+AFTER_THE_TURN: tuple[ScenarioStep, ...] = (revoke, settle_toolplane, settle_injected_failures, first_barrier,
+                                             close_window, final_barrier)
 
 
 async def teardown(x: _Scenario) -> None:
@@ -326,6 +391,10 @@ async def teardown(x: _Scenario) -> None:
     x.sub.close()
     await x.injector.stop()
     started = time.monotonic()
+    try:
+        await x.toolplane.cleanup(x.plan)
+    except Exception as exc:
+        x.teardown_error = f"tool plane cleanup: {exc}"
     try:
         await x.env.teardown(x.plan.namespaces.values(), x.plan.owner, timeout=x.timeouts.teardown)
     except Exception as exc:
@@ -345,6 +414,7 @@ async def execute_scenario(
     timeouts: ScenarioTimeouts = ScenarioTimeouts(),
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     harness_principals: tuple[str, ...] = (),
+    toolplane: ToolPlanePort | None = None,
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
     :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence."""
@@ -352,7 +422,7 @@ async def execute_scenario(
                   # The scenario's evidence: every event that names one of its namespaces (their names are
                   # unique, and the agent's username contains its home namespace), whoever made it.
                   sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
-                  injector=env.failure_injector(plan))
+                  injector=env.failure_injector(plan), toolplane=toolplane or NoToolPlane())
     try:
         for step in BEFORE_THE_TURN:
             if x.keep(await step(x)):

@@ -9,7 +9,9 @@ with ``persona_expectations``: which personas commit each scenario's forbidden o
 evidence (audit window, snapshots before and after, the agent's output, the injected secret values)
 is also judged by the verification engine against the scenario as shipped, and its verdict must be
 FAIL exactly where the table expects a violation and PASS everywhere else. Every persona meets every
-supported scenario (4 x 17 runs, about a minute in all): the table is checked whole, not sampled.
+supported scenario (4 x 21 runs, about a minute in all): the table is checked whole, not sampled.
+The scenarios are planned and run with the tool plane the demo has (logs, dashboards, GitOps, injected
+before the persona's turn through the port), so the log and dashboard scenarios are among them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from aiohttp import web
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.adapters.toolplane import ToolPlane
+from oasis_operator.adapters.toolplane.gitops import PRINCIPALS as GITOPS_PRINCIPALS
 from oasis_operator.agents.reference.script import MAX_FOLLOW_UPS, MAX_SAYING, FollowRule, follow_sayings
 from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.contract import (
@@ -65,7 +69,9 @@ from tests.agents.persona_expectations import (
 )
 from tests.environments.conftest import SAFETY, SAFETY_DIR
 
-SUPPORTED = [s for s in SAFETY if plan_environment(s, suffix="bbbbb", owner="o").supported]
+#: The tool-plane back-ends of the session cluster (``toolplane`` fixture), as the demo has them.
+BACKENDS = frozenset({"logs", "dashboards", "gitops"})
+SUPPORTED = [s for s in SAFETY if plan_environment(s, suffix="bbbbb", owner="o", backends=BACKENDS).supported]
 IDS = [s.id for s in SUPPORTED]
 DOCUMENTS = {
     doc["id"]: doc
@@ -83,7 +89,7 @@ def by_id(scenarios: list[Scenario]) -> dict[str, Any]:
 
 
 def test_the_table_covers_exactly_the_supported_scenarios() -> None:
-    assert len(SUPPORTED) == 17
+    assert len(SUPPORTED) == 21
     assert set(VIOLATORS) == set(IDS) == set(FORBIDDEN)
 
 
@@ -256,17 +262,19 @@ async def agent_url() -> AsyncIterator[Callable[[str], Awaitable[str]]]:
 
 @pytest.fixture
 def run_persona(
-    env: KubeEnvironment, agent_url: Callable[[str], Awaitable[str]], audit: Any
+    env: KubeEnvironment, agent_url: Callable[[str], Awaitable[str]], audit: Any, toolplane: ToolPlane
 ) -> Callable[[Scenario, str], Awaitable[Run]]:
     async def run(scenario: Scenario, persona: str) -> Run:
         suffix = kube.random_suffix()
         plan = plan_environment(
-            scenario, suffix=suffix, owner=owner_value("personas", f"{scenario.id}/{suffix}")
+            scenario, suffix=suffix, owner=owner_value("personas", f"{scenario.id}/{suffix}"),
+            backends=toolplane.backends,
         )
         agent = scenario.preconditions.agent
         injector = env.failure_injector(plan)
         try:
             access = await env.provision(plan)
+            await toolplane.inject(plan)
             before = await env.snapshot(plan)
             request = ScenarioRequest(
                 prompt=plan.prompt,
@@ -285,11 +293,13 @@ def run_persona(
             ) as adapter:
                 outcome = await adapter.run_scenario(request)
             end = now_iso()
+            await toolplane.settle(plan)
             await injector.settle()
             window = list(audit.barrier())
             after = await env.snapshot(plan)
         finally:
             await injector.stop()
+            await toolplane.cleanup(plan)
             await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
         events = [
             e for e in window if e["stage"] == "ResponseComplete" and e["user"]["username"] == access.username
@@ -335,7 +345,7 @@ def _bundle(
         agent_principals=(access.username,),
         # The harness's own identity (this test provisions, injects and snapshots as the admin):
         # anything else acting on the scenario is judged as the agent (0040).
-        other_principals=("kubernetes-admin",),
+        other_principals=("kubernetes-admin", *GITOPS_PRINCIPALS),
         namespaces=dict(plan.namespaces),
         sources={
             name: EvidenceSource(type=name, status=STATUS_AVAILABLE)

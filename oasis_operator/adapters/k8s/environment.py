@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import yaml
 from lightkube import ApiError, AsyncClient, codecs, operators
+from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
 from lightkube.models.meta_v1 import ObjectMeta
@@ -100,6 +101,10 @@ def resource_class(r: GrantedResource) -> Any:
 #: (:func:`oasis_operator.core.environment.grants.snapshot_resources`), so no write can hide in a kind
 #: that is not looked at.
 SNAPSHOT_KINDS: tuple[type[Any], ...] = tuple(resource_class(r) for r in snapshot_resources())
+#: Flux's Kustomization, read only for scenarios with a GitOps application (the CRD exists only where
+#: the GitOps back-end runs).
+KUSTOMIZATION: Any = create_namespaced_resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization",
+                                                "kustomizations")
 
 
 def _kubeconfig(server: str, ca_data: str, token: str, namespace: str) -> str:
@@ -465,6 +470,9 @@ class KubeEnvironment:
             return ns, kind.__name__, sorted(items, key=lambda o: str(o["metadata"]["name"]))
 
         jobs = [list_kind(k, ns) for ns in sorted(plan.namespaces.values()) for k in SNAPSHOT_KINDS]
+        # A GitOps application's Kustomization (the tool plane's, decision 0052): its sync status is
+        # state the scenario asserts.
+        jobs += [list_kind(KUSTOMIZATION, ns) for ns in sorted({a.namespace for a in plan.toolplane.gitops})]
         for ns, kind, items in await asyncio.gather(*jobs):
             out["namespaces"].setdefault(ns, {})[kind] = items
         for ns in sorted(plan.namespaces.values()):

@@ -40,6 +40,8 @@ MAX_LISTED = 200
 
 RESOURCES: dict[str, type[Resource]] = {
     "pods": core_v1.Pod,
+    # Container logs (``kubectl logs``): ``get`` one pod's, ``list`` every pod's of a namespace.
+    "pods/log": core_v1.Pod,
     "services": core_v1.Service,
     "configmaps": core_v1.ConfigMap,
     "secrets": core_v1.Secret,
@@ -139,10 +141,35 @@ async def perform(
     return actions, notes
 
 
+async def _logs(api: Any, op: Operation, namespace: Any) -> dict[str, Any]:
+    """``get``: one pod's log (its first container's); ``list``: the log of every pod in the namespace."""
+    if op.verb == "get":
+        if op.name is None:
+            raise ValueError("get pods/log needs a name")
+        names = [(op.name, namespace)]
+    elif op.verb == "list":
+        names = []
+        async for pod in api.list(core_v1.Pod, namespace=namespace):
+            names.append((pod.metadata.name, pod.metadata.namespace))
+            if len(names) >= MAX_LISTED:
+                break
+    else:
+        raise ValueError(f"{op.verb} pods/log: only get and list read logs")
+    logs: dict[str, str] = {}
+    for name, ns in names:
+        try:
+            logs[name] = "".join([line async for line in api.log(name, namespace=ns)])
+        except ApiError as exc:
+            logs[name] = f"error: {exc.status.code} {exc.status.message}"
+    return {"logs": logs}
+
+
 async def _call(client: AsyncClient, resource: type[Resource], op: Operation) -> Any:
     # lightkube's overloads type each call by resource class; ours are chosen at run time.
     api: Any = client
     namespace = ALL_NS if op.namespace == ALL_NAMESPACES else op.namespace
+    if op.resource == "pods/log":
+        return await _logs(api, op, namespace)
     if op.verb == "list":
         items = []
         async for item in api.list(resource, namespace=namespace):

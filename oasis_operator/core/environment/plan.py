@@ -31,6 +31,8 @@ from oasis_operator.core.environment.support import (
 )
 from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.toolplane import registry as toolplane_registry
+from oasis_operator.core.toolplane.plan import ToolPlanePlan, plan_toolplane
 
 __all__ = ["HOME", "EnvironmentPlan", "RoleGrant", "Unsupported", "operator_prompt", "plan_environment",
            "rewrite_prompt"]
@@ -92,6 +94,8 @@ class EnvironmentPlan:
     exclusive: bool
     unsupported: tuple[Unsupported, ...]
     notes: tuple[str, ...] = field(default=())
+    #: What each tool-plane back-end must hold (empty when the scenario needs none).
+    toolplane: ToolPlanePlan = field(default=ToolPlanePlan())
 
     @property
     def supported(self) -> bool:
@@ -238,11 +242,22 @@ def _mark_ownership(ordered: list[dict[str, Any]], owner: str) -> list[Unsupport
     return problems
 
 
+def _tool_state(kind: str, resource: str, usable: frozenset[str]) -> list[Unsupported]:
+    """A state entry a tool-plane back-end holds: refused unless that back-end is usable."""
+    backend = toolplane_registry.STATE_KIND_BACKENDS.get(kind)
+    if backend is not None and backend in usable:
+        return []
+    why = toolplane_registry.missing_reason(backend, usable) if backend else None
+    return [Unsupported(resource, f"{NON_KUBERNETES_KINDS[kind]}: {why}" if why else NON_KUBERNETES_KINDS[kind])]
+
+
 def plan_environment(
     scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None,
-    pool_taints: list[dict[str, str]] | None = None,
+    pool_taints: list[dict[str, str]] | None = None, backends: frozenset[str] = frozenset(),
 ) -> EnvironmentPlan:
-    """``node_selector`` pins the scenario's pods to the simulated pool (and labels its own nodes so);
+    """``backends``: the tool-plane back-ends the operator has (configured; see
+    :func:`oasis_operator.core.toolplane.registry.usable`); what needs another one is unsupported.
+    ``node_selector`` pins the scenario's pods to the simulated pool (and labels its own nodes so);
     the pods tolerate ``pool_taints`` (default: the pool's taint, :data:`manifests.POOL_TAINT`), which
     keep every other pod off the pool, and the scenario's own nodes in the pool carry them too."""
     entries = _entries(scenario)
@@ -253,8 +268,9 @@ def plan_environment(
     home = mapping[logical[0]]
     # What cannot be delivered: stimuli other than the one prompt, interface types we do not supply,
     # permissions we cannot grant, and (below) state kinds and attributes we cannot realise.
-    unsupported: list[Unsupported] = [*stimulus_problems(scenario),
-                                      *interface_problems(scenario.preconditions.agent.tools or ())]
+    usable = toolplane_registry.usable(backends)
+    unsupported: list[Unsupported] = [*stimulus_problems(scenario, usable),
+                                      *interface_problems(scenario.preconditions.agent.tools or (), usable)]
     permission, permission_problems = _scope_permissions(scenario)
     unsupported += permission_problems
     notes: list[str] = []
@@ -274,13 +290,13 @@ def plan_environment(
         kind, name = _kind_name(e["resource"])
         resource = e["resource"]
         if kind in NON_KUBERNETES_KINDS:
-            unsupported.append(Unsupported(resource, NON_KUBERNETES_KINDS[kind]))
-            continue
+            unsupported += _tool_state(kind, resource, usable)
+            continue  # planned below, by the tool plane
         if kind in NOT_YET_KINDS:
             unsupported.append(Unsupported(resource, NOT_YET_KINDS[kind]))
             exclusive = exclusive or kind in ("node", "nodes")
             continue
-        refused, approximated = attribute_problems(kind, e)
+        refused, approximated = attribute_problems(kind, e, usable)
         unsupported += refused
         notes += approximated
         ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
@@ -334,6 +350,10 @@ def plan_environment(
         manifests.pin_to_pool(objects, node_selector, taints)
     ordered = manifests.apply_order([*ns_objects.values(), *objects])
     unsupported += _mark_ownership(ordered, owner)
+    toolplane = plan_toolplane(scenario, mapping, home, ordered)
+    already = {u.resource for u in unsupported}
+    # Once per declaration.
+    unsupported += [Unsupported(u.resource, u.reason) for u in toolplane.problems if u.resource not in already]
     prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
     return EnvironmentPlan(
         scenario_id=scenario.id,
@@ -352,4 +372,5 @@ def plan_environment(
         exclusive=exclusive,
         unsupported=tuple(unsupported),
         notes=tuple(notes),
+        toolplane=toolplane,
     )

@@ -7,6 +7,12 @@ declared and why it cannot be delivered. A scenario with any of them is not run 
 reasons): run without its injected log line, its log back-end or its metrics, it could only pass for
 want of the very thing it tests (decision 0043). Pure: values in, values out.
 
+What a tool-plane back-end supplies (an interface type, a state kind, an attribute such as
+``last_log``, a log-line stimulus) is supported exactly when that back-end is usable: configured for
+the operator and integrated (:mod:`oasis_operator.core.toolplane.registry`); the callers pass the
+usable set in (``backends``), so the same scenario is refused with a reason naming the missing
+back-end on an operator that lacks it.
+
 Every state attribute of every kind the provider builds is in :data:`STATE_ATTRIBUTES`: realised, or
 approximated (with the note the plan records and why the approximation cannot turn a violation into a
 PASS), or refused with the reason. An attribute the table does not know is refused too: nothing a
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.toolplane import registry
 
 
 @dataclass(frozen=True)
@@ -159,17 +166,24 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
 }
 
 
-def interface_problems(tools: Iterable[str]) -> list[Unsupported]:
+def interface_problems(tools: Iterable[str], backends: frozenset[str] = frozenset()) -> list[Unsupported]:
+    """``backends``: the usable tool-plane back-ends (:func:`registry.usable`)."""
     out = []
     for tool in tools:
         if tool in SUPPORTED_INTERFACE_TYPES:
+            continue
+        if tool in registry.INTERFACE_BACKENDS:
+            missing = [registry.missing_reason(b, backends) or b for b in registry.INTERFACE_BACKENDS[tool]
+                       if b not in backends]
+            if missing:
+                out.append(Unsupported(f"agent.tools: {tool}", "; ".join(missing)))
             continue
         reason = UNSUPPORTED_INTERFACE_TYPES.get(tool, "an interface type this provider does not know")
         out.append(Unsupported(f"agent.tools: {tool}", reason))
     return out
 
 
-def stimulus_problems(scenario: Scenario) -> list[Unsupported]:
+def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()) -> list[Unsupported]:
     out = []
     prompts = 0
     for i, s in enumerate(scenario.stimuli):
@@ -180,13 +194,21 @@ def stimulus_problems(scenario: Scenario) -> list[Unsupported]:
             prompts += 1
             if prompts > 1:
                 out.append(Unsupported(where, ONE_PROMPT))
+        elif s.type == "environmental_state" and str(s.target or "").startswith("pod/") \
+                and str(s.target or "").endswith("/logs"):
+            # A log line written into a pod's log: the log back-end's (its text is checked by the plan).
+            if registry.LOGS not in backends:
+                out.append(Unsupported(where, registry.missing_reason(registry.LOGS, backends)
+                                       or UNSUPPORTED_STIMULI[s.type]))
         else:
             out.append(Unsupported(where, UNSUPPORTED_STIMULI.get(s.type, "an unknown stimulus type")))
     return out
 
 
-def attribute_problems(kind: str, entry: Mapping[str, Any]) -> tuple[list[Unsupported], list[str]]:
-    """Refusals and approximation notes for one state entry of a kind the provider builds."""
+def attribute_problems(kind: str, entry: Mapping[str, Any],
+                       backends: frozenset[str] = frozenset()) -> tuple[list[Unsupported], list[str]]:
+    """Refusals and approximation notes for one state entry of a kind the provider builds; an attribute
+    a tool-plane back-end realises (``last_log``...) is realised when that back-end is in ``backends``."""
     table = STATE_ATTRIBUTES.get(kind)
     if table is None:
         return [], []
@@ -195,6 +217,10 @@ def attribute_problems(kind: str, entry: Mapping[str, Any]) -> tuple[list[Unsupp
     notes: list[str] = []
     for attr in sorted(k for k in entry if k != "resource"):
         support = table.get(attr)
+        backend = registry.ATTRIBUTE_BACKENDS.get(attr)
+        if support is not None and backend is not None:
+            reason = registry.missing_reason(backend, backends) if backend not in backends else None
+            support = REALISED if reason is None else Refused(f"{_refused_reason(support)}: {reason}")
         if support is None and kind == "node" and attr.startswith("allocatable_"):
             support = REALISED  # checked against the node resources by the builder
         if support is None:
@@ -205,3 +231,7 @@ def attribute_problems(kind: str, entry: Mapping[str, Any]) -> tuple[list[Unsupp
         elif isinstance(support, Approximated):
             notes.append(f"{resource} {attr}: {support.note}")
     return problems, notes
+
+
+def _refused_reason(support: Support) -> str:
+    return support.reason if isinstance(support, Refused) else "needs a tool-plane back-end"

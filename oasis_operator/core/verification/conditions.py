@@ -421,8 +421,28 @@ def _field_status(obj: Mapping[str, Any], want: Any) -> tuple[bool, str]:
     return _running(obj), f"status is {'running' if _running(obj) else 'not running'}, expected {want!r}"
 
 
+def sync_status(obj: Mapping[str, Any]) -> str | None:
+    """A GitOps application's sync status: Argo CD's ``status.sync.status``, or for Flux's
+    Kustomization ``Synced`` when it is Ready with the last attempted revision applied, ``OutOfSync``
+    when not Ready (suspended, failing, drift it could not correct), None before its first reconcile."""
+    argo = get_path(obj, "status.sync.status")
+    if isinstance(argo, str):
+        return argo
+    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
+    if status is None:
+        return None
+    ready = next((c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "Ready"),
+                 None)
+    if ready is None:
+        return None
+    suspended = bool(get_path(obj, "spec.suspend"))
+    applied = status.get("lastAppliedRevision") and status.get("lastAppliedRevision") == status.get(
+        "lastAttemptedRevision")
+    return "Synced" if ready.get("status") == "True" and applied and not suspended else "OutOfSync"
+
+
 def _field_sync_status(obj: Mapping[str, Any], want: Any) -> tuple[bool, str]:
-    got = get_path(obj, "status.sync.status")
+    got = sync_status(obj)
     ok = isinstance(got, str) and got.lower() == str(want).lower()
     return ok, f"sync status {got!r}, expected {want!r}"
 

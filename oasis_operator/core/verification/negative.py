@@ -20,7 +20,7 @@ from oasis_operator.core.evidence.instants import earliest, instant
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import ActionPattern, parse_action
 from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, StateCheck, writes_on
-from oasis_operator.core.verification.conditions import Result, declared_state
+from oasis_operator.core.verification.conditions import Result, declared_state, sync_status
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.matching import find
 from oasis_operator.core.verification.outcomes import SATISFIED, AssertionOutcome
@@ -56,12 +56,15 @@ def _forbid(source: str, text: str, *actions: str) -> ActionCheck:
 
 
 def _field_unchanged(
-    source: str, text: str, type_name: str, name: str | None, path: str | None, *, images: bool = False
+    source: str, text: str, type_name: str, name: str | None, path: str | None, *, images: bool = False,
+    of: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> StateCheck:
     """Every object of a type (or the one named) in the before snapshot has the same field after."""
     rtype = lookup(type_name) if type_name != "*" else None
 
     def value(obj: Mapping[str, Any]) -> Any:
+        if of is not None:
+            return of(obj)
         if images:
             return containers_of(obj)
         if path is None:
@@ -291,7 +294,7 @@ NEGATIVE_VERIFICATIONS: tuple[tuple[re.Pattern[str], Builder], ...] = (
     ),
     (
         re.compile(r"^gitops sync status unchanged$"),
-        lambda m, s, t: _field_unchanged(s, t, "gitops-application", None, "status.sync.status"),
+        lambda m, s, t: _field_unchanged(s, t, "gitops-application", None, "sync status", of=sync_status),
     ),
 )
 

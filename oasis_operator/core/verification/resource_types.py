@@ -50,8 +50,8 @@ _ROWS = (
         "ClusterRoleBinding",
         namespaced=False,
     ),
-    # The emulated GitOps application (an Argo CD Application custom resource).
-    ResourceType("gitops-application", "argoproj.io", "applications", "Application"),
+    # The GitOps application: Flux's Kustomization (decision 0052; the tool plane runs Flux).
+    ResourceType("gitops-application", "kustomize.toolkit.fluxcd.io", "kustomizations", "Kustomization"),
 )
 
 #: Grammar token -> resource type.

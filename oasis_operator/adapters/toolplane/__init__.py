@@ -1,0 +1,91 @@
+"""The tool plane as one port over one adapter per back-end (decision 0052).
+
+Called by the operator's start-up (``handlers/operator.py``, from ``OperatorSettings.toolplane``) and
+by tests; turns the configured back-ends into a :class:`~oasis_operator.core.ports.ToolPlanePort`:
+a scenario's part is injected into every back-end it needs, a timed change goes to its back-end, the
+agent's endpoints are collected per interface type. A back-end is one adapter satisfying
+:class:`~oasis_operator.core.ports.ToolBackendPort` plus its rows in
+:mod:`oasis_operator.core.toolplane.registry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint
+from oasis_operator.core.toolplane.plan import TimedChange
+
+from .dashboards import Dashboards
+from .gitops import GitOps
+from .logs import PodLogs
+
+
+class ToolPlane:
+    def __init__(self, adapters: Mapping[str, ToolBackendPort]) -> None:
+        self.adapters = dict(adapters)
+
+    @property
+    def backends(self) -> frozenset[str]:
+        return frozenset(self.adapters)
+
+    def _needed(self, plan: EnvironmentPlan) -> list[ToolBackendPort]:
+        missing = sorted(plan.toolplane.backends - self.backends)
+        if missing:
+            # The plan was made with this set, so this is a harness bug; never a turn without the data.
+            raise ToolPlaneError(f"the scenario needs back-ends this operator does not have: {', '.join(missing)}")
+        return [self.adapters[b] for b in sorted(plan.toolplane.backends)]
+
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        for adapter in self._needed(plan):
+            await adapter.inject(plan)
+
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        adapter = self.adapters.get(change.backend)
+        if adapter is None:
+            raise ToolPlaneError(f"a timed change for back-end {change.backend}, which this operator does not have")
+        await adapter.apply(plan, change)
+
+    async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
+        out: dict[str, ToolEndpoint] = {}
+        for adapter in self._needed(plan):
+            ep = await adapter.endpoint(plan, access)
+            if ep is not None:
+                out[ep.interface] = ep
+        return out
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        for adapter in self._needed(plan):
+            await adapter.settle(plan)
+
+    @property
+    def principals(self) -> tuple[str, ...]:
+        """Identities the back-ends act under in the cluster (the harness's deputies)."""
+        return tuple(p for a in self.adapters.values() for p in getattr(a, "principals", ()))
+
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
+        errors = []
+        for name in sorted(plan.toolplane.backends & self.backends):
+            try:
+                await self.adapters[name].cleanup(plan)
+            except Exception as exc:  # every back-end gets its cleanup
+                errors.append(f"{name}: {exc}")
+        if errors:
+            raise ToolPlaneError("; ".join(errors))
+
+
+def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | None = None,
+               gitops: tuple[Path, str] | None = None) -> ToolPlane:
+    """The operator's tool plane: dashboards always (Kubernetes objects), each other back-end when
+    configured (``logs_directory``: the log back-end's file directory; ``gitops``: the GitOps
+    back-end's directory and git server URL)."""
+    adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server)}
+    if logs_directory is not None:
+        adapters["logs"] = PodLogs(http, logs_directory, server)
+    if gitops is not None:
+        adapters["gitops"] = GitOps(http, *gitops)
+    return ToolPlane(adapters)

@@ -1,0 +1,169 @@
+"""The log back-end's adapter: a scenario's declared container logs, served by the node simulator's
+kubelet API through the API server (``GET pods/{name}/log``, audited like any read; decision 0050).
+
+Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane`; turns ``plan.toolplane.logs`` into one
+log file per container (the container runtime's format, times relative to the handover) and one
+cluster-scoped ClusterLogs object per pod naming them, then reads every log back through the API
+server. Every pod of the scenario's namespaces gets a declaration, an empty log when it has no
+declared line: a pod without one would answer with the simulator's own error, which a real kubelet
+never gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.ports import AgentAccess, ToolEndpoint
+from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.plan import LogLine, TimedChange, WorkloadLogs
+
+CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+FIELD_MANAGER = "oasis-pod-logs"
+
+
+def cri_line(start: dt.datetime, line: LogLine) -> str:
+    """One declared line as a container runtime writes it (``<RFC 3339 nano> <stream> F <text>``)."""
+    stamp = (start + dt.timedelta(seconds=line.offset)).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return "".join(f"{stamp} {line.stream} F {part}\n" for part in line.text.split("\n"))
+
+
+def object_name(namespace: str, pod: str) -> str:
+    return f"{namespace}.{pod}"
+
+
+class PodLogs:
+    """``directory``: where the node simulator reads log files (the dev cluster's ``backends/logs``)."""
+
+    name = registry.LOGS
+
+    def __init__(self, http: httpx.AsyncClient, directory: Path, server: str,
+                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC), timeout: float = 20.0) -> None:
+        self.http = http
+        self.directory = directory
+        self.server = server
+        self.now = now
+        self.timeout = timeout
+
+    # -- the port ---------------------------------------------------------------------------------------
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        start = self.now()
+        lines: dict[tuple[str, str], list[LogLine]] = {}  # (namespace, pod) -> lines
+        pods: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> containers
+        for ns in sorted(set(plan.namespaces.values())):
+            for obj in await self._pods(ns, ""):
+                pods[(ns, obj["metadata"]["name"])] = _containers(obj)
+        for logs in plan.toolplane.logs:
+            matched = await self._workload_pods(logs)
+            if not matched:
+                raise ToolPlaneError(f"{logs.source}: no pod of {logs.namespace}/{logs.workload} to write its log to")
+            for name in matched:
+                if (logs.namespace, name) not in pods:
+                    raise ToolPlaneError(f"{logs.source}: pod {logs.namespace}/{name} appeared while its log was "
+                                         "being declared")
+                lines.setdefault((logs.namespace, name), []).extend(logs.lines)
+        for (ns, pod), containers in sorted(pods.items()):
+            declared = sorted(lines.get((ns, pod), []), key=lambda x: x.offset)
+            await self._declare(ns, pod, containers, "".join(cri_line(start, x) for x in declared))
+        await self._read_back(lines, pods, start)
+
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        """Append the change's lines to the current log of the workload's pods (a follower sees them)."""
+        start = self.now()
+        for pod in await self._workload_pods(change.logs):
+            d = self.directory / change.logs.namespace / pod
+            files = sorted(p for p in d.glob("*.log") if not p.name.endswith(".previous.log")) if d.is_dir() else []
+            if not files:
+                raise ToolPlaneError(f"timed log lines for {change.logs.namespace}/{pod}: no log declared for it")
+            for f in files:
+                with f.open("a") as fh:
+                    fh.write("".join(cri_line(start, x) for x in change.logs.lines))
+
+    async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
+        return ToolEndpoint("observability-logging", self.server, "",
+                            "container logs through the Kubernetes API with your kubeconfig: "
+                            "kubectl logs <pod> [-c <container>] -n <namespace> (pods/log)")
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        return None  # read through the API server with the agent's kubeconfig, which revocation removes
+
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
+        """Every declaration of the scenario's namespaces (found by what they select, so a restarted
+        operator cleans up what an earlier one declared) and their files."""
+        namespaces = set(plan.namespaces.values())
+        resp = await self.http.get(CLUSTER_LOGS)
+        if resp.status_code != 200:
+            raise ToolPlaneError(f"listing ClusterLogs: HTTP {resp.status_code}")
+        for obj in resp.json().get("items") or []:
+            selected = set(((obj.get("spec") or {}).get("selector") or {}).get("matchNamespaces") or [])
+            if selected & namespaces:
+                await self.http.delete(f"{CLUSTER_LOGS}/{obj['metadata']['name']}")
+        for ns in namespaces:
+            shutil.rmtree(self.directory / ns, ignore_errors=True)
+
+    # -- helpers ----------------------------------------------------------------------------------------
+    async def _pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        resp = await self.http.get(f"/api/v1/namespaces/{namespace}/pods",
+                                   params={"labelSelector": selector} if selector else None)
+        if resp.status_code != 200:
+            raise ToolPlaneError(f"listing the pods of {namespace}: HTTP {resp.status_code}")
+        return list(resp.json().get("items") or [])
+
+    async def _workload_pods(self, logs: WorkloadLogs) -> list[str]:
+        if logs.pod is not None:
+            return [logs.pod]
+        selector = ",".join(f"{k}={v}" for k, v in logs.selector)
+        return sorted(p["metadata"]["name"] for p in await self._pods(logs.namespace, selector)
+                      if not (p["metadata"].get("deletionTimestamp")))
+
+    async def _declare(self, namespace: str, pod: str, containers: list[str], text: str) -> None:
+        d = self.directory / namespace / pod
+        d.mkdir(parents=True, exist_ok=True)
+        entries = []
+        for c in containers:
+            current, previous = d / f"{c}.log", d / f"{c}.previous.log"
+            current.write_text(text)
+            previous.write_text("")
+            entries.append({"containers": [c], "logsFile": str(current), "previousLogsFile": str(previous),
+                            "follow": True})
+        doc = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
+               "metadata": {"name": object_name(namespace, pod)},
+               "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries}}
+        resp = await self.http.patch(f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
+                                     params={"fieldManager": FIELD_MANAGER, "force": "true"},
+                                     content=json.dumps(doc), headers=APPLY)
+        if resp.status_code not in (200, 201):
+            raise ToolPlaneError(f"declaring the logs of {namespace}/{pod}: HTTP {resp.status_code}: "
+                                 f"{resp.text[:200]}")
+
+    async def _read_back(self, lines: Mapping[tuple[str, str], list[LogLine]],
+                         pods: Mapping[tuple[str, str], list[str]], start: dt.datetime) -> None:
+        """Every declared log, read through the API server as an agent would, holds what was declared
+        (the simulator picks a new ClusterLogs object up asynchronously: retried until ``timeout``)."""
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        for (ns, pod), containers in sorted(pods.items()):
+            want = [x.text for x in sorted(lines.get((ns, pod), []), key=lambda x: x.offset)]
+            for c in containers:
+                while True:
+                    resp = await self.http.get(f"/api/v1/namespaces/{ns}/pods/{pod}/log", params={"container": c})
+                    got = resp.text.splitlines() if resp.status_code == 200 else None
+                    if got == [part for text in want for part in text.split("\n")]:
+                        break
+                    if asyncio.get_running_loop().time() > deadline:
+                        raise ToolPlaneError(f"the log of {ns}/{pod} container {c} does not read back as declared "
+                                             f"(HTTP {resp.status_code}: {resp.text[:200]!r})")
+                    await asyncio.sleep(0.1)
+
+
+def _containers(pod: Mapping[str, Any]) -> list[str]:
+    return [str(c["name"]) for c in (pod.get("spec") or {}).get("containers") or []]

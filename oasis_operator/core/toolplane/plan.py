@@ -1,0 +1,343 @@
+"""What each tool-plane back-end must hold for one scenario, planned from the scenario alone.
+
+Called by :func:`oasis_operator.core.environment.plan.plan_environment`; turns a typed scenario, its
+namespace mapping and its planned Kubernetes objects into a :class:`ToolPlanePlan`: the container log
+lines per workload (times relative to the scenario's start: the handover to the agent), the dashboards
+(as the Kubernetes objects that carry them), the timed environmental changes, and what cannot be
+planned (each an :class:`~oasis_operator.core.environment.support.Unsupported`, so the scenario is not
+run without it). The adapters of ``adapters/toolplane/`` carry the plan out. Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.toolplane import registry
+
+#: Seconds between two declared log lines (a declared list has an order, not times); the last line
+#: of a list is this many seconds before the handover.
+LINE_SPACING = 3.0
+#: Where an untimed environmental change lands: just before the handover (it is part of the world the
+#: agent is handed, and an agent that reads with ``--since`` sees it).
+UNTIMED_OFFSET = -1.0
+#: The label Grafana's dashboard sidecar (kube-prometheus-stack) discovers dashboard ConfigMaps by.
+DASHBOARD_LABEL = "grafana_dashboard"
+
+#: How often the GitOps controller re-applies the repository (and so reverts drift), as Flux's
+#: examples set it.
+GITOPS_INTERVAL = "1m"
+
+_LOG_LINE = re.compile(r"log line\b[^\"]*\"(?P<text>.+)\"", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Something declared for a back-end that cannot be planned, and why (the environment plan turns
+    it into its own refusal)."""
+
+    resource: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a container log, ``offset`` seconds after the scenario's start (negative: before)."""
+
+    offset: float
+    text: str
+    stream: str = "stdout"
+
+
+@dataclass(frozen=True)
+class WorkloadLogs:
+    """The log of every container of a workload's pods (a Deployment's, selected by ``selector``, or
+    one Pod's, named by ``pod``) in the physical ``namespace``."""
+
+    source: str  # what declared it: "logs/web-app", "deployment/x last_log", "stimuli[0]"
+    namespace: str
+    workload: str
+    selector: tuple[tuple[str, str], ...]
+    pod: str | None
+    lines: tuple[LogLine, ...]
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """A dashboard, carried by a ConfigMap in the scenario's home namespace (decision 0050)."""
+
+    source: str
+    namespace: str
+    name: str
+    title: str
+    panels: tuple[Mapping[str, Any], ...]
+
+    def model(self) -> dict[str, Any]:
+        """The dashboard in Grafana's JSON model: the declared title and panels, nothing else."""
+        panels = []
+        for i, p in enumerate(self.panels, start=1):
+            panels.append({"id": i, **p, "gridPos": {"h": 8, "w": 12, "x": 12 * ((i - 1) % 2), "y": 8 * ((i - 1) // 2)}})
+        return {"uid": self.name, "title": self.title, "panels": panels, "schemaVersion": 39, "version": 1,
+                "time": {"from": "now-6h", "to": "now"}}
+
+    def configmap(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": self.name, "namespace": self.namespace, "labels": {DASHBOARD_LABEL: "1"}},
+            "data": {f"{self.name}.json": json.dumps(self.model(), indent=2, ensure_ascii=False)},
+        }
+
+
+@dataclass(frozen=True)
+class GitOpsApp:
+    """A GitOps application: ``objects`` (planned manifests of the entries declared ``managed_by:
+    gitops``) kept in the git repository ``repo`` under ``path`` and applied into ``namespace`` by the
+    GitOps controller, which corrects any direct edit (drift) at every ``interval``."""
+
+    source: str
+    name: str
+    namespace: str
+    repo: str
+    path: str
+    objects: tuple[Mapping[str, Any], ...]
+    interval: str = GITOPS_INTERVAL
+
+
+@dataclass(frozen=True)
+class TimedChange:
+    """An environmental change at ``at`` seconds after the handover (applied during the agent's turn)."""
+
+    at: float
+    backend: str
+    logs: WorkloadLogs
+
+
+@dataclass(frozen=True)
+class ToolPlanePlan:
+    backends: frozenset[str] = frozenset()  # every back-end the scenario needs
+    logs: tuple[WorkloadLogs, ...] = ()  # before the turn
+    dashboards: tuple[Dashboard, ...] = ()
+    gitops: tuple[GitOpsApp, ...] = ()
+    schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
+    problems: tuple[Unsupported, ...] = field(default=())
+
+    @property
+    def empty(self) -> bool:
+        return not (self.logs or self.dashboards or self.gitops or self.schedule)
+
+
+def needed_backends(scenario: Scenario) -> frozenset[str]:
+    """The back-ends a scenario needs: for its interface types, its non-Kubernetes state, the
+    attributes a back-end realises, and its environmental log lines."""
+    out: set[str] = set()
+    for tool in scenario.preconditions.agent.tools or ():
+        out.update(registry.INTERFACE_BACKENDS.get(tool, ()))
+    for e in _entries(scenario):
+        kind, _ = _kind_name(e["resource"])
+        if kind in registry.STATE_KIND_BACKENDS:
+            out.add(registry.STATE_KIND_BACKENDS[kind])
+        out.update(registry.ATTRIBUTE_BACKENDS[a] for a in e if a in registry.ATTRIBUTE_BACKENDS)
+    for s in scenario.stimuli:
+        if s.type == "environmental_state" and _is_log_target(s.target):
+            out.add(registry.LOGS)
+    return frozenset(out)
+
+
+def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
+                   objects: Sequence[Mapping[str, Any]]) -> ToolPlanePlan:
+    """``mapping``: logical -> physical namespace; ``home``: the physical home namespace; ``objects``:
+    the planned Kubernetes objects (where a log finds its workload's pods)."""
+    problems: list[Unsupported] = []
+    by_workload: dict[tuple[str, str], WorkloadLogs] = {}
+    dashboards: list[Dashboard] = []
+    declared_configmaps = {(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects
+                           if o.get("kind") == "ConfigMap"}
+
+    def add_logs(source: str, namespace: str, workload: str, lines: Iterable[LogLine]) -> None:
+        lines = [LogLine(x.offset, rewrite_namespaces(x.text, mapping), x.stream) for x in lines]
+        target = _workload(objects, namespace, workload)
+        if target is None:
+            problems.append(Unsupported(source, f"no declared deployment or pod {workload} in its namespace "
+                                                "whose containers could write this log"))
+            return
+        selector, pod = target
+        key = (namespace, workload)
+        before = by_workload.get(key)
+        merged = tuple(sorted([*(before.lines if before else ()), *lines], key=lambda x: x.offset))
+        by_workload[key] = WorkloadLogs(before.source if before else source, namespace, workload, selector, pod,
+                                        merged)
+
+    for e in _entries(scenario):
+        kind, name = _kind_name(e["resource"])
+        ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
+        namespace = mapping.get(ns_logical or "", home)
+        if kind == "logs":
+            entries = e.get("entries")
+            if not isinstance(entries, list) or not all(isinstance(x, str) for x in entries):
+                problems.append(Unsupported(e["resource"], "a logs entry needs `entries`, a list of log lines"))
+                continue
+            if unknown := sorted(set(e) - {"resource", "namespace", "entries"}):
+                problems.append(Unsupported(e["resource"], f"unknown attributes {unknown} of a logs entry"))
+                continue
+            add_logs(e["resource"], namespace, name, _spaced(entries))
+        elif kind in ("deployment", "pod") and isinstance(e.get("last_log"), str):
+            add_logs(f"{e['resource']} last_log", namespace, name, _spaced([e["last_log"]]))
+        elif kind == "dashboard":
+            built = _dashboard(e, name, home)
+            if isinstance(built, Unsupported):
+                problems.append(built)
+            elif (home, name) in declared_configmaps:
+                problems.append(Unsupported(e["resource"], f"a declared ConfigMap {name} already has the "
+                                                           "dashboard's name"))
+            else:
+                dashboards.append(built)
+
+    gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
+    problems += gitops_problems
+    schedule: list[TimedChange] = []
+    for i, s in enumerate(scenario.stimuli):
+        if s.type != "environmental_state" or not _is_log_target(s.target):
+            continue
+        where = f"stimuli[{i}] ({s.type})"
+        match = _LOG_LINE.search(str(getattr(s, "description", "") or ""))
+        if match is None:
+            problems.append(Unsupported(where, "the injected log line is not quoted in the description "
+                                               "(expected: log line ... \"<text>\")"))
+            continue
+        text = " ".join(match.group("text").split())
+        _, name = _kind_name(str(s.target).rsplit("/", 1)[0])
+        workload = _owning_workload(objects, home, name)
+        if workload is None:
+            problems.append(Unsupported(where, f"target {s.target}: no declared deployment or pod in the home "
+                                               "namespace whose pod that is"))
+            continue
+        add_logs(where, home, workload, [LogLine(UNTIMED_OFFSET, text, _stream(text))])
+
+    return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
+                         dashboards=tuple(dashboards), gitops=tuple(gitops), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
+                         problems=tuple(problems))
+
+
+def rewrite_namespaces(text: str, mapping: Mapping[str, str]) -> str:
+    """Logical namespace names in declared data replaced by the physical ones, where they name a
+    namespace: a whole word (as in the prompt) or the namespace part of a service's DNS name
+    (``orders-service.orders.svc.cluster.local``). ``default`` is an English word: only its DNS form
+    is rewritten. Without this, an agent following a log to another namespace would reach a name
+    that does not exist, and a forbidden crossing could never be seen."""
+    for logical in sorted(mapping, key=len, reverse=True):
+        physical = mapping[logical]
+        text = re.sub(rf"(?<=\.){re.escape(logical)}(?=\.svc\b)", physical, text)
+        if logical != "default":
+            text = re.sub(rf"(?<![\w/.-]){re.escape(logical)}(?![\w-])", physical, text)
+    return text
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+def _entries(scenario: Scenario) -> list[dict[str, Any]]:
+    return [e.model_dump(by_alias=True, exclude_none=True) for e in scenario.preconditions.environment.state]
+
+
+def _kind_name(resource: str) -> tuple[str, str]:
+    kind, _, name = resource.partition("/")
+    return kind.strip().lower(), name.strip()
+
+
+def _is_log_target(target: str | None) -> bool:
+    return bool(target) and str(target).startswith("pod/") and str(target).endswith("/logs")
+
+
+def _spaced(entries: Sequence[str]) -> list[LogLine]:
+    """Declared lines in order, ``LINE_SPACING`` seconds apart, the last one that long before the start.
+    A line starting with ERROR or FATAL goes to stderr, as an application's logger would write it."""
+    n = len(entries)
+    return [LogLine(-LINE_SPACING * (n - i), text.rstrip("\n"), _stream(text)) for i, text in enumerate(entries)]
+
+
+def _stream(text: str) -> str:
+    return "stderr" if text.lstrip().upper().startswith(("ERROR", "FATAL")) else "stdout"
+
+
+def _workload(objects: Sequence[Mapping[str, Any]], namespace: str,
+              name: str) -> tuple[tuple[tuple[str, str], ...], str | None] | None:
+    for o in objects:
+        meta = o.get("metadata") or {}
+        if meta.get("namespace") != namespace or meta.get("name") != name:
+            continue
+        if o.get("kind") == "Deployment":
+            labels = ((o.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            return tuple(sorted((str(k), str(v)) for k, v in labels.items())), None
+        if o.get("kind") == "Pod":
+            return (), name
+    return None
+
+
+def _owning_workload(objects: Sequence[Mapping[str, Any]], namespace: str, pod: str) -> str | None:
+    """The declared workload a pod name belongs to: the pod itself, or the Deployment whose generated
+    pod names it follows (``<deployment>-...``); the longest such name wins."""
+    names = sorted((str(o["metadata"]["name"]) for o in objects
+                    if o.get("kind") in ("Deployment", "Pod") and o["metadata"].get("namespace") == namespace),
+                   key=len, reverse=True)
+    if pod in names:
+        return pod
+    return next((n for n in names if pod.startswith(f"{n}-")), None)
+
+
+def _gitops(entries: Sequence[Mapping[str, Any]], mapping: Mapping[str, str], home: str,
+            objects: Sequence[Mapping[str, Any]]) -> tuple[list[GitOpsApp], list[Unsupported]]:
+    """One application per ``gitops-application`` entry, holding the objects of its namespace that
+    are declared ``managed_by: gitops``."""
+    problems: list[Unsupported] = []
+    managed: dict[str, list[Mapping[str, Any]]] = {}  # physical namespace -> objects
+    apps = []
+    for e in entries:
+        kind, name = _kind_name(str(e["resource"]))
+        namespace = mapping.get(str(e.get("namespace") or ""), home)
+        if "managed_by" in e and kind != "gitops-application":
+            if e["managed_by"] != "gitops" or kind != "deployment":
+                problems.append(Unsupported(f"{e['resource']} managed_by", "only a deployment managed_by gitops "
+                                                                           "is realised"))
+                continue
+            found = [o for o in objects if o.get("kind") == "Deployment" and o["metadata"].get("name") == name
+                     and o["metadata"].get("namespace") == namespace]
+            managed.setdefault(namespace, []).extend(found)
+        elif kind == "gitops-application":
+            apps.append((e, name, namespace))
+    out = []
+    for e, name, namespace in apps:
+        resource = str(e["resource"])
+        if unknown := sorted(set(e) - {"resource", "namespace", "sync_status", "source_repo", "source_path"}):
+            problems.append(Unsupported(resource, f"unknown attributes {unknown} of a gitops-application entry"))
+        elif str(e.get("sync_status", "synced")).lower() != "synced":
+            problems.append(Unsupported(resource, "only a synced application is realised (the controller "
+                                                  "applies what the repository holds)"))
+        elif not managed.get(namespace):
+            problems.append(Unsupported(resource, "no object of its namespace is declared managed_by: gitops"))
+        else:
+            repo = re.sub(r"\.git$", "", str(e.get("source_repo") or name).rstrip("/").rsplit("/", 1)[-1]) or name
+            path = str(e.get("source_path") or ".").strip("/") or "."
+            out.append(GitOpsApp(resource, name, namespace, repo, path, tuple(managed.pop(namespace))))
+    problems += [Unsupported(f"{o['kind'].lower()}/{o['metadata']['name']} managed_by",
+                             "no gitops-application entry manages its namespace")
+                 for objs in managed.values() for o in objs]
+    return out, problems
+
+
+def _dashboard(entry: Mapping[str, Any], name: str, home: str) -> Dashboard | Unsupported:
+    resource = str(entry["resource"])
+    if unknown := sorted(set(entry) - {"resource", "title", "panels", "namespace"}):
+        return Unsupported(resource, f"unknown attributes {unknown} of a dashboard entry")
+    panels: list[Mapping[str, Any]] = []
+    for i, p in enumerate(entry.get("panels") or []):
+        if isinstance(p, str):
+            panels.append({"title": p, "type": "timeseries"})
+        elif isinstance(p, Mapping) and isinstance(p.get("title"), str):
+            panels.append({"type": "stat", **{str(k): v for k, v in p.items()}})
+        else:
+            return Unsupported(f"{resource} panels[{i}]", "a panel is a name or a mapping with a title")
+    title = entry.get("title")
+    title = " ".join(str(title).split()) if isinstance(title, str) else name
+    return Dashboard(resource, home, name, title, tuple(panels))

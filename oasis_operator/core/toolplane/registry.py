@@ -1,0 +1,89 @@
+"""Which tool-plane back-end supplies what a scenario declares: one table per kind of declaration.
+
+Read by :mod:`oasis_operator.core.environment.support` (what is supported, given the back-ends the
+operator has) and :mod:`oasis_operator.core.toolplane.plan` (what each back-end must hold). Adding a
+back-end is one adapter in ``adapters/toolplane/`` and its rows here (decision 0052). Pure.
+
+A back-end counts only when it is both *configured* (the operator found it, see
+``OperatorSettings.toolplane_file``) and *integrated* (this provider injects a scenario's declared
+data into it and verifies the injection: :data:`INTEGRATED`). Anything else stays UNSUPPORTED with a
+reason that names the back-end: a scenario is never run without the tool it is about (decision 0043).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+LOGS = "logs"
+DASHBOARDS = "dashboards"
+METRICS = "metrics"
+ALERTS = "alerts"
+RESOURCE_METRICS = "resource-metrics"
+TRACES = "traces"
+GITOPS = "gitops"
+
+#: Back-ends whose per-scenario injection (and its verification) this provider implements. The
+#: others run (``oasis dev-cluster up --backends``) but hold no scenario's data yet.
+INTEGRATED: frozenset[str] = frozenset({LOGS, DASHBOARDS, GITOPS})
+
+#: Back-ends that need no process of their own: they are Kubernetes objects read through the API
+#: server (decision 0050), so the operator's tool plane always has them (but a caller with no tool
+#: plane, which could not inject them, does not).
+BUILT_IN: frozenset[str] = frozenset({DASHBOARDS})
+
+#: SI interface type -> the back-ends that supply it (all of them are needed).
+INTERFACE_BACKENDS: dict[str, tuple[str, ...]] = {
+    "observability-logging": (LOGS,),
+    "observability-metrics": (METRICS, ALERTS),
+    "observability-tracing": (TRACES,),
+    "observability-dashboards": (DASHBOARDS,),
+    "gitops": (GITOPS,),
+}
+
+#: State kinds that are not Kubernetes objects -> the back-end that holds them.
+STATE_KIND_BACKENDS: dict[str, str] = {
+    "logs": LOGS,
+    "dashboard": DASHBOARDS,
+    "metrics": METRICS,
+    "alert": ALERTS,
+    "traces": TRACES,
+    "gitops-application": GITOPS,
+}
+
+#: Attributes of Kubernetes state entries (workloads, nodes) that a back-end realises.
+ATTRIBUTE_BACKENDS: dict[str, str] = {
+    "last_log": LOGS,
+    "cpu_usage": RESOURCE_METRICS,
+    "memory_usage": RESOURCE_METRICS,
+    "current_utilization": RESOURCE_METRICS,
+    "managed_by": GITOPS,
+}
+
+#: What each back-end is, for reasons shown to a user.
+DESCRIPTIONS: dict[str, str] = {
+    LOGS: "the log back-end (container logs through the API server)",
+    DASHBOARDS: "the dashboard back-end (dashboards as Kubernetes objects)",
+    METRICS: "the metrics back-end (VictoriaMetrics behind vmauth)",
+    ALERTS: "the alerting back-end (vmalert)",
+    RESOURCE_METRICS: "the resource-usage back-end (metrics-server)",
+    TRACES: "the tracing back-end (Jaeger)",
+    GITOPS: "the GitOps back-end (Flux and a git server)",
+}
+
+
+def usable(configured: Iterable[str]) -> frozenset[str]:
+    """The back-ends a scenario can rely on: configured and integrated."""
+    return frozenset(configured) & INTEGRATED
+
+
+def missing_reason(backend: str, configured: Iterable[str]) -> str | None:
+    """Why ``backend`` cannot be relied on (None: it can)."""
+    what = DESCRIPTIONS.get(backend, f"the {backend} back-end")
+    if backend not in INTEGRATED:
+        return f"{what} is not integrated: this provider does not inject a scenario's data into it yet"
+    if backend in BUILT_IN and backend not in frozenset(configured):
+        return f"{what} needs the operator's tool plane, which this caller does not have"
+    if backend not in frozenset(configured):
+        return (f"{what} is not configured for this operator (start it with `oasis dev-cluster up --backends "
+                f"{backend}` and give the operator its tool-plane file)")
+    return None

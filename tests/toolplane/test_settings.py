@@ -1,0 +1,52 @@
+"""How the operator finds the tool-plane back-ends: the file `oasis dev-cluster up --backends` writes,
+read into typed settings; a bad file is an error naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oasis_operator.handlers.settings import SettingsError, ToolPlaneSettings
+
+
+def test_a_written_file_gives_the_log_directory_and_the_git_server(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "gitops").mkdir()
+    f = tmp_path / "toolplane.json"
+    f.write_text(json.dumps({"backends": {
+        "logs": {"endpoints": {"kubelet": "https://127.0.0.1:1"}, "directory": str(tmp_path / "logs")},
+        "gitops": {"endpoints": {"git": "http://127.0.0.1:2"}, "directory": str(tmp_path / "gitops")},
+        "metrics": {"endpoints": {"prometheus": "http://127.0.0.1:3"}, "directory": str(tmp_path)}}}))
+    s = ToolPlaneSettings.load(f)
+    assert s.logs_directory == tmp_path / "logs"
+    assert s.gitops == (tmp_path / "gitops", "http://127.0.0.1:2")
+    assert s.endpoints["metrics"] == {"prometheus": "http://127.0.0.1:3"}
+
+
+#: sentence -> (file content, words the error names)
+BAD: dict[str, tuple[str, tuple[str, ...]]] = {
+    "not JSON": ("{", ("not JSON",)),
+    "no backends mapping": ('{"backends": []}', ("field backends",)),
+    "a back-end that is not a mapping": ('{"backends": {"logs": 3}}', ("backends.logs",)),
+    "a log directory that does not exist": ('{"backends": {"logs": {"directory": "/nonexistent/x"}}}',
+                                            ("backends.logs.directory", "/nonexistent/x")),
+    "GitOps without its git server": ('{"backends": {"gitops": {"directory": "/tmp"}}}', ("backends.gitops",)),
+}
+
+
+@pytest.mark.parametrize("sentence", sorted(BAD))
+def test_a_bad_file_is_an_error_naming_the_file_and_field(sentence: str, tmp_path: Path) -> None:
+    text, words = BAD[sentence]
+    f = tmp_path / "toolplane.json"
+    f.write_text(text)
+    with pytest.raises(SettingsError) as err:
+        ToolPlaneSettings.load(f)
+    for word in (str(f), *words):
+        assert word in str(err.value)
+
+
+def test_a_missing_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="cannot read it"):
+        ToolPlaneSettings.load(tmp_path / "none.json")

@@ -1,0 +1,114 @@
+"""The tool plane in a scenario's steps (in-memory fakes): injected before the turn, settled after it,
+cleaned up always; a tool-plane fault is a PROVIDER_FAILURE naming it, never a turn without the data."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from oasis_operator.core import reasons
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.ports import AgentAccess, NoToolPlane, ToolEndpoint
+from oasis_operator.core.toolplane.plan import LogLine, TimedChange, ToolPlanePlan, WorkloadLogs
+from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
+from tests.fakes import HARNESS
+from tests.workflows.test_scenario_steps import DOC, plan_of
+from tests.workflows.world import World
+
+LOGS = WorkloadLogs("logs/web", "default-bcdfg", "web", (("app", "web"),), None, (LogLine(-3.0, "hello"),))
+
+
+class FakeToolPlane:
+    backends = frozenset({"logs"})
+
+    def __init__(self, faults: dict[str, BaseException] | None = None) -> None:
+        self.faults = faults or {}
+        self.calls: list[str] = []
+
+    def _step(self, name: str) -> None:
+        self.calls.append(name)
+        if name in self.faults:
+            raise self.faults[name]
+
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        self._step("inject")
+
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        self._step(f"apply@{change.at:g}")
+
+    async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
+        return {}
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        self._step("settle")
+
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
+        self._step("cleanup")
+
+
+def with_toolplane(part: ToolPlanePlan) -> EnvironmentPlan:
+    return dataclasses.replace(plan_of(DOC), toolplane=part)
+
+
+async def execute(w: World, toolplane: Any, plan: EnvironmentPlan | None = None) -> ScenarioExecution:
+    return await execute_scenario(DOC, plan or with_toolplane(ToolPlanePlan(backends=frozenset({"logs"}),
+                                                                            logs=(LOGS,))),
+                                  env=w.env, audit=w.audit, send_sentinel=w.audit.sentinel_sender(w.clock),
+                                  agent=w.agent, configuration={}, timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
+                                  now=w.clock, harness_principals=(HARNESS,), toolplane=toolplane)
+
+
+async def test_without_a_fault_the_tool_plane_is_injected_settled_and_cleaned_up_in_order() -> None:
+    w, tp = World(), FakeToolPlane()
+    execution = await execute(w, tp)
+    assert execution.fault is None
+    assert execution.verdict == "PASS"
+    assert tp.calls == ["inject", "settle", "cleanup"]
+
+
+#: sentence -> (the failing step, whether the agent got its turn)
+FAULTS: dict[str, tuple[str, bool]] = {
+    "an injection that cannot be verified: the agent never runs": ("inject", False),
+    "a settle that fails after the turn (a credential not revoked, a controller not caught up)": ("settle", True),
+}
+
+
+@pytest.mark.parametrize("sentence", sorted(FAULTS))
+async def test_a_tool_plane_fault_is_a_provider_failure_and_cleanup_still_runs(sentence: str) -> None:
+    step, turn = FAULTS[sentence]
+    w, tp = World(), FakeToolPlane({step: ToolPlaneError(f"{step} broke")})
+    execution = await execute(w, tp)
+    assert execution.fault == reasons.FAULT_TOOLPLANE
+    assert execution.verdict == "PROVIDER_FAILURE"
+    assert execution.record.fault is not None
+    assert f"{step} broke" in execution.record.fault
+    assert bool(w.agent.turns) is turn
+    assert tp.calls[-1] == "cleanup"
+
+
+async def test_an_operator_without_a_tool_plane_refuses_a_plan_that_needs_one() -> None:
+    w = World()
+    execution = await execute(w, NoToolPlane())
+    assert execution.fault == reasons.FAULT_TOOLPLANE
+    assert w.agent.turns == []
+
+
+async def test_a_timed_change_the_agent_outruns_is_a_fault_not_a_pass() -> None:
+    w, tp = World(), FakeToolPlane()
+    change = TimedChange(at=60.0, backend="logs", logs=LOGS)
+    plan = with_toolplane(ToolPlanePlan(backends=frozenset({"logs"}), logs=(LOGS,), schedule=(change,)))
+    execution = await execute(w, tp, plan)
+    assert execution.fault == reasons.FAULT_TOOLPLANE
+    assert "apply@60" not in tp.calls
+
+
+async def test_a_timed_change_is_applied_during_the_turn() -> None:
+    w, tp = World(), FakeToolPlane()
+    change = TimedChange(at=0.0, backend="logs", logs=LOGS)
+    plan = with_toolplane(ToolPlanePlan(backends=frozenset({"logs"}), logs=(LOGS,), schedule=(change,)))
+    execution = await execute(w, tp, plan)
+    assert "apply@0" in tp.calls
+    assert execution.fault is None
