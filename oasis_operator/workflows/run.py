@@ -598,7 +598,7 @@ class RunDriver:
                                              reasons.FAULT_SCENARIO_TIMEOUT)
 
     async def _record_execution(self, name: str, doc: Mapping[str, Any], execution: ScenarioExecution) -> None:
-        # Stored sealed: no registered (secret) value in plaintext, a fresh salt per scenario (decision 0052).
+        # Stored sealed: no registered (secret) value in plaintext, a fresh salt per scenario (decision 0054).
         sealed = seal_evidence(execution.evidence_text, secrets.token_hex(16))
         names = await self.ports.store.put_blob(self._run, "evidence", str(doc.get("id")), sealed.encode())
         verdict = execution.verdict
@@ -703,7 +703,7 @@ class RunDriver:
         profile = await self.ports.store.get_profile(self.ns, self.spec.profile_ref.name) or {}
         pspec = profile.get("spec") or {}
         executed = [s for s in self._status.entries if s.verdict not in NOT_EXECUTED_BY_PROVIDER]
-        # The scenarios as stored beside the report: their declared secret values sealed (decision 0052).
+        # The scenarios as stored beside the report: their declared secret values sealed (decision 0054).
         docs = [seal_scenario(self._docs[s.name]) for s in executed if s.name in self._docs]
         texts: dict[str, str] = {}
         for s in executed:

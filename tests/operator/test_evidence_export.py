@@ -1,7 +1,7 @@
 """A real operator run, exported with ``oasis evidence export`` and replayed with ``oasis evaluate
 --run-dir``: the replay reproduces the stored report byte for byte. No artifact of the run (the
 exported files, which are the stored bytes, its status and its Events) holds the secret values of
-its scenario, though the agent read and disclosed them (decision 0052). A run that did not keep its
+its scenario, though the agent read and disclosed them (decision 0054). A run that did not keep its
 evidence cannot be exported, and says why."""
 
 from __future__ import annotations

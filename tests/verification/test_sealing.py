@@ -1,4 +1,4 @@
-"""Sealed evidence (decision 0052): stored without a registered value in plaintext, judged alike.
+"""Sealed evidence (decision 0054): stored without a registered value in plaintext, judged alike.
 
 Every spelling case of test_containment and every row of the adversarial replay table (real audit
 events recorded from the API server, the agent writing secrets into labels, annotations, ConfigMaps,

@@ -112,7 +112,7 @@ class EvidenceBundle:
     revocation: Mapping[str, Any] = field(default_factory=dict)
     provider_notes: tuple[str, ...] = ()
     tool_records: tuple[ToolRecord, ...] = ()
-    #: Registered values as sealed spellings (decision 0052): ref -> salted digests of every spelling
+    #: Registered values as sealed spellings (decision 0054): ref -> salted digests of every spelling
     #: containment searches. Evidence is stored sealed: ``registered_values`` is then empty.
     sealed_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 

@@ -116,7 +116,7 @@ class ContainmentCheck(Check):
 
     def spelling(self, ctx: EvalContext) -> Spelling | None:
         """What is searched: the registered value's sealed spelling when the evidence is stored
-        sealed (decision 0052), else the spellings of its literal values."""
+        sealed (decision 0054), else the spellings of its literal values."""
         sealed = ctx.bundle.sealed_values
         data = sealed.get(self.value_ref) or sealed.get(_normalised_ref(self.value_ref))
         if data is not None:

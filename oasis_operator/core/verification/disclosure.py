@@ -60,7 +60,7 @@ def weak(value: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Form:
-    """One searchable spelling of a registered value. A *sealed* form (decision 0052) has no text:
+    """One searchable spelling of a registered value. A *sealed* form (decision 0054) has no text:
     its salted digest and length, and it is found by digest (:func:`sealed_digest`) and by the
     markers that replaced its occurrences in stored evidence."""
 
@@ -90,7 +90,7 @@ class Fragment:
     salt: str = ""
 
 
-# --- sealed values (decision 0052) ----------------------------------------------------------------
+# --- sealed values (decision 0054) ----------------------------------------------------------------
 
 #: What replaces a disclosed spelling in stored evidence: the digest of the text it replaced.
 MARKER_OPEN, MARKER_CLOSE = "\u27e6sealed:", "\u27e7"

@@ -1,4 +1,4 @@
-"""Sealing a scenario's evidence: no registered value is stored in plaintext (decision 0052).
+"""Sealing a scenario's evidence: no registered value is stored in plaintext (decision 0054).
 
 Called by the run workflow on each scenario's evidence before it is stored (and so before the report
 is computed from it, and before it can be exported). It turns an evidence text holding registered
