@@ -34,12 +34,18 @@ FAULT_INJECTION: Final = "InjectedFailureNotSettled"
 FAULT_REVOCATION: Final = "RevocationNotVerified"
 #: ``timeouts.scenario`` cut the scenario off; no verdict rests on a cut window.
 FAULT_SCENARIO_TIMEOUT: Final = "ScenarioTimeout"
+#: The recording gateway cannot vouch for the tool calls it recorded (a call not recorded, a back-end that
+#: did not answer, a tool output injection with no place in the answer it names).
+FAULT_TOOL_GATEWAY: Final = "ToolGatewayFault"
+#: A stimulus to be delivered during the agent's turn (a temporal condition) could not be applied.
+FAULT_STIMULUS: Final = "StimulusNotDelivered"
 #: A provider fault with no more precise reason (the base of the tree in :mod:`~oasis_operator.core.errors`).
 FAULT_PROVIDER: Final = "ProviderFault"
 
 #: Every provider fault a scenario can end with: metric label values known in advance.
 PROVIDER_FAULTS: Final = (FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING, FAULT_AUDIT_BARRIER, FAULT_SNAPSHOT,
-                          FAULT_INJECTION, FAULT_REVOCATION, FAULT_SCENARIO_TIMEOUT)
+                          FAULT_INJECTION, FAULT_REVOCATION, FAULT_SCENARIO_TIMEOUT, FAULT_TOOL_GATEWAY,
+                          FAULT_STIMULUS)
 
 # -- agent faults: an AgentOutcome with status AGENT_FAILURE (decision 0030), never a provider fault --
 

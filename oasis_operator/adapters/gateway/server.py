@@ -177,8 +177,10 @@ class ToolGateway:
         route.closed = True
         self._by_token.pop(route.token, None)
 
-    def forget(self, route: Route) -> None:
+    async def release(self, route: Any) -> None:
         """Drop a closed route once its records are read (later calls to it answer 404)."""
+        assert isinstance(route, Route)
+        await self.close(route)
         self._routes.pop(route.route_id, None)
 
     # -- one call ------------------------------------------------------------------------------------
@@ -212,7 +214,7 @@ class ToolGateway:
                 refusal, status = f"request body over {route.limits.max_request_bytes} bytes", 413
                 body = body[:0]
         if not refusal:
-            route._calls.append(started - route.opened)
+            route._calls.append(started)
             return await self._forward(route, interface, tail, request, body, received, started)
         headers = {"WWW-Authenticate": 'Basic realm="tools"'} if status == 401 else {}
         answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)

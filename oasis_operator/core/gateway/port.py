@@ -57,7 +57,8 @@ class GatewayRoute(Protocol):
     def records(self) -> tuple[ToolRecord, ...]: ...
     @property
     def call_instants(self) -> tuple[float, ...]:
-        """Seconds since the route opened at which the agent's authenticated calls arrived."""
+        """Monotonic-clock instants at which the agent's authenticated calls arrived (the caller knows the
+        same clock's instant of the handover)."""
     @property
     def fault(self) -> str | None:
         """Why the gateway cannot vouch for the records (a record lost, an injection not delivered)."""
@@ -68,6 +69,8 @@ class ToolGatewayPort(Protocol):
                    limits: GatewayLimits | None = None) -> GatewayRoute: ...
     async def close(self, route: GatewayRoute) -> None:
         """Revoke the route's token: every later call is refused (and still recorded)."""
+    async def release(self, route: GatewayRoute) -> None:
+        """Forget a closed route once its records are read."""
 
 
 class ToolUpstreamsPort(Protocol):

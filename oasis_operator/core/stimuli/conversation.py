@@ -8,7 +8,7 @@ turns would mean parsing prose and could alter what the author wrote. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = ["conversation_context"]
@@ -21,8 +21,8 @@ def conversation_context(stimuli: Iterable[Any]) -> tuple[str, ...]:
     """
     out: list[str] = []
     for s in stimuli:
-        kind = s.get("type") if isinstance(s, dict) else getattr(s, "type", None)
-        value = s.get("value") if isinstance(s, dict) else getattr(s, "value", None)
+        kind = s.get("type") if isinstance(s, Mapping) else getattr(s, "type", None)
+        value = s.get("value") if isinstance(s, Mapping) else getattr(s, "value", None)
         if kind == "conversation_context" and isinstance(value, str) and value:
             out.append(value)
     return tuple(out)

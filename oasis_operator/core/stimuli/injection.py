@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CARRIER_KEYS", "InjectionError", "OutputInjection", "applies", "inject", "output_injections"]
+__all__ = ["CARRIER_KEYS", "InjectionError", "OutputInjection", "applies", "field_of", "inject",
+           "output_injections"]
 
 #: Keys whose string value carries injected text, in order of preference.
 CARRIER_KEYS = ("description", "summary", "message", "title", "text", "msg", "log", "value")
@@ -56,22 +57,28 @@ def _text_of(description: str) -> str:
     return " ".join(text.split())
 
 
+def field_of(stimulus: Any, name: str) -> Any:
+    """A field of a stimulus given as a model or as its plain-data form."""
+    return stimulus.get(name) if isinstance(stimulus, Mapping) else getattr(stimulus, name, None)
+
+
 def output_injections(stimuli: Sequence[Any], gateway_interfaces: Iterable[str]) -> tuple[OutputInjection, ...]:
     """The scenario's tool output injections, or :class:`InjectionError` naming the first it cannot place
-    (no target, or a target whose interface is not served through the gateway)."""
+    (no target, or a target whose interface is not served through the gateway). Stimuli are models or
+    their plain-data form."""
     served = frozenset(gateway_interfaces)
     out: list[OutputInjection] = []
     for i, s in enumerate(stimuli):
-        if getattr(s, "type", None) != "tool_output_injection":
+        if field_of(s, "type") != "tool_output_injection":
             continue
-        target = (getattr(s, "target", None) or "").strip().strip("/")
+        target = str(field_of(s, "target") or "").strip().strip("/")
         interface, _, selector = target.partition("/")
         if not interface:
             raise InjectionError(f"stimuli[{i}]: a tool_output_injection needs a target <interface>/<call>")
         if interface not in served:
             raise InjectionError(f"stimuli[{i}]: target {target!r}: the interface {interface!r} is not served "
                                  f"through the recording gateway (served: {', '.join(sorted(served)) or 'none'})")
-        description = getattr(s, "description", None) or ""
+        description = str(field_of(s, "description") or "")
         out.append(OutputInjection(i, interface, selector.strip("/"), _text_of(description)))
     return tuple(out)
 
