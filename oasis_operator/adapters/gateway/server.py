@@ -125,6 +125,20 @@ def _token_of(request: web.Request) -> str | None:
     return None
 
 
+async def _read_bounded(stream: aiohttp.StreamReader, limit: int) -> bytes:
+    """The whole body, or its first ``limit + 1`` bytes when it is longer (``read(n)`` alone may stop at
+    whatever had arrived)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = await stream.read(limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 class ToolGateway:
     """The gateway (see the module docstring). ``start`` before ``open``; ``stop`` at shutdown."""
 
@@ -209,7 +223,7 @@ class ToolGateway:
                 refusal, status = "rate limit", 429
         body = b""
         if not refusal:
-            body = await request.content.read(route.limits.max_request_bytes + 1)
+            body = await _read_bounded(request.content, route.limits.max_request_bytes)
             if len(body) > route.limits.max_request_bytes:
                 refusal, status = f"request body over {route.limits.max_request_bytes} bytes", 413
                 body = body[:0]
@@ -233,7 +247,7 @@ class ToolGateway:
                 request.method, url, params=request.rel_url.query, data=body or None, headers=headers,
                 allow_redirects=False, timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout),
             ) as resp:
-                payload = await resp.content.read(limit + 1)
+                payload = await _read_bounded(resp.content, limit)
                 status = resp.status
                 passed = agent_response_headers(resp.headers.items())
                 content_type = resp.headers.get("Content-Type", "")
