@@ -48,6 +48,7 @@ bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
 	PYTHONPATH=. $(BIN)/python benchmarks/bench_environments.py
 	PYTHONPATH=. $(BIN)/python benchmarks/bench_operator.py
 	$(BIN)/python benchmarks/bench_verification.py
+	PYTHONPATH=. $(BIN)/python benchmarks/bench_gateway.py
 
 dev-up: install binaries ## Start a local control plane and leave it running
 	$(BIN)/oasis dev-cluster up
