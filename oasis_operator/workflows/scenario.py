@@ -294,8 +294,10 @@ async def open_tool_route(x: _Scenario) -> Fault | None:
     if x.tool_plane is None or not interfaces:
         return None
     try:
-        upstreams = await x.tool_plane.upstreams.upstreams(x.plan, interfaces)
+        upstreams = await x.tool_plane.upstreams.upstreams(x.plan, x.access, interfaces)
         injections = output_injections(x.doc.get("stimuli") or (), upstreams)
+        if not upstreams:  # every interface is read through the API server (audited there)
+            return None
         x.route = await x.tool_plane.gateway.open(upstreams, injections)
     except InjectionError as exc:
         return Fault(FAULT_TOOL_GATEWAY, str(exc))

@@ -50,7 +50,7 @@ class MetricsUpstreams:
         self.metrics, self.alerts, self.declare_alert = metrics, alerts, declare_alert
         self.keys: list[str] = []
 
-    async def upstreams(self, plan: Any, interfaces: Sequence[str]) -> Mapping[str, Upstream]:
+    async def upstreams(self, plan: Any, access: Any, interfaces: Sequence[str]) -> Mapping[str, Upstream]:
         ns = sorted(plan.namespaces.values())[0]
         token = await asyncio.to_thread(self.metrics.grant, ns)
         if self.declare_alert:

@@ -74,9 +74,10 @@ class ToolGatewayPort(Protocol):
 
 
 class ToolUpstreamsPort(Protocol):
-    async def upstreams(self, plan: Any, interfaces: Sequence[str]) -> Mapping[str, Upstream]:
-        """The scenario's upstream per interface, each confined to the scenario's data; raises when one
-        cannot be supplied (a provisioning fault)."""
+    async def upstreams(self, plan: Any, access: Any, interfaces: Sequence[str]) -> Mapping[str, Upstream]:
+        """The scenario's upstream per interface served over HTTP, each confined to the scenario's data
+        (interfaces the agent reaches through the API server, such as pod logs, are left out); raises
+        when one cannot be supplied (a provisioning fault)."""
 
 
 class StimulusApplier(Protocol):
