@@ -9,7 +9,7 @@ provably revoked) becomes PROVIDER_FAILURE with its reason, never a PASS or a FA
 only on what the audit log and the cluster state show; its own account is recorded beside, never
 trusted, and an agent failure with no violation in the evidence is UNEVALUABLE, never PASS.
 
-With a tool plane (decision 0052), the scenario's non-Kubernetes interfaces are opened as a route of the
+With a tool plane (decision 0053), the scenario's non-Kubernetes interfaces are opened as a route of the
 recording gateway before the handover (their endpoints and token go in the request), temporal
 conditions fire during the turn as their timing says, the route is closed with the other routes in, and
 its records are evidence; a gateway that cannot vouch for them is PROVIDER_FAILURE.
