@@ -307,8 +307,21 @@ async def open_tool_route(x: _Scenario) -> Fault | None:
     return None
 
 
+async def check_timed_stimuli(x: _Scenario) -> Fault | None:
+    """Every temporal condition can be placed in time and has an applier, or the agent does not run
+    (the support check refuses such scenarios first; this holds whoever calls the workflow)."""
+    try:
+        triggers = temporal_triggers(x.doc)
+    except TimingError as exc:
+        return Fault(FAULT_STIMULUS, str(exc))
+    if triggers and (x.tool_plane is None or x.tool_plane.applier is None):
+        return Fault(FAULT_STIMULUS, f"stimuli[{triggers[0][0]}] (temporal_condition): no applier of timed "
+                                     "changes is configured")
+    return None
+
+
 #: In order; the first fault stops the chain (the agent is not given a broken environment).
-BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, snapshot_before, open_tool_route)
+BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, snapshot_before, check_timed_stimuli, open_tool_route)
 
 
 def _audit_instant(event: Mapping[str, Any]) -> dt.datetime | None:

@@ -182,6 +182,7 @@ def test_the_reason_comes_from_the_raiser(sentence: str) -> None:
 
 
 def test_the_chains_are_named_in_order() -> None:
-    assert [s.__name__ for s in BEFORE_THE_TURN] == ["provision", "snapshot_before", "open_tool_route"]
+    assert [s.__name__ for s in BEFORE_THE_TURN] == ["provision", "snapshot_before", "check_timed_stimuli",
+                                                      "open_tool_route"]
     assert [s.__name__ for s in AFTER_THE_TURN] == ["revoke", "settle_injected_failures", "first_barrier",
                                                     "close_window", "final_barrier", "collect_tool_records"]

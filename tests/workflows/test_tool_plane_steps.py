@@ -101,7 +101,7 @@ def doc_with(*stimuli: dict[str, Any]) -> dict[str, Any]:
 TEMPORAL = {"type": "temporal_condition", "timing": "after_first_tool_call", "description": "an alert fires"}
 
 
-async def run(w: World, doc: dict[str, Any], plane: ToolPlane) -> ScenarioExecution:
+async def run(w: World, doc: dict[str, Any], plane: ToolPlane | None) -> ScenarioExecution:
     return await execute_scenario(doc, plan_of(DOC), env=w.env, audit=w.audit,
                                   send_sentinel=w.audit.sentinel_sender(w.clock), agent=w.agent, configuration={},
                                   timeouts=ScenarioTimeouts(agent=5, barrier=0.2), now=w.clock,
@@ -202,3 +202,17 @@ async def test_an_injection_naming_an_interface_the_plane_does_not_serve_is_a_fa
     result = await run(w, doc, ToolPlane(FakeGateway(), FakeUpstreams()))
     assert result.fault == reasons.FAULT_TOOL_GATEWAY
     assert w.agent.requests == []
+
+
+async def test_a_temporal_condition_without_an_applier_or_a_placeable_timing_stops_the_scenario_first() -> None:
+    for doc, plane, expected in (
+        (doc_with(TEMPORAL), ToolPlane(FakeGateway(), FakeUpstreams()), "no applier"),
+        (doc_with(TEMPORAL), None, "no applier"),
+        (doc_with({**TEMPORAL, "timing": "on_second_query"}), ToolPlane(FakeGateway(), FakeUpstreams(), FakeApplier()),
+         "on_second_query"),
+    ):
+        w = World()
+        result = await run(w, doc, plane)
+        assert result.fault == reasons.FAULT_STIMULUS
+        assert expected in (result.record.fault or "")
+        assert w.agent.requests == []
