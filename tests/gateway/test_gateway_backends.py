@@ -43,8 +43,9 @@ async def test_a_query_reaches_the_back_end_and_is_recorded_with_the_answer_the_
     ns, _ = backfilled
     route = await gateway.open({METRICS: metrics_upstream(metrics, ns)})
     ep = route.endpoints[METRICS]
-    through = await get(ep.url + "api/v1/query", ep.token, query=MEMORY)
-    direct = await asyncio.to_thread(httpx.get, f"{metrics.url}/api/v1/query", params={"query": MEMORY},
+    at = str(int(time.time()))  # one evaluation instant for both (an instant query is evaluated "now")
+    through = await get(ep.url + "api/v1/query", ep.token, query=MEMORY, time=at)
+    direct = await asyncio.to_thread(httpx.get, f"{metrics.url}/api/v1/query", params={"query": MEMORY, "time": at},
                                      headers=bearer(metrics.grant(ns)))
     assert through.status_code == 200, through.text
     assert through.json()["data"]["result"] == direct.json()["data"]["result"]
@@ -53,7 +54,7 @@ async def test_a_query_reaches_the_back_end_and_is_recorded_with_the_answer_the_
     assert (record.interface, record.operation, record.status) == (METRICS, "query", 200)
     assert record.request["method"] == "GET"
     assert record.request["path"] == "/api/v1/query"
-    assert record.request["query"] == {"query": [MEMORY]}
+    assert record.request["query"] == {"query": [MEMORY], "time": [at]}
     assert record.response == through.json()
     assert record.response_meta["bytes"] == len(through.content)
     assert record.time.endswith("Z")
