@@ -49,6 +49,7 @@ bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
 	PYTHONPATH=. $(BIN)/python benchmarks/bench_operator.py
 	PYTHONPATH=. $(BIN)/python benchmarks/bench_toolplane.py
 	$(BIN)/python benchmarks/bench_verification.py
+	PYTHONPATH=. $(BIN)/python benchmarks/bench_gateway.py
 
 dev-up: install binaries ## Start a local control plane and leave it running
 	$(BIN)/oasis dev-cluster up

@@ -27,7 +27,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
+import jsonschema
+
+from oasis_operator.core.contract.agent import (
+    REQUEST_SCHEMA_PATH,
+    AgentResponse,
+    IdentityAndConfiguration,
+    ScenarioRequest,
+)
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import AgentUnavailable
@@ -395,6 +402,14 @@ def answers(text: str = "I will not act without knowing which pods and why.") ->
     return act
 
 
+_REQUEST_VALIDATOR = jsonschema.Draft202012Validator(json.loads(REQUEST_SCHEMA_PATH.read_text()))
+
+
+def validate_request(wire: Any) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``wire`` follows the published scenario-request schema."""
+    _REQUEST_VALIDATOR.validate(wire)
+
+
 class FakeAgent:
     """An agent whose turn is a :data:`Behaviour`: ``by_scenario[phrase]`` when the prompt contains the
     phrase, else ``default``.
@@ -412,6 +427,7 @@ class FakeAgent:
         self.identity: dict[str, Any] = {"name": "fake-agent", "version": "1.0.0", "declared_model": "none"}
         self.identified = 0
         self.turns: list[str] = []  # the prompts, in order
+        self.requests: list[ScenarioRequest] = []
         self.running = 0
         self.most_running = 0
 
@@ -424,6 +440,8 @@ class FakeAgent:
 
     async def run_scenario(self, request: ScenarioRequest, *, timeout_seconds: float | None = None) -> AgentOutcome:
         assert request.environment is not None
+        validate_request(request.to_wire())  # every request a workflow test sends follows the published schema
+        self.requests.append(request)
         turn = Turn(request, f"system:serviceaccount:{request.environment.namespace}:agent",
                     request.environment.namespace)
         self.turns.append(request.prompt)

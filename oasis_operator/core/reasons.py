@@ -37,12 +37,18 @@ FAULT_SCENARIO_TIMEOUT: Final = "ScenarioTimeout"
 #: A tool-plane back-end (logs, dashboards...) is unreachable, or a scenario's declared data could not
 #: be injected into it and read back before the agent's turn (or a timed change during it).
 FAULT_TOOLPLANE: Final = "ToolPlaneInjectionFailed"
+#: The recording gateway cannot vouch for the tool calls it recorded (a call not recorded, a back-end that
+#: did not answer, a tool output injection with no place in the answer it names).
+FAULT_TOOL_GATEWAY: Final = "ToolGatewayFault"
+#: A stimulus to be delivered during the agent's turn (a temporal condition) could not be applied.
+FAULT_STIMULUS: Final = "StimulusNotDelivered"
 #: A provider fault with no more precise reason (the base of the tree in :mod:`~oasis_operator.core.errors`).
 FAULT_PROVIDER: Final = "ProviderFault"
 
 #: Every provider fault a scenario can end with: metric label values known in advance.
 PROVIDER_FAULTS: Final = (FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING, FAULT_AUDIT_BARRIER, FAULT_SNAPSHOT,
-                          FAULT_INJECTION, FAULT_REVOCATION, FAULT_SCENARIO_TIMEOUT, FAULT_TOOLPLANE)
+                          FAULT_INJECTION, FAULT_REVOCATION, FAULT_SCENARIO_TIMEOUT, FAULT_TOOLPLANE,
+                          FAULT_TOOL_GATEWAY, FAULT_STIMULUS)
 
 # -- agent faults: an AgentOutcome with status AGENT_FAILURE (decision 0030), never a provider fault --
 

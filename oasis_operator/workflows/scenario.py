@@ -14,6 +14,11 @@ and it is read back as the agent would read it; a back-end that cannot be reache
 PROVIDER_FAILURE, never a turn without the data (decision 0052). Timed changes are applied during
 the turn at their time after the handover.
 
+With a tool plane (decision 0053), the scenario's non-Kubernetes interfaces are opened as a route of the
+recording gateway before the handover (their endpoints and token go in the request), temporal
+conditions fire during the turn as their timing says, the route is closed with the other routes in, and
+its records are evidence; a gateway that cannot vouch for them is PROVIDER_FAILURE.
+
 The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
 injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
 ``system:anonymous``, can do nothing) -> "after" snapshot -> final barrier, placed just before
@@ -29,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from oasis_operator.core.contract.agent import AgentEnvironment, AgentScope, ScenarioRequest
+from oasis_operator.core.contract.agent import AgentEnvironment, AgentScope, ScenarioRequest, ToolEndpoint
 from oasis_operator.core.contract.outcome import AgentOutcome, RecordedOutcome
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import AuditBarrierTimeout, ProviderFault
@@ -37,6 +42,7 @@ from oasis_operator.core.evidence.bundle import (
     SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
     SOURCE_RESOURCE_STATE,
+    SOURCE_TOOL_RECORDS,
     STATUS_AVAILABLE,
     STATUS_UNREACHABLE,
     EvidenceBundle,
@@ -44,6 +50,8 @@ from oasis_operator.core.evidence.bundle import (
     ToolCall,
 )
 from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.evidence.tool_records import ToolRecord
+from oasis_operator.core.gateway.port import GatewayRoute, ToolPlane
 from oasis_operator.core.ports import (
     AgentAccess,
     AgentPort,
@@ -62,13 +70,18 @@ from oasis_operator.core.reasons import (
     FAULT_PROVISIONING,
     FAULT_REVOCATION,
     FAULT_SNAPSHOT,
+    FAULT_STIMULUS,
     FAULT_SYMPTOM_MISSING,
     FAULT_TOOLPLANE,
+    FAULT_TOOL_GATEWAY,
     clip,
 )
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
+from oasis_operator.core.stimuli.conversation import conversation_context
+from oasis_operator.core.stimuli.injection import InjectionError, field_of, output_injections
+from oasis_operator.core.stimuli.temporal import TimingError, Trigger, due, parse_timing
 from oasis_operator.core.verdicts import NOT_APPLICABLE, UNEVALUABLE
 from oasis_operator.workflows.barrier import audit_barrier
 
@@ -124,16 +137,43 @@ def registered_values(plan: EnvironmentPlan) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def scenario_request(scenario: Mapping[str, Any], plan: EnvironmentPlan, access: Any) -> ScenarioRequest:
+def scenario_request(scenario: Mapping[str, Any], plan: EnvironmentPlan, access: Any,
+                     route: GatewayRoute | None = None) -> ScenarioRequest:
     agent = (scenario.get("preconditions") or {}).get("agent") or {}
     scope = agent.get("scope") or {}
+    endpoints = {name: ToolEndpoint(url=e.url, token=e.token) for name, e in route.endpoints.items()} if route else {}
     return ScenarioRequest(
         prompt=plan.prompt or " ",
         tools=tuple(agent.get("tools") or ()),
         mode=str(agent.get("mode") or "autonomous"),
         scope=AgentScope(namespaces=tuple(plan.scoped_namespaces()), zones=tuple(scope.get("zones") or ())),
-        environment=AgentEnvironment(kubeconfig=access.kubeconfig, namespace=access.namespace),
+        environment=AgentEnvironment(kubeconfig=access.kubeconfig, namespace=access.namespace,
+                                     tool_endpoints=endpoints),
+        conversation_context=conversation_context(scenario.get("stimuli") or ()),
     )
+
+
+#: The interface the agent reaches through its kubeconfig, never through the gateway.
+KUBERNETES_INTERFACE = "container-orchestration"
+
+
+def gateway_interfaces(scenario: Mapping[str, Any]) -> tuple[str, ...]:
+    """The scenario's interface types besides the Kubernetes API (the tool plane may serve them)."""
+    agent = (scenario.get("preconditions") or {}).get("agent") or {}
+    return tuple(t for t in agent.get("tools") or () if t != KUBERNETES_INTERFACE)
+
+
+def temporal_triggers(scenario: Mapping[str, Any]) -> list[tuple[int, Trigger, Any]]:
+    """(index, trigger, stimulus) of each temporal condition; :class:`TimingError` for one that cannot be
+    placed in time (the support check refuses such a scenario before it runs)."""
+    out = []
+    for i, s in enumerate(scenario.get("stimuli") or ()):
+        if field_of(s, "type") == "temporal_condition":
+            try:
+                out.append((i, parse_timing(field_of(s, "timing")), s))
+            except TimingError as exc:
+                raise TimingError(f"stimuli[{i}]: {exc}") from None
+    return out
 
 
 def _iso(t: dt.datetime) -> str:
@@ -191,6 +231,11 @@ class _Scenario:
     injector: InjectorPort
     toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
     changes_applied: int = 0  # timed changes of the tool plane applied so far
+    tool_plane: ToolPlane | None = None
+    route: GatewayRoute | None = None
+    tool_records: tuple[ToolRecord, ...] = ()
+    stimulus_notes: list[str] = field(default_factory=list)
+    fired: set[int] = field(default_factory=set)
     access: AgentAccess | None = None
     outcome: AgentOutcome | None = None
     revocation: Revocation | None = None
@@ -261,11 +306,43 @@ async def inject_toolplane(x: _Scenario) -> Fault | None:
         return fault_of(exc, FAULT_TOOLPLANE, "tool plane: ")
     finally:
         x.timings["toolplane"] = time.monotonic() - started
+async def open_tool_route(x: _Scenario) -> Fault | None:
+    """The scenario's tool-plane interfaces behind one recording route, with its output injections.
+    Without a tool plane, or with no interface besides the Kubernetes API, there is nothing to open (the
+    support check has already refused a scenario whose interfaces nothing supplies)."""
+    interfaces = gateway_interfaces(x.doc)
+    if x.tool_plane is None or not interfaces:
+        return None
+    try:
+        upstreams = await x.tool_plane.upstreams.upstreams(x.plan, x.access, interfaces)
+        injections = output_injections(x.doc.get("stimuli") or (), upstreams)
+        if not upstreams:  # every interface is read through the API server (audited there)
+            return None
+        x.route = await x.tool_plane.gateway.open(upstreams, injections)
+    except InjectionError as exc:
+        return Fault(FAULT_TOOL_GATEWAY, str(exc))
+    except Exception as exc:
+        return fault_of(exc, FAULT_PROVISIONING, "tool plane: ")
+    x.sources[SOURCE_TOOL_RECORDS] = STATUS_AVAILABLE
+    return None
+
+
+async def check_timed_stimuli(x: _Scenario) -> Fault | None:
+    """Every temporal condition can be placed in time and has an applier, or the agent does not run
+    (the support check refuses such scenarios first; this holds whoever calls the workflow)."""
+    try:
+        triggers = temporal_triggers(x.doc)
+    except TimingError as exc:
+        return Fault(FAULT_STIMULUS, str(exc))
+    if triggers and (x.tool_plane is None or x.tool_plane.applier is None):
+        return Fault(FAULT_STIMULUS, f"stimuli[{triggers[0][0]}] (temporal_condition): no applier of timed "
+                                     "changes is configured")
     return None
 
 
 #: In order; the first fault stops the chain (the agent is not given a broken environment).
-BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, inject_toolplane, snapshot_before)
+BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, inject_toolplane, snapshot_before, check_timed_stimuli,
+                                              open_tool_route)
 
 
 async def apply_schedule(x: _Scenario, handover: float) -> Fault | None:
@@ -280,16 +357,76 @@ async def apply_schedule(x: _Scenario, handover: float) -> Fault | None:
     return None
 
 
+def _audit_instant(event: Mapping[str, Any]) -> dt.datetime | None:
+    text = event.get("requestReceivedTimestamp") or event.get("stageTimestamp")
+    try:
+        return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+
+
+def _call_instants(x: _Scenario, handover_wall: dt.datetime, handover_mono: float) -> list[float]:
+    """Seconds since the handover of every tool call of the agent seen so far: its requests through the
+    gateway, and its own requests in the audit log."""
+    calls = [t - handover_mono for t in (x.route.call_instants if x.route is not None else ())]
+    username = x.access.username if x.access is not None else ""
+    for event in list(x.sub.events):
+        if (event.get("user") or {}).get("username") != username:
+            continue
+        at = _audit_instant(event)
+        if at is not None:
+            calls.append(max(0.0, (at - handover_wall).total_seconds()))
+    return calls
+
+
+async def temporal_conditions(x: _Scenario, handover_wall: dt.datetime, handover_mono: float,
+                              poll: float = 0.05) -> None:
+    """Fire each temporal condition when its trigger is due (pure: :mod:`core.stimuli.temporal`), until
+    all have fired; cancelled when the agent's turn ends. A change that cannot be applied is a fault."""
+    pending = temporal_triggers(x.doc)
+    while pending:
+        calls = _call_instants(x, handover_wall, handover_mono)
+        now = time.monotonic() - handover_mono
+        for item in [p for p in pending if due(p[1], calls, now)]:
+            index, _, stimulus = item
+            pending.remove(item)
+            x.fired.add(index)
+            try:
+                assert x.tool_plane is not None
+                assert x.tool_plane.applier is not None
+                await x.tool_plane.applier.apply(x.plan, index, stimulus)
+            except Exception as exc:
+                x.keep(Fault(FAULT_STIMULUS, f"stimuli[{index}] (temporal_condition): {type(exc).__name__}: {exc}"))
+                continue
+            x.stimulus_notes.append(
+                f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) applied at "
+                f"+{time.monotonic() - handover_mono:.3f}s after the handover ({len(calls)} tool call(s) seen)")
+        if pending:
+            await asyncio.sleep(poll)
+
+
 async def agent_turn(x: _Scenario) -> None:
     """The handover (the window starts), then the agent's turn. Never a fault: an agent's failure is
-    its outcome, judged with the evidence (decision 0030)."""
-    x.window_start = _iso(x.now())
+    its outcome, judged with the evidence (decision 0030). Temporal conditions fire meanwhile."""
+    handover = x.now()
+    x.window_start = _iso(handover)
     started = time.monotonic()
     await x.injector.start()
     assert x.access is not None
     schedule = asyncio.create_task(apply_schedule(x, started)) if x.plan.toolplane.schedule else None
-    x.outcome = await x.agent.run_scenario(scenario_request(x.doc, x.plan, x.access),
-                                           timeout_seconds=x.timeouts.agent)
+    triggers = asyncio.create_task(temporal_conditions(x, handover, started)) if temporal_triggers(x.doc) else None
+    try:
+        x.outcome = await x.agent.run_scenario(scenario_request(x.doc, x.plan, x.access, x.route),
+                                               timeout_seconds=x.timeouts.agent)
+    finally:
+        if triggers is not None:
+            triggers.cancel()
+            await asyncio.gather(triggers, return_exceptions=True)
+            for index, _, stimulus in temporal_triggers(x.doc):
+                if index in x.fired:
+                    continue
+                x.stimulus_notes.append(f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) "
+                                        f"not applied: its trigger was not reached during the agent's turn")
     x.timings["agent"] = time.monotonic() - started
     if schedule is not None:
         await _finish_schedule(x, schedule, answered=x.timings["agent"])
@@ -314,10 +451,12 @@ async def _finish_schedule(x: _Scenario, schedule: asyncio.Task[Fault | None], a
 
 # -- after the agent's turn: every step runs; the first fault is the scenario's --------------------------
 async def revoke(x: _Scenario) -> Fault | None:
-    """Every route in goes at once (the agent's credentials first): a timed-out agent, or anything it
-    started, may still be acting."""
+    """Every route in goes at once (the agent's credentials first, its tool token with them): a
+    timed-out agent, or anything it started, may still be acting."""
     try:
-        x.revocation = await x.env.revoke(x.plan)
+        closing = x.tool_plane.gateway.close(x.route) if x.tool_plane is not None and x.route is not None else None
+        revoked = await asyncio.gather(x.env.revoke(x.plan), *([closing] if closing else []))
+        x.revocation = revoked[0]
     except Exception as exc:
         return fault_of(exc, FAULT_REVOCATION, "revoking the agent's access: ")
     return None
@@ -380,9 +519,21 @@ async def final_barrier(x: _Scenario) -> Fault | None:
     return await x.barrier("final barrier: ")
 
 
+async def collect_tool_records(x: _Scenario) -> Fault | None:
+    """The route's records, every call until now included (refused calls after the revocation too); a
+    gateway that cannot vouch for them makes the evidence incomplete."""
+    if x.route is None:
+        return None
+    x.tool_records = x.route.records
+    if x.route.fault is not None:
+        x.sources[SOURCE_TOOL_RECORDS] = STATUS_UNREACHABLE
+        return Fault(FAULT_TOOL_GATEWAY, x.route.fault)
+    return None
+
+
 #: In order; every step runs whatever came before (the window must be closed and read regardless).
 AFTER_THE_TURN: tuple[ScenarioStep, ...] = (revoke, settle_toolplane, settle_injected_failures, first_barrier,
-                                             close_window, final_barrier)
+                                             close_window, final_barrier, collect_tool_records)
 
 
 async def teardown(x: _Scenario) -> None:
@@ -390,6 +541,8 @@ async def teardown(x: _Scenario) -> None:
     Teardown is retried by the sweeper; it never changes a verdict."""
     x.sub.close()
     await x.injector.stop()
+    if x.tool_plane is not None and x.route is not None:
+        await x.tool_plane.gateway.release(x.route)
     started = time.monotonic()
     try:
         await x.toolplane.cleanup(x.plan)
@@ -415,6 +568,7 @@ async def execute_scenario(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     harness_principals: tuple[str, ...] = (),
     toolplane: ToolPlanePort | None = None,
+    tool_plane: ToolPlane | None = None,
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
     :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence."""
@@ -422,7 +576,8 @@ async def execute_scenario(
                   # The scenario's evidence: every event that names one of its namespaces (their names are
                   # unique, and the agent's username contains its home namespace), whoever made it.
                   sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
-                  injector=env.failure_injector(plan), toolplane=toolplane or NoToolPlane())
+                  injector=env.failure_injector(plan), toolplane=toolplane or NoToolPlane(),
+                  tool_plane=tool_plane)
     try:
         for step in BEFORE_THE_TURN:
             if x.keep(await step(x)):
@@ -470,7 +625,8 @@ def _bundle(x: _Scenario, configuration: Mapping[str, Any]) -> EvidenceBundle:
         other_principals=x.harness_principals,
         namespaces=dict(x.plan.namespaces),
         sources={k: EvidenceSource(type={"audit_log": "kubernetes-audit", "resource_state": "kubernetes-api",
-                                         "agent_output": "agent-contract"}[k], status=v)
+                                         "agent_output": "agent-contract", "tool_records": "recording-gateway"}[k],
+                                   status=v)
                  for k, v in x.sources.items()},
         before=x.before,
         after=x.after,
@@ -483,7 +639,8 @@ def _bundle(x: _Scenario, configuration: Mapping[str, Any]) -> EvidenceBundle:
         observed_model=(response.model or "") if response else "",
         agent_outcome=RecordedOutcome.of(x.outcome) if x.outcome is not None else None,
         revocation=_revocation_summary(x.revocation),
-        provider_notes=tuple(x.plan.notes),
+        provider_notes=(*x.plan.notes, *x.stimulus_notes),
+        tool_records=x.tool_records,
     )
 
 

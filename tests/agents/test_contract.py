@@ -17,6 +17,7 @@ from oasis_operator.core.contract import (
     AgentScope,
     ContractViolation,
     ScenarioRequest,
+    ToolEndpoint,
     outcome_from_response,
     parse_identity_and_configuration,
     parse_response,
@@ -55,13 +56,15 @@ def test_the_environment_extension_travels_in_its_own_field() -> None:
     env = AgentEnvironment(
         kubeconfig="apiVersion: v1\nkind: Config\n",
         namespace="shop-k3x9",
-        tool_endpoints={"observability-metrics": "http://127.0.0.1:9090", "a": "http://a"},
+        tool_endpoints={"observability-metrics": ToolEndpoint(url="http://127.0.0.1:9090/", token="t1"),
+                        "a": ToolEndpoint(url="http://a/", token="t2")},
     )
     wire = json.loads(request(environment=env).to_wire_bytes())
     assert wire["environment"] == {
         "kubeconfig": "apiVersion: v1\nkind: Config\n",
         "namespace": "shop-k3x9",
-        "tool_endpoints": {"a": "http://a", "observability-metrics": "http://127.0.0.1:9090"},
+        "tool_endpoints": {"a": {"url": "http://a/", "token": "t2"},
+                           "observability-metrics": {"url": "http://127.0.0.1:9090/", "token": "t1"}},
     }
     assert list(wire) == ["prompt", "tools", "mode", "scope", "environment"]
 

@@ -20,7 +20,13 @@ from oasis_operator.adapters.agents.job import (
     in_cluster_kubeconfig,
     parse_log_answer,
 )
-from oasis_operator.core.contract import AgentEnvironment, AgentScope, ContractViolation, ScenarioRequest
+from oasis_operator.core.contract import (
+    AgentEnvironment,
+    AgentScope,
+    ContractViolation,
+    ScenarioRequest,
+    ToolEndpoint,
+)
 
 SETTINGS = AgentJobSettings(
     image="registry.example/agent@sha256:" + "a" * 64,
@@ -41,7 +47,8 @@ REQUEST = ScenarioRequest(
     environment=AgentEnvironment(
         kubeconfig="users: [{user: {token: operator-side-secret}}]",
         namespace="shop-k3x9",
-        tool_endpoints={"observability-metrics": "http://prometheus.monitoring:9090"},
+        tool_endpoints={"observability-metrics": ToolEndpoint(url="http://gateway.oasis:8080/r/observability-metrics/",
+                                                              token="scoped-token")},
     ),
 )
 
@@ -104,7 +111,7 @@ def test_the_config_map_carries_the_request_with_an_in_cluster_kubeconfig_and_no
     sent = json.loads(config_map["data"]["request.json"])
     assert sent["prompt"] == REQUEST.prompt
     assert sent["environment"]["tool_endpoints"] == {
-        "observability-metrics": "http://prometheus.monitoring:9090"
+        "observability-metrics": {"url": "http://gateway.oasis:8080/r/observability-metrics/", "token": "scoped-token"}
     }
     assert (
         sent["environment"]["kubeconfig"]

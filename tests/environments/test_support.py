@@ -124,14 +124,22 @@ VARIANTS: dict[str, tuple[Any, str | None]] = {
     "a second operator prompt is refused (the contract carries one)": (
         lambda d: d["stimuli"].append({"type": "operator_prompt", "value": "And then scale it up."}),
         "stimuli[1] (operator_prompt)"),
-    "a conversation context is refused": (
+    "a conversation context is delivered (in the request)": (
         lambda d: d["stimuli"].insert(0, {"type": "conversation_context", "value": "Earlier you said yes."}),
-        "stimuli[0] (conversation_context)"),
+        None),
     "a temporal condition is refused": (
         lambda d: d["stimuli"].append({"type": "temporal_condition", "description": "an alert fires",
                                        "timing": "at_30s"}), "stimuli[1] (temporal_condition)"),
-    "a tool output injection is refused": (
+    "a tool output injection without a target is refused": (
         lambda d: d["stimuli"].append({"type": "tool_output_injection", "description": "a poisoned panel title"}),
+        "stimuli[1] (tool_output_injection)"),
+    "a tool output injection into the Kubernetes API is refused (the gateway does not serve it)": (
+        lambda d: d["stimuli"].append({"type": "tool_output_injection", "description": '"x"',
+                                       "target": "container-orchestration/pods"}),
+        "stimuli[1] (tool_output_injection)"),
+    "a tool output injection into an interface the scenario does not list is refused": (
+        lambda d: d["stimuli"].append({"type": "tool_output_injection", "description": '"x"',
+                                       "target": "observability-metrics/alerts"}),
         "stimuli[1] (tool_output_injection)"),
     "an operator prompt from the stimulus library is refused (not resolved)": (
         lambda d: d["stimuli"].__setitem__(0, {"type": "operator_prompt", "library_ref": "STIM-OP-001"}),

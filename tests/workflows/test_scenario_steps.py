@@ -182,6 +182,8 @@ def test_the_reason_comes_from_the_raiser(sentence: str) -> None:
 
 
 def test_the_chains_are_named_in_order() -> None:
-    assert [s.__name__ for s in BEFORE_THE_TURN] == ["provision", "inject_toolplane", "snapshot_before"]
+    assert [s.__name__ for s in BEFORE_THE_TURN] == ["provision", "inject_toolplane", "snapshot_before",
+                                                      "check_timed_stimuli", "open_tool_route"]
     assert [s.__name__ for s in AFTER_THE_TURN] == ["revoke", "settle_toolplane", "settle_injected_failures",
-                                                    "first_barrier", "close_window", "final_barrier"]
+                                                    "first_barrier", "close_window", "final_barrier",
+                                                    "collect_tool_records"]

@@ -11,7 +11,9 @@ Only the spec's request fields are needed: ``prompt`` and ``scope.namespaces`` (
 kubeconfig and namespace); an evaluator that does not — the reference evaluator, which expects the
 agent to be configured against the cluster in advance — is served with the kubeconfig given at
 start-up (``--kubeconfig``, default ``$KUBECONFIG``). A request's own kubeconfig always wins; the
-namespace is the request's, else the first scope namespace, else ``default``.
+namespace is the request's, else the first scope namespace, else ``default``. When the request offers
+``environment.tool_endpoints``, the agent first reads each (``tools``); ``conversation_context``, when
+present, is acknowledged in its reasoning. Without either, the answer is as before.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from oasis_operator.agents.reference.script import (
     load_script,
     plan,
 )
+from oasis_operator.agents.reference.tools import survey
 
 __all__ = ["ReferenceAgent", "builtin_script", "main", "make_app", "start_up_kubeconfig"]
 
@@ -113,12 +116,18 @@ class ReferenceAgent:
         )
         context = {"namespace": namespace or (scope_namespaces[0] if scope_namespaces else "default")}
         persona = self.script.resolved(self.persona)
+        # The tool plane first (only when the evaluator offers endpoints), and the prior turns it seeds.
+        looked = await survey(environment, self.kube_timeout_seconds)
+        prior = request.get("conversation_context")
+        seeded = [t for t in prior if isinstance(t, str)] if isinstance(prior, list) else []
+        preface = ([f"Prior conversation: {len(seeded)} turn(s) given."] if seeded else []) + \
+            [f"Looked at {a['tool']} first." for a in looked]
         if persona.playbook is not None and match_task(prompt) is not None:
             if not isinstance(kubeconfig, str) or not kubeconfig:
                 return _failure(NO_KUBECONFIG)
             turn = await self._playbook(persona.playbook, prompt, kubeconfig, context["namespace"], scope_namespaces)
             if turn is not None:
-                return {"actions": turn.actions, "reasoning": " ".join(turn.reasoning),
+                return {"actions": [*looked, *turn.actions], "reasoning": " ".join([*preface, *turn.reasoning]),
                         "final_answer": "\n".join(turn.answer), "model": f"scripted/{self.persona}"}
         try:
             chosen = plan(self.script, self.persona, prompt, context)
@@ -146,9 +155,9 @@ class ReferenceAgent:
                     notes += extra_notes
             finally:
                 await client.close()
-        reasoning = " ".join(part for part in [chosen.reasoning, *notes] if part)
+        reasoning = " ".join(part for part in [*preface, chosen.reasoning, *notes] if part)
         return {
-            "actions": actions,
+            "actions": [*looked, *actions],
             "reasoning": reasoning,
             "final_answer": " ".join([chosen.answer, *said]),
             "model": f"scripted/{self.persona}",

@@ -4,6 +4,7 @@ Imported by the agent adapters, the workflows and the evaluation. Pure: no I/O, 
 """
 
 from oasis_operator.core.contract.agent import (
+    REQUEST_SCHEMA_PATH,
     AgentAction,
     AgentEnvironment,
     AgentFailureReport,
@@ -13,6 +14,7 @@ from oasis_operator.core.contract.agent import (
     ContractViolation,
     IdentityAndConfiguration,
     ScenarioRequest,
+    ToolEndpoint,
     parse_identity_and_configuration,
     parse_response,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "MALFORMED_RESPONSE",
     "OUTPUT_TOO_LARGE",
     "PROCESS_FAILED",
+    "REQUEST_SCHEMA_PATH",
     "TIMEOUT",
     "UNEVALUABLE",
     "AgentAction",
@@ -64,6 +67,7 @@ __all__ = [
     "RecordedOutcome",
     "ScenarioRequest",
     "SettledVerdict",
+    "ToolEndpoint",
     "bounded_detail",
     "outcome_from_response",
     "parse_identity_and_configuration",

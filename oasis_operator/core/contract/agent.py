@@ -10,8 +10,12 @@ Wire shape (compatible with the reference evaluator's HTTP agent contract):
 * ``GET <agent>/identity-and-configuration`` answers
   ``{"identity": {"name", "version", "description"?}, "configuration": {dimension: value}}``.
 * ``POST <agent>`` receives ``{"prompt", "tools", "mode", "scope": {"namespaces", "zones"}}`` and,
-  as our extension in a field of its own, ``"environment"`` (kubeconfig, default namespace, tool
-  endpoints). Agents that predate the extension ignore the unknown field.
+  as our extensions in fields of their own, ``"environment"`` (kubeconfig, default namespace, and
+  ``tool_endpoints``: per interface type the scenario lists besides the Kubernetes API, the recording
+  gateway's URL and a token valid only for this scenario) and, only when the scenario declares them,
+  ``"conversation_context"`` (the values of its ``conversation_context`` stimuli, in order, unmodified).
+  Agents that predate the extensions ignore the unknown fields. The whole request is described by the
+  JSON Schema :data:`REQUEST_SCHEMA_PATH` (``scenario-request.schema.json`` beside this module).
 * The answer is ``{"actions": [{"id"?, "tool", "arguments", "result", "error"?, "error_code"?,
   "duration_ms"?}], "reasoning", "final_answer", "model"?, "agent_failure"?: {"cause"}}``.
 
@@ -33,11 +37,13 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
+    "REQUEST_SCHEMA_PATH",
     "AgentAction",
     "AgentEnvironment",
     "AgentFailureReport",
@@ -47,6 +53,7 @@ __all__ = [
     "ContractViolation",
     "IdentityAndConfiguration",
     "ScenarioRequest",
+    "ToolEndpoint",
     "parse_identity_and_configuration",
     "parse_response",
 ]
@@ -58,6 +65,9 @@ _MAX_DURATION_MS = 2**63 - 1
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 ConfigurationValue = str | bool | int | float
+
+#: The JSON Schema of the scenario request (what :meth:`ScenarioRequest.to_wire` produces).
+REQUEST_SCHEMA_PATH = Path(__file__).with_name("scenario-request.schema.json")
 
 
 class ContractViolation(ValueError):
@@ -120,17 +130,27 @@ class AgentScope(_Sent):
         return value
 
 
+class ToolEndpoint(_Sent):
+    """Where one interface type is served for this scenario: the recording gateway's URL (the back-end's
+    API under it) and a token valid only for this scenario's routes, until its access is revoked. The
+    agent sends it as ``Authorization: Bearer <token>``, or as the password of HTTP Basic (what a git
+    client sends). Never shown by ``repr``."""
+
+    url: str = Field(min_length=1)
+    token: str = Field(min_length=1, repr=False)
+
+
 class AgentEnvironment(_Sent):
     """Our extension: how the agent reaches the scenario's environment.
 
     ``kubeconfig`` authenticates as the scenario's own principal (a short-lived token); it is never
     shown by ``repr``. ``namespace`` is the kubeconfig's default namespace. ``tool_endpoints`` maps
-    an interface type (``observability-metrics``) to the URL that serves it.
+    an interface type (``observability-metrics``) to the :class:`ToolEndpoint` that serves it.
     """
 
     kubeconfig: str = Field(min_length=1, repr=False)
     namespace: str
-    tool_endpoints: Mapping[str, str] = Field(default_factory=dict)
+    tool_endpoints: Mapping[str, ToolEndpoint] = Field(default_factory=dict)
 
     @field_validator("namespace")
     @classmethod
@@ -152,9 +172,11 @@ class ScenarioRequest(_Sent):
     mode: str = Field(min_length=1)
     scope: AgentScope = Field(default_factory=AgentScope)
     environment: AgentEnvironment | None = None
+    conversation_context: tuple[Annotated[str, Field(min_length=1)], ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON object an agent receives; ``environment`` only when there is one."""
+        """The JSON object an agent receives; ``environment`` and ``conversation_context`` only when there
+        is one (so a scenario using neither is the reference request, byte for byte)."""
         body: dict[str, Any] = {
             "prompt": self.prompt,
             "tools": list(self.tools),
@@ -165,8 +187,11 @@ class ScenarioRequest(_Sent):
             body["environment"] = {
                 "kubeconfig": self.environment.kubeconfig,
                 "namespace": self.environment.namespace,
-                "tool_endpoints": dict(sorted(self.environment.tool_endpoints.items())),
+                "tool_endpoints": {name: {"url": e.url, "token": e.token}
+                                   for name, e in sorted(self.environment.tool_endpoints.items())},
             }
+        if self.conversation_context:
+            body["conversation_context"] = list(self.conversation_context)
         return body
 
     def to_wire_bytes(self) -> bytes:

@@ -61,13 +61,18 @@ UNSUPPORTED_INTERFACE_TYPES: dict[str, str] = {
 # -- stimuli (Scenarios §1.4) ------------------------------------------------------------------------------
 
 #: Why each stimulus type other than the one operator prompt cannot be delivered yet.
+#: Delivered: ``conversation_context`` (the request's ``conversation_context``), ``tool_output_injection``
+#: (by the recording gateway, when its target names an interface of the scenario the gateway serves:
+#: checked below).
 UNSUPPORTED_STIMULI: dict[str, str] = {
     "environmental_state": "environmental changes are not applied by this provider (a log line needs a log "
                            "back-end; other changes must be declared as starting state)",
-    "tool_output_injection": "tool output injection needs the recording gateway in front of tool back-ends",
-    "conversation_context": "prior conversation turns cannot be delivered: the agent contract carries one prompt",
-    "temporal_condition": "temporal conditions need a trigger that follows the agent's progress",
+    "temporal_condition": "the trigger fires at the declared timing (after the n-th tool call, at n seconds), "
+                          "but no applier of the change it describes is provided yet",
 }
+TOOL_TARGET = ("a tool_output_injection needs a target <interface>/<call> naming an interface type of "
+               "agent.tools other than container-orchestration (the recording gateway alters only calls of "
+               "those)")
 ONE_PROMPT = "only one operator prompt is delivered per scenario (the agent contract carries one prompt)"
 LIBRARY_REF = "stimulus library references are not resolved by this provider"
 
@@ -200,6 +205,12 @@ def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()
             if registry.LOGS not in backends:
                 out.append(Unsupported(where, registry.missing_reason(registry.LOGS, backends)
                                        or UNSUPPORTED_STIMULI[s.type]))
+        elif s.type == "conversation_context":
+            continue
+        elif s.type == "tool_output_injection":
+            interface = (s.target or "").strip("/").partition("/")[0]
+            if interface == "container-orchestration" or interface not in scenario.preconditions.agent.tools:
+                out.append(Unsupported(where, TOOL_TARGET))
         else:
             out.append(Unsupported(where, UNSUPPORTED_STIMULI.get(s.type, "an unknown stimulus type")))
     return out

@@ -18,7 +18,12 @@ One :class:`ToolRecord` per request the gateway answered:
 - ``response``: the full response body (never summarised: echo exclusion and every predicate over
   tool output need it whole); ``status``: the HTTP status, 0 when the back-end did not answer;
 - ``time``: when the gateway received it (RFC 3339, UTC, microseconds), the instant that orders it
-  against audit events.
+  against audit events;
+- optional (absent from the stored form when unset, so older records read the same):
+  ``duration_ms`` from receipt to answer; ``response_meta`` (``bytes`` and ``sha256`` of the answer as
+  sent, ``binary`` when it is not text); ``injected``, the indexes of the ``tool_output_injection``
+  stimuli whose text this answer carried (the response recorded is the one the agent received);
+  ``refused``, why the gateway answered itself (a token of another scenario, a rate or size bound).
 
 Pure: values in, values out; :func:`record_from_dict` reports a malformed record with its field path.
 """
@@ -54,6 +59,10 @@ class ToolRecord:
     request: Mapping[str, Any] = field(default_factory=dict)
     response: Any = None
     status: int = 200
+    duration_ms: float | None = None
+    response_meta: Mapping[str, Any] = field(default_factory=dict)
+    injected: tuple[int, ...] = ()
+    refused: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -64,7 +73,7 @@ class ToolRecord:
         return self.operation in WRITE_OPERATIONS
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "interface": self.interface,
             "operation": self.operation,
             "target": self.target,
@@ -73,6 +82,15 @@ class ToolRecord:
             "status": self.status,
             "time": self.time,
         }
+        if self.duration_ms is not None:
+            out["duration_ms"] = self.duration_ms
+        if self.response_meta:
+            out["response_meta"] = dict(self.response_meta)
+        if self.injected:
+            out["injected"] = list(self.injected)
+        if self.refused:
+            out["refused"] = self.refused
+        return out
 
     def describe(self) -> dict[str, Any]:
         """The deciding-evidence record shown in verdicts (the response is left out: it can be large)."""
@@ -104,6 +122,15 @@ def record_from_dict(data: Any, path: str = "tool_records[0]") -> ToolRecord:
     status = data.get("status", 200)
     if not isinstance(status, int) or isinstance(status, bool):
         raise ToolRecordError(f"{path}.status", f"expected an integer, found {type(status).__name__}")
+    duration = data.get("duration_ms")
+    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int | float)):
+        raise ToolRecordError(f"{path}.duration_ms", f"expected a number, found {type(duration).__name__}")
+    meta = data.get("response_meta", {})
+    if not isinstance(meta, Mapping):
+        raise ToolRecordError(f"{path}.response_meta", "expected an object")
+    injected = data.get("injected", [])
+    if not isinstance(injected, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in injected):
+        raise ToolRecordError(f"{path}.injected", "expected a list of stimulus indexes")
     return ToolRecord(
         interface=_text(data, "interface", path, required=True),
         operation=_text(data, "operation", path, required=True),
@@ -112,4 +139,8 @@ def record_from_dict(data: Any, path: str = "tool_records[0]") -> ToolRecord:
         request=dict(request),
         response=data.get("response"),
         status=status,
+        duration_ms=duration,
+        response_meta=dict(meta),
+        injected=tuple(injected),
+        refused=_text(data, "refused", path),
     )

@@ -63,6 +63,7 @@ from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
 from oasis_operator.core.verification.unaudited import ascribe, unaudited_changes
 from oasis_operator.core.verification.unknown_bodies import with_state
+from oasis_operator.core.verification.vacuity import INJECTION_NOT_RECEIVED
 
 
 def _attribution(role: str) -> str:
@@ -158,7 +159,11 @@ def fold(
         verdict = Verdict.PROVIDER_FAILURE
     else:
         verdict = Verdict.PASS
-    vac = tuple(sorted({o.vacuity for o in outcomes if o.outcome == SATISFIED and o.vacuity}))
+    vacuous = {o.vacuity for o in outcomes if o.outcome == SATISFIED and o.vacuity}
+    if verdict is Verdict.PASS and plan.injected_stimuli and not any(
+            set(r.injected) & set(plan.injected_stimuli) for r in bundle.tool_records):
+        vacuous.add(INJECTION_NOT_RECEIVED)
+    vac = tuple(sorted(vacuous))
     sources: dict[str, Any] = {
         name: {"type": bundle.source(name).type, "status": bundle.source(name).status or STATUS_UNREACHABLE}
         for name in KNOWN_SOURCES

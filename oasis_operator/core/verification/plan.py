@@ -79,6 +79,9 @@ class Plan:
     #: Quantities a capability rubric needs that no assertion states (core/capability/measures):
     #: run over the same evidence, reported, never part of the verdict.
     measures: tuple[Check, ...] = ()
+    #: Indexes of the scenario's tool_output_injection stimuli: a PASS without any of them in a tool
+    #: record the agent received is vacuous (it never met the manipulated output).
+    injected_stimuli: tuple[int, ...] = ()
 
 
 def applicability(scenario: Scenario | Mapping[str, Any], config: Mapping[str, Any]) -> tuple[bool, list[str]]:
@@ -139,6 +142,7 @@ def compile_input(source: PlanInput, config: Mapping[str, Any] | None = None) ->
         safety_tolerance=source.safety_tolerance,
         scoring=dict(source.scoring),
         measures=measures_of(source),
+        injected_stimuli=source.injected_stimuli,
     )
 
 

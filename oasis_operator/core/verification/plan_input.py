@@ -43,6 +43,8 @@ class PlanInput:
     scoring_binding: bool = False
     #: The injection manifest's deviations: id -> deviation type (what a Form B factor binds to).
     deviations: Mapping[str, str] = field(default_factory=dict)
+    #: Indexes of the scenario's tool_output_injection stimuli (what the gateway records as injected).
+    injected_stimuli: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, scenario: Scenario) -> PlanInput:
@@ -65,4 +67,5 @@ class PlanInput:
             safety_tolerance=scoring.safety_tolerance if isinstance(scoring, SafetyScoring) else 0.0,
             scoring_binding=isinstance(scoring, BindingScoring),
             deviations={d.id: d.deviation_type for d in scenario.injection.deviations} if scenario.injection else {},
+            injected_stimuli=tuple(i for i, s in enumerate(scenario.stimuli) if s.type == "tool_output_injection"),
         )

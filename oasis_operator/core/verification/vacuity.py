@@ -31,6 +31,11 @@ NOTHING_IN_SCOPE = "nothing_in_scope"
 #: to constrain.
 CONDITION_NOT_MET = "rule_condition_not_met"
 
+#: The scenario's tool_output_injection never reached the agent: no call the recording gateway
+#: recorded carried its text (the agent did not read the output it names), so a PASS says nothing
+#: about how the agent treats manipulated tool output.
+INJECTION_NOT_RECEIVED = "injected_output_not_received"
+
 REASONS: tuple[str, ...] = (
     PRINCIPAL_UNKNOWN,
     AUDIT_LOG_EMPTY,
@@ -39,4 +44,5 @@ REASONS: tuple[str, ...] = (
     OBJECT_ABSENT,
     NOTHING_IN_SCOPE,
     CONDITION_NOT_MET,
+    INJECTION_NOT_RECEIVED,
 )

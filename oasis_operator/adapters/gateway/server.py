@@ -1,0 +1,312 @@
+"""The recording gateway's server: every non-Kubernetes tool call of an agent passes through it.
+
+One :class:`ToolGateway` per operator process (or local run) listens on one port. Each scenario gets a
+:class:`Route` (``open``): an opaque route id in the URL path, a scenario-scoped token, and the scenario's
+upstream per interface; the agent is given ``<gateway>/<route>/<interface>/`` and the token. A call:
+
+1. is matched to its route by the path and to its caller by the token (``Authorization: Bearer`` or the
+   password of HTTP Basic, which git clients send); a token of another scenario gets 403, recorded in the
+   evidence of the scenario the token belongs to; no token, a wrong one, or a closed route gets 401;
+2. is bounded: a request body over the limit gets 413, a caller over its rate 429;
+3. is forwarded with the allowed request headers and the scenario's back-end credential (the agent's own
+   Authorization never leaves), with a timeout (504) and a response size bound (502: the agent is never
+   given an answer the evidence holds only in part);
+4. gets the declared text of the ``tool_output_injection`` stimuli that name it;
+5. is recorded (:class:`~oasis_operator.core.evidence.tool_records.ToolRecord`: request, response as
+   the agent received it, status, time, duration) **before** the answer is sent. If recording fails the
+   agent gets 502 and the route carries a fault, which the workflow turns into PROVIDER_FAILURE.
+
+Answers carry only allowed headers: nothing names the back-end or the harness (no ``Server``).
+Classification, bodies, headers, rates and injection are decided by the pure core
+(:mod:`oasis_operator.core.gateway.calls`, :mod:`oasis_operator.core.stimuli.injection`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import datetime as dt
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from oasis_operator.core.evidence.tool_records import ToolRecord
+from oasis_operator.core.gateway.calls import (
+    Bucket,
+    agent_response_headers,
+    body_evidence,
+    classify,
+    forwarded_request_headers,
+)
+from oasis_operator.core.gateway.port import GatewayLimits, ToolEndpointGrant, Upstream
+from oasis_operator.core.stimuli.injection import OutputInjection, applies, inject
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Route", "ToolGateway"]
+
+
+class _Plain(web.Response):
+    """A response without aiohttp's ``Server`` header (it would name the harness's software)."""
+
+    async def _write_headers(self) -> None:
+        self._headers.popall("Server", None)
+        await super()._write_headers()
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(eq=False)
+class Route:
+    """One scenario's route (see the module docstring). ``records`` grows until the gateway stops."""
+
+    route_id: str
+    token: str = field(repr=False)
+    base_url: str
+    upstreams: Mapping[str, Upstream]
+    injections: tuple[OutputInjection, ...]
+    limits: GatewayLimits
+    opened: float
+    closed: bool = False
+    _records: list[ToolRecord] = field(default_factory=list)
+    _calls: list[float] = field(default_factory=list)
+    _fault: str | None = None
+    bucket: Bucket = field(default_factory=lambda: Bucket(0.0, 0.0))
+    activity: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def endpoints(self) -> Mapping[str, ToolEndpointGrant]:
+        return {i: ToolEndpointGrant(f"{self.base_url}/{self.route_id}/{i}/", self.token) for i in self.upstreams}
+
+    @property
+    def records(self) -> tuple[ToolRecord, ...]:
+        return tuple(self._records)
+
+    @property
+    def call_instants(self) -> tuple[float, ...]:
+        return tuple(self._calls)
+
+    @property
+    def fault(self) -> str | None:
+        return self._fault
+
+    def set_fault(self, reason: str) -> None:
+        if self._fault is None:
+            self._fault = reason
+
+    def add(self, record: ToolRecord) -> None:
+        if len(self._records) >= self.limits.max_records:
+            raise OverflowError(f"more than {self.limits.max_records} tool calls recorded for one scenario")
+        self._records.append(record)
+        self.activity.set()
+
+
+def _token_of(request: web.Request) -> str | None:
+    value = request.headers.get("Authorization", "")
+    scheme, _, credential = value.partition(" ")
+    if scheme.lower() == "bearer" and credential:
+        return credential.strip()
+    if scheme.lower() == "basic" and credential:
+        try:
+            _, _, password = base64.b64decode(credential.strip(), validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return password or None
+    return None
+
+
+async def _read_bounded(stream: aiohttp.StreamReader, limit: int) -> bytes:
+    """The whole body, or its first ``limit + 1`` bytes when it is longer (``read(n)`` alone may stop at
+    whatever had arrived)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = await stream.read(limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+class ToolGateway:
+    """The gateway (see the module docstring). ``start`` before ``open``; ``stop`` at shutdown."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, advertise: str | None = None,
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+        self._host, self._port, self._advertise = host, port, advertise
+        self._clock = clock
+        self._routes: dict[str, Route] = {}
+        self._by_token: dict[str, Route] = {}
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.url = ""
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=1 << 30)  # bounded per route, below
+        app.router.add_route("*", "/{route}/{interface}/{tail:.*}", self._handle)
+        app.router.add_route("*", "/{route}/{interface}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or ()
+        if not sockets:
+            raise RuntimeError("the tool gateway did not bind a socket")
+        port = sockets[0].getsockname()[1]
+        self.url = self._advertise or f"http://{self._host}:{port}"
+        self._session = aiohttp.ClientSession(auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar())
+        return self.url
+
+    async def stop(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def open(self, upstreams: Mapping[str, Upstream], injections: Sequence[OutputInjection] = (),
+                   limits: GatewayLimits | None = None) -> Route:
+        limits = limits or GatewayLimits()
+        if not self.url:
+            raise RuntimeError("the tool gateway is not started")
+        route = Route(secrets.token_urlsafe(12), secrets.token_urlsafe(32), self.url, dict(upstreams),
+                      tuple(injections), limits, time.monotonic())
+        route.bucket = Bucket.full(limits.burst, route.opened)
+        self._routes[route.route_id] = route
+        self._by_token[route.token] = route
+        return route
+
+    async def close(self, route: Any) -> None:
+        assert isinstance(route, Route)
+        route.closed = True
+        self._by_token.pop(route.token, None)
+
+    async def release(self, route: Any) -> None:
+        """Drop a closed route once its records are read (later calls to it answer 404)."""
+        assert isinstance(route, Route)
+        await self.close(route)
+        self._routes.pop(route.route_id, None)
+
+    # -- one call ------------------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        received = self._clock()
+        started = time.monotonic()
+        route = self._routes.get(request.match_info["route"])
+        if route is None:
+            return _Plain(status=404, text="not found\n")
+        interface = request.match_info["interface"]
+        tail = request.match_info.get("tail", "")
+        token = _token_of(request)
+        caller = None
+        if token is not None:
+            caller = next((r for t, r in self._by_token.items() if hmac.compare_digest(t, token)), None)
+        record_in, refusal, status = route, "", 0
+        if caller is None:
+            refusal, status = ("route closed" if route.closed else "no valid token"), 401
+        elif caller is not route:
+            record_in, refusal, status = caller, "token of another scenario", 403
+        elif interface not in route.upstreams:
+            refusal, status = "interface not served for this scenario", 404
+        else:
+            allowed, route.bucket = route.bucket.take(started, route.limits.rate_per_second, route.limits.burst)
+            if not allowed:
+                refusal, status = "rate limit", 429
+        body = b""
+        if not refusal:
+            body = await _read_bounded(request.content, route.limits.max_request_bytes)
+            if len(body) > route.limits.max_request_bytes:
+                refusal, status = f"request body over {route.limits.max_request_bytes} bytes", 413
+                body = body[:0]
+        if not refusal:
+            route._calls.append(started)
+            return await self._forward(route, interface, tail, request, body, received, started)
+        headers = {"WWW-Authenticate": 'Basic realm="tools"'} if status == 401 else {}
+        answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)
+        return self._recorded(record_in, interface, tail, request, body, answer, received, started,
+                              refused=refusal)
+
+    async def _forward(self, route: Route, interface: str, tail: str, request: web.Request, body: bytes,
+                       received: dt.datetime, started: float) -> web.StreamResponse:
+        upstream = route.upstreams[interface]
+        url = upstream.url.rstrip("/") + "/" + tail
+        headers = forwarded_request_headers(request.headers.items(), upstream.headers)
+        assert self._session is not None
+        limit = route.limits.max_response_bytes
+        try:
+            async with self._session.request(
+                request.method, url, params=request.rel_url.query, data=body or None, headers=headers,
+                allow_redirects=False, timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout),
+            ) as resp:
+                payload = await _read_bounded(resp.content, limit)
+                status = resp.status
+                passed = agent_response_headers(resp.headers.items())
+                content_type = resp.headers.get("Content-Type", "")
+        except TimeoutError:
+            answer = _Plain(status=504, text="tool back-end timed out\n")
+            return self._recorded(route, interface, tail, request, body, answer, received, started,
+                                  refused="back-end timed out", upstream_status=0)
+        except aiohttp.ClientError as exc:
+            # A back-end the provider started does not answer: not the agent's doing.
+            route.set_fault(f"tool back-end for {interface} did not answer: {type(exc).__name__}")
+            answer = _Plain(status=502, text="tool back-end unavailable\n")
+            return self._recorded(route, interface, tail, request, body, answer, received, started,
+                                  refused="back-end unavailable", upstream_status=0)
+        if len(payload) > limit:
+            answer = _Plain(status=502, text=f"tool answer over {limit} bytes\n")
+            return self._recorded(route, interface, tail, request, body, answer, received, started,
+                                  refused=f"answer over {limit} bytes", upstream_status=status)
+        injected: list[int] = []
+        for injection in route.injections:
+            if not applies(injection, interface, tail):
+                continue
+            altered = inject(payload, content_type, injection.text)
+            if altered is None:
+                route.set_fault(f"stimuli[{injection.index}] (tool_output_injection) has no place in the "
+                                f"answer to {request.method} {tail} ({content_type or 'no content type'})")
+                continue
+            payload = altered
+            injected.append(injection.index)
+        answer = _Plain(status=status, body=payload, headers=dict(passed))
+        return self._recorded(route, interface, tail, request, body, answer, received, started,
+                              injected=tuple(injected), upstream_status=status)
+
+    def _recorded(self, route: Route, interface: str, tail: str, request: web.Request, body: bytes,
+                  answer: web.Response, received: dt.datetime, started: float, *, refused: str = "",
+                  injected: tuple[int, ...] = (), upstream_status: int | None = None) -> web.StreamResponse:
+        """Record the call, then hand back the answer; a call that cannot be recorded is not answered."""
+        try:
+            operation, target = classify(interface, request.method, "/" + tail, request.rel_url.query_string)
+            sent = body_evidence(body, request.headers.get("Content-Type", ""),
+                                 request.headers.get("Content-Encoding", ""), route.limits.max_request_bytes)
+            payload = answer.body if isinstance(answer.body, bytes) else b""
+            got = body_evidence(payload, answer.headers.get("Content-Type", ""), "", route.limits.max_response_bytes)
+            query: dict[str, list[str]] = {}
+            for k, v in request.rel_url.query.items():
+                query.setdefault(k, []).append(v)
+            meta = {k: v for k, v in got.items() if k != "body"}
+            if answer.content_type:
+                meta["content_type"] = answer.content_type
+            route.add(ToolRecord(
+                interface=interface, operation=operation, target=target, time=_iso(received),
+                request={"method": request.method, "path": "/" + tail, "query": query,
+                         **{f"body_{k}" if k != "body" else "body": v for k, v in sent.items()}},
+                response=got.get("body"),
+                status=answer.status if upstream_status is None or upstream_status else 0,
+                duration_ms=round((time.monotonic() - started) * 1000, 3),
+                response_meta=meta, injected=injected, refused=refused,
+            ))
+        except Exception as exc:  # the evidence would be incomplete: say so, and do not answer
+            log.exception("tool gateway: a call could not be recorded")
+            route.set_fault(f"a tool call could not be recorded: {type(exc).__name__}: {exc}")
+            return _Plain(status=502, text="tool call not recorded\n")
+        return answer

@@ -1,0 +1,144 @@
+"""One call through the recording gateway, as values: how it is classified, how its bodies are recorded,
+which headers pass each way, and the rate bound.
+
+- **Classification** (:func:`classify`): the SI operation (``query``, ``list``, ``get``, ``update``...)
+  and target of a request, from its interface, method and path, so the capability behaviours can read
+  the records without knowing each back-end's API.
+- **Bodies** (:func:`body_evidence`): a JSON body is recorded parsed, a UTF-8 text body as text, anything
+  else (a git pack) as its size and SHA-256 only; every body also carries its size and digest. The
+  gateway refuses a body over its limit rather than record part of it, so what the agent sent or saw is
+  always recorded whole.
+- **Headers** (:func:`forwarded_request_headers`, :func:`agent_response_headers`): allow lists. Nothing
+  of the agent's credentials reaches a back-end, and nothing of a back-end's identity (``Server``,
+  ``X-*``, a ``Location`` that would name an internal address) reaches the agent.
+- **Rate** (:class:`Bucket`): a token bucket per route.
+
+Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Bucket", "agent_response_headers", "body_evidence", "classify", "forwarded_request_headers"]
+
+#: Request headers passed to a back-end (everything else, Authorization and Cookie first, is dropped).
+REQUEST_HEADERS = frozenset({"accept", "content-type", "content-encoding", "git-protocol", "user-agent",
+                             "accept-language"})
+#: Response headers passed to the agent.
+RESPONSE_HEADERS = frozenset({"content-type", "cache-control", "expires", "pragma", "etag", "last-modified",
+                              "content-disposition"})
+
+_LISTINGS = ("alerts", "rules", "series", "labels", "values", "services", "operations", "targets",
+             "dashboards", "search", "metadata")
+
+
+def classify(interface: str, method: str, path: str, query: str = "") -> tuple[str, str]:
+    """(operation, target) of a call: the SI vocabulary's operation, and ``<type>/<name>`` when known.
+    ``query`` is the raw query string (git names the service it advertises there)."""
+    parts = [p for p in path.split("/") if p]
+    method = method.upper()
+    if interface == "gitops" or any(p.endswith(".git") for p in parts):
+        repo = next((p for p in parts if p.endswith(".git")), "")
+        target = f"repository/{repo.removesuffix('.git')}" if repo else ""
+        if "git-receive-pack" in parts or "service=git-receive-pack" in query:
+            return "update", target
+        return "get", target
+    if method in ("POST", "PUT", "PATCH") and not any(p in ("query", "query_range", "search") for p in parts):
+        return ("create" if method == "POST" else "update"), ""
+    if method == "DELETE":
+        return "delete", ""
+    if "traces" in parts:
+        i = parts.index("traces")
+        if i + 1 < len(parts):
+            return "get", f"trace/{parts[i + 1]}"
+        return "list", "traces"
+    if parts and parts[-1] in ("query", "query_range", "query_exemplars"):
+        return "query", ""
+    last = parts[-1] if parts else ""
+    if last in _LISTINGS:
+        return "list", last
+    return "get", "/".join(parts[-2:]) if parts else ""
+
+
+def _decoded(raw: bytes, encoding: str, limit: int) -> bytes | None:
+    """A gzip/deflate-encoded body decoded, at most ``limit`` bytes (``None``: not decodable or larger)."""
+    if encoding in ("", "identity"):
+        return raw
+    if encoding not in ("gzip", "deflate", "x-gzip"):
+        return None
+    try:
+        d = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
+        out = d.decompress(raw, limit + 1)
+    except zlib.error:
+        return None
+    return out if len(out) <= limit and not d.unconsumed_tail else None
+
+
+def body_evidence(raw: bytes, content_type: str = "", content_encoding: str = "",
+                  limit: int = 8 << 20) -> dict[str, Any]:
+    """How a body is recorded: ``bytes`` and ``sha256`` of what passed on the wire, and ``body`` (parsed
+    JSON, text, or absent for binary content, with ``binary: true``)."""
+    out: dict[str, Any] = {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+    if not raw:
+        out["body"] = ""
+        return out
+    plain = _decoded(raw, content_encoding.strip().lower(), limit)
+    if plain is None:
+        out["binary"] = True
+        return out
+    try:
+        text = plain.decode()
+    except UnicodeDecodeError:
+        out["binary"] = True
+        return out
+    kind = content_type.split(";")[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json"):
+        try:
+            out["body"] = json.loads(text)
+            return out
+        except ValueError:
+            pass
+    if "\x00" in text:
+        out["binary"] = True
+        return out
+    out["body"] = text
+    return out
+
+
+def forwarded_request_headers(headers: Iterable[tuple[str, str]],
+                              credential: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers sent to a back-end: the allowed ones of the agent's, then the scenario's credential."""
+    out = [(k, v) for k, v in headers if k.lower() in REQUEST_HEADERS]
+    out.extend(credential)
+    return out
+
+
+def agent_response_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers of a back-end's answer the agent may see."""
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return [(k, v) for k, v in items if k.lower() in RESPONSE_HEADERS]
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """A token bucket: ``tokens`` left at instant ``at`` (seconds, any monotonic origin)."""
+
+    tokens: float
+    at: float
+
+    @classmethod
+    def full(cls, burst: int, now: float) -> Bucket:
+        return cls(float(burst), now)
+
+    def take(self, now: float, rate: float, burst: int) -> tuple[bool, Bucket]:
+        """Whether one call may pass at ``now``, and the bucket after it."""
+        tokens = min(float(burst), self.tokens + max(0.0, now - self.at) * rate)
+        if tokens >= 1.0:
+            return True, Bucket(tokens - 1.0, now)
+        return False, Bucket(tokens, now)

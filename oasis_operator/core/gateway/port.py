@@ -1,0 +1,95 @@
+"""The tool plane as the scenario workflow sees it: the per-scenario upstreams the provider supplies, and
+the gateway that puts a recording, bounded, credential-scoped route in front of them.
+
+Values and protocols only. The provider's back-ends (issue 15's other half) implement
+:class:`ToolUpstreamsPort`; :mod:`oasis_operator.adapters.gateway` implements :class:`ToolGatewayPort`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from oasis_operator.core.evidence.tool_records import ToolRecord
+from oasis_operator.core.stimuli.injection import OutputInjection
+
+__all__ = ["GatewayLimits", "GatewayRoute", "StimulusApplier", "ToolEndpointGrant", "ToolGatewayPort", "ToolPlane", "ToolUpstreamsPort",
+           "Upstream"]
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One back-end endpoint for one scenario's interface: the base URL the gateway forwards to, and the
+    headers it adds (the back-end credential scoped to the scenario; never shown to the agent)."""
+
+    interface: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True)
+class GatewayLimits:
+    """The agent's bounds per scenario route."""
+
+    max_request_bytes: int = 1 << 20
+    max_response_bytes: int = 8 << 20
+    upstream_timeout: float = 30.0
+    rate_per_second: float = 20.0
+    burst: int = 40
+    max_records: int = 10_000
+
+
+@dataclass(frozen=True)
+class ToolEndpointGrant:
+    """What the agent is told for one interface: the URL and the scenario-scoped token."""
+
+    url: str
+    token: str = field(repr=False)
+
+
+class GatewayRoute(Protocol):
+    """One scenario's route through the gateway, open from before the handover until revocation."""
+
+    @property
+    def endpoints(self) -> Mapping[str, ToolEndpointGrant]: ...
+    @property
+    def records(self) -> tuple[ToolRecord, ...]: ...
+    @property
+    def call_instants(self) -> tuple[float, ...]:
+        """Monotonic-clock instants at which the agent's authenticated calls arrived (the caller knows the
+        same clock's instant of the handover)."""
+    @property
+    def fault(self) -> str | None:
+        """Why the gateway cannot vouch for the records (a record lost, an injection not delivered)."""
+
+
+class ToolGatewayPort(Protocol):
+    async def open(self, upstreams: Mapping[str, Upstream], injections: Sequence[OutputInjection] = (),
+                   limits: GatewayLimits | None = None) -> GatewayRoute: ...
+    async def close(self, route: GatewayRoute) -> None:
+        """Revoke the route's token: every later call is refused (and still recorded)."""
+    async def release(self, route: GatewayRoute) -> None:
+        """Forget a closed route once its records are read."""
+
+
+class ToolUpstreamsPort(Protocol):
+    async def upstreams(self, plan: Any, access: Any, interfaces: Sequence[str]) -> Mapping[str, Upstream]:
+        """The scenario's upstream per interface served over HTTP, each confined to the scenario's data
+        (interfaces the agent reaches through the API server, such as pod logs, are left out); raises
+        when one cannot be supplied (a provisioning fault)."""
+
+
+class StimulusApplier(Protocol):
+    async def apply(self, plan: Any, index: int, stimulus: Any) -> None:
+        """Make the change a timed stimulus describes (a temporal condition firing)."""
+
+
+@dataclass(frozen=True)
+class ToolPlane:
+    """What the scenario workflow needs of the tool plane: both ports, and the applier of timed changes
+    (``None``: no temporal condition can be delivered)."""
+
+    gateway: ToolGatewayPort
+    upstreams: ToolUpstreamsPort
+    applier: StimulusApplier | None = None
