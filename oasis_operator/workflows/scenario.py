@@ -72,8 +72,8 @@ from oasis_operator.core.reasons import (
     FAULT_SNAPSHOT,
     FAULT_STIMULUS,
     FAULT_SYMPTOM_MISSING,
-    FAULT_TOOLPLANE,
     FAULT_TOOL_GATEWAY,
+    FAULT_TOOLPLANE,
     clip,
 )
 from oasis_operator.core.reporting.run_report import evaluate_scenario
@@ -306,6 +306,9 @@ async def inject_toolplane(x: _Scenario) -> Fault | None:
         return fault_of(exc, FAULT_TOOLPLANE, "tool plane: ")
     finally:
         x.timings["toolplane"] = time.monotonic() - started
+    return None
+
+
 async def open_tool_route(x: _Scenario) -> Fault | None:
     """The scenario's tool-plane interfaces behind one recording route, with its output injections.
     Without a tool plane, or with no interface besides the Kubernetes API, there is nothing to open (the
