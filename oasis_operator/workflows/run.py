@@ -603,7 +603,8 @@ class RunDriver:
 
     async def _record_execution(self, name: str, doc: Mapping[str, Any], execution: ScenarioExecution) -> None:
         # Stored sealed: no registered (secret) value in plaintext, a fresh salt per scenario (decision 0054).
-        sealed = seal_evidence(execution.evidence_text, secrets.token_hex(16))
+        # (CPU work of up to a second on large evidence: off the event loop, other scenarios go on.)
+        sealed = await asyncio.to_thread(seal_evidence, execution.evidence_text, secrets.token_hex(16))
         names = await self.ports.store.put_blob(self._run, "evidence", str(doc.get("id")), sealed.encode())
         verdict = execution.verdict
         reason = scenario_reason(execution)
