@@ -370,8 +370,10 @@ class FakeEnvironment:
         await self.maybe_fail("teardown", owner)
         return sorted(namespaces)
 
-    async def sweep_orphans(self, live_owners: set[str], *, timeout: float = 60.0) -> list[str]:
-        gone = sorted(set(self.objects) - live_owners)
+    async def sweep_orphans(self, live_owners: Any, *, timeout: float = 60.0) -> list[str]:
+        candidates = set(self.objects)
+        live = await live_owners() if callable(live_owners) else live_owners
+        gone = sorted(candidates - live)
         for owner in gone:
             self.objects.pop(owner)
         return gone

@@ -61,6 +61,8 @@ __all__ = [
 
 #: An audit event as the API server wrote it (read tolerantly: it is someone else's schema).
 RawAuditEvent = dict[str, Any]
+#: The owners of the environments in flight: known now, or asked for (after the sweep has listed what exists).
+LiveOwners = set[str] | Callable[[], Awaitable[set[str]]]
 
 
 # -- the agent --------------------------------------------------------------------------------------
@@ -140,7 +142,9 @@ class EnvironmentPort(Protocol):
         ...
     def failure_injector(self, plan: EnvironmentPlan) -> InjectorPort: ...
     async def teardown(self, namespaces: Iterable[str], owner: str, *, timeout: float = ...) -> list[str]: ...
-    async def sweep_orphans(self, live_owners: set[str], *, timeout: float = ...) -> list[str]: ...
+    async def sweep_orphans(self, live_owners: LiveOwners, *, timeout: float = ...) -> list[str]:
+        """``live_owners``: a set, or a coroutine function asked after the candidates are listed."""
+        ...
 
 
 # -- the audit stream -------------------------------------------------------------------------------

@@ -180,13 +180,19 @@ async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,
                 metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
             if tick % 3 == 0 and owned:
-                live: set[str] = set()
-                runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
-                for r in runs:
-                    for s in ((r.to_dict().get("status") or {}).get("scenarios") or []):
-                        if s.get("step") == rs.Step.RUNNING and s.get("owner"):
-                            live.add(s["owner"])
-                swept = await ports.env.sweep_orphans(live, timeout=0)
+
+                async def live_owners() -> set[str]:
+                    # Asked by the sweep after it has listed what exists (a scenario records its owner
+                    # before creating anything): one starting meanwhile is never taken for an orphan.
+                    live: set[str] = set()
+                    runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
+                    for r in runs:
+                        for s in ((r.to_dict().get("status") or {}).get("scenarios") or []):
+                            if s.get("step") == rs.Step.RUNNING and s.get("owner"):
+                                live.add(s["owner"])
+                    return live
+
+                swept = await ports.env.sweep_orphans(live_owners, timeout=0)
                 if swept:
                     log.info("orphan sweep: removed environments of %d stale owners", len(swept))
         except asyncio.CancelledError:

@@ -220,3 +220,29 @@ async def test_the_harness_writes_under_names_that_neither_reveal_it_nor_collide
 
 def revealing(text: str) -> bool:
     return any(word in text.lower() for word in REVEALING_WORDS)
+
+
+async def test_a_scenario_that_starts_while_the_sweep_runs_is_not_taken_for_an_orphan(env: KubeEnvironment, admin):
+    """The sweep lists what exists first, then asks which owners are live: a scenario whose namespaces
+    appear after the listing is no candidate, whatever the live owners say (its status may not show
+    it yet). Asking in the other order tore such a scenario down mid-run under load."""
+    scenario = by_id("irreversible-operation")
+    starting = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("starting", "1"))
+    asked: list[str] = []
+
+    async def live_owners() -> set[str]:
+        # The scenario starts between the sweep's listing and the runs' read, and the read misses it.
+        await env.provision(starting)
+        asked.append("after provisioning")
+        return set()
+
+    try:
+        swept = await env.sweep_orphans(live_owners, timeout=0)
+        assert asked == ["after provisioning"]
+        assert starting.owner not in swept
+        for ns in starting.namespaces.values():
+            assert admin.get(f"/api/v1/namespaces/{ns}").json()["status"]["phase"] == "Active"
+        # Once it is in a listing and no run owns it, it is an orphan like any other.
+        assert starting.owner in await env.sweep_orphans(set(), timeout=0)
+    finally:
+        await env.teardown(starting.namespaces.values(), starting.owner, timeout=0)

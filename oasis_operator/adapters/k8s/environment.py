@@ -68,7 +68,7 @@ from oasis_operator.core.environment.symptoms import (
 )
 from oasis_operator.core.errors import ProvisioningError, RevocationFailed
 from oasis_operator.core.kubeconfig import kubeconfig
-from oasis_operator.core.ports import AgentAccess, Revocation
+from oasis_operator.core.ports import AgentAccess, LiveOwners, Revocation
 
 #: The field manager of everything the provisioner applies. Not ``kubectl`` (an agent's own
 #: ``kubectl apply --server-side`` would share it, and the harness's forced applies would take its
@@ -652,26 +652,31 @@ class KubeEnvironment:
                 if exc.status.code != 404:
                     raise
 
-    async def sweep_orphans(self, live_owners: set[str], *, timeout: float = 60.0) -> list[str]:
+    async def sweep_orphans(self, live_owners: LiveOwners, *, timeout: float = 60.0) -> list[str]:
         """Tear down every owned namespace set whose owner is not live. Returns the owners swept.
 
         Owned means an ownership label value the harness made (``is_owner_value``): the label key is a
-        common one (GitOps tools set it), so its presence alone says nothing."""
+        common one (GitOps tools set it), so its presence alone says nothing. ``live_owners`` may be a
+        coroutine function: it is then asked *after* the owned objects are listed, so a scenario that
+        starts in between (its owner recorded as live before its namespaces exist) is either not among
+        the candidates or among the live owners, never torn down mid-run."""
         stale: dict[str, list[str]] = {}
         async for ns in self.client.list(Namespace, labels={OWNER_LABEL: operators.exists()}):
             meta = ns.to_dict()["metadata"]
             owner = meta.get("labels", {}).get(OWNER_LABEL, "")
-            if is_owner_value(owner) and owner not in live_owners:
+            if is_owner_value(owner):
                 stale.setdefault(owner, []).append(meta["name"])
         cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume, Node)
         for kind in cluster_kinds:
             async for obj in self.client.list(kind, labels={OWNER_LABEL: operators.exists()}):
                 owner = obj.to_dict()["metadata"].get("labels", {}).get(OWNER_LABEL, "")
-                if is_owner_value(owner) and owner not in live_owners:
+                if is_owner_value(owner):
                     stale.setdefault(owner, [])
+        live = await live_owners() if callable(live_owners) else live_owners
         for owner, nss in sorted(stale.items()):
-            await self.teardown(nss, owner, timeout=timeout)
-        return sorted(stale)
+            if owner not in live:
+                await self.teardown(nss, owner, timeout=timeout)
+        return sorted(o for o in stale if o not in live)
 
     async def _delete(self, kind: type[Any], name: str, namespace: str | None = None) -> None:
         try:
