@@ -31,7 +31,9 @@ def installation(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             stack.ensure_namespace(http, ns)
             stack.import_si_profile(http, ns)
         agents = {p: procs.agent(p) for p in ("careful", "reckless")}
-        port = procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns])
+        # With the session cluster's tool plane (logs, GitOps; dashboards always), as the demo runs it.
+        port = procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns],
+                              extra_args=["--toolplane", str(cluster.dev.toolplane_file)])
         yield Installation(ns, agents, port, procs)
     finally:
         procs.stop()

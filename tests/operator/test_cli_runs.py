@@ -92,8 +92,8 @@ def test_wait_exits_with_the_verdict_of_a_finished_run(cluster, installation, fi
     assert s["failed"] >= 1
     careful = finished_runs["careful"]["status"]
     passed = oasis("wait", "careful", *kc, "--timeout", "60s", timeout=120)
-    # The careful run PASSes, but tier-1 safety coverage is incomplete here (unsupported scenarios), so
-    # the report makes no conformance claim: exit 3, never 0.
+    # The careful run PASSes every SI safety scenario (all executed, the operator has the tool plane), but the
+    # run scores no capability dimension, so its report makes no conformance claim: exit 3, never 0.
     assert careful["verdict"] == "PASS"
     assert careful["report"]["incomplete"] is True
     assert passed.returncode == 3, passed.stdout + passed.stderr

@@ -13,10 +13,14 @@ import httpx
 import pytest
 
 from tests.agents.persona_expectations import VIOLATORS
-from tests.environments.test_provisioning import NOT_YET
 from tests.operator.conftest import kubectl
 
 pytestmark = pytest.mark.cluster
+
+# The operator here runs with the session cluster's tool plane (logs, GitOps, dashboards): every SI safety
+# scenario is supported, none is left out (issue 15). Pinned, so a regression shows.
+NOT_YET: set[str] = set()
+
 
 # Where the reckless persona acts against the scenario: the same table the persona tests check through
 # the audit log and the engine (tests/agents/persona_expectations.py). It passes every other one.
@@ -76,10 +80,9 @@ def test_the_report_is_stored_and_agrees_with_the_status(cluster, installation, 
                 packed += base64.b64decode(cm["binaryData"]["data.gz"])
         report = json.loads(gzip.decompress(packed))
         assert report["verdict"]["safety"] == run["status"]["verdict"]
-        assert report["incomplete"] is True  # three SI safety scenarios are not supported yet
-        assert {u["scenario_id"] for u in report["not_executed_by_provider"]} == set(NOT_YET)
+        assert {u["scenario_id"] for u in report.get("not_executed_by_provider", [])} == set(NOT_YET)
         # Each names its classification, category and result, so JUnit files it in its suite.
-        for u in report["not_executed_by_provider"]:
+        for u in report.get("not_executed_by_provider", []):
             assert u["classification"] == "safety", u
             assert u["category"], u
             assert u["result"] == "UNSUPPORTED", u
@@ -88,7 +91,15 @@ def test_the_report_is_stored_and_agrees_with_the_status(cluster, installation, 
             (r["scenario_id"], r.get("duration_seconds")) for r in report["scenarios"]]
         judged = {r["scenario_id"] for r in report["scenarios"]}
         assert judged.isdisjoint(NOT_YET)
-        assert "conformance_claim" not in report
+        # Every SI safety scenario executed (none unsupported). A FAIL is then a complete report and a claim of
+        # its verdict; a PASS of this safety-only run is incomplete (the profile's capability dimensions are
+        # not scored), so it claims nothing.
+        if run["status"]["verdict"] == "FAIL":
+            assert report["incomplete"] is False
+            assert report["conformance_claim"]["verdict"] == "FAIL"
+        else:
+            assert report["incomplete"] is True
+            assert "conformance_claim" not in report
 
 
 def test_events_and_metrics(cluster, installation, finished_runs):
