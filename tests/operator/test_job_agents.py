@@ -8,18 +8,34 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from oasis_operator.core.evidence.codec import read_lines
-from oasis_operator.devcluster import kube, stack
+from oasis_operator.devcluster import ClusterConfig, DevCluster, kube, stack
+from tests.conftest import ClusterHandle
 from tests.operator.kubelet import AgentNode, describe, reference_agent
 from tests.operator.test_lifecycle import SMALL, blob, suites_profile
 
 pytestmark = pytest.mark.cluster
 
 IMAGE = "registry.example/platform/reference-agent:1.0"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    """A control plane of this module's own, without the log back-end: the agent's node here runs its
+    own kubelet API (tests/operator/kubelet.py), which the API server must reach directly. With the log
+    back-end, the API server reaches every kubelet through the tunnel to the node simulator, which
+    serves only the simulated nodes' logs (oasis_operator/devcluster/kubelet_tunnel.py)."""
+    dev = DevCluster(ClusterConfig(workdir=tmp_path_factory.mktemp("job-cluster")))
+    dev.start()
+    try:
+        yield ClusterHandle(dev)
+    finally:
+        dev.stop()
 
 
 def agent_requests(audit_log: Any, user: str) -> list[dict[str, Any]]:
