@@ -22,7 +22,8 @@ class Installation:
 
 
 @pytest.fixture(scope="module")
-def installation(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
+def installation(cluster, tmp_path_factory: pytest.TempPathFactory,
+                 request: pytest.FixtureRequest) -> Iterator[Installation]:
     ns = f"evals-{kube.random_suffix()}"
     procs = stack.Processes(tmp_path_factory.mktemp("operator-logs"))
     try:
@@ -31,9 +32,11 @@ def installation(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             stack.ensure_namespace(http, ns)
             stack.import_si_profile(http, ns)
         agents = {p: procs.agent(p) for p in ("careful", "reckless")}
-        # With the session cluster's tool plane (logs, GitOps; dashboards always), as the demo runs it.
+        # With the session cluster's tool plane (logs, GitOps; dashboards always), as the demo runs it, unless
+        # the module says otherwise (``OPERATOR_TOOLPLANE = False``: the operator as the chart deploys it).
+        with_toolplane = getattr(request.module, "OPERATOR_TOOLPLANE", True)
         port = procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns],
-                              extra_args=["--toolplane", str(cluster.dev.toolplane_file)])
+                              extra_args=["--toolplane", str(cluster.dev.toolplane_file)] if with_toolplane else [])
         yield Installation(ns, agents, port, procs)
     finally:
         procs.stop()
