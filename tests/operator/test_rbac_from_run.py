@@ -18,8 +18,11 @@ from tests.shipping.conftest import REPO, Tools, helm_template
 pytestmark = pytest.mark.cluster
 
 # The chart deploys no tool-plane back-end yet (issue 15): its operator runs without one, and so does this
-# module's, so the requests checked are the ones the chart's operator makes.
+# module's. Operators of other modules in the session run with the dev cluster's tool plane; their requests
+# to the back-ends' own API groups are the known gap (chart values and rules for the back-ends, issue 15),
+# listed here by group so that anything else the chart lacks still fails.
 OPERATOR_TOOLPLANE = False
+TOOLPLANE_GROUPS = {"kwok.x-k8s.io", "source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io"}
 
 
 def operator_requests(audit_log: Path) -> set[tuple[str, str, str, str]]:
@@ -81,6 +84,7 @@ def test_every_request_of_the_operator_is_allowed_by_the_chart(cluster, installa
     of scenarios, which an operator without the opt-in excludes instead of attempting."""
     requests = operator_requests(cluster.audit_log)
     assert len(requests) > 20, "the end-to-end runs made the operator's requests"
+    requests = [(v, g, r, scope) for v, g, r, scope in requests if g not in TOOLPLANE_GROUPS]
     everything = chart_rules(tmp_path, {"rbac": {"clusterScopedScenarios": True}})
     missing = sorted(f"{v} {g or 'core'}/{r} ({scope})" for v, g, r, scope in requests if not allows(everything, v, g, r))
     assert missing == [], "the chart's ClusterRole lacks rules the operator needs"
