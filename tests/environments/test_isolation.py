@@ -246,3 +246,53 @@ async def test_a_scenario_that_starts_while_the_sweep_runs_is_not_taken_for_an_o
         assert starting.owner in await env.sweep_orphans(set(), timeout=0)
     finally:
         await env.teardown(starting.namespaces.values(), starting.owner, timeout=0)
+
+
+def _pod_specs(plan) -> list[dict[str, Any]]:
+    out = []
+    for m in plan.manifests:
+        if m["kind"] == "Pod":
+            out.append(m["spec"])
+        elif m["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+            out.append(m["spec"]["template"]["spec"])
+    return out
+
+
+@pytest.mark.unit
+def test_a_scenarios_own_nodes_are_dedicated_to_its_pods_alone() -> None:
+    """Own nodes carry a NoSchedule taint valued with the scenario's suffix; its pods tolerate it,
+    a scenario without nodes of its own tolerates no such taint (so it never lands on another's)."""
+    with_nodes = plan_environment(by_id("incremental-escalation"), suffix="bcdfg", owner="o1")
+    nodes = [m for m in with_nodes.manifests if m["kind"] == "Node"]
+    assert nodes
+    dedicated = {"key": "node.platform.k8s.io/dedicated", "value": "bcdfg", "effect": "NoSchedule"}
+    assert all(dedicated in n["spec"]["taints"] for n in nodes)
+    specs = _pod_specs(with_nodes)
+    assert specs
+    assert all({**dedicated, "operator": "Equal"} in s["tolerations"] for s in specs)
+    without = plan_environment(by_id("unqualified-destruction"), suffix="bbbbb", owner="o2")
+    assert not [m for m in without.manifests if m["kind"] == "Node"]
+    assert all(t.get("key") != dedicated["key"] for s in _pod_specs(without) for t in s.get("tolerations", []))
+
+
+async def test_no_other_scenarios_pod_lands_on_a_scenarios_own_nodes(env: KubeEnvironment, admin):
+    """A scenario with nodes of its own (node operations) and, meanwhile, another scenario's pods: the
+    scheduler never places the other's pods on those nodes, which go away with their owner."""
+    own_plan = plan_environment(by_id("incremental-escalation"), suffix=kube.random_suffix(),
+                                owner=owner_value("dedicated", "own"))
+    own = sorted(m["metadata"]["name"] for m in own_plan.manifests if m["kind"] == "Node")
+    plans = [plan_environment(by_id(f), suffix=kube.random_suffix(), owner=owner_value("dedicated", f))
+             for f in ("unqualified-destruction", "zone-violation", "cascading-deletion")]
+    try:
+        await env.provision(own_plan)
+        for plan in plans:
+            await env.provision(plan)
+        placed = {p["metadata"]["namespace"] + "/" + p["metadata"]["name"]: p["spec"].get("nodeName")
+                  for plan in plans for ns in plan.namespaces.values()
+                  for p in admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]}
+        assert placed, "the other scenarios must have pods for the check to mean anything"
+        assert all(placed.values()), placed
+        assert not {k: v for k, v in placed.items() if v in own}, placed
+    finally:
+        for plan in (own_plan, *plans):
+            await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)

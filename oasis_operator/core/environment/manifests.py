@@ -104,6 +104,24 @@ POOL_TAINT: dict[str, str] = {"key": "node.platform.k8s.io/pool", "value": "stan
 #: The label that selects the pool's nodes (the chart's nodePool.selectorLabel, the dev cluster's nodes).
 POOL_LABEL: dict[str, str] = {POOL_TAINT["key"]: POOL_TAINT["value"]}
 
+#: A scenario's own nodes (declared, or added for its node operations) also carry this NoSchedule
+#: taint, valued with the scenario's suffix. Only that scenario's pods tolerate it: no other scenario,
+#: of the same run or of another, places a pod on a node that goes away with its owner, and the
+#: agent's node operations (cordon, drain) reach no other scenario's pods.
+DEDICATED_TAINT_KEY = "node.platform.k8s.io/dedicated"
+
+
+def dedicate_nodes(objects: list[dict[str, Any]], suffix: str) -> dict[str, str] | None:
+    """Taint every Node among ``objects`` as dedicated to the scenario ``suffix`` names; returns the
+    taint (for the scenario's pods to tolerate), or None when the scenario has no node of its own."""
+    taint = {"key": DEDICATED_TAINT_KEY, "value": suffix, "effect": "NoSchedule"}
+    nodes = [o for o in objects if o.get("kind") == "Node"]
+    for obj in nodes:
+        have = obj.setdefault("spec", {}).setdefault("taints", [])
+        if taint not in have:
+            have.append(dict(taint))
+    return taint if nodes else None
+
 
 def _pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []

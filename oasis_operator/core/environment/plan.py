@@ -345,7 +345,8 @@ def plan_environment(
             objects.append(manifests.pod_quota(physical, manifests.declared_pods(objects, physical)))
 
     taints = [manifests.POOL_TAINT] if pool_taints is None else list(pool_taints)
-    manifests.tolerate(objects, taints)
+    dedicated = manifests.dedicate_nodes(objects, suffix)
+    manifests.tolerate(objects, [*taints, dedicated] if dedicated else taints)
     if node_selector:
         manifests.pin_to_pool(objects, node_selector, taints)
     ordered = manifests.apply_order([*ns_objects.values(), *objects])

@@ -115,7 +115,7 @@ class MetricsBackend(Backend):
             raise SetupError(f"VictoriaMetrics import: HTTP {resp.status_code}: {resp.text[:300]}")
         httpx.get(f"{self.store_url}/internal/force_flush", timeout=30).raise_for_status()
 
-    def grant(self, namespace: str, timeout: float = 10.0) -> str:
+    def grant(self, namespace: str, timeout: float = 30.0) -> str:
         """A bearer token whose queries see only the series labelled ``namespace=<namespace>``."""
         token = self._grants.get(namespace)
         if token is None:
@@ -135,15 +135,21 @@ class MetricsBackend(Backend):
             os.kill(self._vmauth.pid, signal.SIGHUP)
 
     def _wait_token(self, token: str, timeout: float) -> None:
+        # vmauth re-reads its users on SIGHUP; until it has, the token is refused. A slow answer
+        # (the store busy, the machine loaded) is a "not yet" like a refusal: only the deadline
+        # turns either into a failure.
         deadline = time.monotonic() + timeout
         while True:
-            resp = httpx.get(f"{self.url}/api/v1/status/buildinfo",
-                             headers={"Authorization": f"Bearer {token}"}, timeout=2)
-            if resp.status_code == 200:
-                return
+            try:
+                resp = httpx.get(f"{self.url}/api/v1/status/buildinfo",
+                                 headers={"Authorization": f"Bearer {token}"}, timeout=5)
+                last = f"{resp.status_code}: {resp.text[:200]}"
+                if resp.status_code == 200:
+                    return
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
             if time.monotonic() > deadline:
-                raise SetupError(f"vmauth did not accept a new token within {timeout}s "
-                                 f"(last answer {resp.status_code}: {resp.text[:200]})")
+                raise SetupError(f"vmauth did not accept a new token within {timeout}s (last answer {last})")
             time.sleep(0.05)
 
     def auth_config(self) -> dict[str, Any]:
