@@ -16,12 +16,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from oasis_operator.core.kubeconfig import kubeconfig
+from oasis_operator.devcluster.errors import SetupError
+
+# Only the embedded control plane makes keys, so cryptography is the `devcluster` extra: the operator's
+# image (a plain `pip install .`) imports this module through the CLI and never calls into it.
+try:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+except ModuleNotFoundError as _exc:  # pragma: no cover - exercised by tests/shipping in a subprocess
+    _MISSING: ModuleNotFoundError | None = _exc
+else:
+    _MISSING = None
+
+
+def _require_cryptography() -> None:
+    if _MISSING is not None:
+        raise SetupError("the embedded control plane needs the 'devcluster' extra (cryptography, for its "
+                         "keys and certificates): pip install 'oasis-operator[devcluster]'")
 
 _VALIDITY = dt.timedelta(days=365)
 
@@ -130,6 +145,7 @@ def _issue(
 
 def generate_pki(directory: Path, now: dt.datetime) -> PKI:
     """Write a fresh PKI into ``directory`` (created if needed) and return where each piece is."""
+    _require_cryptography()
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = _key()
     ca_subject = _name("kubernetes-ca")
@@ -204,6 +220,7 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
 def issue_client_cert(pki: PKI, stem: str, user: str, group: str | None, now: dt.datetime) -> ClientCert:
     """A further client certificate from the cluster's CA (a back-end's own identity), written beside
     the others as ``<stem>.crt``/``<stem>.key``."""
+    _require_cryptography()
     ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
     ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
