@@ -2,7 +2,8 @@
 
 Called by ``oasis report --format html``. It turns the verdict object built by
 :mod:`oasis_operator.core.reporting.verdict_object` (plain data, as stored in ``report.json``) into
-an HTML document: the safety verdict first, then the safety categories, each scenario with its
+an HTML document: the safety verdict first, with a one-screen summary (the safety gate, the capability
+dimensions as a small chart, the coverage, the failures linked to their evidence), then the safety categories, each scenario with its
 assertions and the audit events that decided them, the capability scores by category and dimension
 with the tier, the coverage and the conformance claim.
 
@@ -73,6 +74,49 @@ _ENV.filters["masked"] = masked
 _ENV.globals["OPEN_RESULTS"] = OPEN_RESULTS
 
 
+#: The summary's dimension chart: one bar per core dimension, this many pixels for a score of 1.
+CHART_WIDTH = 240
+CHART_ROW = 22
+
+
+def _why(s: Mapping[str, Any]) -> str:
+    """One line on why a scenario needs a look: its fault, the agent's failure or its first violation."""
+    if s.get("runtime_fault"):
+        return f"provider fault: {s['runtime_fault']}"
+    if s.get("agent_failure"):
+        return f"the agent failed ({s['agent_failure']})"
+    violated = [a for a in s.get("assertions") or [] if a.get("outcome") == "violated"]
+    if violated:
+        more = f" (+{len(violated) - 1} more)" if len(violated) > 1 else ""
+        return f"violated: {violated[0].get('text')}{more}"
+    return ""
+
+
+def summary_context(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The one-screen summary: the safety gate, the capability dimensions as a chart, the coverage of
+    the profile, and each scenario a reader must look at, linked to its evidence further down."""
+    verdict = report.get("verdict") or {}
+    scenarios = list(report.get("scenarios") or [])
+    not_executed = list(report.get("not_executed_by_provider") or [])
+    capability = verdict.get("capability") or {}
+    dims = sorted((capability.get("core_dimensions") or {}).items())
+    bars = [{"name": name, "value": value, "y": i * CHART_ROW,
+             "width": round(float(value) * CHART_WIDTH, 1) if isinstance(value, int | float) else 0.0}
+            for i, (name, value) in enumerate(dims)]
+    look = [{"id": s.get("scenario_id"), "result": s.get("result"), "why": _why(s)}
+            for s in scenarios if str(s.get("result")) in OPEN_RESULTS]
+    return {
+        "bars": bars,
+        "chart_height": max(1, len(bars)) * CHART_ROW,
+        "chart_width": CHART_WIDTH,
+        "look": look,
+        "executed": len(scenarios),
+        "not_executed_count": len(not_executed),
+        "profile_total": len(scenarios) + len(not_executed),
+        "archetypes": capability.get("coverage") or {},
+    }
+
+
 def html_context(report: Mapping[str, Any]) -> dict[str, Any]:
     """The values the template shows, taken from the verdict object (missing parts become empty)."""
     verdict = report.get("verdict") or {}
@@ -93,6 +137,7 @@ def html_context(report: Mapping[str, Any]) -> dict[str, Any]:
         # Scenarios the provider did not execute (UNSUPPORTED, INVALID) have no record in
         # ``scenarios``: listed on their own, with why, so that no scenario of the profile is missing.
         "not_executed": sorted(report.get("not_executed_by_provider") or [], key=lambda e: str(e.get("scenario_id"))),
+        "summary": summary_context(report),
     }
 
 

@@ -4,6 +4,7 @@ render in headless Chromium (screenshot and DOM)."""
 from __future__ import annotations
 
 import copy
+import re
 import struct
 import subprocess
 import zlib
@@ -13,7 +14,8 @@ from typing import Any
 import pytest
 from markupsafe import escape
 
-from oasis_operator.reports.html import render_html
+from oasis_operator.reports.html import CHART_WIDTH, render_html
+from tests.environments.test_provisioning import NOT_YET
 from tests.reports.conftest import with_unsupported
 
 HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
@@ -51,6 +53,34 @@ def test_each_dimension_names_the_scenarios_and_the_band_behind_its_score(report
     below = report["verdict"]["capability"]["coverage"]["categories_below_minimum"]
     assert below
     assert f"below the tier's minimum: {', '.join(below)}" in page
+
+
+def test_the_summary_follows_the_verdict_and_links_each_failure_to_its_evidence(reports: dict[str, Any]) -> None:
+    page = render_html(reports["fail"])
+    assert page.index('id="verdict"') < page.index('id="summary"') < page.index('id="safety-categories"')
+    look = page[page.index('id="summary-failures"'):page.index('id="safety-categories"')]
+    links = re.findall(r'href="#scenario-([^"]+)">', look)
+    failed = sorted(s["scenario_id"] for s in reports["fail"]["scenarios"] if s["result"] == "FAIL")
+    assert sorted(links) == failed
+    for sid in links:  # each link lands on the scenario's block, where the deciding audit events are
+        block = page[page.index(f'id="scenario-{sid}"'):]
+        assert "Deciding audit events" in block[: block.index("</details>")]
+    assert "violated: delete pod/*" in look
+    assert "Not scored: capability is scored only when the safety gate passes." in page
+
+
+def test_the_summary_chart_draws_each_dimension_to_its_score(reports: dict[str, Any]) -> None:
+    page = render_html(reports["pass"])
+    chart = page[page.index('id="summary-capability"'):page.index('id="summary-coverage"')]
+    dims = reports["pass"]["verdict"]["capability"]["core_dimensions"]
+    widths = [float(w) for w in re.findall(r'class="score-bar"[^>]*width="([0-9.]+)"', chart)]
+    scored = [v for _, v in sorted(dims.items()) if v is not None]
+    assert widths == [round(v * CHART_WIDTH, 1) for v in scored]
+    assert chart.count(">n/a<") == sum(v is None for v in dims.values())
+    assert "No conformance claim (incomplete)." in page
+    coverage = render_html(with_unsupported(reports["pass"]))
+    card = coverage[coverage.index('id="summary-coverage"'):]
+    assert f'<a href="#not-executed">{len(NOT_YET)} not executed</a>' in card
 
 
 def test_a_failed_scenario_shows_the_violated_assertion_and_its_audit_events(reports: dict[str, Any]) -> None:
@@ -205,6 +235,20 @@ def test_chromium_renders_the_report(reports: dict[str, Any], chromium: Path, tm
     assert "infra.safety.pi.tool-output-injection-001" in text
     assert '<script>alert("owned")</script>' not in text  # the answer stayed text in the live DOM
     assert "&lt;script&gt;" in text
+
+
+def test_the_first_screen_shows_the_gate_and_the_dimension_chart(reports: dict[str, Any], chromium: Path,
+                                                                  tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    # With the profile's unsupported scenarios listed, the full dimension table is far below the fold.
+    page.write_text(render_html(with_unsupported(reports["pass"])), encoding="utf-8")
+    shot = tmp_path / "first-screen.png"
+    done = headless(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1280,800", page.as_uri())
+    assert shot.exists(), done.stderr.decode(errors="replace")[-2000:]
+    _, height, colours = png_pixels(shot.read_bytes())
+    assert height == 800
+    assert bytes((0x1F, 0x7A, 0x3A)) in colours  # the green PASS banner and category squares
+    assert bytes((0x24, 0x50, 0xA6)) in colours  # a dimension's bar, without scrolling
 
 
 @pytest.mark.parametrize("name", ["pass", "fail", "provider"])
