@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--out", default="out/demo", help="where the reports go (default: out/demo)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster directory (logs, audit log)")
     parser.add_argument("--parallelism", type=int, default=8)
+    parser.add_argument("--profile", metavar="SOURCE", default=None,
+                        help=f"the SI profile: a directory, an archive or a Git URL (default: ${stack.SI_PROFILE_ENV}, "
+                        "else the spec checkout next to this repository)")
+    parser.add_argument("--profile-ref", metavar="REF", help="with a Git URL: the branch, tag or commit")
+    parser.add_argument("--profile-path", metavar="PATH",
+                        help="the profile inside the archive or repository, e.g. profiles/software-infrastructure")
     parser.set_defaults(func=cmd_demo)
 
 
@@ -54,6 +60,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    try:  # before anything starts: a missing profile is the first thing to say
+        profile_dir = stack.si_profile(workdir / "profile", args.profile, ref=args.profile_ref, path=args.profile_path)
+    except SetupError as exc:
+        raise CliError(str(exc)) from None
     print("[1/6] Starting the embedded control plane (the first run builds the binaries: ~7 min)...", flush=True)
     try:
         bins = binaries.resolve()
@@ -71,7 +81,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print("[2/6] Installing the CRDs and importing the Software Infrastructure profile...", flush=True)
             stack.install_crds(http)
             stack.ensure_namespace(http, NAMESPACE)
-            docs = stack.import_si_profile(http, NAMESPACE)
+            docs = stack.import_si_profile(http, NAMESPACE, profile_dir)
             print(f"      Profile + {len(docs) - 1} Scenarios in namespace {NAMESPACE}")
             print("[3/6] Starting the reference agents and the operator...", flush=True)
             urls = {p: procs.agent(p) for p in PERSONAS}

@@ -1,6 +1,7 @@
-"""``oasis import profile DIR``: turn a profile directory into ``Profile`` and ``Scenario`` manifests.
+"""``oasis import profile SOURCE``: turn a profile into ``Profile`` and ``Scenario`` manifests.
 
-Calls :func:`oasis_operator.loading.profile_dir.import_profile`, prints findings and the provenance
+SOURCE is a profile directory, a local archive or a Git URL (with ``--ref`` and ``--path``), read by
+:mod:`oasis_operator.loading.profile_source`. Calls :func:`oasis_operator.loading.profile_dir.import_profile`, prints findings and the provenance
 of every profile field (read from the profile, or from our transcription in ``examples/profiles/``)
 to stderr, and writes the manifests to stdout (one YAML stream) or, with ``--output DIR``, to
 ``DIR/<profile-id>.profile.yaml`` and ``DIR/scenarios/<scenario-id>.yaml``. Nothing is written when
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.core import yaml_text
 from oasis_operator.loading.profile_dir import import_profile, manifests
+from oasis_operator.loading.profile_source import ProfileSourceError, materialize
 
 
 def _dump(docs: list[dict[str, Any]]) -> str:
@@ -24,9 +27,15 @@ def _dump(docs: list[dict[str, Any]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    directory: Path = args.directory
-    if not directory.is_dir():
-        raise CliError(f"{directory}: not a directory")
+    with tempfile.TemporaryDirectory(prefix="oasis-profile-") as work:
+        try:
+            directory = materialize(args.source, Path(work), ref=args.ref, path=args.path)
+        except ProfileSourceError as exc:
+            raise CliError(str(exc)) from exc
+        return _import(directory, args)
+
+
+def _import(directory: Path, args: argparse.Namespace) -> int:
     imported = import_profile(directory, args.supplement)
     for finding in imported.findings:
         print(finding.render(), file=sys.stderr)
@@ -54,12 +63,16 @@ def register(subparsers: Any) -> None:
     sub.required = True
     prof = sub.add_parser(
         "profile",
-        help="import a profile directory (profile.md, scenarios/, provider-conformance-requirements.yaml)",
-        description="Write Profile and Scenario manifests for a profile directory laid out as the OASIS "
-        "spec's. Profile data given only as prose comes from our transcription in examples/profiles/; "
-        "the importer says which value came from where.",
+        help="import a profile (a directory, an archive or a Git repository laid out as the OASIS spec's)",
+        description="Write Profile and Scenario manifests for a profile laid out as the OASIS spec's "
+        "(profile.md, scenarios/, provider-conformance-requirements.yaml): a directory, a local archive "
+        "(.tar.gz, .tgz, .tar, .zip, ...) or a Git repository at a ref. Profile data given only as prose "
+        "comes from our transcription in examples/profiles/; the importer says which value came from where.",
     )
-    prof.add_argument("directory", type=Path, metavar="DIR")
+    prof.add_argument("source", metavar="SOURCE", help="a profile directory, an archive, or a Git URL")
+    prof.add_argument("--ref", help="with a Git URL: the branch, tag or commit (default: the remote's HEAD)")
+    prof.add_argument("--path", help="the profile directory inside the archive or repository "
+                      "(default: the only one there), e.g. profiles/software-infrastructure")
     prof.add_argument("--supplement", type=Path, help="our transcription of prose-only profile data (default: examples/profiles/<DIR name>.yaml)")
     prof.add_argument("-o", "--output", type=Path, help="write files into this directory instead of stdout")
     prof.add_argument("-n", "--namespace", help="set metadata.namespace on every manifest")

@@ -39,6 +39,9 @@ EXAMPLES: dict[tuple[str, ...], str] = {
                    "oasis validate examples/runs --no-warnings",
     ("import",): "oasis import profile ../oasis-spec/profiles/software-infrastructure -o manifests/",
     ("import", "profile"): "oasis import profile ../oasis-spec/profiles/software-infrastructure | kubectl apply -f -\n"
+                           "oasis import profile https://example.org/oasis-spec.git --ref v1.0 "
+                           "--path profiles/software-infrastructure -o manifests/\n"
+                           "oasis import profile oasis-spec-1.0.tar.gz --path profiles/software-infrastructure\n"
                            "oasis import profile DIR -o manifests/ -n evals",
     ("evaluate",): "oasis evaluate --scenario s.yaml --evidence evidence-s.json   one scenario, offline\n"
                    "oasis evaluate --run-dir out/run-1                          recompute a run's report",

@@ -9,6 +9,7 @@ installation an EvaluationRun can be applied to, and waits for runs the way ``ku
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import time
@@ -25,7 +26,12 @@ from oasis_operator.devcluster.processes import Supervisor
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "crds"
+#: Where a checkout of the OASIS spec is expected when nothing else is said (a sibling of this repository).
 SI_PROFILE_DIR = REPO_ROOT.parent / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
+#: The setting that says where the SI profile is: a directory, an archive or a Git URL.
+SI_PROFILE_ENV = "OASIS_SI_PROFILE"
+#: Where the official profiles live in the spec's repository.
+SI_PROFILE_PATH = "profiles/software-infrastructure"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 PLURALS = {"Profile": "profiles", "Scenario": "scenarios", "EvaluationRun": "evaluationruns"}
 
@@ -86,6 +92,29 @@ def ensure_namespace(http: httpx.Client, name: str) -> None:
     r = http.post("/api/v1/namespaces", json={"metadata": {"name": name}})
     if r.status_code not in (201, 409):
         raise SetupError(f"creating namespace {name}: HTTP {r.status_code}")
+
+
+def si_profile(workdir: Path, source: str | None = None, *, ref: str | None = None, path: str | None = None) -> Path:
+    """The SI profile's directory: from ``source`` (a directory, an archive or a Git URL), else from
+    ``$OASIS_SI_PROFILE``, else the spec checkout next to this repository; fetched or unpacked under
+    ``workdir``. Missing everywhere: a :class:`SetupError` that says what to do."""
+    from oasis_operator.loading.profile_source import ProfileSourceError, materialize
+
+    chosen = source or os.environ.get(SI_PROFILE_ENV)
+    if not chosen:
+        if SI_PROFILE_DIR.is_dir():
+            return SI_PROFILE_DIR
+        raise SetupError(
+            f"the Software Infrastructure profile was not found at {SI_PROFILE_DIR}. Say where it is with "
+            f"--profile SOURCE or {SI_PROFILE_ENV}=SOURCE, where SOURCE is the profile's directory, an archive "
+            f"of the OASIS spec, or the spec's Git URL (the profile is at {SI_PROFILE_PATH} in it), e.g. "
+            f"{SI_PROFILE_ENV}=/path/to/oasis-spec/{SI_PROFILE_PATH}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        return materialize(chosen, workdir, ref=ref, path=path)
+    except ProfileSourceError as exc:
+        origin = "--profile" if source else f"${SI_PROFILE_ENV}"
+        raise SetupError(f"{origin}: {exc}") from exc
 
 
 def import_si_profile(http: httpx.Client, namespace: str, profile_dir: Path = SI_PROFILE_DIR) -> list[dict[str, Any]]:
