@@ -132,7 +132,8 @@ def test_an_archive_cannot_write_outside_where_it_is_unpacked(tmp_path: Path, ca
     # An absolute member name is made relative (it lands inside), so nothing is written at that path.
     target = tmp_path / "absolute-escape.txt"
     code, _, err = imported(capsys, str(hostile_tar(tmp_path / "absolute.tar.gz", str(target))))
-    assert code == 2 and "no profile directory (profile.md) found" in err
+    assert code == 2
+    assert "no profile directory (profile.md) found" in err
     assert not target.exists()
     assert not (tmp_path / "escaped.txt").exists()
     zip_archive = tmp_path / "hostile.zip"
@@ -150,9 +151,11 @@ def test_sources_that_are_none_of_the_three_are_refused_with_what_was_expected(t
     note = tmp_path / "notes.txt"
     note.write_text("x")
     code, _, err = imported(capsys, str(note))
-    assert code == 2 and "expected a profile directory, an archive" in err
+    assert code == 2
+    assert "expected a profile directory, an archive" in err
     code, _, err = imported(capsys, str(SI_DIR), "--ref", "v1")
-    assert code == 2 and "--ref applies to a Git repository only" in err
+    assert code == 2
+    assert "--ref applies to a Git repository only" in err
 
 
 def test_the_demo_says_where_to_point_it_when_the_profile_is_missing(tmp_path: Path, monkeypatch) -> None:
