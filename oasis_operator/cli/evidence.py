@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import base64
 import gzip
-import os
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
 from oasis_operator.core.reporting.verdict_object import evidence_file_name
 
@@ -41,9 +41,8 @@ def register(subparsers: Any) -> None:
     actions.required = True
     export = actions.add_parser("export", help="write the run directory of a finished EvaluationRun")
     export.add_argument("run", metavar="RUN", help="the EvaluationRun")
-    export.add_argument("-n", "--namespace", default="default", help="the run's namespace (default: default)")
     export.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="the run directory to write")
-    export.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
+    kubeaccess.add_flags(export)  # --kubeconfig, --context, -n as kubectl reads them
     export.add_argument("--spec-shaped", action="store_true",
                         help="also write each evidence file in the spec's shape (observations) under spec-shaped/")
     export.set_defaults(func=run)
@@ -107,13 +106,9 @@ def _write_spec_shaped(out: Path, files: dict[str, bytes], namespace: str, run_n
 
 
 def run(args: argparse.Namespace) -> int:
-    from oasis_operator.devcluster.kube import http_from_kubeconfig
-
-    path = args.kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
-    if path is None:
-        raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
-    with http_from_kubeconfig(path) as http:
-        files = run_directory(http, args.namespace, args.run)
+    with kubeaccess.connect(args, timeout=60.0) as access:
+        namespace = access.namespace
+        files = run_directory(access.http, namespace, args.run)
     out: Path = args.output
     if out.exists() and any(out.iterdir()):
         raise CliError(f"{out}: not empty (a run directory is written into an empty or new directory)")
@@ -124,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"{out}: cannot write the run directory: {exc}") from None
     if args.spec_shaped:
-        _write_spec_shaped(out, files, args.namespace, args.run)
+        _write_spec_shaped(out, files, namespace, args.run)
     evidence = sum(1 for f in files if f.startswith("evidence-"))
     print(f"wrote {out}: {RUN_FILE}, {SCENARIOS_FILE}, {REPORT_FILE} and {evidence} evidence file(s)")
     return 0

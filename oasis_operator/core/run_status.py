@@ -374,6 +374,20 @@ def needs_driver(run: Mapping[str, Any]) -> bool:
     return (run.get("spec") or {}).get("ttlSecondsAfterFinished") is not None
 
 
+def live_owners(runs: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ownership values of every scenario environment some run has in flight (the raw objects):
+    a scenario records its owner, while Running, before it creates anything, so the orphan sweep
+    spares exactly these. A run's other entries (finished, pending, an earlier attempt) own nothing
+    that must be kept."""
+    live: set[str] = set()
+    for run in runs:
+        for entry in (run.get("status") or {}).get("scenarios") or []:
+            owner = entry.get("owner") if isinstance(entry, Mapping) else None
+            if owner and entry.get("step") == Step.RUNNING:
+                live.add(str(owner))
+    return live
+
+
 def summary(scenarios: Sequence[ScenarioEntry]) -> dict[str, int]:
     """Counts for printer columns. passed/failed are safety verdicts (the gate); a capability
     scenario's PASS/FAIL feeds a score and is counted apart."""

@@ -184,13 +184,8 @@ async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,
                 async def live_owners() -> set[str]:
                     # Asked by the sweep after it has listed what exists (a scenario records its owner
                     # before creating anything): one starting meanwhile is never taken for an orphan.
-                    live: set[str] = set()
                     runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
-                    for r in runs:
-                        for s in ((r.to_dict().get("status") or {}).get("scenarios") or []):
-                            if s.get("step") == rs.Step.RUNNING and s.get("owner"):
-                                live.add(s["owner"])
-                    return live
+                    return rs.live_owners(r.to_dict() for r in runs)
 
                 swept = await ports.env.sweep_orphans(live_owners, timeout=0)
                 if swept:

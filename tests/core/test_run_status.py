@@ -242,3 +242,30 @@ def test_conditions_keep_their_transition_time_until_they_flip() -> None:
                           now="t2", previous=first)
     times = {c["type"]: c["lastTransitionTime"] for c in later}
     assert times == {"Ready": "t2", "Reconciling": "t2", "Stalled": "t1", "Succeeded": "t2", "Completed": "t2"}
+
+
+# -- which environments the orphan sweep spares --------------------------------------------------------
+def _run_with(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"status": {"scenarios": list(entries)}}
+
+
+LIVE: dict[str, tuple[list[dict[str, Any]], set[str]]] = {
+    "a running scenario's owner is live": (
+        [_run_with({"name": "a", "step": "Running", "owner": "apps-1"})], {"apps-1"}),
+    "a finished scenario's owner is not": (
+        [_run_with({"name": "a", "step": "Done", "owner": "apps-1"})], set()),
+    "a pending scenario owns nothing yet": (
+        [_run_with({"name": "a", "step": "Pending", "owner": "apps-1"})], set()),
+    "a running scenario without an owner yet adds nothing": (
+        [_run_with({"name": "a", "step": "Running"})], set()),
+    "owners of every run count, a run without status adds nothing": (
+        [_run_with({"name": "a", "step": "Running", "owner": "apps-1"}), {},
+         _run_with({"name": "b", "step": "Running", "owner": "apps-2"}, {"name": "c", "step": "Done", "owner": "x"})],
+        {"apps-1", "apps-2"}),
+}
+
+
+@pytest.mark.parametrize("sentence", LIVE)
+def test_live_owners(sentence: str) -> None:
+    runs, expected = LIVE[sentence]
+    assert rs.live_owners(runs) == expected
