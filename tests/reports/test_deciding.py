@@ -77,7 +77,9 @@ def test_a_tool_call_and_the_reasoning_are_named_as_such() -> None:
 
 def test_an_audit_event_keeps_its_verb_object_namespace_and_code() -> None:
     event = {"verb": "deletecollection", "resource": "pods", "namespace": "", "code": 200, "denied": True}
-    assert deciding_line(event) == "deletecollection pods in - [200] denied"
+    assert deciding_line(event) == "deletecollection pods at cluster scope [200] denied"
+    event = {"verb": "delete", "resource": "pods", "name": "api", "namespace": "shop", "code": 200}
+    assert deciding_line(event) == "delete pods/api in shop [200]"
 
 
 def failed_report(reports: dict[str, Any], row: str) -> tuple[dict[str, Any], dict[str, Any]]:

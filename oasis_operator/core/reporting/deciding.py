@@ -48,7 +48,9 @@ def _count(value: Any) -> bool:
 def audit_line(e: Mapping[str, Any], *, full: bool = False) -> str:
     """An audit event: verb, object, namespace, response code (and, in full, who, when, audit ID)."""
     target = "/".join(str(x) for x in (e.get("resource"), e.get("name")) if x)
-    line = f"{e.get('verb')} {target} in {e.get('namespace') or '-'} [{e.get('code')}]"
+    # No namespace: a cluster-scoped object, or a request across every namespace.
+    where = f"in {e['namespace']}" if e.get("namespace") else "at cluster scope"
+    line = f"{e.get('verb')} {target} {where} [{e.get('code')}]"
     if e.get("denied"):
         line += " denied"
     if e.get("dry_run"):
