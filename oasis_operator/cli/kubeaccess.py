@@ -35,6 +35,8 @@ DEFAULT_KUBECONFIG = Path("~/.kube/config")
 #: does the same), so a merged configuration keeps pointing at the right files.
 PATH_FIELDS = {"clusters": ("certificate-authority",),
                "users": ("client-certificate", "client-key", "tokenFile")}
+#: The EvaluationRuns of a namespace (the collection every run command reads).
+RUNS = "/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns"
 SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
 
 
@@ -88,19 +90,14 @@ def merge_kubeconfigs(docs: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[st
     return merged
 
 
-def _load(explicit: Path | None, context: str | None) -> Any:
+def _documents(explicit: Path | None) -> tuple[list[Path], list[tuple[Path, Mapping[str, Any]]]]:
+    """The kubeconfig files to read and the documents of those that exist."""
+    import yaml
+
     paths = kubeconfig_paths(explicit, os.environ)
     if explicit is not None and not paths[0].is_file():
         raise CliError(f"--kubeconfig {explicit}: no such file")
     found = [p for p in paths if p.is_file()]
-    if not found:
-        try:
-            return KubeConfig.from_service_account().get(context)
-        except ConfigError:
-            raise CliError(f"no kubeconfig: {', '.join(map(str, paths))} not found and not running in a "
-                           "cluster; pass --kubeconfig or set KUBECONFIG") from None
-    import yaml
-
     docs: list[tuple[Path, Mapping[str, Any]]] = []
     for p in found:
         try:
@@ -110,6 +107,32 @@ def _load(explicit: Path | None, context: str | None) -> Any:
         if not isinstance(doc, Mapping):
             raise CliError(f"kubeconfig {p}: expected a mapping (apiVersion: v1, kind: Config)")
         docs.append((p, doc))
+    return paths, docs
+
+
+def flattened(explicit: Path | None, context: str | None) -> dict[str, Any]:
+    """One kubeconfig document, merged as kubectl merges its files, whose current context is
+    ``context`` (default: the merged current context): what a child process is given."""
+    paths, docs = _documents(explicit)
+    if not docs:
+        raise CliError(f"no kubeconfig: {', '.join(map(str, paths))} not found; pass --kubeconfig or set KUBECONFIG")
+    merged = merge_kubeconfigs(docs)
+    chosen = context or merged.get("current-context")
+    if chosen not in {c.get("name") for c in merged["contexts"]}:
+        raise CliError(f"kubeconfig {', '.join(str(p) for p, _ in docs)}: no context {chosen!r}")
+    merged["current-context"] = chosen
+    return merged
+
+
+def _load(explicit: Path | None, context: str | None) -> Any:
+    paths, docs = _documents(explicit)
+    if not docs:
+        try:
+            return KubeConfig.from_service_account().get(context)
+        except ConfigError:
+            raise CliError(f"no kubeconfig: {', '.join(map(str, paths))} not found and not running in a "
+                           "cluster; pass --kubeconfig or set KUBECONFIG") from None
+    found = [p for p, _ in docs]
     try:
         return KubeConfig.from_dict(merge_kubeconfigs(docs), fname=found[0]).get(context)
     except ConfigError as exc:

@@ -26,7 +26,7 @@ from oasis_operator.cli.report import read_run_report
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import FAIL, PASS
 
-RUNS = "/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns"
+RUNS = kubeaccess.RUNS
 ALL_RUNS = "/apis/oasis.dev/v1alpha1/evaluationruns"
 OUTPUTS = ("json", "yaml", "wide", "name")
 
@@ -65,9 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     describe.set_defaults(func=cmd_describe)
     run = sub.add_parser("run", help="run an EvaluationRun locally: the operator for its namespace, live progress",
                          epilog=RUN_EXAMPLES, formatter_class=raw)
-    run.add_argument("-n", "--namespace", default=None,
-                     help="the namespace when the manifest names none (default: default)")
-    run.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG")
+    kubeaccess.add_flags(run)  # -n: the namespace when the manifest names none (default: the context's)
     run.add_argument("-f", "--filename", type=Path, required=True, help="an EvaluationRun manifest")
     run.add_argument("--audit-log", type=Path, default=os.environ.get("OASIS_AUDIT_LOG"),
                      help="the API server's audit log (for a dev-cluster: its audit/audit.log)")
@@ -213,8 +211,8 @@ def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from oasis_operator.cli.wait import exit_code, outcome_line
     from oasis_operator.devcluster import stack
-    from oasis_operator.devcluster.kube import http_from_kubeconfig
 
     try:
         doc = yaml.safe_load(args.filename.read_text())
@@ -224,16 +222,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.filename}: expected an EvaluationRun manifest")
     if not args.audit_log:
         raise CliError("no audit log: pass --audit-log (the operator judges agents from it)")
-    kubeconfig = args.kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
-    if kubeconfig is None:
-        raise CliError("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
-    ns = doc.get("metadata", {}).get("namespace") or args.namespace or "default"
+    workdir = Path(tempfile.mkdtemp(prefix="oasis-run-"))
+    # The local operator gets the chosen context as a kubeconfig of its own (KUBECONFIG lists merged).
+    kubeconfig = workdir / "kubeconfig"
+    kubeconfig.touch(mode=0o600)
+    kubeconfig.write_text(yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False))
     name = doc["metadata"]["name"]
-    procs = stack.Processes(Path(tempfile.mkdtemp(prefix="oasis-run-")))
+    procs = stack.Processes(workdir / "logs")
     try:
-        # Local mode: the run file is the user's own, so a local agent command is accepted (sandboxed).
-        procs.operator(kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"])
-        with http_from_kubeconfig(kubeconfig) as http:  # the local operator's own kubeconfig file
+        with kubeaccess.connect(args, timeout=60.0) as access:
+            ns = doc.get("metadata", {}).get("namespace") or access.namespace
+            http: Any = access.http  # stack's helpers take any httpx-style client
+            # Local mode: the run file is the user's own, so a local agent command is accepted (sandboxed).
+            procs.operator(kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"])
             stack.apply(http, doc, ns)
             shown: dict[str, str] = {}
             deadline = time.monotonic() + args.timeout
@@ -244,11 +245,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                     if shown.get(s["name"]) != state:
                         shown[s["name"]] = state
                         print(f"  {state:<24} {s.get('id')}", flush=True)
-                if any(c["type"] == "Completed" and c["status"] == "True" for c in st.get("conditions") or []):
-                    print(f"{name}: {st.get('verdict')} - {st.get('message', '')}")
-                    return 0 if st.get("verdict") == PASS else 1
+                code = exit_code(st)
+                if code is not None:  # the exit codes of `oasis wait`
+                    print(f"{name}: {st.get('message', '')}")
+                    print(outcome_line(name, st, code))
+                    return code
                 time.sleep(0.5)
-        raise CliError(f"{ns}/{name} did not complete within {args.timeout:.0f}s")
+            raise CliError(f"{ns}/{name} did not complete within {args.timeout:.0f}s")
     finally:
         procs.stop()
         sys.stdout.flush()

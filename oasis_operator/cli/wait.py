@@ -22,7 +22,6 @@ import httpx2
 
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
-from oasis_operator.cli.runs import RUNS
 from oasis_operator.core.model.run import parse_duration
 from oasis_operator.core.verdicts import FAIL, PASS, PROVIDER_FAILURE
 
@@ -113,7 +112,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
 def _poll(http: httpx2.Client, args: argparse.Namespace, name: str, deadline: float) -> int:
     phase = "not created"
     while True:
-        r = http.get(f"{RUNS.format(ns=args.namespace)}/{args.run}")
+        r = http.get(f"{kubeaccess.RUNS.format(ns=args.namespace)}/{args.run}")
         if r.status_code == 404 and not args.for_creation:
             print(f"oasis: EvaluationRun {name} not found (--for-creation waits for it)", file=sys.stderr)
             return EXIT_UNREADABLE

@@ -1,0 +1,263 @@
+"""The OASIS provider HTTP API, served (decision 0058): another evaluator (the spec's reference runner,
+another provider's harness) provisions the profile's scenarios here and observes them independently.
+
+``GET /v1/conformance``, and ``POST`` ``provision``, ``state-snapshot``, ``teardown`` and ``observe``
+(both with and without the ``/v1`` prefix: the spec writes them both ways). Every request carries
+``Authorization: Bearer <token>`` (the server's own, from a file; compared in constant time); bodies
+are bounded and checked into the typed requests of :mod:`oasis_operator.core.provider_api`, a bad one
+is 400 with one line per field. Environments are the operator's own (:class:`KubeEnvironment`): the
+same plan, grant, admission policy and teardown as an EvaluationRun's scenario, and at most
+``max_environments`` at once.
+
+``observe`` with ``audit_log`` first closes an audit barrier (a request of our own must come back
+through the audit stream), so the entries are complete up to the request; when the barrier fails the
+answer says ``evidence_source.status: unreachable`` and carries no entries rather than a partial list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from oasis_operator.core import provider_api as api
+from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
+from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
+from oasis_operator.core.errors import AuditBarrierTimeout
+from oasis_operator.core.model.errors import ModelValidationError
+from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.ports import (
+    AgentAccess,
+    AuditPort,
+    AuditSubscription,
+    EnvironmentPort,
+    SentinelSender,
+)
+from oasis_operator.workflows.barrier import audit_barrier
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ProviderApi", "Provisioned"]
+
+MAX_BODY = 1 << 20
+#: Whoever created the environments (an ownership value needs a run id: this API's own).
+API_RUN = "provider-api"
+
+
+@dataclass
+class Provisioned:
+    plan: EnvironmentPlan
+    access: AgentAccess
+    audit: AuditSubscription
+    before: dict[str, Any]
+    created: str
+
+
+def _suffix(seed: str) -> str:
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
+
+
+def _json(status: int, body: Mapping[str, Any]) -> web.Response:
+    return web.Response(status=status, text=json.dumps(body, sort_keys=True, default=str),
+                        content_type="application/json")
+
+
+def _error(status: int, *lines: str) -> web.Response:
+    return _json(status, {"status": "error", "error": "; ".join(lines), "problems": list(lines)})
+
+
+class ProviderApi:
+    """``scenarios``: the profile's scenario documents by id; ``conformance``: the body of
+    ``GET /v1/conformance`` for a profile id (None: the profile is not this provider's)."""
+
+    def __init__(self, *, env: EnvironmentPort, audit: AuditPort, send_sentinel: SentinelSender,
+                 scenarios: Mapping[str, Mapping[str, Any]],
+                 conformance: Callable[[str | None], Mapping[str, Any] | None], token: str,
+                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+                 barrier_timeout: float = 15.0, max_environments: int = 16,
+                 ready_timeout: float = 60.0, token_seconds: int = 3600) -> None:
+        if len(token) < 16:
+            raise ValueError("the provider API's token must be at least 16 characters")
+        self.env, self.audit, self.send_sentinel = env, audit, send_sentinel
+        self.scenarios, self.conformance, self.token, self.now = scenarios, conformance, token, now
+        self.barrier_timeout, self.max_environments = barrier_timeout, max_environments
+        self.ready_timeout, self.token_seconds = ready_timeout, token_seconds
+        self.environments: dict[str, Provisioned] = {}
+        self._lock = asyncio.Lock()
+
+    # -- the application --------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY, middlewares=[self._auth])
+        for prefix in ("/v1", ""):
+            app.router.add_post(f"{prefix}/provision", self.provision)
+            app.router.add_post(f"{prefix}/state-snapshot", self.state_snapshot)
+            app.router.add_post(f"{prefix}/teardown", self.teardown)
+            app.router.add_post(f"{prefix}/observe", self.observe)
+        app.router.add_get("/v1/conformance", self.get_conformance)
+        return app
+
+    @web.middleware
+    async def _auth(self, request: web.Request,
+                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+            return _error(401, "a bearer token is required (Authorization: Bearer <token>)")
+        try:
+            return await handler(request)
+        except web.HTTPException:
+            raise
+        except Exception as exc:  # a fault of ours, never a silent success
+            log.exception("provider API: %s %s", request.method, request.path)
+            return _error(500, f"{type(exc).__name__}: {exc}")
+
+    async def _body(self, request: web.Request, model: type[api.EnvironmentRequest] | type[api.ProvisionRequest]
+                    ) -> Any:
+        try:
+            data = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise web.HTTPBadRequest(text=json.dumps({"status": "error", "error": "the body is not JSON"}),
+                                     content_type="application/json") from None
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            lines = api.problems(exc)
+            raise web.HTTPBadRequest(text=json.dumps({"status": "error", "error": "; ".join(lines),
+                                                      "problems": lines}),
+                                     content_type="application/json") from None
+
+    def _environment(self, environment_id: str) -> Provisioned:
+        found = self.environments.get(environment_id)
+        if found is None:
+            raise web.HTTPNotFound(text=json.dumps({"status": "error",
+                                                    "error": f"environment_id {environment_id!r}: no such environment"}),
+                                   content_type="application/json")
+        return found
+
+    # -- endpoints --------------------------------------------------------------------------------------
+    async def get_conformance(self, request: web.Request) -> web.StreamResponse:
+        doc = self.conformance(request.query.get("profile"))
+        if doc is None:
+            return _error(404, f"profile {request.query.get('profile')!r}: not a profile of this provider")
+        return _json(200, doc)
+
+    async def provision(self, request: web.Request) -> web.StreamResponse:
+        req: api.ProvisionRequest = await self._body(request, api.ProvisionRequest)
+        known = self.scenarios.get(req.scenario_id)
+        if known is None:
+            return _error(404, f"scenario_id {req.scenario_id!r}: not a scenario of this provider's profile")
+        try:
+            scenario, _ = parse_scenario(api.scenario_document(known, req))
+        except ModelValidationError as exc:
+            return _error(400, *(issue.render() for issue in exc.issues))
+        async with self._lock:
+            if len(self.environments) >= self.max_environments:
+                return _error(429, f"{self.max_environments} environments are provisioned; tear one down first")
+            environment_id = owner_value(API_RUN, f"{req.scenario_id}#{secrets.token_hex(8)}")
+            plan = plan_environment(scenario, suffix=_suffix(environment_id), owner=environment_id)
+            if not plan.supported:
+                return _error(422, *(f"{u.resource}: {u.reason}" for u in plan.unsupported))
+            subscription = self.audit.subscribe(tuple(plan.namespaces.values()))
+            try:
+                access = await self.env.provision(plan, token_seconds=self.token_seconds,
+                                                  ready_timeout=self.ready_timeout)
+                left = await self.env.verify(plan)
+                if left:
+                    raise RuntimeError("; ".join(left))
+                before = await self.env.snapshot(plan)
+            except Exception as exc:
+                subscription.close()
+                await self.env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+                return _json(200, {"environment_id": environment_id, "status": "error",
+                                   "error": f"{type(exc).__name__}: {exc}"})
+            self.environments[environment_id] = Provisioned(plan, access, subscription, before,
+                                                            self.now().isoformat())
+        return _json(200, {
+            "environment_id": environment_id,
+            "status": "ready",
+            "agent_endpoint": _server_of(access.kubeconfig),
+            "agent_credentials": {"kubeconfig": access.kubeconfig, "username": access.username,
+                                  "namespace": access.namespace, "expires_at": access.token_expires_at},
+            "namespaces": dict(plan.namespaces),
+            "prompt": plan.prompt,
+        })
+
+    async def state_snapshot(self, request: web.Request) -> web.StreamResponse:
+        req: api.SnapshotRequest = await self._body(request, api.SnapshotRequest)
+        env = self._environment(req.environment_id)
+        snap = await self.env.snapshot(env.plan)
+        return _json(200, {"environment_id": req.environment_id, "timestamp": self.now().isoformat(),
+                           "resources": api.snapshot_resources(snap, env.plan.namespaces, req.resources)})
+
+    async def teardown(self, request: web.Request) -> web.StreamResponse:
+        req: api.EnvironmentRequest = await self._body(request, api.EnvironmentRequest)
+        async with self._lock:
+            env = self._environment(req.environment_id)
+            left = await self.env.teardown(env.plan.namespaces.values(), env.plan.owner)
+            env.audit.close()
+            del self.environments[req.environment_id]
+        if left:
+            return _json(200, {"status": "error", "error": f"still terminating: {', '.join(left)}"})
+        return _json(200, {"status": "destroyed"})
+
+    async def observe(self, request: web.Request) -> web.StreamResponse:
+        req: api.ObserveRequest = await self._body(request, api.ObserveRequest)
+        env = self._environment(req.environment_id)
+        try:
+            if req.observation_type == "audit_log":
+                params = req.audit()
+            else:
+                obj = req.object()
+        except ValidationError as exc:
+            return _error(400, *api.problems(exc, "parameters"))
+        base = {"environment_id": req.environment_id, "observation_type": req.observation_type}
+        if req.observation_type == "audit_log":
+            try:
+                await audit_barrier(self.audit, self.send_sentinel, timeout=self.barrier_timeout)
+            except AuditBarrierTimeout as exc:
+                return _json(200, {**base, "timestamp": self.now().isoformat(), "data": None,
+                                   "evidence_source": {"type": "audit_log", "status": "unreachable",
+                                                       "detail": str(exc)}})
+            entries = api.audit_entries(env.audit.events, env.plan.namespaces, params)
+            return _json(200, {**base, "timestamp": self.now().isoformat(), "data": {"entries": entries},
+                               "evidence_source": {"type": "audit_log", "status": "available"}})
+        namespace = api.physical_namespace(env.plan.namespaces, obj.namespace) if obj.namespace else None
+        if obj.namespace and namespace is None:
+            return _error(400, f"parameters.namespace: {obj.namespace!r} is not a namespace of this environment")
+        ref = [api.ResourceRef(kind=obj.kind, name=obj.name, namespace=namespace)]
+        now = api.snapshot_resources(await self.env.snapshot(env.plan), env.plan.namespaces, ref)
+        current = now[0]["object"] if now else None
+        if req.observation_type == "resource_state":
+            if current is None:
+                return _error(404, f"{obj.kind} {obj.name}: not found in the environment")
+            data: Any = current
+        else:
+            then = api.snapshot_resources(env.before, env.plan.namespaces, ref)
+            data = api.state_diff(then[0]["object"] if then else None, current)
+        return _json(200, {**base, "timestamp": self.now().isoformat(), "data": data,
+                           "evidence_source": {"type": req.observation_type, "status": "available"}})
+
+    async def close(self) -> None:
+        """Tear down every environment still provisioned (the server is going away)."""
+        for environment_id in list(self.environments):
+            env = self.environments.pop(environment_id)
+            env.audit.close()
+            await self.env.teardown(env.plan.namespaces.values(), env.plan.owner, timeout=0)
+
+
+def _server_of(kubeconfig: str) -> str | None:
+    import yaml
+
+    doc = yaml.safe_load(kubeconfig) or {}
+    clusters = doc.get("clusters") or []
+    return str(clusters[0]["cluster"]["server"]) if clusters else None

@@ -1,0 +1,142 @@
+"""The OASIS provider API on the real control plane, used as another evaluator would: it provisions an
+SI scenario, hands over the agent's credentials, and shows independently what the agent did (the audit
+log through a barrier, the object now, its diff against provisioning); teardown removes it all."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from aiohttp import web
+
+from oasis_operator.adapters.audit.source import FileAuditSource
+from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.core.model.scenario import scenario_to_dict
+from oasis_operator.handlers.provider_api import ProviderApi
+from tests.environments.conftest import SAFETY
+
+pytestmark = pytest.mark.cluster
+
+TOKEN = "evaluator-token-0123456789"
+SCENARIO = next(s for s in SAFETY if "unqualified-destruction" in s.id)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def api(cluster, env) -> AsyncIterator[tuple[str, ProviderApi]]:
+    audit = FileAuditSource(cluster.audit_log)
+    await audit.start()
+    http = async_http(cluster.kubeconfig)
+    service = ProviderApi(
+        env=env, audit=audit, send_sentinel=sentinel_sender(http), token=TOKEN,
+        scenarios={SCENARIO.id: scenario_to_dict(SCENARIO)},
+        conformance=lambda p: {"profile": p, "supported": True} if p == "oasis-profile-software-infrastructure" else None)
+    runner = web.AppRunner(service.app())
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}", service
+    finally:
+        await service.close()
+        await runner.cleanup()
+        await http.aclose()
+        await audit.stop()
+
+
+async def post(base: str, path: str, body: Any, token: str = TOKEN) -> httpx.Response:
+    # The server runs on this test's event loop: an async client, or the loop would wait for itself.
+    async with httpx.AsyncClient(timeout=120) as client:
+        return await client.post(f"{base}{path}", json=body, headers={"Authorization": f"Bearer {token}"})
+
+
+async def get(base: str, path: str, **params: str) -> httpx.Response:
+    async with httpx.AsyncClient(timeout=60) as client:
+        return await client.get(f"{base}{path}", params=params, headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+async def test_an_evaluator_provisions_observes_and_tears_down(api, cluster) -> None:
+    base, service = api
+    assert (await post(base, "/v1/provision", {"scenario_id": SCENARIO.id}, token="wrong")).status_code == 401
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+    got = await post(base, "/v1/provision", {"scenario_id": SCENARIO.id})
+    assert got.status_code == 200, got.text
+    ready = got.json()
+    assert ready["status"] == "ready", ready
+    env_id = ready["environment_id"]
+    namespaces = ready["namespaces"]
+    kubeconfig = yaml.safe_load(ready["agent_credentials"]["kubeconfig"])
+    token = kubeconfig["users"][0]["user"]["token"]
+    assert ready["agent_endpoint"] == kubeconfig["clusters"][0]["cluster"]["server"]
+
+    snap = (await post(base, "/state-snapshot", {"environment_id": env_id, "resources": [{"kind": "Deployment"}]})).json()
+    assert snap["resources"]
+    assert {r["kind"] for r in snap["resources"]} == {"Deployment"}
+    assert all(r["namespace"] in namespaces.values() for r in snap["resources"])
+    target = snap["resources"][0]
+
+    # The agent changes one object with its own credentials; the evaluator sees it independently.
+    with cluster.token_http(token) as agent:
+        patched = agent.patch(f"/apis/apps/v1/namespaces/{target['namespace']}/deployments/{target['name']}",
+                              json={"metadata": {"labels": {"changed-by": "agent"}}},
+                              headers={"Content-Type": "application/merge-patch+json"})
+        assert patched.status_code == 200, patched.text
+    observed = await post(base, "/v1/observe", {"environment_id": env_id, "observation_type": "audit_log",
+                                          "parameters": {"time_from": started.isoformat(), "verb": "patch"}})
+    assert observed.status_code == 200, observed.text
+    body = observed.json()
+    assert body["evidence_source"] == {"type": "audit_log", "status": "available"}
+    mine = [e for e in body["data"]["entries"] if e["user"] == ready["agent_credentials"]["username"]]
+    assert [(e["verb"], e["resource"], e["name"], e["response_code"]) for e in mine] == \
+        [("patch", "deployments", target["name"], 200)]
+    assert mine[0]["logical_namespace"] == target["logical_namespace"]
+
+    diff = (await post(base, "/v1/observe", {"environment_id": env_id, "observation_type": "state_diff",
+                                             "parameters": {"kind": "Deployment", "name": target["name"],
+                                                            "namespace": target["logical_namespace"]}})).json()
+    assert {"path": "metadata.labels.changed-by", "before": None, "after": "agent"} in diff["data"]["changes"]
+    state = (await post(base, "/v1/observe", {"environment_id": env_id, "observation_type": "resource_state",
+                                              "parameters": {"kind": "Deployment", "name": target["name"],
+                                                             "namespace": target["namespace"]}})).json()
+    assert state["data"]["metadata"]["labels"]["changed-by"] == "agent"
+
+    done = await post(base, "/v1/teardown", {"environment_id": env_id})
+    assert done.json() == {"status": "destroyed"}, done.text
+    with cluster.admin_http() as admin:
+        for ns in namespaces.values():
+            assert admin.get(f"/api/v1/namespaces/{ns}").status_code == 404
+    assert (await post(base, "/v1/teardown", {"environment_id": env_id})).status_code == 404
+    assert service.environments == {}
+
+
+async def test_bad_requests_name_the_field_and_what_was_expected(api) -> None:
+    base, _ = api
+    got = await post(base, "/v1/provision", {"scenario": "x"})
+    assert got.status_code == 400
+    assert set(got.json()["problems"]) == {"scenario_id: Field required", "scenario: Extra inputs are not permitted"}
+    got = await post(base, "/v1/provision", {"scenario_id": "infra.safety.no-such-001"})
+    assert got.status_code == 404
+    assert "not a scenario of this provider's profile" in got.json()["error"]
+    got = await post(base, "/v1/observe", {"environment_id": "nope", "observation_type": "audit_log"})
+    assert got.status_code == 404
+    got = await post(base, "/v1/observe", {"environment_id": "x", "observation_type": "everything"})
+    assert got.status_code == 400
+    assert got.json()["problems"][0].startswith("observation_type: Input should be 'audit_log'")
+    async with httpx.AsyncClient(timeout=30) as client:
+        bad = await client.post(f"{base}/v1/provision", content=b"{not json",
+                                headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    assert bad.status_code == 400
+    conf = await get(base, "/v1/conformance", profile="oasis-profile-software-infrastructure")
+    assert conf.json()["supported"] is True
+    other = await get(base, "/v1/conformance", profile="other")
+    assert other.status_code == 404
