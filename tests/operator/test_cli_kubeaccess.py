@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oasis_operator.cli.kubeaccess import kubeconfig_paths, merge_kubeconfigs
+from oasis_operator.cli.kubeaccess import flattened, kubeconfig_paths, merge_kubeconfigs
+from oasis_operator.cli.main import CliError
 
 
 def config(current: str | None, *, cluster: str, user: str, context: str, namespace: str | None = None,
@@ -75,6 +76,29 @@ def oasis(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -
 
 
 @pytest.mark.cluster
+def test_a_child_process_gets_the_merged_files_with_the_chosen_context(tmp_path: Path, monkeypatch) -> None:
+    """`oasis run` hands its local operator one kubeconfig: the KUBECONFIG list merged, the context
+    chosen by --context (else the merged current one); an unknown context is refused."""
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(yaml.safe_dump({"current-context": "one", "contexts": [
+        {"name": "one", "context": {"cluster": "c1", "user": "u1"}}],
+        "clusters": [{"name": "c1", "cluster": {"server": "https://one", "certificate-authority": "ca.crt"}}],
+        "users": [{"name": "u1", "user": {"token": "t1"}}]}))
+    second.write_text(yaml.safe_dump({"contexts": [{"name": "two", "context": {"cluster": "c1", "user": "u1",
+                                                                               "namespace": "evals"}}]}))
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(first), str(second)]))
+    doc = flattened(None, None)
+    assert doc["current-context"] == "one"
+    assert {c["name"] for c in doc["contexts"]} == {"one", "two"}
+    assert doc["clusters"][0]["cluster"]["certificate-authority"] == str(tmp_path / "ca.crt")
+    assert flattened(None, "two")["current-context"] == "two"
+    with pytest.raises(CliError, match="no context 'three'"):
+        flattened(None, "three")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(CliError, match="no kubeconfig"):
+        flattened(None, None)
+
+
 def test_a_kubeconfig_list_a_context_and_its_namespace(cluster, installation, finished_runs, tmp_path) -> None:
     real = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     # A second file adds a context on the same cluster and user, whose namespace is the installation's.

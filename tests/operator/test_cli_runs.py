@@ -57,7 +57,8 @@ def test_run_locally_shows_progress_and_exits_with_the_verdict(cluster, installa
     assert done.returncode == 1, done.stderr  # a FAIL verdict fails the command, as a CI gate needs
     assert "Running" in done.stdout
     assert "Done FAIL" in done.stdout
-    assert done.stdout.strip().splitlines()[-1].startswith("local: FAIL")
+    assert done.stdout.strip().splitlines()[-1].startswith("local: FAIL: ")
+    assert done.stdout.strip().endswith("(exit 1)")
     assert Path(manifest).exists()
 
 
