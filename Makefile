@@ -40,8 +40,8 @@ lint: install ## ruff, mypy, the import contracts (layers, independent adapters,
 test: install binaries backends tools lint ## The whole test suite, including the control-plane tests
 	$(BIN)/pytest
 
-unit: install ## The pure suite: no control plane, no helm or other outside tool (under a minute)
-	$(BIN)/pytest -m unit
+unit: install ## The pure suite: no control plane, no helm or other outside tool, on every core
+	$(BIN)/pytest -m unit -n auto
 
 bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
 	$(BIN)/python benchmarks/bench_devcluster.py

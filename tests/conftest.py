@@ -10,6 +10,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -39,12 +40,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A report that broke the schema anywhere (even one no test asserted on) fails the session."""
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # a pytest-xdist worker (`make unit`): its controller judges
+        worker_output["schema_checked"] = dict(report_schema.CHECKED)
+        worker_output["schema_problems"] = list(report_schema.PROBLEMS)
+        return
     if report_schema.CHECKED:
         checked = ", ".join(f"{n} {how}" for how, n in sorted(report_schema.CHECKED.items()))
         print(f"\nverdict-file schema: {checked} report(s) checked, {len(report_schema.PROBLEMS)} invalid")
     if report_schema.PROBLEMS:
         print("\nverdict files that break the schema:\n  " + "\n  ".join(report_schema.PROBLEMS))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller: what each worker checked counts as if checked here."""
+    found = getattr(node, "workeroutput", {}) or {}
+    for how, n in (found.get("schema_checked") or {}).items():
+        report_schema.CHECKED[how] += n
+    report_schema.PROBLEMS.extend(found.get("schema_problems") or [])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
