@@ -179,7 +179,7 @@ class PreflightResult:
             return f"tier {tier}: the profile declares no environment requirements for it"
         if verified == total:
             return f"tier {tier}: all {total} environment requirement(s) of the profile verified at preflight"
-        return (f"tier {tier} claimed; not backed: {verified} of {total} environment requirement(s) of the "
+        return (f"tier {tier} claimed; not verified: {verified} of {total} environment requirement(s) of the "
                 f"profile verified at preflight (the report is incomplete)")
 
 

@@ -41,7 +41,7 @@ async def _round_trip(audit: AuditPort, send_sentinel: SentinelSender, timeout: 
         return core.AuditRoundTrip(False, time.monotonic() - started, f"audit source not live: {exc}")
     waited = time.monotonic() - started
     return core.AuditRoundTrip(True, waited, f"the probe request (Audit-ID {audit_id}) was observed in the audit "
-                                             f"stream within the {timeout:.0f}s deadline")
+                                             f"stream within the {timeout:g}s deadline")
 
 
 async def _probes(toolplane: ToolPlanePort, timeout: float) -> tuple[core.BackendProbe, ...]:

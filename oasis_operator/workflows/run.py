@@ -190,7 +190,7 @@ class RunDriver:
         st.conditions = rs.conditions(phase=st.current, verdict=st.verdict, reason=reason, message=st.message,
                                       generation=st.observed_generation, now=self._now_str(),
                                       suspended=bool((self._run.get("spec") or {}).get("suspend")),
-                                      previous=st.conditions or [])
+                                      previous=st.conditions or [], preflight=st.preflight)
         document = st.wire()
         patch: dict[str, Any] = {k: None for k in self._removed if k not in document}
         patch.update(document)
