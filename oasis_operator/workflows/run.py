@@ -167,6 +167,8 @@ class RunDriver:
         self._removed: set[str] = set()  # status keys to delete with the next merge patch
         #: Where the run directory's run.json and scenarios.yaml were stored with the report.
         self._replay_inputs: dict[str, list[str]] = {}
+        #: The preflight's unmet checks, one line each (announced once the run has started).
+        self._unmet: list[str] = []
         #: Seconds until a finished run's opt-in TTL deletes it (set by drive() for finished runs).
         self.expires_in: float | None = None
         #: Seconds the caller should wait before driving again (set when drive() returns "waiting").
@@ -379,11 +381,9 @@ class RunDriver:
         if hold is not None:
             return hold
         await self._plan_scenarios(profile, selected, identity)
-        unmet = [c for c in (self._status.preflight.checks if self._status.preflight else None) or []
-                 if not c.get("met") and c.get("required", True) and c.get("kind") != "self-test"]
-        if unmet:
+        if self._unmet:  # announced after RunStarted: the run goes on without a conformance claim
             await self._event("Warning", reasons.REQUIREMENTS_UNMET, reasons.clip(
-                "preflight: " + "; ".join(unmet_lines(unmet)), reasons.MESSAGE_LIMIT))
+                "preflight: " + "; ".join(self._unmet), reasons.MESSAGE_LIMIT))
         return None
 
     async def _select(self, profile: Mapping[str, Any]) -> list[dict[str, Any]] | Hold:
@@ -440,6 +440,7 @@ class RunDriver:
             seconds=round(done.seconds, 3), checks=result.records(),
             tier_requirements=[dict(r) for r in result.tier_requirements],
             tier_evidence=result.tier_evidence(self.spec.tier))
+        self._unmet = unmet_lines(c.record() for c in result.unmet)
         log.info("run %s/%s: preflight %s in %.3fs", self.ns, self.name, outcome, done.seconds)
         if result.ends_run:
             broken = "; ".join(f"{c.name}: {c.reason}" for c in result.failed_self_tests)
