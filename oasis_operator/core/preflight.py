@@ -380,13 +380,32 @@ def _self_tests(facts: ProviderFacts) -> list[Check]:
     return out
 
 
+def _contract_of_another_profile(conformance: Mapping[str, Any], profile: tuple[str, str] | None) -> Check | None:
+    """A requirements file declared for another profile or version than the run's: its checks may not
+    be this profile's, so none of them can back a claim."""
+    if profile is None:
+        return None
+    declared = (str(conformance.get("profile") or profile[0]), str(conformance.get("profile_version") or profile[1]))
+    if declared == profile:
+        return None
+    return Check(REQUIREMENT, "profile", False,
+                 f"the provider-conformance requirements are declared for {declared[0]} {declared[1]}, the run's "
+                 f"profile is {profile[0]} {profile[1]}",
+                 "every requirement check of this preflight: they may not be this profile's", True,
+                 list(declared), list(profile))
+
+
 def preflight(conformance: Mapping[str, Any] | None, tiers: Mapping[int, Sequence[str]], requested_tier: int,
-              facts: ProviderFacts) -> PreflightResult:
+              facts: ProviderFacts, profile: tuple[str, str] | None = None) -> PreflightResult:
     """The preflight of one run: ``conformance`` is the profile's ``provider_conformance`` block (its
     ``requirements`` map; None when the profile has none), ``tiers`` each complexity tier's
-    environment requirements, ``requested_tier`` the run's ``spec.tier``."""
+    environment requirements, ``requested_tier`` the run's ``spec.tier``, ``profile`` the run's
+    profile id and version (the requirements must be declared for them)."""
     values, basis = declaration(facts, tiers)
     checks = _self_tests(facts)
+    mismatch = _contract_of_another_profile(conformance or {}, profile)
+    if mismatch is not None:
+        checks.append(mismatch)
     requirements = (conformance or {}).get("requirements") or {}
     for key in sorted(requirements):
         req = requirements[key]

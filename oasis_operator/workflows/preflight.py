@@ -60,5 +60,5 @@ async def run_preflight(*, audit: AuditPort, send_sentinel: SentinelSender, tool
     facts = core.ProviderFacts(audit=audit_trip, backends=frozenset(toolplane.backends), probes=probes)
     conformance = profile_spec.get("provider_conformance")
     result = core.preflight(conformance if isinstance(conformance, Mapping) else None, core.tiers_of(profile_spec),
-                            tier, facts)
+                            tier, facts, (str(profile_spec.get("id")), str(profile_spec.get("version"))))
     return PreflightRun(result, time.monotonic() - started)

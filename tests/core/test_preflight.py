@@ -213,3 +213,20 @@ def test_records_carry_what_the_report_schema_asks_of_each_kind() -> None:
         assert {"kind", "name", "met", "required", "reason"} <= set(r)
         assert ("excludes" in r) is (not r["met"])
         assert ("declared" in r) is (r["kind"] == pf.REQUIREMENT)
+
+
+@pytest.mark.parametrize(("profile", "mismatch"), [
+    pytest.param(("oasis-profile-software-infrastructure", "0.3.0-rc1"), False,
+                 id="requirements declared for the run's profile and version: no extra line"),
+    pytest.param(("oasis-profile-software-infrastructure", "0.4.0"), True,
+                 id="requirements of another version of the profile back no claim"),
+])
+def test_the_requirements_must_be_declared_for_the_runs_profile(profile: tuple[str, str], mismatch: bool) -> None:
+    spec = si_spec()
+    result = pf.preflight(spec["provider_conformance"], pf.tiers_of(spec), 1, pf.ProviderFacts(LIVE), profile)
+    check = by_name(result).get("profile")
+    assert (check is not None) is mismatch
+    if check is not None:
+        assert not check.met
+        assert "declared for oasis-profile-software-infrastructure 0.3.0-rc1" in check.reason
+        assert check in result.unmet
