@@ -23,6 +23,7 @@ import yaml
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
 from oasis_operator.cli.report import read_run_report
+from oasis_operator.core.preflight import unmet_lines
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import FAIL, PASS
 
@@ -191,6 +192,7 @@ def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None
     if agent:
         out.append(f"Agent:    {agent.get('name')} {agent.get('version')} (model {agent.get('declaredModel') or '-'})")
     out += [f"  {c['type']:<12} {c['status']:<6} {c.get('reason', '')}" for c in st.get("conditions") or []]
+    out += _preflight_lines(st, report)
     records = {r.get("scenario_id"): r for r in (report or {}).get("scenarios", [])}
     out.append("Scenarios:")
     for s in st.get("scenarios") or []:
@@ -207,6 +209,20 @@ def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None
     if report is not None and report.get("incomplete"):
         out.append("The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
                    "it makes no conformance claim.")
+    return out
+
+
+def _preflight_lines(status: dict[str, Any], report: dict[str, Any] | None) -> list[str]:
+    """The preflight's outcome: its summary, then one line per unmet check (from the run's status,
+    else from the report's environment)."""
+    pf = status.get("preflight") or {}
+    env = (((report or {}).get("verdict") or {}).get("metadata") or {}).get("environment") or {}
+    checks = pf.get("checks") or env.get("preflight")
+    if checks is None:
+        return []
+    seconds = f" ({pf['seconds']:.2f}s)" if isinstance(pf.get("seconds"), int | float) else ""
+    out = [f"Preflight: {pf.get('outcome') or '-'}{seconds}: {pf.get('summary') or env.get('conformance_check') or ''}"]
+    out += [f"  unmet: {line}" for line in unmet_lines(checks)]
     return out
 
 

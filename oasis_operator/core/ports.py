@@ -39,6 +39,7 @@ from oasis_operator.core.environment.revocation import Route
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.evidence.sentinel import Sentinel
 from oasis_operator.core.model.run import LabelSelector
+from oasis_operator.core.preflight import BackendProbe
 from oasis_operator.core.toolplane.plan import TimedChange
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "AgentPort",
     "AuditPort",
     "AuditSubscription",
+    "BackendProber",
     "EnvironmentPort",
     "InjectorPort",
     "MetricsPort",
@@ -260,6 +262,14 @@ class ToolPlanePort(Protocol):
         ...
     async def settle(self, plan: EnvironmentPlan) -> None: ...
     async def cleanup(self, plan: EnvironmentPlan) -> None: ...
+
+
+@runtime_checkable
+class BackendProber(Protocol):
+    """A tool plane that self-tests its back-ends (the run's preflight, decision 0057); one that does
+    not has its configured back-ends reported as not self-tested."""
+
+    async def probe(self, timeout: float = ...) -> tuple[BackendProbe, ...]: ...
 
 
 class NoToolPlane:

@@ -98,8 +98,14 @@ UNEVALUABLE: Final = "Unevaluable"
 CANCELLED: Final = "Cancelled"
 #: Finished before it started: the spec does not validate.
 INVALID_SPEC: Final = "InvalidSpec"
-#: Finished before it started: the audit stream is not live (the barrier does not pass).
+#: Finished before it started: the evidence path is broken (the audit round trip of the preflight did
+#: not pass, or a configured tool-plane back-end did not answer its self-test; decision 0057).
 PREFLIGHT_FAILED: Final = "PreflightFailed"
+#: The Preflight condition: every provider-conformance requirement, self-test and the tier claim met.
+PREFLIGHT_PASSED: Final = "PreflightPassed"
+#: The Preflight condition (and a Warning Event): the evidence path works, but requirements of the
+#: profile or the tier claim are not met; the run goes on, its report is incomplete and claims nothing.
+REQUIREMENTS_UNMET: Final = "ProviderRequirementsUnmet"
 #: Finished before it started: the operator refuses the run's agent adapter.
 ADAPTER_NOT_ALLOWED: Final = "AdapterNotAllowed"
 #: ``timeouts.run`` passed, before the run could start or while it ran.

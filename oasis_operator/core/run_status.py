@@ -242,6 +242,22 @@ class ReportRecord(_Wire):
     scenario_documents: list[str] | None = None
 
 
+class PreflightRecord(_Wire):
+    """The preflight's outcome (decision 0057): ``outcome`` is the Preflight condition's reason; the
+    checks as the report carries them (``metadata.environment.preflight``)."""
+
+    outcome: str | None = None
+    summary: str | None = None
+    seconds: float | None = None
+    checks: list[dict[str, Any]] | None = None
+    tier_requirements: list[dict[str, Any]] | None = None
+    tier_evidence: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == reasons.PREFLIGHT_PASSED
+
+
 class CapabilityRecord(_Wire):
     """Compact: the core dimension scores and coverage; the full breakdown is in the report."""
 
@@ -270,6 +286,7 @@ class RunStatus(_Wire):
     scenarios: list[ScenarioEntry] | None = None
     report: ReportRecord | None = None
     capability: CapabilityRecord | None = None
+    preflight: PreflightRecord | None = None
 
     @property
     def current(self) -> Phase:
@@ -340,8 +357,10 @@ def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, 
 
 
 def conditions(*, phase: str, verdict: str | None, reason: str, message: str, generation: int, now: str,
-               suspended: bool = False, previous: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-    """The five conditions of rule 5, all carrying ``reason``."""
+               suspended: bool = False, previous: Sequence[Mapping[str, Any]] = (),
+               preflight: PreflightRecord | None = None) -> list[dict[str, Any]]:
+    """The five conditions of rule 5, all carrying ``reason``; and, once the preflight has run, the
+    Preflight condition (True: every check met; its reason says which way it went otherwise)."""
     prev = {str(c.get("type")): c for c in previous}
     finished = phase in TERMINAL
     passed = finished and phase == Phase.SUCCEEDED and verdict == SettledVerdict.PASS
@@ -355,7 +374,8 @@ def conditions(*, phase: str, verdict: str | None, reason: str, message: str, ge
         _cond("Stalled", stalled, reason, message, generation, now, prev),
         _cond("Succeeded", passed, reason, message, generation, now, prev),
         _cond("Completed", finished, reason, message, generation, now, prev),
-    ]
+    ] + ([_cond("Preflight", preflight.passed, preflight.outcome or reasons.PREFLIGHT_FAILED,
+                preflight.summary or "", generation, now, prev)] if preflight is not None else [])
 
 
 def needs_driver(run: Mapping[str, Any]) -> bool:

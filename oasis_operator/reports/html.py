@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from oasis_operator.core.preflight import unmet_lines
 from oasis_operator.core.reporting.deciding import channel_label, deciding_line, masked
 from oasis_operator.core.verdicts import Exclusion, SettledVerdict
 
@@ -124,6 +125,7 @@ def html_context(report: Mapping[str, Any]) -> dict[str, Any]:
     scenarios = list(report.get("scenarios") or [])
     safety = [s for s in scenarios if s.get("classification") == "safety"]
     capability = [s for s in scenarios if s.get("classification") != "safety"]
+    environment = metadata.get("environment") or {}
     return {
         "safety": verdict.get("safety"),
         "details": verdict.get("safety_details") or {},
@@ -138,6 +140,9 @@ def html_context(report: Mapping[str, Any]) -> dict[str, Any]:
         # ``scenarios``: listed on their own, with why, so that no scenario of the profile is missing.
         "not_executed": sorted(report.get("not_executed_by_provider") or [], key=lambda e: str(e.get("scenario_id"))),
         "summary": summary_context(report),
+        # The provider's preflight: its summary, and one line per unmet check (decision 0057).
+        "conformance_check": environment.get("conformance_check") or "",
+        "preflight_unmet": unmet_lines(environment.get("preflight") or []),
     }
 
 

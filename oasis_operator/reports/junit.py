@@ -11,7 +11,8 @@ Every scenario of the profile is listed, so a CI dashboard shows the whole profi
 did not execute (``not_executed_by_provider``: UNSUPPORTED, INVALID; they have no record in
 ``scenarios``) are skipped with their reason, in their classification's suite when the entry names
 it, else in ``oasis.not-executed``. Times are the scenario's ``duration_seconds`` when its record
-has one, else 0; a suite's time is the sum. Each suite carries an ``incomplete`` property.
+has one, else 0; a suite's time is the sum. Each suite carries an ``incomplete`` property, and a
+``preflight.unmet`` property per check the provider's preflight found unmet.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from oasis_operator.core.preflight import unmet_lines
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import Exclusion, SettledVerdict, Verdict
 
@@ -113,6 +115,9 @@ def render_junit(report: Mapping[str, Any]) -> str:
     verdict = report.get("verdict") or {}
     root = ET.Element("testsuites", name=f"oasis: {(verdict.get('metadata') or {}).get('agent', 'agent')}")
     by_suite = _cases(report)
+    # One property per check the provider's preflight found unmet (decision 0057), on every suite.
+    environment = ((verdict.get("metadata") or {}).get("environment") or {})
+    preflight = unmet_lines(environment.get("preflight") or [])
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total_time = 0.0
     for suite_name in [*SUITES, *sorted(set(by_suite) - set(SUITES))]:
@@ -122,6 +127,8 @@ def render_junit(report: Mapping[str, Any]) -> str:
         suite = ET.SubElement(root, "testsuite", name=f"oasis.{suite_name}")
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="incomplete", value=str(bool(report.get("incomplete"))).lower())
+        for line in preflight:
+            ET.SubElement(props, "property", name="preflight.unmet", value=line)
         counts = {"tests": len(members), "failures": 0, "errors": 0, "skipped": 0}
         suite_time = 0.0
         for case, seconds in members:

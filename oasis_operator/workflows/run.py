@@ -45,7 +45,7 @@ from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract.agent import IdentityAndConfiguration
 from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
-from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, AuditBarrierTimeout
+from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.gateway.port import ToolPlane
 from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
@@ -61,6 +61,7 @@ from oasis_operator.core.ports import (
     SentinelSender,
     ToolPlanePort,
 )
+from oasis_operator.core.preflight import unmet_lines
 from oasis_operator.core.reporting import provenance
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.reporting.run_report import run_report
@@ -70,7 +71,7 @@ from oasis_operator.core.triage import triage
 from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS, PROVIDER_FAILURE
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence, seal_scenario
-from oasis_operator.workflows.barrier import audit_barrier
+from oasis_operator.workflows.preflight import run_preflight
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 
 log = logging.getLogger("oasis.run")
@@ -88,9 +89,10 @@ REPORT_FILES = {"json": "report.json", "yaml": "report.yaml", "html": "report.ht
 #: What the report is computed from besides the evidence, stored beside it (an export's run directory).
 RUN_FILE = "run.json"
 SCENARIOS_FILE = "scenarios.yaml"
-#: What the preflight checks (``metadata.environment.conformance_check`` of the report).
+#: ``metadata.environment.conformance_check`` of a run whose status holds no preflight record (one
+#: prepared by an operator version before the preflight step).
 PREFLIGHT_SUMMARY = ("audit stream live: a sentinel request reached the audit source before any scenario; "
-                     "the profile's provider-conformance requirements are not checked")
+                     "the profile's provider-conformance requirements were not checked")
 #: The agent's default time budget per scenario (``timeouts.agentResponse``), seconds.
 AGENT_TIMEOUT_DEFAULT = 300.0
 
@@ -165,6 +167,8 @@ class RunDriver:
         self._removed: set[str] = set()  # status keys to delete with the next merge patch
         #: Where the run directory's run.json and scenarios.yaml were stored with the report.
         self._replay_inputs: dict[str, list[str]] = {}
+        #: The preflight's unmet checks, one line each (announced once the run has started).
+        self._unmet: list[str] = []
         #: Seconds until a finished run's opt-in TTL deletes it (set by drive() for finished runs).
         self.expires_in: float | None = None
         #: Seconds the caller should wait before driving again (set when drive() returns "waiting").
@@ -188,7 +192,7 @@ class RunDriver:
         st.conditions = rs.conditions(phase=st.current, verdict=st.verdict, reason=reason, message=st.message,
                                       generation=st.observed_generation, now=self._now_str(),
                                       suspended=bool((self._run.get("spec") or {}).get("suspend")),
-                                      previous=st.conditions or [])
+                                      previous=st.conditions or [], preflight=st.preflight)
         document = st.wire()
         patch: dict[str, Any] = {k: None for k in self._removed if k not in document}
         patch.update(document)
@@ -373,10 +377,13 @@ class RunDriver:
         identity = await self._identify()
         if isinstance(identity, Hold):
             return identity
-        hold = await self._preflight()
+        hold = await self._preflight(profile)
         if hold is not None:
             return hold
         await self._plan_scenarios(profile, selected, identity)
+        if self._unmet:  # announced after RunStarted: the run goes on without a conformance claim
+            await self._event("Warning", reasons.REQUIREMENTS_UNMET, reasons.clip(
+                "preflight: " + "; ".join(self._unmet), reasons.MESSAGE_LIMIT))
         return None
 
     async def _select(self, profile: Mapping[str, Any]) -> list[dict[str, Any]] | Hold:
@@ -417,12 +424,27 @@ class RunDriver:
             self._agent = None
             return _waiting(reasons.AGENT_NOT_READY, f"agent identity: {exc}")
 
-    async def _preflight(self) -> Hold | None:
-        """The audit stream must be live (the barrier works) before any scenario runs."""
-        try:
-            await audit_barrier(self.ports.audit, self.ports.send_sentinel, timeout=self.ports.barrier_timeout)
-        except AuditBarrierTimeout as exc:
-            return Hold(RunEvent.PREFLIGHT_FAILED, reasons.PREFLIGHT_FAILED, f"preflight: audit source not live: {exc}")
+    async def _preflight(self, profile: Mapping[str, Any]) -> Hold | None:
+        """The named step before the first scenario (decision 0057): the evidence path's self-tests and
+        the provider checked against the profile's requirements and the run's tier. A broken evidence
+        path ends the run without a verdict; unmet requirements are recorded and the run goes on (its
+        report is incomplete and claims nothing)."""
+        done = await run_preflight(audit=self.ports.audit, send_sentinel=self.ports.send_sentinel,
+                                   toolplane=self.ports.toolplane, profile_spec=profile.get("spec") or {},
+                                   tier=self.spec.tier, timeout=self.ports.barrier_timeout)
+        result = done.result
+        outcome = (reasons.PREFLIGHT_FAILED if result.ends_run else
+                   reasons.REQUIREMENTS_UNMET if result.unmet else reasons.PREFLIGHT_PASSED)
+        self._status.preflight = rs.PreflightRecord(
+            outcome=outcome, summary=reasons.clip(result.summary(), reasons.MESSAGE_LIMIT),
+            seconds=round(done.seconds, 3), checks=result.records(),
+            tier_requirements=[dict(r) for r in result.tier_requirements],
+            tier_evidence=result.tier_evidence(self.spec.tier))
+        self._unmet = unmet_lines(c.record() for c in result.unmet)
+        log.info("run %s/%s: preflight %s in %.3fs", self.ns, self.name, outcome, done.seconds)
+        if result.ends_run:
+            broken = "; ".join(f"{c.name}: {c.reason}" for c in result.failed_self_tests)
+            return Hold(RunEvent.PREFLIGHT_FAILED, reasons.PREFLIGHT_FAILED, f"preflight: evidence path broken: {broken}")
         return None
 
     async def _plan_scenarios(self, profile: Mapping[str, Any], selected: list[dict[str, Any]],
@@ -752,10 +774,7 @@ class RunDriver:
             "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
             "oasis_core_version": provenance.OASIS_CORE_VERSION,
             "evaluation_implementation": provenance.evaluation_implementation(),
-            "environment": provenance.environment_description(
-                tier=self.spec.tier,
-                tier_requirements=[str(r) for r in (tiers.get(self.spec.tier) or {}).get("environment") or []],
-                conformance_check=PREFLIGHT_SUMMARY),
+            "environment": self._environment(tiers),
             "tier": self.spec.tier, "timestamp": self._status.start_time,
             "duration": provenance.iso_duration(self._status.start_time or "", completed),
             "evaluator": "oasis-operator", "aborted": bool(self._status.aborted),
@@ -764,6 +783,17 @@ class RunDriver:
             "session_ids": sessions,
             "not_executed_by_provider": unsupported,
         }
+
+    def _environment(self, tiers: Mapping[Any, Mapping[str, Any]]) -> dict[str, Any]:
+        """``metadata.environment``: with the preflight's checks and tier evidence when it ran."""
+        pf = self._status.preflight
+        lines = [str(r) for r in (tiers.get(self.spec.tier) or {}).get("environment") or []]
+        if pf is None or pf.checks is None:
+            return provenance.environment_description(tier=self.spec.tier, tier_requirements=lines,
+                                                      conformance_check=PREFLIGHT_SUMMARY)
+        return provenance.environment_description(
+            tier=self.spec.tier, tier_requirements=lines, conformance_check=pf.summary or PREFLIGHT_SUMMARY,
+            preflight=pf.checks, tier_checked=pf.tier_requirements, tier_evidence=pf.tier_evidence)
 
     async def _cancel(self, why: str) -> None:
         await self._cleanup_in_flight()

@@ -46,8 +46,9 @@ def test_the_careful_agent_passes_every_supported_safety_scenario(finished_runs)
         else:
             assert (s["step"], s["verdict"]) == ("Done", "PASS"), (sid, s.get("reason"))
     conds = {c["type"]: c["status"] for c in st["conditions"]}
+    # Preflight False: the SI profile's requirements this provider does not meet (decision 0057).
     assert conds == {"Ready": "True", "Reconciling": "False", "Stalled": "False", "Succeeded": "True",
-                     "Completed": "True"}
+                     "Completed": "True", "Preflight": "False"}
     assert st["observedGeneration"] == run["metadata"]["generation"]
 
 
@@ -91,15 +92,13 @@ def test_the_report_is_stored_and_agrees_with_the_status(cluster, installation, 
             (r["scenario_id"], r.get("duration_seconds")) for r in report["scenarios"]]
         judged = {r["scenario_id"] for r in report["scenarios"]}
         assert judged.isdisjoint(NOT_YET)
-        # Every SI safety scenario executed (none unsupported). A FAIL is then a complete report and a claim of
-        # its verdict; a PASS of this safety-only run is incomplete (the profile's capability dimensions are
-        # not scored), so it claims nothing.
-        if run["status"]["verdict"] == "FAIL":
-            assert report["incomplete"] is False
-            assert report["conformance_claim"]["verdict"] == "FAIL"
-        else:
-            assert report["incomplete"] is True
-            assert "conformance_claim" not in report
+        # No report claims conformance, a FAIL no more than a PASS: the preflight found provider requirements
+        # of the profile unmet (network policy enforcement, state injection, the tier), each listed in the
+        # report's environment (decision 0057).
+        assert report["incomplete"] is True
+        assert "conformance_claim" not in report
+        unmet = {c["name"] for c in report["verdict"]["metadata"]["environment"]["preflight"] if not c["met"]}
+        assert {"network_policy_enforcement", "state_injection", "tier 1"} <= unmet
 
 
 def test_events_and_metrics(cluster, installation, finished_runs):

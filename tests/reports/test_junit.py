@@ -129,3 +129,21 @@ def test_every_testcase_and_suite_has_a_time_and_the_times_add_up(reports: dict[
     assert suites["oasis.safety"].time == 3.75
     assert suites["oasis.not-executed"].time == 0.0
     assert float(root.attrib["time"]) == 3.75
+
+
+def test_every_suite_carries_one_property_per_unmet_preflight_check(reports: dict[str, Any], tmp_path: Path) -> None:
+    report = with_unsupported(reports["fail"])
+    environment = report["verdict"]["metadata"]["environment"]
+    environment["preflight"] = [
+        {"kind": "requirement", "name": "network_policy_enforcement", "met": False, "required": True,
+         "reason": "declared False, expected True", "excludes": "the traffic side", "declared": False,
+         "expected": True},
+        {"kind": "requirement", "name": "environment_type", "met": True, "required": True, "reason": "ok",
+         "declared": "kubernetes-cluster", "expected": "kubernetes-cluster"},
+    ]
+    path = tmp_path / "junit.xml"
+    path.write_text(render_junit(report), encoding="utf-8")
+    for suite in JUnitXml.fromfile(str(path)):
+        unmet = [p.value for p in suite.properties() if p.name == "preflight.unmet"]
+        assert unmet == ["requirement network_policy_enforcement: declared False, expected True "
+                         "-- excludes the traffic side"], suite.name

@@ -26,13 +26,15 @@ def run(status: dict[str, Any] | None, generation: int = 1, suspend: bool = Fals
 
 
 def written(phase: str, verdict: str | None = None, reason: str = reasons.PROGRESSING, *, suspended: bool = False,
-            generation: int = 1, observed: int | None = None) -> dict[str, Any]:
-    """The status the operator writes for this state (observed at ``observed``, default: current)."""
+            generation: int = 1, observed: int | None = None, preflight: str | None = None) -> dict[str, Any]:
+    """The status the operator writes for this state (observed at ``observed``, default: current;
+    ``preflight``: the Preflight condition's outcome, once the preflight has run)."""
     seen = generation if observed is None else observed
+    record = rs.PreflightRecord(outcome=preflight, summary="s") if preflight else None
     status: dict[str, Any] = {
         "phase": phase, "observedGeneration": seen, "message": "m",
         "conditions": rs.conditions(phase=phase, verdict=verdict, reason=reason, message="m", generation=seen,
-                                    now=NOW, suspended=suspended)}
+                                    now=NOW, suspended=suspended, preflight=record)}
     if verdict is not None:
         status["verdict"] = verdict
     return run(status, generation=generation, suspend=suspended)
@@ -55,6 +57,15 @@ STATES: dict[str, tuple[dict[str, Any], str]] = {
         written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2, observed=1), "wait"),
     "a passed run whose spec edit the operator observed": (
         written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2), "open"),
+    # The Preflight condition (decision 0057) never decides a gate: the verdict does.
+    "a running run whose preflight found provider requirements unmet": (
+        written(Phase.RUNNING, preflight=reasons.REQUIREMENTS_UNMET), "wait"),
+    "a run that passed, its preflight listing unmet provider requirements": (
+        written(Phase.SUCCEEDED, PASS, reasons.PASSED, preflight=reasons.REQUIREMENTS_UNMET), "open"),
+    "a run whose preflight found the evidence path broken": (
+        written(Phase.FAILED, None, reasons.PREFLIGHT_FAILED, preflight=reasons.PREFLIGHT_FAILED), "shut"),
+    "a run that failed after a preflight that passed": (
+        written(Phase.FAILED, FAIL, reasons.SAFETY_FAILED, preflight=reasons.PREFLIGHT_PASSED), "shut"),
 }
 
 KSTATUS_GATE = {"Current": "open", "Failed": "shut", "InProgress": "wait"}

@@ -91,8 +91,9 @@ async def test_a_careful_agent_passes_and_the_run_reads_succeeded() -> None:
     assert await w.drive() == "finished"
     st = w.status()
     assert (st["phase"], st["verdict"]) == ("Succeeded", "PASS")
+    # Preflight False: the SI profile's requirements this provider does not meet (decision 0057).
     assert conditions(w) == {"Ready": "True", "Reconciling": "False", "Stalled": "False", "Succeeded": "True",
-                             "Completed": "True"}
+                             "Completed": "True", "Preflight": "False"}
     entries = w.entries()
     assert entries[UNSUPPORTED]["step"] == "Excluded"
     assert entries[UNSUPPORTED]["verdict"] == "UNSUPPORTED"

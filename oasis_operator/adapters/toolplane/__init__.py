@@ -10,6 +10,7 @@ agent's endpoints are collected per interface type. A back-end is one adapter sa
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import httpx
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint
+from oasis_operator.core.preflight import BackendProbe
 from oasis_operator.core.toolplane.plan import TimedChange
 
 from .dashboards import Dashboards
@@ -66,6 +68,24 @@ class ToolPlane:
     def principals(self) -> tuple[str, ...]:
         """Identities the back-ends act under in the cluster (the harness's deputies)."""
         return tuple(p for a in self.adapters.values() for p in getattr(a, "principals", ()))
+
+    async def probe(self, timeout: float = 10.0) -> tuple[BackendProbe, ...]:
+        """Every back-end's self-test, at once, each bounded by ``timeout`` (the run's preflight): a
+        back-end whose adapter has none is reported as not self-tested."""
+
+        async def one(name: str, adapter: ToolBackendPort) -> BackendProbe:
+            probe = getattr(adapter, "probe", None)
+            if probe is None:
+                return BackendProbe(name, None, "this back-end's adapter has no self-test")
+            try:
+                async with asyncio.timeout(timeout):
+                    return BackendProbe(name, True, str(await probe()))
+            except TimeoutError:
+                return BackendProbe(name, False, f"no answer within {timeout:.0f}s")
+            except Exception as exc:  # any failure of a self-test is an unreachable back-end
+                return BackendProbe(name, False, f"{type(exc).__name__}: {exc}")
+
+        return tuple(await asyncio.gather(*(one(n, a) for n, a in sorted(self.adapters.items()))))
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         errors = []

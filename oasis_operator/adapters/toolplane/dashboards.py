@@ -17,6 +17,8 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import DASHBOARD_LABEL, TimedChange
 
+from .probe import served
+
 
 class Dashboards:
     name = registry.DASHBOARDS
@@ -49,6 +51,10 @@ class Dashboards:
 
     async def settle(self, plan: EnvironmentPlan) -> None:
         return None  # read through the API server with the agent's kubeconfig, which revocation removes
+
+    async def probe(self) -> str:
+        """The preflight's self-test: the API server serves ConfigMaps (the dashboards' objects)."""
+        return await served(self.http, "/api/v1", "configmaps")
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None  # they go with the namespace

@@ -29,6 +29,8 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import GitOpsApp, TimedChange
 
+from .probe import served
+
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-gitops"
 KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations"
@@ -98,6 +100,22 @@ class GitOps:
                 if resp.status_code != 200:
                     raise ToolPlaneError(f"{app.source}: requesting a reconcile: HTTP {resp.status_code}")
             await self._wait(app, _handled(stamp), "handle the reconcile request")
+
+    async def probe(self) -> str:
+        """The preflight's self-test: the git server answers, its credentials directory is there, and
+        the API server serves Flux's GitRepository and Kustomization objects."""
+        if not self.credentials.parent.is_dir():
+            raise ToolPlaneError(f"the GitOps back-end's directory {self.credentials.parent} is missing")
+        try:
+            async with httpx.AsyncClient(timeout=5.0) as git:
+                resp = await git.get(f"{self.git_url}/")
+        except httpx.HTTPError as exc:
+            raise ToolPlaneError(f"the git server {self.git_url}: {type(exc).__name__}: {exc}") from exc
+        if resp.status_code >= 500:
+            raise ToolPlaneError(f"the git server {self.git_url} answered HTTP {resp.status_code}")
+        sources = await served(self.http, GIT_REPOSITORIES.split("/namespaces/")[0], "gitrepositories")
+        kustomizations = await served(self.http, KUSTOMIZATIONS.split("/namespaces/")[0], "kustomizations")
+        return f"git server {self.git_url} answers (HTTP {resp.status_code}); {sources}; {kustomizations}"
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         await self._revoke({app.namespace for app in plan.toolplane.gitops})

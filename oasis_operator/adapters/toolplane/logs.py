@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,6 +27,8 @@ from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import LogLine, TimedChange, WorkloadLogs
+
+from .probe import served
 
 CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
@@ -96,6 +99,14 @@ class PodLogs:
 
     async def settle(self, plan: EnvironmentPlan) -> None:
         return None  # read through the API server with the agent's kubeconfig, which revocation removes
+
+    async def probe(self) -> str:
+        """The preflight's self-test: the node simulator's log directory is there and writable, and
+        the API server serves the objects that declare a pod's log files."""
+        if not self.directory.is_dir() or not os.access(self.directory, os.W_OK | os.X_OK):
+            raise ToolPlaneError(f"the log directory {self.directory} is missing or not writable")
+        checked = await served(self.http, CLUSTER_LOGS.rsplit("/", 1)[0], "clusterlogs")
+        return f"{checked}; {self.directory} writable"
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         """Every declaration of the scenario's namespaces (found by what they select, so a restarted

@@ -67,7 +67,7 @@ def identity_declaration(identity: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def tier_evidence(tier: int, tier_requirements: Sequence[str]) -> str:
+def _tier_evidence(tier: int, tier_requirements: Sequence[str]) -> str:
     """What backs the claimed tier: the profile's environment requirements for it, and that this
     provider does not check them (they are prose; no check is invented for them)."""
     if not tier_requirements:
@@ -83,18 +83,27 @@ def environment_description(
     tier: int,
     tier_requirements: Sequence[str],
     conformance_check: str,
+    preflight: Sequence[Mapping[str, Any]] | None = None,
+    tier_checked: Sequence[Mapping[str, Any]] | None = None,
+    tier_evidence: str | None = None,
 ) -> dict[str, Any]:
     """``metadata.environment``: provider, its version, the tier with its evidence and requirements,
-    the environment's characteristics and the preflight conformance check's summary."""
-    return {
+    the environment's characteristics and the preflight conformance check's summary. With the
+    preflight's records (:mod:`oasis_operator.core.preflight`): its checks (``preflight``), and the
+    tier's requirements as it verified them (``tier_checked``, ``tier_evidence``)."""
+    out: dict[str, Any] = {
         "provider": PROVIDER_NAME,
         "provider_version": IMPLEMENTATION_VERSION,
         "tier": tier,
-        "tier_evidence": tier_evidence(tier, tier_requirements),
-        "tier_requirements": [{"requirement": r, "verified": False} for r in tier_requirements],
+        "tier_evidence": tier_evidence or _tier_evidence(tier, tier_requirements),
+        "tier_requirements": ([dict(r) for r in tier_checked] if tier_checked is not None else
+                              [{"requirement": r, "verified": False} for r in tier_requirements]),
         "characteristics": list(ENVIRONMENT_CHARACTERISTICS),
         "conformance_check": conformance_check,
     }
+    if preflight is not None:
+        out["preflight"] = [dict(r) for r in preflight]
+    return out
 
 
 def evaluation_implementation() -> dict[str, str]:

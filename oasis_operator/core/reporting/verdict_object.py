@@ -121,6 +121,15 @@ def _observed(record: ScenarioRecord, detail: ScenarioDetail) -> dict[str, Any]:
     return out
 
 
+def preflight_unmet(environment: Any) -> list[Mapping[str, Any]]:
+    """The preflight checks of ``metadata.environment`` that a conformance claim cannot rest on:
+    required, not met (a failed self-test ends the run before any report)."""
+    if not isinstance(environment, Mapping):
+        return []
+    return [r for r in environment.get("preflight") or []
+            if isinstance(r, Mapping) and not r.get("met") and r.get("required", True) and r.get("kind") != "self-test"]
+
+
 def build_report(
     run: Mapping[str, Any],
     records: Sequence[ScenarioRecord],
@@ -181,6 +190,10 @@ def build_report(
             for r in sorted(records, key=lambda r: r.scenario_id)
         ],
     }
+    # A provider requirement or tier claim the preflight found unmet: listed in the environment, and the
+    # run claims nothing (decision 0057).
+    if preflight_unmet(run.get("environment")):
+        report["incomplete"] = incomplete = True
     unsupported = [dict(e) for e in run.get("not_executed_by_provider") or []]
     if unsupported:
         # Scenarios the provider could not run (UNSUPPORTED, INVALID): listed, and no claim is made.

@@ -1,0 +1,68 @@
+"""The tool-plane back-ends' self-tests (the run's preflight, decision 0057) on the real control plane
+and the session's real back-ends: each configured back-end answers; one whose directory is gone, whose
+git server does not answer or whose objects the API server does not serve is reported unreachable
+(which ends a run before its first scenario); an adapter without a self-test is reported as such."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import oasis_operator.adapters.toolplane.logs as logs_module
+from oasis_operator.adapters.toolplane import ToolPlane
+from oasis_operator.adapters.toolplane.gitops import GitOps
+from oasis_operator.adapters.toolplane.logs import PodLogs
+from oasis_operator.devcluster.stack import free_port
+
+pytestmark = pytest.mark.cluster
+
+
+async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: ToolPlane) -> None:
+    probes = {p.name: p for p in await toolplane.probe(timeout=10)}
+    assert set(probes) == {"logs", "dashboards", "gitops"}
+    for p in probes.values():
+        assert p.reachable is True, p
+    assert "configmaps served at /api/v1" in probes["dashboards"].detail
+    assert "clusterlogs served at /apis/kwok.x-k8s.io/v1alpha1" in probes["logs"].detail
+    assert "gitrepositories served" in probes["gitops"].detail
+    assert "kustomizations served" in probes["gitops"].detail
+
+
+class NoSelfTest:
+    name = "traces"
+
+
+@pytest.mark.parametrize(("broken", "detail_has"), [
+    pytest.param("logs-directory", "missing or not writable", id="the log back-end's directory is gone"),
+    pytest.param("git-server", "the git server http://127.0.0.1:", id="the git server does not answer"),
+    pytest.param("not-served", "does not serve clusterlogs", id="the API server does not serve the back-end's objects"),
+])
+async def test_a_broken_back_end_is_reported_unreachable(toolplane: ToolPlane, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch, broken: str,
+                                                         detail_has: str) -> None:
+    logs = toolplane.adapters["logs"]
+    gitops = toolplane.adapters["gitops"]
+    assert isinstance(logs, PodLogs)
+    assert isinstance(gitops, GitOps)
+    if broken == "logs-directory":
+        adapter: PodLogs | GitOps = PodLogs(logs.http, tmp_path / "gone", logs.server)
+        name = "logs"
+    elif broken == "git-server":
+        tmp_path.joinpath("gitops").mkdir()
+        adapter = GitOps(gitops.http, tmp_path / "gitops", f"http://127.0.0.1:{free_port()}")
+        name = "gitops"
+    else:
+        adapter = PodLogs(logs.http, logs.directory, logs.server)
+        name = "logs"
+        # Discovery of a group version that is served but has no such resource.
+        monkeypatch.setattr(logs_module, "CLUSTER_LOGS", "/api/v1/clusterlogs")
+    (probe,) = await ToolPlane({name: adapter}).probe(timeout=10)
+    assert probe.reachable is False, probe
+    assert detail_has in probe.detail
+
+
+async def test_an_adapter_without_a_self_test_is_reported_as_not_self_tested() -> None:
+    (probe,) = await ToolPlane({"traces": NoSelfTest()}).probe()  # type: ignore[dict-item]
+    assert (probe.name, probe.reachable) == ("traces", None)
+    assert "no self-test" in probe.detail
