@@ -59,9 +59,11 @@ def test_the_agent_was_given_the_gitops_endpoint_and_its_call_is_the_gateways_ev
     # The git server's smart-HTTP advertisement: the back-end credential the gateway added (never shown to
     # the agent) was accepted, and the agent got the repository's refs.
     assert call.status == 200, call
-    assert call.request["path"] == "/info/refs" and call.request["query"] == {"service": ["git-upload-pack"]}
+    assert call.request["path"] == "/info/refs"
+    assert call.request["query"] == {"service": ["git-upload-pack"]}
     assert call.response_meta["content_type"] == "application/x-git-upload-pack-advertisement"
-    assert call.response_meta["bytes"] > 0 and len(call.response_meta["sha256"]) == 64
+    assert call.response_meta["bytes"] > 0
+    assert len(call.response_meta["sha256"]) == 64
     assert bundle.window_start <= call.time <= bundle.window_end
 
 
