@@ -312,7 +312,10 @@ class GatewaySettings:
             raise SettingsError(f"--tool-gateway-port {number}: expected a port number (0-65535; 0: any free port)")
         url = (url or "").strip().rstrip("/")
         if url:
-            parsed = httpx.URL(url) if url.startswith(("http://", "https://")) else None
+            try:
+                parsed = httpx.URL(url) if url.startswith(("http://", "https://")) and " " not in url else None
+            except httpx.InvalidURL:
+                parsed = None
             if parsed is None or not parsed.host or parsed.query or parsed.fragment:
                 raise SettingsError(f"--tool-gateway-url {url!r}: expected http(s)://host[:port][/path], the "
                                     "address agents reach the tool gateway at (no query or fragment)")

@@ -50,6 +50,10 @@ BAD = {
                                       "--tool-gateway-url: required when --tool-gateway-addr is '0.0.0.0'"),
     "a URL that is not http(s)": (["--tool-gateway-port", "8090", "--tool-gateway-url", "gw:8090"],
                                   "--tool-gateway-url 'gw:8090': expected http(s)://host"),
+    "a URL that does not parse": (["--tool-gateway-port", "8090", "--tool-gateway-url", "http://[::1"],
+                                  "--tool-gateway-url 'http://[::1': expected http(s)://host"),
+    "a URL without a host": (["--tool-gateway-port", "8090", "--tool-gateway-url", "http://"],
+                             "expected http(s)://host"),
     "a URL with a query": (["--tool-gateway-port", "8090", "--tool-gateway-url", "http://gw:8090/?a=1"],
                            "no query or fragment"),
     "a URL with any free port (it could not lead there)": (
