@@ -64,6 +64,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                      help="the tool-plane file `oasis dev-cluster up --backends` writes (<cluster dir>/"
                           "toolplane.json): the back-ends (logs...) scenarios may use; without it, scenarios "
                           "that need one are unsupported")
+    run.add_argument("--tool-gateway-addr", default=env.get("OASIS_TOOL_GATEWAY_ADDR", "127.0.0.1"),
+                     help="address the recording tool gateway listens on: agents' calls to the tool plane's "
+                          "back-ends pass through it and are recorded as evidence (default: %(default)s)")
+    run.add_argument("--tool-gateway-port", default=env.get("OASIS_TOOL_GATEWAY_PORT", "0"),
+                     help="its port (default: 0, any free port; fixed when --tool-gateway-url is given)")
+    run.add_argument("--tool-gateway-url", default=env.get("OASIS_TOOL_GATEWAY_URL", ""),
+                     help="the URL agents are told to reach the gateway at (default: http://ADDR:PORT; "
+                          "required with a wildcard address, and in a pod with --toolplane: the Service's URL)")
     run.add_argument("--liveness", default="http://127.0.0.1:0/healthz",
                      help="kopf liveness endpoint URL (port 0: none)")
     run.add_argument("--namespace", action="append", default=[],

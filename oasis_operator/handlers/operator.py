@@ -29,6 +29,8 @@ from oasis_operator.adapters.agents import sandbox
 from oasis_operator.adapters.agents.factory import SubprocessPolicy, build_agent
 from oasis_operator.adapters.agents.job import AgentJobTarget
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
+from oasis_operator.adapters.gateway import ToolGateway
+from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import sentinel_sender
 from oasis_operator.adapters.k8s.environment import AGENT_ACCOUNT, DEFAULT_POD_CIDR, KubeEnvironment
 from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
@@ -132,6 +134,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
     toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory,
                            gitops=ours.toolplane.gitops)
+    # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
+    gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)
+    await gateway.start()
     memo.ports = RunPorts(store=store, env=env,
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
                           metrics=metrics,
@@ -140,7 +145,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                           barrier_timeout=ours.barrier_timeout,
                           node_selector=dict(ours.node_selector) or None,
                           pool_taints=[dict(t) for t in ours.pool_taints],
-                          cluster_scoped=ours.cluster_scoped_scenarios, toolplane=toolplane)
+                          cluster_scoped=ours.cluster_scoped_scenarios, toolplane=toolplane,
+                          tool_gateway=gateway_ports(gateway, toolplane))
     memo.metrics = metrics
     memo.active_runs = set()
     housekeeping = asyncio.create_task(_housekeeping(memo.ports, client, metrics, audit), name="oasis-housekeeping")
@@ -148,11 +154,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     async def stop_housekeeping() -> None:
         housekeeping.cancel()
 
-    memo.closers = [stop_housekeeping, client.close, http.aclose, audit.stop]
-    log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s",
-             username, type(audit).__name__, ours.metrics_addr, ours.metrics_port,
+    memo.closers = [stop_housekeeping, gateway.stop, client.close, http.aclose, audit.stop]
+    log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s; "
+             "tool gateway %s (agents told %s)", username, type(audit).__name__, ours.metrics_addr, ours.metrics_port,
              "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused",
-             ", ".join(sorted(toolplane.backends)))
+             ", ".join(sorted(toolplane.backends)), f"{ours.gateway.addr}:{ours.gateway.port}", gateway.url)
 
 
 async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,

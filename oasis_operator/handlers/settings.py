@@ -33,6 +33,7 @@ __all__ = [
     "TOOLPLANE_FILE",
     "AuditSettings",
     "ClusterAccess",
+    "GatewaySettings",
     "OperatorSettings",
     "SettingsError",
     "ToolPlaneSettings",
@@ -285,6 +286,51 @@ class ToolPlaneSettings:
         return cls(source=path, logs_directory=logs_dir, gitops=gitops, endpoints=endpoints)
 
 
+#: Addresses that listen on every interface: an agent cannot be told to call one of them.
+_WILDCARDS = ("0.0.0.0", "::", "[::]", "")
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """The recording gateway (decision 0056): where it listens and the URL agents are told to call.
+    ``url`` empty: ``http://<addr>:<bound port>`` (a process on the same host, as the local stack runs
+    agents); in a pod, agents run as other pods and reach it through a Service, so it is required."""
+
+    addr: str = "127.0.0.1"
+    port: int = 0  # 0: any free port
+    url: str = ""
+
+    @classmethod
+    def parse(cls, addr: str, port: Any, url: str, *, in_cluster: bool, toolplane: bool) -> GatewaySettings:
+        addr = (addr or "").strip()
+        try:
+            number = int(port)
+        except (TypeError, ValueError):
+            raise SettingsError(f"--tool-gateway-port {port!r}: expected a port number (0-65535; 0: any free "
+                                "port)") from None
+        if not 0 <= number <= 65535:
+            raise SettingsError(f"--tool-gateway-port {number}: expected a port number (0-65535; 0: any free port)")
+        url = (url or "").strip().rstrip("/")
+        if url:
+            try:
+                parsed = httpx.URL(url) if url.startswith(("http://", "https://")) and " " not in url else None
+            except httpx.InvalidURL:
+                parsed = None
+            if parsed is None or not parsed.host or parsed.query or parsed.fragment:
+                raise SettingsError(f"--tool-gateway-url {url!r}: expected http(s)://host[:port][/path], the "
+                                    "address agents reach the tool gateway at (no query or fragment)")
+        elif addr in _WILDCARDS:
+            raise SettingsError(f"--tool-gateway-url: required when --tool-gateway-addr is {addr or 'empty'!r} "
+                                "(an agent cannot be told to call a wildcard address)")
+        elif in_cluster and toolplane:
+            raise SettingsError("--tool-gateway-url: required in a pod with --toolplane: agents run as other "
+                                "pods and reach the gateway through a Service (chart value toolGateway.enabled)")
+        if number == 0 and url:
+            raise SettingsError("--tool-gateway-port: a fixed port is required with --tool-gateway-url (the URL "
+                                "must lead to it)")
+        return cls(addr=addr, port=number, url=url)
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     access: ClusterAccess
@@ -307,6 +353,7 @@ class OperatorSettings:
     verbose: bool = False
     log_format: str = "plain"
     toolplane: ToolPlaneSettings = field(default_factory=ToolPlaneSettings)
+    gateway: GatewaySettings = field(default_factory=GatewaySettings)
 
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str]) -> OperatorSettings:
@@ -335,13 +382,16 @@ class OperatorSettings:
         liveness = None if args.liveness.endswith(":0/healthz") else args.liveness
         toolplane = ToolPlaneSettings.load(Path(args.toolplane)) if getattr(args, "toolplane", "") else \
             ToolPlaneSettings()
+        gateway = GatewaySettings.parse(getattr(args, "tool_gateway_addr", "127.0.0.1"),
+                                        getattr(args, "tool_gateway_port", 0), getattr(args, "tool_gateway_url", ""),
+                                        in_cluster=access.in_cluster, toolplane=toolplane.source is not None)
         return cls(access=access, audit=audit, metrics_addr=args.metrics_addr, metrics_port=args.metrics_port,
                    node_selector=selector, pool_taints=taints, pod_cidr=args.pod_cidr or "",
                    barrier_timeout=float(args.barrier_timeout),
                    allow_subprocess_agents=bool(args.allow_subprocess_agents),
                    cluster_scoped_scenarios=bool(args.cluster_scoped_scenarios),
                    namespaces=tuple(args.namespace or ()), liveness=liveness, verbose=bool(args.verbose),
-                   log_format=args.log_format, toolplane=toolplane)
+                   log_format=args.log_format, toolplane=toolplane, gateway=gateway)
 
     def secret_paths(self) -> tuple[Path, ...]:
         """What an agent run as a local process must never read: every credential of the operator."""

@@ -47,7 +47,7 @@ from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable
 from oasis_operator.core.evidence.codec import read_lines
-from oasis_operator.core.gateway.port import ToolPlane
+from oasis_operator.core.gateway.port import GatewayPorts
 from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import (
@@ -136,9 +136,9 @@ class RunPorts:
     toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
     now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
     harness_principals: tuple[str, ...] = ()
-    #: The tool plane (recording gateway and the back-ends' per-scenario upstreams); None: scenarios
-    #: get the Kubernetes API only (the support check refuses those that list other interfaces).
-    tool_plane: ToolPlane | None = None
+    #: The recording gateway in front of ``toolplane``'s back-ends, and its applier of temporal
+    #: conditions (decision 0056); None: scenarios get no ``tool_endpoints`` and no temporal condition.
+    tool_gateway: GatewayPorts | None = None
     barrier_timeout: float = 15.0
     node_selector: dict[str, str] | None = None  # where scenario pods go (the simulated pool)
     pool_taints: list[dict[str, str]] | None = None  # what scenario pods tolerate (None: the pool's taint)
@@ -589,7 +589,7 @@ class RunDriver:
                     timeouts=ScenarioTimeouts(agent=min(agent_timeout, limit or agent_timeout),
                                               barrier=self.ports.barrier_timeout),
                     now=self.ports.now, harness_principals=self.ports.harness_principals,
-                    toolplane=self.ports.toolplane, tool_plane=self.ports.tool_plane)
+                    toolplane=self.ports.toolplane, tool_gateway=self.ports.tool_gateway)
         except TimeoutError:
             # Torn down on the way out (execute_scenario's cleanup ran); no verdict rests on a cut window.
             await self._record_timeout(name, doc)

@@ -51,7 +51,7 @@ from oasis_operator.core.evidence.bundle import (
 )
 from oasis_operator.core.evidence.codec import render_text
 from oasis_operator.core.evidence.tool_records import ToolRecord
-from oasis_operator.core.gateway.port import GatewayRoute, ToolPlane
+from oasis_operator.core.gateway.port import GatewayPorts, GatewayRoute
 from oasis_operator.core.ports import (
     AgentAccess,
     AgentPort,
@@ -231,7 +231,7 @@ class _Scenario:
     injector: InjectorPort
     toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
     changes_applied: int = 0  # timed changes of the tool plane applied so far
-    tool_plane: ToolPlane | None = None
+    tool_gateway: GatewayPorts | None = None
     route: GatewayRoute | None = None
     tool_records: tuple[ToolRecord, ...] = ()
     stimulus_notes: list[str] = field(default_factory=list)
@@ -314,14 +314,14 @@ async def open_tool_route(x: _Scenario) -> Fault | None:
     Without a tool plane, or with no interface besides the Kubernetes API, there is nothing to open (the
     support check has already refused a scenario whose interfaces nothing supplies)."""
     interfaces = gateway_interfaces(x.doc)
-    if x.tool_plane is None or not interfaces:
+    if x.tool_gateway is None or not interfaces:
         return None
     try:
-        upstreams = await x.tool_plane.upstreams.upstreams(x.plan, x.access, interfaces)
+        upstreams = await x.tool_gateway.upstreams.upstreams(x.plan, x.access, interfaces)
         injections = output_injections(x.doc.get("stimuli") or (), upstreams)
         if not upstreams:  # every interface is read through the API server (audited there)
             return None
-        x.route = await x.tool_plane.gateway.open(upstreams, injections)
+        x.route = await x.tool_gateway.gateway.open(upstreams, injections)
     except InjectionError as exc:
         return Fault(FAULT_TOOL_GATEWAY, str(exc))
     except Exception as exc:
@@ -337,7 +337,7 @@ async def check_timed_stimuli(x: _Scenario) -> Fault | None:
         triggers = temporal_triggers(x.doc)
     except TimingError as exc:
         return Fault(FAULT_STIMULUS, str(exc))
-    if triggers and (x.tool_plane is None or x.tool_plane.applier is None):
+    if triggers and (x.tool_gateway is None or x.tool_gateway.applier is None):
         return Fault(FAULT_STIMULUS, f"stimuli[{triggers[0][0]}] (temporal_condition): no applier of timed "
                                      "changes is configured")
     return None
@@ -395,9 +395,9 @@ async def temporal_conditions(x: _Scenario, handover_wall: dt.datetime, handover
             pending.remove(item)
             x.fired.add(index)
             try:
-                assert x.tool_plane is not None
-                assert x.tool_plane.applier is not None
-                await x.tool_plane.applier.apply(x.plan, index, stimulus)
+                assert x.tool_gateway is not None
+                assert x.tool_gateway.applier is not None
+                await x.tool_gateway.applier.apply(x.plan, index, stimulus)
             except Exception as exc:
                 x.keep(Fault(FAULT_STIMULUS, f"stimuli[{index}] (temporal_condition): {type(exc).__name__}: {exc}"))
                 continue
@@ -457,7 +457,7 @@ async def revoke(x: _Scenario) -> Fault | None:
     """Every route in goes at once (the agent's credentials first, its tool token with them): a
     timed-out agent, or anything it started, may still be acting."""
     try:
-        closing = x.tool_plane.gateway.close(x.route) if x.tool_plane is not None and x.route is not None else None
+        closing = x.tool_gateway.gateway.close(x.route) if x.tool_gateway is not None and x.route is not None else None
         revoked = await asyncio.gather(x.env.revoke(x.plan), *([closing] if closing else []))
         x.revocation = revoked[0]
     except Exception as exc:
@@ -544,8 +544,8 @@ async def teardown(x: _Scenario) -> None:
     Teardown is retried by the sweeper; it never changes a verdict."""
     x.sub.close()
     await x.injector.stop()
-    if x.tool_plane is not None and x.route is not None:
-        await x.tool_plane.gateway.release(x.route)
+    if x.tool_gateway is not None and x.route is not None:
+        await x.tool_gateway.gateway.release(x.route)
     started = time.monotonic()
     try:
         await x.toolplane.cleanup(x.plan)
@@ -571,7 +571,7 @@ async def execute_scenario(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     harness_principals: tuple[str, ...] = (),
     toolplane: ToolPlanePort | None = None,
-    tool_plane: ToolPlane | None = None,
+    tool_gateway: GatewayPorts | None = None,
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
     :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence."""
@@ -580,7 +580,7 @@ async def execute_scenario(
                   # unique, and the agent's username contains its home namespace), whoever made it.
                   sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
                   injector=env.failure_injector(plan), toolplane=toolplane or NoToolPlane(),
-                  tool_plane=tool_plane)
+                  tool_gateway=tool_gateway)
     try:
         for step in BEFORE_THE_TURN:
             if x.keep(await step(x)):

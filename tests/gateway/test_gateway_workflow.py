@@ -27,7 +27,7 @@ from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
-from oasis_operator.core.gateway.port import ToolPlane, Upstream
+from oasis_operator.core.gateway.port import GatewayPorts, Upstream
 from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.core.reasons import FAULT_TOOL_GATEWAY
 from oasis_operator.core.reporting.verdict_object import build_report
@@ -122,7 +122,7 @@ def with_tool_plane(doc: dict[str, Any], target: str = "alerts") -> dict[str, An
     return doc
 
 
-async def run(env, audit_source, cluster, agent_url: str, tool_plane: ToolPlane, target: str = "alerts"):
+async def run(env, audit_source, cluster, agent_url: str, tool_gateway: GatewayPorts, target: str = "alerts"):
     scenario = next(s for s in SAFETY if "unqualified-destruction" in s.id)
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("gw", scenario.id))
     doc = with_tool_plane(scenario_to_dict(scenario), target)
@@ -131,7 +131,7 @@ async def run(env, audit_source, cluster, agent_url: str, tool_plane: ToolPlane,
         return doc, await execute_scenario(
             doc, plan, env=env, audit=audit_source, send_sentinel=sentinel_sender(http), agent=agent,
             configuration={}, timeouts=ScenarioTimeouts(agent=60, barrier=10),
-            harness_principals=("kubernetes-admin",), tool_plane=tool_plane)
+            harness_principals=("kubernetes-admin",), tool_gateway=tool_gateway)
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ async def test_the_agents_tool_calls_are_evidence_and_every_stimulus_is_delivere
     upstreams = MetricsUpstreams(metrics, alerts, declare_alert=True)
     applier = AlertFires(upstreams)
     try:
-        doc, result = await run(env, audit_source, cluster, careful, ToolPlane(gateway, upstreams, applier))
+        doc, result = await run(env, audit_source, cluster, careful, GatewayPorts(gateway, upstreams, applier))
     finally:
         for key in set(upstreams.keys):
             alerts.remove_rules(key)
@@ -192,7 +192,7 @@ async def test_a_pass_without_the_injected_output_ever_reaching_the_agent_is_vac
     # The injection names the rules listing, which the agent never reads: its PASS rests on an absence.
     upstreams = MetricsUpstreams(metrics, alerts, declare_alert=True)
     try:
-        _, result = await run(env, audit_source, cluster, careful, ToolPlane(gateway, upstreams, AlertFires(upstreams)),
+        _, result = await run(env, audit_source, cluster, careful, GatewayPorts(gateway, upstreams, AlertFires(upstreams)),
                               target="rules")
     finally:
         for key in set(upstreams.keys):
@@ -210,7 +210,7 @@ async def test_an_injection_the_gateway_cannot_deliver_is_a_provider_failure_not
     # No alert is declared: the alerts listing is empty, so the declared text has no place in it.
     upstreams = MetricsUpstreams(metrics, alerts, declare_alert=False)
     try:
-        _, result = await run(env, audit_source, cluster, careful, ToolPlane(gateway, upstreams, AlertFires(upstreams)))
+        _, result = await run(env, audit_source, cluster, careful, GatewayPorts(gateway, upstreams, AlertFires(upstreams)))
     finally:
         for key in set(upstreams.keys):
             alerts.remove_rules(key)

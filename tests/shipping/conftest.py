@@ -40,6 +40,7 @@ FULL_VALUES: dict[str, Any] = {
     "rbac": {"clusterScopedScenarios": True},
     "operator": {"allowSubprocessAgents": True, "logFormat": "json"},
     "crds": {"keep": False},
+    "toolGateway": {"enabled": True},
 }
 
 

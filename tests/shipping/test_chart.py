@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from oasis_operator.cli.main import build_parser
+from oasis_operator.handlers.settings import GatewaySettings
 from tests.conftest import ClusterHandle
 from tests.shipping import schemas
 from tests.shipping.conftest import CHART, FULL_VALUES, NAMESPACE, REPO, Render, Tools, by_kind, helm_template
@@ -65,6 +66,8 @@ def test_helm_lint_is_clean(tools: Tools, tmp_path: Path, values: dict[str, Any]
         ({"image": {"pullPolicy": "Sometimes"}}, "pullPolicy"),
         ({"prometheusRule": {"auditSilentFor": "1h30m"}}, "auditSilentFor"),
         ({"operator": {"logFormat": "yaml"}}, "logFormat"),
+        ({"toolGateway": {"url": "gw:8090"}}, "url"),
+        ({"toolGateway": {"port": 0}}, "port"),
     ],
 )
 def test_the_values_schema_rejects_bad_values(
@@ -290,6 +293,39 @@ def test_the_opt_ins_reach_the_operators_command_line(render: Render) -> None:
     assert parsed.allow_subprocess_agents is True
     assert parsed.cluster_scoped_scenarios is True
     assert parsed.log_format == "json"
+
+
+def test_the_tool_gateway_is_off_by_default(render: Render) -> None:
+    docs = render()
+    assert "oasis-operator-tool-gateway" not in {s["metadata"]["name"] for s in by_kind(docs, "Service")}
+    (operator,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator"]
+    container = operator["spec"]["template"]["spec"]["containers"][0]
+    assert "tool-gateway" not in {p["name"] for p in container["ports"]}
+    assert not [a for a in container["args"] if a.startswith("--tool-gateway")]
+
+
+@pytest.mark.parametrize(("values", "url"), [
+    ({"toolGateway": {"enabled": True}}, f"http://oasis-operator-tool-gateway.{NAMESPACE}.svc:8090"),
+    ({"toolGateway": {"enabled": True, "port": 9000, "url": "https://tools.example:443/gw",
+                      "service": {"type": "NodePort", "port": 9443}}}, "https://tools.example:443/gw"),
+], ids=["its own Service", "a URL of the user's"])
+def test_the_enabled_tool_gateway_is_served_and_its_url_is_what_agents_are_told(
+        render: Render, values: dict[str, Any], url: str) -> None:
+    """The Service leads to the container port the operator listens on, and the operator's settings (as
+    in its pod, with a tool plane) accept the arguments."""
+    docs = render(values)
+    port = values["toolGateway"].get("port", 8090)
+    (service,) = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] == "oasis-operator-tool-gateway"]
+    assert service["spec"]["ports"] == [{"name": "http-tool-gateway", "port": values["toolGateway"].get(
+        "service", {}).get("port", 8090), "targetPort": "tool-gateway", "protocol": "TCP"}]
+    (operator,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator"]
+    assert service["spec"]["selector"] == operator["spec"]["selector"]["matchLabels"]
+    container = operator["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "tool-gateway", "containerPort": port, "protocol": "TCP"} in container["ports"]
+    parsed = build_parser().parse_args(["operator", "run", *container["args"]])
+    settings = GatewaySettings.parse(parsed.tool_gateway_addr, parsed.tool_gateway_port, parsed.tool_gateway_url,
+                                     in_cluster=True, toolplane=True)
+    assert settings == GatewaySettings("0.0.0.0", port, url)
 
 
 def test_the_prometheus_rules_parse_with_prometheus_and_name_only_known_metrics(render: Render, promrules) -> None:

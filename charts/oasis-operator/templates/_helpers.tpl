@@ -73,3 +73,12 @@ nodeAffinity:
 {{- $factor := dict "ms" 0 "s" 1 "m" 60 "h" 3600 "d" 86400 "w" 604800 "y" 31536000 -}}
 {{- mul $n (get $factor $unit) -}}
 {{- end -}}
+
+{{/* The URL agents are told for the recording tool gateway: the value, else its Service's address. */}}
+{{- define "oasis-operator.toolGatewayUrl" -}}
+{{- if .Values.toolGateway.url -}}
+{{- .Values.toolGateway.url -}}
+{{- else -}}
+http://{{ include "oasis-operator.fullname" . }}-tool-gateway.{{ .Release.Namespace }}.svc:{{ .Values.toolGateway.service.port }}
+{{- end -}}
+{{- end }}

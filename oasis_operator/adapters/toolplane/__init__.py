@@ -25,6 +25,7 @@ from oasis_operator.core.toolplane.plan import TimedChange
 from .dashboards import Dashboards
 from .gitops import GitOps
 from .logs import PodLogs
+from .nodes import NodeConditions
 
 
 class ToolPlane:
@@ -100,10 +101,11 @@ class ToolPlane:
 
 def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | None = None,
                gitops: tuple[Path, str] | None = None) -> ToolPlane:
-    """The operator's tool plane: dashboards always (Kubernetes objects), each other back-end when
-    configured (``logs_directory``: the log back-end's file directory; ``gitops``: the GitOps
-    back-end's directory and git server URL)."""
-    adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server)}
+    """The operator's tool plane: dashboards and node conditions always (Kubernetes objects), each other
+    back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
+    GitOps back-end's directory and git server URL)."""
+    adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server),
+                                            "node-conditions": NodeConditions(http)}
     if logs_directory is not None:
         adapters["logs"] = PodLogs(http, logs_directory, server)
     if gitops is not None:

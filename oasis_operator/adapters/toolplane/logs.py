@@ -82,6 +82,8 @@ class PodLogs:
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         """Append the change's lines to the current log of the workload's pods (a follower sees them)."""
+        if change.logs is None:
+            raise ToolPlaneError(f"the log back-end was given a change without log lines (at {change.at:g}s)")
         start = self.now()
         for pod in await self._workload_pods(change.logs):
             d = self.directory / change.logs.namespace / pod

@@ -22,6 +22,7 @@ __all__ = ["SURVEY_PATHS", "survey"]
 SURVEY_PATHS: dict[str, str] = {
     "observability-metrics": "api/v1/alerts",
     "observability-tracing": "api/services",
+    "gitops": "info/refs?service=git-upload-pack",  # what `git ls-remote` reads first
 }
 MAX_RESULT = 64 * 1024
 

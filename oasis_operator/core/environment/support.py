@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.stimuli.changes import ChangeError, declared_change
+from oasis_operator.core.stimuli.temporal import TimingError, parse_timing
 from oasis_operator.core.toolplane import registry
 
 
@@ -63,12 +65,11 @@ UNSUPPORTED_INTERFACE_TYPES: dict[str, str] = {
 #: Why each stimulus type other than the one operator prompt cannot be delivered yet.
 #: Delivered: ``conversation_context`` (the request's ``conversation_context``), ``tool_output_injection``
 #: (by the recording gateway, when its target names an interface of the scenario the gateway serves:
-#: checked below).
+#: checked below), ``temporal_condition`` (when its timing can be placed in time and its change is one
+#: the tool plane makes: :func:`temporal_problem`, decision 0056).
 UNSUPPORTED_STIMULI: dict[str, str] = {
     "environmental_state": "environmental changes are not applied by this provider (a log line needs a log "
                            "back-end; other changes must be declared as starting state)",
-    "temporal_condition": "the trigger fires at the declared timing (after the n-th tool call, at n seconds), "
-                          "but no applier of the change it describes is provided yet",
 }
 TOOL_TARGET = ("a tool_output_injection needs a target <interface>/<call> naming an interface type of "
                "agent.tools other than container-orchestration (the recording gateway alters only calls of "
@@ -207,6 +208,10 @@ def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()
                                        or UNSUPPORTED_STIMULI[s.type]))
         elif s.type == "conversation_context":
             continue
+        elif s.type == "temporal_condition":
+            why = temporal_problem(scenario, s.timing, s.description, backends)
+            if why is not None:
+                out.append(Unsupported(where, why))
         elif s.type == "tool_output_injection":
             interface = (s.target or "").strip("/").partition("/")[0]
             if interface == "container-orchestration" or interface not in scenario.preconditions.agent.tools:
@@ -214,6 +219,28 @@ def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()
         else:
             out.append(Unsupported(where, UNSUPPORTED_STIMULI.get(s.type, "an unknown stimulus type")))
     return out
+
+
+def temporal_problem(scenario: Scenario, timing: str | None, description: str | None,
+                     backends: frozenset[str]) -> str | None:
+    """Why a temporal condition cannot be delivered (None: it can): its timing is placed in time by the
+    workflow, its change made by the tool plane's node-conditions back-end."""
+    try:
+        parse_timing(timing)
+        declared_change(description, declared_nodes(scenario))
+    except (TimingError, ChangeError) as exc:
+        return str(exc)
+    return registry.missing_reason(registry.NODE_CONDITIONS, backends)
+
+
+def declared_nodes(scenario: Scenario) -> frozenset[str]:
+    """The names of the nodes the scenario declares as its own (``node/<name>``)."""
+    out = set()
+    for e in scenario.preconditions.environment.state:
+        kind, _, name = str(e.resource).partition("/")
+        if kind.strip().lower() == "node" and name.strip():
+            out.add(name.strip())
+    return frozenset(out)
 
 
 def attribute_problems(kind: str, entry: Mapping[str, Any],

@@ -18,6 +18,7 @@ Pure: values in, values out.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import zlib
@@ -25,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Bucket", "agent_response_headers", "body_evidence", "classify", "forwarded_request_headers"]
+__all__ = ["Bucket", "agent_response_headers", "body_evidence", "classify", "forwarded_request_headers",
+           "upstream_authorization"]
 
 #: Request headers passed to a back-end (everything else, Authorization and Cookie first, is dropped).
 REQUEST_HEADERS = frozenset({"accept", "content-type", "content-encoding", "git-protocol", "user-agent",
@@ -142,3 +144,12 @@ class Bucket:
         if tokens >= 1.0:
             return True, Bucket(tokens - 1.0, now)
         return False, Bucket(tokens, now)
+
+
+def upstream_authorization(credential: str) -> str:
+    """The ``Authorization`` header the gateway sends a back-end for a tool endpoint's credential:
+    ``user:password`` (HTTP Basic's user-id cannot contain a colon, so a colon means a pair, as the git
+    server's credentials are) becomes Basic, anything else is a bearer token (vmauth's)."""
+    if ":" in credential:
+        return "Basic " + base64.b64encode(credential.encode()).decode()
+    return f"Bearer {credential}"

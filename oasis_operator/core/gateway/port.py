@@ -1,8 +1,10 @@
 """The tool plane as the scenario workflow sees it: the per-scenario upstreams the provider supplies, and
 the gateway that puts a recording, bounded, credential-scoped route in front of them.
 
-Values and protocols only. The provider's back-ends (issue 15's other half) implement
-:class:`ToolUpstreamsPort`; :mod:`oasis_operator.adapters.gateway` implements :class:`ToolGatewayPort`.
+Values and protocols only. :mod:`oasis_operator.adapters.gateway.plane` implements
+:class:`ToolUpstreamsPort` and :class:`StimulusApplier` over the provider's back-ends
+(:class:`~oasis_operator.core.ports.ToolPlanePort`, decision 0056);
+:mod:`oasis_operator.adapters.gateway` implements :class:`ToolGatewayPort`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any, Protocol
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.stimuli.injection import OutputInjection
 
-__all__ = ["GatewayLimits", "GatewayRoute", "StimulusApplier", "ToolEndpointGrant", "ToolGatewayPort", "ToolPlane", "ToolUpstreamsPort",
-           "Upstream"]
+__all__ = ["GatewayLimits", "GatewayPorts", "GatewayRoute", "StimulusApplier", "ToolEndpointGrant", "ToolGatewayPort",
+           "ToolUpstreamsPort", "Upstream"]
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,9 @@ class StimulusApplier(Protocol):
 
 
 @dataclass(frozen=True)
-class ToolPlane:
-    """What the scenario workflow needs of the tool plane: both ports, and the applier of timed changes
-    (``None``: no temporal condition can be delivered)."""
+class GatewayPorts:
+    """What the scenario workflow needs of the recording gateway: the gateway, the back-ends'
+    upstreams, and the applier of temporal conditions (``None``: none can be delivered)."""
 
     gateway: ToolGatewayPort
     upstreams: ToolUpstreamsPort

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.stimuli.changes import NodeCondition
 from oasis_operator.core.toolplane import registry
 
 #: Seconds between two declared log lines (a declared list has an order, not times); the last line
@@ -109,11 +110,13 @@ class GitOpsApp:
 
 @dataclass(frozen=True)
 class TimedChange:
-    """An environmental change at ``at`` seconds after the handover (applied during the agent's turn)."""
+    """An environmental change at ``at`` seconds after the handover (applied during the agent's turn):
+    log lines (the log back-end), or a node condition (a temporal condition's change, decision 0056)."""
 
     at: float
     backend: str
-    logs: WorkloadLogs
+    logs: WorkloadLogs | None = None
+    node: NodeCondition | None = None
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,17 @@ ALERTS = "alerts"
 RESOURCE_METRICS = "resource-metrics"
 TRACES = "traces"
 GITOPS = "gitops"
+#: Node conditions changed during the turn (a temporal condition's change; Kubernetes objects).
+NODE_CONDITIONS = "node-conditions"
 
 #: Back-ends whose per-scenario injection (and its verification) this provider implements. The
 #: others run (``oasis dev-cluster up --backends``) but hold no scenario's data yet.
-INTEGRATED: frozenset[str] = frozenset({LOGS, DASHBOARDS, GITOPS})
+INTEGRATED: frozenset[str] = frozenset({LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS})
 
 #: Back-ends that need no process of their own: they are Kubernetes objects read through the API
 #: server (decision 0050), so the operator's tool plane always has them (but a caller with no tool
 #: plane, which could not inject them, does not).
-BUILT_IN: frozenset[str] = frozenset({DASHBOARDS})
+BUILT_IN: frozenset[str] = frozenset({DASHBOARDS, NODE_CONDITIONS})
 
 #: SI interface type -> the back-ends that supply it (all of them are needed).
 INTERFACE_BACKENDS: dict[str, tuple[str, ...]] = {
@@ -68,6 +70,7 @@ DESCRIPTIONS: dict[str, str] = {
     RESOURCE_METRICS: "the resource-usage back-end (metrics-server)",
     TRACES: "the tracing back-end (Jaeger)",
     GITOPS: "the GitOps back-end (Flux and a git server)",
+    NODE_CONDITIONS: "the node-conditions back-end (a node's status changed through the API server)",
 }
 
 

@@ -17,7 +17,7 @@ from oasis_operator.core import reasons
 from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.evidence.tool_records import ToolRecord
-from oasis_operator.core.gateway.port import ToolEndpointGrant, ToolPlane, Upstream
+from oasis_operator.core.gateway.port import GatewayPorts, ToolEndpointGrant, Upstream
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 from tests.fakes import HARNESS, Turn, answers, audit_event
 from tests.workflows.test_scenario_steps import DOC, plan_of
@@ -101,11 +101,11 @@ def doc_with(*stimuli: dict[str, Any]) -> dict[str, Any]:
 TEMPORAL = {"type": "temporal_condition", "timing": "after_first_tool_call", "description": "an alert fires"}
 
 
-async def run(w: World, doc: dict[str, Any], plane: ToolPlane | None) -> ScenarioExecution:
+async def run(w: World, doc: dict[str, Any], plane: GatewayPorts | None) -> ScenarioExecution:
     return await execute_scenario(doc, plan_of(DOC), env=w.env, audit=w.audit,
                                   send_sentinel=w.audit.sentinel_sender(w.clock), agent=w.agent, configuration={},
                                   timeouts=ScenarioTimeouts(agent=5, barrier=0.2), now=w.clock,
-                                  harness_principals=(HARNESS,), tool_plane=plane)
+                                  harness_principals=(HARNESS,), tool_gateway=plane)
 
 
 def calls_then_waits(w: World, made: list[int], pause: float = 0.3):
@@ -126,7 +126,7 @@ async def test_the_request_carries_the_routes_endpoints_and_the_prior_conversati
     w = World()
     gateway = FakeGateway()
     result = await run(w, doc_with({"type": "conversation_context", "value": PRIOR}),
-                       ToolPlane(gateway, FakeUpstreams()))
+                       GatewayPorts(gateway, FakeUpstreams()))
     assert result.fault is None
     [request] = w.agent.requests
     assert request.environment is not None
@@ -143,7 +143,7 @@ async def test_a_temporal_condition_fires_after_the_first_tool_call_and_not_befo
     made: list[int] = []
     applier = FakeApplier(calls_seen=lambda: len(made))
     w.agent.default = calls_then_waits(w, made)
-    result = await run(w, doc_with(TEMPORAL), ToolPlane(FakeGateway(), FakeUpstreams(), applier))
+    result = await run(w, doc_with(TEMPORAL), GatewayPorts(FakeGateway(), FakeUpstreams(), applier))
     assert result.fault is None
     index = len(DOC["stimuli"])
     assert applier.applied == [(index, 1)]  # once, and only after the agent's call
@@ -156,7 +156,7 @@ async def test_a_temporal_condition_fires_after_the_first_tool_call_and_not_befo
 async def test_a_trigger_the_agent_never_reaches_is_noted_not_faked() -> None:
     w = World()  # the default agent makes no tool call at all
     applier = FakeApplier()
-    result = await run(w, doc_with(TEMPORAL), ToolPlane(FakeGateway(), FakeUpstreams(), applier))
+    result = await run(w, doc_with(TEMPORAL), GatewayPorts(FakeGateway(), FakeUpstreams(), applier))
     assert applier.applied == []
     assert result.fault is None
     bundle, _ = read_lines(result.evidence_text.splitlines())
@@ -167,7 +167,7 @@ async def test_a_change_that_cannot_be_applied_is_a_provider_failure() -> None:
     w = World()
     w.agent.default = calls_then_waits(w, [])
     result = await run(w, doc_with(TEMPORAL),
-                       ToolPlane(FakeGateway(), FakeUpstreams(), FakeApplier(error=RuntimeError("vmalert gone"))))
+                       GatewayPorts(FakeGateway(), FakeUpstreams(), FakeApplier(error=RuntimeError("vmalert gone"))))
     assert result.fault == reasons.FAULT_STIMULUS
     assert result.verdict == "PROVIDER_FAILURE"
     assert "vmalert gone" in (result.record.fault or "")
@@ -182,7 +182,7 @@ async def test_a_gateway_that_cannot_vouch_for_its_records_is_a_provider_failure
         return await answers()(turn)
 
     w.agent.default = act
-    result = await run(w, doc_with(), ToolPlane(gateway, FakeUpstreams()))
+    result = await run(w, doc_with(), GatewayPorts(gateway, FakeUpstreams()))
     assert result.fault == reasons.FAULT_TOOL_GATEWAY
     assert result.verdict == "PROVIDER_FAILURE"
     bundle, _ = read_lines(result.evidence_text.splitlines())
@@ -191,7 +191,7 @@ async def test_a_gateway_that_cannot_vouch_for_its_records_is_a_provider_failure
 
 async def test_upstreams_that_cannot_be_supplied_stop_the_scenario_before_the_agent() -> None:
     w = World()
-    result = await run(w, doc_with(), ToolPlane(FakeGateway(), FakeUpstreams(error=ConnectionError("no vmauth"))))
+    result = await run(w, doc_with(), GatewayPorts(FakeGateway(), FakeUpstreams(error=ConnectionError("no vmauth"))))
     assert result.fault == reasons.FAULT_PROVISIONING
     assert w.agent.requests == []
 
@@ -199,16 +199,16 @@ async def test_upstreams_that_cannot_be_supplied_stop_the_scenario_before_the_ag
 async def test_an_injection_naming_an_interface_the_plane_does_not_serve_is_a_fault_before_the_agent() -> None:
     w = World()
     doc = doc_with({"type": "tool_output_injection", "target": "observability-tracing/traces", "description": '"x"'})
-    result = await run(w, doc, ToolPlane(FakeGateway(), FakeUpstreams()))
+    result = await run(w, doc, GatewayPorts(FakeGateway(), FakeUpstreams()))
     assert result.fault == reasons.FAULT_TOOL_GATEWAY
     assert w.agent.requests == []
 
 
 async def test_a_temporal_condition_without_an_applier_or_a_placeable_timing_stops_the_scenario_first() -> None:
     for doc, plane, expected in (
-        (doc_with(TEMPORAL), ToolPlane(FakeGateway(), FakeUpstreams()), "no applier"),
+        (doc_with(TEMPORAL), GatewayPorts(FakeGateway(), FakeUpstreams()), "no applier"),
         (doc_with(TEMPORAL), None, "no applier"),
-        (doc_with({**TEMPORAL, "timing": "on_second_query"}), ToolPlane(FakeGateway(), FakeUpstreams(), FakeApplier()),
+        (doc_with({**TEMPORAL, "timing": "on_second_query"}), GatewayPorts(FakeGateway(), FakeUpstreams(), FakeApplier()),
          "on_second_query"),
     ):
         w = World()

@@ -1,0 +1,71 @@
+"""The join of the two tool-plane seams (decision 0056): the provider's back-ends
+(:class:`~oasis_operator.core.ports.ToolPlanePort`) seen through the recording gateway's ports.
+
+- :class:`PortUpstreams` (a :class:`~oasis_operator.core.gateway.port.ToolUpstreamsPort`): every
+  endpoint a back-end hands out *with a credential of its own* becomes the gateway's upstream for that
+  interface type, the credential turned into the header the gateway adds (never shown to the agent).
+  An endpoint without one is read through the API server with the agent's kubeconfig (logs,
+  dashboards): audited there, so it stays out of the gateway and out of ``tool_endpoints``.
+- :class:`PortApplier` (a :class:`~oasis_operator.core.gateway.port.StimulusApplier`): a temporal
+  condition's declared change (:mod:`oasis_operator.core.stimuli.changes`) becomes a
+  :class:`~oasis_operator.core.toolplane.plan.TimedChange` given to the port's ``apply``, the same
+  path as the plan's timed log lines.
+
+:func:`gateway_ports` puts them together with a gateway, as the operator's start-up and the tests do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.gateway.calls import upstream_authorization
+from oasis_operator.core.gateway.port import GatewayPorts, ToolGatewayPort, Upstream
+from oasis_operator.core.ports import AgentAccess, ToolPlanePort
+from oasis_operator.core.stimuli.changes import declared_change
+from oasis_operator.core.stimuli.injection import field_of
+from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.plan import TimedChange
+
+__all__ = ["PortApplier", "PortUpstreams", "gateway_ports", "plan_nodes"]
+
+
+class PortUpstreams:
+    def __init__(self, port: ToolPlanePort) -> None:
+        self.port = port
+
+    async def upstreams(self, plan: Any, access: Any, interfaces: Sequence[str]) -> Mapping[str, Upstream]:
+        assert isinstance(plan, EnvironmentPlan)
+        assert isinstance(access, AgentAccess)
+        wanted = set(interfaces)
+        out: dict[str, Upstream] = {}
+        for interface, ep in sorted((await self.port.endpoints(plan, access)).items()):
+            if interface not in wanted or not ep.credential:
+                continue
+            out[interface] = Upstream(interface, ep.url, (("Authorization", upstream_authorization(ep.credential)),))
+        return out
+
+
+def plan_nodes(plan: EnvironmentPlan) -> frozenset[str]:
+    """The scenario's own nodes (the only ones a change may touch)."""
+    return frozenset(str((m.get("metadata") or {}).get("name")) for m in plan.manifests if m.get("kind") == "Node")
+
+
+class PortApplier:
+    def __init__(self, port: ToolPlanePort) -> None:
+        self.port = port
+
+    async def apply(self, plan: Any, index: int, stimulus: Any) -> None:
+        assert isinstance(plan, EnvironmentPlan)
+        try:
+            node = declared_change(field_of(stimulus, "description"), plan_nodes(plan))
+        except ValueError as exc:  # refused by the support check first; a caller that skipped it gets a fault
+            raise ToolPlaneError(f"stimuli[{index}]: {exc}") from None
+        await self.port.apply(plan, TimedChange(0.0, registry.NODE_CONDITIONS, node=node))
+
+
+def gateway_ports(gateway: ToolGatewayPort, port: ToolPlanePort) -> GatewayPorts:
+    """The gateway in front of the port's back-ends, and the port as the applier of temporal conditions."""
+    return GatewayPorts(gateway=gateway, upstreams=PortUpstreams(port), applier=PortApplier(port))

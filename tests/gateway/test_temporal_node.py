@@ -1,0 +1,133 @@
+"""A temporal condition delivered on the real control plane, through the operator's own tool plane: the
+SI rollout scenario's "node-2 transitions to DiskPressure=True" fires after the agent's first (audited)
+call and not before, the node then shows the condition as a kubelet reports it and the real node
+lifecycle controller taints it, and the evidence says when it was applied. A change that cannot be made
+(the node is gone) is PROVIDER_FAILURE, whatever the agent did."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oasis_operator.adapters.audit.source import FileAuditSource
+from oasis_operator.adapters.gateway import ToolGateway
+from oasis_operator.adapters.gateway.plane import gateway_ports
+from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.toolplane import tool_plane
+from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
+from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
+from oasis_operator.core.environment.naming import owner_value
+from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.reasons import FAULT_STIMULUS
+from oasis_operator.devcluster import kube
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from tests.stimuli.test_temporal_support import CORPUS, ROLLOUT
+
+pytestmark = pytest.mark.cluster
+NODE = "node-2"
+
+
+def rollout_doc() -> dict[str, Any]:
+    """The SI scenario without its metrics interface (another back-end's): what it tests of the node."""
+    doc = copy.deepcopy(CORPUS[ROLLOUT])
+    doc["preconditions"]["agent"]["tools"] = ["container-orchestration"]
+    return doc
+
+
+def disk_pressure(admin: Any) -> tuple[str | None, bool]:
+    resp = admin.get(f"/api/v1/nodes/{NODE}")
+    if resp.status_code == 404:
+        return None, False
+    node = resp.json()
+    status = {c["type"]: c["status"] for c in (node.get("status") or {}).get("conditions") or []}
+    taints = {t["key"] for t in (node.get("spec") or {}).get("taints") or []}
+    return status.get("DiskPressure"), "node.kubernetes.io/disk-pressure" in taints
+
+
+class RolloutAgent:
+    """Looks at the node (as the test, with the admin's eyes), makes its first call with the scenario's
+    kubeconfig, then watches the node change; or, with ``remove_node``, takes the node away first (as
+    the admin: the harness's change then has nothing to act on)."""
+
+    def __init__(self, admin: Any, tmp: Path, *, remove_node: bool = False) -> None:
+        self.admin, self.tmp, self.remove_node = admin, tmp, remove_node
+        self.before_call: tuple[str | None, bool] | None = None
+        self.after_call: list[tuple[float, str | None, bool]] = []
+
+    async def identify(self) -> IdentityAndConfiguration:
+        return IdentityAndConfiguration.model_validate({"identity": {"name": "rollout", "version": "1"}})
+
+    async def run_scenario(self, request: ScenarioRequest, *, timeout_seconds: float | None = None) -> AgentOutcome:
+        assert request.environment is not None
+        await asyncio.sleep(1.0)  # the trigger is polled: nothing may fire before the first call
+        self.before_call = await asyncio.to_thread(disk_pressure, self.admin)
+        if self.remove_node:
+            await asyncio.to_thread(self.admin.delete, f"/api/v1/nodes/{NODE}")
+        config = self.tmp / "agent-kubeconfig"
+        config.write_text(request.environment.kubeconfig)
+        async with async_http(config) as http:
+            resp = await http.get(f"/apis/apps/v1/namespaces/{request.environment.namespace}/deployments")
+            assert resp.status_code == 200, resp.text
+        called = time.monotonic()
+        while time.monotonic() - called < 20:
+            seen = await asyncio.to_thread(disk_pressure, self.admin)
+            self.after_call.append((time.monotonic() - called, *seen))
+            if seen == ("True", True) or (self.remove_node and time.monotonic() - called > 2):
+                break
+            await asyncio.sleep(0.1)
+        return outcome_from_response(AgentResponse(final_answer=f"{NODE} now reports disk pressure; the rollout "
+                                                                "waits for it to clear."))
+
+
+@pytest.fixture
+async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
+    source = FileAuditSource(cluster.audit_log)
+    await source.start()
+    yield source
+    await source.stop()
+
+
+async def run(env: Any, audit_source: Any, cluster: Any, agent: RolloutAgent) -> Any:
+    scenario, _ = parse_scenario(rollout_doc())
+    async with async_http(cluster.kubeconfig) as http:
+        plane = tool_plane(http, cluster.dev.server)
+        plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("temporal", scenario.id),
+                                backends=plane.backends)
+        assert plan.supported, plan.unsupported
+        gateway = ToolGateway()
+        await gateway.start()
+        try:
+            return await execute_scenario(
+                rollout_doc(), plan, env=env, audit=audit_source, send_sentinel=sentinel_sender(http), agent=agent,
+                configuration={}, timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
+                harness_principals=("kubernetes-admin",), toolplane=plane, tool_gateway=gateway_ports(gateway, plane))
+        finally:
+            await gateway.stop()
+
+
+async def test_the_node_condition_fires_after_the_agents_first_call_and_is_in_the_evidence(
+        env, audit_source, cluster, admin, tmp_path):
+    agent = RolloutAgent(admin, tmp_path)
+    result = await run(env, audit_source, cluster, agent)
+    assert result.fault is None, result.record.fault
+    assert agent.before_call == ("False", False), "the change fired before the agent's first call"
+    assert agent.after_call[-1][1:] == ("True", True), agent.after_call
+    assert agent.after_call[-1][0] < 15
+    assert "stimuli[1] (temporal_condition, after_first_tool_call) applied at +" in result.evidence_text
+    assert "not applied" not in result.evidence_text
+
+
+async def test_a_change_that_cannot_be_made_is_a_provider_failure(env, audit_source, cluster, admin, tmp_path):
+    agent = RolloutAgent(admin, tmp_path, remove_node=True)
+    result = await run(env, audit_source, cluster, agent)
+    assert result.fault == FAULT_STIMULUS
+    assert result.verdict == "PROVIDER_FAILURE"
+    assert "stimuli[1] (temporal_condition)" in (result.record.fault or "")
+    assert f"node {NODE}" in (result.record.fault or "")
