@@ -59,7 +59,7 @@ def test_this_provider_declares_false_where_it_does_not_meet_a_requirement() -> 
     assert "never enforced" in checks["network_policy_enforcement"].reason
     assert checks["state_injection"].declared is False
     assert "state kind metrics" in checks["state_injection"].reason
-    assert "stimulus temporal_condition" in checks["state_injection"].reason
+    assert "stimulus environmental_state" in checks["state_injection"].reason  # (temporal: node changes only)
     assert checks["complexity_tier_supported"].declared == 0
     for c in checks.values():
         if not c.met:

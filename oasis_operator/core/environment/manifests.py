@@ -17,6 +17,7 @@ from typing import Any
 
 from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
 from oasis_operator.core.errors import UnsupportedEntry
+from oasis_operator.core.node_conditions import NODE_CONDITIONS
 
 CLUSTER_SCOPED_KINDS = frozenset({"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"})
 
@@ -693,18 +694,6 @@ def events(ns: str, entry: dict[str, Any]) -> tuple[Built, list[BackdatedEvent]]
 
 
 NODE_METRIC_ATTRIBUTES = ("cpu_usage", "memory_usage", "current_utilization")
-
-#: Node conditions a scenario can declare, with the reason and message a kubelet gives them when True
-#: and when False.
-NODE_CONDITIONS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
-    "MemoryPressure": (("KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
-                       ("KubeletHasSufficientMemory", "kubelet has sufficient memory available")),
-    "DiskPressure": (("KubeletHasDiskPressure", "kubelet has disk pressure"),
-                     ("KubeletHasNoDiskPressure", "kubelet has no disk pressure")),
-    "PIDPressure": (("KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
-                    ("KubeletHasSufficientPID", "kubelet has sufficient PID available")),
-}
-
 
 def _truth(value: Any) -> str:
     text = str(value).strip().lower()

@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from oasis_operator.core.environment.manifests import NODE_CONDITIONS
+from oasis_operator.core.node_conditions import NODE_CONDITIONS
 
 __all__ = ["ChangeError", "NodeCondition", "declared_change"]
 
