@@ -16,7 +16,7 @@ from oasis_operator import __version__
 
 # Modules of this package that contribute sub-commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = ("demo", "dev_cluster", "operator", "check", "runs", "wait", "validate", "import_cmd",
-                                    "evaluate", "report", "evidence", "completion")
+                                    "evaluate", "report", "evidence", "provider", "completion")
 
 
 #: ``--help`` examples of the commands whose module gives none itself (``get``, ``wait`` and others carry
@@ -43,6 +43,7 @@ EXAMPLES: dict[tuple[str, ...], str] = {
                            "--path profiles/software-infrastructure -o manifests/\n"
                            "oasis import profile oasis-spec-1.0.tar.gz --path profiles/software-infrastructure\n"
                            "oasis import profile DIR -o manifests/ -n evals",
+    ("provider",): "oasis provider serve --profile DIR --audit-log AUDIT_LOG --token-file token.txt",
     ("evaluate",): "oasis evaluate --scenario s.yaml --evidence evidence-s.json   one scenario, offline\n"
                    "oasis evaluate --run-dir out/run-1                          recompute a run's report",
     ("evidence",): "oasis evidence export my-run -n evals -o out/my-run && oasis evaluate --run-dir out/my-run",

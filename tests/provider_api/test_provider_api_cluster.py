@@ -140,3 +140,51 @@ async def test_bad_requests_name_the_field_and_what_was_expected(api) -> None:
     assert conf.json()["supported"] is True
     other = await get(base, "/v1/conformance", profile="other")
     assert other.status_code == 404
+
+
+def test_the_serve_command_answers_conformance_honestly_and_stops_cleanly(cluster, tmp_path) -> None:
+    """`oasis provider serve` on the SI profile: the conformance answer is this provider's preflight
+    declaration (network policies are not enforced on simulated pods, so: not supported, and why)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import SPEC_DIR
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oasis_operator.cli", "provider", "serve", "--kubeconfig", str(cluster.kubeconfig),
+         "--profile", str(SPEC_DIR / "profiles" / "software-infrastructure"), "--audit-log", str(cluster.audit_log),
+         "--token-file", str(token_file), "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                got = httpx.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30,
+                                params={"profile": "oasis-profile-software-infrastructure"},
+                                headers={"Authorization": f"Bearer {TOKEN}"})
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.communicate()[1][-2000:]
+                assert time.monotonic() < deadline, "the server did not come up"
+                time.sleep(0.5)
+        assert got.status_code == 200, got.text
+        doc = got.json()
+        assert doc["provider"] == "oasis-operator"
+        assert doc["profile"] == "oasis-profile-software-infrastructure"
+        assert doc["supported"] is False
+        assert doc["requirements"]["environment_type"] == "kubernetes-cluster"
+        assert doc["requirements"]["audit_policy_installation"] is True  # the round trip was observed
+        unmet = {u["requirement"]: u["reason"] for u in doc["unmet_requirements"]}
+        assert "network_policy_enforcement" in unmet
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30).status_code == 401
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert "provider API for oasis-profile-software-infrastructure" in out

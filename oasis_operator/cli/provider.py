@@ -1,0 +1,164 @@
+"""``oasis provider serve``: this provider's OASIS provider HTTP API, for another evaluator (decision 0058).
+
+Called by :mod:`oasis_operator.cli.main`; turns a profile (a directory, an archive or a Git URL), the
+cluster's kubeconfig and its audit log into a running :class:`~oasis_operator.handlers.provider_api.ProviderApi`
+until interrupted. ``GET /v1/conformance`` answers with what this provider declares for the profile and
+each requirement it does not meet, from the same preflight a run makes (decision 0057): the audit
+round trip is made on every conformance query. Environments still provisioned when the server stops
+are torn down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from oasis_operator import __version__
+from oasis_operator.cli import kubeaccess
+from oasis_operator.cli.main import CliError
+
+EXAMPLES = """\
+examples:
+  oasis provider serve --profile ../oasis-spec/profiles/software-infrastructure \\
+      --audit-log /var/log/kube-audit/audit.log --token-file token.txt --listen 127.0.0.1:8090
+  curl -H "Authorization: Bearer $(cat token.txt)" \\
+      '127.0.0.1:8090/v1/conformance?profile=oasis-profile-software-infrastructure'
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("provider", help="serve this provider's OASIS provider HTTP API")
+    inner = parser.add_subparsers(dest="what", metavar="WHAT")
+    inner.required = True
+    serve = inner.add_parser("serve", help="serve the provider API (conformance, provision, snapshot, observe, "
+                             "teardown) over this cluster", epilog=EXAMPLES,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    kubeaccess.add_flags(serve)
+    serve.add_argument("--profile", required=True, metavar="SOURCE",
+                       help="the profile: a directory, an archive or a Git URL")
+    serve.add_argument("--profile-ref", metavar="REF", help="with a Git URL: the branch, tag or commit")
+    serve.add_argument("--profile-path", metavar="PATH", help="the profile inside the archive or repository")
+    serve.add_argument("--audit-log", type=Path, required=True, help="the API server's audit log")
+    serve.add_argument("--token-file", type=Path, required=True,
+                       help="a file holding the bearer token evaluators must send (at least 16 characters)")
+    serve.add_argument("--listen", default="127.0.0.1:8090", metavar="ADDR:PORT", help="default: 127.0.0.1:8090")
+    serve.set_defaults(func=cmd_serve)
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise CliError(f"--listen {text}: expected ADDR:PORT, e.g. 127.0.0.1:8090")
+    return host or "127.0.0.1", int(port)
+
+
+def _profile(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The Profile's spec and the scenario documents by id."""
+    from oasis_operator.loading.profile_dir import import_profile, manifests
+    from oasis_operator.loading.profile_source import ProfileSourceError, materialize
+
+    try:
+        directory = materialize(args.profile, work, ref=args.profile_ref, path=args.profile_path)
+    except ProfileSourceError as exc:
+        raise CliError(f"--profile: {exc}") from None
+    imported = import_profile(directory)
+    if imported.errors or imported.profile is None:
+        raise CliError(f"--profile {args.profile}: " + "; ".join(f.render() for f in imported.errors[:5]))
+    docs = manifests(imported)
+    return docs[0]["spec"], {d["spec"]["id"]: d["spec"] for d in docs[1:]}
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    host, port = _listen(args.listen)
+    try:
+        token = args.token_file.read_text().strip()
+    except OSError as exc:
+        raise CliError(f"--token-file {args.token_file}: {exc}") from None
+    if len(token) < 16:
+        raise CliError(f"--token-file {args.token_file}: the token must be at least 16 characters")
+    if not args.audit_log.is_file():
+        raise CliError(f"--audit-log {args.audit_log}: no such file")
+    with tempfile.TemporaryDirectory(prefix="oasis-provider-") as work:
+        profile_spec, scenarios = _profile(args, Path(work))
+        kubeconfig = Path(work) / "kubeconfig"
+        kubeconfig.touch(mode=0o600)
+        kubeconfig.write_text(yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False))
+        print(f"provider API for {profile_spec.get('id')} {profile_spec.get('version')} "
+              f"({len(scenarios)} scenarios) on http://{host}:{port}", flush=True)
+        asyncio.run(_serve(kubeconfig, args.audit_log, profile_spec, scenarios, token, host, port))
+    return 0
+
+
+async def _serve(kubeconfig: Path, audit_log: Path, profile_spec: Mapping[str, Any],
+                 scenarios: Mapping[str, Mapping[str, Any]], token: str, host: str, port: int) -> None:
+    from aiohttp import web
+
+    from oasis_operator.adapters.audit.source import FileAuditSource
+    from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender
+    from oasis_operator.adapters.k8s.environment import KubeEnvironment
+    from oasis_operator.core import preflight as pf
+    from oasis_operator.core.errors import AuditBarrierTimeout
+    from oasis_operator.core.provider_api import conformance_document
+    from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
+    from oasis_operator.handlers.provider_api import ProviderApi
+    from oasis_operator.workflows.barrier import audit_barrier
+
+    audit = FileAuditSource(audit_log)
+    await audit.start()
+    http = async_http(kubeconfig)
+    client = async_client(kubeconfig, field_manager="oasis-operator")  # as the operator applies
+    ep = endpoint_of(kubeconfig)
+    send = sentinel_sender(http)
+    env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
+    facts_box: dict[str, pf.ProviderFacts] = {}
+
+    def conformance(profile: str | None) -> Mapping[str, Any] | None:
+        if profile not in (None, profile_spec.get("id")):
+            return None
+        facts = facts_box["facts"]
+        values, _basis = pf.declaration(facts, pf.tiers_of(dict(profile_spec)))
+        checked = pf.preflight(profile_spec.get("provider_conformance"), pf.tiers_of(dict(profile_spec)), 1, facts,
+                               (str(profile_spec.get("id")), str(profile_spec.get("version"))))
+        unmet = [(c.name, c.reason) for c in checked.checks if c.kind == pf.REQUIREMENT and not c.met]
+        return conformance_document(provider="oasis-operator", version=__version__,
+                                    core_versions=[OASIS_CORE_VERSION], profile=str(profile_spec.get("id")),
+                                    profile_version=str(profile_spec.get("version")), requirements=values,
+                                    unmet=unmet)
+
+    # The audit round trip is made once at start (a server whose audit stream is dead says so in its
+    # conformance answer) and again before every audit observation (the barrier).
+    started = time.monotonic()
+    try:
+        audit_id = await audit_barrier(audit, send, timeout=15.0)
+        trip = pf.AuditRoundTrip(True, time.monotonic() - started,
+                                 f"the probe request (Audit-ID {audit_id}) was observed in the audit stream")
+    except AuditBarrierTimeout as exc:
+        trip = pf.AuditRoundTrip(False, time.monotonic() - started, f"audit source not live: {exc}")
+    facts_box["facts"] = pf.ProviderFacts(audit=trip)
+    service = ProviderApi(env=env, audit=audit, send_sentinel=send, scenarios=scenarios, conformance=conformance,
+                          token=token)
+    runner = web.AppRunner(service.app(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await service.close()
+        await runner.cleanup()
+        await client.close()
+        await http.aclose()
+        await audit.stop()
