@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import httpx
 
+from oasis_operator.adapters.toolplane.probe import served
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
@@ -37,6 +38,10 @@ class NodeConditions:
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         return None  # the declared conditions are the node's, built with it
+
+    async def probe(self) -> str:
+        """The preflight's self-test: the API server serves nodes (whose status the changes write)."""
+        return await served(self.http, "/api/v1", "nodes")
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         cond = change.node
