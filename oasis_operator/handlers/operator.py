@@ -131,7 +131,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
     toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory,
-                           gitops=ours.toolplane.gitops)
+                           gitops=ours.toolplane.gitops, metrics=ours.toolplane.metrics, alerts=ours.toolplane.alerts)
     memo.ports = RunPorts(store=store, env=env,
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
                           metrics=metrics,
@@ -148,7 +148,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     async def stop_housekeeping() -> None:
         housekeeping.cancel()
 
-    memo.closers = [stop_housekeeping, client.close, http.aclose, audit.stop]
+    memo.closers = [stop_housekeeping, client.close, http.aclose, toolplane.aclose, audit.stop]
     log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s",
              username, type(audit).__name__, ours.metrics_addr, ours.metrics_port,
              "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused",

@@ -247,6 +247,10 @@ class ToolPlaneSettings:
     logs_directory: Path | None = None
     #: The GitOps back-end's directory (its git credentials file) and git server URL; None: none.
     gitops: tuple[Path, str] | None = None
+    #: The metrics back-end's directory (its grants file), store URL and vmauth URL; None: none.
+    metrics: tuple[Path, str, str] | None = None
+    #: The alerting back-end's rule directory and vmalert URL (needs ``metrics``); None: none.
+    alerts: tuple[Path, str] | None = None
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -282,7 +286,25 @@ class ToolPlaneSettings:
                 raise SettingsError(f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
                                     f"and endpoints.git (found {directory!r}, {git!r})")
             gitops = (Path(directory), git)
-        return cls(source=path, logs_directory=logs_dir, gitops=gitops, endpoints=endpoints)
+        metrics = alerts = None
+        if "metrics" in backends:
+            directory = backends["metrics"].get("directory")
+            store, vmauth = endpoints["metrics"].get("store"), endpoints["metrics"].get("prometheus")
+            if not isinstance(directory, str) or not Path(directory).is_dir() or not store or not vmauth:
+                raise SettingsError(f"--toolplane {path}: field backends.metrics: expected an existing `directory` "
+                                    f"and endpoints.store and endpoints.prometheus (found {directory!r}, {store!r}, "
+                                    f"{vmauth!r})")
+            metrics = (Path(directory), store, vmauth)
+        if "alerts" in backends:
+            directory, vmalert = backends["alerts"].get("directory"), endpoints["alerts"].get("vmalert")
+            rules = Path(str(directory)) / "rules"
+            if metrics is None or not isinstance(directory, str) or not rules.is_dir() or not vmalert:
+                raise SettingsError(f"--toolplane {path}: field backends.alerts: expected the metrics back-end, an "
+                                    f"existing `directory` with rules/ and endpoints.vmalert (found {directory!r}, "
+                                    f"{vmalert!r})")
+            alerts = (rules, vmalert)
+        return cls(source=path, logs_directory=logs_dir, gitops=gitops, metrics=metrics, alerts=alerts,
+                   endpoints=endpoints)
 
 
 @dataclass(frozen=True)

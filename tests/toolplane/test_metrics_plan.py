@@ -5,6 +5,7 @@ shipped, and small entries for the shapes they use."""
 
 from __future__ import annotations
 
+import copy
 import glob
 from pathlib import Path
 from typing import Any
@@ -33,16 +34,17 @@ CAPABILITY_DIR = SPEC_DIR / "profiles" / "software-infrastructure" / "scenarios"
 ALL = frozenset({"logs", "dashboards", "gitops", "metrics", "alerts", "traces"})
 
 
-def _capability() -> dict[str, Scenario]:
+def _capability() -> dict[str, dict[str, Any]]:
     out = {}
     for path in sorted(glob.glob(str(CAPABILITY_DIR / "*.yaml"))):
         for doc in yaml.safe_load_all(Path(path).read_text()):
             if isinstance(doc, dict) and "id" in doc:
-                out[doc["id"]] = parse_scenario(doc)[0]
+                out[doc["id"]] = doc
     return out
 
 
-CAPABILITY = _capability()
+RAW = _capability()
+CAPABILITY: dict[str, Scenario] = {sid: parse_scenario(copy.deepcopy(doc))[0] for sid, doc in RAW.items()}
 MEMORY_TREND = "infra.capability.oi.metric-interpretation-001"
 ERROR_SPIKE = "infra.capability.ca.historical-context-001"
 BASELINE = "infra.capability.ej.confidence-escalation-001"
@@ -201,3 +203,13 @@ def test_series_of_two_scenarios_carry_their_own_namespace() -> None:
     assert [dict(s.labels)["namespace"] for s in a.toolplane.series] == [a.home_namespace]
     assert [dict(s.labels)["namespace"] for s in b.toolplane.series] == [b.home_namespace]
     assert isinstance(a.toolplane.series[0], MetricSeries)
+
+
+def test_series_of_another_namespace_than_the_agents_home_are_refused() -> None:
+    doc = copy.deepcopy(RAW[MEMORY_TREND])
+    pre = doc["preconditions"]
+    pre["agent"]["scope"]["namespaces"] = ["default", "other"]
+    pre["environment"]["state"].append({"resource": "metrics/batch", "namespace": "other", "error_rate": "1%"})
+    plan = plan_environment(parse_scenario(doc)[0], suffix="bbbbb", owner="o", backends=ALL)
+    assert [u.resource for u in plan.unsupported] == ["metrics/batch"]
+    assert [s.source for s in plan.toolplane.series] == ["metrics/data-processor"]

@@ -200,6 +200,10 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
                                                            "dashboard's name"))
             else:
                 dashboards.append(built)
+        elif kind in ("metrics", "alert") and namespace != home:
+            problems.append(Unsupported(e["resource"], "the agent's metrics endpoint is confined to the scenario's "
+                                                       "home namespace; series or alerts of another namespace "
+                                                       "could not be read"))
         elif kind == "metrics":
             planned, metric_problems = plan_metrics(e, namespace)
             series += planned
