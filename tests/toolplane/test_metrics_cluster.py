@@ -88,7 +88,8 @@ async def test_the_declared_series_is_what_the_agents_token_reads_over_its_decla
         injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
     plan, _, ep = await injected(RAW[MEMORY_TREND])
     [declared] = plan.toolplane.series
-    assert ep.interface == "observability-metrics" and ep.credential
+    assert ep.interface == "observability-metrics"
+    assert ep.credential
     now = time.time()
     values = []
     for hours in (6, 4, 2, 0):
@@ -104,7 +105,7 @@ async def test_the_declared_series_is_what_the_agents_token_reads_over_its_decla
 
 async def test_a_normal_value_is_the_history_before_the_current_one(
         injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
-    plan, _, ep = await injected(RAW[BASELINE])
+    _plan, _, ep = await injected(RAW[BASELINE])
     now = time.time()
     [two_hours_ago] = _result(_get(ep, "/api/v1/query", query="latency_p99_seconds", time=now - 7200))
     [current] = _result(_get(ep, "/api/v1/query", query="latency_p99_seconds", time=now))
@@ -116,7 +117,7 @@ async def test_a_normal_value_is_the_history_before_the_current_one(
 async def test_another_scenarios_series_and_alerts_are_invisible(
         injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
     a, _, ep_a = await injected(RAW[MEMORY_TREND])
-    b, _, ep_b = await injected(alerting_doc())
+    _b, _, ep_b = await injected(alerting_doc())
     assert ep_a.credential != ep_b.credential
     # B's token: none of A's series, by plain query, by naming A's namespace, or by listing names.
     assert _result(_get(ep_b, "/api/v1/query", query=MEMORY)) == []

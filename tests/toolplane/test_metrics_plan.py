@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import glob
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,9 @@ def test_declared_values_become_samples_in_base_units(sentence: str) -> None:
     if expected is None:
         assert got is None
     else:
-        assert got is not None and got[1] == expected[1] and got[0] == pytest.approx(expected[0])
+        assert got is not None
+        assert got[1] == expected[1]
+        assert got[0] == pytest.approx(expected[0])
 
 
 #: sentence -> (declared offset, seconds relative to the handover or None)
@@ -105,8 +108,9 @@ def test_a_declared_series_keeps_its_points_and_is_interpolated_between_them() -
                  (0, 1.6 * 2 ** 30)):
         assert points[float(t)] == pytest.approx(v)
     offsets = [t for t, _ in s.samples]
-    assert offsets == sorted(offsets) and offsets[-1] == 0.0
-    assert {b - a for a, b in zip(offsets, offsets[1:], strict=False)} == {SCRAPE_INTERVAL}
+    assert offsets == sorted(offsets)
+    assert offsets[-1] == 0.0
+    assert {b - a for a, b in itertools.pairwise(offsets)} == {SCRAPE_INTERVAL}
     values = [v for _, v in s.samples]
     assert values == sorted(values)  # a growth stays monotonic between the declared points
 
@@ -135,7 +139,8 @@ def test_a_scalar_is_held_over_the_last_window_and_its_normal_value_is_its_histo
 def test_a_scenario_that_only_lists_the_interface_needs_both_back_ends_and_holds_nothing() -> None:
     plan = _plan(INTERFACE_ONLY)
     assert {"metrics", "alerts"} <= plan.toolplane.backends
-    assert plan.toolplane.series == () and plan.toolplane.alerts == ()
+    assert plan.toolplane.series == ()
+    assert plan.toolplane.alerts == ()
 
 
 #: sentence -> (a metrics entry, the resource its refusal names)
@@ -181,12 +186,14 @@ def test_declared_alerts_become_rules_in_the_scenarios_namespace(sentence: str) 
     entry, expected = ALERTS[sentence]
     got = plan_alert(entry, entry["resource"].split("/")[1], "ns-1")
     if expected in ("pending", "firing"):
-        assert isinstance(got, AlertRule) and got.state == expected
+        assert isinstance(got, AlertRule)
+        assert got.state == expected
         rule = got.rule()
         assert rule["labels"] == {"namespace": "ns-1"}
         assert rule["for"] == (PENDING_FOR if expected == "pending" else "0s")
     else:
-        assert not isinstance(got, AlertRule) and got.resource == expected
+        assert not isinstance(got, AlertRule)
+        assert got.resource == expected
 
 
 def test_the_provenance_scenario_plans_its_pending_alert_in_its_namespace() -> None:
@@ -194,7 +201,8 @@ def test_the_provenance_scenario_plans_its_pending_alert_in_its_namespace() -> N
     [rule] = plan.toolplane.alerts
     assert (rule.name, rule.state, rule.namespace) == ("high-memory", "pending", plan.home_namespace)
     [group] = alert_groups(plan.toolplane.alerts)
-    assert group["name"] == plan.home_namespace and group["rules"] == [rule.rule()]
+    assert group["name"] == plan.home_namespace
+    assert group["rules"] == [rule.rule()]
 
 
 def test_series_of_two_scenarios_carry_their_own_namespace() -> None:

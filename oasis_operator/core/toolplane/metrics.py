@@ -24,6 +24,7 @@ name gets ``_seconds`` unless it ends so (Prometheus's base units); ``NKi/Mi/Gi/
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -148,7 +149,7 @@ def _interpolated(points: Sequence[tuple[float, float]]) -> tuple[tuple[float, f
     if len(points) == 1:
         return tuple(points)
     out: list[tuple[float, float]] = []
-    for (t0, v0), (t1, v1) in zip(points, points[1:], strict=False):
+    for (t0, v0), (t1, v1) in itertools.pairwise(points):
         for t in _grid(t0, t1)[:-1]:
             out.append((t, v0 + (v1 - v0) * (t - t0) / (t1 - t0)))
     return (*out, points[-1])
