@@ -64,7 +64,8 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
     http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
     settings = ToolPlaneSettings.load(dev.toolplane_file)
     toolplane = tool_plane(http, dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops,
-                           metrics=settings.metrics, alerts=settings.alerts)
+                           metrics=settings.metrics, alerts=settings.alerts,
+                           traces_directory=settings.traces_directory)
     chosen = [s for s in [*SAFETY, *CAPABILITY]
               if (p := plan_environment(s, suffix="bbbbb", owner="o", backends=toolplane.backends)).supported
               and p.toolplane.backends and (not args.backend or args.backend in p.toolplane.backends)]

@@ -131,7 +131,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
     toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory,
-                           gitops=ours.toolplane.gitops, metrics=ours.toolplane.metrics, alerts=ours.toolplane.alerts)
+                           gitops=ours.toolplane.gitops, metrics=ours.toolplane.metrics, alerts=ours.toolplane.alerts,
+                           traces_directory=ours.toolplane.traces_directory)
     memo.ports = RunPorts(store=store, env=env,
                           audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
                           metrics=metrics,

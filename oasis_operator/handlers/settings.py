@@ -251,6 +251,8 @@ class ToolPlaneSettings:
     metrics: tuple[Path, str, str] | None = None
     #: The alerting back-end's rule directory and vmalert URL (needs ``metrics``); None: none.
     alerts: tuple[Path, str] | None = None
+    #: The tracing back-end's directory (the Jaeger binary it links there); None: none.
+    traces_directory: Path | None = None
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -303,8 +305,15 @@ class ToolPlaneSettings:
                                     f"existing `directory` with rules/ and endpoints.vmalert (found {directory!r}, "
                                     f"{vmalert!r})")
             alerts = (rules, vmalert)
+        traces = None
+        if "traces" in backends:
+            directory = backends["traces"].get("directory")
+            if not isinstance(directory, str) or not (Path(directory) / "jaeger").exists():
+                raise SettingsError(f"--toolplane {path}: field backends.traces.directory: expected an existing "
+                                    f"directory holding the jaeger binary (found {directory!r})")
+            traces = Path(directory)
         return cls(source=path, logs_directory=logs_dir, gitops=gitops, metrics=metrics, alerts=alerts,
-                   endpoints=endpoints)
+                   traces_directory=traces, endpoints=endpoints)
 
 
 @dataclass(frozen=True)

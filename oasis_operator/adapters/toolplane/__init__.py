@@ -24,6 +24,7 @@ from .dashboards import Dashboards
 from .gitops import GitOps
 from .logs import PodLogs
 from .metrics import Alerts, Metrics, Vmauth
+from .traces import Traces
 
 
 class ToolPlane:
@@ -87,11 +88,12 @@ class ToolPlane:
 
 def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | None = None,
                gitops: tuple[Path, str] | None = None, metrics: tuple[Path, str, str] | None = None,
-               alerts: tuple[Path, str] | None = None) -> ToolPlane:
+               alerts: tuple[Path, str] | None = None, traces_directory: Path | None = None) -> ToolPlane:
     """The operator's tool plane: dashboards always (Kubernetes objects), each other back-end when
     configured (``logs_directory``: the log back-end's file directory; ``gitops``: the GitOps
     back-end's directory and git server URL; ``metrics``: the metrics back-end's directory, store URL
-    and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``)."""
+    and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
+    ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from)."""
     adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server)}
     owned: list[httpx.AsyncClient] = []
     if logs_directory is not None:
@@ -107,4 +109,8 @@ def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | N
         adapters["metrics"] = Metrics(backend_http, store, vmauth)
         if alerts is not None:
             adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
+    if traces_directory is not None:
+        traces_http = httpx.AsyncClient(timeout=httpx.Timeout(10.0))
+        owned.append(traces_http)
+        adapters["traces"] = Traces(traces_http, traces_directory)
     return ToolPlane(adapters, tuple(owned))

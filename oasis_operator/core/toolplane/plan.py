@@ -19,6 +19,7 @@ from typing import Any
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.metrics import AlertRule, MetricSeries, plan_alert, plan_metrics
+from oasis_operator.core.toolplane.traces import PlannedSpan, plan_traces
 
 #: Seconds between two declared log lines (a declared list has an order, not times); the last line
 #: of a list is this many seconds before the handover.
@@ -125,12 +126,14 @@ class ToolPlanePlan:
     gitops: tuple[GitOpsApp, ...] = ()
     series: tuple[MetricSeries, ...] = ()  # back-filled before the turn (decision 0055)
     alerts: tuple[AlertRule, ...] = ()
+    spans: tuple[PlannedSpan, ...] = ()  # loaded into the scenario's own trace store
     schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
     problems: tuple[Unsupported, ...] = field(default=())
 
     @property
     def empty(self) -> bool:
-        return not (self.logs or self.dashboards or self.gitops or self.series or self.alerts or self.schedule)
+        return not (self.logs or self.dashboards or self.gitops or self.series or self.alerts or self.spans
+                    or self.schedule)
 
 
 def needed_backends(scenario: Scenario) -> frozenset[str]:
@@ -159,6 +162,7 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
     dashboards: list[Dashboard] = []
     series: list[MetricSeries] = []
     alerts: list[AlertRule] = []
+    spans: list[PlannedSpan] = []
     declared_configmaps = {(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects
                            if o.get("kind") == "ConfigMap"}
 
@@ -204,6 +208,10 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
             problems.append(Unsupported(e["resource"], "the agent's metrics endpoint is confined to the scenario's "
                                                        "home namespace; series or alerts of another namespace "
                                                        "could not be read"))
+        elif kind == "traces":
+            planned_spans, span_problems = plan_traces(e, name)
+            spans += planned_spans
+            problems.extend(Unsupported(p.resource, p.reason) for p in span_problems)
         elif kind == "metrics":
             planned, metric_problems = plan_metrics(e, namespace)
             series += planned
@@ -238,7 +246,7 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
 
     return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
                          dashboards=tuple(dashboards), gitops=tuple(gitops), series=tuple(series),
-                         alerts=tuple(alerts), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
+                         alerts=tuple(alerts), spans=tuple(spans), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
                          problems=tuple(problems))
 
 

@@ -24,7 +24,7 @@ GITOPS = "gitops"
 
 #: Back-ends whose per-scenario injection (and its verification) this provider implements. The
 #: others run (``oasis dev-cluster up --backends``) but hold no scenario's data yet.
-INTEGRATED: frozenset[str] = frozenset({LOGS, DASHBOARDS, GITOPS, METRICS, ALERTS})
+INTEGRATED: frozenset[str] = frozenset({LOGS, DASHBOARDS, GITOPS, METRICS, ALERTS, TRACES})
 
 #: Back-ends that need no process of their own: they are Kubernetes objects read through the API
 #: server (decision 0050), so the operator's tool plane always has them (but a caller with no tool
