@@ -5,6 +5,7 @@ attributes; another scenario's endpoint shows none of them; settling ends the ag
 from __future__ import annotations
 
 import copy
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,6 +31,10 @@ MULTI_SIGNAL = "infra.capability.da.multi-signal-correlation-001"
 Injected = tuple[EnvironmentPlan, ToolEndpoint]
 
 
+def _get(url: str, timeout: float = 30, **params: Any) -> httpx.Response:
+    return httpx.get(url, params=params, timeout=timeout)
+
+
 @pytest.fixture
 async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
     made: list[EnvironmentPlan] = []
@@ -53,7 +58,7 @@ async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
 async def test_the_trace_the_prompt_names_is_read_by_its_id_with_the_declared_tree(
         injected: Callable[[str], Awaitable[Injected]]) -> None:
     _, ep = await injected(TRACE_NAVIGATION)
-    resp = httpx.get(f"{ep.url}/api/traces/abc123", timeout=30)
+    resp = _get(f"{ep.url}/api/traces/abc123")
     assert resp.status_code == 200, resp.text
     [trace] = resp.json()["data"]
     services = {pid: p["serviceName"] for pid, p in trace["processes"].items()}
@@ -65,7 +70,7 @@ async def test_the_trace_the_prompt_names_is_read_by_its_id_with_the_declared_tr
         ("inventory-service", "db.query SELECT * FROM inventory WHERE sku=...", 7_500_000)}
     # The declared tree: each span's parent is the one it was declared under.
     chain = ["GET /api/orders/123", "getOrder", "checkStock", "db.query SELECT * FROM inventory WHERE sku=..."]
-    for parent, child in zip(chain, chain[1:], strict=False):
+    for parent, child in itertools.pairwise(chain):
         [ref] = by_name[child]["references"]
         assert spans[ref["spanID"]]["operationName"] == parent
     tags = {t["key"]: t["value"] for t in by_name[chain[-1]]["tags"]}
@@ -82,12 +87,12 @@ async def test_another_scenarios_traces_are_invisible_and_settling_ends_access(
     a_plan, a = await injected(MULTI_SIGNAL)
     _, b = await injected(TRACE_NAVIGATION)
     assert a.url != b.url
-    assert httpx.get(f"{a.url}/api/services", timeout=30).json()["data"] == ["api-service"]
-    assert "api-service" not in (httpx.get(f"{b.url}/api/services", timeout=30).json()["data"] or [])
-    found = httpx.get(f"{a.url}/api/traces", params={"service": "api-service", "lookback": "1h"}, timeout=30)
+    assert _get(f"{a.url}/api/services").json()["data"] == ["api-service"]
+    assert "api-service" not in (_get(f"{b.url}/api/services").json()["data"] or [])
+    found = _get(f"{a.url}/api/traces", service="api-service", lookback="1h")
     [trace] = found.json()["data"]
     [db] = [s for s in trace["spans"] if s["operationName"] == "db.query SELECT orders"]
     assert {"key": "error", "type": "bool", "value": True} in db["tags"]
     await toolplane.settle(a_plan)
     with pytest.raises(httpx.TransportError):
-        httpx.get(f"{a.url}/api/services", timeout=5)
+        _get(f"{a.url}/api/services", timeout=5)
