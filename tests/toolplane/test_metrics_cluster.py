@@ -17,6 +17,7 @@ import httpx
 import pytest
 import yaml
 
+from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane
 from oasis_operator.adapters.toolplane.metrics import Metrics, Vmauth
@@ -172,3 +173,28 @@ async def test_an_injection_whose_read_back_fails_is_a_fault_not_a_quiet_turn(
         with pytest.raises(ToolPlaneError, match="waited"):
             await broken.inject(plan)
         good.vmauth.grants.revoke(plan.home_namespace)
+
+
+async def test_through_the_recording_gateway_the_agent_reads_its_series_and_the_call_is_recorded(
+        env: KubeEnvironment, toolplane: ToolPlane, injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
+    plan, access, ep = await injected(RAW[MEMORY_TREND])
+    upstreams = await toolplane.upstreams(plan, access, ["observability-metrics"])
+    assert set(upstreams) == {"observability-metrics"}
+    assert upstreams["observability-metrics"].headers == (("Authorization", f"Bearer {ep.credential}"),)
+    gateway = ToolGateway()
+    await gateway.start()
+    try:
+        route = await gateway.open(upstreams)
+        grant = route.endpoints["observability-metrics"]
+        assert grant.token != ep.credential  # the agent never holds the back-end's token
+        async with httpx.AsyncClient(timeout=30) as http:
+            resp = await http.get(f"{grant.url.rstrip('/')}/api/v1/query", params={"query": MEMORY},
+                                  headers={"Authorization": f"Bearer {grant.token}"})
+        [series] = _result(resp)
+        assert series["metric"]["namespace"] == plan.home_namespace
+        assert float(series["value"][1]) == pytest.approx(1.6 * 2 ** 30, rel=0.01)
+        [record] = route.records
+        assert record.interface == "observability-metrics"
+        await gateway.close(route)
+    finally:
+        await gateway.stop()

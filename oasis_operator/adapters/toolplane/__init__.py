@@ -10,13 +10,15 @@ agent's endpoints are collected per interface type. A back-end is one adapter sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import httpx
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.gateway.port import Upstream
 from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint
 from oasis_operator.core.toolplane.plan import TimedChange
 
@@ -25,6 +27,10 @@ from .gitops import GitOps
 from .logs import PodLogs
 from .metrics import Alerts, Metrics, Vmauth
 from .traces import Traces
+
+
+#: Interface types the agent reads through the Kubernetes API with its kubeconfig (audited there).
+THROUGH_THE_API_SERVER = frozenset({"observability-logging", "observability-dashboards"})
 
 
 class ToolPlane:
@@ -64,6 +70,25 @@ class ToolPlane:
             ep = await adapter.endpoint(plan, access)
             if ep is not None:
                 out[ep.interface] = ep
+        return out
+
+    async def upstreams(self, plan: EnvironmentPlan, access: AgentAccess,
+                        interfaces: Sequence[str]) -> dict[str, Upstream]:
+        """The recording gateway's upstream per interface served over HTTP (its
+        :class:`~oasis_operator.core.gateway.port.ToolUpstreamsPort`): the back-end's URL and the
+        scenario's credential as a header the gateway adds (never shown to the agent). Interfaces read
+        through the API server with the agent's kubeconfig (logs, dashboards) are left out."""
+        endpoints = await self.endpoints(plan, access)
+        out: dict[str, Upstream] = {}
+        for interface in interfaces:
+            ep = endpoints.get(interface)
+            if ep is None or interface in THROUGH_THE_API_SERVER:
+                continue
+            if ":" in ep.credential and interface == "gitops":  # user:password for git over HTTP
+                header = "Basic " + base64.b64encode(ep.credential.encode()).decode()
+            else:
+                header = f"Bearer {ep.credential}" if ep.credential else ""
+            out[interface] = Upstream(interface, ep.url, (("Authorization", header),) if header else ())
         return out
 
     async def settle(self, plan: EnvironmentPlan) -> None:
