@@ -28,7 +28,6 @@ from .logs import PodLogs
 from .metrics import Alerts, Metrics, Vmauth
 from .traces import Traces
 
-
 #: Interface types the agent reads through the Kubernetes API with its kubeconfig (audited there).
 THROUGH_THE_API_SERVER = frozenset({"observability-logging", "observability-dashboards"})
 
