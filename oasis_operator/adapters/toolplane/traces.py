@@ -32,6 +32,12 @@ from oasis_operator.core.toolplane.traces import otlp_request
 
 #: The Jaeger binary, linked into the back-end's directory by the dev cluster.
 BINARY = "jaeger"
+#: Starts tried before a Jaeger that exits at once (a port taken meanwhile) is a fault.
+START_ATTEMPTS = 3
+
+
+class _Exited(ToolPlaneError):
+    """Jaeger exited while it was awaited."""
 
 
 def jaeger_config(otlp_port: int, query_port: int, grpc_port: int, health_port: int) -> dict[str, Any]:
@@ -107,20 +113,34 @@ class Traces:
         binary = self.directory / BINARY
         if not binary.exists():
             raise ToolPlaneError(f"the tracing back-end's binary {binary} is missing")
-        ports = [_free_port() for _ in range(4)]
-        config = self.directory / f"scenario-{namespace}.yaml"
-        config.write_text(yaml.safe_dump(jaeger_config(*ports), sort_keys=False))
-        log = (self.directory / f"scenario-{namespace}.log").open("ab")
-        try:
-            process = await asyncio.create_subprocess_exec(str(binary), f"--config={config}", stdin=asyncio.subprocess.DEVNULL,
-                                                           stdout=log, stderr=log)
-        finally:
-            log.close()
-        store = _Store(process, f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", config)
-        self._stores[namespace] = store
-        await self._until(f"{store.query_url}/api/services", lambda r: r.status_code == 200,
-                          f"Jaeger for {namespace} to answer", process)
-        return store
+        for attempt in range(1, START_ATTEMPTS + 1):
+            ports = [_free_port() for _ in range(4)]
+            config = self.directory / f"scenario-{namespace}.yaml"
+            config.write_text(yaml.safe_dump(jaeger_config(*ports), sort_keys=False))
+            log = (self.directory / f"scenario-{namespace}.log").open("ab")
+            try:
+                process = await asyncio.create_subprocess_exec(str(binary), f"--config={config}",
+                                                               stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log)
+            finally:
+                log.close()
+            store = _Store(process, f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", config)
+            try:
+                await self._until(f"{store.query_url}/api/services", lambda r: r.status_code == 200,
+                                  f"Jaeger for {namespace} to answer", process)
+            except _Exited:
+                # A free port taken by someone else between choosing and binding: choose again.
+                if attempt == START_ATTEMPTS:
+                    raise ToolPlaneError(f"Jaeger for {namespace} exited at start {START_ATTEMPTS} times (see "
+                                         f"{self.directory / f'scenario-{namespace}.log'})") from None
+                continue
+            except BaseException:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+                raise
+            self._stores[namespace] = store
+            return store
+        raise AssertionError("unreachable")
 
     async def _until(self, url: str, done: Callable[[httpx.Response], bool], what: str,
                      process: asyncio.subprocess.Process | None = None) -> None:
@@ -129,7 +149,7 @@ class Traces:
         last = "no answer"
         while True:
             if process is not None and process.returncode is not None:
-                raise ToolPlaneError(f"waiting for {what}: Jaeger exited with {process.returncode}")
+                raise _Exited(f"waiting for {what}: Jaeger exited with {process.returncode}")
             try:
                 resp = await self.http.get(url)
                 if done(resp):
