@@ -101,6 +101,8 @@ class Built:
 #: (which tolerate it) is scheduled onto nodes where nothing really runs. The words are those of any
 #: platform's node pool: nothing names the simulation.
 POOL_TAINT: dict[str, str] = {"key": "node.platform.k8s.io/pool", "value": "standard", "effect": "NoSchedule"}
+#: A scenario's own nodes carry this taint (value: the scenario's suffix), which only its pods tolerate.
+DEDICATED_TAINT_KEY = "node.platform.k8s.io/dedicated"
 #: The label that selects the pool's nodes (the chart's nodePool.selectorLabel, the dev cluster's nodes).
 POOL_LABEL: dict[str, str] = {POOL_TAINT["key"]: POOL_TAINT["value"]}
 

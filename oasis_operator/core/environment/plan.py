@@ -348,6 +348,15 @@ def plan_environment(
     manifests.tolerate(objects, taints)
     if node_selector:
         manifests.pin_to_pool(objects, node_selector, taints)
+    # The scenario's own nodes take its pods only. With the pool's label and taints alone, a pod of
+    # another run (exclusivity holds within a run) could be scheduled there and vanish with the node
+    # at teardown, mid-turn.
+    own_nodes = [o for o in objects if o.get("kind") == "Node"]
+    if own_nodes:
+        dedicated = {"key": manifests.DEDICATED_TAINT_KEY, "value": suffix, "effect": "NoSchedule"}
+        for n in own_nodes:
+            n.setdefault("spec", {}).setdefault("taints", []).append(dict(dedicated))
+        manifests.tolerate(objects, [dedicated])
     ordered = manifests.apply_order([*ns_objects.values(), *objects])
     unsupported += _mark_ownership(ordered, owner)
     toolplane = plan_toolplane(scenario, mapping, home, ordered)
