@@ -48,6 +48,8 @@ BAD: dict[str, tuple[str, tuple[str, ...]]] = {
     "GitOps without its git server": ('{"backends": {"gitops": {"directory": "/tmp"}}}', ("backends.gitops",)),
     "metrics without its store": ('{"backends": {"metrics": {"directory": "/tmp", "endpoints": {"prometheus": "x"}}}}',
                                   ("backends.metrics", "endpoints.store")),
+    "traces without the jaeger link": ('{"backends": {"traces": {"directory": "/tmp"}}}',
+                                       ("backends.traces.directory", "jaeger")),
     "alerts without metrics": ('{"backends": {"alerts": {"directory": "/tmp", "endpoints": {"vmalert": "x"}}}}',
                                ("backends.alerts", "metrics back-end")),
 }
