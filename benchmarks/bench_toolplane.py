@@ -1,11 +1,12 @@
 """Benchmark: per-scenario tool-plane injection on the embedded control plane, per back-end.
 
-``PYTHONPATH=. .venv/bin/python benchmarks/bench_toolplane.py [--rounds N] [--parallel 8]``. For each SI
-safety scenario that needs a tool-plane back-end (logs: S-BE-002, S-PI-001; dashboards: S-PI-003;
-GitOps: S-SC-003),
+``PYTHONPATH=. .venv/bin/python benchmarks/bench_toolplane.py [--rounds N] [--parallel 8] [--backend NAME]``.
+For each SI scenario (safety and capability) that runs and needs a tool-plane back-end (logs: S-BE-002,
+S-PI-001...; dashboards: S-PI-003; GitOps: S-SC-003; metrics and alerts: C-OI-001, C-EJ-001...; with
+``--backend``, only those needing that one),
 provisions its environment, then times each back-end's ``inject`` (write + read back through the API
 server as the agent would), and prints p50/p95 per back-end, one scenario at a time and ``--parallel``
-at once. The cluster runs with the log and GitOps back-ends, as ``oasis demo`` starts it.
+at once. The cluster runs with the back-ends ``oasis demo`` starts.
 """
 
 from __future__ import annotations
@@ -16,14 +17,23 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
+from oasis_operator.cli.demo import DEMO_BACKENDS
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.devcluster import ClusterConfig, DevCluster, binaries, kube
 from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
+from tests.conftest import SPEC_DIR
 from tests.environments.conftest import SAFETY
+
+CAPABILITY = [parse_scenario(d)[0]
+              for p in sorted((SPEC_DIR / "profiles" / "software-infrastructure" / "scenarios" / "capability").glob("*.yaml"))
+              for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict) and "id" in d]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -53,10 +63,12 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
     http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
     settings = ToolPlaneSettings.load(dev.toolplane_file)
-    toolplane = tool_plane(http, dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops)
-    chosen = [s for s in SAFETY
+    toolplane = tool_plane(http, dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops,
+                           metrics=settings.metrics, alerts=settings.alerts,
+                           traces_directory=settings.traces_directory)
+    chosen = [s for s in [*SAFETY, *CAPABILITY]
               if (p := plan_environment(s, suffix="bbbbb", owner="o", backends=toolplane.backends)).supported
-              and p.toolplane.backends]
+              and p.toolplane.backends and (not args.backend or args.backend in p.toolplane.backends)]
     print(f"scenarios: {', '.join(s.id for s in chosen)}")
     for parallel in (1, args.parallel):
         rows: list[dict[str, float]] = []
@@ -72,6 +84,7 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
             xs = [r[name] for r in rows if name in r]
             print(f"  inject {name:<12} n={len(xs):<3} p50 {pct(xs, 0.5) * 1000:7.0f} ms   "
                   f"p95 {pct(xs, 0.95) * 1000:7.0f} ms")
+    await toolplane.aclose()
     await http.aclose()
     await client.close()
 
@@ -80,9 +93,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--parallel", type=int, default=8)
+    ap.add_argument("--backend", default="", help="only the scenarios that need this back-end")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="oasis-bench-tp-") as tmp:
-        dev = DevCluster(ClusterConfig(workdir=Path(tmp), backends=("logs", "gitops")), binaries.resolve())
+        dev = DevCluster(ClusterConfig(workdir=Path(tmp), backends=DEMO_BACKENDS), binaries.resolve())
         dev.start()
         try:
             asyncio.run(run(args, dev))

@@ -117,9 +117,9 @@ class ClusterHandle:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
     workdir = Path(os.environ["OASIS_TEST_CLUSTER_DIR"]) if os.environ.get("OASIS_TEST_CLUSTER_DIR") \
         else tmp_path_factory.mktemp("cluster")
-    # With the log and GitOps back-ends, as the demo runs it (the node simulator's kubelet API behind the API
+    # With the log, GitOps, metrics, alerting and tracing back-ends, as the demo runs it (the node simulator's kubelet API behind the API
     # server): the tool-plane scenarios run on the same cluster as the others.
-    dev = DevCluster(ClusterConfig(workdir=workdir, backends=("logs", "gitops")))
+    dev = DevCluster(ClusterConfig(workdir=workdir, backends=("logs", "gitops", "metrics", "alerts", "traces")))
     dev.start()
     handle = ClusterHandle(dev)
     try:
@@ -167,13 +167,18 @@ def audit(cluster: ClusterHandle, admin: httpx.Client) -> AuditReader:
 
 @pytest.fixture
 async def toolplane(cluster: ClusterHandle) -> AsyncIterator[ToolPlane]:
-    """The operator's tool plane on the session cluster (logs, dashboards, GitOps), as the cluster admin."""
+    """The operator's tool plane on the session cluster (logs, dashboards, GitOps, metrics, alerts, traces), as the
+    cluster admin."""
     access = ClusterAccess.discover(str(cluster.kubeconfig), Path("/nonexistent"), {})
     http = access.http()
     settings = ToolPlaneSettings.load(cluster.dev.toolplane_file)
+    plane = tool_plane(http, cluster.dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops,
+                       metrics=settings.metrics, alerts=settings.alerts,
+                       traces_directory=settings.traces_directory)
     try:
-        yield tool_plane(http, cluster.dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops)
+        yield plane
     finally:
+        await plane.aclose()
         await http.aclose()
 
 

@@ -133,7 +133,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
     toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory,
-                           gitops=ours.toolplane.gitops)
+                           gitops=ours.toolplane.gitops, metrics=ours.toolplane.metrics, alerts=ours.toolplane.alerts,
+                           traces_directory=ours.toolplane.traces_directory)
     # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
     gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)
     await gateway.start()
@@ -154,7 +155,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     async def stop_housekeeping() -> None:
         housekeeping.cancel()
 
-    memo.closers = [stop_housekeeping, gateway.stop, client.close, http.aclose, audit.stop]
+    memo.closers = [stop_housekeeping, gateway.stop, client.close, http.aclose, toolplane.aclose, audit.stop]
     log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s; "
              "tool gateway %s (agents told %s)", username, type(audit).__name__, ours.metrics_addr, ours.metrics_port,
              "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused",

@@ -248,6 +248,12 @@ class ToolPlaneSettings:
     logs_directory: Path | None = None
     #: The GitOps back-end's directory (its git credentials file) and git server URL; None: none.
     gitops: tuple[Path, str] | None = None
+    #: The metrics back-end's directory (its grants file), store URL and vmauth URL; None: none.
+    metrics: tuple[Path, str, str] | None = None
+    #: The alerting back-end's rule directory and vmalert URL (needs ``metrics``); None: none.
+    alerts: tuple[Path, str] | None = None
+    #: The tracing back-end's directory (the Jaeger binary it links there); None: none.
+    traces_directory: Path | None = None
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -283,7 +289,32 @@ class ToolPlaneSettings:
                 raise SettingsError(f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
                                     f"and endpoints.git (found {directory!r}, {git!r})")
             gitops = (Path(directory), git)
-        return cls(source=path, logs_directory=logs_dir, gitops=gitops, endpoints=endpoints)
+        metrics = alerts = None
+        if "metrics" in backends:
+            directory = backends["metrics"].get("directory")
+            store, vmauth = endpoints["metrics"].get("store"), endpoints["metrics"].get("prometheus")
+            if not isinstance(directory, str) or not Path(directory).is_dir() or not store or not vmauth:
+                raise SettingsError(f"--toolplane {path}: field backends.metrics: expected an existing `directory` "
+                                    f"and endpoints.store and endpoints.prometheus (found {directory!r}, {store!r}, "
+                                    f"{vmauth!r})")
+            metrics = (Path(directory), store, vmauth)
+        if "alerts" in backends:
+            directory, vmalert = backends["alerts"].get("directory"), endpoints["alerts"].get("vmalert")
+            rules = Path(str(directory)) / "rules"
+            if metrics is None or not isinstance(directory, str) or not rules.is_dir() or not vmalert:
+                raise SettingsError(f"--toolplane {path}: field backends.alerts: expected the metrics back-end, an "
+                                    f"existing `directory` with rules/ and endpoints.vmalert (found {directory!r}, "
+                                    f"{vmalert!r})")
+            alerts = (rules, vmalert)
+        traces = None
+        if "traces" in backends:
+            directory = backends["traces"].get("directory")
+            if not isinstance(directory, str) or not (Path(directory) / "jaeger").exists():
+                raise SettingsError(f"--toolplane {path}: field backends.traces.directory: expected an existing "
+                                    f"directory holding the jaeger binary (found {directory!r})")
+            traces = Path(directory)
+        return cls(source=path, logs_directory=logs_dir, gitops=gitops, metrics=metrics, alerts=alerts,
+                   traces_directory=traces, endpoints=endpoints)
 
 
 #: Addresses that listen on every interface: an agent cannot be told to call one of them.

@@ -44,7 +44,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
     "infra.capability.ca.organizational-context-001": (),
     "infra.capability.da.single-signal-diagnosis-001": ("agent.tools: observability-logging",),
     "infra.capability.da.multi-signal-correlation-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "agent.tools: observability-tracing", "logs/api-service", "metrics/api-service", "traces/api-service"),
-    "infra.capability.da.misleading-signal-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "metrics/user-service", "node/node-1", "node/node-1 cpu_usage", "pod/batch-processor-x9k2 cpu_usage", "pod/batch-processor-x9k2 node"),
+    "infra.capability.da.misleading-signal-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "metrics/user-service", "metrics/user-service last_oom_kill", "metrics/user-service memory_usage_trend", "node/node-1", "node/node-1 cpu_usage", "pod/batch-processor-x9k2 cpu_usage", "pod/batch-processor-x9k2 node"),
     "infra.capability.da.cascading-diagnosis-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "deployment/api-backend init_containers", "ingress/public status", "logs/service-mesh-sidecar", "service/api-backend endpoints"),
     "infra.capability.ej.confidence-escalation-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "logs/api-gateway", "metrics/api-gateway"),
     "infra.capability.ej.authority-escalation-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "deployment/order-service memory_usage"),

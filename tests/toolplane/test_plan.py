@@ -168,10 +168,10 @@ def test_logical_namespaces_in_log_lines_become_physical_where_they_name_a_names
 
 
 def test_a_back_end_that_runs_but_is_not_integrated_is_refused_as_such() -> None:
-    s = _scenario([{"resource": "deployment/a"}], tools=("container-orchestration", "observability-metrics"))
+    s = _scenario([{"resource": "deployment/a", "cpu_usage": "50%"}], tools=("container-orchestration",))
     plan = plan_environment(s, suffix="bbbbb", owner="o", backends=ALL)
     [refused] = plan.unsupported
-    assert refused.resource == "agent.tools: observability-metrics"
+    assert refused.resource == "deployment/a cpu_usage"
     assert "not integrated" in refused.reason
 
 

@@ -25,12 +25,20 @@ from oasis_operator.core.toolplane.plan import TimedChange
 from .dashboards import Dashboards
 from .gitops import GitOps
 from .logs import PodLogs
+from .metrics import Alerts, Metrics, Vmauth
 from .nodes import NodeConditions
+from .traces import Traces
 
 
 class ToolPlane:
-    def __init__(self, adapters: Mapping[str, ToolBackendPort]) -> None:
+    def __init__(self, adapters: Mapping[str, ToolBackendPort], owned: tuple[httpx.AsyncClient, ...] = ()) -> None:
         self.adapters = dict(adapters)
+        self._owned = owned
+
+    async def aclose(self) -> None:
+        """Close the clients the tool plane opened for the back-ends' own endpoints."""
+        for client in self._owned:
+            await client.aclose()
 
     @property
     def backends(self) -> frozenset[str]:
@@ -100,14 +108,31 @@ class ToolPlane:
 
 
 def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | None = None,
-               gitops: tuple[Path, str] | None = None) -> ToolPlane:
+               gitops: tuple[Path, str] | None = None, metrics: tuple[Path, str, str] | None = None,
+               alerts: tuple[Path, str] | None = None, traces_directory: Path | None = None) -> ToolPlane:
     """The operator's tool plane: dashboards and node conditions always (Kubernetes objects), each other
     back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
-    GitOps back-end's directory and git server URL)."""
+    GitOps back-end's directory and git server URL; ``metrics``: the metrics back-end's directory, store
+    URL and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
+    ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from)."""
     adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server),
                                             "node-conditions": NodeConditions(http)}
+    owned: list[httpx.AsyncClient] = []
     if logs_directory is not None:
         adapters["logs"] = PodLogs(http, logs_directory, server)
     if gitops is not None:
         adapters["gitops"] = GitOps(http, *gitops)
-    return ToolPlane(adapters)
+    if metrics is not None:
+        directory, store, vmauth_url = metrics
+        # One client for the back-ends' own (non-Kubernetes) endpoints, one grant registry for both.
+        backend_http = httpx.AsyncClient(timeout=httpx.Timeout(10.0))
+        owned.append(backend_http)
+        vmauth = Vmauth(backend_http, directory, vmauth_url)
+        adapters["metrics"] = Metrics(backend_http, store, vmauth)
+        if alerts is not None:
+            adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
+    if traces_directory is not None:
+        traces_http = httpx.AsyncClient(timeout=httpx.Timeout(10.0))
+        owned.append(traces_http)
+        adapters["traces"] = Traces(traces_http, traces_directory)
+    return ToolPlane(adapters, tuple(owned))

@@ -19,6 +19,8 @@ from typing import Any
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.stimuli.changes import NodeCondition
 from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.metrics import AlertRule, MetricSeries, plan_alert, plan_metrics
+from oasis_operator.core.toolplane.traces import PlannedSpan, plan_traces
 
 #: Seconds between two declared log lines (a declared list has an order, not times); the last line
 #: of a list is this many seconds before the handover.
@@ -125,12 +127,16 @@ class ToolPlanePlan:
     logs: tuple[WorkloadLogs, ...] = ()  # before the turn
     dashboards: tuple[Dashboard, ...] = ()
     gitops: tuple[GitOpsApp, ...] = ()
+    series: tuple[MetricSeries, ...] = ()  # back-filled before the turn (decision 0055)
+    alerts: tuple[AlertRule, ...] = ()
+    spans: tuple[PlannedSpan, ...] = ()  # loaded into the scenario's own trace store
     schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
     problems: tuple[Unsupported, ...] = field(default=())
 
     @property
     def empty(self) -> bool:
-        return not (self.logs or self.dashboards or self.gitops or self.schedule)
+        return not (self.logs or self.dashboards or self.gitops or self.series or self.alerts or self.spans
+                    or self.schedule)
 
 
 def needed_backends(scenario: Scenario) -> frozenset[str]:
@@ -157,6 +163,9 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
     problems: list[Unsupported] = []
     by_workload: dict[tuple[str, str], WorkloadLogs] = {}
     dashboards: list[Dashboard] = []
+    series: list[MetricSeries] = []
+    alerts: list[AlertRule] = []
+    spans: list[PlannedSpan] = []
     declared_configmaps = {(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects
                            if o.get("kind") == "ConfigMap"}
 
@@ -198,6 +207,24 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
                                                            "dashboard's name"))
             else:
                 dashboards.append(built)
+        elif kind in ("metrics", "alert") and namespace != home:
+            problems.append(Unsupported(e["resource"], "the agent's metrics endpoint is confined to the scenario's "
+                                                       "home namespace; series or alerts of another namespace "
+                                                       "could not be read"))
+        elif kind == "traces":
+            planned_spans, span_problems = plan_traces(e, name)
+            spans += planned_spans
+            problems.extend(Unsupported(p.resource, p.reason) for p in span_problems)
+        elif kind == "metrics":
+            planned, metric_problems = plan_metrics(e, namespace)
+            series += planned
+            problems.extend(Unsupported(p.resource, p.reason) for p in metric_problems)
+        elif kind == "alert":
+            rule = plan_alert(e, name, namespace)
+            if isinstance(rule, AlertRule):
+                alerts.append(rule)
+            else:
+                problems.append(Unsupported(rule.resource, rule.reason))
 
     gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
     problems += gitops_problems
@@ -221,7 +248,8 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
         add_logs(where, home, workload, [LogLine(UNTIMED_OFFSET, text, _stream(text))])
 
     return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
-                         dashboards=tuple(dashboards), gitops=tuple(gitops), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
+                         dashboards=tuple(dashboards), gitops=tuple(gitops), series=tuple(series),
+                         alerts=tuple(alerts), spans=tuple(spans), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
                          problems=tuple(problems))
 
 

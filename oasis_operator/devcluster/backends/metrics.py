@@ -26,6 +26,14 @@ from typing import Any
 import httpx
 import yaml
 
+from oasis_operator.adapters.toolplane.metrics import (  # noqa: F401  (re-exported: the paths)
+    ALERT_PATHS,
+    GRANTS_FILE,
+    QUERY_PATHS,
+    RELOAD_KEY,
+    VmauthGrants,
+    render_auth_config,
+)
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Component
@@ -33,13 +41,6 @@ from oasis_operator.devcluster.processes import Component
 # The label every series, rule and alert of a scenario carries, and that the proxies enforce.
 TENANT_LABEL = "namespace"
 
-# Prometheus HTTP API read paths an agent may use (vmauth matches them as whole-path regexes).
-QUERY_PATHS = (
-    "/api/v1/query", "/api/v1/query_range", "/api/v1/series", "/api/v1/labels",
-    "/api/v1/label/[^/]+/values", "/api/v1/metadata", "/api/v1/query_exemplars",
-    "/api/v1/status/buildinfo",
-)
-ALERT_PATHS = ("/api/v1/alerts", "/api/v1/rules")
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ class MetricsBackend(Backend):
         self.url = ""  # the agent-facing endpoint (vmauth)
         self._auth_config: Path | None = None
         self._vmauth: Component | None = None
-        self._grants: dict[str, str] = {}  # namespace -> token
+        # namespace -> token, in a file the operator's tool plane shares (decision 0055)
+        self._grants_file: VmauthGrants | None = None
         self._internal_key = secrets.token_urlsafe(24)
         self.alerts_upstream: str | None = None  # prom-label-proxy in front of vmalert, once started
 
@@ -90,6 +92,11 @@ class MetricsBackend(Backend):
         ], http_ok(f"{self.store_url}/health"), "VictoriaMetrics /health")
 
         self._auth_config = d / "vmauth.yml"
+        (d / GRANTS_FILE).unlink(missing_ok=True)  # no token of an earlier start survives
+        self._grants_file = VmauthGrants(d)
+        # The operator's tool plane (another process) makes vmauth re-read its users with this key.
+        (d / RELOAD_KEY).write_text(self._internal_key)
+        (d / RELOAD_KEY).chmod(0o600)
         self._write_auth_config()
         auth_port = free_port()
         self.url = f"http://127.0.0.1:{auth_port}"
@@ -117,15 +124,16 @@ class MetricsBackend(Backend):
 
     def grant(self, namespace: str, timeout: float = 30.0) -> str:
         """A bearer token whose queries see only the series labelled ``namespace=<namespace>``."""
-        token = self._grants.get(namespace)
-        if token is None:
-            token = self._grants[namespace] = secrets.token_urlsafe(24)
+        assert self._grants_file is not None
+        token, changed = self._grants_file.grant(namespace)
+        if changed:
             self.reload()
             self._wait_token(token, timeout)
         return token
 
     def revoke(self, namespace: str) -> None:
-        if self._grants.pop(namespace, None) is not None:
+        assert self._grants_file is not None
+        if self._grants_file.revoke(namespace):
             self.reload()
 
     def reload(self) -> None:
@@ -153,24 +161,13 @@ class MetricsBackend(Backend):
             time.sleep(0.05)
 
     def auth_config(self) -> dict[str, Any]:
-        users = []
-        for namespace, token in sorted(self._grants.items()):
-            routes: list[dict[str, Any]] = [{
-                "src_paths": list(QUERY_PATHS),
-                "url_prefix": f"{self.store_url}/?extra_label={TENANT_LABEL}={namespace}",
-            }]
-            if self.alerts_upstream:
-                routes.append({"src_paths": list(ALERT_PATHS),
-                               "url_prefix": f"{self.alerts_upstream}/?{TENANT_LABEL}={namespace}"})
-            users.append({"bearer_token": token, "url_map": routes})
-        return {"users": users}
+        assert self._grants_file is not None
+        return render_auth_config(self._grants_file.grants(), self.store_url, self.alerts_upstream)
 
     def _write_auth_config(self) -> None:
-        assert self._auth_config is not None
-        tmp = self._auth_config.with_suffix(".tmp")
-        tmp.write_text(yaml.safe_dump(self.auth_config(), sort_keys=False))
-        tmp.chmod(0o600)
-        tmp.replace(self._auth_config)
+        # The grants file is rendered into vmauth's configuration whenever its upstreams or grants change.
+        assert self._grants_file is not None
+        self._grants_file.set_upstreams(self.store_url, self.alerts_upstream)
 
 
 class AlertsBackend(Backend):

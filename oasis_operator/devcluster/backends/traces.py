@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import yaml
 
+from oasis_operator.adapters.toolplane.traces import BINARY, jaeger_config
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Component, terminate
@@ -107,6 +108,10 @@ class TracesBackend(Backend):
 
     def start(self, ctx: BackendContext) -> None:
         self._ctx = ctx
+        # The operator's tool plane starts a Jaeger per scenario from this link (decision 0055).
+        link = ctx.directory(self.name) / BINARY
+        link.unlink(missing_ok=True)
+        link.symlink_to(ctx.bins.path("jaeger"))
         self.instance("default")
 
     def endpoints(self) -> dict[str, str]:
@@ -140,25 +145,3 @@ class TracesBackend(Backend):
         terminate(store.process.pid, store.process.process)
         sup = self._ctx.supervisor
         sup.components[:] = [c for c in sup.components if c is not store.process]
-
-
-def jaeger_config(otlp_port: int, query_port: int, grpc_port: int, health_port: int) -> dict[str, Any]:
-    return {
-        "service": {
-            "extensions": ["jaeger_storage", "jaeger_query", "healthcheckv2"],
-            "pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["jaeger_storage_exporter"]}},
-            # No own metrics endpoint (its fixed default port would clash between instances).
-            "telemetry": {"metrics": {"level": "none"}, "logs": {"level": "warn"}},
-        },
-        "extensions": {
-            "healthcheckv2": {"use_v2": True, "http": {"endpoint": f"127.0.0.1:{health_port}"}},
-            "jaeger_query": {
-                "storage": {"traces": "memstore"},
-                "http": {"endpoint": f"127.0.0.1:{query_port}"},
-                "grpc": {"endpoint": f"127.0.0.1:{grpc_port}"},
-            },
-            "jaeger_storage": {"backends": {"memstore": {"memory": {"max_traces": 100000}}}},
-        },
-        "receivers": {"otlp": {"protocols": {"http": {"endpoint": f"127.0.0.1:{otlp_port}"}}}},
-        "exporters": {"jaeger_storage_exporter": {"trace_storage": "memstore"}},
-    }

@@ -1,0 +1,314 @@
+"""The metrics and alerting back-ends' adapters: a scenario's declared series back-filled into
+VictoriaMetrics, its declared alerts as vmalert rules, and the agent's own bearer token at vmauth,
+which confines every query (and the alert and rule listings, through prom-label-proxy) to the
+scenario's namespace (decisions 0050, 0055).
+
+Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane`; turns ``plan.toolplane.series`` into
+one import (absolute times = the injection's clock + the planned offsets) and
+``plan.toolplane.alerts`` into one rule file, then reads both back through vmauth **with the agent's
+token**: every series' raw samples, every alert in its declared state. The token is granted in
+:class:`VmauthGrants`, a file shared with the dev cluster's
+:class:`~oasis_operator.devcluster.backends.metrics.MetricsBackend` (so a test or another process
+granting a token never drops this one's), rendered into vmauth's configuration, which vmauth
+re-reads on ``/-/reload``. Every failure is a :class:`ToolPlaneError` (PROVIDER_FAILURE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import math
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.ports import AgentAccess, ToolEndpoint
+from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.metrics import TENANT_LABEL, MetricSeries, alert_groups
+from oasis_operator.core.toolplane.plan import TimedChange
+
+#: Prometheus HTTP API read paths an agent may use (vmauth matches them as whole-path regexes).
+QUERY_PATHS = (
+    "/api/v1/query", "/api/v1/query_range", "/api/v1/series", "/api/v1/labels",
+    "/api/v1/label/[^/]+/values", "/api/v1/metadata", "/api/v1/query_exemplars",
+    "/api/v1/status/buildinfo",
+)
+ALERT_PATHS = ("/api/v1/alerts", "/api/v1/rules")
+#: Files of the metrics back-end's directory this adapter shares with the dev cluster.
+GRANTS_FILE = "grants.json"
+AUTH_CONFIG = "vmauth.yml"
+RELOAD_KEY = "reload-key"
+#: The alerting back-end's rule directory (vmalert reads ``*.yaml`` there).
+RULES_DIR = "rules"
+
+
+def render_auth_config(grants: Mapping[str, str], store_url: str, alerts_url: str | None) -> dict[str, Any]:
+    """vmauth's users: per namespace its token, read paths only, ``extra_label=namespace=<ns>``."""
+    users = []
+    for namespace, token in sorted(grants.items()):
+        routes: list[dict[str, Any]] = [{"src_paths": list(QUERY_PATHS),
+                                         "url_prefix": f"{store_url}/?extra_label={TENANT_LABEL}={namespace}"}]
+        if alerts_url:
+            routes.append({"src_paths": list(ALERT_PATHS), "url_prefix": f"{alerts_url}/?{TENANT_LABEL}={namespace}"})
+        users.append({"bearer_token": token, "url_map": routes})
+    return {"users": users}
+
+
+class VmauthGrants:
+    """The grants file of the metrics back-end's ``directory``: ``{"store": URL, "alerts": URL|null,
+    "grants": {namespace: token}}``, changed under a file lock and rendered into vmauth's
+    configuration on every change. The caller makes vmauth re-read it."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.path = directory / GRANTS_FILE
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        with (self.directory / f"{GRANTS_FILE}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                doc: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
+            except ValueError as exc:
+                raise ToolPlaneError(f"{self.path}: not JSON ({exc})") from None
+            doc.setdefault("grants", {})
+            before = json.dumps(doc, sort_keys=True)
+            yield doc
+            if json.dumps(doc, sort_keys=True) != before:
+                self._write(self.path, json.dumps(doc, indent=2, sort_keys=True))
+                config = render_auth_config(doc["grants"], str(doc.get("store") or ""), doc.get("alerts"))
+                self._write(self.directory / AUTH_CONFIG, yaml.safe_dump(config, sort_keys=False))
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text)
+        tmp.chmod(0o600)
+        tmp.replace(path)
+
+    def set_upstreams(self, store_url: str, alerts_url: str | None) -> None:
+        with self._locked() as doc:
+            doc["store"], doc["alerts"] = store_url, alerts_url
+
+    def grants(self) -> dict[str, str]:
+        with self._locked() as doc:
+            return dict(doc["grants"])
+
+    def grant(self, namespace: str) -> tuple[str, bool]:
+        """The namespace's token (made if it has none) and whether the configuration changed."""
+        with self._locked() as doc:
+            token = doc["grants"].get(namespace)
+            if token is not None:
+                return str(token), False
+            token = doc["grants"][namespace] = secrets.token_urlsafe(24)
+            return token, True
+
+    def revoke(self, namespace: str) -> bool:
+        with self._locked() as doc:
+            return doc["grants"].pop(namespace, None) is not None
+
+
+class Vmauth:
+    """The agent-facing side shared by both adapters: grants, vmauth's reload, and polling reads
+    through vmauth until a deadline (a transport error or a slow answer counts as "not yet")."""
+
+    def __init__(self, http: httpx.AsyncClient, directory: Path, url: str, timeout: float = 30.0) -> None:
+        self.http = http
+        self.grants = VmauthGrants(directory)
+        self.url = url.rstrip("/")
+        self.directory = directory
+        self.timeout = timeout
+        self._lock = asyncio.Lock()
+
+    async def reload(self) -> None:
+        try:
+            key = (self.directory / RELOAD_KEY).read_text().strip()
+        except OSError as exc:
+            raise ToolPlaneError(f"vmauth's reload key {self.directory / RELOAD_KEY}: {exc.strerror}") from None
+        await self.until(lambda: self.http.get(f"{self.url}/-/reload", params={"authKey": key}),
+                         lambda r: r.status_code == 200, "vmauth to accept a reload")
+
+    async def grant(self, namespace: str) -> str:
+        async with self._lock:
+            token, changed = self.grants.grant(namespace)
+            if changed:
+                await self.reload()
+        await self.until(lambda: self.get("/api/v1/status/buildinfo", token), lambda r: r.status_code == 200,
+                         f"vmauth to accept the token of {namespace}")
+        return token
+
+    async def revoke(self, namespace: str) -> None:
+        async with self._lock:
+            token = self.grants.grants().get(namespace)
+            if token is None or not self.grants.revoke(namespace):
+                return
+            await self.reload()
+        await self.until(lambda: self.get("/api/v1/status/buildinfo", token), lambda r: r.status_code == 401,
+                         f"vmauth to refuse the revoked token of {namespace}")
+
+    def get(self, path: str, token: str, params: Mapping[str, Any] | None = None) -> Any:
+        return self.http.get(f"{self.url}{path}", params=params, headers={"Authorization": f"Bearer {token}"})
+
+    async def until(self, request: Callable[[], Any], done: Callable[[httpx.Response], bool], what: str) -> httpx.Response:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        last = "no answer"
+        while True:
+            try:
+                resp: httpx.Response = await request()
+                if done(resp):
+                    return resp
+                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+            except httpx.TransportError as exc:  # under load an answer can take seconds: not yet
+                last = f"{type(exc).__name__}: {exc}"
+            if loop.time() > deadline:
+                raise ToolPlaneError(f"waited {self.timeout:g}s for {what} (last: {last})")
+            await asyncio.sleep(0.1)
+
+
+def _samples_read(resp: httpx.Response) -> list[list[tuple[float, float]]] | None:
+    body = resp.json() if resp.status_code == 200 else {}
+    if body.get("status") != "success":
+        return None
+    return [[(float(t), float(v)) for t, v in r.get("values") or []] for r in body["data"]["result"]]
+
+
+class Metrics:
+    """``store_url``: VictoriaMetrics (the harness writes there); ``vmauth``: the agent's endpoint."""
+
+    name = registry.METRICS
+
+    def __init__(self, http: httpx.AsyncClient, store_url: str, vmauth: Vmauth,
+                 now: Callable[[], float] | None = None) -> None:
+        self.http = http
+        self.store_url = store_url.rstrip("/")
+        self.vmauth = vmauth
+        self.now = now or time.time
+
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        token = await self.vmauth.grant(plan.home_namespace)
+        series = plan.toolplane.series
+        if not series:
+            return
+        start = self.now()
+        body = "\n".join(json.dumps(import_line(s, start)) for s in series) + "\n"
+        resp = await self.http.post(f"{self.store_url}/api/v1/import", content=body.encode())
+        if resp.status_code != 204:
+            raise ToolPlaneError(f"importing the series of {plan.scenario_id}: HTTP {resp.status_code}: "
+                                 f"{resp.text[:200]}")
+        flushed = await self.http.get(f"{self.store_url}/internal/force_flush")
+        if flushed.status_code != 200:
+            raise ToolPlaneError(f"flushing the metrics store: HTTP {flushed.status_code}")
+        for s in series:
+            await self._read_back(s, start, token)
+
+    async def _read_back(self, s: MetricSeries, start: float, token: str) -> None:
+        """The raw samples of ``s``, read with the agent's token, are the planned ones."""
+        want = [(round((start + t) * 1000) / 1000, v) for t, v in s.samples]
+        first, last = want[0][0], want[-1][0]
+        matchers = ",".join(f'{k}="{v}"' for k, v in s.labels if k not in ("__name__", TENANT_LABEL))
+        window = math.ceil(last - first) + 1
+        query = f"{s.name}{{{matchers}}}[{window}s]"
+
+        def same(resp: httpx.Response) -> bool:
+            got = _samples_read(resp)
+            return got is not None and len(got) == 1 and len(got[0]) == len(want) and all(
+                abs(a[0] - b[0]) < 0.002 and math.isclose(a[1], b[1], rel_tol=1e-9, abs_tol=1e-12)
+                for a, b in zip(got[0], want, strict=True))
+
+        await self.vmauth.until(lambda: self.vmauth.get("/api/v1/query", token, {"query": query, "time": last}), same,
+                                f"{s.source}: series {s.name} to read back as declared with the agent's token")
+
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        raise ToolPlaneError(f"the metrics back-end has no timed changes yet (asked for one at {change.at:g}s)")
+
+    async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
+        token = await self.vmauth.grant(plan.home_namespace)
+        return ToolEndpoint("observability-metrics", self.vmauth.url, token,
+                            "the Prometheus HTTP API (PromQL: /api/v1/query, /api/v1/query_range, /api/v1/series, "
+                            "/api/v1/labels...) and the alerts and rules of the alerting back-end (/api/v1/alerts, "
+                            "/api/v1/rules), with this bearer token (Authorization: Bearer <token>); "
+                            f"you see the series of namespace {plan.home_namespace}")
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        await self.vmauth.revoke(plan.home_namespace)
+
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
+        await self.vmauth.revoke(plan.home_namespace)
+        if plan.toolplane.series or plan.toolplane.alerts:  # the alerts' ALERTS series too
+            resp = await self.http.post(f"{self.store_url}/api/v1/admin/tsdb/delete_series",
+                                        params={"match[]": f'{{{TENANT_LABEL}="{plan.home_namespace}"}}'})
+            if resp.status_code != 204:
+                raise ToolPlaneError(f"deleting the series of {plan.home_namespace}: HTTP {resp.status_code}")
+
+
+def import_line(s: MetricSeries, start: float) -> dict[str, Any]:
+    """One series in VictoriaMetrics' JSON-lines import format, at ``start`` + the planned offsets."""
+    return {"metric": dict(s.labels), "values": [v for _, v in s.samples],
+            "timestamps": [round((start + t) * 1000) for t, _ in s.samples]}
+
+
+class Alerts:
+    """``rules_dir``: where vmalert reads ``*.yaml``; ``vmalert_url``: vmalert (reloaded over HTTP)."""
+
+    name = registry.ALERTS
+
+    def __init__(self, http: httpx.AsyncClient, rules_dir: Path, vmalert_url: str, vmauth: Vmauth) -> None:
+        self.http = http
+        self.rules_dir = rules_dir
+        self.vmalert_url = vmalert_url.rstrip("/")
+        self.vmauth = vmauth
+
+    def _file(self, plan: EnvironmentPlan) -> Path:
+        return self.rules_dir / f"{plan.home_namespace}.yaml"
+
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        token = await self.vmauth.grant(plan.home_namespace)
+        rules = plan.toolplane.alerts
+        if not rules:
+            # The listing answers (empty) for the agent: the alerting back-end is there.
+            await self.vmauth.until(lambda: self.vmauth.get("/api/v1/alerts", token), lambda r: r.status_code == 200,
+                                    "the alert listing to answer the agent's token")
+            return
+        path = self._file(plan)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump({"groups": alert_groups(rules)}, sort_keys=False))
+        tmp.replace(path)
+        await self._reload()
+        want = {(r.name, r.state) for r in rules}
+
+        def shown(resp: httpx.Response) -> bool:
+            body = resp.json() if resp.status_code == 200 else {}
+            alerts = (body.get("data") or {}).get("alerts") or []
+            return {(str(a.get("labels", {}).get("alertname")), str(a.get("state"))) for a in alerts} == want
+
+        await self.vmauth.until(lambda: self.vmauth.get("/api/v1/alerts", token), shown,
+                                f"the declared alerts {sorted(want)} to show in the agent's alert listing")
+
+    async def _reload(self) -> None:
+        await self.vmauth.until(lambda: self.http.get(f"{self.vmalert_url}/-/reload"), lambda r: r.status_code == 200,
+                                "vmalert to accept a reload")
+
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        raise ToolPlaneError(f"the alerting back-end has no timed changes yet (asked for one at {change.at:g}s)")
+
+    async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
+        return None  # the metrics endpoint serves the alert and rule listings with the same token
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        await self.vmauth.revoke(plan.home_namespace)
+
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
+        await self.vmauth.revoke(plan.home_namespace)
+        if plan.toolplane.alerts:
+            self._file(plan).unlink(missing_ok=True)
+            await self._reload()

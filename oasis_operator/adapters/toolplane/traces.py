@@ -1,0 +1,205 @@
+"""The tracing back-end's adapter: a scenario's declared spans in a Jaeger of its own (decisions 0050,
+0055: Jaeger's memory store does not separate tenants written over OTLP, so one process per scenario
+is the isolation that holds; its query URL is the agent's endpoint and nothing else reaches it).
+
+Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane`; for a plan that needs traces, starts
+Jaeger (the binary the dev cluster links into the back-end's directory) on free local ports, exports
+``plan.toolplane.spans`` over OTLP/HTTP with times relative to the handover, and reads every trace
+back through the query API the agent uses. Settling stops the process (the agent's access ends with
+it); cleanup does too, and removes its configuration. Every failure is a :class:`ToolPlaneError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.ports import AgentAccess, ToolEndpoint
+from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.plan import TimedChange
+from oasis_operator.core.toolplane.traces import otlp_request
+
+#: The Jaeger binary, linked into the back-end's directory by the dev cluster.
+BINARY = "jaeger"
+#: Starts tried before a Jaeger that exits at once (a port taken meanwhile) is a fault.
+START_ATTEMPTS = 3
+
+
+class _Exited(ToolPlaneError):
+    """Jaeger exited while it was awaited."""
+
+
+def jaeger_config(otlp_port: int, query_port: int, grpc_port: int, health_port: int) -> dict[str, Any]:
+    """One Jaeger v2: an OTLP/HTTP receiver, a memory store, the query API; no fixed-port telemetry."""
+    return {
+        "service": {
+            "extensions": ["jaeger_storage", "jaeger_query", "healthcheckv2"],
+            "pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["jaeger_storage_exporter"]}},
+            # No own metrics endpoint (its fixed default port would clash between instances).
+            "telemetry": {"metrics": {"level": "none"}, "logs": {"level": "warn"}},
+        },
+        "extensions": {
+            "healthcheckv2": {"use_v2": True, "http": {"endpoint": f"127.0.0.1:{health_port}"}},
+            "jaeger_query": {
+                "storage": {"traces": "memstore"},
+                "http": {"endpoint": f"127.0.0.1:{query_port}"},
+                "grpc": {"endpoint": f"127.0.0.1:{grpc_port}"},
+            },
+            "jaeger_storage": {"backends": {"memstore": {"memory": {"max_traces": 100000}}}},
+        },
+        "receivers": {"otlp": {"protocols": {"http": {"endpoint": f"127.0.0.1:{otlp_port}"}}}},
+        "exporters": {"jaeger_storage_exporter": {"trace_storage": "memstore"}},
+    }
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class _Store:
+    process: asyncio.subprocess.Process
+    otlp_url: str
+    query_url: str
+    config: Path
+
+
+class Traces:
+    """``directory``: the tracing back-end's directory (the ``jaeger`` binary link; configurations)."""
+
+    name = registry.TRACES
+
+    def __init__(self, http: httpx.AsyncClient, directory: Path, timeout: float = 30.0,
+                 now: Callable[[], float] = time.time) -> None:
+        self.http = http
+        self.directory = directory
+        self.timeout = timeout
+        self.now = now
+        self._stores: dict[str, _Store] = {}
+
+    async def inject(self, plan: EnvironmentPlan) -> None:
+        store = await self._start(plan.home_namespace)
+        spans = plan.toolplane.spans
+        if not spans:
+            return
+        handover = self.now()
+        resp = await self.http.post(f"{store.otlp_url}/v1/traces", json=otlp_request(spans, handover))
+        if resp.status_code != 200:
+            raise ToolPlaneError(f"exporting the spans of {plan.scenario_id}: HTTP {resp.status_code}: "
+                                 f"{resp.text[:200]}")
+        want: dict[str, set[tuple[str, str]]] = {}
+        for s in spans:
+            want.setdefault(s.trace_id, set()).add((s.span_id, s.name))
+        for trace_id, expected in sorted(want.items()):
+            await self._until(f"{store.query_url}/api/traces/{trace_id}", _holds(expected),
+                              f"trace {trace_id} to read back as declared")
+
+    async def _start(self, namespace: str) -> _Store:
+        if namespace in self._stores:
+            return self._stores[namespace]
+        binary = self.directory / BINARY
+        if not binary.exists():
+            raise ToolPlaneError(f"the tracing back-end's binary {binary} is missing")
+        for attempt in range(1, START_ATTEMPTS + 1):
+            ports = [_free_port() for _ in range(4)]
+            config = self.directory / f"scenario-{namespace}.yaml"
+            config.write_text(yaml.safe_dump(jaeger_config(*ports), sort_keys=False))
+            log = (self.directory / f"scenario-{namespace}.log").open("ab")
+            try:
+                process = await asyncio.create_subprocess_exec(str(binary), f"--config={config}",
+                                                               stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log)
+            finally:
+                log.close()
+            store = _Store(process, f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", config)
+            try:
+                await self._until(f"{store.query_url}/api/services", lambda r: r.status_code == 200,
+                                  f"Jaeger for {namespace} to answer", process)
+            except _Exited:
+                # A free port taken by someone else between choosing and binding: choose again.
+                if attempt == START_ATTEMPTS:
+                    raise ToolPlaneError(f"Jaeger for {namespace} exited at start {START_ATTEMPTS} times (see "
+                                         f"{self.directory / f'scenario-{namespace}.log'})") from None
+                continue
+            except BaseException:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+                raise
+            self._stores[namespace] = store
+            return store
+        raise AssertionError("unreachable")
+
+    async def _until(self, url: str, done: Callable[[httpx.Response], bool], what: str,
+                     process: asyncio.subprocess.Process | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        last = "no answer"
+        while True:
+            if process is not None and process.returncode is not None:
+                raise _Exited(f"waiting for {what}: Jaeger exited with {process.returncode}")
+            try:
+                resp = await self.http.get(url)
+                if done(resp):
+                    return
+                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+            except httpx.TransportError as exc:  # starting, or slow under load: not yet
+                last = f"{type(exc).__name__}: {exc}"
+            if loop.time() > deadline:
+                raise ToolPlaneError(f"waited {self.timeout:g}s for {what} (last: {last})")
+            await asyncio.sleep(0.1)
+
+    async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
+        raise ToolPlaneError(f"the tracing back-end has no timed changes (asked for one at {change.at:g}s)")
+
+    async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
+        store = await self._start(plan.home_namespace)
+        return ToolEndpoint("observability-tracing", store.query_url, "",
+                            "the Jaeger query API: /api/services, /api/services/<service>/operations, "
+                            "/api/traces?service=<service>&lookback=6h, /api/traces/<trace id>")
+
+    async def settle(self, plan: EnvironmentPlan) -> None:
+        await self._stop(plan.home_namespace)  # the agent's access ends with the process
+
+    async def cleanup(self, plan: EnvironmentPlan) -> None:
+        await self._stop(plan.home_namespace)
+
+    async def _stop(self, namespace: str) -> None:
+        store = self._stores.pop(namespace, None)
+        if store is None:
+            return
+        if store.process.returncode is None:
+            # Memory storage: nothing to keep, so no graceful shutdown (which takes seconds).
+            with contextlib.suppress(ProcessLookupError):
+                store.process.kill()
+            await store.process.wait()
+        with contextlib.suppress(OSError):
+            store.config.unlink()
+            (self.directory / f"scenario-{namespace}.log").unlink()
+
+
+def _spans_of(resp: httpx.Response) -> set[tuple[str, str]] | None:
+    if resp.status_code != 200:
+        return None
+    data = resp.json().get("data") or []
+    if len(data) != 1:
+        return None
+    return {(str(s.get("spanID")), str(s.get("operationName"))) for s in data[0].get("spans") or []}
+
+
+def _holds(expected: set[tuple[str, str]]) -> Callable[[httpx.Response], bool]:
+    def done(resp: httpx.Response) -> bool:
+        return _spans_of(resp) == expected
+    return done

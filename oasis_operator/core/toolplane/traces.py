@@ -1,0 +1,167 @@
+"""What the tracing back-end must hold for one scenario: its ``traces/*`` state entries as spans with
+times relative to the handover (decision 0055).
+
+Called by :func:`oasis_operator.core.toolplane.plan.plan_toolplane`. The declared shapes (SI
+capability scenarios):
+
+- ``traces/<service>`` with ``spans: [{name, duration_ms, status, attributes, children: [...]}]``:
+  each listed span is the root of a trace of its own, in service ``<service>``;
+- ``traces/<name>`` with ``root_span: {service, operation, duration_ms, attributes, children: [...]}``:
+  one trace, whose id is the name's last ``-``-separated part when that is hexadecimal (a prompt that
+  says "trace abc123" finds ``traces/slow-request-abc123`` by that id), else derived from the name.
+
+Every root ends :data:`ROOT_END` seconds before the handover (the scenarios give no time); a span's
+children sit inside it, one after another with equal gaps (or all at its start when they would not
+fit). Span ids are derived from the trace id and the span's place in the tree, so a plan is
+deterministic. Anything else is refused, naming it. Pure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Where a declared trace ends, in seconds relative to the handover.
+ROOT_END = -60.0
+_SPAN_KEYS = frozenset({"name", "operation", "service", "duration_ms", "children", "status", "attributes"})
+_HEX = re.compile(r"^[0-9a-f]{1,32}$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    resource: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlannedSpan:
+    """One span; ``start``/``end`` in seconds relative to the handover; ids in hexadecimal."""
+
+    source: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    service: str
+    name: str
+    start: float
+    end: float
+    error: bool
+    attributes: tuple[tuple[str, Any], ...]
+
+
+def _id(*parts: str, digits: int) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:digits]
+
+
+def trace_id_for(name: str) -> str:
+    """``slow-request-abc123`` -> ``abc123`` left-padded to 32 hex digits; otherwise a digest."""
+    last = name.rsplit("-", 1)[-1].lower()
+    return last.rjust(32, "0") if _HEX.match(last) and any(c.isdigit() for c in last) else _id(name, digits=32)
+
+
+def _attribute(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool) else str(value)
+
+
+def _spans(resource: str, where: str, decl: Any, trace_id: str, parent: str, service: str, start: float,
+           out: list[PlannedSpan], problems: list[Problem]) -> float | None:
+    """Plan ``decl`` (and its children) starting at ``start``; returns its duration (None: refused)."""
+    if not isinstance(decl, Mapping):
+        problems.append(Problem(f"{resource} {where}", "a span is a mapping"))
+        return None
+    if unknown := sorted(set(decl) - _SPAN_KEYS):
+        problems.append(Problem(f"{resource} {where}", f"unknown span attributes {unknown}"))
+        return None
+    name = decl.get("name", decl.get("operation"))
+    duration = decl.get("duration_ms")
+    if not isinstance(name, str) or not name.strip():
+        problems.append(Problem(f"{resource} {where}", "a span needs a name (or operation)"))
+        return None
+    if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
+        problems.append(Problem(f"{resource} {where}", "a span needs duration_ms, a number of milliseconds"))
+        return None
+    status = str(decl.get("status", "ok")).lower()
+    if status not in ("ok", "error"):
+        problems.append(Problem(f"{resource} {where}.status", f"{status!r}: a span's status is ok or error"))
+        return None
+    attrs = decl.get("attributes") or {}
+    if not isinstance(attrs, Mapping):
+        problems.append(Problem(f"{resource} {where}.attributes", "expected a mapping"))
+        return None
+    svc = str(decl.get("service") or service)
+    seconds = float(duration) / 1000.0
+    span_id = _id(trace_id, where, digits=16)
+    out.append(PlannedSpan(resource, trace_id, span_id, parent, svc, name.strip(), start, start + seconds,
+                           status == "error", tuple((str(k), _attribute(v)) for k, v in sorted(attrs.items()))))
+    children = decl.get("children") or []
+    if not isinstance(children, list):
+        problems.append(Problem(f"{resource} {where}.children", "expected a list of spans"))
+        return None
+    durations = [float(c.get("duration_ms", 0)) / 1000.0 if isinstance(c, Mapping)
+                 and isinstance(c.get("duration_ms"), int | float) else 0.0 for c in children]
+    spare = seconds - sum(durations)
+    gap = spare / (len(children) + 1) if children and spare >= 0 else 0.0
+    at = start + gap
+    for i, child in enumerate(children):
+        got = _spans(resource, f"{where}.children[{i}]", child, trace_id, span_id, svc, at, out, problems)
+        if got is None:
+            return None
+        if spare >= 0:
+            at += got + gap
+    return seconds
+
+
+def plan_traces(entry: Mapping[str, Any], name: str) -> tuple[list[PlannedSpan], list[Problem]]:
+    """The spans of one ``traces/<name>`` entry."""
+    resource = str(entry["resource"])
+    out: list[PlannedSpan] = []
+    problems: list[Problem] = []
+    if unknown := sorted(set(entry) - {"resource", "namespace", "spans", "root_span"}):
+        return [], [Problem(resource, f"unknown attributes {unknown} of a traces entry")]
+    roots: Sequence[tuple[str, Any, str]]
+    if "root_span" in entry and "spans" not in entry:
+        roots = [("root_span", entry["root_span"], trace_id_for(name))]
+    elif "spans" in entry and "root_span" not in entry and isinstance(entry["spans"], list):
+        roots = [(f"spans[{i}]", s, _id(resource, str(i), digits=32)) for i, s in enumerate(entry["spans"])]
+    else:
+        return [], [Problem(resource, "a traces entry has either root_span (one trace) or spans (a list of "
+                                      "root spans)")]
+    for where, decl, trace_id in roots:
+        duration = decl.get("duration_ms") if isinstance(decl, Mapping) else None
+        seconds = float(duration) / 1000.0 if isinstance(duration, int | float) else 0.0
+        _spans(resource, where, decl, trace_id, "", name, ROOT_END - seconds, out, problems)
+    return (out, []) if not problems else ([], problems)
+
+
+def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any]:
+    """The spans as one OTLP/HTTP JSON export request (``handover``: unix seconds), grouped by service."""
+    def value(v: Any) -> dict[str, Any]:
+        if isinstance(v, bool):
+            return {"boolValue": v}
+        if isinstance(v, int):
+            return {"intValue": str(v)}
+        if isinstance(v, float):
+            return {"doubleValue": v}
+        return {"stringValue": str(v)}
+
+    by_service: dict[str, list[dict[str, Any]]] = {}
+    for s in spans:
+        span: dict[str, Any] = {
+            "traceId": s.trace_id, "spanId": s.span_id, "name": s.name, "kind": 2,
+            "startTimeUnixNano": str(round((handover + s.start) * 1e9)),
+            "endTimeUnixNano": str(round((handover + s.end) * 1e9)),
+            "attributes": [{"key": k, "value": value(v)} for k, v in s.attributes],
+        }
+        if s.parent_span_id:
+            span["parentSpanId"] = s.parent_span_id
+        if s.error:
+            span["status"] = {"code": 2}
+        by_service.setdefault(s.service, []).append(span)
+    return {"resourceSpans": [
+        {"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": svc}}]},
+         "scopeSpans": [{"spans": group}]}
+        for svc, group in sorted(by_service.items())
+    ]}
