@@ -64,6 +64,17 @@ async def test_each_endpoint_with_its_own_credential_becomes_an_upstream_of_a_li
     assert got["observability-metrics"].headers == (("Authorization", "Bearer tok"),)
 
 
+async def test_a_back_end_without_a_credential_is_fronted_too_unless_read_through_the_api_server():
+    port = Port({
+        "observability-tracing": ToolEndpoint("observability-tracing", "http://jaeger:3", ""),
+        "observability-dashboards": ToolEndpoint("observability-dashboards", "https://api:6443", ""),
+    })
+    got = await PortUpstreams(port).upstreams(rollout_plan(), ACCESS,
+                                              ["observability-tracing", "observability-dashboards"])
+    assert sorted(got) == ["observability-tracing"]  # a Jaeger of the scenario's own: recorded, no header
+    assert got["observability-tracing"].headers == ()
+
+
 AUTH = {
     "a user:password pair is HTTP Basic (the git server's)": ("u:p:q", "Basic " + base64.b64encode(b"u:p:q").decode()),
     "anything else is a bearer token (vmauth's)": ("abc.DEF-123", "Bearer abc.DEF-123"),

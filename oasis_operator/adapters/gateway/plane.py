@@ -2,10 +2,10 @@
 (:class:`~oasis_operator.core.ports.ToolPlanePort`) seen through the recording gateway's ports.
 
 - :class:`PortUpstreams` (a :class:`~oasis_operator.core.gateway.port.ToolUpstreamsPort`): every
-  endpoint a back-end hands out *with a credential of its own* becomes the gateway's upstream for that
-  interface type, the credential turned into the header the gateway adds (never shown to the agent).
-  An endpoint without one is read through the API server with the agent's kubeconfig (logs,
-  dashboards): audited there, so it stays out of the gateway and out of ``tool_endpoints``.
+  endpoint a back-end hands out becomes the gateway's upstream for that interface type, its credential
+  (if any) turned into the header the gateway adds (never shown to the agent). The interfaces read
+  through the API server with the agent's kubeconfig (logs, dashboards;
+  ``registry.THROUGH_THE_API_SERVER``) are audited there, so they stay out of the gateway.
 - :class:`PortApplier` (a :class:`~oasis_operator.core.gateway.port.StimulusApplier`): a temporal
   condition's declared change (:mod:`oasis_operator.core.stimuli.changes`) becomes a
   :class:`~oasis_operator.core.toolplane.plan.TimedChange` given to the port's ``apply``, the same
@@ -42,9 +42,12 @@ class PortUpstreams:
         wanted = set(interfaces)
         out: dict[str, Upstream] = {}
         for interface, ep in sorted((await self.port.endpoints(plan, access)).items()):
-            if interface not in wanted or not ep.credential:
+            if interface not in wanted or interface in registry.THROUGH_THE_API_SERVER:
                 continue
-            out[interface] = Upstream(interface, ep.url, (("Authorization", upstream_authorization(ep.credential)),))
+            # A back-end isolated per scenario without a credential (a Jaeger of its own) is fronted all the
+            # same: the agent reaches it only through its route, and every call is recorded.
+            headers = (("Authorization", upstream_authorization(ep.credential)),) if ep.credential else ()
+            out[interface] = Upstream(interface, ep.url, headers)
         return out
 
 

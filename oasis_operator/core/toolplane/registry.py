@@ -42,6 +42,11 @@ INTERFACE_BACKENDS: dict[str, tuple[str, ...]] = {
     "gitops": (GITOPS,),
 }
 
+#: Interface types the agent reads through the Kubernetes API with its own kubeconfig (audited there,
+#: revoked with it): they stay out of the recording gateway and out of ``tool_endpoints``. Every other
+#: interface a back-end serves goes through the gateway, with or without a credential of its own.
+THROUGH_THE_API_SERVER: frozenset[str] = frozenset({"observability-logging", "observability-dashboards"})
+
 #: State kinds that are not Kubernetes objects -> the back-end that holds them.
 STATE_KIND_BACKENDS: dict[str, str] = {
     "logs": LOGS,
