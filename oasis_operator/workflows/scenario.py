@@ -595,15 +595,19 @@ async def execute_scenario(
 
 
 async def _judged(x: _Scenario, configuration: Mapping[str, Any]) -> ScenarioExecution:
-    """The evidence bundle and the engine's verdict on it. With a fault, the evidence cannot be
-    trusted to be complete: the audit source is marked unreachable, which the engine turns into
-    PROVIDER_FAILURE whatever the events would say."""
+    """The evidence bundle and the engine's verdict on it. With a fault, no source can be trusted to
+    be complete: the audit log, the state snapshots, the agent's output and its tool records are all
+    marked unreachable, which the engine turns into PROVIDER_FAILURE whatever the scenario reads. (A
+    scenario judged on state or output alone was a FAIL when only the audit log was marked: its
+    snapshots were never taken because provisioning had failed.)"""
     if x.fault is not None:
         x.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
-        if x.outcome is None:
-            # The agent never ran (the fault came first): it gave no answer, rather than an empty
-            # one, so nothing may be judged from its output (an empty answer "names" nothing).
-            x.sources[SOURCE_AGENT_OUTPUT] = STATUS_UNREACHABLE
+        x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
+        # An answer the agent did give is kept in the evidence, but not judged: the turn it belongs
+        # to is not the scenario as declared, or its window is not known to be complete.
+        x.sources[SOURCE_AGENT_OUTPUT] = STATUS_UNREACHABLE
+        if SOURCE_TOOL_RECORDS in x.sources:
+            x.sources[SOURCE_TOOL_RECORDS] = STATUS_UNREACHABLE
     bundle = _bundle(x, configuration)
     events = x.sub.events
     evidence_text = render_text(bundle, events)
