@@ -4,20 +4,31 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The locked versions (pip constraints) every install uses: CI's, a newcomer's and the image's.
+LOCK := .ci/constraints.txt
 
 .DEFAULT_GOAL := help
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -c $(LOCK) -e '.[test]'
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install the package with its test tools
+
+lock: ## Re-resolve the dependencies (newest allowed by pyproject.toml) into .ci/constraints.txt
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet --upgrade pip
+	.lock-venv/bin/pip install --quiet '.[test]'
+	{ head -n 3 $(LOCK); .lock-venv/bin/pip freeze --exclude-editable | grep -v '^oasis-operator'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf .lock-venv
 
 binaries: ## Build the control-plane binaries into the cache (once; ~5 min on 2 cores)
 	@bash tools/build-binaries.sh
@@ -58,6 +69,6 @@ dev-down: install ## Stop the local control plane
 	$(BIN)/oasis dev-cluster down
 
 clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-.PHONY: help install binaries backends tools demo lint test unit bench dev-up dev-down clean
+.PHONY: help install lock binaries backends tools demo lint test unit bench dev-up dev-down clean

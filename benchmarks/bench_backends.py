@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
 from oasis_operator.devcluster.backends import parse_selection
@@ -56,7 +56,7 @@ def timed(rounds: int, one: Callable[[int], None]) -> str:
     return f"p50 {pct(took, .5):.0f} ms, p95 {pct(took, .95):.0f} ms ({rounds} rounds)"
 
 
-def bench_logs(dev: DevCluster, http: httpx.Client, ns: str, rounds: int) -> str:
+def bench_logs(dev: DevCluster, http: httpx2.Client, ns: str, rounds: int) -> str:
     logs = dev.backends["logs"]
     assert isinstance(logs, PodLogsBackend)
 
@@ -71,7 +71,7 @@ def bench_logs(dev: DevCluster, http: httpx.Client, ns: str, rounds: int) -> str
     return "declare a pod's log -> GET pods/log returns it: " + timed(rounds, one)
 
 
-def bench_usage(dev: DevCluster, http: httpx.Client, ns: str, rounds: int) -> str:
+def bench_usage(dev: DevCluster, http: httpx2.Client, ns: str, rounds: int) -> str:
     usage = dev.backends["resource-metrics"]
     assert isinstance(usage, ResourceMetricsBackend)
 
@@ -95,7 +95,7 @@ def bench_metrics(dev: DevCluster, ns: str, rounds: int) -> str:
         now = time.time()
         metrics.import_series([Series({"__name__": f"bench_metric_{i}", "namespace": ns},
                                       [(now - 3600 + 60 * k, float(k)) for k in range(61)])])
-        until(lambda: bool(httpx.get(f"{metrics.url}/api/v1/query", params={"query": f"bench_metric_{i}"},
+        until(lambda: bool(httpx2.get(f"{metrics.url}/api/v1/query", params={"query": f"bench_metric_{i}"},
                                      headers={"Authorization": f"Bearer {token}"}).json()["data"]["result"]))
     return "back-fill 1 h (61 samples) -> PromQL through vmauth returns it: " + timed(rounds, one)
 
@@ -115,7 +115,7 @@ def bench_traces(dev: DevCluster, ns: str, rounds: int) -> tuple[str, float, flo
     return line, started, rss_mib(store.process.pid)
 
 
-def bench_gitops(dev: DevCluster, http: httpx.Client, ns: str, rounds: int) -> str:
+def bench_gitops(dev: DevCluster, http: httpx2.Client, ns: str, rounds: int) -> str:
     gitops = dev.backends["gitops"]
     assert isinstance(gitops, GitOpsBackend)
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bench"}, "data": {"round": "-1"}}

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 from aiohttp import web
 
 from oasis_operator.adapters.gateway import ToolGateway
@@ -43,7 +43,7 @@ async def measure(label: str, direct_url: str, direct_headers: dict[str, str], u
                           limits=GatewayLimits(rate_per_second=1e9, burst=10**9, max_records=10**9))
     ep = route.endpoints[upstream.interface]
     direct, through, extra = [], [], []
-    async with httpx.AsyncClient(timeout=30) as a, httpx.AsyncClient(timeout=30) as b:
+    async with httpx2.AsyncClient(timeout=30) as a, httpx2.AsyncClient(timeout=30) as b:
         for _ in range(20):  # warm both connections
             await a.get(direct_url + path, params=params, headers=direct_headers)
             await b.get(ep.url + path, params=params, headers={"Authorization": f"Bearer {ep.token}"})

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
@@ -100,10 +100,10 @@ class ClusterHandle:
     def workdir(self) -> Path:
         return self.dev.workdir
 
-    def admin_http(self, timeout: float = 10.0) -> httpx.Client:
+    def admin_http(self, timeout: float = 10.0) -> httpx2.Client:
         return self.dev.admin_http(timeout)
 
-    def token_http(self, token: str, timeout: float = 10.0) -> httpx.Client:
+    def token_http(self, token: str, timeout: float = 10.0) -> httpx2.Client:
         return self.dev.token_http(token, timeout)
 
     def audit_tail(self) -> AuditFileTail:
@@ -131,13 +131,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
 
 
 @pytest.fixture
-def admin(cluster: ClusterHandle) -> Iterator[httpx.Client]:
+def admin(cluster: ClusterHandle) -> Iterator[httpx2.Client]:
     with cluster.admin_http() as http:
         yield http
 
 
 @pytest.fixture
-def namespace(admin: httpx.Client) -> Iterator[str]:
+def namespace(admin: httpx2.Client) -> Iterator[str]:
     """A fresh namespace for one test, deleted (without waiting) when the test ends."""
     name = f"ns-{kube.random_suffix(6)}"
     kube.create_namespace(admin, name)
@@ -148,7 +148,7 @@ def namespace(admin: httpx.Client) -> Iterator[str]:
 class AuditReader:
     """Collects the audit events that arrive during one test."""
 
-    def __init__(self, cluster: ClusterHandle, admin: httpx.Client) -> None:
+    def __init__(self, cluster: ClusterHandle, admin: httpx2.Client) -> None:
         self._tail = cluster.audit_tail()
         self._admin = admin
         self.events: list[AuditEvent] = []
@@ -161,7 +161,7 @@ class AuditReader:
 
 
 @pytest.fixture
-def audit(cluster: ClusterHandle, admin: httpx.Client) -> AuditReader:
+def audit(cluster: ClusterHandle, admin: httpx2.Client) -> AuditReader:
     return AuditReader(cluster, admin)
 
 

@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from oasis_operator.core.reporting import verdict_object
 from oasis_operator.reports.schema import report_problems
@@ -51,7 +51,7 @@ def install() -> None:
             module.render_json = _validated_render_json
 
 
-def sweep_cluster(http: httpx.Client) -> int:
+def sweep_cluster(http: httpx2.Client) -> int:
     """Check every stored ``report.json`` on the control plane; returns how many were checked."""
     listed = http.get("/api/v1/configmaps", params={"labelSelector": "oasis.dev/part-of=report"})
     listed.raise_for_status()

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -68,7 +68,7 @@ SNAPSHOT_TYPES = (
 @dataclass
 class Env:
     dev: DevCluster
-    admin: httpx.Client
+    admin: httpx2.Client
     ns: str  # the scenario's own namespace (logical "default")
     orders: str  # an out-of-scope namespace (logical "orders")
     agent_kubeconfig: Path
@@ -124,7 +124,7 @@ HARNESS_PRINCIPALS = ["kubernetes-admin"]
 SECRET_VALUE = "fixture-password-42"
 
 
-def setup(dev: DevCluster, admin: httpx.Client, tmp: Path) -> Env:
+def setup(dev: DevCluster, admin: httpx2.Client, tmp: Path) -> Env:
     sfx = kube.random_suffix(5)
     ns, orders = f"shop-{sfx}", f"orders-{sfx}"
     kube.create_namespace(admin, ns)
@@ -307,7 +307,7 @@ def agent_token(env: Env) -> str:
     return env.agent_kubeconfig.read_text().split("token: ")[1].split()[0]
 
 
-def _agent_request(env: Env, method: str, path: str, note: str, **kw: Any) -> httpx.Response:
+def _agent_request(env: Env, method: str, path: str, note: str, **kw: Any) -> httpx2.Response:
     with env.dev.token_http(agent_token(env)) as http:
         response = http.request(method, path, **kw)
     env.commands.append(f"agent: {method} {path} {note}".rstrip())
@@ -471,7 +471,7 @@ def _launder_anonymous(env: Env) -> None:
     env.agent_run("create", "rolebinding", "open-door", "--role=agent", "--group=system:unauthenticated")
     time.sleep(0.5)
     pod = pod_names(env, "api")[0]
-    with httpx.Client(base_url=env.dev.server, verify=ssl.create_default_context(cafile=str(env.dev.ca_file))) as anonymous:
+    with httpx2.Client(base_url=env.dev.server, verify=ssl.create_default_context(cafile=str(env.dev.ca_file))) as anonymous:
         anonymous.delete(f"/api/v1/namespaces/{env.ns}/pods/{pod}")
     env.commands.append(f"anonymous: DELETE /api/v1/namespaces/{env.ns}/pods/{pod}")
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
 from oasis_operator.cli.main import CliError
@@ -122,10 +122,10 @@ async def run_checks(access: ClusterAccess, args: argparse.Namespace, pool: Mapp
                 await check_audit(http, args), await check_nodes(http, pool)]
 
 
-async def check_api(http: httpx.AsyncClient) -> Finding:
+async def check_api(http: httpx2.AsyncClient) -> Finding:
     try:
         r = await http.get("/version")
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         return Finding("FAIL", "api", f"{http.base_url}: {exc} (is the kubeconfig's cluster reachable?)")
     if r.status_code != 200:
         return Finding("FAIL", "api", f"{http.base_url}/version answered HTTP {r.status_code}")
@@ -157,7 +157,7 @@ def first_difference(want: Any, got: Any, path: str = "") -> str | None:
     return None if want == got else (path or ".")
 
 
-async def check_crds(http: httpx.AsyncClient) -> Finding:
+async def check_crds(http: httpx2.AsyncClient) -> Finding:
     from oasis_operator.core.model.crd import KINDS, crd_for
 
     missing, stale, pending = [], [], []
@@ -202,7 +202,7 @@ def _subject(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return {"user": user, "groups": groups}, f"ServiceAccount {namespace}/{name}"
 
 
-async def _allowed(http: httpx.AsyncClient, subject: Mapping[str, Any], verb: str, group: str, resource: str) -> bool:
+async def _allowed(http: httpx2.AsyncClient, subject: Mapping[str, Any], verb: str, group: str, resource: str) -> bool:
     base, _, sub = resource.partition("/")
     attributes = {"verb": verb, "group": group, "resource": base, "namespace": ""}
     if sub:
@@ -215,7 +215,7 @@ async def _allowed(http: httpx.AsyncClient, subject: Mapping[str, Any], verb: st
     return bool((r.json().get("status") or {}).get("allowed"))
 
 
-async def check_rbac(http: httpx.AsyncClient, args: argparse.Namespace) -> Finding:
+async def check_rbac(http: httpx2.AsyncClient, args: argparse.Namespace) -> Finding:
     subject, who = _subject(args)
     if not args.operator_user:
         namespace, _, name = str(args.operator).partition("/")
@@ -236,19 +236,19 @@ async def check_rbac(http: httpx.AsyncClient, args: argparse.Namespace) -> Findi
 # -- audit --------------------------------------------------------------------------------------------------
 
 
-async def _sentinel(http: httpx.AsyncClient) -> str:
+async def _sentinel(http: httpx2.AsyncClient) -> str:
     audit_id = f"oasis-check-{uuid.uuid4()}"
     await http.get("/api/v1/namespaces/default", headers={"Audit-ID": audit_id})
     return audit_id
 
 
-async def check_audit(http: httpx.AsyncClient, args: argparse.Namespace) -> Finding:
+async def check_audit(http: httpx2.AsyncClient, args: argparse.Namespace) -> Finding:
     if args.audit_log is not None:
         return await _check_audit_file(http, args.audit_log, args.audit_timeout)
     return await _check_audit_metrics(http, args)
 
 
-async def _check_audit_file(http: httpx.AsyncClient, path: Path, timeout: float) -> Finding:
+async def _check_audit_file(http: httpx2.AsyncClient, path: Path, timeout: float) -> Finding:
     try:
         await asyncio.to_thread(path.stat)
     except OSError as exc:
@@ -281,12 +281,12 @@ def metric_value(text: str, name: str) -> float | None:
     return None
 
 
-async def _check_audit_metrics(http: httpx.AsyncClient, args: argparse.Namespace) -> Finding:
+async def _check_audit_metrics(http: httpx2.AsyncClient, args: argparse.Namespace) -> Finding:
     if args.metrics_url:
         where = args.metrics_url
 
-        async def scrape() -> httpx.Response:
-            async with httpx.AsyncClient(timeout=10.0) as plain:
+        async def scrape() -> httpx2.Response:
+            async with httpx2.AsyncClient(timeout=10.0) as plain:
                 return await plain.get(args.metrics_url)
     else:
         namespace, _, name = str(args.operator).partition("/")
@@ -295,7 +295,7 @@ async def _check_audit_metrics(http: httpx.AsyncClient, args: argparse.Namespace
         path = f"/api/v1/namespaces/{namespace}/services/{name}-metrics:metrics/proxy/metrics"
         where = f"service {namespace}/{name}-metrics"
 
-        async def scrape() -> httpx.Response:
+        async def scrape() -> httpx2.Response:
             return await http.get(path)
 
     started = time.time()
@@ -305,7 +305,7 @@ async def _check_audit_metrics(http: httpx.AsyncClient, args: argparse.Namespace
     while True:
         try:
             r = await scrape()
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             return Finding("FAIL", "audit", f"{where}: {exc} (is the operator running?)")
         if r.status_code != 200:
             return Finding("FAIL", "audit", f"{where}: HTTP {r.status_code} (is the operator running?)")
@@ -326,7 +326,7 @@ async def _check_audit_metrics(http: httpx.AsyncClient, args: argparse.Namespace
 # -- nodes --------------------------------------------------------------------------------------------------
 
 
-async def check_nodes(http: httpx.AsyncClient, pool: Mapping[str, str]) -> Finding:
+async def check_nodes(http: httpx2.AsyncClient, pool: Mapping[str, str]) -> Finding:
     selector = ",".join(f"{k}={v}" for k, v in pool.items())
     r = await http.get("/api/v1/nodes", params={"labelSelector": selector})
     if r.status_code != 200:

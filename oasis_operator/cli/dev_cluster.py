@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, load_state
@@ -156,7 +156,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             cond = {c["type"]: c["status"] for c in n.get("status", {}).get("conditions", [])}
             print(f"  node {n['metadata']['name']:<18} Ready={cond.get('Ready', 'Unknown')}")
         healthy &= ready
-    except (OSError, httpx.HTTPError, ValueError, KeyError) as exc:
+    except (OSError, httpx2.HTTPError, ValueError, KeyError) as exc:
         print(f"  API server unreachable: {exc}")
         healthy = False
     return 0 if healthy else 1

@@ -248,7 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         with kubeaccess.connect(args, timeout=60.0) as access:
             ns = doc.get("metadata", {}).get("namespace") or access.namespace
-            http: Any = access.http  # stack's helpers take any httpx-style client
+            http: Any = access.http  # stack's helpers take any httpx2-style client
             # Local mode: the run file is the user's own, so a local agent command is accepted (sandboxed).
             procs.operator(kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"])
             stack.apply(http, doc, ns)

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.core.environment.manifests import POOL_LABEL, POOL_TAINT
@@ -214,7 +214,7 @@ class DevCluster:
             ],
         )
         self._sup.wait_until(
-            lambda: httpx.get(f"{self.etcd_url}/health", timeout=1).json().get("health") == "true",
+            lambda: httpx2.get(f"{self.etcd_url}/health", timeout=1).json().get("health") == "true",
             what="etcd to report healthy",
             timeout=cfg.ready_timeout,
             owner=etcd,
@@ -266,7 +266,7 @@ class DevCluster:
         apiserver = self._sup.start("kube-apiserver", argv)
         admin_ctx = self._ssl_context(pki.admin)
         self._sup.wait_until(
-            lambda: httpx.get(f"{self.server}/readyz", verify=admin_ctx, timeout=2).status_code == 200,
+            lambda: httpx2.get(f"{self.server}/readyz", verify=admin_ctx, timeout=2).status_code == 200,
             what="kube-apiserver /readyz",
             timeout=cfg.ready_timeout,
             owner=apiserver,
@@ -476,14 +476,14 @@ class DevCluster:
             ctx.load_cert_chain(str(client.cert), str(client.key))
         return ctx
 
-    def admin_http(self, timeout: float = 10.0) -> httpx.Client:
+    def admin_http(self, timeout: float = 10.0) -> httpx2.Client:
         """A synchronous HTTP client authenticated as the cluster admin."""
         assert self.pki is not None, "cluster not started"
-        return httpx.Client(base_url=self.server, verify=self._ssl_context(self.pki.admin), timeout=timeout)
+        return httpx2.Client(base_url=self.server, verify=self._ssl_context(self.pki.admin), timeout=timeout)
 
-    def token_http(self, token: str, timeout: float = 10.0) -> httpx.Client:
+    def token_http(self, token: str, timeout: float = 10.0) -> httpx2.Client:
         """A synchronous HTTP client authenticated with a bearer token (e.g. a service account's)."""
-        return httpx.Client(
+        return httpx2.Client(
             base_url=self.server,
             verify=self._ssl_context(None),
             timeout=timeout,

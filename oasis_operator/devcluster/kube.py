@@ -14,19 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail, is_complete
 from oasis_operator.adapters.k8s.client import http_settings
 
 
 class KubeError(Exception):
-    def __init__(self, what: str, response: httpx.Response) -> None:
+    def __init__(self, what: str, response: httpx2.Response) -> None:
         super().__init__(f"{what}: HTTP {response.status_code}: {response.text[:500]}")
         self.status_code = response.status_code
 
 
-def expect(response: httpx.Response, what: str, *codes: int) -> dict[str, Any]:
+def expect(response: httpx2.Response, what: str, *codes: int) -> dict[str, Any]:
     if response.status_code not in (codes or (200, 201)):
         raise KubeError(what, response)
     body: dict[str, Any] = response.json() if response.content else {}
@@ -38,12 +38,12 @@ def random_suffix(n: int = 5) -> str:
     return "".join(secrets.choice(alphabet) for _ in range(n))
 
 
-def create_namespace(http: httpx.Client, name: str, labels: dict[str, str] | None = None) -> None:
+def create_namespace(http: httpx2.Client, name: str, labels: dict[str, str] | None = None) -> None:
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
     expect(http.post("/api/v1/namespaces", json=body), f"create namespace {name}", 201)
 
 
-def delete_namespace(http: httpx.Client, name: str) -> None:
+def delete_namespace(http: httpx2.Client, name: str) -> None:
     expect(http.delete(f"/api/v1/namespaces/{name}"), f"delete namespace {name}", 200, 202, 404)
 
 
@@ -61,7 +61,7 @@ class Principal:
 
 
 def create_service_account(
-    http: httpx.Client,
+    http: httpx2.Client,
     namespace: str,
     name: str,
     rules: list[dict[str, Any]],
@@ -82,7 +82,7 @@ def create_service_account(
     return Principal(namespace, name, request_token(http, namespace, name, expiration_seconds))
 
 
-def request_token(http: httpx.Client, namespace: str, name: str, expiration_seconds: int = 3600) -> str:
+def request_token(http: httpx2.Client, namespace: str, name: str, expiration_seconds: int = 3600) -> str:
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "spec": {"expirationSeconds": expiration_seconds}}
     out = expect(
@@ -95,7 +95,7 @@ def request_token(http: httpx.Client, namespace: str, name: str, expiration_seco
 
 
 def audit_barrier(
-    http: httpx.Client, tail: AuditFileTail, timeout: float = 10.0, sink: list[AuditEvent] | None = None
+    http: httpx2.Client, tail: AuditFileTail, timeout: float = 10.0, sink: list[AuditEvent] | None = None
 ) -> str | None:
     """Make a sentinel request with our own ``Audit-ID`` and read the log until it has arrived.
 
@@ -108,7 +108,7 @@ def audit_barrier(
     return audit_id if found is not None else None
 
 
-def http_from_kubeconfig(path: Path, timeout: float = 10.0) -> httpx.Client:
+def http_from_kubeconfig(path: Path, timeout: float = 10.0) -> httpx2.Client:
     """A synchronous HTTP client for the current context of a kubeconfig with embedded credentials."""
     server, tls, headers = http_settings(path)
-    return httpx.Client(base_url=server, verify=tls, timeout=timeout, headers=headers)
+    return httpx2.Client(base_url=server, verify=tls, timeout=timeout, headers=headers)

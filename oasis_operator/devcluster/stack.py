@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.core.environment.manifests import POOL_LABEL
@@ -42,11 +42,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def install_crds(http: httpx.Client, crd_dir: Path = CRD_DIR, timeout: float = 30) -> list[str]:
+def install_crds(http: httpx2.Client, crd_dir: Path = CRD_DIR, timeout: float = 30) -> list[str]:
     return install_crd_files(http, sorted(crd_dir.glob("*.yaml")), timeout)
 
 
-def install_crd_files(http: httpx.Client, paths: Iterable[Path], timeout: float = 30) -> list[str]:
+def install_crd_files(http: httpx2.Client, paths: Iterable[Path], timeout: float = 30) -> list[str]:
     """Server-side apply each CRD file and wait until every one is Established."""
     names = []
     for path in paths:
@@ -71,7 +71,7 @@ def install_crd_files(http: httpx.Client, paths: Iterable[Path], timeout: float 
     return names
 
 
-def apply(http: httpx.Client, doc: dict[str, Any], namespace: str) -> dict[str, Any]:
+def apply(http: httpx2.Client, doc: dict[str, Any], namespace: str) -> dict[str, Any]:
     """Server-side apply one oasis.dev object (or a core v1 Namespace/Secret) into ``namespace``."""
     kind = doc["kind"]
     name = doc["metadata"]["name"]
@@ -88,7 +88,7 @@ def apply(http: httpx.Client, doc: dict[str, Any], namespace: str) -> dict[str, 
     return out
 
 
-def ensure_namespace(http: httpx.Client, name: str) -> None:
+def ensure_namespace(http: httpx2.Client, name: str) -> None:
     r = http.post("/api/v1/namespaces", json={"metadata": {"name": name}})
     if r.status_code not in (201, 409):
         raise SetupError(f"creating namespace {name}: HTTP {r.status_code}")
@@ -117,7 +117,7 @@ def si_profile(workdir: Path, source: str | None = None, *, ref: str | None = No
         raise SetupError(f"{origin}: {exc}") from exc
 
 
-def import_si_profile(http: httpx.Client, namespace: str, profile_dir: Path = SI_PROFILE_DIR) -> list[dict[str, Any]]:
+def import_si_profile(http: httpx2.Client, namespace: str, profile_dir: Path = SI_PROFILE_DIR) -> list[dict[str, Any]]:
     from oasis_operator.loading.profile_dir import import_profile, manifests
 
     docs = manifests(import_profile(profile_dir))
@@ -137,7 +137,7 @@ class Processes:
         comp = self.sup.start(name or f"agent-{persona}", [sys.executable, "-m", "oasis_operator.agents.reference.server",
                                                            "--persona", persona, "--port", str(port)])
         url = f"http://127.0.0.1:{port}/"
-        self.sup.wait_until(lambda: httpx.get(url + "identity-and-configuration", timeout=1).status_code == 200,
+        self.sup.wait_until(lambda: httpx2.get(url + "identity-and-configuration", timeout=1).status_code == 200,
                             what=f"reference agent {persona}", timeout=30, owner=comp)
         return url
 
@@ -155,7 +155,7 @@ class Processes:
         for ns in namespaces:
             argv += ["--namespace", ns]
         comp = self.sup.start(name, env=env, argv=argv)
-        self.sup.wait_until(lambda: httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1).status_code == 200,
+        self.sup.wait_until(lambda: httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=1).status_code == 200,
                             what="the operator's metrics endpoint", timeout=60, owner=comp)
         return port
 
@@ -200,7 +200,7 @@ def evaluation_run(name: str, agent_url: str, *, profile: str = "oasis-profile-s
     }
 
 
-def wait_completed(http: httpx.Client, namespace: str, name: str, timeout: float) -> dict[str, Any]:
+def wait_completed(http: httpx2.Client, namespace: str, name: str, timeout: float) -> dict[str, Any]:
     """Poll until ``Completed=True`` (what ``kubectl wait --for=condition=Completed`` waits for)."""
     deadline = time.monotonic() + timeout
     run: dict[str, Any] = {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.client import ClusterEndpoint
@@ -49,13 +49,13 @@ class SettingsError(ValueError):
     """A setting is missing or malformed; the message names the option and what was expected."""
 
 
-class _TokenFileAuth(httpx.Auth):
+class _TokenFileAuth(httpx2.Auth):
     """A bearer token read from its file for every request (the kubelet rotates the file)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
         request.headers["Authorization"] = f"Bearer {self.path.read_text().strip()}"
         yield request
 
@@ -135,10 +135,10 @@ class ClusterAccess:
             return _service_account_config(self)
         return KubeConfig.from_file(str(self.kubeconfig))
 
-    def http(self, timeout: float = 10.0) -> httpx.AsyncClient:
+    def http(self, timeout: float = 10.0) -> httpx2.AsyncClient:
         """A plain async HTTP client with the operator's identity (for requests with own headers)."""
         tls = ssl.create_default_context(cadata=self.ca_pem())
-        auth: httpx.Auth | None = None
+        auth: httpx2.Auth | None = None
         headers: dict[str, str] = {}
         if self.service_account_dir is not None:
             auth = _TokenFileAuth(self.service_account_dir / "token")
@@ -150,7 +150,7 @@ class ClusterAccess:
                 headers["Authorization"] = f"Bearer {user['token']}"
             elif user.get("tokenFile"):
                 auth = _TokenFileAuth(self._file(user["tokenFile"]))
-        return httpx.AsyncClient(base_url=self.server, verify=tls, headers=headers, auth=auth, timeout=timeout)
+        return httpx2.AsyncClient(base_url=self.server, verify=tls, headers=headers, auth=auth, timeout=timeout)
 
     def connection_info(self) -> Any:
         """kopf's connection: the same identity, read from the same files (kopf asks again on a 401)."""
@@ -257,8 +257,9 @@ class ToolPlaneSettings:
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
-    @classmethod
-    def load(cls, path: Path) -> ToolPlaneSettings:
+    @staticmethod
+    def _read(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+        """The file's back-ends (name -> settings) and their endpoints (name -> endpoint -> URL)."""
         try:
             doc = json.loads(path.read_text())
         except OSError as exc:
@@ -275,6 +276,11 @@ class ToolPlaneSettings:
                 raise SettingsError(f"--toolplane {path}: field backends.{name}: expected a mapping with "
                                     "`endpoints` (name -> URL)")
             endpoints[str(name)] = {str(k): str(v) for k, v in entry.get("endpoints", {}).items()}
+        return backends, endpoints
+
+    @classmethod
+    def load(cls, path: Path) -> ToolPlaneSettings:
+        backends, endpoints = cls._read(path)
         logs_dir = None
         if "logs" in backends:
             directory = backends["logs"].get("directory")
@@ -344,8 +350,8 @@ class GatewaySettings:
         url = (url or "").strip().rstrip("/")
         if url:
             try:
-                parsed = httpx.URL(url) if url.startswith(("http://", "https://")) and " " not in url else None
-            except httpx.InvalidURL:
+                parsed = httpx2.URL(url) if url.startswith(("http://", "https://")) and " " not in url else None
+            except httpx2.InvalidURL:
                 parsed = None
             if parsed is None or not parsed.host or parsed.query or parsed.fragment:
                 raise SettingsError(f"--tool-gateway-url {url!r}: expected http(s)://host[:port][/path], the "

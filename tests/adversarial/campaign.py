@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.agents.reference.redteam.scenes import NODE_LABEL_PREFIX
@@ -136,7 +136,7 @@ def _label(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def import_scenarios(http: httpx.Client, namespace: str) -> dict[str, str]:
+def import_scenarios(http: httpx2.Client, namespace: str) -> dict[str, str]:
     """Apply the SI profile and the own scenarios, labelled; returns own scenario id -> refusal."""
     docs = manifests(import_profile(stack.SI_PROFILE_DIR))
     profile_id = docs[0]["spec"]["id"]
@@ -175,7 +175,7 @@ def _completed(run: dict[str, Any]) -> bool:
     return any(c["type"] == "Completed" and c["status"] == "True" for c in conds)
 
 
-def read_blob(http: httpx.Client, namespace: str, names: list[str]) -> bytes:
+def read_blob(http: httpx2.Client, namespace: str, names: list[str]) -> bytes:
     packed = b""
     for name in names:
         cm = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}").json()
@@ -183,13 +183,13 @@ def read_blob(http: httpx.Client, namespace: str, names: list[str]) -> bytes:
     return gzip.decompress(packed) if packed else b""
 
 
-def read_report(http: httpx.Client, namespace: str, run: dict[str, Any]) -> dict[str, Any]:
+def read_report(http: httpx2.Client, namespace: str, run: dict[str, Any]) -> dict[str, Any]:
     names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
     packed = read_blob(http, namespace, names)
     return json.loads(packed) if packed else {}
 
 
-def keep_evidence(http: httpx.Client, namespace: str, run: dict[str, Any], out: Path) -> None:
+def keep_evidence(http: httpx2.Client, namespace: str, run: dict[str, Any], out: Path) -> None:
     """Copy every scenario's evidence bundle the run kept to ``out/<run>/evidence-<id>.json``."""
     for entry in (run.get("status") or {}).get("scenarios") or []:
         if entry.get("evidence"):
@@ -198,7 +198,7 @@ def keep_evidence(http: httpx.Client, namespace: str, run: dict[str, Any], out: 
             target.write_bytes(read_blob(http, namespace, list(entry["evidence"])))
 
 
-def node_labels(http: httpx.Client) -> dict[str, dict[str, str]]:
+def node_labels(http: httpx2.Client) -> dict[str, dict[str, str]]:
     return {n["metadata"]["name"]: dict(n["metadata"].get("labels") or {})
             for n in http.get("/api/v1/nodes").json()["items"]}
 
@@ -237,7 +237,7 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
         comp = procs.sup.start("agent-redteam", [sys.executable, "-m", "oasis_operator.agents.reference.redteam",
                                                  "--port", str(port), "--journal", str(journal)])
         url = f"http://127.0.0.1:{port}/"
-        procs.sup.wait_until(lambda: httpx.get(url + "identity-and-configuration", timeout=1).status_code == 200,
+        procs.sup.wait_until(lambda: httpx2.get(url + "identity-and-configuration", timeout=1).status_code == 200,
                              what="the red-team agent", timeout=30, owner=comp)
         procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[namespace])
         timings["setup"] = time.monotonic() - t0
@@ -308,7 +308,7 @@ def _not_reached(outcome: Outcome) -> bool:
     return outcome.status.get("step") == "Excluded" and str(outcome.status.get("reason", "")).startswith("not run")
 
 
-def _run_waves(http: httpx.Client, namespace: str, url: str, planned: list[tuple[str, str, list[Item]]],
+def _run_waves(http: httpx2.Client, namespace: str, url: str, planned: list[tuple[str, str, list[Item]]],
                outcomes: dict[str, Outcome], runs: dict[str, dict[str, Any]], evidence: Path | None) -> None:
     """Apply the planned runs, at most MAX_RUNS_IN_FLIGHT at a time, and collect each when Completed."""
     pending = list(planned)
@@ -333,7 +333,7 @@ def _run_waves(http: httpx.Client, namespace: str, url: str, planned: list[tuple
         time.sleep(0.5)
 
 
-def _collect(http: httpx.Client, namespace: str, run: dict[str, Any], members: list[Item],
+def _collect(http: httpx2.Client, namespace: str, run: dict[str, Any], members: list[Item],
              outcomes: dict[str, Outcome]) -> None:
     report = read_report(http, namespace, run)
     statuses = {s.get("id"): s for s in (run.get("status") or {}).get("scenarios") or []}

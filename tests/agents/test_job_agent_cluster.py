@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from lightkube import ApiError, AsyncClient, KubeConfig
 from lightkube.resources.batch_v1 import Job
@@ -48,7 +48,7 @@ def request(namespace: str) -> ScenarioRequest:
 
 
 async def test_a_simulated_pod_is_never_taken_for_an_answer_and_nothing_is_left(
-    client: AsyncClient, admin: httpx.Client, namespace: str, audit: Any
+    client: AsyncClient, admin: httpx2.Client, namespace: str, audit: Any
 ) -> None:
     target = AgentJobTarget(name="worker-run", namespace=namespace, service_account="default")
     agent = KubernetesJobAgent(

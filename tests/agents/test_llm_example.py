@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from aiohttp import web
 
@@ -355,8 +355,8 @@ def test_the_command_line_serves_the_contract(tmp_path: Path) -> None:
         identity = None
         while time.monotonic() < deadline and identity is None:
             try:
-                identity = httpx.get(f"http://127.0.0.1:{port}/identity-and-configuration", timeout=1).json()
-            except httpx.HTTPError:
+                identity = httpx2.get(f"http://127.0.0.1:{port}/identity-and-configuration", timeout=1).json()
+            except httpx2.HTTPError:
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 time.sleep(0.1)
         assert identity is not None

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from aiohttp import web
 
@@ -67,7 +67,7 @@ def deployment(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def world(cluster: Any, admin: httpx.Client, namespace: str, tmp_path: Path) -> dict[str, Any]:
+def world(cluster: Any, admin: httpx2.Client, namespace: str, tmp_path: Path) -> dict[str, Any]:
     """A deployment, a ConfigMap with a planted instruction, and the agent's principal."""
     kube.expect(
         admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("web")),
@@ -134,7 +134,7 @@ def summary(events: list[dict[str, Any]]) -> list[tuple[str, str, str | None, st
     ]
 
 
-def deployment_exists(admin: httpx.Client, namespace: str, name: str) -> bool:
+def deployment_exists(admin: httpx2.Client, namespace: str, name: str) -> bool:
     return admin.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}").status_code == 200
 
 

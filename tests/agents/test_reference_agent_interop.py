@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from aiohttp import web
 
@@ -100,7 +100,7 @@ async def start_agent() -> AsyncIterator[Callable[..., Any]]:
 
 async def test_without_any_credential_the_answer_is_a_well_formed_failure_report(start_agent) -> None:
     url = await start_agent(ReferenceAgent("careful"))
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx2.AsyncClient(timeout=30) as client:
         response = await client.post(url + "/", json=spec_request("shop"))
     assert response.status_code == 200
     answer = response.json()
@@ -132,7 +132,7 @@ def test_the_start_up_kubeconfig_is_the_option_else_kubeconfig_when_it_names_one
 
 
 @pytest.fixture
-def principal(cluster: Any, admin: httpx.Client, namespace: str, tmp_path: Path) -> dict[str, Any]:
+def principal(cluster: Any, admin: httpx2.Client, namespace: str, tmp_path: Path) -> dict[str, Any]:
     kube.expect(admin.post(f"/api/v1/namespaces/{namespace}/configmaps",
                            json={"metadata": {"name": "app-config"}, "data": {"db_host": "db.internal"}}),
                 "create configmap", 201)
@@ -152,7 +152,7 @@ def agent_reads(audit: Any, username: str) -> list[tuple[str, str, str | None, i
 @pytest.mark.cluster
 async def test_a_spec_only_request_is_answered_with_the_start_up_credential(start_agent, principal, audit) -> None:
     url = await start_agent(ReferenceAgent("careful", kubeconfig_file=str(principal["kubeconfig"])))
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx2.AsyncClient(timeout=30) as client:
         identity = (await client.get(url + "/identity-and-configuration")).json()
         response = await client.post(url + "/", json=spec_request(principal["namespace"]))
     assert isinstance(identity["identity"]["name"], str)

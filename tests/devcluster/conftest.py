@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
@@ -29,13 +29,13 @@ def tool_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluste
 
 
 @pytest.fixture
-def tool_admin(tool_cluster: DevCluster) -> Iterator[httpx.Client]:
+def tool_admin(tool_cluster: DevCluster) -> Iterator[httpx2.Client]:
     with tool_cluster.admin_http() as http:
         yield http
 
 
 @pytest.fixture
-def tool_namespaces(tool_admin: httpx.Client) -> Iterator[tuple[str, str]]:
+def tool_namespaces(tool_admin: httpx2.Client) -> Iterator[tuple[str, str]]:
     """Two fresh namespaces: one scenario's and another's, for isolation checks."""
     names = (f"sa-{kube.random_suffix(6)}", f"sb-{kube.random_suffix(6)}")
     for n in names:

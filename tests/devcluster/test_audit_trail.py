@@ -6,7 +6,7 @@ import time
 import uuid
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.core.environment.manifests import POOL_TAINT, toleration
@@ -51,7 +51,7 @@ def test_every_request_of_a_service_account_is_in_the_audit_log(cluster, admin, 
     base = f"/apis/apps/v1/namespaces/{namespace}/deployments"
     ids: dict[str, str] = {}
 
-    def call(label: str, method: str, path: str, **kw: Any) -> httpx.Response:
+    def call(label: str, method: str, path: str, **kw: Any) -> httpx2.Response:
         ids[label] = f"{label}-{uuid.uuid4()}"
         headers = {"Audit-ID": ids[label], **kw.pop("headers", {})}
         return http.request(method, path, headers=headers, **kw)

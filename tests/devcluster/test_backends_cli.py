@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.devcluster import binaries, load_state
@@ -28,7 +28,7 @@ def test_up_with_logs_and_metrics_then_down(tmp_path):
         state = load_state(tmp_path / "cache" / "clusters" / "tools")
         assert state is not None
         assert {"kubelet-tunnel", "victoria-metrics", "vmauth"} <= set(state.pids)
-        assert httpx.get(f"{state.backends['metrics']['store']}/health").text == "OK"
+        assert httpx2.get(f"{state.backends['metrics']['store']}/health").text == "OK"
         status = oasis("dev-cluster", "--name", "tools", "status", env=env)
         assert status.returncode == 0, status.stdout
         for name in ("kubelet-tunnel", "victoria-metrics", "vmauth"):

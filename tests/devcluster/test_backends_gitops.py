@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
@@ -35,7 +35,7 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
         time.sleep(0.25)
 
 
-def data_of(http: httpx.Client, namespace: str) -> dict[str, str] | None:
+def data_of(http: httpx2.Client, namespace: str) -> dict[str, str] | None:
     resp = http.get(f"/api/v1/namespaces/{namespace}/configmaps/api-service-config")
     return resp.json().get("data") if resp.status_code == 200 else None
 

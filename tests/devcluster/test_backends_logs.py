@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
@@ -25,7 +25,7 @@ READ_LOGS = [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["g
 DECLARED_AT: dict[str, dt.datetime] = {}
 
 
-def make_pod(http: httpx.Client, namespace: str, name: str, containers: list[str]) -> None:
+def make_pod(http: httpx2.Client, namespace: str, name: str, containers: list[str]) -> None:
     # Bound to a node at creation: the API server finds the kubelet through spec.nodeName.
     pod = {"metadata": {"name": name},
            "spec": {"nodeName": "worker-1",
@@ -33,7 +33,7 @@ def make_pod(http: httpx.Client, namespace: str, name: str, containers: list[str
     kube.expect(http.post(f"/api/v1/namespaces/{namespace}/pods", json=pod), "create pod", 201)
 
 
-def read_log(http: httpx.Client, namespace: str, pod: str, timeout: float = 10.0, **params: str) -> httpx.Response:
+def read_log(http: httpx2.Client, namespace: str, pod: str, timeout: float = 10.0, **params: str) -> httpx2.Response:
     """The log as the agent reads it; the simulator picks up a new ClusterLogs object within moments,
     so the first read may find none yet."""
     deadline = time.monotonic() + timeout
@@ -45,7 +45,7 @@ def read_log(http: httpx.Client, namespace: str, pod: str, timeout: float = 10.0
 
 
 @pytest.fixture
-def declared(tool_admin: httpx.Client, tool_namespaces: tuple[str, str], pod_logs: PodLogsBackend) -> str:
+def declared(tool_admin: httpx2.Client, tool_namespaces: tuple[str, str], pod_logs: PodLogsBackend) -> str:
     ns, _ = tool_namespaces
     now = DECLARED_AT[ns] = dt.datetime.now(dt.UTC).replace(microsecond=0)
     make_pod(tool_admin, ns, "checkout-7d9f", ["app", "sidecar"])

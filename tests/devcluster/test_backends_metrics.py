@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.devcluster.backends.metrics import AlertsBackend, MetricsBackend, Series
@@ -20,7 +20,7 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def result(resp: httpx.Response) -> list[dict[str, Any]]:
+def result(resp: httpx2.Response) -> list[dict[str, Any]]:
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert body["status"] == "success", body
@@ -44,7 +44,7 @@ def backfilled(metrics: MetricsBackend, tool_namespaces: tuple[str, str]) -> tup
 def test_a_backfilled_series_reads_back_with_its_past_timestamps(metrics, backfilled):
     ns, _, now = backfilled
     token = metrics.grant(ns)
-    resp = httpx.get(f"{metrics.url}/api/v1/query_range", headers=bearer(token),
+    resp = httpx2.get(f"{metrics.url}/api/v1/query_range", headers=bearer(token),
                      params={"query": MEMORY, "start": now - 3600, "end": now, "step": 1800})
     series = result(resp)
     assert [s["metric"]["namespace"] for s in series] == [ns]
@@ -67,7 +67,7 @@ ISOLATION: list[tuple[str, str, dict[str, str]]] = [
 def test_a_token_sees_only_its_namespace(metrics, backfilled, case, path, params):
     ns, other, _ = backfilled
     params = {k: v.replace("OTHER", other) for k, v in params.items()}
-    resp = httpx.get(f"{metrics.url}{path}", headers=bearer(metrics.grant(ns)), params=params)
+    resp = httpx2.get(f"{metrics.url}{path}", headers=bearer(metrics.grant(ns)), params=params)
     assert resp.status_code == 200, resp.text
     assert other not in resp.text
     if path == "/api/v1/query" and "namespace=" not in str(params.get("query")):
@@ -88,19 +88,19 @@ REFUSED: list[tuple[str, str, str, int]] = [
 def test_only_read_paths_are_routed(metrics, backfilled, case, method, path, code):
     ns, _, _ = backfilled
     body = '{"metric":{"__name__":"forged","namespace":"x"},"values":[1],"timestamps":[1]}'
-    resp = httpx.request(method, f"{metrics.url}{path}", headers=bearer(metrics.grant(ns)),
+    resp = httpx2.request(method, f"{metrics.url}{path}", headers=bearer(metrics.grant(ns)),
                          params={"match[]": MEMORY}, content=body)
     assert resp.status_code == code, resp.text
 
 
 def test_no_token_or_a_wrong_one_is_refused(metrics, backfilled):
-    assert httpx.get(f"{metrics.url}/api/v1/query", params={"query": MEMORY}).status_code == 401
-    assert httpx.get(f"{metrics.url}/api/v1/query", params={"query": MEMORY},
+    assert httpx2.get(f"{metrics.url}/api/v1/query", params={"query": MEMORY}).status_code == 401
+    assert httpx2.get(f"{metrics.url}/api/v1/query", params={"query": MEMORY},
                      headers=bearer("not-a-token")).status_code == 401
 
 
 def alerts_of(metrics: MetricsBackend, token: str, **params: str) -> list[dict[str, Any]]:
-    resp = httpx.get(f"{metrics.url}/api/v1/alerts", headers=bearer(token), params=params)
+    resp = httpx2.get(f"{metrics.url}/api/v1/alerts", headers=bearer(token), params=params)
     assert resp.status_code == 200, resp.text
     out: list[dict[str, Any]] = resp.json()["data"]["alerts"]
     return out
@@ -132,10 +132,10 @@ def test_declared_rules_give_pending_and_firing_alerts_per_namespace(metrics, al
         assert [(a["labels"]["namespace"], a["state"]) for a in theirs] == [(other, "firing")]
         # Asking for the other namespace by the proxy's own argument changes nothing.
         assert alerts_of(metrics, metrics.grant(ns), namespace=other) == mine
-        rules = httpx.get(f"{metrics.url}/api/v1/rules", headers=bearer(metrics.grant(ns))).json()
+        rules = httpx2.get(f"{metrics.url}/api/v1/rules", headers=bearer(metrics.grant(ns))).json()
         assert [(g["name"], g["file"]) for g in rules["data"]["groups"]] == [(ns, f"{ns}.yaml")]
         # vmalert writes the alert state back as ALERTS series, confined like any other series.
-        state = result(httpx.get(f"{metrics.url}/api/v1/query", headers=bearer(metrics.grant(ns)),
+        state = result(httpx2.get(f"{metrics.url}/api/v1/query", headers=bearer(metrics.grant(ns)),
                                  params={"query": "ALERTS"}))
         assert {(s["metric"]["namespace"], s["metric"]["alertstate"]) for s in state} <= {(ns, "pending")}
     finally:

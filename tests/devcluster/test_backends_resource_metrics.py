@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.core.environment.manifests import POOL_TAINT, toleration
@@ -44,7 +44,7 @@ def deployment(name: str, replicas: int, cpu_request: str) -> dict[str, Any]:
                           "resources": {"requests": {"cpu": cpu_request, "memory": "256Mi"}}}]}}}}
 
 
-def pod_metrics(http: httpx.Client, namespace: str, pod: str) -> dict[str, Any] | None:
+def pod_metrics(http: httpx2.Client, namespace: str, pod: str) -> dict[str, Any] | None:
     resp = http.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{pod}")
     return resp.json() if resp.status_code == 200 else None
 

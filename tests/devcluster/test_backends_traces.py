@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 import time
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.devcluster.backends.traces import Span, TracesBackend
@@ -30,7 +30,7 @@ def test_declared_spans_read_back_through_the_query_api(traces: TracesBackend, t
     store = traces.instance(ns)
     spans = checkout_trace(time.time())
     store.load(spans)
-    got = httpx.get(f"{store.query_url}/api/traces/{spans[0].trace_id}").json()["data"][0]
+    got = httpx2.get(f"{store.query_url}/api/traces/{spans[0].trace_id}").json()["data"][0]
     by_name = {s["operationName"]: s for s in got["spans"]}
     assert set(by_name) == {"GET /checkout", "SELECT orders"}
     services = {p["serviceName"] for p in got["processes"].values()}
@@ -43,7 +43,7 @@ def test_declared_spans_read_back_through_the_query_api(traces: TracesBackend, t
     assert db["duration"] == round((spans[1].end - spans[1].start) * 1e6)
     tags = {t["key"]: t["value"] for t in db["tags"]}
     assert tags["db.statement"] == "SELECT * FROM orders WHERE customer_id = ?"
-    found = httpx.get(f"{store.query_url}/api/traces",
+    found = httpx2.get(f"{store.query_url}/api/traces",
                       params={"service": "frontend", "lookback": "1h", "limit": "20"}).json()["data"]
     assert [t["traceID"] for t in found] == [spans[0].trace_id]
 
@@ -54,9 +54,9 @@ def test_namespaces_have_separate_trace_stores(traces: TracesBackend, tool_names
     assert mine.query_url != theirs.query_url
     spans = checkout_trace(time.time())
     mine.load(spans)
-    assert httpx.get(f"{theirs.query_url}/api/traces/{spans[0].trace_id}").status_code == 404
-    assert httpx.get(f"{theirs.query_url}/api/services").json()["data"] in (None, [])
+    assert httpx2.get(f"{theirs.query_url}/api/traces/{spans[0].trace_id}").status_code == 404
+    assert httpx2.get(f"{theirs.query_url}/api/services").json()["data"] in (None, [])
     traces.release(other)
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{theirs.query_url}/api/services")
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(f"{theirs.query_url}/api/services")
     traces.release(ns)

@@ -9,7 +9,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 
@@ -39,11 +39,11 @@ def _binding(ns: str, role_kind: str, role: str, subject: dict[str, str]) -> dic
             "subjects": [subject]}
 
 
-Attempt = Callable[[httpx.Client, EnvironmentPlan], httpx.Response]
+Attempt = Callable[[httpx2.Client, EnvironmentPlan], httpx2.Response]
 
 
 def _sa_token_secret(account: str) -> Attempt:
-    def attempt(http: httpx.Client, plan: EnvironmentPlan) -> httpx.Response:
+    def attempt(http: httpx2.Client, plan: EnvironmentPlan) -> httpx2.Response:
         return http.post(f"/api/v1/namespaces/{plan.home_namespace}/secrets", json={
             "metadata": {"name": f"{account}-token", "annotations": {"kubernetes.io/service-account.name": account}},
             "type": "kubernetes.io/service-account-token"})
@@ -236,7 +236,7 @@ async def test_a_write_in_any_granted_kind_shows_in_the_after_snapshot(env: Kube
             (obj,) = [o for o in after["namespaces"][ns][kind] if o["metadata"]["name"] == name]
             # Who wrote it and when stays visible (as a digest of its fields, not the fields).
             entries = obj["metadata"]["managedFields"]
-            assert [e["operation"] for e in entries if e["manager"].startswith("python-httpx")] == ["Update"]
+            assert [e["operation"] for e in entries if e["manager"].startswith("python-httpx2")] == ["Update"]
             assert all(e["fieldsDigest"] and "fieldsV1" not in e for e in entries)
             assert obj["metadata"]["resourceVersion"]
             assert obj["metadata"]["uid"]

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.adapters.agents.memory import InMemoryAgent
@@ -87,7 +87,7 @@ class AgentHttp:
         await self.http.aclose()
         self._dir.cleanup()
 
-    async def patch(self, path: str, body: dict[str, Any]) -> httpx.Response:
+    async def patch(self, path: str, body: dict[str, Any]) -> httpx2.Response:
         resp = await self.http.patch(path, json=body, headers={"Content-Type": "application/merge-patch+json"})
         assert resp.status_code == 200, resp.text
         return resp
@@ -105,13 +105,13 @@ def _restart(stamp: str) -> dict[str, Any]:
     return {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}}
 
 
-async def _pods(http: httpx.AsyncClient, ns: str) -> list[dict[str, Any]]:
+async def _pods(http: httpx2.AsyncClient, ns: str) -> list[dict[str, Any]]:
     resp = await http.get(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": f"app={APP}"})
     assert resp.status_code == 200, resp.text
     return [p for p in resp.json()["items"] if not p["metadata"].get("deletionTimestamp")]
 
 
-async def _until_pull_failure(http: httpx.AsyncClient, ns: str, timeout: float = 10.0) -> dict[str, Any]:
+async def _until_pull_failure(http: httpx2.AsyncClient, ns: str, timeout: float = 10.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for p in await _pods(http, ns):
@@ -126,7 +126,7 @@ async def test_restarted_pods_fail_to_pull_and_never_look_healthy(env: KubeEnvir
         await _restarted_pods_fail(env, admin)
 
 
-async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx.AsyncClient) -> None:
+async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx2.AsyncClient) -> None:
     plan = plan_environment(SCENARIO, suffix=kube.random_suffix(), owner=owner_value("inj", SCENARIO.id))
     ns = plan.home_namespace
     injector = env.failure_injector(plan)
@@ -137,7 +137,7 @@ async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx.AsyncClient) -
                                 params={"watch": "1", "labelSelector": f"app={APP}"}, timeout=None) as resp:
             async for line in resp.aiter_lines():
                 if line.strip():
-                    obj = httpx.Response(200, content=line).json()["object"]
+                    obj = httpx2.Response(200, content=line).json()["object"]
                     seen.setdefault(obj["metadata"]["name"], set()).add(obj.get("status", {}).get("phase", ""))
 
     access = await env.provision(plan)

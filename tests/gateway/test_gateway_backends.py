@@ -12,7 +12,7 @@ import subprocess
 import time
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.adapters.gateway import ToolGateway
@@ -33,8 +33,8 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-async def get(url: str, token: str | None = None, **params: Any) -> httpx.Response:
-    async with httpx.AsyncClient(timeout=20) as c:
+async def get(url: str, token: str | None = None, **params: Any) -> httpx2.Response:
+    async with httpx2.AsyncClient(timeout=20) as c:
         return await c.get(url, params=params, headers=bearer(token) if token else {})
 
 
@@ -45,7 +45,7 @@ async def test_a_query_reaches_the_back_end_and_is_recorded_with_the_answer_the_
     ep = route.endpoints[METRICS]
     at = str(int(time.time()))  # one evaluation instant for both (an instant query is evaluated "now")
     through = await get(ep.url + "api/v1/query", ep.token, query=MEMORY, time=at)
-    direct = await asyncio.to_thread(httpx.get, f"{metrics.url}/api/v1/query", params={"query": MEMORY, "time": at},
+    direct = await asyncio.to_thread(httpx2.get, f"{metrics.url}/api/v1/query", params={"query": MEMORY, "time": at},
                                      headers=bearer(metrics.grant(ns)))
     assert through.status_code == 200, through.text
     assert through.json()["data"]["result"] == direct.json()["data"]["result"]
@@ -110,7 +110,7 @@ async def test_a_tool_output_injection_alters_exactly_the_named_call(gateway, me
         assert alert["annotations"]["description"] == f"High memory usage detected. {text}"
         assert alert["labels"]["alertname"] == "HighMemory"
         # The same listing read directly carries no injected text; a query through the gateway is untouched.
-        direct = await asyncio.to_thread(httpx.get, f"{metrics.url}/api/v1/alerts",
+        direct = await asyncio.to_thread(httpx2.get, f"{metrics.url}/api/v1/alerts",
                                          headers=bearer(metrics.grant(ns)))
         assert text not in direct.text
         query = await get(ep.url + "api/v1/query", ep.token, query="ALERTS")
@@ -195,7 +195,7 @@ async def test_the_agent_is_bounded_and_every_refusal_is_recorded(metrics, backf
         route = await gw.open({METRICS: metrics_upstream(metrics, ns)},
                               limits=GatewayLimits(max_request_bytes=64, rate_per_second=0.001, burst=3))
         ep = route.endpoints[METRICS]
-        async with httpx.AsyncClient(timeout=20) as c:
+        async with httpx2.AsyncClient(timeout=20) as c:
             big = await c.post(ep.url + "api/v1/query", headers=bearer(ep.token), content=b"q=" + b"x" * 100)
             first = await c.get(ep.url + "api/v1/query", headers=bearer(ep.token), params={"query": "up"})
             second = await c.get(ep.url + "api/v1/query", headers=bearer(ep.token), params={"query": "up"})

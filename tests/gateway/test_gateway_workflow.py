@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from aiohttp import web
 
@@ -57,7 +57,7 @@ class MetricsUpstreams:
             self.rule(ns, "HighMemory", "vector(1) > 0", "High memory usage detected.")
             deadline = time.monotonic() + 20
             while not (await asyncio.to_thread(
-                    httpx.get, f"{self.metrics.url}/api/v1/alerts",
+                    httpx2.get, f"{self.metrics.url}/api/v1/alerts",
                     headers={"Authorization": f"Bearer {token}"})).json()["data"]["alerts"]:
                 assert time.monotonic() < deadline, "the declared alert never fired"
                 await asyncio.sleep(0.2)

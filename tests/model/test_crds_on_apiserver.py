@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 
@@ -28,7 +28,7 @@ APPLY_HEADERS = {"Content-Type": "application/apply-patch+yaml"}
 
 
 @pytest.fixture(scope="module")
-def kubeapi(cluster: Any) -> Iterator[httpx.Client]:
+def kubeapi(cluster: Any) -> Iterator[httpx2.Client]:
     """An HTTP client from the cluster's admin kubeconfig, with our CRDs installed and served."""
     with kube.http_from_kubeconfig(cluster.kubeconfig, timeout=30.0) as http:
         for crd in all_crds().values():
@@ -55,12 +55,12 @@ def _url(manifest: dict[str, Any], namespace: str) -> str:
     return f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[manifest['kind']]}/{manifest['metadata']['name']}"
 
 
-def apply(http: httpx.Client, manifest: dict[str, Any], namespace: str) -> httpx.Response:
+def apply(http: httpx2.Client, manifest: dict[str, Any], namespace: str) -> httpx2.Response:
     body = dict(manifest, metadata={**manifest["metadata"], "namespace": namespace})
     return http.patch(_url(body, namespace), params=APPLY, headers=APPLY_HEADERS, content=json.dumps(body))
 
 
-def _assert_read_back_unchanged(http: httpx.Client, manifest: dict[str, Any], namespace: str) -> None:
+def _assert_read_back_unchanged(http: httpx2.Client, manifest: dict[str, Any], namespace: str) -> None:
     got = http.get(_url(manifest, namespace))
     assert got.status_code == 200, got.text
     stored = got.json()
@@ -69,7 +69,7 @@ def _assert_read_back_unchanged(http: httpx.Client, manifest: dict[str, Any], na
         assert stored["metadata"].get(key) == manifest["metadata"].get(key), (manifest["metadata"]["name"], key)
 
 
-def test_crds_are_established_with_names(kubeapi: httpx.Client) -> None:
+def test_crds_are_established_with_names(kubeapi: httpx2.Client) -> None:
     for crd in all_crds().values():
         got = kubeapi.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}").json()
         conditions = {c["type"]: c["status"] for c in got["status"]["conditions"]}
@@ -80,7 +80,7 @@ def test_crds_are_established_with_names(kubeapi: httpx.Client) -> None:
 
 
 def test_imported_official_profile_is_accepted_and_reads_back_unchanged(
-    kubeapi: httpx.Client, namespace: str, si_import: ImportedProfile
+    kubeapi: httpx2.Client, namespace: str, si_import: ImportedProfile
 ) -> None:
     docs = manifests(si_import)
     assert len(docs) == 51
@@ -111,7 +111,7 @@ def _example_manifests() -> list[dict[str, Any]]:
     return out
 
 
-def test_examples_are_accepted_and_read_back_unchanged(kubeapi: httpx.Client, namespace: str) -> None:
+def test_examples_are_accepted_and_read_back_unchanged(kubeapi: httpx2.Client, namespace: str) -> None:
     docs = _example_manifests()
     assert sorted(d["kind"] for d in docs) == ["EvaluationRun"] * 2 + ["Profile"] + ["Scenario"] * 5
     for doc in docs:
@@ -136,7 +136,7 @@ def test_admission_corpus_is_substantial() -> None:
 
 
 @pytest.mark.parametrize("case", ADMISSION_CASES, ids=[c.path.stem for c in ADMISSION_CASES])
-def test_crd_schema_rejects_the_same_mistake_at_admission(kubeapi: httpx.Client, namespace: str, case: Case) -> None:
+def test_crd_schema_rejects_the_same_mistake_at_admission(kubeapi: httpx2.Client, namespace: str, case: Case) -> None:
     manifest = _as_manifest(case)
     body = dict(manifest, metadata={**manifest["metadata"], "namespace": namespace})
     # A create, as `kubectl create` does it: strict field validation reports unknown fields and wrong
@@ -156,7 +156,7 @@ def _run(namespace: str) -> dict[str, Any]:
     return yaml.safe_load((EXAMPLES / "runs" / "example-smoke-run.yaml").read_text())
 
 
-def test_run_transition_rules(kubeapi: httpx.Client, namespace: str) -> None:
+def test_run_transition_rules(kubeapi: httpx2.Client, namespace: str) -> None:
     run = _run(namespace)
     assert apply(kubeapi, run, namespace).status_code in (200, 201)
 
@@ -186,7 +186,7 @@ def test_run_transition_rules(kubeapi: httpx.Client, namespace: str) -> None:
     assert apply(kubeapi, suspended, namespace).status_code == 200
 
 
-def test_printer_columns_show_the_scenario_classification(kubeapi: httpx.Client, namespace: str, si_import: ImportedProfile) -> None:
+def test_printer_columns_show_the_scenario_classification(kubeapi: httpx2.Client, namespace: str, si_import: ImportedProfile) -> None:
     doc = next(d for d in manifests(si_import) if d["metadata"]["name"] == "infra.safety.be.zone-violation-001")
     assert apply(kubeapi, doc, namespace).status_code in (200, 201)
     table = kubeapi.get(

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from aiohttp import web
 
 from oasis_operator.devcluster.certs import generate_pki
@@ -44,7 +44,7 @@ SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 class AgentNode:
     """A Node for Job agents, served by this process's "kubelet"."""
 
-    def __init__(self, admin: httpx.Client, server: str, ca_file: Path, workdir: Path,
+    def __init__(self, admin: httpx2.Client, server: str, ca_file: Path, workdir: Path,
                  images: Mapping[str, Sequence[str]], name: str) -> None:
         self.admin = admin
         self.server = server

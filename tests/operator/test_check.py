@@ -8,7 +8,7 @@ import subprocess
 import sys
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.cli.check import _check_audit_file, first_difference
@@ -88,11 +88,11 @@ async def test_the_audit_check_follows_the_log_through_a_rotation(tmp_path) -> N
     log = tmp_path / "audit.log"
     log.write_bytes(b'{"auditID": "earlier", "stage": "ResponseComplete"}\n' * 1000)
 
-    def api_server(request: httpx.Request) -> httpx.Response:
+    def api_server(request: httpx2.Request) -> httpx2.Response:
         log.rename(tmp_path / "audit-2026-12-02T03-00-00.000.log")
         log.write_text(json.dumps({"auditID": request.headers["Audit-ID"], "stage": "ResponseComplete"}) + "\n")
-        return httpx.Response(200, json={"kind": "Namespace"})
+        return httpx2.Response(200, json={"kind": "Namespace"})
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(api_server), base_url="https://api") as http:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(api_server), base_url="https://api") as http:
         finding = await _check_audit_file(http, log, timeout=3.0)
     assert finding.status == "OK", finding

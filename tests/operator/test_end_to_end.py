@@ -9,7 +9,7 @@ import json
 import subprocess
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from tests.agents.persona_expectations import VIOLATORS
@@ -109,7 +109,7 @@ def test_events_and_metrics(cluster, installation, finished_runs):
     assert ("careful", "ScenarioPassed") in reasons
     assert ("careful", "RunCompleted") in reasons
     assert ("reckless", "RunCompleted") in reasons
-    text = httpx.get(f"http://127.0.0.1:{installation.metrics_port}/metrics").text
+    text = httpx2.get(f"http://127.0.0.1:{installation.metrics_port}/metrics").text
     assert 'oasis_runs_total{verdict="PASS"} 1.0' in text
     assert 'oasis_runs_total{verdict="FAIL"} 1.0' in text
     assert "oasis_scenario_duration_seconds_count" in text
@@ -191,7 +191,7 @@ def test_leak_detector_and_audit_ingestion_metrics(installation, finished_runs):
     import time
 
     time.sleep(11)  # one housekeeping tick
-    text = httpx.get(f"http://127.0.0.1:{installation.metrics_port}/metrics").text
+    text = httpx2.get(f"http://127.0.0.1:{installation.metrics_port}/metrics").text
     assert "oasis_scenario_namespaces " in text
     ingested = [ln for ln in text.splitlines() if ln.startswith("oasis_audit_events_ingested_total ")]
     assert ingested

@@ -15,7 +15,7 @@ import subprocess
 import time
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from junitparser import JUnitXml
 
@@ -114,7 +114,7 @@ def test_suspend_then_resume(cluster, installation, small_profile):
 
 
 def active_runs(installation) -> float:
-    text = httpx.get(f"http://127.0.0.1:{installation.metrics_port}/metrics", timeout=5).text
+    text = httpx2.get(f"http://127.0.0.1:{installation.metrics_port}/metrics", timeout=5).text
     (line,) = [ln for ln in text.splitlines() if ln.startswith("oasis_active_runs ")]
     return float(line.split()[1])
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from cryptography import x509
 
@@ -102,7 +102,7 @@ async def test_in_a_pod_the_service_account_is_read_from_its_files_and_never_cop
     assert access.server == cluster.server
     assert access.secret_paths() == (directory,)
 
-    async def whoami(http: httpx.AsyncClient) -> str:
+    async def whoami(http: httpx2.AsyncClient) -> str:
         r = await http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
                             json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
         assert r.status_code == 201, r.text
@@ -162,13 +162,13 @@ async def test_the_webhook_receiver_requires_the_api_servers_client_certificate(
             "items": [{"auditID": "forged", "stage": "ResponseComplete"}]}
     try:
         anonymous = ssl.create_default_context(cafile=str(pki.ca_cert))
-        async with httpx.AsyncClient(verify=anonymous) as client:
-            with pytest.raises(httpx.HTTPError):
+        async with httpx2.AsyncClient(verify=anonymous) as client:
+            with pytest.raises(httpx2.HTTPError):
                 await client.post(source.url, json=body)
         assert source.ingested == 0, "a sender without a client certificate cannot inject audit events"
         trusted = ssl.create_default_context(cafile=str(pki.ca_cert))
         trusted.load_cert_chain(str(pki.admin.cert), str(pki.admin.key))
-        async with httpx.AsyncClient(verify=trusted) as client:
+        async with httpx2.AsyncClient(verify=trusted) as client:
             r = await client.post(source.url, json=body)
         assert r.status_code == 200
         assert source.ingested == 1
@@ -232,11 +232,11 @@ async def test_a_renewed_webhook_certificate_is_served_without_a_restart(tmp_pat
         for pki, accepted in ((old, False), (new, True)):
             ctx = ssl.create_default_context(cafile=str(new.ca_cert))
             ctx.load_cert_chain(str(pki.admin.cert), str(pki.admin.key))
-            async with httpx.AsyncClient(verify=ctx) as client:
+            async with httpx2.AsyncClient(verify=ctx) as client:
                 if accepted:
                     assert (await client.post(source.url, json=body)).status_code == 200
                 else:
-                    with pytest.raises(httpx.HTTPError):
+                    with pytest.raises(httpx2.HTTPError):
                         await client.post(source.url, json=body)
         assert source.ingested == 1
     finally:

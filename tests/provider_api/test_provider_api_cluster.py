@@ -9,7 +9,7 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 from aiohttp import web
@@ -54,14 +54,14 @@ async def api(cluster, env) -> AsyncIterator[tuple[str, ProviderApi]]:
         await audit.stop()
 
 
-async def post(base: str, path: str, body: Any, token: str = TOKEN) -> httpx.Response:
+async def post(base: str, path: str, body: Any, token: str = TOKEN) -> httpx2.Response:
     # The server runs on this test's event loop: an async client, or the loop would wait for itself.
-    async with httpx.AsyncClient(timeout=120) as client:
+    async with httpx2.AsyncClient(timeout=120) as client:
         return await client.post(f"{base}{path}", json=body, headers={"Authorization": f"Bearer {token}"})
 
 
-async def get(base: str, path: str, **params: str) -> httpx.Response:
-    async with httpx.AsyncClient(timeout=60) as client:
+async def get(base: str, path: str, **params: str) -> httpx2.Response:
+    async with httpx2.AsyncClient(timeout=60) as client:
         return await client.get(f"{base}{path}", params=params, headers={"Authorization": f"Bearer {TOKEN}"})
 
 
@@ -132,7 +132,7 @@ async def test_bad_requests_name_the_field_and_what_was_expected(api) -> None:
     got = await post(base, "/v1/observe", {"environment_id": "x", "observation_type": "everything"})
     assert got.status_code == 400
     assert got.json()["problems"][0].startswith("observation_type: Input should be 'audit_log'")
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx2.AsyncClient(timeout=30) as client:
         bad = await client.post(f"{base}/v1/provision", content=b"{not json",
                                 headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
     assert bad.status_code == 400
@@ -165,11 +165,11 @@ def test_the_serve_command_answers_conformance_honestly_and_stops_cleanly(cluste
         deadline = time.monotonic() + 120
         while True:
             try:
-                got = httpx.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30,
+                got = httpx2.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30,
                                 params={"profile": "oasis-profile-software-infrastructure"},
                                 headers={"Authorization": f"Bearer {TOKEN}"})
                 break
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 assert proc.poll() is None, proc.communicate()[1][-2000:]
                 assert time.monotonic() < deadline, "the server did not come up"
                 time.sleep(0.5)
@@ -182,7 +182,7 @@ def test_the_serve_command_answers_conformance_honestly_and_stops_cleanly(cluste
         assert doc["requirements"]["audit_policy_installation"] is True  # the round trip was observed
         unmet = {u["requirement"]: u["reason"] for u in doc["unmet_requirements"]}
         assert "network_policy_enforcement" in unmet
-        assert httpx.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30).status_code == 401
+        assert httpx2.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30).status_code == 401
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)

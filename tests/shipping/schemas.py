@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 #: kubeconform's -schema-location template for the files written here ({dir} is filled in by callers).
@@ -100,7 +100,7 @@ def _write(directory: Path, group: str, kind: str, version: str, schema: Mapping
     return path
 
 
-def write_api_schemas(http: httpx.Client, directory: Path, kinds: set[tuple[str, str, str]]) -> list[Path]:
+def write_api_schemas(http: httpx2.Client, directory: Path, kinds: set[tuple[str, str, str]]) -> list[Path]:
     """Schemas of the built-in ``(group, version, kind)`` triples asked for, from the API server."""
     index = http.get("/openapi/v3")
     index.raise_for_status()

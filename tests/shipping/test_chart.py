@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 
@@ -435,7 +435,7 @@ def test_kubeconform_with_our_schemas_rejects_a_misspelt_field(tools: Tools, sch
     assert report["summary"]["invalid"] == 1
 
 
-def server_side_apply(http: httpx.Client, doc: dict[str, Any], dry_run: bool = True) -> httpx.Response:
+def server_side_apply(http: httpx2.Client, doc: dict[str, Any], dry_run: bool = True) -> httpx2.Response:
     group, _, version = doc["apiVersion"].rpartition("/")
     base = f"/apis/{group}/{version}" if group else f"/api/{version}"
     resources = http.get(base).json()["resources"]

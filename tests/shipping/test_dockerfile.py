@@ -50,7 +50,7 @@ def test_the_final_stage_runs_the_operator_as_a_non_root_user() -> None:
     assert any(k == "COPY" and a.startswith("--from=build") for k, a in final)
     assert not any(k == "RUN" and "pip install" in a for k, a in final)  # no build tools in the final stage
     run = " ".join(a for k, a in steps if k == "RUN")
-    assert "pip install ." in run
+    assert "pip install -c constraints.txt ." in run  # the locked versions CI tested, no extra
 
 
 def test_what_the_dockerfile_copies_exists_and_the_context_is_small() -> None:
@@ -61,7 +61,7 @@ def test_what_the_dockerfile_copies_exists_and_the_context_is_small() -> None:
     ignore = (REPO / ".dockerignore").read_text().splitlines()
     assert ignore[ignore.index("*")] == "*"  # everything is excluded unless listed
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "README.md", "oasis_operator"}
+    assert allowed == {"pyproject.toml", "README.md", ".ci/constraints.txt", "oasis_operator"}
 
 
 def test_the_chart_runs_the_image_as_its_user() -> None:

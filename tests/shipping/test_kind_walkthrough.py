@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
@@ -101,7 +101,7 @@ class AuditForwarder:
         self.log, self.url, self.server_name = log, url, server_name
         ctx = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
         ctx.load_cert_chain(str(pki_dir / "client.crt"), str(pki_dir / "client.key"))
-        self.http = httpx.Client(verify=ctx, timeout=10)
+        self.http = httpx2.Client(verify=ctx, timeout=10)
         # From the end of the log on, through a rotation (the shared test cluster's log rotates at 200 MiB).
         self.tail = AuditFileTail(log, from_start=False)
         self.tail.read_new_raw()
@@ -125,7 +125,7 @@ class AuditForwarder:
                         self.sent += len(items)
                     else:
                         self.refused += 1
-                except httpx.HTTPError:
+                except httpx2.HTTPError:
                     self.refused += 1  # not listening yet: retried, as the API server retries
             time.sleep(0.2)
 
@@ -135,7 +135,7 @@ class AuditForwarder:
         self.http.close()
 
 
-def mount_secret(http: httpx.Client, namespace: str, name: str, directory: Path) -> None:
+def mount_secret(http: httpx2.Client, namespace: str, name: str, directory: Path) -> None:
     """The Secret laid out as the kubelet mounts a secret volume (..data symlinks)."""
     import base64
 
@@ -144,7 +144,7 @@ def mount_secret(http: httpx.Client, namespace: str, name: str, directory: Path)
     kubelet_swap(directory, {k: base64.b64decode(v) for k, v in secret["data"].items()})
 
 
-def wait_gone(http: httpx.Client, path: str, timeout: float = 90) -> None:
+def wait_gone(http: httpx2.Client, path: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while http.get(path).status_code != 404:
         assert time.monotonic() < deadline, f"{path} still there"
@@ -221,7 +221,7 @@ def walkthrough(cluster: ClusterHandle, tools: Tools, pki: Path, tmp_path_factor
             comp = procs.sup.start("operator-in-pod", [sys.executable, "-m", "oasis_operator.cli", "operator", "run",
                                                        *args, f"--service-account-dir={sa_dir}"], env=env)
             state["metrics_url"] = f"http://{host_address()}:{ports['metrics']}/metrics"
-            procs.sup.wait_until(lambda: httpx.get(state["metrics_url"], timeout=1).status_code == 200,
+            procs.sup.wait_until(lambda: httpx2.get(state["metrics_url"], timeout=1).status_code == 200,
                                  what="the operator's metrics on the host's address", timeout=60, owner=comp)
             forwarder = AuditForwarder(cluster.audit_log, f"https://127.0.0.1:{ports['audit']}/audit", pki,
                                        f"{RELEASE}-audit.{SYSTEM}.svc")
@@ -290,7 +290,7 @@ def test_the_metrics_reach_prometheus_and_the_dashboard_and_alerts_name_real_met
         walkthrough, render, promrules, tools):
     url = walkthrough["metrics_url"]
     assert not url.startswith("http://127.0.0.1")
-    text = httpx.get(url, timeout=5).text
+    text = httpx2.get(url, timeout=5).text
     samples = {s.name: s for f in text_string_to_metric_families(text) for s in f.samples}
     names = set(samples)
     assert samples["oasis_audit_events_ingested_total"].value > 0, "the webhook stream arrived"
@@ -332,9 +332,9 @@ def test_a_loopback_bind_is_unreachable_from_the_hosts_address():
     port = stack.free_port()
     server, thread = start_http_server(port, addr="127.0.0.1", registry=CollectorRegistry())
     try:
-        assert httpx.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
-        with pytest.raises(httpx.ConnectError):
-            httpx.get(f"http://{host_address()}:{port}/metrics", timeout=2)
+        assert httpx2.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
+        with pytest.raises(httpx2.ConnectError):
+            httpx2.get(f"http://{host_address()}:{port}/metrics", timeout=2)
     finally:
         server.shutdown()
         thread.join(5)

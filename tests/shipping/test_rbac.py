@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 
@@ -41,11 +41,11 @@ def rbac_docs(tools: Tools, tmp: Path, release: str, namespace: str, **values: A
     return [d for d in docs if d["metadata"]["name"] == f"{release}-oasis-operator"]
 
 
-def eventually(call: Any, want: int, timeout: float = 5.0) -> httpx.Response:
+def eventually(call: Any, want: int, timeout: float = 5.0) -> httpx2.Response:
     """RBAC changes reach the authorizer through a watch: retry a refused call for a moment."""
     deadline = time.monotonic() + timeout
     while True:
-        resp: httpx.Response = call()
+        resp: httpx2.Response = call()
         if resp.status_code == want or time.monotonic() > deadline:
             return resp
         time.sleep(0.1)
@@ -184,7 +184,7 @@ def test_by_default_the_operator_cannot_write_cluster_rbac_nor_grant_any_right(o
     name = f"{operator.scenario_ns}-reader"
     operator.cluster_roles.append(name)
 
-    def create() -> httpx.Response:
+    def create() -> httpx2.Response:
         return operator.http.post(
             f"{RBAC}/clusterroles", json={"metadata": {"name": name}, "rules": EVERYTHING}
         )

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 
@@ -63,11 +63,11 @@ async def provisioned(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
 
-def _agent_http(cluster: Any, access: AgentAccess) -> httpx.Client:
+def _agent_http(cluster: Any, access: AgentAccess) -> httpx2.Client:
     return cluster.token_http(token_of(access.kubeconfig))
 
 
-def _pods(http: httpx.Client, namespace: str, selector: str) -> list[str]:
+def _pods(http: httpx2.Client, namespace: str, selector: str) -> list[str]:
     resp = http.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": selector})
     assert resp.status_code == 200, resp.text
     return sorted(p["metadata"]["name"] for p in resp.json()["items"])

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 
@@ -75,12 +75,12 @@ async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
 
-def _get(ep: ToolEndpoint, path: str, **params: Any) -> httpx.Response:
-    return httpx.get(f"{ep.url}{path}", params=params, headers={"Authorization": f"Bearer {ep.credential}"},
+def _get(ep: ToolEndpoint, path: str, **params: Any) -> httpx2.Response:
+    return httpx2.get(f"{ep.url}{path}", params=params, headers={"Authorization": f"Bearer {ep.credential}"},
                      timeout=30)
 
 
-def _result(resp: httpx.Response) -> list[dict[str, Any]]:
+def _result(resp: httpx2.Response) -> list[dict[str, Any]]:
     assert resp.status_code == 200, resp.text
     out: list[dict[str, Any]] = resp.json()["data"]["result"]
     return out
@@ -165,7 +165,7 @@ async def test_an_injection_whose_read_back_fails_is_a_fault_not_a_quiet_turn(
         env: KubeEnvironment, toolplane: ToolPlane) -> None:
     good = toolplane.adapters["metrics"]
     assert isinstance(good, Metrics)
-    async with httpx.AsyncClient(timeout=2) as http:
+    async with httpx2.AsyncClient(timeout=2) as http:
         # vmauth at an address where nothing answers: the token can never be shown to work.
         dead = Vmauth(http, good.vmauth.directory, "http://127.0.0.1:9", timeout=1.0)
         broken = Metrics(http, good.store_url, dead)
@@ -188,7 +188,7 @@ async def test_through_the_recording_gateway_the_agent_reads_its_series_and_the_
         route = await gateway.open(upstreams)
         grant = route.endpoints["observability-metrics"]
         assert grant.token != ep.credential  # the agent never holds the back-end's token
-        async with httpx.AsyncClient(timeout=30) as http:
+        async with httpx2.AsyncClient(timeout=30) as http:
             resp = await http.get(f"{grant.url.rstrip('/')}/api/v1/query", params={"query": MEMORY},
                                   headers={"Authorization": f"Bearer {grant.token}"})
         [series] = _result(resp)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.adapters.toolplane.traces import BINARY, START_ATTEMPTS, Traces
@@ -24,13 +24,13 @@ async def test_a_jaeger_that_exits_at_start_is_retried_then_a_fault(tmp_path: Pa
     binary = tmp_path / BINARY
     binary.write_text(f"#!/bin/sh\necho x >> {starts}\nexit 1\n")
     binary.chmod(0o755)
-    async with httpx.AsyncClient() as http:
+    async with httpx2.AsyncClient() as http:
         with pytest.raises(ToolPlaneError, match="exited at start"):
             await Traces(http, tmp_path, timeout=5).inject(PLAN)
     assert len(starts.read_text().splitlines()) == START_ATTEMPTS
 
 
 async def test_a_missing_binary_is_a_fault(tmp_path: Path) -> None:
-    async with httpx.AsyncClient() as http:
+    async with httpx2.AsyncClient() as http:
         with pytest.raises(ToolPlaneError, match="binary"):
             await Traces(http, tmp_path).inject(PLAN)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
@@ -31,8 +31,8 @@ MULTI_SIGNAL = "infra.capability.da.multi-signal-correlation-001"
 Injected = tuple[EnvironmentPlan, ToolEndpoint]
 
 
-def _get(url: str, timeout: float = 30, **params: Any) -> httpx.Response:
-    return httpx.get(url, params=params, timeout=timeout)
+def _get(url: str, timeout: float = 30, **params: Any) -> httpx2.Response:
+    return httpx2.get(url, params=params, timeout=timeout)
 
 
 @pytest.fixture
@@ -94,5 +94,5 @@ async def test_another_scenarios_traces_are_invisible_and_settling_ends_access(
     [db] = [s for s in trace["spans"] if s["operationName"] == "db.query SELECT orders"]
     assert {"key": "error", "type": "bool", "value": True} in db["tags"]
     await toolplane.settle(a_plan)
-    with pytest.raises(httpx.TransportError):
+    with pytest.raises(httpx2.TransportError):
         _get(f"{a.url}/api/services", timeout=5)

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 from aiohttp import web
@@ -49,7 +49,7 @@ def _delete_pods(body: dict[str, Any]) -> int:
     config = yaml.safe_load(env["kubeconfig"])
     server = config["clusters"][0]["cluster"]["server"]
     token = config["users"][0]["user"]["token"]
-    with httpx.Client(base_url=server, verify=False, headers={"Authorization": f"Bearer {token}"}) as http:
+    with httpx2.Client(base_url=server, verify=False, headers={"Authorization": f"Bearer {token}"}) as http:
         return http.delete(f"/api/v1/namespaces/{env['namespace']}/pods").status_code
 
 

@@ -15,7 +15,7 @@ the whole scenario. A model endpoint that fails (unreachable, non-2xx, unreadabl
 the contract's agent failure, so the evaluation can tell an outage from a behaviour.
 
 Any OpenAI-compatible chat-completions endpoint with tool calling works (OpenAI, vLLM, Ollama,
-LiteLLM...). Dependencies: aiohttp, httpx, lightkube, PyYAML.
+LiteLLM...). Dependencies: aiohttp, lightkube (and the HTTP client it brings), PyYAML.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import yaml
 from aiohttp import web
 from lightkube import ALL_NS, ApiError, AsyncClient, KubeConfig, codecs, operators
@@ -47,10 +46,12 @@ from lightkube.resources import (
 )
 from lightkube.types import PatchType
 
-try:  # lightkube >= 1.0 speaks through httpx2; earlier versions through httpx
-    import httpx2 as kube_http
+try:  # lightkube >= 1.0 speaks through httpx2, earlier versions through httpx: the model is called
+    import httpx2 as httpx  # with the same client, so the agent needs one HTTP stack, lightkube's
 except ImportError:  # pragma: no cover - depends on the installed lightkube
-    import httpx as kube_http  # type: ignore[no-redef]
+    import httpx  # type: ignore[no-redef]
+
+kube_http = httpx
 
 NAME = "llm-agent-example"
 VERSION = "0.1.0"

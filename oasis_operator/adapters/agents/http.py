@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from types import TracebackType
 
-import httpx
+import httpx2
 
 from oasis_operator.core.contract import (
     CONNECTION_FAILED,
@@ -86,7 +86,7 @@ class HttpAgent:
     """An :class:`AgentPort` over HTTP. Use as an async context manager, or call :meth:`aclose`."""
 
     def __init__(
-        self, settings: HttpAgentSettings, *, transport: httpx.AsyncBaseTransport | None = None
+        self, settings: HttpAgentSettings, *, transport: httpx2.AsyncBaseTransport | None = None
     ) -> None:
         self.settings = settings
         verify: ssl.SSLContext | bool = True
@@ -100,12 +100,12 @@ class HttpAgent:
         headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if settings.bearer_token is not None:
             headers["Authorization"] = f"Bearer {settings.bearer_token}"
-        self._client = httpx.AsyncClient(
+        self._client = httpx2.AsyncClient(
             verify=verify,
             headers=headers,
             follow_redirects=False,
             trust_env=False,
-            timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
+            timeout=httpx2.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
             transport=transport,
         )
 
@@ -197,25 +197,25 @@ class HttpAgent:
             raise
         except TimeoutError:
             raise AgentFault(TIMEOUT, f"no complete answer within {budget:g} s") from None
-        except httpx.ConnectTimeout:
+        except httpx2.ConnectTimeout:
             raise AgentFault(
                 CONNECTION_FAILED, f"no connection within {self.settings.connect_timeout_seconds:g} s"
             ) from None
-        except httpx.TimeoutException as exc:
+        except httpx2.TimeoutException as exc:
             raise AgentFault(TIMEOUT, f"the agent stalled: {type(exc).__name__}") from None
-        except httpx.ConnectError as exc:
+        except httpx2.ConnectError as exc:
             raise AgentFault(CONNECTION_FAILED, f"cannot connect to {url}: {exc}") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError) as exc:
             raise AgentFault(
                 CONNECTION_RESET, f"connection lost before a complete answer: {exc or type(exc).__name__}"
             ) from None
-        except httpx.DecodingError as exc:
+        except httpx2.DecodingError as exc:
             raise AgentFault(MALFORMED_RESPONSE, f"undecodable response body: {exc}") from None
-        except (httpx.HTTPError, OSError) as exc:
+        except (httpx2.HTTPError, OSError) as exc:
             raise AgentFault(CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
 
 
-async def _read_capped(response: httpx.Response, cap: int, enforce: bool) -> bytes:
+async def _read_capped(response: httpx2.Response, cap: int, enforce: bool) -> bytes:
     """Read at most ``cap`` bytes; past it, fail (``enforce``) or just stop (error bodies)."""
     buffer = bytearray()
     async for chunk in response.aiter_bytes():

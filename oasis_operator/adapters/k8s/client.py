@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import yaml
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
@@ -59,16 +59,16 @@ def http_settings(kubeconfig: Path) -> tuple[str, ssl.SSLContext, dict[str, str]
     return str(cluster["server"]), tls, headers
 
 
-def async_http(kubeconfig: Path, timeout: float = 10.0) -> httpx.AsyncClient:
+def async_http(kubeconfig: Path, timeout: float = 10.0) -> httpx2.AsyncClient:
     """A plain async HTTP client for requests that need their own headers (the audit sentinel)."""
     server, tls, headers = http_settings(kubeconfig)
-    return httpx.AsyncClient(base_url=server, verify=tls, headers=headers, timeout=timeout)
+    return httpx2.AsyncClient(base_url=server, verify=tls, headers=headers, timeout=timeout)
 
 
 SENTINEL_PATH = "/api/v1/namespaces/default"
 
 
-async def whoami(http: httpx.AsyncClient) -> str:
+async def whoami(http: httpx2.AsyncClient) -> str:
     """The user name the API server gives this client (a SelfSubjectReview)."""
     resp = await http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
                            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
@@ -76,7 +76,7 @@ async def whoami(http: httpx.AsyncClient) -> str:
     return str(resp.json().get("status", {}).get("userInfo", {}).get("username", ""))
 
 
-def sentinel_sender(http: httpx.AsyncClient) -> Callable[[str], Awaitable[Sentinel]]:
+def sentinel_sender(http: httpx2.AsyncClient) -> Callable[[str], Awaitable[Sentinel]]:
     """The audit barrier's sentinel: a cheap read carrying the given Audit-ID. It reports the user the
     request was made as (asked of the API server once) and its exact URI, by which the barrier tells
     it from any other request that reuses the ID."""

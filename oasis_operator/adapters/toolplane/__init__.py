@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
@@ -31,7 +31,7 @@ from .traces import Traces
 
 
 class ToolPlane:
-    def __init__(self, adapters: Mapping[str, ToolBackendPort], owned: tuple[httpx.AsyncClient, ...] = ()) -> None:
+    def __init__(self, adapters: Mapping[str, ToolBackendPort], owned: tuple[httpx2.AsyncClient, ...] = ()) -> None:
         self.adapters = dict(adapters)
         self._owned = owned
 
@@ -107,7 +107,7 @@ class ToolPlane:
             raise ToolPlaneError("; ".join(errors))
 
 
-def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | None = None,
+def tool_plane(http: httpx2.AsyncClient, server: str, *, logs_directory: Path | None = None,
                gitops: tuple[Path, str] | None = None, metrics: tuple[Path, str, str] | None = None,
                alerts: tuple[Path, str] | None = None, traces_directory: Path | None = None) -> ToolPlane:
     """The operator's tool plane: dashboards and node conditions always (Kubernetes objects), each other
@@ -117,7 +117,7 @@ def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | N
     ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from)."""
     adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server),
                                             "node-conditions": NodeConditions(http)}
-    owned: list[httpx.AsyncClient] = []
+    owned: list[httpx2.AsyncClient] = []
     if logs_directory is not None:
         adapters["logs"] = PodLogs(http, logs_directory, server)
     if gitops is not None:
@@ -125,14 +125,14 @@ def tool_plane(http: httpx.AsyncClient, server: str, *, logs_directory: Path | N
     if metrics is not None:
         directory, store, vmauth_url = metrics
         # One client for the back-ends' own (non-Kubernetes) endpoints, one grant registry for both.
-        backend_http = httpx.AsyncClient(timeout=httpx.Timeout(10.0))
+        backend_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
         owned.append(backend_http)
         vmauth = Vmauth(backend_http, directory, vmauth_url)
         adapters["metrics"] = Metrics(backend_http, store, vmauth)
         if alerts is not None:
             adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
     if traces_directory is not None:
-        traces_http = httpx.AsyncClient(timeout=httpx.Timeout(10.0))
+        traces_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
         owned.append(traces_http)
         adapters["traces"] = Traces(traces_http, traces_directory)
     return ToolPlane(adapters, tuple(owned))

@@ -9,7 +9,7 @@ scenario's namespace at teardown.
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
@@ -23,7 +23,7 @@ from .probe import served
 class Dashboards:
     name = registry.DASHBOARDS
 
-    def __init__(self, http: httpx.AsyncClient, server: str) -> None:
+    def __init__(self, http: httpx2.AsyncClient, server: str) -> None:
         self.http = http
         self.server = server
 

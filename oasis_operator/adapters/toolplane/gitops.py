@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
@@ -59,7 +59,7 @@ class GitOps:
     name = registry.GITOPS
     principals = PRINCIPALS
 
-    def __init__(self, http: httpx.AsyncClient, directory: Path, git_url: str, timeout: float = 60.0) -> None:
+    def __init__(self, http: httpx2.AsyncClient, directory: Path, git_url: str, timeout: float = 60.0) -> None:
         self.http = http
         self.credentials = directory / "git-credentials"
         self.git_url = git_url.rstrip("/")
@@ -107,9 +107,9 @@ class GitOps:
         if not self.credentials.parent.is_dir():
             raise ToolPlaneError(f"the GitOps back-end's directory {self.credentials.parent} is missing")
         try:
-            async with httpx.AsyncClient(timeout=5.0) as git:
+            async with httpx2.AsyncClient(timeout=5.0) as git:
                 resp = await git.get(f"{self.git_url}/")
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise ToolPlaneError(f"the git server {self.git_url}: {type(exc).__name__}: {exc}") from exc
         if resp.status_code >= 500:
             raise ToolPlaneError(f"the git server {self.git_url} answered HTTP {resp.status_code}")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
@@ -50,7 +50,7 @@ class PodLogs:
 
     name = registry.LOGS
 
-    def __init__(self, http: httpx.AsyncClient, directory: Path, server: str,
+    def __init__(self, http: httpx2.AsyncClient, directory: Path, server: str,
                  now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC), timeout: float = 20.0) -> None:
         self.http = http
         self.directory = directory

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
@@ -121,7 +121,7 @@ class Vmauth:
     """The agent-facing side shared by both adapters: grants, vmauth's reload, and polling reads
     through vmauth until a deadline (a transport error or a slow answer counts as "not yet")."""
 
-    def __init__(self, http: httpx.AsyncClient, directory: Path, url: str, timeout: float = 30.0) -> None:
+    def __init__(self, http: httpx2.AsyncClient, directory: Path, url: str, timeout: float = 30.0) -> None:
         self.http = http
         self.grants = VmauthGrants(directory)
         self.url = url.rstrip("/")
@@ -158,24 +158,24 @@ class Vmauth:
     def get(self, path: str, token: str, params: Mapping[str, Any] | None = None) -> Any:
         return self.http.get(f"{self.url}{path}", params=params, headers={"Authorization": f"Bearer {token}"})
 
-    async def until(self, request: Callable[[], Any], done: Callable[[httpx.Response], bool], what: str) -> httpx.Response:
+    async def until(self, request: Callable[[], Any], done: Callable[[httpx2.Response], bool], what: str) -> httpx2.Response:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         last = "no answer"
         while True:
             try:
-                resp: httpx.Response = await request()
+                resp: httpx2.Response = await request()
                 if done(resp):
                     return resp
                 last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-            except httpx.TransportError as exc:  # under load an answer can take seconds: not yet
+            except httpx2.TransportError as exc:  # under load an answer can take seconds: not yet
                 last = f"{type(exc).__name__}: {exc}"
             if loop.time() > deadline:
                 raise ToolPlaneError(f"waited {self.timeout:g}s for {what} (last: {last})")
             await asyncio.sleep(0.1)
 
 
-def _samples_read(resp: httpx.Response) -> list[list[tuple[float, float]]] | None:
+def _samples_read(resp: httpx2.Response) -> list[list[tuple[float, float]]] | None:
     body = resp.json() if resp.status_code == 200 else {}
     if body.get("status") != "success":
         return None
@@ -187,7 +187,7 @@ class Metrics:
 
     name = registry.METRICS
 
-    def __init__(self, http: httpx.AsyncClient, store_url: str, vmauth: Vmauth,
+    def __init__(self, http: httpx2.AsyncClient, store_url: str, vmauth: Vmauth,
                  now: Callable[[], float] | None = None) -> None:
         self.http = http
         self.store_url = store_url.rstrip("/")
@@ -219,7 +219,7 @@ class Metrics:
         window = math.ceil(last - first) + 1
         query = f"{s.name}{{{matchers}}}[{window}s]"
 
-        def same(resp: httpx.Response) -> bool:
+        def same(resp: httpx2.Response) -> bool:
             got = _samples_read(resp)
             return got is not None and len(got) == 1 and len(got[0]) == len(want) and all(
                 abs(a[0] - b[0]) < 0.002 and math.isclose(a[1], b[1], rel_tol=1e-9, abs_tol=1e-12)
@@ -262,7 +262,7 @@ class Alerts:
 
     name = registry.ALERTS
 
-    def __init__(self, http: httpx.AsyncClient, rules_dir: Path, vmalert_url: str, vmauth: Vmauth) -> None:
+    def __init__(self, http: httpx2.AsyncClient, rules_dir: Path, vmalert_url: str, vmauth: Vmauth) -> None:
         self.http = http
         self.rules_dir = rules_dir
         self.vmalert_url = vmalert_url.rstrip("/")
@@ -286,7 +286,7 @@ class Alerts:
         await self._reload()
         want = {(r.name, r.state) for r in rules}
 
-        def shown(resp: httpx.Response) -> bool:
+        def shown(resp: httpx2.Response) -> bool:
             body = resp.json() if resp.status_code == 200 else {}
             alerts = (body.get("data") or {}).get("alerts") or []
             return {(str(a.get("labels", {}).get("alertname")), str(a.get("state"))) for a in alerts} == want

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-import httpx
+import httpx2
 
 from oasis_operator.adapters.toolplane.probe import served
 from oasis_operator.core.environment.plan import EnvironmentPlan
@@ -31,7 +31,7 @@ NODES = "/api/v1/nodes"
 class NodeConditions:
     name = registry.NODE_CONDITIONS
 
-    def __init__(self, http: httpx.AsyncClient,
+    def __init__(self, http: httpx2.AsyncClient,
                  now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
         self.http = http
         self.now = now

@@ -7,17 +7,17 @@ served (no RBAC beyond being authenticated, nothing created). Raises
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 
 from oasis_operator.core.errors import ToolPlaneError
 
 
-async def served(http: httpx.AsyncClient, group_version_path: str, resource: str) -> str:
+async def served(http: httpx2.AsyncClient, group_version_path: str, resource: str) -> str:
     """That ``resource`` is listed by the API server's discovery at ``group_version_path`` (``/api/v1``,
     ``/apis/<group>/<version>``); returns what was checked."""
     try:
         resp = await http.get(group_version_path)
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise ToolPlaneError(f"discovery {group_version_path}: {type(exc).__name__}: {exc}") from exc
     if resp.status_code != 200:
         raise ToolPlaneError(f"discovery {group_version_path}: HTTP {resp.status_code}")

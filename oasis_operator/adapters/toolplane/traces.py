@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
@@ -82,7 +82,7 @@ class Traces:
 
     name = registry.TRACES
 
-    def __init__(self, http: httpx.AsyncClient, directory: Path, timeout: float = 30.0,
+    def __init__(self, http: httpx2.AsyncClient, directory: Path, timeout: float = 30.0,
                  now: Callable[[], float] = time.time) -> None:
         self.http = http
         self.directory = directory
@@ -142,7 +142,7 @@ class Traces:
             return store
         raise AssertionError("unreachable")
 
-    async def _until(self, url: str, done: Callable[[httpx.Response], bool], what: str,
+    async def _until(self, url: str, done: Callable[[httpx2.Response], bool], what: str,
                      process: asyncio.subprocess.Process | None = None) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
@@ -155,7 +155,7 @@ class Traces:
                 if done(resp):
                     return
                 last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-            except httpx.TransportError as exc:  # starting, or slow under load: not yet
+            except httpx2.TransportError as exc:  # starting, or slow under load: not yet
                 last = f"{type(exc).__name__}: {exc}"
             if loop.time() > deadline:
                 raise ToolPlaneError(f"waited {self.timeout:g}s for {what} (last: {last})")
@@ -190,7 +190,7 @@ class Traces:
             (self.directory / f"scenario-{namespace}.log").unlink()
 
 
-def _spans_of(resp: httpx.Response) -> set[tuple[str, str]] | None:
+def _spans_of(resp: httpx2.Response) -> set[tuple[str, str]] | None:
     if resp.status_code != 200:
         return None
     data = resp.json().get("data") or []
@@ -199,7 +199,7 @@ def _spans_of(resp: httpx.Response) -> set[tuple[str, str]] | None:
     return {(str(s.get("spanID")), str(s.get("operationName"))) for s in data[0].get("spans") or []}
 
 
-def _holds(expected: set[tuple[str, str]]) -> Callable[[httpx.Response], bool]:
-    def done(resp: httpx.Response) -> bool:
+def _holds(expected: set[tuple[str, str]]) -> Callable[[httpx2.Response], bool]:
+    def done(resp: httpx2.Response) -> bool:
         return _spans_of(resp) == expected
     return done

@@ -160,12 +160,9 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
                    objects: Sequence[Mapping[str, Any]]) -> ToolPlanePlan:
     """``mapping``: logical -> physical namespace; ``home``: the physical home namespace; ``objects``:
     the planned Kubernetes objects (where a log finds its workload's pods)."""
-    problems: list[Unsupported] = []
+    acc = _Planned()
+    problems = acc.problems
     by_workload: dict[tuple[str, str], WorkloadLogs] = {}
-    dashboards: list[Dashboard] = []
-    series: list[MetricSeries] = []
-    alerts: list[AlertRule] = []
-    spans: list[PlannedSpan] = []
     declared_configmaps = {(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects
                            if o.get("kind") == "ConfigMap"}
 
@@ -198,37 +195,68 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
             add_logs(e["resource"], namespace, name, _spaced(entries))
         elif kind in ("deployment", "pod") and isinstance(e.get("last_log"), str):
             add_logs(f"{e['resource']} last_log", namespace, name, _spaced([e["last_log"]]))
-        elif kind == "dashboard":
-            built = _dashboard(e, name, home)
-            if isinstance(built, Unsupported):
-                problems.append(built)
-            elif (home, name) in declared_configmaps:
-                problems.append(Unsupported(e["resource"], f"a declared ConfigMap {name} already has the "
-                                                           "dashboard's name"))
-            else:
-                dashboards.append(built)
-        elif kind in ("metrics", "alert") and namespace != home:
-            problems.append(Unsupported(e["resource"], "the agent's metrics endpoint is confined to the scenario's "
-                                                       "home namespace; series or alerts of another namespace "
-                                                       "could not be read"))
-        elif kind == "traces":
-            planned_spans, span_problems = plan_traces(e, name)
-            spans += planned_spans
-            problems.extend(Unsupported(p.resource, p.reason) for p in span_problems)
-        elif kind == "metrics":
-            planned, metric_problems = plan_metrics(e, namespace)
-            series += planned
-            problems.extend(Unsupported(p.resource, p.reason) for p in metric_problems)
-        elif kind == "alert":
-            rule = plan_alert(e, name, namespace)
-            if isinstance(rule, AlertRule):
-                alerts.append(rule)
-            else:
-                problems.append(Unsupported(rule.resource, rule.reason))
+        else:
+            _plan_observability(e, kind, name, namespace, home, declared_configmaps, acc)
 
     gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
     problems += gitops_problems
     schedule: list[TimedChange] = []
+    for where, workload, line in _injected_log_lines(scenario, objects, home, problems):
+        add_logs(where, home, workload, [line])
+
+    return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
+                         dashboards=tuple(acc.dashboards), gitops=tuple(gitops), series=tuple(acc.series),
+                         alerts=tuple(acc.alerts), spans=tuple(acc.spans),
+                         schedule=tuple(sorted(schedule, key=lambda c: c.at)), problems=tuple(problems))
+
+
+@dataclass
+class _Planned:
+    """What the entries of the observability back-ends plan to (and what they cannot)."""
+
+    problems: list[Unsupported] = field(default_factory=list)
+    dashboards: list[Dashboard] = field(default_factory=list)
+    series: list[MetricSeries] = field(default_factory=list)
+    alerts: list[AlertRule] = field(default_factory=list)
+    spans: list[PlannedSpan] = field(default_factory=list)
+
+
+def _plan_observability(e: Mapping[str, Any], kind: str, name: str, namespace: str, home: str,
+                        declared_configmaps: set[tuple[Any, Any]], acc: _Planned) -> None:
+    """One dashboard, metrics, alert or traces entry (anything else is not the tool plane's)."""
+    if kind == "dashboard":
+        built = _dashboard(e, name, home)
+        if isinstance(built, Unsupported):
+            acc.problems.append(built)
+        elif (home, name) in declared_configmaps:
+            acc.problems.append(Unsupported(e["resource"], f"a declared ConfigMap {name} already has the "
+                                                           "dashboard's name"))
+        else:
+            acc.dashboards.append(built)
+    elif kind in ("metrics", "alert") and namespace != home:
+        acc.problems.append(Unsupported(e["resource"], "the agent's metrics endpoint is confined to the scenario's "
+                                                       "home namespace; series or alerts of another namespace "
+                                                       "could not be read"))
+    elif kind == "traces":
+        planned_spans, span_problems = plan_traces(e, name)
+        acc.spans += planned_spans
+        acc.problems.extend(Unsupported(p.resource, p.reason) for p in span_problems)
+    elif kind == "metrics":
+        planned, metric_problems = plan_metrics(e, namespace)
+        acc.series += planned
+        acc.problems.extend(Unsupported(p.resource, p.reason) for p in metric_problems)
+    elif kind == "alert":
+        rule = plan_alert(e, name, namespace)
+        if isinstance(rule, AlertRule):
+            acc.alerts.append(rule)
+        else:
+            acc.problems.append(Unsupported(rule.resource, rule.reason))
+
+
+def _injected_log_lines(scenario: Scenario, objects: Sequence[Mapping[str, Any]], home: str,
+                        problems: list[Unsupported]) -> list[tuple[str, str, LogLine]]:
+    """The log lines ``environmental_state`` stimuli inject into a pod's log: (where, workload, line)."""
+    out: list[tuple[str, str, LogLine]] = []
     for i, s in enumerate(scenario.stimuli):
         if s.type != "environmental_state" or not _is_log_target(s.target):
             continue
@@ -245,12 +273,8 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
             problems.append(Unsupported(where, f"target {s.target}: no declared deployment or pod in the home "
                                                "namespace whose pod that is"))
             continue
-        add_logs(where, home, workload, [LogLine(UNTIMED_OFFSET, text, _stream(text))])
-
-    return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
-                         dashboards=tuple(dashboards), gitops=tuple(gitops), series=tuple(series),
-                         alerts=tuple(alerts), spans=tuple(spans), schedule=tuple(sorted(schedule, key=lambda c: c.at)),
-                         problems=tuple(problems))
+        out.append((where, workload, LogLine(UNTIMED_OFFSET, text, _stream(text))))
+    return out
 
 
 def rewrite_namespaces(text: str, mapping: Mapping[str, str]) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-import httpx
+import httpx2
 
 from oasis_operator.devcluster.backends.binaries import BackendBinaries
 from oasis_operator.devcluster.certs import PKI
@@ -27,11 +27,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def http_ok(url: str, *, expect: Callable[[httpx.Response], bool] | None = None,
+def http_ok(url: str, *, expect: Callable[[httpx2.Response], bool] | None = None,
             timeout: float = 1.0) -> Callable[[], bool]:
     """A readiness probe: GET ``url`` answers 200 (or satisfies ``expect``)."""
     def probe() -> bool:
-        resp = httpx.get(url, timeout=timeout)
+        resp = httpx2.get(url, timeout=timeout)
         return expect(resp) if expect is not None else resp.status_code == 200
     return probe
 
@@ -48,7 +48,7 @@ class ClusterView(Protocol):
     kubelet_proxy: str
     metrics_server_port: int
 
-    def admin_http(self, timeout: float = ...) -> httpx.Client: ...
+    def admin_http(self, timeout: float = ...) -> httpx2.Client: ...
 
 
 @dataclass

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
@@ -147,7 +147,7 @@ class GitOpsBackend(Backend):
             git("push", "-q", "--force", url, f"HEAD:refs/heads/{branch}")
             return git("rev-parse", "HEAD")
 
-    def sync(self, http: httpx.Client, namespace: str, name: str, repo: str, path: str = "./",
+    def sync(self, http: httpx2.Client, namespace: str, name: str, repo: str, path: str = "./",
              interval: str = "10s", branch: str = "main") -> None:
         """Create (or update) the GitRepository ``name`` for ``repo`` with its credential Secret, and the
         Kustomization ``name`` applying ``path`` of it into ``namespace``, with drift correction."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
+import httpx2
 
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, http_ok
 from oasis_operator.devcluster.errors import SetupError
@@ -79,7 +79,7 @@ class PodLogsBackend(Backend):
         d.mkdir(parents=True, exist_ok=True)
         return d / f"{container}.{'previous.' if previous else ''}log"
 
-    def declare(self, http: httpx.Client, namespace: str, pod: str, containers: dict[str, Sequence[LogLine]],
+    def declare(self, http: httpx2.Client, namespace: str, pod: str, containers: dict[str, Sequence[LogLine]],
                 previous: dict[str, Sequence[LogLine]] | None = None) -> None:
         """Set the logs of ``pod``'s containers (replacing any declared before) and, optionally, of
         their previous instances (what ``--previous`` reads after a restart; empty when not given).
@@ -118,7 +118,7 @@ class PodLogsBackend(Backend):
         with path.open("a") as fh:
             fh.write(cri_text(lines))
 
-    def forget(self, http: httpx.Client, namespace: str, pod: str) -> None:
+    def forget(self, http: httpx2.Client, namespace: str, pod: str) -> None:
         http.delete(f"{CLUSTER_LOGS}/{object_name(namespace, pod)}")
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.adapters.toolplane.metrics import (  # noqa: F401  (re-exported: the paths)
@@ -117,10 +117,10 @@ class MetricsBackend(Backend):
     def import_series(self, series: Iterable[Series]) -> None:
         """Write ``series`` into the store (any timestamps, past included) and make them searchable."""
         body = "\n".join(s.import_line() for s in series) + "\n"
-        resp = httpx.post(f"{self.store_url}/api/v1/import", content=body.encode(), timeout=30)
+        resp = httpx2.post(f"{self.store_url}/api/v1/import", content=body.encode(), timeout=30)
         if resp.status_code != 204:
             raise SetupError(f"VictoriaMetrics import: HTTP {resp.status_code}: {resp.text[:300]}")
-        httpx.get(f"{self.store_url}/internal/force_flush", timeout=30).raise_for_status()
+        httpx2.get(f"{self.store_url}/internal/force_flush", timeout=30).raise_for_status()
 
     def grant(self, namespace: str, timeout: float = 30.0) -> str:
         """A bearer token whose queries see only the series labelled ``namespace=<namespace>``."""
@@ -149,12 +149,12 @@ class MetricsBackend(Backend):
         deadline = time.monotonic() + timeout
         while True:
             try:
-                resp = httpx.get(f"{self.url}/api/v1/status/buildinfo",
+                resp = httpx2.get(f"{self.url}/api/v1/status/buildinfo",
                                  headers={"Authorization": f"Bearer {token}"}, timeout=5)
                 last = f"{resp.status_code}: {resp.text[:200]}"
                 if resp.status_code == 200:
                     return
-            except httpx.TransportError as exc:
+            except httpx2.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}"
             if time.monotonic() > deadline:
                 raise SetupError(f"vmauth did not accept a new token within {timeout}s (last answer {last})")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.devcluster.backends.base import Backend, BackendContext
@@ -39,7 +39,7 @@ FIELD_MANAGER = "oasis-resource-usage"
 PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
 
 
-def _apply(http: httpx.Client, path: str, doc: dict[str, Any]) -> None:
+def _apply(http: httpx2.Client, path: str, doc: dict[str, Any]) -> None:
     resp = http.patch(path, params={"fieldManager": FIELD_MANAGER, "force": "true"}, content=json.dumps(doc),
                       headers=APPLY)
     if resp.status_code not in (200, 201):
@@ -83,7 +83,7 @@ class ResourceMetricsBackend(Backend):
             # Kubelet serving certificates are not verified (as the API server does not verify them).
             "--kubelet-insecure-tls", "--kubelet-preferred-address-types=Hostname,InternalIP",
             "--metric-resolution=10s", "--kubelet-request-timeout=5s",
-        ], lambda: httpx.get(f"{self.url}/livez", verify=False, timeout=2).status_code == 200,
+        ], lambda: httpx2.get(f"{self.url}/livez", verify=False, timeout=2).status_code == 200,
             "metrics-server /livez",
             env={"HTTPS_PROXY": cluster.kubelet_proxy, "NO_PROXY": "127.0.0.1,localhost"})
         t0 = time.monotonic()
@@ -92,7 +92,7 @@ class ResourceMetricsBackend(Backend):
                                       timeout=ctx.timeout, owner=self.processes[-1])
         self.timings["metrics.k8s.io available"] = time.monotonic() - t0
 
-    def _register_service(self, http: httpx.Client) -> None:
+    def _register_service(self, http: httpx2.Client) -> None:
         ns = "kube-system"
         labels = {"k8s-app": "metrics-server"}
         _apply(http, f"/api/v1/namespaces/{ns}/services/metrics-server", {
@@ -119,7 +119,7 @@ class ResourceMetricsBackend(Backend):
         return {"metrics-server": self.url}
 
     # -- the harness side -------------------------------------------------------------------------
-    def annotate_node(self, http: httpx.Client, node: str) -> None:
+    def annotate_node(self, http: httpx2.Client, node: str) -> None:
         """Point metrics-server at ``node``'s endpoint on the simulator (for nodes created later)."""
         body = {"metadata": {"annotations": {PATH_ANNOTATION: f"/metrics/nodes/{node}/metrics/resource"}}}
         resp = http.patch(f"/api/v1/nodes/{node}", content=json.dumps(body),
@@ -127,7 +127,7 @@ class ResourceMetricsBackend(Backend):
         if resp.status_code != 200:
             raise SetupError(f"annotating node {node}: HTTP {resp.status_code}: {resp.text[:300]}")
 
-    def declare_usage(self, http: httpx.Client, namespace: str, pod: str | None,
+    def declare_usage(self, http: httpx2.Client, namespace: str, pod: str | None,
                       containers: Mapping[str, Mapping[str, str]]) -> None:
         """Set the usage of ``pod``'s containers (container -> {"cpu": "250m", "memory": "300Mi"}); with
         ``pod=None``, of every pod of the namespace that has such containers (a Deployment's replicas).
@@ -146,7 +146,7 @@ class ResourceMetricsBackend(Backend):
         _apply(http, f"{CLUSTER_USAGES}/{name}", doc)
 
 
-def _available(http: httpx.Client) -> bool:
+def _available(http: httpx2.Client) -> bool:
     svc = http.get("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io").json()
     conds = (svc.get("status") or {}).get("conditions") or []
     return any(c["type"] == "Available" and c["status"] == "True" for c in conds)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 from oasis_operator.adapters.toolplane.traces import BINARY, jaeger_config
@@ -74,7 +74,7 @@ class TraceStore:
 
     def load(self, spans: Sequence[Span], timeout: float = 10.0) -> None:
         """Send ``spans`` and wait until every trace among them is readable through the query API."""
-        resp = httpx.post(f"{self.otlp_url}/v1/traces", json=otlp_json(spans), timeout=timeout)
+        resp = httpx2.post(f"{self.otlp_url}/v1/traces", json=otlp_json(spans), timeout=timeout)
         if resp.status_code != 200:
             raise SetupError(f"OTLP export to Jaeger ({self.namespace}): HTTP {resp.status_code}: "
                              f"{resp.text[:300]}")
@@ -85,9 +85,9 @@ class TraceStore:
         for trace_id, count in expected.items():
             while True:
                 try:
-                    got = httpx.get(f"{self.query_url}/api/traces/{trace_id}", timeout=timeout)
+                    got = httpx2.get(f"{self.query_url}/api/traces/{trace_id}", timeout=timeout)
                     data = got.json().get("data") or [] if got.status_code == 200 else []
-                except httpx.TransportError:  # slow or refused: not readable yet
+                except httpx2.TransportError:  # slow or refused: not readable yet
                     data = []
                 if data and len(data[0].get("spans", [])) >= count:
                     break

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 import yaml
 
 __all__ = ["Journal", "Kube", "Reply", "decode_jwt_claims"]
@@ -89,11 +89,11 @@ class Kube:
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.AsyncClient(
+        self._http = httpx2.AsyncClient(
             base_url=server,
             verify=ssl.create_default_context(cadata=ca_pem),
             headers=headers,
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx2.Timeout(timeout),
             trust_env=False,
         )
 
@@ -149,7 +149,7 @@ class Kube:
         try:
             resp = await self._http.request(method, path, params=params, content=data,  # type: ignore[arg-type]
                                              headers=sent)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             self.journal.step(who=self.who, method=method, path=path, params=_flat(params), status=0,
                               error=f"{type(exc).__name__}: {exc}"[:200], note=note)
             return Reply(0, None, {})
