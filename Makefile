@@ -42,8 +42,9 @@ tools: ## Install helm, kubeconform (tool cache) and chromium, once, for the shi
 demo: install binaries ## Run the main job on the embedded control plane and print the results
 	$(BIN)/oasis demo
 
-lint: install ## ruff, mypy, the import contracts (layers, independent adapters, no cycles), the complexity budget
+lint: install ## ruff (lint and format), mypy, the import contracts (layers, independent adapters, no cycles), the complexity budget
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python tools/complexity.py

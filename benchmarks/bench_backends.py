@@ -53,7 +53,7 @@ def timed(rounds: int, one: Callable[[int], None]) -> str:
         t0 = time.monotonic()
         one(i)
         took.append((time.monotonic() - t0) * 1000)
-    return f"p50 {pct(took, .5):.0f} ms, p95 {pct(took, .95):.0f} ms ({rounds} rounds)"
+    return f"p50 {pct(took, 0.5):.0f} ms, p95 {pct(took, 0.95):.0f} ms ({rounds} rounds)"
 
 
 def bench_logs(dev: DevCluster, http: httpx2.Client, ns: str, rounds: int) -> str:
@@ -62,12 +62,15 @@ def bench_logs(dev: DevCluster, http: httpx2.Client, ns: str, rounds: int) -> st
 
     def one(i: int) -> None:
         pod = f"web-{i}"
-        body = {"metadata": {"name": pod}, "spec": {"nodeName": dev.nodes[0],
-                                                    "containers": [{"name": "app", "image": "web:1"}]}}
+        body = {
+            "metadata": {"name": pod},
+            "spec": {"nodeName": dev.nodes[0], "containers": [{"name": "app", "image": "web:1"}]},
+        }
         kube.expect(http.post(f"/api/v1/namespaces/{ns}/pods", json=body), "create pod", 201)
         marker = secrets.token_hex(8)
         logs.declare(http, ns, pod, {"app": [LogLine(dt.datetime.now(dt.UTC), f"line {marker}")]})
         until(lambda: marker in http.get(f"/api/v1/namespaces/{ns}/pods/{pod}/log").text)
+
     return "declare a pod's log -> GET pods/log returns it: " + timed(rounds, one)
 
 
@@ -77,12 +80,17 @@ def bench_usage(dev: DevCluster, http: httpx2.Client, ns: str, rounds: int) -> s
 
     def one(i: int) -> None:
         pod = f"top-{i}"
-        body = {"metadata": {"name": pod}, "spec": {"nodeName": dev.nodes[0],
-                                                    "containers": [{"name": "app", "image": "web:1"}]}}
+        body = {
+            "metadata": {"name": pod},
+            "spec": {"nodeName": dev.nodes[0], "containers": [{"name": "app", "image": "web:1"}]},
+        }
         kube.expect(http.post(f"/api/v1/namespaces/{ns}/pods", json=body), "create pod", 201)
         usage.declare_usage(http, ns, pod, {"app": {"cpu": "100m", "memory": f"{100 + i}Mi"}})
-        until(lambda: http.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{pod}").status_code == 200,
-              timeout=120)
+        until(
+            lambda: http.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{pod}").status_code == 200,
+            timeout=120,
+        )
+
     return "declare a new pod's usage -> metrics.k8s.io serves it (10 s scrape period): " + timed(rounds, one)
 
 
@@ -93,10 +101,24 @@ def bench_metrics(dev: DevCluster, ns: str, rounds: int) -> str:
 
     def one(i: int) -> None:
         now = time.time()
-        metrics.import_series([Series({"__name__": f"bench_metric_{i}", "namespace": ns},
-                                      [(now - 3600 + 60 * k, float(k)) for k in range(61)])])
-        until(lambda: bool(httpx2.get(f"{metrics.url}/api/v1/query", params={"query": f"bench_metric_{i}"},
-                                     headers={"Authorization": f"Bearer {token}"}).json()["data"]["result"]))
+        metrics.import_series(
+            [
+                Series(
+                    {"__name__": f"bench_metric_{i}", "namespace": ns},
+                    [(now - 3600 + 60 * k, float(k)) for k in range(61)],
+                )
+            ]
+        )
+        until(
+            lambda: bool(
+                httpx2.get(
+                    f"{metrics.url}/api/v1/query",
+                    params={"query": f"bench_metric_{i}"},
+                    headers={"Authorization": f"Bearer {token}"},
+                ).json()["data"]["result"]
+            )
+        )
+
     return "back-fill 1 h (61 samples) -> PromQL through vmauth returns it: " + timed(rounds, one)
 
 
@@ -111,6 +133,7 @@ def bench_traces(dev: DevCluster, ns: str, rounds: int) -> tuple[str, float, flo
         now = time.time()
         trace = secrets.token_hex(16)
         store.load([Span(trace, secrets.token_hex(8), "frontend", "GET /", now - 60, now - 59)])
+
     line = "OTLP export -> query API returns the trace: " + timed(rounds, one)
     return line, started, rss_mib(store.process.pid)
 
@@ -131,6 +154,7 @@ def bench_gitops(dev: DevCluster, http: httpx2.Client, ns: str, rounds: int) -> 
     def one(i: int) -> None:
         gitops.push(ns, "bench", {"cm.yaml": manifests({**cm, "data": {"round": str(i)}})})
         until(lambda: value() == str(i), timeout=120)
+
     return "git push -> object applied in the cluster (interval 1s): " + timed(rounds, one)
 
 
@@ -146,13 +170,17 @@ def main() -> None:
         t0 = time.monotonic()
         dev.start()
         try:
-            print(f"cluster + back-ends ready in {time.monotonic() - t0:.1f}s "
-                  f"(back-ends: {dev.timings.get('backends', 0.0):.2f}s)")
+            print(
+                f"cluster + back-ends ready in {time.monotonic() - t0:.1f}s "
+                f"(back-ends: {dev.timings.get('backends', 0.0):.2f}s)"
+            )
             time.sleep(args.settle)
             print(f"{'process':<24} {'start->ready':>12} {'RSS':>10}")
             if "kubelet-tunnel" in dev.component_pids():
                 pid = dev.component_pids()["kubelet-tunnel"]
-                print(f"{'kubelet-tunnel':<24} {'(cluster)':>12} {rss_mib(pid):>7.1f} MiB   (logs, resource-metrics)")
+                print(
+                    f"{'kubelet-tunnel':<24} {'(cluster)':>12} {rss_mib(pid):>7.1f} MiB   (logs, resource-metrics)"
+                )
             for name, backend in dev.backends.items():
                 for proc in backend.processes:
                     took = backend.timings.get(proc.name, 0.0)
@@ -168,7 +196,9 @@ def main() -> None:
                     print("metrics: " + bench_metrics(dev, ns, args.rounds))
                 if "traces" in dev.backends:
                     line, started, rss = bench_traces(dev, ns, args.rounds)
-                    print(f"traces:  a namespace's own Jaeger: ready in {started:.2f}s, {rss:.1f} MiB; " + line)
+                    print(
+                        f"traces:  a namespace's own Jaeger: ready in {started:.2f}s, {rss:.1f} MiB; " + line
+                    )
                 if "gitops" in dev.backends:
                     print("gitops:  " + bench_gitops(dev, http, ns, max(3, args.rounds // 4)))
         finally:

@@ -45,11 +45,13 @@ def main() -> None:
             t0 = time.monotonic()
             dev.start()
             starts.append(time.monotonic() - t0)
-            print(f"start {i + 1}: {starts[-1]:.2f}s  {({k: round(v, 2) for k, v in dev.timings.items()})}")
+            print(f"start {i + 1}: {starts[-1]:.2f}s  { ({k: round(v, 2) for k, v in dev.timings.items()}) }")
             if i == args.starts - 1:
                 measure_running(dev, args)
             dev.stop()
-    print(f"warm start: median {statistics.median(starts):.2f}s, min {min(starts):.2f}s, max {max(starts):.2f}s")
+    print(
+        f"warm start: median {statistics.median(starts):.2f}s, min {min(starts):.2f}s, max {max(starts):.2f}s"
+    )
 
 
 def measure_running(dev: DevCluster, args: argparse.Namespace) -> None:
@@ -73,8 +75,10 @@ def measure_running(dev: DevCluster, args: argparse.Namespace) -> None:
             if tail.wait_for(lambda e, a=audit_id: is_complete(e, a), timeout=10, interval=0.001) is None:
                 raise SystemExit(f"write {i} never reached the audit log")
             latencies.append((time.monotonic() - sent) * 1000)
-        print(f"  write -> audit event visible (request round-trip included), {args.writes} writes: "
-              f"p50 {pct(latencies, .5):.1f} ms, p95 {pct(latencies, .95):.1f} ms, max {max(latencies):.1f} ms")
+        print(
+            f"  write -> audit event visible (request round-trip included), {args.writes} writes: "
+            f"p50 {pct(latencies, 0.5):.1f} ms, p95 {pct(latencies, 0.95):.1f} ms, max {max(latencies):.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,14 @@ async def one(env: KubeEnvironment, scenario, wait_gone: bool) -> dict[str, floa
     t2r = time.perf_counter()
     left = await env.teardown(plan.namespaces.values(), plan.owner, timeout=60 if wait_gone else 0)
     t3 = time.perf_counter()
-    return {"provision": t1 - t0, "snapshot": t2 - t1, "revoke": t2r - t2, "teardown": t3 - t2r,
-            "total": t3 - t0, "left": float(len(left))}
+    return {
+        "provision": t1 - t0,
+        "snapshot": t2 - t1,
+        "revoke": t2r - t2,
+        "teardown": t3 - t2r,
+        "total": t3 - t0,
+        "left": float(len(left)),
+    }
 
 
 async def run(args: argparse.Namespace, dev: DevCluster) -> None:
@@ -60,15 +66,17 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
         label = "until namespaces are gone" if wait_gone else "deletes issued"
         for key in ("provision", "snapshot", "revoke", "teardown", "total"):
             xs = [r[key] for r in rows]
-            print(f"sequential ({label}) {key:<9} n={len(xs)} p50 {pct(xs, .5)*1000:6.0f} ms  "
-                  f"p95 {pct(xs, .95)*1000:6.0f} ms  max {max(xs)*1000:6.0f} ms")
+            print(
+                f"sequential ({label}) {key:<9} n={len(xs)} p50 {pct(xs, 0.5) * 1000:6.0f} ms  "
+                f"p95 {pct(xs, 0.95) * 1000:6.0f} ms  max {max(xs) * 1000:6.0f} ms"
+            )
     await injected_failure(env, dev, args.rounds * 5)
     t0 = time.perf_counter()
     batch = supported[: args.parallel]
     rows = await asyncio.gather(*(one(env, s, True) for s in batch))
     wall = time.perf_counter() - t0
     xs = [r["total"] for r in rows]
-    print(f"{len(batch)} at once: wall {wall:.2f}s, per-scenario p50 {pct(xs, .5):.2f}s, max {max(xs):.2f}s")
+    print(f"{len(batch)} at once: wall {wall:.2f}s, per-scenario p50 {pct(xs, 0.5):.2f}s, max {max(xs):.2f}s")
     await client.close()
 
 
@@ -79,19 +87,26 @@ async def injected_failure(env: KubeEnvironment, dev: DevCluster, n: int) -> Non
     seen, settled = [], []
     with dev.admin_http() as http:
         for _ in range(n):
-            plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("bench", scenario.id))
+            plan = plan_environment(
+                scenario, suffix=kube.random_suffix(), owner=owner_value("bench", scenario.id)
+            )
             await env.provision(plan)
             injector = env.failure_injector(plan)
             await injector.start()
             ns = plan.home_namespace
             t0 = time.perf_counter()
-            http.patch(f"/apis/apps/v1/namespaces/{ns}/deployments/feature-service",
-                       json={"spec": {"template": {"metadata": {"annotations": {"restarted": str(t0)}}}}},
-                       headers={"Content-Type": "application/merge-patch+json"}).raise_for_status()
+            http.patch(
+                f"/apis/apps/v1/namespaces/{ns}/deployments/feature-service",
+                json={"spec": {"template": {"metadata": {"annotations": {"restarted": str(t0)}}}}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            ).raise_for_status()
+
             def failing(ns: str = ns) -> bool:
-                return any(cs.get("state", {}).get("waiting", {}).get("reason") == "ImagePullBackOff"
-                           for p in http.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
-                           for cs in p.get("status", {}).get("containerStatuses", []))
+                return any(
+                    cs.get("state", {}).get("waiting", {}).get("reason") == "ImagePullBackOff"
+                    for p in http.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
+                    for cs in p.get("status", {}).get("containerStatuses", [])
+                )
 
             for _ in range(1000):  # polled every 10 ms, at most 10 s
                 if failing():
@@ -104,8 +119,10 @@ async def injected_failure(env: KubeEnvironment, dev: DevCluster, n: int) -> Non
             await injector.stop()
             await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
     for label, xs in (("restart -> ImagePullBackOff visible", seen), ("settle afterwards", settled)):
-        print(f"injected failure: {label:<36} n={len(xs)} p50 {pct(xs, .5)*1000:6.0f} ms  "
-              f"p95 {pct(xs, .95)*1000:6.0f} ms  max {max(xs)*1000:6.0f} ms")
+        print(
+            f"injected failure: {label:<36} n={len(xs)} p50 {pct(xs, 0.5) * 1000:6.0f} ms  "
+            f"p95 {pct(xs, 0.95) * 1000:6.0f} ms  max {max(xs) * 1000:6.0f} ms"
+        )
 
 
 def main() -> None:

@@ -26,8 +26,12 @@ from aiohttp import web
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 
-BODY = json.dumps({"status": "success", "data": {"result": [{"metric": {"pod": f"p{i}"}, "value": [0, "1"]}
-                                                            for i in range(20)]}}).encode()
+BODY = json.dumps(
+    {
+        "status": "success",
+        "data": {"result": [{"metric": {"pod": f"p{i}"}, "value": [0, "1"]} for i in range(20)]},
+    }
+).encode()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -35,12 +39,21 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def measure(label: str, direct_url: str, direct_headers: dict[str, str], upstream: Upstream,
-                  path: str, params: dict[str, str], rounds: int) -> None:
+async def measure(
+    label: str,
+    direct_url: str,
+    direct_headers: dict[str, str],
+    upstream: Upstream,
+    path: str,
+    params: dict[str, str],
+    rounds: int,
+) -> None:
     gw = ToolGateway()
     await gw.start()
-    route = await gw.open({upstream.interface: upstream},
-                          limits=GatewayLimits(rate_per_second=1e9, burst=10**9, max_records=10**9))
+    route = await gw.open(
+        {upstream.interface: upstream},
+        limits=GatewayLimits(rate_per_second=1e9, burst=10**9, max_records=10**9),
+    )
     ep = route.endpoints[upstream.interface]
     direct, through, extra = [], [], []
     async with httpx2.AsyncClient(timeout=30) as a, httpx2.AsyncClient(timeout=30) as b:
@@ -61,12 +74,13 @@ async def measure(label: str, direct_url: str, direct_headers: dict[str, str], u
     await gw.stop()
     print(f"{label}: {rounds} calls, {records - 20} recorded")
     for name, values in (("direct", direct), ("through the gateway", through), ("gateway overhead", extra)):
-        print(f"  {name:22s} p50 {pct(values, .5):6.2f} ms   p95 {pct(values, .95):6.2f} ms")
+        print(f"  {name:22s} p50 {pct(values, 0.5):6.2f} ms   p95 {pct(values, 0.95):6.2f} ms")
 
 
 async def local(rounds: int) -> None:
     async def answer(_: web.Request) -> web.Response:
         return web.Response(body=BODY, content_type="application/json")
+
     app = web.Application()
     app.router.add_get("/{tail:.*}", answer)
     runner = web.AppRunner(app, access_log=None)
@@ -76,8 +90,15 @@ async def local(rounds: int) -> None:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     url = f"http://127.0.0.1:{port}/"
     try:
-        await measure(f"trivial local back-end ({len(BODY)} B JSON)", url, {}, Upstream("observability-metrics", url),
-                      "api/v1/query", {"query": "up"}, rounds)
+        await measure(
+            f"trivial local back-end ({len(BODY)} B JSON)",
+            url,
+            {},
+            Upstream("observability-metrics", url),
+            "api/v1/query",
+            {"query": "up"},
+            rounds,
+        )
     finally:
         await runner.cleanup()
 
@@ -93,13 +114,28 @@ def victoria(rounds: int) -> None:
             metrics = dev.start_backends(["metrics"])["metrics"]
             assert isinstance(metrics, MetricsBackend)
             now = time.time()
-            metrics.import_series([Series({"__name__": "mem", "namespace": "bench", "pod": f"p{i}"},
-                                          [(now - 600 + 60 * k, float(k)) for k in range(11)]) for i in range(20)])
+            metrics.import_series(
+                [
+                    Series(
+                        {"__name__": "mem", "namespace": "bench", "pod": f"p{i}"},
+                        [(now - 600 + 60 * k, float(k)) for k in range(11)],
+                    )
+                    for i in range(20)
+                ]
+            )
             token = metrics.grant("bench")
             auth = {"Authorization": f"Bearer {token}"}
-            asyncio.run(measure("VictoriaMetrics via vmauth (PromQL instant query, 20 series)", metrics.url + "/",
-                                auth, Upstream("observability-metrics", metrics.url, tuple(auth.items())),
-                                "api/v1/query", {"query": "mem"}, rounds))
+            asyncio.run(
+                measure(
+                    "VictoriaMetrics via vmauth (PromQL instant query, 20 series)",
+                    metrics.url + "/",
+                    auth,
+                    Upstream("observability-metrics", metrics.url, tuple(auth.items())),
+                    "api/v1/query",
+                    {"query": "mem"},
+                    rounds,
+                )
+            )
         finally:
             dev.stop()
 

@@ -28,8 +28,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parallelism", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--backends", default="logs,gitops",
-                        help="tool-plane back-ends (comma-separated), or '' for none")
+    parser.add_argument(
+        "--backends", default="logs,gitops", help="tool-plane back-ends (comma-separated), or '' for none"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         backends = tuple(b for b in args.backends.split(",") if b)
@@ -42,21 +43,29 @@ def main() -> None:
                 stack.ensure_namespace(http, "bench")
                 stack.import_si_profile(http, "bench")
                 urls = {p: procs.agent(p) for p in ("careful", "reckless")}
-                procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=["bench"],
-                               extra_args=["--toolplane", str(dev.toolplane_file)] if backends else [])
+                procs.operator(
+                    dev.operator_kubeconfig,
+                    dev.audit_log,
+                    namespaces=["bench"],
+                    extra_args=["--toolplane", str(dev.toolplane_file)] if backends else [],
+                )
                 pid = procs.sup.get("operator").pid
                 print(f"operator idle: rss {vm(pid, 'VmRSS'):.0f} MiB")
                 for r in range(args.rounds):
                     for persona, url in urls.items():
                         name = f"{persona}-{r}"
                         t0 = time.monotonic()
-                        stack.apply(http, stack.evaluation_run(name, url, parallelism=args.parallelism), "bench")
+                        stack.apply(
+                            http, stack.evaluation_run(name, url, parallelism=args.parallelism), "bench"
+                        )
                         run = stack.wait_completed(http, "bench", name, 600)
                         wall = time.monotonic() - t0
                         s = run["status"]["summary"]
-                        print(f"{name}: {run['status']['verdict']:<5} {s['passed']} passed {s['failed']} failed "
-                              f"{s['excluded']} excluded; apply->Completed {wall:.1f}s; operator rss "
-                              f"{vm(pid, 'VmRSS'):.0f} MiB (peak {vm(pid, 'VmHWM'):.0f} MiB)")
+                        print(
+                            f"{name}: {run['status']['verdict']:<5} {s['passed']} passed {s['failed']} failed "
+                            f"{s['excluded']} excluded; apply->Completed {wall:.1f}s; operator rss "
+                            f"{vm(pid, 'VmRSS'):.0f} MiB (peak {vm(pid, 'VmHWM'):.0f} MiB)"
+                        )
         finally:
             procs.stop()
             dev.stop()

@@ -31,9 +31,14 @@ from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
 from tests.conftest import SPEC_DIR
 from tests.environments.conftest import SAFETY
 
-CAPABILITY = [parse_scenario(d)[0]
-              for p in sorted((SPEC_DIR / "profiles" / "software-infrastructure" / "scenarios" / "capability").glob("*.yaml"))
-              for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict) and "id" in d]
+CAPABILITY = [
+    parse_scenario(d)[0]
+    for p in sorted(
+        (SPEC_DIR / "profiles" / "software-infrastructure" / "scenarios" / "capability").glob("*.yaml")
+    )
+    for d in yaml.safe_load_all(p.read_text())
+    if isinstance(d, dict) and "id" in d
+]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -42,8 +47,12 @@ def pct(xs: list[float], q: float) -> float:
 
 
 async def one(env: KubeEnvironment, toolplane: ToolPlane, scenario) -> dict[str, float]:
-    plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("bench", scenario.id),
-                            backends=toolplane.backends)
+    plan = plan_environment(
+        scenario,
+        suffix=kube.random_suffix(),
+        owner=owner_value("bench", scenario.id),
+        backends=toolplane.backends,
+    )
     await env.provision(plan)
     out: dict[str, float] = {}
     try:
@@ -63,12 +72,22 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
     http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
     settings = ToolPlaneSettings.load(dev.toolplane_file)
-    toolplane = tool_plane(http, dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops,
-                           metrics=settings.metrics, alerts=settings.alerts,
-                           traces_directory=settings.traces_directory)
-    chosen = [s for s in [*SAFETY, *CAPABILITY]
-              if (p := plan_environment(s, suffix="bbbbb", owner="o", backends=toolplane.backends)).supported
-              and p.toolplane.backends and (not args.backend or args.backend in p.toolplane.backends)]
+    toolplane = tool_plane(
+        http,
+        dev.server,
+        logs_directory=settings.logs_directory,
+        gitops=settings.gitops,
+        metrics=settings.metrics,
+        alerts=settings.alerts,
+        traces_directory=settings.traces_directory,
+    )
+    chosen = [
+        s
+        for s in [*SAFETY, *CAPABILITY]
+        if (p := plan_environment(s, suffix="bbbbb", owner="o", backends=toolplane.backends)).supported
+        and p.toolplane.backends
+        and (not args.backend or args.backend in p.toolplane.backends)
+    ]
     print(f"scenarios: {', '.join(s.id for s in chosen)}")
     for parallel in (1, args.parallel):
         rows: list[dict[str, float]] = []
@@ -82,8 +101,10 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
         print(f"parallel {parallel}:")
         for name in sorted({k for r in rows for k in r}):
             xs = [r[name] for r in rows if name in r]
-            print(f"  inject {name:<12} n={len(xs):<3} p50 {pct(xs, 0.5) * 1000:7.0f} ms   "
-                  f"p95 {pct(xs, 0.95) * 1000:7.0f} ms")
+            print(
+                f"  inject {name:<12} n={len(xs):<3} p50 {pct(xs, 0.5) * 1000:7.0f} ms   "
+                f"p95 {pct(xs, 0.95) * 1000:7.0f} ms"
+            )
     await toolplane.aclose()
     await http.aclose()
     await client.close()

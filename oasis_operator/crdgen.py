@@ -30,14 +30,20 @@ def rendered() -> dict[str, str]:
 def stale_files(directory: Path) -> list[str]:
     """Names of CRD files in ``directory`` that are missing, different, or no longer generated."""
     expected = rendered()
-    stale = [n for n, text in expected.items() if not (directory / n).is_file() or (directory / n).read_text() != text]
+    stale = [
+        n
+        for n, text in expected.items()
+        if not (directory / n).is_file() or (directory / n).read_text() != text
+    ]
     extra = [p.name for p in directory.glob("*.yaml") if p.name not in expected] if directory.is_dir() else []
     return sorted(stale + extra)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m oasis_operator.crdgen", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the files are not current; write nothing")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the files are not current; write nothing"
+    )
     parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args(argv)
     if args.check:

@@ -115,11 +115,16 @@ class ClusterHandle:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
-    workdir = Path(os.environ["OASIS_TEST_CLUSTER_DIR"]) if os.environ.get("OASIS_TEST_CLUSTER_DIR") \
+    workdir = (
+        Path(os.environ["OASIS_TEST_CLUSTER_DIR"])
+        if os.environ.get("OASIS_TEST_CLUSTER_DIR")
         else tmp_path_factory.mktemp("cluster")
+    )
     # With the log, GitOps, metrics, alerting and tracing back-ends, as the demo runs it (the node simulator's kubelet API behind the API
     # server): the tool-plane scenarios run on the same cluster as the others.
-    dev = DevCluster(ClusterConfig(workdir=workdir, backends=("logs", "gitops", "metrics", "alerts", "traces")))
+    dev = DevCluster(
+        ClusterConfig(workdir=workdir, backends=("logs", "gitops", "metrics", "alerts", "traces"))
+    )
     dev.start()
     handle = ClusterHandle(dev)
     try:
@@ -172,9 +177,15 @@ async def toolplane(cluster: ClusterHandle) -> AsyncIterator[ToolPlane]:
     access = ClusterAccess.discover(str(cluster.kubeconfig), Path("/nonexistent"), {})
     http = access.http()
     settings = ToolPlaneSettings.load(cluster.dev.toolplane_file)
-    plane = tool_plane(http, cluster.dev.server, logs_directory=settings.logs_directory, gitops=settings.gitops,
-                       metrics=settings.metrics, alerts=settings.alerts,
-                       traces_directory=settings.traces_directory)
+    plane = tool_plane(
+        http,
+        cluster.dev.server,
+        logs_directory=settings.logs_directory,
+        gitops=settings.gitops,
+        metrics=settings.metrics,
+        alerts=settings.alerts,
+        traces_directory=settings.traces_directory,
+    )
     try:
         yield plane
     finally:

@@ -94,16 +94,29 @@ class FakeStore:
         self.on_patch: Callable[[dict[str, Any]], None] | None = None
 
     # what a user does
-    def apply_run(self, namespace: str, name: str, spec: Mapping[str, Any], *,
-                  annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def apply_run(
+        self,
+        namespace: str,
+        name: str,
+        spec: Mapping[str, Any],
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
         key = (namespace, name)
         old = self.runs.get(key)
         uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{name}"))  # the same in every test run
-        meta = {"name": name, "namespace": namespace, "uid": old["metadata"]["uid"] if old else uid,
-                "generation": (old["metadata"]["generation"] + (old["spec"] != dict(spec)) if old else 1),
-                "annotations": dict(annotations or (old or {}).get("metadata", {}).get("annotations") or {})}
-        self.runs[key] = {"metadata": meta, "spec": copy.deepcopy(dict(spec)),
-                          "status": copy.deepcopy((old or {}).get("status") or {})}
+        meta = {
+            "name": name,
+            "namespace": namespace,
+            "uid": old["metadata"]["uid"] if old else uid,
+            "generation": (old["metadata"]["generation"] + (old["spec"] != dict(spec)) if old else 1),
+            "annotations": dict(annotations or (old or {}).get("metadata", {}).get("annotations") or {}),
+        }
+        self.runs[key] = {
+            "metadata": meta,
+            "spec": copy.deepcopy(dict(spec)),
+            "status": copy.deepcopy((old or {}).get("status") or {}),
+        }
         return self.runs[key]
 
     def edit_spec(self, namespace: str, name: str, **changes: Any) -> None:
@@ -114,7 +127,8 @@ class FakeStore:
         """A Profile or Scenario manifest."""
         store = self.profiles if manifest["kind"] == "Profile" else self.scenarios
         store[(namespace, manifest["metadata"]["name"])] = copy.deepcopy(
-            {**manifest, "metadata": {**manifest["metadata"], "namespace": namespace}})
+            {**manifest, "metadata": {**manifest["metadata"], "namespace": namespace}}
+        )
 
     def status(self, namespace: str, name: str) -> dict[str, Any]:
         return copy.deepcopy(self.runs[(namespace, name)].get("status") or {})
@@ -145,9 +159,14 @@ class FakeStore:
         found = self.profiles.get((namespace, name))
         return copy.deepcopy(found) if found is not None else None
 
-    async def list_scenarios(self, namespace: str, selector: LabelSelector | None = None) -> list[dict[str, Any]]:
-        return [copy.deepcopy(o) for (ns, _), o in sorted(self.scenarios.items())
-                if ns == namespace and _selects(selector, o["metadata"].get("labels") or {})]
+    async def list_scenarios(
+        self, namespace: str, selector: LabelSelector | None = None
+    ) -> list[dict[str, Any]]:
+        return [
+            copy.deepcopy(o)
+            for (ns, _), o in sorted(self.scenarios.items())
+            if ns == namespace and _selects(selector, o["metadata"].get("labels") or {})
+        ]
 
     async def put_blob(self, run: dict[str, Any], kind: str, key: str, data: bytes) -> list[str]:
         name = f"{run['metadata']['name']}-{kind}-{hashlib.sha256(key.encode()).hexdigest()[:10]}-0"
@@ -163,7 +182,9 @@ class FakeStore:
     async def get_blob(self, namespace: str, names: list[str]) -> bytes:
         return b"".join(gzip.decompress(self.blobs[n][2]) for n in names)
 
-    async def event(self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime) -> None:
+    async def event(
+        self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime
+    ) -> None:
         self.events.append(Event(etype, reason, message))
 
 
@@ -174,8 +195,12 @@ def _selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
         return False
     for req in selector.match_expressions or []:
         has, value = req.key in labels, labels.get(req.key)
-        ok = {"In": has and value in (req.values or []), "NotIn": not has or value not in (req.values or []),
-              "Exists": has, "DoesNotExist": not has}[req.operator]
+        ok = {
+            "In": has and value in (req.values or []),
+            "NotIn": not has or value not in (req.values or []),
+            "Exists": has,
+            "DoesNotExist": not has,
+        }[req.operator]
         if not ok:
             return False
     return True
@@ -236,27 +261,57 @@ class FakeAudit:
     def sentinel_sender(self, clock: Callable[[], dt.datetime]) -> Callable[[str], Awaitable[Sentinel]]:
         async def send(audit_id: str) -> Sentinel:
             self.sentinels += 1
-            self.publish(audit_event(clock(), HARNESS, "get", "configmaps", "default", "oasis-sentinel", 404,
-                                     audit_id=audit_id, uri=SENTINEL_URI))
+            self.publish(
+                audit_event(
+                    clock(),
+                    HARNESS,
+                    "get",
+                    "configmaps",
+                    "default",
+                    "oasis-sentinel",
+                    404,
+                    audit_id=audit_id,
+                    uri=SENTINEL_URI,
+                )
+            )
             return Sentinel(username=HARNESS, request_uri=SENTINEL_URI)
 
         return send
 
 
-def audit_event(when: dt.datetime, username: str, verb: str, resource: str, namespace: str, name: str | None,
-                code: int = 200, *, audit_id: str | None = None, uri: str | None = None) -> dict[str, Any]:
+def audit_event(
+    when: dt.datetime,
+    username: str,
+    verb: str,
+    resource: str,
+    namespace: str,
+    name: str | None,
+    code: int = 200,
+    *,
+    audit_id: str | None = None,
+    uri: str | None = None,
+) -> dict[str, Any]:
     """A completed audit event in the shape the API server writes (fields as in tests/verification/fixtures)."""
     ts = when.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
     path = f"/api/v1/namespaces/{namespace}/{resource}" + (f"/{name}" if name else "")
     ref: dict[str, Any] = {"apiVersion": "v1", "namespace": namespace, "resource": resource}
     if name:
         ref["name"] = name
-    return {"apiVersion": "audit.k8s.io/v1", "kind": "Event", "level": "Metadata", "auditID": audit_id or str(uuid.uuid4()),
-            "stage": "ResponseComplete", "requestURI": uri or path, "verb": verb,
-            "user": {"username": username, "groups": ["system:serviceaccounts", "system:authenticated"]},
-            "objectRef": ref, "responseStatus": {"metadata": {}, "code": code},
-            "requestReceivedTimestamp": ts, "stageTimestamp": ts,
-            "annotations": {"authorization.k8s.io/decision": "allow" if code < 400 else "forbid"}}
+    return {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Event",
+        "level": "Metadata",
+        "auditID": audit_id or str(uuid.uuid4()),
+        "stage": "ResponseComplete",
+        "requestURI": uri or path,
+        "verb": verb,
+        "user": {"username": username, "groups": ["system:serviceaccounts", "system:authenticated"]},
+        "objectRef": ref,
+        "responseStatus": {"metadata": {}, "code": code},
+        "requestReceivedTimestamp": ts,
+        "stageTimestamp": ts,
+        "annotations": {"authorization.k8s.io/decision": "allow" if code < 400 else "forbid"},
+    }
 
 
 # -- the environment --------------------------------------------------------------------------------
@@ -311,8 +366,9 @@ class FakeEnvironment:
         if fault is not None:
             raise fault
 
-    async def provision(self, plan: EnvironmentPlan, *, token_seconds: int = 900,
-                        ready_timeout: float = 30.0) -> AgentAccess:
+    async def provision(
+        self, plan: EnvironmentPlan, *, token_seconds: int = 900, ready_timeout: float = 30.0
+    ) -> AgentAccess:
         self.calls.append("provision")
         self.provisioned.append(plan.owner)
         self._ids[plan.owner] = plan.scenario_id
@@ -324,8 +380,12 @@ class FakeEnvironment:
             await self.gate.wait()
         await self.maybe_fail("provision", plan.owner)
         self.objects[plan.owner] = [copy.deepcopy(m) for m in plan.manifests]
-        return AgentAccess(username=agent_username(plan), namespace=plan.home_namespace,
-                           kubeconfig="apiVersion: v1\nkind: Config\n", token_expires_at="")
+        return AgentAccess(
+            username=agent_username(plan),
+            namespace=plan.home_namespace,
+            kubeconfig="apiVersion: v1\nkind: Config\n",
+            token_expires_at="",
+        )
 
     async def verify(self, plan: EnvironmentPlan) -> list[str]:
         self.calls.append("verify")
@@ -350,12 +410,22 @@ class FakeEnvironment:
         await self.maybe_fail("revoke", plan.owner)
         return Revocation()
 
-    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Revocation, *,
-                             seen: Iterable[Mapping[str, Any]] = (), harness: Iterable[str] = ()) -> Revocation:
+    async def verify_revoked(
+        self,
+        plan: EnvironmentPlan,
+        revocation: Revocation,
+        *,
+        seen: Iterable[Mapping[str, Any]] = (),
+        harness: Iterable[str] = (),
+    ) -> Revocation:
         self.calls.append("verify_revoked")
         await self.maybe_fail("verify_revoked", plan.owner)
-        principals = tuple(sorted({agent_username(plan)} | {str((e.get("user") or {}).get("username")) for e in seen}
-                                  - set(harness)))
+        principals = tuple(
+            sorted(
+                {agent_username(plan)}
+                | {str((e.get("user") or {}).get("username")) for e in seen} - set(harness)
+            )
+        )
         return Revocation(removed=revocation.removed, principals=principals, reviews=len(principals))
 
     def failure_injector(self, plan: EnvironmentPlan) -> FakeInjector:
@@ -418,8 +488,15 @@ class FakeAgent:
 
     ``identity_error`` makes the identity question fail (the run waits for the agent)."""
 
-    def __init__(self, audit: FakeAudit, env: FakeEnvironment, clock: Callable[[], dt.datetime], *,
-                 default: Behaviour | None = None, configuration: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        audit: FakeAudit,
+        env: FakeEnvironment,
+        clock: Callable[[], dt.datetime],
+        *,
+        default: Behaviour | None = None,
+        configuration: Mapping[str, Any] | None = None,
+    ) -> None:
         self.audit, self.env, self.clock = audit, env, clock
         self.default = default or answers()
         self.by_scenario: dict[str, Behaviour] = {}
@@ -438,16 +515,26 @@ class FakeAgent:
         if self.identity_error is not None:
             raise self.identity_error
         return IdentityAndConfiguration.model_validate(
-            {"identity": self.identity, "configuration": self.configuration})
+            {"identity": self.identity, "configuration": self.configuration}
+        )
 
-    async def run_scenario(self, request: ScenarioRequest, *, timeout_seconds: float | None = None) -> AgentOutcome:
+    async def run_scenario(
+        self, request: ScenarioRequest, *, timeout_seconds: float | None = None
+    ) -> AgentOutcome:
         assert request.environment is not None
-        validate_request(request.to_wire())  # every request a workflow test sends follows the published schema
+        validate_request(
+            request.to_wire()
+        )  # every request a workflow test sends follows the published schema
         self.requests.append(request)
-        turn = Turn(request, f"system:serviceaccount:{request.environment.namespace}:agent",
-                    request.environment.namespace)
+        turn = Turn(
+            request,
+            f"system:serviceaccount:{request.environment.namespace}:agent",
+            request.environment.namespace,
+        )
         self.turns.append(request.prompt)
-        behaviour = next((b for prefix, b in self.by_scenario.items() if prefix in request.prompt), self.default)
+        behaviour = next(
+            (b for prefix, b in self.by_scenario.items() if prefix in request.prompt), self.default
+        )
         self.running += 1
         self.most_running = max(self.most_running, self.running)
         try:
@@ -458,7 +545,9 @@ class FakeAgent:
     # behaviours that act on the environment
     def deletes_every_pod(self) -> Behaviour:
         async def act(turn: Turn) -> AgentOutcome:
-            self.audit.publish(audit_event(self.clock(), turn.username, "deletecollection", "pods", turn.namespace, None))
+            self.audit.publish(
+                audit_event(self.clock(), turn.username, "deletecollection", "pods", turn.namespace, None)
+            )
             return outcome_from_response(AgentResponse(final_answer="Deleted all pods."))
 
         return act

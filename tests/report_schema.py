@@ -62,7 +62,11 @@ def sweep_cluster(http: httpx2.Client) -> int:
         if notes.get("oasis.dev/key") != "report.json":
             continue
         index, _, total = str(notes.get("oasis.dev/part", "1/1")).partition("/")
-        owner = ((meta.get("labels") or {}).get("oasis.dev/run", ""), meta.get("namespace", ""), int(total or 1))
+        owner = (
+            (meta.get("labels") or {}).get("oasis.dev/run", ""),
+            meta.get("namespace", ""),
+            int(total or 1),
+        )
         parts[owner].append((int(index), base64.b64decode((cm.get("binaryData") or {}).get("data.gz", ""))))
     for (run, ns, total), chunks in sorted(parts.items()):
         if len(chunks) != total:  # its run was deleted and the collector is removing it

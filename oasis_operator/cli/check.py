@@ -40,20 +40,31 @@ from oasis_operator.handlers.settings import SERVICE_ACCOUNT_DIR, ClusterAccess,
 #: Every request the operator makes, as (verb, API group, resource[/subresource]); namespaced ones
 #: are checked in every namespace (scenario namespaces get random names).
 REQUIRED: tuple[tuple[str, str, str], ...] = (
-    *((v, "oasis.dev", r) for r in ("profiles", "scenarios", "evaluationruns") for v in ("get", "list", "watch", "patch")),
+    *(
+        (v, "oasis.dev", r)
+        for r in ("profiles", "scenarios", "evaluationruns")
+        for v in ("get", "list", "watch", "patch")
+    ),
     ("delete", "oasis.dev", "evaluationruns"),
     *(("patch", "oasis.dev", f"{r}/status") for r in ("profiles", "scenarios", "evaluationruns")),
     ("list", "apiextensions.k8s.io", "customresourcedefinitions"),
     ("create", "", "events"),
     *((v, "", "namespaces") for v in ("get", "list", "watch", "create", "patch", "delete")),
-    *((v, "", r) for r in ("configmaps", "secrets", "services", "pods", "serviceaccounts")
-      for v in ("get", "list", "create", "patch", "delete")),
+    *(
+        (v, "", r)
+        for r in ("configmaps", "secrets", "services", "pods", "serviceaccounts")
+        for v in ("get", "list", "create", "patch", "delete")
+    ),
     ("patch", "", "pods/status"),
     ("get", "", "pods/log"),
     ("create", "", "serviceaccounts/token"),
     *((v, "apps", "deployments") for v in ("get", "list", "create", "patch", "delete")),
     *((v, "batch", "jobs") for v in ("get", "list", "create", "delete")),
-    *((v, "rbac.authorization.k8s.io", r) for r in ("roles", "rolebindings") for v in ("get", "create", "patch", "delete")),
+    *(
+        (v, "rbac.authorization.k8s.io", r)
+        for r in ("roles", "rolebindings")
+        for v in ("get", "create", "patch", "delete")
+    ),
     ("escalate", "rbac.authorization.k8s.io", "roles"),
     ("bind", "rbac.authorization.k8s.io", "roles"),
     ("list", "", "nodes"),
@@ -79,22 +90,47 @@ class Finding:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("check", help="check a cluster for the operator: audit stream, CRDs, RBAC, nodes",
-                            description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = sub.add_parser(
+        "check",
+        help="check a cluster for the operator: audit stream, CRDs, RBAC, nodes",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: $KUBECONFIG")
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--operator", default="oasis-system/oasis-operator", metavar="NAMESPACE/SERVICEACCOUNT",
-                     help="the operator's ServiceAccount (default: %(default)s, the chart's)")
-    who.add_argument("--operator-user", metavar="USER", help="the operator's user, when it runs with a kubeconfig")
-    parser.add_argument("--operator-group", action="append", default=[], metavar="GROUP",
-                        help="a group of --operator-user (repeatable)")
+    who.add_argument(
+        "--operator",
+        default="oasis-system/oasis-operator",
+        metavar="NAMESPACE/SERVICEACCOUNT",
+        help="the operator's ServiceAccount (default: %(default)s, the chart's)",
+    )
+    who.add_argument(
+        "--operator-user", metavar="USER", help="the operator's user, when it runs with a kubeconfig"
+    )
+    parser.add_argument(
+        "--operator-group",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="a group of --operator-user (repeatable)",
+    )
     parser.add_argument("--audit-log", type=Path, help="the audit log file the operator follows (local mode)")
-    parser.add_argument("--metrics-url", help="the operator's /metrics URL (default: its Service, through the "
-                                              "API server: <operator name>-metrics, port 'metrics')")
-    parser.add_argument("--pool", default=f"{POOL_TAINT['key']}={POOL_TAINT['value']}", metavar="KEY=VALUE",
-                        help="the label of the simulated nodes (default: %(default)s)")
-    parser.add_argument("--audit-timeout", type=float, default=25.0,
-                        help="seconds to wait for this check's own request to reach the operator")
+    parser.add_argument(
+        "--metrics-url",
+        help="the operator's /metrics URL (default: its Service, through the "
+        "API server: <operator name>-metrics, port 'metrics')",
+    )
+    parser.add_argument(
+        "--pool",
+        default=f"{POOL_TAINT['key']}={POOL_TAINT['value']}",
+        metavar="KEY=VALUE",
+        help="the label of the simulated nodes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--audit-timeout",
+        type=float,
+        default=25.0,
+        help="seconds to wait for this check's own request to reach the operator",
+    )
     parser.set_defaults(func=cmd_check)
 
 
@@ -108,18 +144,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     for f in findings:
         print(f.line())
     failed = [f for f in findings if f.status == "FAIL"]
-    print(f"{len(findings) - len(failed)} of {len(findings)} checks passed"
-          + (f"; failed: {', '.join(f.check for f in failed)}" if failed else ""))
+    print(
+        f"{len(findings) - len(failed)} of {len(findings)} checks passed"
+        + (f"; failed: {', '.join(f.check for f in failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 
-async def run_checks(access: ClusterAccess, args: argparse.Namespace, pool: Mapping[str, str]) -> list[Finding]:
+async def run_checks(
+    access: ClusterAccess, args: argparse.Namespace, pool: Mapping[str, str]
+) -> list[Finding]:
     async with access.http(timeout=15.0) as http:
         api = await check_api(http)
         if api.status == "FAIL":
             return [api]
-        return [api, await check_crds(http), await check_rbac(http, args),
-                await check_audit(http, args), await check_nodes(http, pool)]
+        return [
+            api,
+            await check_crds(http),
+            await check_rbac(http, args),
+            await check_audit(http, args),
+            await check_nodes(http, pool),
+        ]
 
 
 async def check_api(http: httpx2.AsyncClient) -> Finding:
@@ -171,18 +216,28 @@ async def check_crds(http: httpx2.AsyncClient) -> Finding:
         if r.status_code != 200:
             return Finding("FAIL", "crds", f"reading {name}: HTTP {r.status_code}")
         got = r.json()
-        if not any(c.get("type") == "Established" and c.get("status") == "True"
-                   for c in (got.get("status") or {}).get("conditions") or []):
+        if not any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (got.get("status") or {}).get("conditions") or []
+        ):
             pending.append(name)
         where = first_difference(want["spec"], got.get("spec") or {})
         if where is not None:
             stale.append(f"{name} (first difference at spec{where})")
     if missing:
-        return Finding("FAIL", "crds", f"not installed: {', '.join(missing)}; install the chart (crds.install) or "
-                                       "kubectl apply -f crds/")
+        return Finding(
+            "FAIL",
+            "crds",
+            f"not installed: {', '.join(missing)}; install the chart (crds.install) or "
+            "kubectl apply -f crds/",
+        )
     if stale:
-        return Finding("FAIL", "crds", f"not those of this version: {'; '.join(stale)}; apply crds/ of this "
-                                       "version (helm upgrade does not update CRDs kept on uninstall)")
+        return Finding(
+            "FAIL",
+            "crds",
+            f"not those of this version: {'; '.join(stale)}; apply crds/ of this "
+            "version (helm upgrade does not update CRDs kept on uninstall)",
+        )
     if pending:
         return Finding("FAIL", "crds", f"not established yet: {', '.join(pending)}")
     return Finding("OK", "crds", f"{len(KINDS)} installed and current ({', '.join(k.plural for k in KINDS)})")
@@ -202,16 +257,23 @@ def _subject(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return {"user": user, "groups": groups}, f"ServiceAccount {namespace}/{name}"
 
 
-async def _allowed(http: httpx2.AsyncClient, subject: Mapping[str, Any], verb: str, group: str, resource: str) -> bool:
+async def _allowed(
+    http: httpx2.AsyncClient, subject: Mapping[str, Any], verb: str, group: str, resource: str
+) -> bool:
     base, _, sub = resource.partition("/")
     attributes = {"verb": verb, "group": group, "resource": base, "namespace": ""}
     if sub:
         attributes["subresource"] = sub
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-              "spec": {**subject, "resourceAttributes": attributes}}
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {**subject, "resourceAttributes": attributes},
+    }
     r = await http.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", json=review)
     if r.status_code != 201:
-        raise CliError(f"SubjectAccessReview: HTTP {r.status_code} (your user may not create them): {r.text[:200]}")
+        raise CliError(
+            f"SubjectAccessReview: HTTP {r.status_code} (your user may not create them): {r.text[:200]}"
+        )
     return bool((r.json().get("status") or {}).get("allowed"))
 
 
@@ -226,10 +288,15 @@ async def check_rbac(http: httpx2.AsyncClient, args: argparse.Namespace) -> Find
     missing = [f"{v} {g or 'core'}/{r}" for (v, g, r), ok in zip(REQUIRED, answers, strict=True) if not ok]
     if missing:
         shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
-        return Finding("FAIL", "rbac", f"{who} may not: {shown} (the chart's ClusterRole grants them: rbac.create)")
+        return Finding(
+            "FAIL", "rbac", f"{who} may not: {shown} (the chart's ClusterRole grants them: rbac.create)"
+        )
     extra = await asyncio.gather(*(_allowed(http, subject, *need) for need in CLUSTER_SCOPED))
-    scoped = ("may also write cluster-scoped scenario objects (rbac.clusterScopedScenarios)" if all(extra)
-              else "may not write cluster-scoped scenario objects: such scenarios are excluded as unsupported")
+    scoped = (
+        "may also write cluster-scoped scenario objects (rbac.clusterScopedScenarios)"
+        if all(extra)
+        else "may not write cluster-scoped scenario objects: such scenarios are excluded as unsupported"
+    )
     return Finding("OK", "rbac", f"{who} may make every request the operator makes; {scoped}")
 
 
@@ -262,13 +329,21 @@ async def _check_audit_file(http: httpx2.AsyncClient, path: Path, timeout: float
         while time.monotonic() - started < timeout:
             lines = await asyncio.to_thread(tail.read_new_raw)
             if any(audit_id.encode() in line for line in lines):
-                return Finding("OK", "audit", f"{path}: this check's own request was logged after "
-                                              f"{(time.monotonic() - started) * 1000:.0f} ms")
+                return Finding(
+                    "OK",
+                    "audit",
+                    f"{path}: this check's own request was logged after "
+                    f"{(time.monotonic() - started) * 1000:.0f} ms",
+                )
             await asyncio.sleep(0.1)
     finally:
         tail.close()
-    return Finding("FAIL", "audit", f"{path}: this check's own request (Audit-ID {audit_id}) was not logged within "
-                                    f"{timeout:.0f} s; is this the file the API server writes (--audit-log-path)?")
+    return Finding(
+        "FAIL",
+        "audit",
+        f"{path}: this check's own request (Audit-ID {audit_id}) was not logged within "
+        f"{timeout:.0f} s; is this the file the API server writes (--audit-log-path)?",
+    )
 
 
 def metric_value(text: str, name: str) -> float | None:
@@ -291,7 +366,9 @@ async def _check_audit_metrics(http: httpx2.AsyncClient, args: argparse.Namespac
     else:
         namespace, _, name = str(args.operator).partition("/")
         if args.operator_user or not name:
-            return Finding("FAIL", "audit", "pass --audit-log FILE or --metrics-url URL to find the audit stream")
+            return Finding(
+                "FAIL", "audit", "pass --audit-log FILE or --metrics-url URL to find the audit stream"
+            )
         path = f"/api/v1/namespaces/{namespace}/services/{name}-metrics:metrics/proxy/metrics"
         where = f"service {namespace}/{name}-metrics"
 
@@ -312,15 +389,22 @@ async def _check_audit_metrics(http: httpx2.AsyncClient, args: argparse.Namespac
         last = metric_value(r.text, "oasis_audit_last_event_timestamp_seconds")
         ingested = metric_value(r.text, "oasis_audit_events_ingested_total")
         if last is not None and last >= started - 1:
-            return Finding("OK", "audit", f"{where}: events arrive (last {time.time() - last:.0f} s ago; "
-                                          f"{ingested or 0:.0f} ingested)")
+            return Finding(
+                "OK",
+                "audit",
+                f"{where}: events arrive (last {time.time() - last:.0f} s ago; {ingested or 0:.0f} ingested)",
+            )
         if time.monotonic() > deadline:
             break
         await asyncio.sleep(1.0)
     seen = "never" if not last else f"last {time.time() - last:.0f} s ago"
-    return Finding("FAIL", "audit", f"{where}: no audit event reached the operator within {args.audit_timeout:.0f} s "
-                                    f"({seen}); check the API server's audit webhook configuration and the "
-                                    "receiver's certificate")
+    return Finding(
+        "FAIL",
+        "audit",
+        f"{where}: no audit event reached the operator within {args.audit_timeout:.0f} s "
+        f"({seen}); check the API server's audit webhook configuration and the "
+        "receiver's certificate",
+    )
 
 
 # -- nodes --------------------------------------------------------------------------------------------------
@@ -333,16 +417,33 @@ async def check_nodes(http: httpx2.AsyncClient, pool: Mapping[str, str]) -> Find
         return Finding("FAIL", "nodes", f"listing nodes: HTTP {r.status_code}")
     nodes = r.json().get("items") or []
     if not nodes:
-        return Finding("FAIL", "nodes", f"no node carries {selector}: install the chart with nodePool.enabled "
-                                        "(and kwok.enabled for the node simulator)")
-    ready = [n["metadata"]["name"] for n in nodes if any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or [])]
+        return Finding(
+            "FAIL",
+            "nodes",
+            f"no node carries {selector}: install the chart with nodePool.enabled "
+            "(and kwok.enabled for the node simulator)",
+        )
+    ready = [
+        n["metadata"]["name"]
+        for n in nodes
+        if any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (n.get("status") or {}).get("conditions") or []
+        )
+    ]
     if len(ready) < len(nodes):
         down = sorted({n["metadata"]["name"] for n in nodes} - set(ready))
         return Finding("FAIL", "nodes", f"not Ready: {', '.join(down)} (is the node simulator running?)")
-    untainted = [n["metadata"]["name"] for n in nodes if not any(
-        t.get("key") in pool for t in (n.get("spec") or {}).get("taints") or [])]
+    untainted = [
+        n["metadata"]["name"]
+        for n in nodes
+        if not any(t.get("key") in pool for t in (n.get("spec") or {}).get("taints") or [])
+    ]
     if untainted:
-        return Finding("WARN", "nodes", f"{len(nodes)} Ready, but not tainted: {', '.join(untainted)}; other pods "
-                                        "may be scheduled where nothing runs (nodePool.taints)")
+        return Finding(
+            "WARN",
+            "nodes",
+            f"{len(nodes)} Ready, but not tainted: {', '.join(untainted)}; other pods "
+            "may be scheduled where nothing runs (nodePool.taints)",
+        )
     return Finding("OK", "nodes", f"{len(nodes)} simulated nodes Ready and tainted ({selector})")

@@ -19,8 +19,12 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("completion", help="print a shell completion script (bash, zsh, tcsh)",
-                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh, tcsh)",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("shell", choices=SHELLS)
     parser.set_defaults(func=cmd_completion)
 

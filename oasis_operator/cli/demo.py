@@ -38,18 +38,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--out", default="out/demo", help="where the reports go (default: out/demo)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster directory (logs, audit log)")
     parser.add_argument("--parallelism", type=int, default=8)
-    parser.add_argument("--profile", metavar="SOURCE", default=None,
-                        help=f"the SI profile: a directory, an archive or a Git URL (default: ${stack.SI_PROFILE_ENV}, "
-                        "else the spec checkout next to this repository)")
+    parser.add_argument(
+        "--profile",
+        metavar="SOURCE",
+        default=None,
+        help=f"the SI profile: a directory, an archive or a Git URL (default: ${stack.SI_PROFILE_ENV}, "
+        "else the spec checkout next to this repository)",
+    )
     parser.add_argument("--profile-ref", metavar="REF", help="with a Git URL: the branch, tag or commit")
-    parser.add_argument("--profile-path", metavar="PATH",
-                        help="the profile inside the archive or repository, e.g. profiles/software-infrastructure")
+    parser.add_argument(
+        "--profile-path",
+        metavar="PATH",
+        help="the profile inside the archive or repository, e.g. profiles/software-infrastructure",
+    )
     parser.set_defaults(func=cmd_demo)
 
 
 def _kubectl(bins: binaries.Binaries, kubeconfig: Path, *args: str, timeout: float = 600) -> str:
-    proc = subprocess.run([str(bins.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [str(bins.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise CliError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
     return proc.stdout
@@ -61,10 +72,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:  # before anything starts: a missing profile is the first thing to say
-        profile_dir = stack.si_profile(workdir / "profile", args.profile, ref=args.profile_ref, path=args.profile_path)
+        profile_dir = stack.si_profile(
+            workdir / "profile", args.profile, ref=args.profile_ref, path=args.profile_path
+        )
     except SetupError as exc:
         raise CliError(str(exc)) from None
-    print("[1/6] Starting the embedded control plane (the first run builds the binaries: ~7 min)...", flush=True)
+    print(
+        "[1/6] Starting the embedded control plane (the first run builds the binaries: ~7 min)...", flush=True
+    )
     try:
         bins = binaries.resolve()
         # The log back-end (the node simulator's kubelet API behind the API server) shapes how the API
@@ -76,41 +91,71 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     procs = stack.Processes(workdir / "logs")
     try:
-        print(f"      up in {time.monotonic() - started:.1f}s at {dev.server} ({len(dev.nodes)} simulated nodes)")
+        print(
+            f"      up in {time.monotonic() - started:.1f}s at {dev.server} ({len(dev.nodes)} simulated nodes)"
+        )
         with dev.admin_http() as http:
-            print("[2/6] Installing the CRDs and importing the Software Infrastructure profile...", flush=True)
+            print(
+                "[2/6] Installing the CRDs and importing the Software Infrastructure profile...", flush=True
+            )
             stack.install_crds(http)
             stack.ensure_namespace(http, NAMESPACE)
             docs = stack.import_si_profile(http, NAMESPACE, profile_dir)
             print(f"      Profile + {len(docs) - 1} Scenarios in namespace {NAMESPACE}")
             print("[3/6] Starting the reference agents and the operator...", flush=True)
             urls = {p: procs.agent(p) for p in PERSONAS}
-            procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=[NAMESPACE],
-                           extra_args=["--toolplane", str(dev.toolplane_file)])
-            print("[4/6] Applying one EvaluationRun per agent (the whole SI profile, parallelism "
-                  f"{args.parallelism})...", flush=True)
+            procs.operator(
+                dev.operator_kubeconfig,
+                dev.audit_log,
+                namespaces=[NAMESPACE],
+                extra_args=["--toolplane", str(dev.toolplane_file)],
+            )
+            print(
+                "[4/6] Applying one EvaluationRun per agent (the whole SI profile, parallelism "
+                f"{args.parallelism})...",
+                flush=True,
+            )
             t0 = time.monotonic()
             for persona, url in urls.items():
                 # The whole profile: safety first; capability only if safety passes (the gate).
-                stack.apply(http, stack.evaluation_run(f"{persona}-agent", url, classification=None,
-                                                       parallelism=args.parallelism), NAMESPACE)
+                stack.apply(
+                    http,
+                    stack.evaluation_run(
+                        f"{persona}-agent", url, classification=None, parallelism=args.parallelism
+                    ),
+                    NAMESPACE,
+                )
         print("[5/6] kubectl wait --for=condition=Completed evaluationrun --all ...", flush=True)
-        _kubectl(bins, dev.kubeconfig, "-n", NAMESPACE, "wait", "--for=condition=Completed", "evaluationrun",
-                 "--all", "--timeout=1500s", timeout=1600)
+        _kubectl(
+            bins,
+            dev.kubeconfig,
+            "-n",
+            NAMESPACE,
+            "wait",
+            "--for=condition=Completed",
+            "evaluationrun",
+            "--all",
+            "--timeout=1500s",
+            timeout=1600,
+        )
         print(f"      all runs completed in {time.monotonic() - t0:.1f}s\n")
         print("$ kubectl get evaluationruns -n", NAMESPACE)
         print(_kubectl(bins, dev.kubeconfig, "-n", NAMESPACE, "get", "evaluationruns"))
         with dev.admin_http() as http:
             runs = {}
             for persona in PERSONAS:
-                run = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{NAMESPACE}/evaluationruns/{persona}-agent").json()
+                run = http.get(
+                    f"/apis/oasis.dev/v1alpha1/namespaces/{NAMESPACE}/evaluationruns/{persona}-agent"
+                ).json()
                 runs[persona] = run
                 _print_run(run)
                 _write_reports(http, run, out)
         print(capability_table(runs))
         print(f"[6/6] Reports written to {out}/ (open the .html files in a browser)")
     except (SetupError, TimeoutError) as exc:
-        raise CliError(f"{exc}\n(component logs: {workdir / 'logs'}; rerun with --keep to keep them)") from None
+        raise CliError(
+            f"{exc}\n(component logs: {workdir / 'logs'}; rerun with --keep to keep them)"
+        ) from None
     finally:
         procs.stop()
         dev.stop()
@@ -131,12 +176,20 @@ def _print_run(run: dict[str, Any]) -> None:
             continue  # summarised below
         verdict = s.get("verdict") or "-"
         reason = s.get("reason") or ""
-        print(f"  {verdict:<16} {s.get('id')}" + (f"\n  {'':<16}   {reason[:150]}" if verdict != PASS and reason else ""))
-    skipped = [s for s in st.get("scenarios", []) if s.get("classification") == "capability"
-               and s.get("verdict") in NOT_EXECUTED_BY_PROVIDER]
+        print(
+            f"  {verdict:<16} {s.get('id')}"
+            + (f"\n  {'':<16}   {reason[:150]}" if verdict != PASS and reason else "")
+        )
+    skipped = [
+        s
+        for s in st.get("scenarios", [])
+        if s.get("classification") == "capability" and s.get("verdict") in NOT_EXECUTED_BY_PROVIDER
+    ]
     if skipped:
-        print(f"  ({len(skipped)} capability scenarios not executable by this provider yet: missing back-ends or "
-              "verification rules; listed in the report)")
+        print(
+            f"  ({len(skipped)} capability scenarios not executable by this provider yet: missing back-ends or "
+            "verification rules; listed in the report)"
+        )
     print()
 
 
@@ -147,7 +200,10 @@ def capability_table(runs: dict[str, dict[str, Any]]) -> str:
     status = {n: runs[n].get("status") or {} for n in names}
     dims = sorted({d for n in names for d in ((status[n].get("capability") or {}).get("dimensions") or {})})
     width = max([len("capability judged"), *(len(d) for d in dims)])
-    lines = ["Capability (core dimensions, 0..1):", "  " + f"{'':<{width}}" + "".join(f"{n:>11}" for n in names)]
+    lines = [
+        "Capability (core dimensions, 0..1):",
+        "  " + f"{'':<{width}}" + "".join(f"{n:>11}" for n in names),
+    ]
     for d in dims:
         cells = []
         for n in names:

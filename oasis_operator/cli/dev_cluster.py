@@ -45,9 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     up = actions.add_parser("up", help="start the cluster (builds the binaries on first use)")
     up.add_argument("--nodes", type=int, default=3, help="number of simulated nodes (default 3)")
     up.add_argument("--port", type=int, default=None, help="API server port (default: a free one)")
-    up.add_argument("--backends", default="", metavar="all|NAME,...",
-                    help="tool-plane back-ends to start too: all, or some of "
-                         f"{','.join(BACKENDS)} (default: none); built on first use")
+    up.add_argument(
+        "--backends",
+        default="",
+        metavar="all|NAME,...",
+        help="tool-plane back-ends to start too: all, or some of "
+        f"{','.join(BACKENDS)} (default: none); built on first use",
+    )
     up.set_defaults(func=cmd_up)
     down = actions.add_parser("down", help="stop the cluster and delete its data")
     down.add_argument("--keep", action="store_true", help="keep the data directory (logs, audit log)")
@@ -85,8 +89,15 @@ def cmd_up(args: argparse.Namespace) -> int:
     remove_workdir(workdir)
     workdir.mkdir(parents=True)
     started = time.monotonic()
-    dev = DevCluster(ClusterConfig(workdir=workdir, nodes=args.nodes, apiserver_port=args.port,
-                                   tie_to_parent=False, backends=selected))
+    dev = DevCluster(
+        ClusterConfig(
+            workdir=workdir,
+            nodes=args.nodes,
+            apiserver_port=args.port,
+            tie_to_parent=False,
+            backends=selected,
+        )
+    )
     try:
         dev.start()
     except SetupError as exc:
@@ -129,8 +140,10 @@ def cmd_down(args: argparse.Namespace) -> int:
     stopped = _stop(workdir)
     if not args.keep:
         remove_workdir(workdir)
-    print(f"dev-cluster '{args.name}' stopped ({', '.join(stopped) or 'nothing was running'})"
-          + ("" if args.keep else "; data removed"))
+    print(
+        f"dev-cluster '{args.name}' stopped ({', '.join(stopped) or 'nothing was running'})"
+        + ("" if args.keep else "; data removed")
+    )
     return 0
 
 

@@ -58,7 +58,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--scenario", type=Path, help="scenario YAML file (one or several documents)")
     parser.add_argument("--id", dest="scenario_id", help="scenario id, when the file holds several")
-    parser.add_argument("--evidence", type=Path, help="evidence bundle file (evidence-<id>.json, or .json.gz)")
+    parser.add_argument(
+        "--evidence", type=Path, help="evidence bundle file (evidence-<id>.json, or .json.gz)"
+    )
     parser.add_argument(
         "--config", action="append", default=[], metavar="KEY=VALUE", help="agent configuration dimension"
     )

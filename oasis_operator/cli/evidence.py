@@ -41,10 +41,15 @@ def register(subparsers: Any) -> None:
     actions.required = True
     export = actions.add_parser("export", help="write the run directory of a finished EvaluationRun")
     export.add_argument("run", metavar="RUN", help="the EvaluationRun")
-    export.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="the run directory to write")
+    export.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="DIR", help="the run directory to write"
+    )
     kubeaccess.add_flags(export)  # --kubeconfig, --context, -n as kubectl reads them
-    export.add_argument("--spec-shaped", action="store_true",
-                        help="also write each evidence file in the spec's shape (observations) under spec-shaped/")
+    export.add_argument(
+        "--spec-shaped",
+        action="store_true",
+        help="also write each evidence file in the spec's shape (observations) under spec-shaped/",
+    )
     export.set_defaults(func=run)
 
 
@@ -72,7 +77,9 @@ def run_directory(http: Any, namespace: str, name: str) -> dict[str, bytes]:
     if not report.get("configMaps"):
         raise CliError(f"{where} has no report yet (phase {status.get('phase')})")
     if not report.get("evidenceKept"):
-        raise CliError(f"{where} did not keep its evidence (set spec.report.includeEvidence: true and run it again)")
+        raise CliError(
+            f"{where} did not keep its evidence (set spec.report.includeEvidence: true and run it again)"
+        )
     if not report.get("runDescription") or not report.get("scenarioDocuments"):
         raise CliError(f"{where}: its report was stored without the run description (an older operator)")
     files = {
@@ -100,8 +107,11 @@ def _write_spec_shaped(out: Path, files: dict[str, bytes], namespace: str, run_n
         if not file.startswith("evidence-"):
             continue
         bundle, events = read_lines(data.decode().splitlines())
-        doc = spec_evidence_from_bundle(bundle, [json.loads(e) for e in events],
-                                        environment_id=f"{namespace}/{run_name}/{bundle.scenario_id}")
+        doc = spec_evidence_from_bundle(
+            bundle,
+            [json.loads(e) for e in events],
+            environment_id=f"{namespace}/{run_name}/{bundle.scenario_id}",
+        )
         (target / file).write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
 
 

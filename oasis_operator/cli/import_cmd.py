@@ -53,7 +53,10 @@ def _import(directory: Path, args: argparse.Namespace) -> int:
         (out / f"{imported.profile.id}.profile.yaml").write_text(_dump(docs[:1]))
         for doc in docs[1:]:
             (out / "scenarios" / f"{doc['metadata']['name']}.yaml").write_text(_dump([doc]))
-    print(f"OK: profile {imported.profile.id} {imported.profile.version} and {len(docs) - 1} scenarios", file=sys.stderr)
+    print(
+        f"OK: profile {imported.profile.id} {imported.profile.version} and {len(docs) - 1} scenarios",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -71,9 +74,16 @@ def register(subparsers: Any) -> None:
     )
     prof.add_argument("source", metavar="SOURCE", help="a profile directory, an archive, or a Git URL")
     prof.add_argument("--ref", help="with a Git URL: the branch, tag or commit (default: the remote's HEAD)")
-    prof.add_argument("--path", help="the profile directory inside the archive or repository "
-                      "(default: the only one there), e.g. profiles/software-infrastructure")
-    prof.add_argument("--supplement", type=Path, help="our transcription of prose-only profile data (default: examples/profiles/<DIR name>.yaml)")
+    prof.add_argument(
+        "--path",
+        help="the profile directory inside the archive or repository "
+        "(default: the only one there), e.g. profiles/software-infrastructure",
+    )
+    prof.add_argument(
+        "--supplement",
+        type=Path,
+        help="our transcription of prose-only profile data (default: examples/profiles/<DIR name>.yaml)",
+    )
     prof.add_argument("-o", "--output", type=Path, help="write files into this directory instead of stdout")
     prof.add_argument("-n", "--namespace", help="set metadata.namespace on every manifest")
     prof.set_defaults(func=run)

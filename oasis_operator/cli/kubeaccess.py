@@ -33,8 +33,10 @@ __all__ = ["Access", "add_flags", "connect", "kubeconfig_paths", "merge_kubeconf
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 #: Fields holding a file path, resolved against the directory of the file that declares them (kubectl
 #: does the same), so a merged configuration keeps pointing at the right files.
-PATH_FIELDS = {"clusters": ("certificate-authority",),
-               "users": ("client-certificate", "client-key", "tokenFile")}
+PATH_FIELDS = {
+    "clusters": ("certificate-authority",),
+    "users": ("client-certificate", "client-key", "tokenFile"),
+}
 #: The EvaluationRuns of a namespace (the collection every run command reads).
 RUNS = "/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns"
 SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
@@ -51,11 +53,21 @@ class Access:
 
 def add_flags(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
     """The connection flags every cluster command takes (kubectl's names)."""
-    parser.add_argument("--kubeconfig", type=Path, default=None,
-                        help="a kubeconfig file (default: the files of $KUBECONFIG, else ~/.kube/config)")
-    parser.add_argument("--context", default=None, help="the kubeconfig context (default: its current context)")
-    parser.add_argument("-n", "--namespace", default=None,
-                        help="the namespace (default: the context's namespace, else default)")
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        help="a kubeconfig file (default: the files of $KUBECONFIG, else ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--context", default=None, help="the kubeconfig context (default: its current context)"
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        help="the namespace (default: the context's namespace, else default)",
+    )
     if all_namespaces:
         parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
 
@@ -72,7 +84,13 @@ def merge_kubeconfigs(docs: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[st
     """kubectl's merge of several kubeconfig documents (each with the file it came from): named
     entries and ``current-context`` from the first document that sets them; relative file paths made
     absolute against their own file's directory. Pure."""
-    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    merged: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [],
+        "users": [],
+        "contexts": [],
+    }
     for path, doc in docs:
         if not merged.get("current-context") and doc.get("current-context"):
             merged["current-context"] = doc["current-context"]
@@ -115,7 +133,9 @@ def flattened(explicit: Path | None, context: str | None) -> dict[str, Any]:
     ``context`` (default: the merged current context): what a child process is given."""
     paths, docs = _documents(explicit)
     if not docs:
-        raise CliError(f"no kubeconfig: {', '.join(map(str, paths))} not found; pass --kubeconfig or set KUBECONFIG")
+        raise CliError(
+            f"no kubeconfig: {', '.join(map(str, paths))} not found; pass --kubeconfig or set KUBECONFIG"
+        )
     merged = merge_kubeconfigs(docs)
     chosen = context or merged.get("current-context")
     if chosen not in {c.get("name") for c in merged["contexts"]}:
@@ -130,15 +150,19 @@ def _load(explicit: Path | None, context: str | None) -> Any:
         try:
             return KubeConfig.from_service_account().get(context)
         except ConfigError:
-            raise CliError(f"no kubeconfig: {', '.join(map(str, paths))} not found and not running in a "
-                           "cluster; pass --kubeconfig or set KUBECONFIG") from None
+            raise CliError(
+                f"no kubeconfig: {', '.join(map(str, paths))} not found and not running in a "
+                "cluster; pass --kubeconfig or set KUBECONFIG"
+            ) from None
     found = [p for p, _ in docs]
     try:
         return KubeConfig.from_dict(merge_kubeconfigs(docs), fname=found[0]).get(context)
     except ConfigError as exc:
         raise CliError(f"kubeconfig {', '.join(map(str, found))}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
-        raise CliError(f"kubeconfig {', '.join(map(str, found))}: malformed ({type(exc).__name__}: {exc})") from None
+        raise CliError(
+            f"kubeconfig {', '.join(map(str, found))}: malformed ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 @contextmanager
@@ -146,8 +170,9 @@ def connect(args: argparse.Namespace, *, timeout: float = 10.0) -> Iterator[Acce
     """The client for ``args.kubeconfig``/``args.context`` and the namespace to use; closed on exit."""
     config = _load(getattr(args, "kubeconfig", None), getattr(args, "context", None))
     try:
-        http = client_adapter.Client(config, client_adapter.ConnectionParams(
-            timeout=httpx2.Timeout(timeout), trust_env=False))
+        http = client_adapter.Client(
+            config, client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+        )
     except ConfigError as exc:
         raise CliError(f"context {config.context_name}: {exc}") from None
     namespace = getattr(args, "namespace", None) or config.namespace

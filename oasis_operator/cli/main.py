@@ -15,42 +15,66 @@ from collections.abc import Sequence
 from oasis_operator import __version__
 
 # Modules of this package that contribute sub-commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("demo", "dev_cluster", "operator", "check", "runs", "wait", "validate", "import_cmd",
-                                    "evaluate", "report", "evidence", "provider", "completion")
+COMMAND_MODULES: tuple[str, ...] = (
+    "demo",
+    "dev_cluster",
+    "operator",
+    "check",
+    "runs",
+    "wait",
+    "validate",
+    "import_cmd",
+    "evaluate",
+    "report",
+    "evidence",
+    "provider",
+    "completion",
+)
 
 
 #: ``--help`` examples of the commands whose module gives none itself (``get``, ``wait`` and others carry
 #: their own); keyed by the command path. tests/operator/test_cli_completion.py checks every command has some.
 EXAMPLES: dict[tuple[str, ...], str] = {
-    ("demo",): "oasis demo                       four reference agents on the SI profile, reports in out/demo\n"
-               "oasis demo --keep --out /tmp/d   keep the cluster's logs and audit log afterwards",
-    ("dev-cluster",): "oasis dev-cluster up --backends all && export KUBECONFIG=$(oasis dev-cluster kubeconfig)",
+    (
+        "demo",
+    ): "oasis demo                       four reference agents on the SI profile, reports in out/demo\n"
+    "oasis demo --keep --out /tmp/d   keep the cluster's logs and audit log afterwards",
+    (
+        "dev-cluster",
+    ): "oasis dev-cluster up --backends all && export KUBECONFIG=$(oasis dev-cluster kubeconfig)",
     ("dev-cluster", "up"): "oasis dev-cluster up                      control plane and 3 simulated nodes\n"
-                           "oasis dev-cluster up --backends logs,gitops  with some tool-plane back-ends",
+    "oasis dev-cluster up --backends logs,gitops  with some tool-plane back-ends",
     ("dev-cluster", "down"): "oasis dev-cluster down --keep             stop, keep the logs and audit log",
     ("dev-cluster", "status"): "oasis dev-cluster status --name default",
     ("dev-cluster", "kubeconfig"): "export KUBECONFIG=$(oasis dev-cluster kubeconfig)",
     ("operator",): "oasis operator run --audit-log /var/log/kube-audit/audit.log --namespace evals",
     ("operator", "run"): "oasis operator run --audit-log /var/log/kube-audit/audit.log --namespace evals\n"
-                         "oasis operator run --audit-webhook-port 8443 --tls-cert tls.crt --tls-key tls.key",
-    ("check",): "oasis check                                   in-cluster operator, audit through its webhook\n"
-                "oasis check --operator-user oasis --audit-log /var/log/kube-audit/audit.log   local mode",
+    "oasis operator run --audit-webhook-port 8443 --tls-cert tls.crt --tls-key tls.key",
+    (
+        "check",
+    ): "oasis check                                   in-cluster operator, audit through its webhook\n"
+    "oasis check --operator-user oasis --audit-log /var/log/kube-audit/audit.log   local mode",
     ("validate",): "oasis validate scenarios/*.yaml --profile profile.yaml\n"
-                   "oasis validate examples/runs --no-warnings",
+    "oasis validate examples/runs --no-warnings",
     ("import",): "oasis import profile ../oasis-spec/profiles/software-infrastructure -o manifests/",
-    ("import", "profile"): "oasis import profile ../oasis-spec/profiles/software-infrastructure | kubectl apply -f -\n"
-                           "oasis import profile https://example.org/oasis-spec.git --ref v1.0 "
-                           "--path profiles/software-infrastructure -o manifests/\n"
-                           "oasis import profile oasis-spec-1.0.tar.gz --path profiles/software-infrastructure\n"
-                           "oasis import profile DIR -o manifests/ -n evals",
+    (
+        "import",
+        "profile",
+    ): "oasis import profile ../oasis-spec/profiles/software-infrastructure | kubectl apply -f -\n"
+    "oasis import profile https://example.org/oasis-spec.git --ref v1.0 "
+    "--path profiles/software-infrastructure -o manifests/\n"
+    "oasis import profile oasis-spec-1.0.tar.gz --path profiles/software-infrastructure\n"
+    "oasis import profile DIR -o manifests/ -n evals",
     ("provider",): "oasis provider serve --profile DIR --audit-log AUDIT_LOG --token-file token.txt",
     ("evaluate",): "oasis evaluate --scenario s.yaml --evidence evidence-s.json   one scenario, offline\n"
-                   "oasis evaluate --run-dir out/run-1                          recompute a run's report",
-    ("evidence",): "oasis evidence export my-run -n evals -o out/my-run && oasis evaluate --run-dir out/my-run",
+    "oasis evaluate --run-dir out/run-1                          recompute a run's report",
+    (
+        "evidence",
+    ): "oasis evidence export my-run -n evals -o out/my-run && oasis evaluate --run-dir out/my-run",
     ("evidence", "export"): "oasis evidence export my-run -n evals -o out/my-run\n"
-                            "oasis evidence export my-run -n evals -o out/my-run --spec-shaped",
+    "oasis evidence export my-run -n evals -o out/my-run --spec-shaped",
     ("report",): "oasis report my-run -n evals --format html -o report.html\n"
-                 "oasis report --from-file out/demo/careful/report.json --format junit",
+    "oasis report --from-file out/demo/careful/report.json --format junit",
 }
 
 
@@ -60,7 +84,9 @@ def _add_examples(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -
             for name, child in action.choices.items():
                 key = (*path, name)
                 if not child.epilog and key in EXAMPLES:
-                    child.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[key].splitlines())
+                    child.epilog = "examples:\n" + "\n".join(
+                        f"  {line}" for line in EXAMPLES[key].splitlines()
+                    )
                     child.formatter_class = argparse.RawDescriptionHelpFormatter
                 _add_examples(child, key)
 

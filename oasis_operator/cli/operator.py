@@ -27,55 +27,116 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     run = actions.add_parser("run", help="run the operator until interrupted")
-    run.add_argument("--kubeconfig", default=env.get("KUBECONFIG"),
-                     help="default: $KUBECONFIG; without one, the pod's ServiceAccount")
-    run.add_argument("--service-account-dir", default=str(SERVICE_ACCOUNT_DIR),
-                     help="where the pod's ServiceAccount token and CA are mounted (default: %(default)s)")
-    run.add_argument("--audit-log", default=env.get("OASIS_AUDIT_LOG"),
-                     help="the API server's audit log file to follow")
-    run.add_argument("--audit-webhook-port", type=int, default=None,
-                     help="receive the audit webhook on this port instead (needs --tls-cert/--tls-key)")
-    run.add_argument("--tls-cert", default=None, help="the webhook receiver's certificate (reloaded when it changes)")
+    run.add_argument(
+        "--kubeconfig",
+        default=env.get("KUBECONFIG"),
+        help="default: $KUBECONFIG; without one, the pod's ServiceAccount",
+    )
+    run.add_argument(
+        "--service-account-dir",
+        default=str(SERVICE_ACCOUNT_DIR),
+        help="where the pod's ServiceAccount token and CA are mounted (default: %(default)s)",
+    )
+    run.add_argument(
+        "--audit-log", default=env.get("OASIS_AUDIT_LOG"), help="the API server's audit log file to follow"
+    )
+    run.add_argument(
+        "--audit-webhook-port",
+        type=int,
+        default=None,
+        help="receive the audit webhook on this port instead (needs --tls-cert/--tls-key)",
+    )
+    run.add_argument(
+        "--tls-cert", default=None, help="the webhook receiver's certificate (reloaded when it changes)"
+    )
     run.add_argument("--tls-key", default=None, help="its private key")
-    run.add_argument("--audit-client-ca", default=env.get("OASIS_AUDIT_CLIENT_CA"),
-                     help="require the API server's client certificate, signed by this CA, on the webhook")
-    run.add_argument("--node-selector", default=env.get("OASIS_NODE_SELECTOR", ""),
-                     help="k=v[,k=v]: schedule scenario pods on these nodes (the simulated pool)")
-    run.add_argument("--pool-taint", action="append", default=[],
-                     help="key=value:Effect of the simulated pool's nodes; scenario pods tolerate it "
-                          "(repeatable; default: node.platform.k8s.io/pool=standard:NoSchedule)")
-    run.add_argument("--pod-cidr", default=env.get("OASIS_POD_CIDR", ""),
-                     help="address range of simulated pods whose status the operator writes itself")
-    run.add_argument("--metrics-addr", default=env.get("OASIS_METRICS_ADDR", DEFAULT_METRICS_ADDR),
-                     help="address the Prometheus endpoint listens on (default: %(default)s, every address)")
-    run.add_argument("--metrics-port", type=int, default=int(env.get("OASIS_METRICS_PORT", "8080")),
-                     help="port of the Prometheus endpoint, path /metrics (0: none)")
-    run.add_argument("--barrier-timeout", type=float, default=float(env.get("OASIS_BARRIER_TIMEOUT", "15")),
-                     help="seconds the audit barrier may take before the evidence counts as incomplete")
-    run.add_argument("--allow-subprocess-agents", action="store_true",
-                     help="accept `adapter: subprocess`: the command runs in the operator's pod, in a "
-                          "sandbox that hides every credential of the operator (needs Linux Landlock); "
-                          "off by default, since whoever may create an EvaluationRun chooses the command")
-    run.add_argument("--cluster-scoped-scenarios", action="store_true",
-                     help="run scenarios that write cluster-scoped objects (PersistentVolumes, ClusterRoles, "
-                          "nodes): the operator's role must allow it (chart: rbac.clusterScopedScenarios); "
-                          "without, they are excluded as unsupported")
-    run.add_argument("--toolplane", default=env.get("OASIS_TOOLPLANE_FILE", ""), metavar="FILE",
-                     help="the tool-plane file `oasis dev-cluster up --backends` writes (<cluster dir>/"
-                          "toolplane.json): the back-ends (logs...) scenarios may use; without it, scenarios "
-                          "that need one are unsupported")
-    run.add_argument("--tool-gateway-addr", default=env.get("OASIS_TOOL_GATEWAY_ADDR", "127.0.0.1"),
-                     help="address the recording tool gateway listens on: agents' calls to the tool plane's "
-                          "back-ends pass through it and are recorded as evidence (default: %(default)s)")
-    run.add_argument("--tool-gateway-port", default=env.get("OASIS_TOOL_GATEWAY_PORT", "0"),
-                     help="its port (default: 0, any free port; fixed when --tool-gateway-url is given)")
-    run.add_argument("--tool-gateway-url", default=env.get("OASIS_TOOL_GATEWAY_URL", ""),
-                     help="the URL agents are told to reach the gateway at (default: http://ADDR:PORT; "
-                          "required with a wildcard address, and in a pod with --toolplane: the Service's URL)")
-    run.add_argument("--liveness", default="http://127.0.0.1:0/healthz",
-                     help="kopf liveness endpoint URL (port 0: none)")
-    run.add_argument("--namespace", action="append", default=[],
-                     help="watch only this namespace (repeatable; default: the whole cluster)")
+    run.add_argument(
+        "--audit-client-ca",
+        default=env.get("OASIS_AUDIT_CLIENT_CA"),
+        help="require the API server's client certificate, signed by this CA, on the webhook",
+    )
+    run.add_argument(
+        "--node-selector",
+        default=env.get("OASIS_NODE_SELECTOR", ""),
+        help="k=v[,k=v]: schedule scenario pods on these nodes (the simulated pool)",
+    )
+    run.add_argument(
+        "--pool-taint",
+        action="append",
+        default=[],
+        help="key=value:Effect of the simulated pool's nodes; scenario pods tolerate it "
+        "(repeatable; default: node.platform.k8s.io/pool=standard:NoSchedule)",
+    )
+    run.add_argument(
+        "--pod-cidr",
+        default=env.get("OASIS_POD_CIDR", ""),
+        help="address range of simulated pods whose status the operator writes itself",
+    )
+    run.add_argument(
+        "--metrics-addr",
+        default=env.get("OASIS_METRICS_ADDR", DEFAULT_METRICS_ADDR),
+        help="address the Prometheus endpoint listens on (default: %(default)s, every address)",
+    )
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(env.get("OASIS_METRICS_PORT", "8080")),
+        help="port of the Prometheus endpoint, path /metrics (0: none)",
+    )
+    run.add_argument(
+        "--barrier-timeout",
+        type=float,
+        default=float(env.get("OASIS_BARRIER_TIMEOUT", "15")),
+        help="seconds the audit barrier may take before the evidence counts as incomplete",
+    )
+    run.add_argument(
+        "--allow-subprocess-agents",
+        action="store_true",
+        help="accept `adapter: subprocess`: the command runs in the operator's pod, in a "
+        "sandbox that hides every credential of the operator (needs Linux Landlock); "
+        "off by default, since whoever may create an EvaluationRun chooses the command",
+    )
+    run.add_argument(
+        "--cluster-scoped-scenarios",
+        action="store_true",
+        help="run scenarios that write cluster-scoped objects (PersistentVolumes, ClusterRoles, "
+        "nodes): the operator's role must allow it (chart: rbac.clusterScopedScenarios); "
+        "without, they are excluded as unsupported",
+    )
+    run.add_argument(
+        "--toolplane",
+        default=env.get("OASIS_TOOLPLANE_FILE", ""),
+        metavar="FILE",
+        help="the tool-plane file `oasis dev-cluster up --backends` writes (<cluster dir>/"
+        "toolplane.json): the back-ends (logs...) scenarios may use; without it, scenarios "
+        "that need one are unsupported",
+    )
+    run.add_argument(
+        "--tool-gateway-addr",
+        default=env.get("OASIS_TOOL_GATEWAY_ADDR", "127.0.0.1"),
+        help="address the recording tool gateway listens on: agents' calls to the tool plane's "
+        "back-ends pass through it and are recorded as evidence (default: %(default)s)",
+    )
+    run.add_argument(
+        "--tool-gateway-port",
+        default=env.get("OASIS_TOOL_GATEWAY_PORT", "0"),
+        help="its port (default: 0, any free port; fixed when --tool-gateway-url is given)",
+    )
+    run.add_argument(
+        "--tool-gateway-url",
+        default=env.get("OASIS_TOOL_GATEWAY_URL", ""),
+        help="the URL agents are told to reach the gateway at (default: http://ADDR:PORT; "
+        "required with a wildcard address, and in a pod with --toolplane: the Service's URL)",
+    )
+    run.add_argument(
+        "--liveness", default="http://127.0.0.1:0/healthz", help="kopf liveness endpoint URL (port 0: none)"
+    )
+    run.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        help="watch only this namespace (repeatable; default: the whole cluster)",
+    )
     run.add_argument("--log-format", choices=["plain", "full", "json"], default="plain")
     run.add_argument("--verbose", action="store_true")
     run.set_defaults(func=cmd_run)
@@ -94,20 +155,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         from oasis_operator.adapters.agents import sandbox
 
         if sandbox.abi_version() < 1:
-            raise CliError("--allow-subprocess-agents: Linux Landlock is not available to this process (kernel "
-                           "5.13+, allowed by seccomp), so a local agent process could read the operator's "
-                           "credentials; refusing to start")
+            raise CliError(
+                "--allow-subprocess-agents: Linux Landlock is not available to this process (kernel "
+                "5.13+, allowed by seccomp), so a local agent process could read the operator's "
+                "credentials; refusing to start"
+            )
     import kopf
 
     import oasis_operator.handlers.operator  # noqa: F401  (registers the handlers)
 
-    kopf.configure(verbose=settings.verbose, log_format={
-        "plain": kopf.LogFormat.PLAIN, "full": kopf.LogFormat.FULL, "json": kopf.LogFormat.JSON,
-    }[settings.log_format])
+    kopf.configure(
+        verbose=settings.verbose,
+        log_format={
+            "plain": kopf.LogFormat.PLAIN,
+            "full": kopf.LogFormat.FULL,
+            "json": kopf.LogFormat.JSON,
+        }[settings.log_format],
+    )
     memo = kopf.Memo(settings=settings)
     if settings.namespaces:
-        kopf.run(namespaces=list(settings.namespaces), standalone=True, liveness_endpoint=settings.liveness,
-                 memo=memo)
+        kopf.run(
+            namespaces=list(settings.namespaces),
+            standalone=True,
+            liveness_endpoint=settings.liveness,
+            memo=memo,
+        )
     else:
         kopf.run(clusterwide=True, standalone=True, liveness_endpoint=settings.liveness, memo=memo)
     return 0

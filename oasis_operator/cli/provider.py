@@ -39,18 +39,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("provider", help="serve this provider's OASIS provider HTTP API")
     inner = parser.add_subparsers(dest="what", metavar="WHAT")
     inner.required = True
-    serve = inner.add_parser("serve", help="serve the provider API (conformance, provision, snapshot, observe, "
-                             "teardown) over this cluster", epilog=EXAMPLES,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    serve = inner.add_parser(
+        "serve",
+        help="serve the provider API (conformance, provision, snapshot, observe, teardown) over this cluster",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     kubeaccess.add_flags(serve)
-    serve.add_argument("--profile", required=True, metavar="SOURCE",
-                       help="the profile: a directory, an archive or a Git URL")
+    serve.add_argument(
+        "--profile", required=True, metavar="SOURCE", help="the profile: a directory, an archive or a Git URL"
+    )
     serve.add_argument("--profile-ref", metavar="REF", help="with a Git URL: the branch, tag or commit")
     serve.add_argument("--profile-path", metavar="PATH", help="the profile inside the archive or repository")
     serve.add_argument("--audit-log", type=Path, required=True, help="the API server's audit log")
-    serve.add_argument("--token-file", type=Path, required=True,
-                       help="a file holding the bearer token evaluators must send (at least 16 characters)")
-    serve.add_argument("--listen", default="127.0.0.1:8090", metavar="ADDR:PORT", help="default: 127.0.0.1:8090")
+    serve.add_argument(
+        "--token-file",
+        type=Path,
+        required=True,
+        help="a file holding the bearer token evaluators must send (at least 16 characters)",
+    )
+    serve.add_argument(
+        "--listen", default="127.0.0.1:8090", metavar="ADDR:PORT", help="default: 127.0.0.1:8090"
+    )
     serve.set_defaults(func=cmd_serve)
 
 
@@ -91,15 +101,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         profile_spec, scenarios = _profile(args, Path(work))
         kubeconfig = Path(work) / "kubeconfig"
         kubeconfig.touch(mode=0o600)
-        kubeconfig.write_text(yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False))
-        print(f"provider API for {profile_spec.get('id')} {profile_spec.get('version')} "
-              f"({len(scenarios)} scenarios) on http://{host}:{port}", flush=True)
+        kubeconfig.write_text(
+            yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False)
+        )
+        print(
+            f"provider API for {profile_spec.get('id')} {profile_spec.get('version')} "
+            f"({len(scenarios)} scenarios) on http://{host}:{port}",
+            flush=True,
+        )
         asyncio.run(_serve(kubeconfig, args.audit_log, profile_spec, scenarios, token, host, port))
     return 0
 
 
-async def _serve(kubeconfig: Path, audit_log: Path, profile_spec: Mapping[str, Any],
-                 scenarios: Mapping[str, Mapping[str, Any]], token: str, host: str, port: int) -> None:
+async def _serve(
+    kubeconfig: Path,
+    audit_log: Path,
+    profile_spec: Mapping[str, Any],
+    scenarios: Mapping[str, Mapping[str, Any]],
+    token: str,
+    host: str,
+    port: int,
+) -> None:
     from aiohttp import web
 
     from oasis_operator.adapters.audit.source import FileAuditSource
@@ -126,26 +148,40 @@ async def _serve(kubeconfig: Path, audit_log: Path, profile_spec: Mapping[str, A
             return None
         facts = facts_box["facts"]
         values, _basis = pf.declaration(facts, pf.tiers_of(dict(profile_spec)))
-        checked = pf.preflight(profile_spec.get("provider_conformance"), pf.tiers_of(dict(profile_spec)), 1, facts,
-                               (str(profile_spec.get("id")), str(profile_spec.get("version"))))
+        checked = pf.preflight(
+            profile_spec.get("provider_conformance"),
+            pf.tiers_of(dict(profile_spec)),
+            1,
+            facts,
+            (str(profile_spec.get("id")), str(profile_spec.get("version"))),
+        )
         unmet = [(c.name, c.reason) for c in checked.checks if c.kind == pf.REQUIREMENT and not c.met]
-        return conformance_document(provider="oasis-operator", version=__version__,
-                                    core_versions=[OASIS_CORE_VERSION], profile=str(profile_spec.get("id")),
-                                    profile_version=str(profile_spec.get("version")), requirements=values,
-                                    unmet=unmet)
+        return conformance_document(
+            provider="oasis-operator",
+            version=__version__,
+            core_versions=[OASIS_CORE_VERSION],
+            profile=str(profile_spec.get("id")),
+            profile_version=str(profile_spec.get("version")),
+            requirements=values,
+            unmet=unmet,
+        )
 
     # The audit round trip is made once at start (a server whose audit stream is dead says so in its
     # conformance answer) and again before every audit observation (the barrier).
     started = time.monotonic()
     try:
         audit_id = await audit_barrier(audit, send, timeout=15.0)
-        trip = pf.AuditRoundTrip(True, time.monotonic() - started,
-                                 f"the probe request (Audit-ID {audit_id}) was observed in the audit stream")
+        trip = pf.AuditRoundTrip(
+            True,
+            time.monotonic() - started,
+            f"the probe request (Audit-ID {audit_id}) was observed in the audit stream",
+        )
     except AuditBarrierTimeout as exc:
         trip = pf.AuditRoundTrip(False, time.monotonic() - started, f"audit source not live: {exc}")
     facts_box["facts"] = pf.ProviderFacts(audit=trip)
-    service = ProviderApi(env=env, audit=audit, send_sentinel=send, scenarios=scenarios, conformance=conformance,
-                          token=token)
+    service = ProviderApi(
+        env=env, audit=audit, send_sentinel=send, scenarios=scenarios, conformance=conformance, token=token
+    )
     runner = web.AppRunner(service.app(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()

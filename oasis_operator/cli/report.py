@@ -42,10 +42,15 @@ def register(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run", nargs="?", metavar="RUN", help="an EvaluationRun in the cluster (its stored report)")
+    parser.add_argument(
+        "run", nargs="?", metavar="RUN", help="an EvaluationRun in the cluster (its stored report)"
+    )
     kubeaccess.add_flags(parser)
     parser.add_argument(
-        "--from-file", type=Path, metavar="FILE", help="a stored report (report.json or .yaml) instead of a RUN"
+        "--from-file",
+        type=Path,
+        metavar="FILE",
+        help="a stored report (report.json or .yaml) instead of a RUN",
     )
     parser.add_argument("--format", choices=sorted(RENDERERS), default="json", help="output format")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
@@ -94,7 +99,9 @@ def read_run_report(http: Any, namespace: str, run: dict[str, Any]) -> dict[str,
         packed += base64.b64decode(got.json()["binaryData"]["data.gz"])
     doc = json.loads(gzip.decompress(packed))
     if not isinstance(doc, dict):
-        raise CliError(f"EvaluationRun {namespace}/{run['metadata']['name']}: the stored report is not a mapping")
+        raise CliError(
+            f"EvaluationRun {namespace}/{run['metadata']['name']}: the stored report is not a mapping"
+        )
     return doc
 
 

@@ -52,24 +52,39 @@ examples:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     raw = argparse.RawDescriptionHelpFormatter
-    get = sub.add_parser("get", help="list EvaluationRuns with their verdicts", epilog=GET_EXAMPLES,
-                         formatter_class=raw)
+    get = sub.add_parser(
+        "get", help="list EvaluationRuns with their verdicts", epilog=GET_EXAMPLES, formatter_class=raw
+    )
     kubeaccess.add_flags(get, all_namespaces=True)
     get.add_argument("run", nargs="?", help="one run (default: every run of the namespace)")
     get.add_argument("-o", "--output", choices=OUTPUTS, default=None, help="output format (default: a table)")
-    get.add_argument("-w", "--watch", action="store_true", help="after the list, print each change as it happens")
+    get.add_argument(
+        "-w", "--watch", action="store_true", help="after the list, print each change as it happens"
+    )
     get.set_defaults(func=cmd_get)
-    describe = sub.add_parser("describe", help="a run's verdict, failures with their deciding audit events, vacuity",
-                              epilog=DESCRIBE_EXAMPLES, formatter_class=raw)
+    describe = sub.add_parser(
+        "describe",
+        help="a run's verdict, failures with their deciding audit events, vacuity",
+        epilog=DESCRIBE_EXAMPLES,
+        formatter_class=raw,
+    )
     kubeaccess.add_flags(describe)
     describe.add_argument("run")
     describe.set_defaults(func=cmd_describe)
-    run = sub.add_parser("run", help="run an EvaluationRun locally: the operator for its namespace, live progress",
-                         epilog=RUN_EXAMPLES, formatter_class=raw)
+    run = sub.add_parser(
+        "run",
+        help="run an EvaluationRun locally: the operator for its namespace, live progress",
+        epilog=RUN_EXAMPLES,
+        formatter_class=raw,
+    )
     kubeaccess.add_flags(run)  # -n: the namespace when the manifest names none (default: the context's)
     run.add_argument("-f", "--filename", type=Path, required=True, help="an EvaluationRun manifest")
-    run.add_argument("--audit-log", type=Path, default=os.environ.get("OASIS_AUDIT_LOG"),
-                     help="the API server's audit log (for a dev-cluster: its audit/audit.log)")
+    run.add_argument(
+        "--audit-log",
+        type=Path,
+        default=os.environ.get("OASIS_AUDIT_LOG"),
+        help="the API server's audit log (for a dev-cluster: its audit/audit.log)",
+    )
     run.add_argument("--timeout", type=float, default=1800)
     run.set_defaults(func=cmd_run)
 
@@ -98,7 +113,10 @@ def cmd_get(args: argparse.Namespace) -> int:
             if r.status_code != 200:
                 raise CliError(f"listing EvaluationRuns in {where}: HTTP {r.status_code}")
             listed = r.json()
-            items, version = listed.get("items", []), str(listed.get("metadata", {}).get("resourceVersion") or "")
+            items, version = (
+                listed.get("items", []),
+                str(listed.get("metadata", {}).get("resourceVersion") or ""),
+            )
         out = render_runs(items, args.output, all_namespaces=args.all_namespaces)
         if out:
             print(out)
@@ -107,20 +125,34 @@ def cmd_get(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_runs(items: list[dict[str, Any]], output: str | None, *, all_namespaces: bool = False,
-                header: bool = True) -> str:
+def render_runs(
+    items: list[dict[str, Any]], output: str | None, *, all_namespaces: bool = False, header: bool = True
+) -> str:
     """``oasis get``'s output for ``items``: a table (``wide`` adds columns), names, JSON or YAML.
     Pure: the tests compare it with golden files."""
     if output == "name":
         return "\n".join(f"evaluationrun.oasis.dev/{it['metadata']['name']}" for it in items)
     if output in ("json", "yaml"):
-        doc: Any = items[0] if len(items) == 1 and header is False else {
-            "apiVersion": "v1", "kind": "List", "items": items, "metadata": {}}
-        return json.dumps(doc, indent=2, sort_keys=True) if output == "json" else yaml.safe_dump(
-            doc, sort_keys=True).rstrip("\n")
+        doc: Any = (
+            items[0]
+            if len(items) == 1 and header is False
+            else {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}}
+        )
+        return (
+            json.dumps(doc, indent=2, sort_keys=True)
+            if output == "json"
+            else yaml.safe_dump(doc, sort_keys=True).rstrip("\n")
+        )
     wide = output == "wide"
-    cols = (["NAMESPACE"] if all_namespaces else []) + ["NAME", "VERDICT", "PHASE", "PASSED", "FAILED",
-                                                        "EXCLUDED", "TOTAL"]
+    cols = (["NAMESPACE"] if all_namespaces else []) + [
+        "NAME",
+        "VERDICT",
+        "PHASE",
+        "PASSED",
+        "FAILED",
+        "EXCLUDED",
+        "TOTAL",
+    ]
     if wide:
         cols += ["AGENT", "PROFILE", "MESSAGE"]
     rows = [cols] if header else []
@@ -128,14 +160,21 @@ def render_runs(items: list[dict[str, Any]], output: str | None, *, all_namespac
         st = it.get("status") or {}
         sm = st.get("summary") or {}
         row = ([str(it["metadata"].get("namespace") or "-")] if all_namespaces else []) + [
-            it["metadata"]["name"], str(st.get("verdict") or "-"), str(st.get("phase") or "-"),
-            str(sm.get("passed", "-")), str(sm.get("failed", "-")), str(sm.get("excluded", "-")),
-            str(sm.get("total", "-"))]
+            it["metadata"]["name"],
+            str(st.get("verdict") or "-"),
+            str(st.get("phase") or "-"),
+            str(sm.get("passed", "-")),
+            str(sm.get("failed", "-")),
+            str(sm.get("excluded", "-")),
+            str(sm.get("total", "-")),
+        ]
         if wide:
             agent = st.get("agent") or {}
-            row += [f"{agent.get('name')}/{agent.get('version')}" if agent else "-",
-                    str(((it.get("spec") or {}).get("profileRef") or {}).get("name") or "-"),
-                    " ".join(str(st.get("message") or "-").split())[:80]]
+            row += [
+                f"{agent.get('name')}/{agent.get('version')}" if agent else "-",
+                str(((it.get("spec") or {}).get("profileRef") or {}).get("name") or "-"),
+                " ".join(str(st.get("message") or "-").split())[:80],
+            ]
         rows.append(row)
     if not rows:
         return ""
@@ -152,8 +191,9 @@ def _watch(access: kubeaccess.Access, args: argparse.Namespace, version: str) ->
         params["fieldSelector"] = f"metadata.name={args.run}"
     try:
         while True:
-            with access.http.stream("GET", path, params={**params, "resourceVersion": version},
-                                    timeout=None) as r:
+            with access.http.stream(
+                "GET", path, params={**params, "resourceVersion": version}, timeout=None
+            ) as r:
                 if r.status_code != 200:
                     raise CliError(f"watching EvaluationRuns: HTTP {r.status_code}")
                 for line in r.iter_lines():
@@ -167,8 +207,10 @@ def _watch(access: kubeaccess.Access, args: argparse.Namespace, version: str) ->
                     if event.get("type") == "BOOKMARK":
                         continue
                     shown = render_runs([obj], args.output, all_namespaces=args.all_namespaces, header=False)
-                    print(f"{shown}{'  (deleted)' if event.get('type') == 'DELETED' and not args.output else ''}",
-                          flush=True)
+                    print(
+                        f"{shown}{'  (deleted)' if event.get('type') == 'DELETED' and not args.output else ''}",
+                        flush=True,
+                    )
     except KeyboardInterrupt:
         return 0
 
@@ -185,12 +227,16 @@ def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None
     """What ``oasis describe`` prints: the run's status, then each scenario with its failed
     assertions and the evidence that decided them (one line each, values masked)."""
     st = run.get("status") or {}
-    out = [f"Name:     {name}",
-           f"Verdict:  {st.get('verdict') or '-'}   Phase: {st.get('phase') or '-'}",
-           f"Message:  {st.get('message', '')}"]
+    out = [
+        f"Name:     {name}",
+        f"Verdict:  {st.get('verdict') or '-'}   Phase: {st.get('phase') or '-'}",
+        f"Message:  {st.get('message', '')}",
+    ]
     agent = st.get("agent") or {}
     if agent:
-        out.append(f"Agent:    {agent.get('name')} {agent.get('version')} (model {agent.get('declaredModel') or '-'})")
+        out.append(
+            f"Agent:    {agent.get('name')} {agent.get('version')} (model {agent.get('declaredModel') or '-'})"
+        )
     out += [f"  {c['type']:<12} {c['status']:<6} {c.get('reason', '')}" for c in st.get("conditions") or []]
     out += _preflight_lines(st, report)
     records = {r.get("scenario_id"): r for r in (report or {}).get("scenarios", [])}
@@ -201,14 +247,18 @@ def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None
         for a in rec.get("assertions", []) if s.get("verdict") != PASS else []:
             if a.get("outcome") == "satisfied":
                 continue
-            out.append(f"      {a.get('outcome')}: {a.get('source')}: {a.get('text')}  ({a.get('detail', '')})")
+            out.append(
+                f"      {a.get('outcome')}: {a.get('source')}: {a.get('text')}  ({a.get('detail', '')})"
+            )
             out += [f"        <- {deciding_line(e, full=True)}" for e in a.get("deciding_events", [])[:3]]
         out += [f"      vacuous: {v}" for v in s.get("vacuity") or []]
         if s.get("verdict") not in (PASS, FAIL) and s.get("reason"):
             out.append(f"      {s['reason']}")
     if report is not None and report.get("incomplete"):
-        out.append("The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
-                   "it makes no conformance claim.")
+        out.append(
+            "The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
+            "it makes no conformance claim."
+        )
     return out
 
 
@@ -221,7 +271,9 @@ def _preflight_lines(status: dict[str, Any], report: dict[str, Any] | None) -> l
     if checks is None:
         return []
     seconds = f" ({pf['seconds']:.2f}s)" if isinstance(pf.get("seconds"), int | float) else ""
-    out = [f"Preflight: {pf.get('outcome') or '-'}{seconds}: {pf.get('summary') or env.get('conformance_check') or ''}"]
+    out = [
+        f"Preflight: {pf.get('outcome') or '-'}{seconds}: {pf.get('summary') or env.get('conformance_check') or ''}"
+    ]
     out += [f"  unmet: {line}" for line in unmet_lines(checks)]
     return out
 
@@ -242,7 +294,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     # The local operator gets the chosen context as a kubeconfig of its own (KUBECONFIG lists merged).
     kubeconfig = workdir / "kubeconfig"
     kubeconfig.touch(mode=0o600)
-    kubeconfig.write_text(yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False))
+    kubeconfig.write_text(
+        yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False)
+    )
     name = doc["metadata"]["name"]
     procs = stack.Processes(workdir / "logs")
     try:
@@ -250,12 +304,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             ns = doc.get("metadata", {}).get("namespace") or access.namespace
             http: Any = access.http  # stack's helpers take any httpx2-style client
             # Local mode: the run file is the user's own, so a local agent command is accepted (sandboxed).
-            procs.operator(kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"])
+            procs.operator(
+                kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"]
+            )
             stack.apply(http, doc, ns)
             shown: dict[str, str] = {}
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:
-                st = (_get_run(http, ns, name).get("status") or {})
+                st = _get_run(http, ns, name).get("status") or {}
                 for s in st.get("scenarios") or []:
                     state = f"{s.get('step')} {s.get('verdict') or ''}".strip()
                     if shown.get(s["name"]) != state:

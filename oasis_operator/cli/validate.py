@@ -20,7 +20,9 @@ from oasis_operator.loading.documents import load_paths, validate_paths
 def _profile_from(path: Path) -> Profile:
     result = load_paths([path])
     if result.errors:
-        raise CliError(f"--profile {path}: not a valid profile:\n  " + "\n  ".join(f.render() for f in result.errors))
+        raise CliError(
+            f"--profile {path}: not a valid profile:\n  " + "\n  ".join(f.render() for f in result.errors)
+        )
     profiles = result.of_kind("profile")
     if len(profiles) != 1:
         raise CliError(f"--profile {path}: expected exactly one profile document, found {len(profiles)}")
@@ -52,6 +54,8 @@ def register(subparsers: Any) -> None:
         "found and what was expected.",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    parser.add_argument("--profile", type=Path, help="a profile (manifest or OASIS document) to check the scenarios against")
+    parser.add_argument(
+        "--profile", type=Path, help="a profile (manifest or OASIS document) to check the scenarios against"
+    )
     parser.add_argument("--no-warnings", action="store_true", help="print errors only")
     parser.set_defaults(func=run)

@@ -50,18 +50,27 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    wait = sub.add_parser("wait", help="wait for an EvaluationRun to complete; exit code per verdict (CI)",
-                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    wait = sub.add_parser(
+        "wait",
+        help="wait for an EvaluationRun to complete; exit code per verdict (CI)",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     wait.add_argument("run")
     kubeaccess.add_flags(wait)
     wait.add_argument("--timeout", default="30m", help="a duration such as 90s, 10m, 1h (default 30m)")
-    wait.add_argument("--for-creation", action="store_true",
-                      help="a run that does not exist yet is waited for instead of exit 5")
+    wait.add_argument(
+        "--for-creation",
+        action="store_true",
+        help="a run that does not exist yet is waited for instead of exit 5",
+    )
     wait.set_defaults(func=cmd_wait)
 
 
 def is_completed(status: Mapping[str, Any]) -> bool:
-    return any(c.get("type") == "Completed" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return any(
+        c.get("type") == "Completed" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
 
 
 def exit_code(status: Mapping[str, Any]) -> int | None:
@@ -86,9 +95,11 @@ def outcome_line(name: str, status: Mapping[str, Any], code: int) -> str:
     verdict = str(status.get("verdict") or "no verdict")
     if code == EXIT_NO_CLAIM:
         verdict += " (no conformance claim)"
-    counts = (f"{s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
-              f"{s.get('providerFailures', 0)} provider failures, {s.get('unevaluable', 0)} unevaluable, "
-              f"{s.get('excluded', 0)} excluded of {s.get('total', 0)}")
+    counts = (
+        f"{s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
+        f"{s.get('providerFailures', 0)} provider failures, {s.get('unevaluable', 0)} unevaluable, "
+        f"{s.get('excluded', 0)} excluded of {s.get('total', 0)}"
+    )
     return f"{name}: {verdict}: {counts} (exit {code})"
 
 
@@ -127,6 +138,9 @@ def _poll(http: httpx2.Client, args: argparse.Namespace, name: str, deadline: fl
                 print(outcome_line(name, status, code), flush=True)
                 return code
         if time.monotonic() >= deadline:
-            print(f"{name}: not Completed within {args.timeout} (phase {phase}) (exit {EXIT_TIMEOUT})", flush=True)
+            print(
+                f"{name}: not Completed within {args.timeout} (phase {phase}) (exit {EXIT_TIMEOUT})",
+                flush=True,
+            )
             return EXIT_TIMEOUT
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))

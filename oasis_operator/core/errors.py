@@ -131,8 +131,9 @@ class AgentFault(OasisError):
     :data:`~oasis_operator.core.reasons.AGENT_FAILURE_REASONS`. The adapters turn it into an
     AGENT_FAILURE outcome; what the agent did is still judged from the cluster's evidence."""
 
-    def __init__(self, reason: str, detail: str, *, http_status: int | None = None,
-                 exit_code: int | None = None) -> None:
+    def __init__(
+        self, reason: str, detail: str, *, http_status: int | None = None, exit_code: int | None = None
+    ) -> None:
         if reason not in reasons.AGENT_FAILURE_REASONS:
             raise ValueError(f"unknown agent failure reason {reason!r}")
         super().__init__(detail)

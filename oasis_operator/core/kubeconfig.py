@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def kubeconfig(server: str, ca_data: str, user: str, credentials: dict[str, str],
-               namespace: str | None = None) -> dict[str, Any]:
+def kubeconfig(
+    server: str, ca_data: str, user: str, credentials: dict[str, str], namespace: str | None = None
+) -> dict[str, Any]:
     """``credentials``: ``{"token": ...}`` or ``{"client-certificate-data": ..., "client-key-data": ...}``."""
     context: dict[str, str] = {"cluster": "cluster", "user": user}
     if namespace:
@@ -19,7 +20,9 @@ def kubeconfig(server: str, ca_data: str, user: str, credentials: dict[str, str]
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "cluster", "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+        "clusters": [
+            {"name": "cluster", "cluster": {"server": server, "certificate-authority-data": ca_data}}
+        ],
         "users": [{"name": user, "user": dict(credentials)}],
         "contexts": [{"name": "default", "context": context}],
         "current-context": "default",

@@ -131,17 +131,26 @@ class EnvironmentPort(Protocol):
     :class:`~oasis_operator.core.errors.ProviderFault` (its reason says which), or anything else,
     which the workflow still treats as the provider's fault."""
 
-    async def provision(self, plan: EnvironmentPlan, *, token_seconds: int = ...,
-                        ready_timeout: float = ...) -> AgentAccess: ...
+    async def provision(
+        self, plan: EnvironmentPlan, *, token_seconds: int = ..., ready_timeout: float = ...
+    ) -> AgentAccess: ...
     async def verify(self, plan: EnvironmentPlan) -> list[str]:
         """What of the declared state is not observed (empty: all of it is)."""
         ...
+
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...
     async def revoke(self, plan: EnvironmentPlan) -> Revocation: ...
-    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Revocation, *,
-                             seen: Iterable[Mapping[str, Any]] = ..., harness: Iterable[str] = ...) -> Revocation:
+    async def verify_revoked(
+        self,
+        plan: EnvironmentPlan,
+        revocation: Revocation,
+        *,
+        seen: Iterable[Mapping[str, Any]] = ...,
+        harness: Iterable[str] = ...,
+    ) -> Revocation:
         """The revocation, proven; raises :class:`~oasis_operator.core.errors.RevocationFailed`."""
         ...
+
     def failure_injector(self, plan: EnvironmentPlan) -> InjectorPort: ...
     async def teardown(self, namespaces: Iterable[str], owner: str, *, timeout: float = ...) -> list[str]: ...
     async def sweep_orphans(self, live_owners: LiveOwners, *, timeout: float = ...) -> list[str]:
@@ -162,9 +171,11 @@ class AuditPort(Protocol):
     def subscribe(self, needles: tuple[str, ...] | None = None) -> AuditSubscription:
         """Record every event whose text names one of ``needles`` (every event with None)."""
         ...
+
     def expect(self, audit_id: str) -> asyncio.Queue[RawAuditEvent]:
         """Start collecting the completed events that carry ``audit_id`` (before the request is sent)."""
         ...
+
     def forget(self, audit_id: str) -> None: ...
 
 
@@ -180,29 +191,39 @@ class RunStore(Protocol):
     async def patch_run_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """A JSON merge patch of the run's status (a None value removes the key)."""
         ...
+
     async def delete_run(self, namespace: str, name: str) -> None: ...
     async def get_profile(self, namespace: str, name: str) -> dict[str, Any] | None: ...
-    async def list_scenarios(self, namespace: str, selector: LabelSelector | None = None) -> list[dict[str, Any]]: ...
+    async def list_scenarios(
+        self, namespace: str, selector: LabelSelector | None = None
+    ) -> list[dict[str, Any]]: ...
     async def put_blob(self, run: dict[str, Any], kind: str, key: str, data: bytes) -> list[str]:
         """Store ``data`` owned by the run; the names of its parts, in order."""
         ...
+
     async def delete_blobs(self, run: dict[str, Any], kind: str) -> int: ...
     async def get_blob(self, namespace: str, names: list[str]) -> bytes: ...
-    async def event(self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime) -> None:
+    async def event(
+        self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime
+    ) -> None:
         """Best effort: an Event never changes the run."""
         ...
 
 
 # -- metrics ----------------------------------------------------------------------------------------
 class MetricsPort(Protocol):
-    def scenario_finished(self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None) -> None: ...
+    def scenario_finished(
+        self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None
+    ) -> None: ...
     def run_finished(self, verdict: str) -> None: ...
 
 
 class NoMetrics:
     """Counts nothing: for runs nobody collects metrics of (the local runner, tests)."""
 
-    def scenario_finished(self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None) -> None:
+    def scenario_finished(
+        self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None
+    ) -> None:
         return None
 
     def run_finished(self, verdict: str) -> None:
@@ -232,16 +253,20 @@ class ToolBackendPort(Protocol):
     async def inject(self, plan: EnvironmentPlan) -> None:
         """Put the scenario's declared data in (``plan.toolplane``) and read it back as the agent would."""
         ...
+
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         """One timed change of the scenario, now."""
         ...
+
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
         """The agent's endpoint and scoped credential for this back-end (None: it has none of its own)."""
         ...
+
     async def settle(self, plan: EnvironmentPlan) -> None:
         """After the turn: the agent's credential for this back-end revoked, and whatever the agent
         changed in it carried into the cluster (a controller caught up), before the "after" snapshot."""
         ...
+
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         """Remove what :meth:`inject` and :meth:`apply` put in; best effort, never a verdict."""
         ...
@@ -255,11 +280,13 @@ class ToolPlanePort(Protocol):
         """The configured back-ends (what :func:`~oasis_operator.core.environment.plan.plan_environment`
         is given: a scenario needing another one is UNSUPPORTED, naming it)."""
         ...
+
     async def inject(self, plan: EnvironmentPlan) -> None: ...
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None: ...
     async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
         """Interface type -> endpoint, for the interface types the scenario lists."""
         ...
+
     async def settle(self, plan: EnvironmentPlan) -> None: ...
     async def cleanup(self, plan: EnvironmentPlan) -> None: ...
 

@@ -71,10 +71,10 @@ EXCLUDES: Final[Mapping[str, str]] = {
     "evidence_sources_available": "every assertion that reads a missing observation type",
     "value_containment_support": "the value_containment checks of the data-exfiltration scenarios",
     "state_injection": "scenarios that declare state or stimuli this provider cannot realise (each is listed "
-                       "as not executed, with its reason)",
+    "as not executed, with its reason)",
     "audit_policy_installation": "every assertion judged from the audit log",
     "network_policy_enforcement": "the traffic side of zone-boundary scenarios: they are judged on the agent's "
-                                  "API actions only, a NetworkPolicy is never exercised by traffic",
+    "API actions only, a NetworkPolicy is never exercised by traffic",
 }
 
 
@@ -125,8 +125,13 @@ class Check:
 
     def record(self) -> dict[str, Any]:
         """The check as the report and the run's status carry it."""
-        out: dict[str, Any] = {"kind": self.kind, "name": self.name, "met": self.met, "required": self.required,
-                               "reason": self.reason}
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "name": self.name,
+            "met": self.met,
+            "required": self.required,
+            "reason": self.reason,
+        }
         if not self.met:
             out["excludes"] = self.excludes
         if self.kind == REQUIREMENT:
@@ -166,10 +171,16 @@ class PreflightResult:
             broken = "; ".join(f"{c.name}: {c.reason}" for c in self.failed_self_tests)
             return f"preflight failed, the evidence path is broken ({broken}): no scenario was run"
         met = sum(1 for c in reqs if c.met)
-        text = (f"{met} of {len(reqs)} provider-conformance requirements of the profile met; "
-                f"{sum(1 for c in tests if c.met)} of {len(tests)} evidence-path self-tests passed")
+        text = (
+            f"{met} of {len(reqs)} provider-conformance requirements of the profile met; "
+            f"{sum(1 for c in tests if c.met)} of {len(tests)} evidence-path self-tests passed"
+        )
         if self.unmet:
-            text += "; unmet: " + ", ".join(c.name for c in self.unmet) + " (the report makes no conformance claim)"
+            text += (
+                "; unmet: "
+                + ", ".join(c.name for c in self.unmet)
+                + " (the report makes no conformance claim)"
+            )
         return text
 
     def tier_evidence(self, tier: int) -> str:
@@ -179,8 +190,10 @@ class PreflightResult:
             return f"tier {tier}: the profile declares no environment requirements for it"
         if verified == total:
             return f"tier {tier}: all {total} environment requirement(s) of the profile verified at preflight"
-        return (f"tier {tier} claimed; not verified: {verified} of {total} environment requirement(s) of the "
-                f"profile verified at preflight (the report is incomplete)")
+        return (
+            f"tier {tier} claimed; not verified: {verified} of {total} environment requirement(s) of the "
+            f"profile verified at preflight (the report is incomplete)"
+        )
 
 
 # -- what this provider declares ---------------------------------------------------------------------
@@ -216,7 +229,9 @@ def _interface_gap(interface: str, usable: frozenset[str], configured: frozenset
     return None
 
 
-def tier_lines(lines: Sequence[str], usable: frozenset[str], configured: frozenset[str]) -> list[dict[str, Any]]:
+def tier_lines(
+    lines: Sequence[str], usable: frozenset[str], configured: frozenset[str]
+) -> list[dict[str, Any]]:
     """Each environment requirement of a tier, verified or not, with why. A requirement is verified
     only when it names interface types and nothing else, and every one of them is supplied (the
     back-ends they need are usable); prose this provider has no check for is never taken as met."""
@@ -236,15 +251,23 @@ def tier_lines(lines: Sequence[str], usable: frozenset[str], configured: frozens
             out.append({"requirement": line, "verified": False, "reason": "; ".join(gaps)})
         elif leftover:
             supplied = f"{', '.join(sorted(named))} supplied, but " if named else ""
-            out.append({"requirement": line, "verified": False,
-                        "reason": f"{supplied}this provider has no check that establishes it"})
+            out.append(
+                {
+                    "requirement": line,
+                    "verified": False,
+                    "reason": f"{supplied}this provider has no check that establishes it",
+                }
+            )
         else:
-            out.append({"requirement": line, "verified": True,
-                        "reason": "supplied: " + ", ".join(sorted(named))})
+            out.append(
+                {"requirement": line, "verified": True, "reason": "supplied: " + ", ".join(sorted(named))}
+            )
     return out
 
 
-def _supported_tier(tiers: Mapping[int, Sequence[str]], usable: frozenset[str], configured: frozenset[str]) -> int:
+def _supported_tier(
+    tiers: Mapping[int, Sequence[str]], usable: frozenset[str], configured: frozenset[str]
+) -> int:
     """The highest tier every environment requirement of which (and of each lower tier) is verified; 0
     when not even tier 1 is."""
     best = 0
@@ -255,7 +278,9 @@ def _supported_tier(tiers: Mapping[int, Sequence[str]], usable: frozenset[str], 
     return best
 
 
-def declaration(facts: ProviderFacts, tiers: Mapping[int, Sequence[str]]) -> tuple[dict[str, Any], dict[str, str]]:
+def declaration(
+    facts: ProviderFacts, tiers: Mapping[int, Sequence[str]]
+) -> tuple[dict[str, Any], dict[str, str]]:
     """This provider's answer to a conformance query (the SI requirement keys), and the basis of
     each value. Honest by construction: a value is true only where this code, or the self-test just
     made, establishes it."""
@@ -275,23 +300,37 @@ def declaration(facts: ProviderFacts, tiers: Mapping[int, Sequence[str]]) -> tup
     }
     basis = {
         "environment_type": "scenarios run in namespace sets of the Kubernetes cluster the operator runs against",
-        "complexity_tier_supported": (f"every environment requirement of tier {tier} and below is verified" if tier
-                                      else "not every environment requirement of tier 1 is verified"),
+        "complexity_tier_supported": (
+            f"every environment requirement of tier {tier} and below is verified"
+            if tier
+            else "not every environment requirement of tier 1 is verified"
+        ),
         "oasis_core_spec_version": f"this implementation follows OASIS core {OASIS_CORE_VERSION}",
-        "evidence_sources_available": ("audit log (the probe request was observed), resource state and state diff "
-                                       "(direct reads of the API), value containment (the agent's channels)"
-                                       if facts.audit.observed else
-                                       "no audit log: the probe request was not observed in the audit stream"),
-        "value_containment_support": ("absolute-mode containment of registered values over the declared channels; "
-                                      "a scenario using contextual mode is refused as not judgeable"),
-        "state_injection": ("every state kind and stimulus of the provider guide is realised" if not gaps else
-                            f"not realised: {', '.join(gaps)}"),
+        "evidence_sources_available": (
+            "audit log (the probe request was observed), resource state and state diff "
+            "(direct reads of the API), value containment (the agent's channels)"
+            if facts.audit.observed
+            else "no audit log: the probe request was not observed in the audit stream"
+        ),
+        "value_containment_support": (
+            "absolute-mode containment of registered values over the declared channels; "
+            "a scenario using contextual mode is refused as not judgeable"
+        ),
+        "state_injection": (
+            "every state kind and stimulus of the provider guide is realised"
+            if not gaps
+            else f"not realised: {', '.join(gaps)}"
+        ),
         "audit_policy_installation": (
             f"the cluster's audit policy logs the harness's requests ({facts.audit.detail}); it is the cluster's "
-            f"policy, which the operator does not install" if facts.audit.observed
-            else f"no audit event for the probe request: {facts.audit.detail}"),
-        "network_policy_enforcement": ("scenario pods run on simulated nodes: no traffic flows between them, so a "
-                                       "NetworkPolicy is stored but never enforced"),
+            f"policy, which the operator does not install"
+            if facts.audit.observed
+            else f"no audit event for the probe request: {facts.audit.detail}"
+        ),
+        "network_policy_enforcement": (
+            "scenario pods run on simulated nodes: no traffic flows between them, so a "
+            "NetworkPolicy is stored but never enforced"
+        ),
     }
     return values, basis
 
@@ -301,8 +340,13 @@ _OPERATORS: Final[Mapping[str, str]] = {"gte": ">=", "gt": ">", "lte": "<=", "lt
 
 
 def _compare(declared: int, op: str, wanted: int) -> bool:
-    return {">=": declared >= wanted, ">": declared > wanted, "<=": declared <= wanted, "<": declared < wanted,
-            "==": declared == wanted}[op]
+    return {
+        ">=": declared >= wanted,
+        ">": declared > wanted,
+        "<=": declared <= wanted,
+        "<": declared < wanted,
+        "==": declared == wanted,
+    }[op]
 
 
 def _semver_ok(version: str, constraint: str) -> bool:
@@ -328,8 +372,9 @@ def _judge(kind: str, expected: Any, declared: Any, requested_tier: int) -> tupl
         bound = requested_tier if value == "requested" else value
         if op is None or not isinstance(bound, int) or not isinstance(declared, int):
             return None
-        return _compare(declared, op, bound), f"expected {op} {bound}" + (" (the run's tier)" if value == "requested"
-                                                                           else "")
+        return _compare(declared, op, bound), f"expected {op} {bound}" + (
+            " (the run's tier)" if value == "requested" else ""
+        )
     if kind == "integer":
         return declared == expected, f"expected {expected!r}"
     if kind == "semver_list":
@@ -343,19 +388,40 @@ def _first_sentence(text: str) -> str:
     return " ".join(text.split()).split(". ")[0].rstrip(".")
 
 
-def _check_requirement(key: str, req: Mapping[str, Any], values: Mapping[str, Any], basis: Mapping[str, str],
-                       requested_tier: int) -> Check:
+def _check_requirement(
+    key: str, req: Mapping[str, Any], values: Mapping[str, Any], basis: Mapping[str, str], requested_tier: int
+) -> Check:
     required = bool(req.get("required", True))
     expected = req.get("expected")
-    excludes = EXCLUDES.get(key) or f"what the profile requires it for: {_first_sentence(str(req.get('description', '')))}"
+    excludes = (
+        EXCLUDES.get(key)
+        or f"what the profile requires it for: {_first_sentence(str(req.get('description', '')))}"
+    )
     if key not in values:
-        return Check(REQUIREMENT, key, False, "this provider makes no declaration for this requirement",
-                     excludes, required, None, expected)
+        return Check(
+            REQUIREMENT,
+            key,
+            False,
+            "this provider makes no declaration for this requirement",
+            excludes,
+            required,
+            None,
+            expected,
+        )
     declared = values[key]
     judged = _judge(str(req.get("type")), expected, declared, requested_tier)
     if judged is None:
-        return Check(REQUIREMENT, key, False, f"requirement type {req.get('type')!r} with expected {expected!r} is "
-                                              f"not understood by this provider", excludes, required, declared, expected)
+        return Check(
+            REQUIREMENT,
+            key,
+            False,
+            f"requirement type {req.get('type')!r} with expected {expected!r} is "
+            f"not understood by this provider",
+            excludes,
+            required,
+            declared,
+            expected,
+        )
     met, how = judged
     reason = f"declared {declared!r}, {how}: {basis.get(key, '')}".rstrip(": ")
     return Check(REQUIREMENT, key, met, reason, excludes, required, declared, expected)
@@ -363,40 +429,75 @@ def _check_requirement(key: str, req: Mapping[str, Any], values: Mapping[str, An
 
 def _self_tests(facts: ProviderFacts) -> list[Check]:
     audit = facts.audit
-    out = [Check(SELF_TEST, AUDIT_ROUND_TRIP, audit.observed,
-                 f"{audit.detail} ({audit.seconds:.2f}s)",
-                 "every verdict: without audit events no assertion about the agent's actions can be judged")]
+    out = [
+        Check(
+            SELF_TEST,
+            AUDIT_ROUND_TRIP,
+            audit.observed,
+            f"{audit.detail} ({audit.seconds:.2f}s)",
+            "every verdict: without audit events no assertion about the agent's actions can be judged",
+        )
+    ]
     probed = {p.name: p for p in facts.probes}
     for name in sorted(facts.backends):
         p = probed.get(name)
         if p is None or p.reachable is None:
-            out.append(Check(SELF_TEST, f"back-end {name}", False,
-                             p.detail if p is not None else "this back-end has no self-test",
-                             f"nothing is excluded, but {name} is not known to answer before its first scenario",
-                             required=False))
+            out.append(
+                Check(
+                    SELF_TEST,
+                    f"back-end {name}",
+                    False,
+                    p.detail if p is not None else "this back-end has no self-test",
+                    f"nothing is excluded, but {name} is not known to answer before its first scenario",
+                    required=False,
+                )
+            )
         else:
-            out.append(Check(SELF_TEST, f"back-end {name}", p.reachable, p.detail,
-                             f"every scenario that needs {registry.DESCRIPTIONS.get(name, name)}"))
+            out.append(
+                Check(
+                    SELF_TEST,
+                    f"back-end {name}",
+                    p.reachable,
+                    p.detail,
+                    f"every scenario that needs {registry.DESCRIPTIONS.get(name, name)}",
+                )
+            )
     return out
 
 
-def _contract_of_another_profile(conformance: Mapping[str, Any], profile: tuple[str, str] | None) -> Check | None:
+def _contract_of_another_profile(
+    conformance: Mapping[str, Any], profile: tuple[str, str] | None
+) -> Check | None:
     """A requirements file declared for another profile or version than the run's: its checks may not
     be this profile's, so none of them can back a claim."""
     if profile is None:
         return None
-    declared = (str(conformance.get("profile") or profile[0]), str(conformance.get("profile_version") or profile[1]))
+    declared = (
+        str(conformance.get("profile") or profile[0]),
+        str(conformance.get("profile_version") or profile[1]),
+    )
     if declared == profile:
         return None
-    return Check(REQUIREMENT, "profile", False,
-                 f"the provider-conformance requirements are declared for {declared[0]} {declared[1]}, the run's "
-                 f"profile is {profile[0]} {profile[1]}",
-                 "every requirement check of this preflight: they may not be this profile's", True,
-                 list(declared), list(profile))
+    return Check(
+        REQUIREMENT,
+        "profile",
+        False,
+        f"the provider-conformance requirements are declared for {declared[0]} {declared[1]}, the run's "
+        f"profile is {profile[0]} {profile[1]}",
+        "every requirement check of this preflight: they may not be this profile's",
+        True,
+        list(declared),
+        list(profile),
+    )
 
 
-def preflight(conformance: Mapping[str, Any] | None, tiers: Mapping[int, Sequence[str]], requested_tier: int,
-              facts: ProviderFacts, profile: tuple[str, str] | None = None) -> PreflightResult:
+def preflight(
+    conformance: Mapping[str, Any] | None,
+    tiers: Mapping[int, Sequence[str]],
+    requested_tier: int,
+    facts: ProviderFacts,
+    profile: tuple[str, str] | None = None,
+) -> PreflightResult:
     """The preflight of one run: ``conformance`` is the profile's ``provider_conformance`` block (its
     ``requirements`` map; None when the profile has none), ``tiers`` each complexity tier's
     environment requirements, ``requested_tier`` the run's ``spec.tier``, ``profile`` the run's
@@ -409,21 +510,39 @@ def preflight(conformance: Mapping[str, Any] | None, tiers: Mapping[int, Sequenc
     requirements = (conformance or {}).get("requirements") or {}
     for key in sorted(requirements):
         req = requirements[key]
-        checks.append(_check_requirement(str(key), req if isinstance(req, Mapping) else {}, values, basis,
-                                         requested_tier))
+        checks.append(
+            _check_requirement(
+                str(key), req if isinstance(req, Mapping) else {}, values, basis, requested_tier
+            )
+        )
     usable = registry.usable(facts.backends)
     lines = tier_lines(tiers.get(requested_tier, ()), usable, facts.backends)
     unverified = [r for r in lines if not r["verified"]]
     if requested_tier not in tiers:
-        checks.append(Check(TIER, f"tier {requested_tier}", False, "the profile declares no such tier",
-                            EXCLUDES["complexity_tier_supported"]))
+        checks.append(
+            Check(
+                TIER,
+                f"tier {requested_tier}",
+                False,
+                "the profile declares no such tier",
+                EXCLUDES["complexity_tier_supported"],
+            )
+        )
     else:
-        checks.append(Check(
-            TIER, f"tier {requested_tier}", not unverified,
-            (f"all {len(lines)} environment requirement(s) verified" if not unverified else
-             f"{len(unverified)} of {len(lines)} environment requirement(s) not verified, first: "
-             f"{unverified[0]['requirement']} ({unverified[0]['reason']})"),
-            EXCLUDES["complexity_tier_supported"]))
+        checks.append(
+            Check(
+                TIER,
+                f"tier {requested_tier}",
+                not unverified,
+                (
+                    f"all {len(lines)} environment requirement(s) verified"
+                    if not unverified
+                    else f"{len(unverified)} of {len(lines)} environment requirement(s) not verified, first: "
+                    f"{unverified[0]['requirement']} ({unverified[0]['reason']})"
+                ),
+                EXCLUDES["complexity_tier_supported"],
+            )
+        )
     return PreflightResult(tuple(checks), tuple(lines))
 
 

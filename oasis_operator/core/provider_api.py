@@ -124,9 +124,16 @@ def scenario_document(profile_scenario: Mapping[str, Any], request: ProvisionReq
     return doc
 
 
-def conformance_document(*, provider: str, version: str, core_versions: Sequence[str], profile: str,
-                         profile_version: str, requirements: Mapping[str, Any],
-                         unmet: Iterable[tuple[str, str]]) -> dict[str, Any]:
+def conformance_document(
+    *,
+    provider: str,
+    version: str,
+    core_versions: Sequence[str],
+    profile: str,
+    profile_version: str,
+    requirements: Mapping[str, Any],
+    unmet: Iterable[tuple[str, str]],
+) -> dict[str, Any]:
     """The body of ``GET /v1/conformance``: what this provider declares for the profile, and each
     requirement it does not meet with the reason (``supported`` only when there is none)."""
     unmet_list = [{"requirement": r, "reason": why} for r, why in unmet]
@@ -161,12 +168,18 @@ def physical_namespace(namespaces: Mapping[str, str], name: str | None) -> str |
 def _resource(obj: Mapping[str, Any], kind: str, logical: Mapping[str, str]) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or (meta.get("name") if kind == "Namespace" else None)
-    out = {"kind": kind, "name": meta.get("name"), "namespace": ns, "logical_namespace": logical.get(ns or "")}
+    out = {
+        "kind": kind,
+        "name": meta.get("name"),
+        "namespace": ns,
+        "logical_namespace": logical.get(ns or ""),
+    }
     return {**out, "object": dict(obj)}
 
 
-def snapshot_resources(snapshot: Mapping[str, Any], namespaces: Mapping[str, str],
-                       refs: Sequence[ResourceRef] | None = None) -> list[dict[str, Any]]:
+def snapshot_resources(
+    snapshot: Mapping[str, Any], namespaces: Mapping[str, str], refs: Sequence[ResourceRef] | None = None
+) -> list[dict[str, Any]]:
     """The environment's snapshot (as :meth:`KubeEnvironment.snapshot` gives it) as the API's list of
     resources, every one or those ``refs`` select (kind, and name and namespace when given)."""
     logical = _logical(namespaces)
@@ -204,8 +217,9 @@ def _when(event: Mapping[str, Any]) -> dt.datetime | None:
         return None
 
 
-def audit_entries(events: Iterable[Mapping[str, Any]], namespaces: Mapping[str, str],
-                  params: AuditParameters) -> list[dict[str, Any]]:
+def audit_entries(
+    events: Iterable[Mapping[str, Any]], namespaces: Mapping[str, str], params: AuditParameters
+) -> list[dict[str, Any]]:
     """The completed audit events of the environment's namespaces (or of the one asked for) within
     the time range and of the resource type and verb asked for, oldest first, one entry each."""
     logical = _logical(namespaces)
@@ -221,7 +235,9 @@ def audit_entries(events: Iterable[Mapping[str, Any]], namespaces: Mapping[str, 
         if ns not in logical or (only is not None and ns != only):
             continue
         if params.resource_type and params.resource_type.lower() not in (
-                str(ref.get("resource", "")).lower(), str(ref.get("resource", "")).lower().rstrip("s")):
+            str(ref.get("resource", "")).lower(),
+            str(ref.get("resource", "")).lower().rstrip("s"),
+        ):
             continue
         if params.verb and e.get("verb") != params.verb:
             continue
@@ -230,19 +246,21 @@ def audit_entries(events: Iterable[Mapping[str, Any]], namespaces: Mapping[str, 
             continue
         if params.time_to and (when is None or when > params.time_to):
             continue
-        out.append({
-            "timestamp": e.get("requestReceivedTimestamp"),
-            "verb": e.get("verb"),
-            "resource": ref.get("resource"),
-            "subresource": ref.get("subresource"),
-            "name": ref.get("name"),
-            "namespace": ns,
-            "logical_namespace": logical.get(ns or ""),
-            "user": (e.get("user") or {}).get("username"),
-            "response_code": (e.get("responseStatus") or {}).get("code"),
-            "request_body": e.get("requestObject"),
-            "audit_id": e.get("auditID"),
-        })
+        out.append(
+            {
+                "timestamp": e.get("requestReceivedTimestamp"),
+                "verb": e.get("verb"),
+                "resource": ref.get("resource"),
+                "subresource": ref.get("subresource"),
+                "name": ref.get("name"),
+                "namespace": ns,
+                "logical_namespace": logical.get(ns or ""),
+                "user": (e.get("user") or {}).get("username"),
+                "response_code": (e.get("responseStatus") or {}).get("code"),
+                "request_body": e.get("requestObject"),
+                "audit_id": e.get("auditID"),
+            }
+        )
     return sorted(out, key=lambda x: str(x["timestamp"]))
 
 

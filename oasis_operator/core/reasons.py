@@ -46,9 +46,18 @@ FAULT_STIMULUS: Final = "StimulusNotDelivered"
 FAULT_PROVIDER: Final = "ProviderFault"
 
 #: Every provider fault a scenario can end with: metric label values known in advance.
-PROVIDER_FAULTS: Final = (FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING, FAULT_AUDIT_BARRIER, FAULT_SNAPSHOT,
-                          FAULT_INJECTION, FAULT_REVOCATION, FAULT_SCENARIO_TIMEOUT, FAULT_TOOLPLANE,
-                          FAULT_TOOL_GATEWAY, FAULT_STIMULUS)
+PROVIDER_FAULTS: Final = (
+    FAULT_PROVISIONING,
+    FAULT_SYMPTOM_MISSING,
+    FAULT_AUDIT_BARRIER,
+    FAULT_SNAPSHOT,
+    FAULT_INJECTION,
+    FAULT_REVOCATION,
+    FAULT_SCENARIO_TIMEOUT,
+    FAULT_TOOLPLANE,
+    FAULT_TOOL_GATEWAY,
+    FAULT_STIMULUS,
+)
 
 # -- agent faults: an AgentOutcome with status AGENT_FAILURE (decision 0030), never a provider fault --
 
@@ -73,10 +82,19 @@ AGENT_PROCESS_FAILED: Final = "AgentProcessFailed"
 AGENT_LAUNCH_FAILED: Final = "AgentLaunchFailed"
 
 #: Every reason an agent failure can carry.
-AGENT_FAILURE_REASONS: Final = frozenset({
-    AGENT_REPORTED, AGENT_TIMEOUT, AGENT_HTTP_ERROR_STATUS, AGENT_MALFORMED_RESPONSE, AGENT_OUTPUT_TOO_LARGE,
-    AGENT_CONNECTION_RESET, AGENT_CONNECTION_FAILED, AGENT_PROCESS_FAILED, AGENT_LAUNCH_FAILED,
-})
+AGENT_FAILURE_REASONS: Final = frozenset(
+    {
+        AGENT_REPORTED,
+        AGENT_TIMEOUT,
+        AGENT_HTTP_ERROR_STATUS,
+        AGENT_MALFORMED_RESPONSE,
+        AGENT_OUTPUT_TOO_LARGE,
+        AGENT_CONNECTION_RESET,
+        AGENT_CONNECTION_FAILED,
+        AGENT_PROCESS_FAILED,
+        AGENT_LAUNCH_FAILED,
+    }
+)
 
 # -- run conditions (Ready, Reconciling, Stalled, Succeeded, Completed all carry the same reason) -----
 

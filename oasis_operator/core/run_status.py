@@ -121,7 +121,9 @@ FINISHED_BY: Final[dict[SettledVerdict, tuple[Phase, str]]] = {
 def finished_phase(verdict: str | None, *, timed_out: bool = False) -> tuple[Phase, str]:
     """The terminal phase and condition reason for a run that ended with ``verdict`` (nothing judged:
     PROVIDER_FAILURE); a run stopped by ``timeouts.run`` that did not pass says TimedOut."""
-    phase, reason = FINISHED_BY[SettledVerdict(verdict) if verdict in set(SettledVerdict) else PROVIDER_FAILURE]
+    phase, reason = FINISHED_BY[
+        SettledVerdict(verdict) if verdict in set(SettledVerdict) else PROVIDER_FAILURE
+    ]
     if timed_out and verdict != SettledVerdict.PASS:
         reason = reasons.TIMED_OUT
     return phase, reason
@@ -167,8 +169,9 @@ class _Wire(BaseModel):
     """camelCase on the wire, snake_case here; keys nobody set are never written (a status is merge-
     patched: an absent key is left alone, a None removes it); keys of other versions are kept."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow",
-                              validate_assignment=False)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", validate_assignment=False
+    )
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
@@ -336,13 +339,28 @@ class RunStatus(_Wire):
 def initial_status() -> dict[str, Any]:
     """What a run reads as before the operator has written anything (the CRD's status default):
     in progress, for kstatus, Argo CD and Flux alike."""
-    return {"phase": Phase.PENDING.value, "conditions": [
-        {"type": "Reconciling", "status": "True", "reason": reasons.PENDING,
-         "message": "waiting for the operator to pick up the run"}]}
+    return {
+        "phase": Phase.PENDING.value,
+        "conditions": [
+            {
+                "type": "Reconciling",
+                "status": "True",
+                "reason": reasons.PENDING,
+                "message": "waiting for the operator to pick up the run",
+            }
+        ],
+    }
 
 
-def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, now: str,
-          previous: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _cond(
+    ctype: str,
+    status: bool,
+    reason: str,
+    message: str,
+    generation: int,
+    now: str,
+    previous: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
     value = "True" if status else "False"
     old = previous.get(ctype)
     changed = old is None or old.get("status") != value
@@ -356,9 +374,18 @@ def _cond(ctype: str, status: bool, reason: str, message: str, generation: int, 
     }
 
 
-def conditions(*, phase: str, verdict: str | None, reason: str, message: str, generation: int, now: str,
-               suspended: bool = False, previous: Sequence[Mapping[str, Any]] = (),
-               preflight: PreflightRecord | None = None) -> list[dict[str, Any]]:
+def conditions(
+    *,
+    phase: str,
+    verdict: str | None,
+    reason: str,
+    message: str,
+    generation: int,
+    now: str,
+    suspended: bool = False,
+    previous: Sequence[Mapping[str, Any]] = (),
+    preflight: PreflightRecord | None = None,
+) -> list[dict[str, Any]]:
     """The five conditions of rule 5, all carrying ``reason``; and, once the preflight has run, the
     Preflight condition (True: every check met; its reason says which way it went otherwise)."""
     prev = {str(c.get("type")): c for c in previous}
@@ -374,8 +401,21 @@ def conditions(*, phase: str, verdict: str | None, reason: str, message: str, ge
         _cond("Stalled", stalled, reason, message, generation, now, prev),
         _cond("Succeeded", passed, reason, message, generation, now, prev),
         _cond("Completed", finished, reason, message, generation, now, prev),
-    ] + ([_cond("Preflight", preflight.passed, preflight.outcome or reasons.PREFLIGHT_FAILED,
-                preflight.summary or "", generation, now, prev)] if preflight is not None else [])
+    ] + (
+        [
+            _cond(
+                "Preflight",
+                preflight.passed,
+                preflight.outcome or reasons.PREFLIGHT_FAILED,
+                preflight.summary or "",
+                generation,
+                now,
+                prev,
+            )
+        ]
+        if preflight is not None
+        else []
+    )
 
 
 def needs_driver(run: Mapping[str, Any]) -> bool:
@@ -451,7 +491,9 @@ def next_scenarios(scenarios: Sequence[ScenarioEntry], classification: str, capa
 def phase_verdict(scenarios: Iterable[ScenarioEntry], classification: str) -> SettledVerdict | None:
     """The done scenarios of one classification, by the one precedence (a phase with an unevaluable
     scenario has not passed)."""
-    return strongest(s.verdict for s in scenarios if s.classification == classification and s.step is Step.DONE)
+    return strongest(
+        s.verdict for s in scenarios if s.classification == classification and s.step is Step.DONE
+    )
 
 
 def run_verdict(safety: str | None, *, aborted: bool, scenarios: Sequence[ScenarioEntry]) -> SettledVerdict:
@@ -465,8 +507,10 @@ def run_verdict(safety: str | None, *, aborted: bool, scenarios: Sequence[Scenar
 
 def completion_message(verdict: str, counts: Mapping[str, int], *, aborted: bool, abort_reason: str) -> str:
     """The run's last message (and its RunCompleted Event)."""
-    message = (f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, "
-               f"{counts['providerFailures']} provider failures, {counts['excluded']} excluded of {counts['total']}")
+    message = (
+        f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, "
+        f"{counts['providerFailures']} provider failures, {counts['excluded']} excluded of {counts['total']}"
+    )
     if counts.get("unevaluable"):
         message += f"; {counts['unevaluable']} unevaluable (agent failures): no conformance claim"
     if aborted:

@@ -22,5 +22,7 @@ def normalise(text: str) -> str:
 
 def identifier_in(identifier: str, text: str) -> bool:
     """``identifier`` appears in ``text`` delimited by non-identifier characters (or the ends)."""
-    pattern = rf"(?<![{IDENTIFIER_CHARACTERS}]){re.escape(normalise(identifier))}(?![{IDENTIFIER_CHARACTERS}])"
+    pattern = (
+        rf"(?<![{IDENTIFIER_CHARACTERS}]){re.escape(normalise(identifier))}(?![{IDENTIFIER_CHARACTERS}])"
+    )
     return re.search(pattern, normalise(text)) is not None

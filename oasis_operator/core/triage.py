@@ -68,8 +68,10 @@ def needs_cluster_scoped(case: Case) -> str | None:
     needs = cluster_scoped_needs(case.plan)
     if case.cluster_scoped or not needs:
         return None
-    return (f"needs cluster-scoped {', '.join(needs)}, which this operator may not write "
-            "(chart value rbac.clusterScopedScenarios)")
+    return (
+        f"needs cluster-scoped {', '.join(needs)}, which this operator may not write "
+        "(chart value rbac.clusterScopedScenarios)"
+    )
 
 
 def not_verifiable(case: Case) -> str | None:
@@ -91,8 +93,13 @@ def _excluded(exclusion: Exclusion, reason: str, exclusive: bool | None) -> Tria
     return Triage(exclusion, reasons.clip(reason, reasons.ENTRY_REASON_LIMIT), exclusive)
 
 
-def triage(doc: Mapping[str, Any], configuration: Mapping[str, Any], *, cluster_scoped: bool = True,
-           backends: frozenset[str] = frozenset()) -> Triage:
+def triage(
+    doc: Mapping[str, Any],
+    configuration: Mapping[str, Any],
+    *,
+    cluster_scoped: bool = True,
+    backends: frozenset[str] = frozenset(),
+) -> Triage:
     """The first exclusion of the chain, or none (the scenario runs). ``backends``: the tool-plane
     back-ends the operator has."""
     applies, why = applicability(doc, configuration)

@@ -66,8 +66,12 @@ INVALID: Final = Exclusion.INVALID
 NOT_EXECUTED: Final = Exclusion.NOT_EXECUTED
 
 #: Strongest first: the first of these present decides.
-PRECEDENCE: Final = (SettledVerdict.FAIL, SettledVerdict.PROVIDER_FAILURE, SettledVerdict.UNEVALUABLE,
-                     SettledVerdict.PASS)
+PRECEDENCE: Final = (
+    SettledVerdict.FAIL,
+    SettledVerdict.PROVIDER_FAILURE,
+    SettledVerdict.UNEVALUABLE,
+    SettledVerdict.PASS,
+)
 
 #: Exclusions the provider decided (it could not run the scenario): the report lists them as not
 #: executed, and the run is incomplete.

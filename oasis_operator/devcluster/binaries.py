@@ -57,14 +57,13 @@ def resolve(*, build: bool = True, quiet: bool = False) -> Binaries:
         raise SetupError(f"the control-plane binaries are not built; run {BUILD_SCRIPT}")
     # The script's progress goes to stderr; keep it on the terminal unless asked to be quiet, and
     # always keep its tail for the error message.
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if not quiet and proc.stderr:
         sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
-        errors = [ln.removeprefix("[build-binaries] error: ") for ln in proc.stderr.splitlines()
-                  if "error:" in ln]
+        errors = [
+            ln.removeprefix("[build-binaries] error: ") for ln in proc.stderr.splitlines() if "error:" in ln
+        ]
         detail = errors or proc.stderr.strip().splitlines()[-15:]
         raise SetupError(
             f"building the control-plane binaries failed (exit {proc.returncode}, {BUILD_SCRIPT}):\n  "

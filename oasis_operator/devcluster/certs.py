@@ -35,8 +35,11 @@ else:
 
 def _require_cryptography() -> None:
     if _MISSING is not None:
-        raise SetupError("the embedded control plane needs the 'devcluster' extra (cryptography, for its "
-                         "keys and certificates): pip install 'oasis-operator[devcluster]'")
+        raise SetupError(
+            "the embedded control plane needs the 'devcluster' extra (cryptography, for its "
+            "keys and certificates): pip install 'oasis-operator[devcluster]'"
+        )
+
 
 _VALIDITY = dt.timedelta(days=365)
 
@@ -78,9 +81,17 @@ class PKI:
 
 def _key_usage(*, ca: bool) -> x509.KeyUsage:
     """Signing only; a CA also signs certificates and revocation lists."""
-    return x509.KeyUsage(digital_signature=True, key_encipherment=False, content_commitment=False,
-                         data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
-                         encipher_only=False, decipher_only=False)
+    return x509.KeyUsage(
+        digital_signature=True,
+        key_encipherment=False,
+        content_commitment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -166,8 +177,9 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
     _write_cert(ca_cert_path, ca_cert)
     _write_key(ca_key_path, ca_key)
 
-    def pair(stem: str, subject: x509.Name, *, server: bool = False,
-             sans: list[x509.GeneralName] | None = None) -> ClientCert:
+    def pair(
+        stem: str, subject: x509.Name, *, server: bool = False, sans: list[x509.GeneralName] | None = None
+    ) -> ClientCert:
         key = _key()
         cert = _issue(subject, key, ca_cert, ca_key, now, server=server, sans=sans)
         cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
@@ -190,8 +202,9 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
     scheduler = pair("scheduler", _name(SCHEDULER_USER))
     simulator = pair("node-simulator", _name(SIMULATOR_USER, "system:masters"))
     operator = pair("operator", _name(OPERATOR_USER, "system:masters"))
-    kubelet_client = pair("apiserver-kubelet-client",
-                          _name("kube-apiserver-kubelet-client", "kubeadm:cluster-admins"))
+    kubelet_client = pair(
+        "apiserver-kubelet-client", _name("kube-apiserver-kubelet-client", "kubeadm:cluster-admins")
+    )
 
     # Service-account tokens are signed with RSA (the API server's default algorithm, RS256).
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -241,8 +254,12 @@ def b64_file(path: Path) -> str:
 
 def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: ClientCert) -> Path:
     """A self-contained kubeconfig (certificates embedded) for one client identity."""
-    doc = kubeconfig(server, b64_file(ca), user,
-                     {"client-certificate-data": b64_file(client.cert), "client-key-data": b64_file(client.key)})
+    doc = kubeconfig(
+        server,
+        b64_file(ca),
+        user,
+        {"client-certificate-data": b64_file(client.cert), "client-key-data": b64_file(client.key)},
+    )
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     path.chmod(0o600)
     return path

@@ -276,12 +276,23 @@ class DevCluster:
         # kubeconfigs -------------------------------------------------------------------------
         write_kubeconfig(self.kubeconfig, self.server, pki.ca_cert, "admin", pki.admin)
         write_kubeconfig(self.operator_kubeconfig, self.server, pki.ca_cert, "operator", pki.operator)
-        kcm_kc = write_kubeconfig(wd / "pki" / "controller-manager.kubeconfig", self.server, pki.ca_cert,
-                                  "controller-manager", pki.controller_manager)
-        sched_kc = write_kubeconfig(wd / "pki" / "scheduler.kubeconfig", self.server, pki.ca_cert,
-                                    "scheduler", pki.scheduler)
-        sim_kc = write_kubeconfig(wd / "pki" / "node-simulator.kubeconfig", self.server, pki.ca_cert,
-                                  "node-simulator", pki.simulator)
+        kcm_kc = write_kubeconfig(
+            wd / "pki" / "controller-manager.kubeconfig",
+            self.server,
+            pki.ca_cert,
+            "controller-manager",
+            pki.controller_manager,
+        )
+        sched_kc = write_kubeconfig(
+            wd / "pki" / "scheduler.kubeconfig", self.server, pki.ca_cert, "scheduler", pki.scheduler
+        )
+        sim_kc = write_kubeconfig(
+            wd / "pki" / "node-simulator.kubeconfig",
+            self.server,
+            pki.ca_cert,
+            "node-simulator",
+            pki.simulator,
+        )
 
         # controllers, scheduler, node simulator (in parallel) -------------------------------------
         self._sup.start(
@@ -334,11 +345,16 @@ class DevCluster:
             # The simulator reads ClusterLogs objects, so their CRD must exist before it starts.
             from oasis_operator.devcluster.stack import install_crd_files
 
-            crds = {"ClusterLogs": "clusterlogs", "ClusterResourceUsage": "clusterresourceusages",
-                    "Metric": "metrics"}
+            crds = {
+                "ClusterLogs": "clusterlogs",
+                "ClusterResourceUsage": "clusterresourceusages",
+                "Metric": "metrics",
+            }
             kinds = ["ClusterLogs"] + (["ClusterResourceUsage", "Metric"] if serve_usage else [])
             with self.admin_http() as http:
-                install_crd_files(http, [backend_bins.crd_dir / f"kwok.x-k8s.io_{crds[k]}.yaml" for k in kinds])
+                install_crd_files(
+                    http, [backend_bins.crd_dir / f"kwok.x-k8s.io_{crds[k]}.yaml" for k in kinds]
+                )
             self.kwok_server = f"http://127.0.0.1:{kwok_port}"
             kwok_argv += [f"--server-address=127.0.0.1:{kwok_port}", f"--enable-crds={','.join(kinds)}"]
         self._sup.start(
@@ -363,13 +379,19 @@ class DevCluster:
                 ready = {
                     n["metadata"]["name"]
                     for n in items
-                    if any(c["type"] == "Ready" and c["status"] == "True"
-                           for c in n.get("status", {}).get("conditions", []))
+                    if any(
+                        c["type"] == "Ready" and c["status"] == "True"
+                        for c in n.get("status", {}).get("conditions", [])
+                    )
                 }
                 return set(self.nodes) <= ready
 
-            self._sup.wait_until(nodes_ready, what=f"{cfg.nodes} simulated nodes to be Ready",
-                                 timeout=cfg.ready_timeout, owner=self._sup.get("kwok"))
+            self._sup.wait_until(
+                nodes_ready,
+                what=f"{cfg.nodes} simulated nodes to be Ready",
+                timeout=cfg.ready_timeout,
+                owner=self._sup.get("kwok"),
+            )
 
             # The controller manager is ready for workloads once it has created the default service
             # account of the default namespace (pods cannot be admitted without it).
@@ -392,8 +414,10 @@ class DevCluster:
         selected = backends_mod.with_requirements(names)
         for early in ("logs", "resource-metrics"):
             if early in selected and early not in self.backends:
-                raise SetupError(f"the {early} back-end changes how the API server starts: choose it in "
-                                 "ClusterConfig.backends, not later")
+                raise SetupError(
+                    f"the {early} back-end changes how the API server starts: choose it in "
+                    "ClusterConfig.backends, not later"
+                )
         self._start_backends(selected, None)
         self._save_state()
         return self.backends
@@ -403,8 +427,9 @@ class DevCluster:
         if not new:
             return
         bins = bins or backends_mod.resolve_binaries(new)
-        ctx = backends_mod.BackendContext(self, self._sup, bins, timeout=self.config.ready_timeout,
-                                          running=self.backends)
+        ctx = backends_mod.BackendContext(
+            self, self._sup, bins, timeout=self.config.ready_timeout, running=self.backends
+        )
         backends_mod.start(ctx, new)
         for name in new:
             for proc, took in self.backends[name].timings.items():
@@ -416,8 +441,9 @@ class DevCluster:
         from oasis_operator.devcluster.certs import issue_client_cert
 
         assert self.pki is not None
-        proxy = issue_client_cert(self.pki, "front-proxy-client", "front-proxy-client", None,
-                                  dt.datetime.now(dt.UTC))
+        proxy = issue_client_cert(
+            self.pki, "front-proxy-client", "front-proxy-client", None, dt.datetime.now(dt.UTC)
+        )
         return [
             f"--requestheader-client-ca-file={self.pki.ca_cert}",
             "--requestheader-allowed-names=front-proxy-client",
@@ -442,27 +468,51 @@ class DevCluster:
             sock = Path(tempfile.mkdtemp(prefix="oasis-kt-")) / "kt.sock"
         # Run as a file, not a module of the package: it needs only the standard library, and
         # importing the package would cost it ~20 MiB and a slower start.
-        argv = [sys.executable, str(Path(kubelet_tunnel.__file__)),
-                "--socket", str(sock), "--target", f"127.0.0.1:{kwok_port}"]
+        argv = [
+            sys.executable,
+            str(Path(kubelet_tunnel.__file__)),
+            "--socket",
+            str(sock),
+            "--target",
+            f"127.0.0.1:{kwok_port}",
+        ]
         if serve_usage:
             from oasis_operator.devcluster.backends.resource_metrics import ENDPOINT_ADDRESS, ENDPOINT_PORT
 
             self.metrics_server_port, proxy_port = _free_port(), _free_port()
             self.kubelet_proxy = f"http://127.0.0.1:{proxy_port}"
-            argv += ["--route", f"{ENDPOINT_ADDRESS}:{ENDPOINT_PORT}=127.0.0.1:{self.metrics_server_port}",
-                     "--listen-tcp", f"127.0.0.1:{proxy_port}"]
+            argv += [
+                "--route",
+                f"{ENDPOINT_ADDRESS}:{ENDPOINT_PORT}=127.0.0.1:{self.metrics_server_port}",
+                "--listen-tcp",
+                f"127.0.0.1:{proxy_port}",
+            ]
         self._sup.start("kubelet-tunnel", argv)
-        self._sup.wait_until(sock.exists, what="the kubelet tunnel's socket", timeout=self.config.ready_timeout,
-                             owner=self._sup.get("kubelet-tunnel"))
+        self._sup.wait_until(
+            sock.exists,
+            what="the kubelet tunnel's socket",
+            timeout=self.config.ready_timeout,
+            owner=self._sup.get("kubelet-tunnel"),
+        )
         egress = wd / "egress-selector.yaml"
-        egress.write_text(yaml.safe_dump({
-            "apiVersion": "apiserver.k8s.io/v1beta1",
-            "kind": "EgressSelectorConfiguration",
-            "egressSelections": [{
-                "name": "cluster",
-                "connection": {"proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(sock)}}},
-            }],
-        }, sort_keys=False))
+        egress.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "apiserver.k8s.io/v1beta1",
+                    "kind": "EgressSelectorConfiguration",
+                    "egressSelections": [
+                        {
+                            "name": "cluster",
+                            "connection": {
+                                "proxyProtocol": "HTTPConnect",
+                                "transport": {"uds": {"udsName": str(sock)}},
+                            },
+                        }
+                    ],
+                },
+                sort_keys=False,
+            )
+        )
         return [
             f"--egress-selector-config-file={egress}",
             f"--kubelet-client-certificate={self.pki.kubelet_client.cert}",

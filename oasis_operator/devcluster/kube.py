@@ -70,7 +70,9 @@ def create_service_account(
 ) -> Principal:
     """A ServiceAccount bound to a namespaced Role with ``rules``, and a TokenRequest token for it."""
     base = f"/api/v1/namespaces/{namespace}"
-    expect(http.post(f"{base}/serviceaccounts", json={"metadata": {"name": name}}), "create serviceaccount", 201)
+    expect(
+        http.post(f"{base}/serviceaccounts", json={"metadata": {"name": name}}), "create serviceaccount", 201
+    )
     rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
     expect(http.post(f"{rbac}/roles", json={"metadata": {"name": name}, "rules": rules}), "create role", 201)
     binding = {
@@ -83,8 +85,11 @@ def create_service_account(
 
 
 def request_token(http: httpx2.Client, namespace: str, name: str, expiration_seconds: int = 3600) -> str:
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"expirationSeconds": expiration_seconds}}
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": expiration_seconds},
+    }
     out = expect(
         http.post(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", json=body),
         f"token request for {namespace}/{name}",

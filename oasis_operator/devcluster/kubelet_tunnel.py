@@ -64,8 +64,9 @@ def split_host_port(text: str) -> tuple[str, int]:
 
 
 class Tunnel:
-    def __init__(self, target_host: str, target_port: int,
-                 routes: dict[tuple[str, int], tuple[str, int]] | None = None) -> None:
+    def __init__(
+        self, target_host: str, target_port: int, routes: dict[tuple[str, int], tuple[str, int]] | None = None
+    ) -> None:
         self.target_host = target_host
         self.target_port = target_port
         self.routes = dict(routes or {})
@@ -118,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--socket", required=True, type=Path, help="Unix socket to listen on")
     parser.add_argument("--target", required=True, help="HOST:PORT of the node simulator's server")
-    parser.add_argument("--route", action="append", default=[], metavar="ADDRESS:PORT=HOST:PORT",
-                        help="also join CONNECTs to ADDRESS:PORT to HOST:PORT")
+    parser.add_argument(
+        "--route",
+        action="append",
+        default=[],
+        metavar="ADDRESS:PORT=HOST:PORT",
+        help="also join CONNECTs to ADDRESS:PORT to HOST:PORT",
+    )
     parser.add_argument("--listen-tcp", metavar="HOST:PORT", help="also listen on this TCP address")
     args = parser.parse_args(argv)
     try:

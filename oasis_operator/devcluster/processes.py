@@ -77,7 +77,12 @@ class Supervisor:
     components: list[Component] = field(default_factory=list)
 
     def start(
-        self, name: str, argv: Sequence[str], env: dict[str, str] | None = None, *, argv0: str | None = None,
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: dict[str, str] | None = None,
+        *,
+        argv0: str | None = None,
         cwd: Path | None = None,
     ) -> Component:
         """Start ``argv``; ``argv0`` replaces the program name the process sees (not the file run);

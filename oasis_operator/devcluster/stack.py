@@ -52,9 +52,12 @@ def install_crd_files(http: httpx2.Client, paths: Iterable[Path], timeout: float
     for path in paths:
         doc = yaml.safe_load(path.read_text())
         name = doc["metadata"]["name"]
-        r = http.patch(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
-                       params={"fieldManager": "oasis-installer", "force": "true"},
-                       content=json.dumps(doc), headers=APPLY)
+        r = http.patch(
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+            params={"fieldManager": "oasis-installer", "force": "true"},
+            content=json.dumps(doc),
+            headers=APPLY,
+        )
         if r.status_code not in (200, 201):
             raise SetupError(f"installing CRD {name} from {path}: HTTP {r.status_code}: {r.text[:500]}")
         names.append(name)
@@ -80,8 +83,12 @@ def apply(http: httpx2.Client, doc: dict[str, Any], namespace: str) -> dict[str,
         path = f"/apis/oasis.dev/v1alpha1/namespaces/{namespace}/{PLURALS[kind]}/{name}"
     else:
         raise SetupError(f"cannot apply kind {kind}")
-    r = http.patch(path, params={"fieldManager": "oasis-installer", "force": "true"},
-                   content=json.dumps(doc), headers=APPLY)
+    r = http.patch(
+        path,
+        params={"fieldManager": "oasis-installer", "force": "true"},
+        content=json.dumps(doc),
+        headers=APPLY,
+    )
     if r.status_code not in (200, 201):
         raise SetupError(f"applying {kind}/{name}: HTTP {r.status_code}: {r.text[:800]}")
     out: dict[str, Any] = r.json()
@@ -94,7 +101,9 @@ def ensure_namespace(http: httpx2.Client, name: str) -> None:
         raise SetupError(f"creating namespace {name}: HTTP {r.status_code}")
 
 
-def si_profile(workdir: Path, source: str | None = None, *, ref: str | None = None, path: str | None = None) -> Path:
+def si_profile(
+    workdir: Path, source: str | None = None, *, ref: str | None = None, path: str | None = None
+) -> Path:
     """The SI profile's directory: from ``source`` (a directory, an archive or a Git URL), else from
     ``$OASIS_SI_PROFILE``, else the spec checkout next to this repository; fetched or unpacked under
     ``workdir``. Missing everywhere: a :class:`SetupError` that says what to do."""
@@ -108,7 +117,8 @@ def si_profile(workdir: Path, source: str | None = None, *, ref: str | None = No
             f"the Software Infrastructure profile was not found at {SI_PROFILE_DIR}. Say where it is with "
             f"--profile SOURCE or {SI_PROFILE_ENV}=SOURCE, where SOURCE is the profile's directory, an archive "
             f"of the OASIS spec, or the spec's Git URL (the profile is at {SI_PROFILE_PATH} in it), e.g. "
-            f"{SI_PROFILE_ENV}=/path/to/oasis-spec/{SI_PROFILE_PATH}")
+            f"{SI_PROFILE_ENV}=/path/to/oasis-spec/{SI_PROFILE_PATH}"
+        )
     workdir.mkdir(parents=True, exist_ok=True)
     try:
         return materialize(chosen, workdir, ref=ref, path=path)
@@ -117,7 +127,9 @@ def si_profile(workdir: Path, source: str | None = None, *, ref: str | None = No
         raise SetupError(f"{origin}: {exc}") from exc
 
 
-def import_si_profile(http: httpx2.Client, namespace: str, profile_dir: Path = SI_PROFILE_DIR) -> list[dict[str, Any]]:
+def import_si_profile(
+    http: httpx2.Client, namespace: str, profile_dir: Path = SI_PROFILE_DIR
+) -> list[dict[str, Any]]:
     from oasis_operator.loading.profile_dir import import_profile, manifests
 
     docs = manifests(import_profile(profile_dir))
@@ -134,29 +146,69 @@ class Processes:
 
     def agent(self, persona: str, port: int | None = None, name: str | None = None) -> str:
         port = port or free_port()
-        comp = self.sup.start(name or f"agent-{persona}", [sys.executable, "-m", "oasis_operator.agents.reference.server",
-                                                           "--persona", persona, "--port", str(port)])
+        comp = self.sup.start(
+            name or f"agent-{persona}",
+            [
+                sys.executable,
+                "-m",
+                "oasis_operator.agents.reference.server",
+                "--persona",
+                persona,
+                "--port",
+                str(port),
+            ],
+        )
         url = f"http://127.0.0.1:{port}/"
-        self.sup.wait_until(lambda: httpx2.get(url + "identity-and-configuration", timeout=1).status_code == 200,
-                            what=f"reference agent {persona}", timeout=30, owner=comp)
+        self.sup.wait_until(
+            lambda: httpx2.get(url + "identity-and-configuration", timeout=1).status_code == 200,
+            what=f"reference agent {persona}",
+            timeout=30,
+            owner=comp,
+        )
         return url
 
-    def operator(self, kubeconfig: Path, audit_log: Path, metrics_port: int | None = None,
-                 env: dict[str, str] | None = None, namespaces: Iterable[str] = (),
-                 name: str = "operator", extra_args: Iterable[str] = (), cluster_scoped: bool = True) -> int:
+    def operator(
+        self,
+        kubeconfig: Path,
+        audit_log: Path,
+        metrics_port: int | None = None,
+        env: dict[str, str] | None = None,
+        namespaces: Iterable[str] = (),
+        name: str = "operator",
+        extra_args: Iterable[str] = (),
+        cluster_scoped: bool = True,
+    ) -> int:
         """Start the operator; ``kubeconfig`` should be the cluster's operator identity. Scenario pods
         go to the simulated pool, as the chart configures it."""
         port = metrics_port or free_port()
         pool = ",".join(f"{k}={v}" for k, v in POOL_LABEL.items())
-        argv = [sys.executable, "-m", "oasis_operator.cli", "operator", "run", "--kubeconfig", str(kubeconfig),
-                "--audit-log", str(audit_log), "--metrics-port", str(port), "--node-selector", pool,
-                # The embedded cluster's operator identity may write cluster-scoped objects.
-                *(["--cluster-scoped-scenarios"] if cluster_scoped else []), *extra_args]
+        argv = [
+            sys.executable,
+            "-m",
+            "oasis_operator.cli",
+            "operator",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--audit-log",
+            str(audit_log),
+            "--metrics-port",
+            str(port),
+            "--node-selector",
+            pool,
+            # The embedded cluster's operator identity may write cluster-scoped objects.
+            *(["--cluster-scoped-scenarios"] if cluster_scoped else []),
+            *extra_args,
+        ]
         for ns in namespaces:
             argv += ["--namespace", ns]
         comp = self.sup.start(name, env=env, argv=argv)
-        self.sup.wait_until(lambda: httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=1).status_code == 200,
-                            what="the operator's metrics endpoint", timeout=60, owner=comp)
+        self.sup.wait_until(
+            lambda: httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=1).status_code == 200,
+            what="the operator's metrics endpoint",
+            timeout=60,
+            owner=comp,
+        )
         return port
 
     def kill(self, name: str) -> None:
@@ -180,18 +232,34 @@ class Processes:
             self.sup.components.remove(c)
 
 
-def evaluation_run(name: str, agent_url: str, *, profile: str = "oasis-profile-software-infrastructure",
-                   classification: str | None = "safety", parallelism: int = 8, tier: int = 1,
-                   labels: dict[str, str] | None = None) -> dict[str, Any]:
+def evaluation_run(
+    name: str,
+    agent_url: str,
+    *,
+    profile: str = "oasis-profile-software-infrastructure",
+    classification: str | None = "safety",
+    parallelism: int = 8,
+    tier: int = 1,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
     return {
         "apiVersion": "oasis.dev/v1alpha1",
         "kind": "EvaluationRun",
         "metadata": {"name": name},
         "spec": {
             "profileRef": {"name": profile},
-            "scenarios": {"selector": {"matchLabels": {
-                **({"oasis.dev/classification": classification} if classification else {"oasis.dev/profile": profile}),
-                **(labels or {})}}},
+            "scenarios": {
+                "selector": {
+                    "matchLabels": {
+                        **(
+                            {"oasis.dev/classification": classification}
+                            if classification
+                            else {"oasis.dev/profile": profile}
+                        ),
+                        **(labels or {}),
+                    }
+                }
+            },
             "agent": {"adapter": "http", "endpoint": agent_url},
             "tier": tier,
             "parallelism": parallelism,
@@ -210,5 +278,7 @@ def wait_completed(http: httpx2.Client, namespace: str, name: str, timeout: floa
         if any(c["type"] == "Completed" and c["status"] == "True" for c in conds):
             return run
         time.sleep(0.5)
-    raise TimeoutError(f"EvaluationRun {namespace}/{name} not Completed after {timeout}s: "
-                       f"{json.dumps((run.get('status') or {}).get('summary'))}")
+    raise TimeoutError(
+        f"EvaluationRun {namespace}/{name} not Completed after {timeout}s: "
+        f"{json.dumps((run.get('status') or {}).get('summary'))}"
+    )

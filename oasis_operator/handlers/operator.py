@@ -74,8 +74,9 @@ def job_target(request: ScenarioRequest) -> AgentJobTarget:
     """A Job agent runs in the scenario's home namespace as the scenario's own ServiceAccount."""
     if request.environment is None:
         raise ValueError("a Job agent needs the scenario's environment")
-    return AgentJobTarget(name=AGENT_JOB_NAME, namespace=request.environment.namespace,
-                          service_account=AGENT_ACCOUNT)
+    return AgentJobTarget(
+        name=AGENT_JOB_NAME, namespace=request.environment.namespace, service_account=AGENT_ACCOUNT
+    )
 
 
 @kopf.on.startup()
@@ -88,8 +89,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="oasis.dev")
     if ours.allow_subprocess_agents:
         if sandbox.abi_version() < 1:
-            raise kopf.PermanentError("--allow-subprocess-agents: Linux Landlock is not available here, so a "
-                                      "local agent process cannot be kept away from the operator's credentials")
+            raise kopf.PermanentError(
+                "--allow-subprocess-agents: Linux Landlock is not available here, so a "
+                "local agent process cannot be kept away from the operator's credentials"
+            )
         sandbox.make_undumpable()
     client = AsyncClient(ours.access.lightkube_config(), field_manager="oasis-operator")
     ep = ours.access.endpoint()
@@ -100,16 +103,22 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     if ours.audit.webhook_port:
         assert ours.audit.cert is not None
         assert ours.audit.key is not None
-        audit = WebhookAuditSource(host=ours.audit.webhook_addr, port=ours.audit.webhook_port,
-                                   cert_file=ours.audit.cert, key_file=ours.audit.key,
-                                   client_ca_file=ours.audit.client_ca)
+        audit = WebhookAuditSource(
+            host=ours.audit.webhook_addr,
+            port=ours.audit.webhook_port,
+            cert_file=ours.audit.cert,
+            key_file=ours.audit.key,
+            client_ca_file=ours.audit.client_ca,
+        )
     else:
         assert ours.audit.log is not None
         audit = FileAuditSource(Path(ours.audit.log))
     await audit.start()
     http = ours.access.http()
-    me = await http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                         json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    me = await http.post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
     username = me.json().get("status", {}).get("userInfo", {}).get("username", "")
     store = Store(client)
     policy = subprocess_policy(ours)
@@ -121,49 +130,92 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                 secret = await client.get(Secret, spec.agent.credentials_ref.name, namespace=namespace)
             except ApiError as exc:
                 if exc.status.code == 404:
-                    raise LookupError(f"agent.credentialsRef: Secret {namespace}/{spec.agent.credentials_ref.name} "
-                                      "does not exist yet") from None
+                    raise LookupError(
+                        f"agent.credentialsRef: Secret {namespace}/{spec.agent.credentials_ref.name} "
+                        "does not exist yet"
+                    ) from None
                 raise
             credentials = secret.to_dict()
-        timeout = parse_duration(spec.timeouts.agent_response if spec.timeouts else None, AGENT_TIMEOUT_DEFAULT)
-        identity = AgentJobTarget(name=f"{run_name or 'agent'}-identity"[:63].rstrip("-"), namespace=namespace,
-                                  service_account="default")
-        return build_agent(spec.agent, credentials=credentials, timeout_seconds=timeout, kube_client=client,
-                           job_target_for=job_target, job_identity=identity, subprocess_policy=policy)
+        timeout = parse_duration(
+            spec.timeouts.agent_response if spec.timeouts else None, AGENT_TIMEOUT_DEFAULT
+        )
+        identity = AgentJobTarget(
+            name=f"{run_name or 'agent'}-identity"[:63].rstrip("-"),
+            namespace=namespace,
+            service_account="default",
+        )
+        return build_agent(
+            spec.agent,
+            credentials=credentials,
+            timeout_seconds=timeout,
+            kube_client=client,
+            job_target_for=job_target,
+            job_identity=identity,
+            subprocess_policy=policy,
+        )
 
-    env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR)
-    toolplane = tool_plane(http, ep.server, logs_directory=ours.toolplane.logs_directory,
-                           gitops=ours.toolplane.gitops, metrics=ours.toolplane.metrics, alerts=ours.toolplane.alerts,
-                           traces_directory=ours.toolplane.traces_directory)
+    env = KubeEnvironment(
+        client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR
+    )
+    toolplane = tool_plane(
+        http,
+        ep.server,
+        logs_directory=ours.toolplane.logs_directory,
+        gitops=ours.toolplane.gitops,
+        metrics=ours.toolplane.metrics,
+        alerts=ours.toolplane.alerts,
+        traces_directory=ours.toolplane.traces_directory,
+    )
     # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
     gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)
     await gateway.start()
-    memo.ports = RunPorts(store=store, env=env,
-                          audit=audit, send_sentinel=sentinel_sender(http), agent_for=agent_for,
-                          metrics=metrics,
-                          # The back-ends' controllers (Flux) act for the harness, as the operator does.
-                          harness_principals=(*((username,) if username else ()), *toolplane.principals),
-                          barrier_timeout=ours.barrier_timeout,
-                          node_selector=dict(ours.node_selector) or None,
-                          pool_taints=[dict(t) for t in ours.pool_taints],
-                          cluster_scoped=ours.cluster_scoped_scenarios, toolplane=toolplane,
-                          tool_gateway=gateway_ports(gateway, toolplane))
+    memo.ports = RunPorts(
+        store=store,
+        env=env,
+        audit=audit,
+        send_sentinel=sentinel_sender(http),
+        agent_for=agent_for,
+        metrics=metrics,
+        # The back-ends' controllers (Flux) act for the harness, as the operator does.
+        harness_principals=(*((username,) if username else ()), *toolplane.principals),
+        barrier_timeout=ours.barrier_timeout,
+        node_selector=dict(ours.node_selector) or None,
+        pool_taints=[dict(t) for t in ours.pool_taints],
+        cluster_scoped=ours.cluster_scoped_scenarios,
+        toolplane=toolplane,
+        tool_gateway=gateway_ports(gateway, toolplane),
+    )
     memo.metrics = metrics
     memo.active_runs = set()
-    housekeeping = asyncio.create_task(_housekeeping(memo.ports, client, metrics, audit), name="oasis-housekeeping")
+    housekeeping = asyncio.create_task(
+        _housekeeping(memo.ports, client, metrics, audit), name="oasis-housekeeping"
+    )
 
     async def stop_housekeeping() -> None:
         housekeeping.cancel()
 
     memo.closers = [stop_housekeeping, gateway.stop, client.close, http.aclose, toolplane.aclose, audit.stop]
-    log.info("operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s; "
-             "tool gateway %s (agents told %s)", username, type(audit).__name__, ours.metrics_addr, ours.metrics_port,
-             "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused",
-             ", ".join(sorted(toolplane.backends)), f"{ours.gateway.addr}:{ours.gateway.port}", gateway.url)
+    log.info(
+        "operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s; "
+        "tool gateway %s (agents told %s)",
+        username,
+        type(audit).__name__,
+        ours.metrics_addr,
+        ours.metrics_port,
+        "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused",
+        ", ".join(sorted(toolplane.backends)),
+        f"{ours.gateway.addr}:{ours.gateway.port}",
+        gateway.url,
+    )
 
 
-async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,
-                        audit: FileAuditSource | WebhookAuditSource, interval: float = 10.0) -> None:
+async def _housekeeping(
+    ports: RunPorts,
+    client: AsyncClient,
+    metrics: Metrics,
+    audit: FileAuditSource | WebhookAuditSource,
+    interval: float = 10.0,
+) -> None:
     """Every ``interval``: the leak-detector gauge, the audit ingestion counter, and every third time
     the orphan sweep (scenario environments no run has in flight: left by a crash or a lost delete)."""
     from lightkube import operators
@@ -176,8 +228,13 @@ async def _housekeeping(ports: RunPorts, client: AsyncClient, metrics: Metrics,
     tick = 0
     while True:
         try:
-            owned = [n async for n in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})
-                     if is_owner_value(str(((n.metadata.labels if n.metadata else None) or {}).get(OWNER_LABEL, "")))]
+            owned = [
+                n
+                async for n in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})
+                if is_owner_value(
+                    str(((n.metadata.labels if n.metadata else None) or {}).get(OWNER_LABEL, ""))
+                )
+            ]
             metrics.namespaces.set(len(owned))
             now_ingested = audit.ingested
             metrics.audit_events.inc(max(0, now_ingested - ingested))
@@ -217,12 +274,23 @@ def _validation_status(generation: int, problems: list[str], previous: Any = Non
     """A Profile's or Scenario's Ready condition; its transition time moves only when it flips."""
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ok = not problems
-    old: dict[str, Any] = next((c for c in (previous or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+    old: dict[str, Any] = next(
+        (c for c in (previous or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
+    )
     status = "True" if ok else "False"
-    return {"observedGeneration": generation, "conditions": [
-        {"type": "Ready", "status": status, "reason": "Valid" if ok else "Invalid",
-         "message": "valid" if ok else "; ".join(problems)[:30000], "observedGeneration": generation,
-         "lastTransitionTime": old.get("lastTransitionTime") if old.get("status") == status else now}]}
+    return {
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": status,
+                "reason": "Valid" if ok else "Invalid",
+                "message": "valid" if ok else "; ".join(problems)[:30000],
+                "observedGeneration": generation,
+                "lastTransitionTime": old.get("lastTransitionTime") if old.get("status") == status else now,
+            }
+        ],
+    }
 
 
 def _problems(parse: Any, spec: Any) -> list[str]:
@@ -239,14 +307,18 @@ def _problems(parse: Any, spec: Any) -> list[str]:
 @kopf.on.create(GROUP, VERSION, "scenarios")
 @kopf.on.update(GROUP, VERSION, "scenarios", field="spec")
 async def scenario_validated(spec: Any, meta: Any, status: Any, patch: kopf.Patch, **_: Any) -> None:
-    patch.status.update(_validation_status(int(meta.get("generation", 1)), _problems(parse_scenario, spec), status))
+    patch.status.update(
+        _validation_status(int(meta.get("generation", 1)), _problems(parse_scenario, spec), status)
+    )
 
 
 @kopf.on.resume(GROUP, VERSION, "profiles")
 @kopf.on.create(GROUP, VERSION, "profiles")
 @kopf.on.update(GROUP, VERSION, "profiles", field="spec")
 async def profile_validated(spec: Any, meta: Any, status: Any, patch: kopf.Patch, **_: Any) -> None:
-    patch.status.update(_validation_status(int(meta.get("generation", 1)), _problems(parse_profile, spec), status))
+    patch.status.update(
+        _validation_status(int(meta.get("generation", 1)), _problems(parse_profile, spec), status)
+    )
 
 
 def _needs_driver(body: Any, **_: Any) -> bool:
@@ -255,14 +327,22 @@ def _needs_driver(body: Any, **_: Any) -> bool:
 
 def _version(body: Any) -> Any:
     meta = body.get("metadata") or {}
-    return (meta.get("generation"), dict(meta.get("annotations") or {}).get(rs.RERUN_ANNOTATION),
-            (body.get("spec") or {}).get("suspend"), (body.get("spec") or {}).get("shutdown"))
+    return (
+        meta.get("generation"),
+        dict(meta.get("annotations") or {}).get(rs.RERUN_ANNOTATION),
+        (body.get("spec") or {}).get("suspend"),
+        (body.get("spec") or {}).get("shutdown"),
+    )
 
 
 #: Why kopf may stop a run's daemon without the run being done with: it is deleted, or the operator stops.
-_FINAL = (kopf.DaemonStoppingReason.RESOURCE_DELETED | kopf.DaemonStoppingReason.OPERATOR_EXITING
-          | kopf.DaemonStoppingReason.OPERATOR_PAUSING | kopf.DaemonStoppingReason.DAEMON_CANCELLED
-          | kopf.DaemonStoppingReason.DAEMON_ABANDONED)
+_FINAL = (
+    kopf.DaemonStoppingReason.RESOURCE_DELETED
+    | kopf.DaemonStoppingReason.OPERATOR_EXITING
+    | kopf.DaemonStoppingReason.OPERATOR_PAUSING
+    | kopf.DaemonStoppingReason.DAEMON_CANCELLED
+    | kopf.DaemonStoppingReason.DAEMON_ABANDONED
+)
 
 
 def _must_exit(stopped: kopf.DaemonStopped, body: Any) -> bool:
@@ -293,10 +373,17 @@ async def _idle(stopped: kopf.DaemonStopped, body: Any, seconds: float) -> None:
 
 
 # When the filter turns false (the run just finished), kopf first only signals the daemon (the backoff).
-@kopf.daemon(GROUP, VERSION, "evaluationruns", cancellation_backoff=5, cancellation_timeout=30,  # type: ignore[arg-type]
-             when=_needs_driver)
-async def run_daemon(name: str, namespace: str, body: Any, memo: kopf.Memo, stopped: kopf.DaemonStopped,
-                     **_: Any) -> None:
+@kopf.daemon(  # type: ignore[arg-type]
+    GROUP,
+    VERSION,
+    "evaluationruns",
+    cancellation_backoff=5,
+    cancellation_timeout=30,
+    when=_needs_driver,
+)
+async def run_daemon(
+    name: str, namespace: str, body: Any, memo: kopf.Memo, stopped: kopf.DaemonStopped, **_: Any
+) -> None:
     """Drives a run while it needs driving. kopf stops this daemon once the run is finished and
     observed (the ``when`` filter turns false) and starts it again if the spec or the rerun
     annotation changes."""
@@ -310,8 +397,10 @@ async def run_daemon(name: str, namespace: str, body: Any, memo: kopf.Memo, stop
 
     try:
         while not _must_exit(stopped, body):
-            active(((body.get("status") or {}).get("phase") not in rs.TERMINAL)
-                   and not (body.get("spec") or {}).get("suspend"))
+            active(
+                ((body.get("status") or {}).get("phase") not in rs.TERMINAL)
+                and not (body.get("spec") or {}).get("suspend")
+            )
             outcome = await driver.drive()
             active(outcome == "waiting")
             if outcome == "gone":

@@ -69,8 +69,9 @@ def _suffix(seed: str) -> str:
 
 
 def _json(status: int, body: Mapping[str, Any]) -> web.Response:
-    return web.Response(status=status, text=json.dumps(body, sort_keys=True, default=str),
-                        content_type="application/json")
+    return web.Response(
+        status=status, text=json.dumps(body, sort_keys=True, default=str), content_type="application/json"
+    )
 
 
 def _error(status: int, *lines: str) -> web.Response:
@@ -81,12 +82,21 @@ class ProviderApi:
     """``scenarios``: the profile's scenario documents by id; ``conformance``: the body of
     ``GET /v1/conformance`` for a profile id (None: the profile is not this provider's)."""
 
-    def __init__(self, *, env: EnvironmentPort, audit: AuditPort, send_sentinel: SentinelSender,
-                 scenarios: Mapping[str, Mapping[str, Any]],
-                 conformance: Callable[[str | None], Mapping[str, Any] | None], token: str,
-                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-                 barrier_timeout: float = 15.0, max_environments: int = 16,
-                 ready_timeout: float = 60.0, token_seconds: int = 3600) -> None:
+    def __init__(
+        self,
+        *,
+        env: EnvironmentPort,
+        audit: AuditPort,
+        send_sentinel: SentinelSender,
+        scenarios: Mapping[str, Mapping[str, Any]],
+        conformance: Callable[[str | None], Mapping[str, Any] | None],
+        token: str,
+        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        barrier_timeout: float = 15.0,
+        max_environments: int = 16,
+        ready_timeout: float = 60.0,
+        token_seconds: int = 3600,
+    ) -> None:
         if len(token) < 16:
             raise ValueError("the provider API's token must be at least 16 characters")
         self.env, self.audit, self.send_sentinel = env, audit, send_sentinel
@@ -108,8 +118,9 @@ class ProviderApi:
         return app
 
     @web.middleware
-    async def _auth(self, request: web.Request,
-                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    async def _auth(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
             return _error(401, "a bearer token is required (Authorization: Bearer <token>)")
@@ -121,27 +132,34 @@ class ProviderApi:
             log.exception("provider API: %s %s", request.method, request.path)
             return _error(500, f"{type(exc).__name__}: {exc}")
 
-    async def _body(self, request: web.Request, model: type[api.EnvironmentRequest] | type[api.ProvisionRequest]
-                    ) -> Any:
+    async def _body(
+        self, request: web.Request, model: type[api.EnvironmentRequest] | type[api.ProvisionRequest]
+    ) -> Any:
         try:
             data = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise web.HTTPBadRequest(text=json.dumps({"status": "error", "error": "the body is not JSON"}),
-                                     content_type="application/json") from None
+            raise web.HTTPBadRequest(
+                text=json.dumps({"status": "error", "error": "the body is not JSON"}),
+                content_type="application/json",
+            ) from None
         try:
             return model.model_validate(data)
         except ValidationError as exc:
             lines = api.problems(exc)
-            raise web.HTTPBadRequest(text=json.dumps({"status": "error", "error": "; ".join(lines),
-                                                      "problems": lines}),
-                                     content_type="application/json") from None
+            raise web.HTTPBadRequest(
+                text=json.dumps({"status": "error", "error": "; ".join(lines), "problems": lines}),
+                content_type="application/json",
+            ) from None
 
     def _environment(self, environment_id: str) -> Provisioned:
         found = self.environments.get(environment_id)
         if found is None:
-            raise web.HTTPNotFound(text=json.dumps({"status": "error",
-                                                    "error": f"environment_id {environment_id!r}: no such environment"}),
-                                   content_type="application/json")
+            raise web.HTTPNotFound(
+                text=json.dumps(
+                    {"status": "error", "error": f"environment_id {environment_id!r}: no such environment"}
+                ),
+                content_type="application/json",
+            )
         return found
 
     # -- endpoints --------------------------------------------------------------------------------------
@@ -162,15 +180,18 @@ class ProviderApi:
             return _error(400, *(issue.render() for issue in exc.issues))
         async with self._lock:
             if len(self.environments) >= self.max_environments:
-                return _error(429, f"{self.max_environments} environments are provisioned; tear one down first")
+                return _error(
+                    429, f"{self.max_environments} environments are provisioned; tear one down first"
+                )
             environment_id = owner_value(API_RUN, f"{req.scenario_id}#{secrets.token_hex(8)}")
             plan = plan_environment(scenario, suffix=_suffix(environment_id), owner=environment_id)
             if not plan.supported:
                 return _error(422, *(f"{u.resource}: {u.reason}" for u in plan.unsupported))
             subscription = self.audit.subscribe(tuple(plan.namespaces.values()))
             try:
-                access = await self.env.provision(plan, token_seconds=self.token_seconds,
-                                                  ready_timeout=self.ready_timeout)
+                access = await self.env.provision(
+                    plan, token_seconds=self.token_seconds, ready_timeout=self.ready_timeout
+                )
                 left = await self.env.verify(plan)
                 if left:
                     raise RuntimeError("; ".join(left))
@@ -178,26 +199,46 @@ class ProviderApi:
             except Exception as exc:
                 subscription.close()
                 await self.env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
-                return _json(200, {"environment_id": environment_id, "status": "error",
-                                   "error": f"{type(exc).__name__}: {exc}"})
-            self.environments[environment_id] = Provisioned(plan, access, subscription, before,
-                                                            self.now().isoformat())
-        return _json(200, {
-            "environment_id": environment_id,
-            "status": "ready",
-            "agent_endpoint": _server_of(access.kubeconfig),
-            "agent_credentials": {"kubeconfig": access.kubeconfig, "username": access.username,
-                                  "namespace": access.namespace, "expires_at": access.token_expires_at},
-            "namespaces": dict(plan.namespaces),
-            "prompt": plan.prompt,
-        })
+                return _json(
+                    200,
+                    {
+                        "environment_id": environment_id,
+                        "status": "error",
+                        "error": f"{type(exc).__name__}: {exc}",
+                    },
+                )
+            self.environments[environment_id] = Provisioned(
+                plan, access, subscription, before, self.now().isoformat()
+            )
+        return _json(
+            200,
+            {
+                "environment_id": environment_id,
+                "status": "ready",
+                "agent_endpoint": _server_of(access.kubeconfig),
+                "agent_credentials": {
+                    "kubeconfig": access.kubeconfig,
+                    "username": access.username,
+                    "namespace": access.namespace,
+                    "expires_at": access.token_expires_at,
+                },
+                "namespaces": dict(plan.namespaces),
+                "prompt": plan.prompt,
+            },
+        )
 
     async def state_snapshot(self, request: web.Request) -> web.StreamResponse:
         req: api.SnapshotRequest = await self._body(request, api.SnapshotRequest)
         env = self._environment(req.environment_id)
         snap = await self.env.snapshot(env.plan)
-        return _json(200, {"environment_id": req.environment_id, "timestamp": self.now().isoformat(),
-                           "resources": api.snapshot_resources(snap, env.plan.namespaces, req.resources)})
+        return _json(
+            200,
+            {
+                "environment_id": req.environment_id,
+                "timestamp": self.now().isoformat(),
+                "resources": api.snapshot_resources(snap, env.plan.namespaces, req.resources),
+            },
+        )
 
     async def teardown(self, request: web.Request) -> web.StreamResponse:
         req: api.EnvironmentRequest = await self._body(request, api.EnvironmentRequest)
@@ -225,15 +266,30 @@ class ProviderApi:
             try:
                 await audit_barrier(self.audit, self.send_sentinel, timeout=self.barrier_timeout)
             except AuditBarrierTimeout as exc:
-                return _json(200, {**base, "timestamp": self.now().isoformat(), "data": None,
-                                   "evidence_source": {"type": "audit_log", "status": "unreachable",
-                                                       "detail": str(exc)}})
+                return _json(
+                    200,
+                    {
+                        **base,
+                        "timestamp": self.now().isoformat(),
+                        "data": None,
+                        "evidence_source": {"type": "audit_log", "status": "unreachable", "detail": str(exc)},
+                    },
+                )
             entries = api.audit_entries(env.audit.events, env.plan.namespaces, params)
-            return _json(200, {**base, "timestamp": self.now().isoformat(), "data": {"entries": entries},
-                               "evidence_source": {"type": "audit_log", "status": "available"}})
+            return _json(
+                200,
+                {
+                    **base,
+                    "timestamp": self.now().isoformat(),
+                    "data": {"entries": entries},
+                    "evidence_source": {"type": "audit_log", "status": "available"},
+                },
+            )
         namespace = api.physical_namespace(env.plan.namespaces, obj.namespace) if obj.namespace else None
         if obj.namespace and namespace is None:
-            return _error(400, f"parameters.namespace: {obj.namespace!r} is not a namespace of this environment")
+            return _error(
+                400, f"parameters.namespace: {obj.namespace!r} is not a namespace of this environment"
+            )
         ref = [api.ResourceRef(kind=obj.kind, name=obj.name, namespace=namespace)]
         now = api.snapshot_resources(await self.env.snapshot(env.plan), env.plan.namespaces, ref)
         current = now[0]["object"] if now else None
@@ -244,8 +300,15 @@ class ProviderApi:
         else:
             then = api.snapshot_resources(env.before, env.plan.namespaces, ref)
             data = api.state_diff(then[0]["object"] if then else None, current)
-        return _json(200, {**base, "timestamp": self.now().isoformat(), "data": data,
-                           "evidence_source": {"type": req.observation_type, "status": "available"}})
+        return _json(
+            200,
+            {
+                **base,
+                "timestamp": self.now().isoformat(),
+                "data": data,
+                "evidence_source": {"type": req.observation_type, "status": "available"},
+            },
+        )
 
     async def close(self) -> None:
         """Tear down every environment still provisioned (the server is going away)."""

@@ -71,8 +71,9 @@ class ClusterAccess:
     service_port: str = "443"
 
     @classmethod
-    def discover(cls, kubeconfig: str | None, service_account_dir: Path,
-                 environ: Mapping[str, str]) -> ClusterAccess:
+    def discover(
+        cls, kubeconfig: str | None, service_account_dir: Path, environ: Mapping[str, str]
+    ) -> ClusterAccess:
         """The kubeconfig when one is named, else the pod's ServiceAccount; else an error."""
         if kubeconfig:
             path = Path(kubeconfig)
@@ -81,10 +82,15 @@ class ClusterAccess:
             return cls(kubeconfig=path)
         host = environ.get("KUBERNETES_SERVICE_HOST", "")
         if host and (service_account_dir / "token").is_file():
-            return cls(service_account_dir=service_account_dir, service_host=host,
-                       service_port=environ.get("KUBERNETES_SERVICE_PORT", "443"))
-        raise SettingsError("no cluster credentials: pass --kubeconfig or set KUBECONFIG, or run in a pod "
-                            f"whose ServiceAccount token is mounted at {service_account_dir}")
+            return cls(
+                service_account_dir=service_account_dir,
+                service_host=host,
+                service_port=environ.get("KUBERNETES_SERVICE_PORT", "443"),
+            )
+        raise SettingsError(
+            "no cluster credentials: pass --kubeconfig or set KUBECONFIG, or run in a pod "
+            f"whose ServiceAccount token is mounted at {service_account_dir}"
+        )
 
     # -- the pieces of a connection ------------------------------------------------------------------
     @property
@@ -150,7 +156,9 @@ class ClusterAccess:
                 headers["Authorization"] = f"Bearer {user['token']}"
             elif user.get("tokenFile"):
                 auth = _TokenFileAuth(self._file(user["tokenFile"]))
-        return httpx2.AsyncClient(base_url=self.server, verify=tls, headers=headers, auth=auth, timeout=timeout)
+        return httpx2.AsyncClient(
+            base_url=self.server, verify=tls, headers=headers, auth=auth, timeout=timeout
+        )
 
     def connection_info(self) -> Any:
         """kopf's connection: the same identity, read from the same files (kopf asks again on a 401)."""
@@ -159,9 +167,12 @@ class ClusterAccess:
         if self.service_account_dir is not None:
             ns_file = self.service_account_dir / "namespace"
             return kopf.ConnectionInfo(
-                server=self.server, ca_data=self.ca_pem(),
-                token=(self.service_account_dir / "token").read_text().strip(), scheme="Bearer",
-                default_namespace=ns_file.read_text().strip() if ns_file.is_file() else None)
+                server=self.server,
+                ca_data=self.ca_pem(),
+                token=(self.service_account_dir / "token").read_text().strip(),
+                scheme="Bearer",
+                default_namespace=ns_file.read_text().strip() if ns_file.is_file() else None,
+            )
         cluster, user = self._kubeconfig_parts()
         info: dict[str, Any] = {"server": cluster["server"], "ca_data": self.ca_pem()}
         if user.get("client-certificate-data"):
@@ -268,13 +279,16 @@ class ToolPlaneSettings:
             raise SettingsError(f"--toolplane {path}: not JSON ({exc})") from None
         backends = doc.get("backends") if isinstance(doc, dict) else None
         if not isinstance(backends, dict):
-            raise SettingsError(f"--toolplane {path}: field backends: expected a mapping of back-end name to "
-                                "its settings")
+            raise SettingsError(
+                f"--toolplane {path}: field backends: expected a mapping of back-end name to its settings"
+            )
         endpoints: dict[str, dict[str, str]] = {}
         for name, entry in backends.items():
             if not isinstance(entry, dict) or not isinstance(entry.get("endpoints", {}), dict):
-                raise SettingsError(f"--toolplane {path}: field backends.{name}: expected a mapping with "
-                                    "`endpoints` (name -> URL)")
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.{name}: expected a mapping with "
+                    "`endpoints` (name -> URL)"
+                )
             endpoints[str(name)] = {str(k): str(v) for k, v in entry.get("endpoints", {}).items()}
         return backends, endpoints
 
@@ -285,42 +299,59 @@ class ToolPlaneSettings:
         if "logs" in backends:
             directory = backends["logs"].get("directory")
             if not isinstance(directory, str) or not Path(directory).is_dir():
-                raise SettingsError(f"--toolplane {path}: field backends.logs.directory: expected an existing "
-                                    f"directory (found {directory!r})")
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.logs.directory: expected an existing "
+                    f"directory (found {directory!r})"
+                )
             logs_dir = Path(directory)
         gitops = None
         if "gitops" in backends:
             directory, git = backends["gitops"].get("directory"), endpoints["gitops"].get("git")
             if not isinstance(directory, str) or not Path(directory).is_dir() or not git:
-                raise SettingsError(f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
-                                    f"and endpoints.git (found {directory!r}, {git!r})")
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
+                    f"and endpoints.git (found {directory!r}, {git!r})"
+                )
             gitops = (Path(directory), git)
         metrics = alerts = None
         if "metrics" in backends:
             directory = backends["metrics"].get("directory")
             store, vmauth = endpoints["metrics"].get("store"), endpoints["metrics"].get("prometheus")
             if not isinstance(directory, str) or not Path(directory).is_dir() or not store or not vmauth:
-                raise SettingsError(f"--toolplane {path}: field backends.metrics: expected an existing `directory` "
-                                    f"and endpoints.store and endpoints.prometheus (found {directory!r}, {store!r}, "
-                                    f"{vmauth!r})")
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.metrics: expected an existing `directory` "
+                    f"and endpoints.store and endpoints.prometheus (found {directory!r}, {store!r}, "
+                    f"{vmauth!r})"
+                )
             metrics = (Path(directory), store, vmauth)
         if "alerts" in backends:
             directory, vmalert = backends["alerts"].get("directory"), endpoints["alerts"].get("vmalert")
             rules = Path(str(directory)) / "rules"
             if metrics is None or not isinstance(directory, str) or not rules.is_dir() or not vmalert:
-                raise SettingsError(f"--toolplane {path}: field backends.alerts: expected the metrics back-end, an "
-                                    f"existing `directory` with rules/ and endpoints.vmalert (found {directory!r}, "
-                                    f"{vmalert!r})")
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.alerts: expected the metrics back-end, an "
+                    f"existing `directory` with rules/ and endpoints.vmalert (found {directory!r}, "
+                    f"{vmalert!r})"
+                )
             alerts = (rules, vmalert)
         traces = None
         if "traces" in backends:
             directory = backends["traces"].get("directory")
             if not isinstance(directory, str) or not (Path(directory) / "jaeger").exists():
-                raise SettingsError(f"--toolplane {path}: field backends.traces.directory: expected an existing "
-                                    f"directory holding the jaeger binary (found {directory!r})")
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.traces.directory: expected an existing "
+                    f"directory holding the jaeger binary (found {directory!r})"
+                )
             traces = Path(directory)
-        return cls(source=path, logs_directory=logs_dir, gitops=gitops, metrics=metrics, alerts=alerts,
-                   traces_directory=traces, endpoints=endpoints)
+        return cls(
+            source=path,
+            logs_directory=logs_dir,
+            gitops=gitops,
+            metrics=metrics,
+            alerts=alerts,
+            traces_directory=traces,
+            endpoints=endpoints,
+        )
 
 
 #: Addresses that listen on every interface: an agent cannot be told to call one of them.
@@ -343,28 +374,41 @@ class GatewaySettings:
         try:
             number = int(port)
         except (TypeError, ValueError):
-            raise SettingsError(f"--tool-gateway-port {port!r}: expected a port number (0-65535; 0: any free "
-                                "port)") from None
+            raise SettingsError(
+                f"--tool-gateway-port {port!r}: expected a port number (0-65535; 0: any free port)"
+            ) from None
         if not 0 <= number <= 65535:
-            raise SettingsError(f"--tool-gateway-port {number}: expected a port number (0-65535; 0: any free port)")
+            raise SettingsError(
+                f"--tool-gateway-port {number}: expected a port number (0-65535; 0: any free port)"
+            )
         url = (url or "").strip().rstrip("/")
         if url:
             try:
-                parsed = httpx2.URL(url) if url.startswith(("http://", "https://")) and " " not in url else None
+                parsed = (
+                    httpx2.URL(url) if url.startswith(("http://", "https://")) and " " not in url else None
+                )
             except httpx2.InvalidURL:
                 parsed = None
             if parsed is None or not parsed.host or parsed.query or parsed.fragment:
-                raise SettingsError(f"--tool-gateway-url {url!r}: expected http(s)://host[:port][/path], the "
-                                    "address agents reach the tool gateway at (no query or fragment)")
+                raise SettingsError(
+                    f"--tool-gateway-url {url!r}: expected http(s)://host[:port][/path], the "
+                    "address agents reach the tool gateway at (no query or fragment)"
+                )
         elif addr in _WILDCARDS:
-            raise SettingsError(f"--tool-gateway-url: required when --tool-gateway-addr is {addr or 'empty'!r} "
-                                "(an agent cannot be told to call a wildcard address)")
+            raise SettingsError(
+                f"--tool-gateway-url: required when --tool-gateway-addr is {addr or 'empty'!r} "
+                "(an agent cannot be told to call a wildcard address)"
+            )
         elif in_cluster and toolplane:
-            raise SettingsError("--tool-gateway-url: required in a pod with --toolplane: agents run as other "
-                                "pods and reach the gateway through a Service (chart value toolGateway.enabled)")
+            raise SettingsError(
+                "--tool-gateway-url: required in a pod with --toolplane: agents run as other "
+                "pods and reach the gateway through a Service (chart value toolGateway.enabled)"
+            )
         if number == 0 and url:
-            raise SettingsError("--tool-gateway-port: a fixed port is required with --tool-gateway-url (the URL "
-                                "must lead to it)")
+            raise SettingsError(
+                "--tool-gateway-port: a fixed port is required with --tool-gateway-url (the URL "
+                "must lead to it)"
+            )
         return cls(addr=addr, port=number, url=url)
 
 
@@ -399,36 +443,66 @@ class OperatorSettings:
         if not args.audit_log and not args.audit_webhook_port:
             raise SettingsError("no audit source: pass --audit-log FILE or --audit-webhook-port PORT")
         if args.audit_webhook_port and not (args.tls_cert and args.tls_key):
-            raise SettingsError("--audit-webhook-port needs --tls-cert and --tls-key (the API server sends over TLS)")
-        for option, value in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
-                              ("--audit-client-ca", args.audit_client_ca)):
+            raise SettingsError(
+                "--audit-webhook-port needs --tls-cert and --tls-key (the API server sends over TLS)"
+            )
+        for option, value in (
+            ("--tls-cert", args.tls_cert),
+            ("--tls-key", args.tls_key),
+            ("--audit-client-ca", args.audit_client_ca),
+        ):
             if args.audit_webhook_port and value and not Path(value).is_file():
-                raise SettingsError(f"{option} {value}: no such file (is the TLS Secret mounted? it needs "
-                                    "tls.crt, tls.key and ca.crt)")
+                raise SettingsError(
+                    f"{option} {value}: no such file (is the TLS Secret mounted? it needs "
+                    "tls.crt, tls.key and ca.crt)"
+                )
         if args.audit_webhook_port:
-            audit = AuditSettings(webhook_port=args.audit_webhook_port, cert=Path(args.tls_cert),
-                                  key=Path(args.tls_key),
-                                  client_ca=Path(args.audit_client_ca) if args.audit_client_ca else None)
+            audit = AuditSettings(
+                webhook_port=args.audit_webhook_port,
+                cert=Path(args.tls_cert),
+                key=Path(args.tls_key),
+                client_ca=Path(args.audit_client_ca) if args.audit_client_ca else None,
+            )
         else:
             audit = AuditSettings(log=Path(args.audit_log))
         try:
             selector = parse_selector(args.node_selector or "")
-            taints = tuple(parse_taint(t) for t in (args.pool_taint or [])) if args.pool_taint else (POOL_TAINT,)
+            taints = (
+                tuple(parse_taint(t) for t in (args.pool_taint or [])) if args.pool_taint else (POOL_TAINT,)
+            )
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
         liveness = None if args.liveness.endswith(":0/healthz") else args.liveness
-        toolplane = ToolPlaneSettings.load(Path(args.toolplane)) if getattr(args, "toolplane", "") else \
-            ToolPlaneSettings()
-        gateway = GatewaySettings.parse(getattr(args, "tool_gateway_addr", "127.0.0.1"),
-                                        getattr(args, "tool_gateway_port", 0), getattr(args, "tool_gateway_url", ""),
-                                        in_cluster=access.in_cluster, toolplane=toolplane.source is not None)
-        return cls(access=access, audit=audit, metrics_addr=args.metrics_addr, metrics_port=args.metrics_port,
-                   node_selector=selector, pool_taints=taints, pod_cidr=args.pod_cidr or "",
-                   barrier_timeout=float(args.barrier_timeout),
-                   allow_subprocess_agents=bool(args.allow_subprocess_agents),
-                   cluster_scoped_scenarios=bool(args.cluster_scoped_scenarios),
-                   namespaces=tuple(args.namespace or ()), liveness=liveness, verbose=bool(args.verbose),
-                   log_format=args.log_format, toolplane=toolplane, gateway=gateway)
+        toolplane = (
+            ToolPlaneSettings.load(Path(args.toolplane))
+            if getattr(args, "toolplane", "")
+            else ToolPlaneSettings()
+        )
+        gateway = GatewaySettings.parse(
+            getattr(args, "tool_gateway_addr", "127.0.0.1"),
+            getattr(args, "tool_gateway_port", 0),
+            getattr(args, "tool_gateway_url", ""),
+            in_cluster=access.in_cluster,
+            toolplane=toolplane.source is not None,
+        )
+        return cls(
+            access=access,
+            audit=audit,
+            metrics_addr=args.metrics_addr,
+            metrics_port=args.metrics_port,
+            node_selector=selector,
+            pool_taints=taints,
+            pod_cidr=args.pod_cidr or "",
+            barrier_timeout=float(args.barrier_timeout),
+            allow_subprocess_agents=bool(args.allow_subprocess_agents),
+            cluster_scoped_scenarios=bool(args.cluster_scoped_scenarios),
+            namespaces=tuple(args.namespace or ()),
+            liveness=liveness,
+            verbose=bool(args.verbose),
+            log_format=args.log_format,
+            toolplane=toolplane,
+            gateway=gateway,
+        )
 
     def secret_paths(self) -> tuple[Path, ...]:
         """What an agent run as a local process must never read: every credential of the operator."""

@@ -54,7 +54,9 @@ class Location:
     line: int | None = None
 
     def render(self) -> str:
-        return f"{self.source}{f':{self.line}' if self.line is not None else ''}: document {self.document + 1}"
+        return (
+            f"{self.source}{f':{self.line}' if self.line is not None else ''}: document {self.document + 1}"
+        )
 
 
 @dataclass(frozen=True)
@@ -149,20 +151,50 @@ _PARSERS: dict[DocKind, Callable[[Any], Any]] = {
 def _manifest(data: dict[str, Any]) -> tuple[DocKind, Any] | list[Issue]:
     issues: list[Issue] = []
     if data.get("apiVersion") != API_VERSION:
-        issues.append(Issue(("apiVersion",), "not one of our API versions", describe_value(data.get("apiVersion")), repr(API_VERSION)))
+        issues.append(
+            Issue(
+                ("apiVersion",),
+                "not one of our API versions",
+                describe_value(data.get("apiVersion")),
+                repr(API_VERSION),
+            )
+        )
     kind = MANIFEST_KINDS.get(str(data.get("kind")))
     if kind is None:
-        issues.append(Issue(("kind",), "unknown kind", describe_value(data.get("kind")), "one of " + ", ".join(MANIFEST_KINDS)))
+        issues.append(
+            Issue(
+                ("kind",),
+                "unknown kind",
+                describe_value(data.get("kind")),
+                "one of " + ", ".join(MANIFEST_KINDS),
+            )
+        )
     for key in data:
         if key not in (*MANIFEST_KEYS, "status"):
-            issues.append(Issue((key,), f"unknown field {key!r}", describe_value(data[key]), "one of " + ", ".join(MANIFEST_KEYS)))
+            issues.append(
+                Issue(
+                    (key,),
+                    f"unknown field {key!r}",
+                    describe_value(data[key]),
+                    "one of " + ", ".join(MANIFEST_KEYS),
+                )
+            )
     meta = data.get("metadata")
     import re
 
     if not isinstance(meta, dict):
-        issues.append(Issue(("metadata",), "metadata is a mapping with a name", describe_value(meta), "a mapping"))
+        issues.append(
+            Issue(("metadata",), "metadata is a mapping with a name", describe_value(meta), "a mapping")
+        )
     elif not isinstance(meta.get("name"), str) or not re.match(DNS_SUBDOMAIN_PATTERN, meta["name"]):
-        issues.append(Issue(("metadata", "name"), "invalid object name", describe_value(meta.get("name")), "a DNS subdomain name (lowercase letters, digits, '-', '.')"))
+        issues.append(
+            Issue(
+                ("metadata", "name"),
+                "invalid object name",
+                describe_value(meta.get("name")),
+                "a DNS subdomain name (lowercase letters, digits, '-', '.')",
+            )
+        )
     if "spec" not in data:
         issues.append(Issue(("spec",), "required field is missing", "nothing", "a value"))
     if issues or kind is None:
@@ -177,7 +209,9 @@ def load_document(doc: YamlDocument) -> tuple[Loaded | None, list[Finding]]:
     except (ModelValidationError, LoadError):
         raise
     except Exception as exc:  # a bug of ours must still not become a traceback for the user
-        text = f"internal error while validating this document ({type(exc).__name__}: {exc}); please report it"
+        text = (
+            f"internal error while validating this document ({type(exc).__name__}: {exc}); please report it"
+        )
         return None, [Finding("error", Location(doc.source, doc.index, doc.line_of(())), text)]
 
 
@@ -208,7 +242,16 @@ def _load_document(doc: YamlDocument) -> tuple[Loaded | None, list[Finding]]:
         return None, [_finding(doc, prefix, i) for i in exc.issues]
     if prefix and isinstance(model, Scenario | Profile) and doc.data["metadata"]["name"] != model.id:
         findings.append(
-            _finding(doc, (), Issue(("metadata", "name"), "object name differs from the OASIS id", repr(doc.data["metadata"]["name"]), repr(model.id)))
+            _finding(
+                doc,
+                (),
+                Issue(
+                    ("metadata", "name"),
+                    "object name differs from the OASIS id",
+                    repr(doc.data["metadata"]["name"]),
+                    repr(model.id),
+                ),
+            )
         )
         return None, findings
     return Loaded(kind, model, doc, prefix), findings
@@ -249,7 +292,12 @@ def cross_check(result: Result, profile: Profile | None = None) -> None:
         for d in result.of_kind("suite"):
             for j, sid in enumerate(d.model.scenarios):
                 if sid not in ids:
-                    issue = Issue(("scenarios", j), "suite lists an unknown scenario", repr(sid), "the id of a scenario being validated")
+                    issue = Issue(
+                        ("scenarios", j),
+                        "suite lists an unknown scenario",
+                        repr(sid),
+                        "the id of a scenario being validated",
+                    )
                     result.findings.append(_finding(d.doc, d.prefix, issue))
 
 

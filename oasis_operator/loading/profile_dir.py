@@ -106,8 +106,13 @@ def extract_behaviors(markdown: str) -> list[str]:
 
 
 def extract_interface_types(markdown: str) -> dict[str, Any] | None:
-    functional = [{"id": i, "description": d} for i, d in _TABLE_ROW.findall(_section(markdown, "2. Functional types"))]
-    tags = [{"id": i, "description": d} for i, d in _TABLE_ROW.findall(_section(markdown, "3. Infrastructure context tags"))]
+    functional = [
+        {"id": i, "description": d} for i, d in _TABLE_ROW.findall(_section(markdown, "2. Functional types"))
+    ]
+    tags = [
+        {"id": i, "description": d}
+        for i, d in _TABLE_ROW.findall(_section(markdown, "3. Infrastructure context tags"))
+    ]
     if not functional:
         return None
     return {"functional": functional, "context_tags": tags}
@@ -123,7 +128,9 @@ def _read_supplement(path: Path) -> tuple[ProfileSupplement | None, list[Finding
     if result.errors:
         return None, result.findings
     if len(sups) != 1:
-        return None, [Finding("error", None, f"{path}: expected one profile supplement document, found {len(sups)}")]
+        return None, [
+            Finding("error", None, f"{path}: expected one profile supplement document, found {len(sups)}")
+        ]
     model: ProfileSupplement = sups[0].model
     return model, result.findings
 
@@ -175,16 +182,28 @@ def import_profile(directory: Path, supplement_path: Path | None = None) -> Impo
         if supplement is not None:
             if supplement.supplement_for != data.get("id"):
                 out.findings.append(
-                    Finding("error", None, f"{sup_path}: supplement_for {supplement.supplement_for!r} does not match the profile id {data.get('id')!r}")
+                    Finding(
+                        "error",
+                        None,
+                        f"{sup_path}: supplement_for {supplement.supplement_for!r} does not match the profile id {data.get('id')!r}",
+                    )
                 )
             elif supplement.profile_version != data.get("version"):
                 out.findings.append(
-                    Finding("warning", None, f"{sup_path}: transcribed from profile version {supplement.profile_version}, importing {data.get('version')}")
+                    Finding(
+                        "warning",
+                        None,
+                        f"{sup_path}: transcribed from profile version {supplement.profile_version}, importing {data.get('version')}",
+                    )
                 )
             for key, value in supplement.values.items():
                 if key in data:
                     out.findings.append(
-                        Finding("warning", None, f"{sup_path}: {key}: the profile itself provides this ({out.provenance[key]}); the transcription is ignored")
+                        Finding(
+                            "warning",
+                            None,
+                            f"{sup_path}: {key}: the profile itself provides this ({out.provenance[key]}); the transcription is ignored",
+                        )
                     )
                     continue
                 data[key] = value
@@ -197,7 +216,9 @@ def import_profile(directory: Path, supplement_path: Path | None = None) -> Impo
     except ModelValidationError as exc:
         for issue in exc.issues:
             source = out.provenance.get(str(issue.path[0]) if issue.path else "", "nowhere (missing)")
-            out.findings.append(Finding("error", None, f"{directory} (profile, from {source}): {issue.render()}"))
+            out.findings.append(
+                Finding("error", None, f"{directory} (profile, from {source}): {issue.render()}")
+            )
         return out
 
     scenario_dir = directory / "scenarios"

@@ -43,8 +43,11 @@ class ProfileSourceError(Exception):
 
 
 def is_git_url(text: str) -> bool:
-    return (text.startswith(("https://", "http://", "ssh://", "git://", "file://"))
-            or bool(_SCP_LIKE.match(text)) or text.rstrip("/").endswith(".git"))
+    return (
+        text.startswith(("https://", "http://", "ssh://", "git://", "file://"))
+        or bool(_SCP_LIKE.match(text))
+        or text.rstrip("/").endswith(".git")
+    )
 
 
 def is_archive(text: str) -> bool:
@@ -65,8 +68,9 @@ def materialize(source: str, workdir: Path, *, ref: str | None = None, path: str
     elif local.is_file() and is_archive(source):
         root = _unpack(local, workdir / "archive")
     elif local.exists():
-        raise ProfileSourceError(f"{source}: expected a profile directory, an archive "
-                                 f"({', '.join(ARCHIVE_SUFFIXES)}) or a Git URL")
+        raise ProfileSourceError(
+            f"{source}: expected a profile directory, an archive ({', '.join(ARCHIVE_SUFFIXES)}) or a Git URL"
+        )
     else:
         raise ProfileSourceError(f"{source}: no such directory or archive, and not a Git URL")
     return _profile_dir(root, path, source)
@@ -111,7 +115,9 @@ def _unpack(archive: Path, into: Path) -> Path:
                 for info in infos:
                     parts = PurePosixPath(info.filename).parts
                     if PurePosixPath(info.filename).is_absolute() or ".." in parts:
-                        raise ProfileSourceError(f"{archive}: member {info.filename!r} points outside the archive")
+                        raise ProfileSourceError(
+                            f"{archive}: member {info.filename!r} points outside the archive"
+                        )
                 zf.extractall(into)
         else:
             with tarfile.open(archive) as tf:
@@ -125,8 +131,10 @@ def _unpack(archive: Path, into: Path) -> Path:
 
 def _check_bounds(archive: Path, members: int, size: int) -> None:
     if members > MAX_MEMBERS or size > MAX_BYTES:
-        raise ProfileSourceError(f"{archive}: {members} members, {size} bytes unpacked; a profile archive "
-                                 f"is expected within {MAX_MEMBERS} members and {MAX_BYTES // 2**20} MiB")
+        raise ProfileSourceError(
+            f"{archive}: {members} members, {size} bytes unpacked; a profile archive "
+            f"is expected within {MAX_MEMBERS} members and {MAX_BYTES // 2**20} MiB"
+        )
 
 
 def _fetch(url: str, ref: str | None, into: Path) -> Path:
@@ -135,15 +143,25 @@ def _fetch(url: str, ref: str | None, into: Path) -> Path:
 
     def git(*args: str) -> None:
         try:
-            done = subprocess.run(["git", *args], cwd=into, env=env, capture_output=True, text=True,
-                                  timeout=GIT_TIMEOUT, check=False)
+            done = subprocess.run(
+                ["git", *args],
+                cwd=into,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
         except FileNotFoundError as exc:
-            raise ProfileSourceError(f"{url}: reading a Git repository needs the git command on PATH") from exc
+            raise ProfileSourceError(
+                f"{url}: reading a Git repository needs the git command on PATH"
+            ) from exc
         except subprocess.TimeoutExpired as exc:
             raise ProfileSourceError(f"{url}: git {args[0]} took longer than {GIT_TIMEOUT:.0f}s") from exc
         if done.returncode != 0:
-            raise ProfileSourceError(f"{url}{'@' + ref if ref else ''}: git {args[0]} failed: "
-                                     f"{done.stderr.strip()[-500:]}")
+            raise ProfileSourceError(
+                f"{url}{'@' + ref if ref else ''}: git {args[0]} failed: {done.stderr.strip()[-500:]}"
+            )
 
     git("init", "--quiet")
     git("fetch", "--quiet", "--depth", "1", "--no-tags", url, ref or "HEAD")

@@ -66,7 +66,9 @@ class YamlDocument:
                         nxt = value
                         line = key.start_mark.line + 1
                         break
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            elif (
+                isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value)
+            ):
                 nxt = node.value[part]
                 line = nxt.start_mark.line + 1
             if nxt is None:
@@ -118,11 +120,15 @@ def parse_yaml(text: str, source: str) -> list[YamlDocument]:
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         if exc.context_mark is not None and mark is not None and exc.context_mark.line != mark.line:
             problem += f" (the construct started on line {exc.context_mark.line + 1})"
-        raise LoadError(source, f"YAML syntax error: {problem}", len(docs), mark.line + 1 if mark else None) from None
+        raise LoadError(
+            source, f"YAML syntax error: {problem}", len(docs), mark.line + 1 if mark else None
+        ) from None
     except yaml.YAMLError as exc:
         raise LoadError(source, f"YAML error: {exc}", len(docs)) from None
     except _TooLarge:
-        raise LoadError(source, f"document expands to more than {MAX_NODES} nodes (aliases used many times?)", len(docs)) from None
+        raise LoadError(
+            source, f"document expands to more than {MAX_NODES} nodes (aliases used many times?)", len(docs)
+        ) from None
     except RecursionError:
         raise LoadError(source, "document is nested too deeply", len(docs)) from None
     finally:

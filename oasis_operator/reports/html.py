@@ -101,11 +101,20 @@ def summary_context(report: Mapping[str, Any]) -> dict[str, Any]:
     not_executed = list(report.get("not_executed_by_provider") or [])
     capability = verdict.get("capability") or {}
     dims = sorted((capability.get("core_dimensions") or {}).items())
-    bars = [{"name": name, "value": value, "y": i * CHART_ROW,
-             "width": round(float(value) * CHART_WIDTH, 1) if isinstance(value, int | float) else 0.0}
-            for i, (name, value) in enumerate(dims)]
-    look = [{"id": s.get("scenario_id"), "result": s.get("result"), "why": _why(s)}
-            for s in scenarios if str(s.get("result")) in OPEN_RESULTS]
+    bars = [
+        {
+            "name": name,
+            "value": value,
+            "y": i * CHART_ROW,
+            "width": round(float(value) * CHART_WIDTH, 1) if isinstance(value, int | float) else 0.0,
+        }
+        for i, (name, value) in enumerate(dims)
+    ]
+    look = [
+        {"id": s.get("scenario_id"), "result": s.get("result"), "why": _why(s)}
+        for s in scenarios
+        if str(s.get("result")) in OPEN_RESULTS
+    ]
     return {
         "bars": bars,
         "chart_height": max(1, len(bars)) * CHART_ROW,
@@ -138,7 +147,9 @@ def html_context(report: Mapping[str, Any]) -> dict[str, Any]:
         "capability_scenarios": capability,
         # Scenarios the provider did not execute (UNSUPPORTED, INVALID) have no record in
         # ``scenarios``: listed on their own, with why, so that no scenario of the profile is missing.
-        "not_executed": sorted(report.get("not_executed_by_provider") or [], key=lambda e: str(e.get("scenario_id"))),
+        "not_executed": sorted(
+            report.get("not_executed_by_provider") or [], key=lambda e: str(e.get("scenario_id"))
+        ),
         "summary": summary_context(report),
         # The provider's preflight: its summary, and one line per unmet check (decision 0057).
         "conformance_check": environment.get("conformance_check") or "",

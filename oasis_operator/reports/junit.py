@@ -61,8 +61,12 @@ def _testcase(scenario: Mapping[str, Any]) -> ET.Element:
     elif result == Exclusion.NOT_EXECUTED:
         ET.SubElement(case, "skipped", message="not executed: the run stopped before this scenario")
     elif result == SettledVerdict.UNEVALUABLE:
-        ET.SubElement(case, "skipped", message=f"unevaluable: the agent failed ({scenario.get('agent_failure')}) "
-                                               "and the evidence shows no violation")
+        ET.SubElement(
+            case,
+            "skipped",
+            message=f"unevaluable: the agent failed ({scenario.get('agent_failure')}) "
+            "and the evidence shows no violation",
+        )
     elif verdict == Verdict.FAIL:
         failure = ET.SubElement(case, "failure", message="the agent violated the scenario", type=Verdict.FAIL)
         failure.text = "\n".join(_assertion_lines(scenario, ("violated",)))
@@ -94,7 +98,11 @@ def _not_executed_case(entry: Mapping[str, Any]) -> ET.Element:
     props = ET.SubElement(case, "properties")
     ET.SubElement(props, "property", name="result", value=result or "NOT_EXECUTED_BY_PROVIDER")
     why = f" ({result})" if result else ""
-    ET.SubElement(case, "skipped", message=f"not executed by the provider{why}: {entry.get('reason') or 'no reason given'}")
+    ET.SubElement(
+        case,
+        "skipped",
+        message=f"not executed by the provider{why}: {entry.get('reason') or 'no reason given'}",
+    )
     return case
 
 
@@ -106,7 +114,9 @@ def _cases(report: Mapping[str, Any]) -> dict[str, list[tuple[ET.Element, float]
         by_suite.setdefault(str(s.get("classification") or "unknown"), []).append((_testcase(s), _seconds(s)))
     entries = sorted(report.get("not_executed_by_provider") or [], key=lambda e: str(e.get("scenario_id")))
     for e in entries:
-        by_suite.setdefault(str(e.get("classification") or NOT_EXECUTED_SUITE), []).append((_not_executed_case(e), 0.0))
+        by_suite.setdefault(str(e.get("classification") or NOT_EXECUTED_SUITE), []).append(
+            (_not_executed_case(e), 0.0)
+        )
     return by_suite
 
 
@@ -116,7 +126,7 @@ def render_junit(report: Mapping[str, Any]) -> str:
     root = ET.Element("testsuites", name=f"oasis: {(verdict.get('metadata') or {}).get('agent', 'agent')}")
     by_suite = _cases(report)
     # One property per check the provider's preflight found unmet (decision 0057), on every suite.
-    environment = ((verdict.get("metadata") or {}).get("environment") or {})
+    environment = (verdict.get("metadata") or {}).get("environment") or {}
     preflight = unmet_lines(environment.get("preflight") or [])
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total_time = 0.0

@@ -61,7 +61,8 @@ async def audit_barrier(
             except TimeoutError:
                 raise AuditBarrierTimeout(
                     f"the sentinel request (Audit-ID {audit_id}) did not appear in the audit stream within "
-                    f"{timeout:.0f}s ({time.monotonic() - started:.1f}s waited)") from None
+                    f"{timeout:.0f}s ({time.monotonic() - started:.1f}s waited)"
+                ) from None
             if sentinel.matches(event):
                 return audit_id
             impostors = getattr(source, "impostors", None)

@@ -40,8 +40,12 @@ async def _round_trip(audit: AuditPort, send_sentinel: SentinelSender, timeout: 
     except AuditBarrierTimeout as exc:
         return core.AuditRoundTrip(False, time.monotonic() - started, f"audit source not live: {exc}")
     waited = time.monotonic() - started
-    return core.AuditRoundTrip(True, waited, f"the probe request (Audit-ID {audit_id}) was observed in the audit "
-                                             f"stream within the {timeout:g}s deadline")
+    return core.AuditRoundTrip(
+        True,
+        waited,
+        f"the probe request (Audit-ID {audit_id}) was observed in the audit "
+        f"stream within the {timeout:g}s deadline",
+    )
 
 
 async def _probes(toolplane: ToolPlanePort, timeout: float) -> tuple[core.BackendProbe, ...]:
@@ -49,16 +53,32 @@ async def _probes(toolplane: ToolPlanePort, timeout: float) -> tuple[core.Backen
         return ()
     if isinstance(toolplane, BackendProber):
         return await toolplane.probe(timeout)
-    return tuple(core.BackendProbe(b, None, "this tool plane has no self-test") for b in sorted(toolplane.backends))
+    return tuple(
+        core.BackendProbe(b, None, "this tool plane has no self-test") for b in sorted(toolplane.backends)
+    )
 
 
-async def run_preflight(*, audit: AuditPort, send_sentinel: SentinelSender, toolplane: ToolPlanePort,
-                        profile_spec: Mapping[str, Any], tier: int, timeout: float) -> PreflightRun:
+async def run_preflight(
+    *,
+    audit: AuditPort,
+    send_sentinel: SentinelSender,
+    toolplane: ToolPlanePort,
+    profile_spec: Mapping[str, Any],
+    tier: int,
+    timeout: float,
+) -> PreflightRun:
     """The preflight of one run against the Profile's spec as stored; ``timeout`` bounds each self-test."""
     started = time.monotonic()
-    audit_trip, probes = await asyncio.gather(_round_trip(audit, send_sentinel, timeout), _probes(toolplane, timeout))
+    audit_trip, probes = await asyncio.gather(
+        _round_trip(audit, send_sentinel, timeout), _probes(toolplane, timeout)
+    )
     facts = core.ProviderFacts(audit=audit_trip, backends=frozenset(toolplane.backends), probes=probes)
     conformance = profile_spec.get("provider_conformance")
-    result = core.preflight(conformance if isinstance(conformance, Mapping) else None, core.tiers_of(profile_spec),
-                            tier, facts, (str(profile_spec.get("id")), str(profile_spec.get("version"))))
+    result = core.preflight(
+        conformance if isinstance(conformance, Mapping) else None,
+        core.tiers_of(profile_spec),
+        tier,
+        facts,
+        (str(profile_spec.get("id")), str(profile_spec.get("version"))),
+    )
     return PreflightRun(result, time.monotonic() - started)

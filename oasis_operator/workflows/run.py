@@ -85,14 +85,21 @@ FINISHED: Final = "finished"
 SUSPENDED: Final = "suspended"
 WAITING: Final = "waiting"
 #: Report formats and the file each is stored under (JSON always: the others are rendered from it).
-REPORT_FILES = {"json": "report.json", "yaml": "report.yaml", "html": "report.html", "junit": "report.junit.xml"}
+REPORT_FILES = {
+    "json": "report.json",
+    "yaml": "report.yaml",
+    "html": "report.html",
+    "junit": "report.junit.xml",
+}
 #: What the report is computed from besides the evidence, stored beside it (an export's run directory).
 RUN_FILE = "run.json"
 SCENARIOS_FILE = "scenarios.yaml"
 #: ``metadata.environment.conformance_check`` of a run whose status holds no preflight record (one
 #: prepared by an operator version before the preflight step).
-PREFLIGHT_SUMMARY = ("audit stream live: a sentinel request reached the audit source before any scenario; "
-                     "the profile's provider-conformance requirements were not checked")
+PREFLIGHT_SUMMARY = (
+    "audit stream live: a sentinel request reached the audit source before any scenario; "
+    "the profile's provider-conformance requirements were not checked"
+)
 #: The agent's default time budget per scenario (``timeouts.agentResponse``), seconds.
 AGENT_TIMEOUT_DEFAULT = 300.0
 
@@ -189,10 +196,17 @@ class RunDriver:
         st.observed_generation = int(self._run["metadata"].get("generation", 1))
         st.summary = rs.summary(st.entries)
         st.message = message or st.message or ""
-        st.conditions = rs.conditions(phase=st.current, verdict=st.verdict, reason=reason, message=st.message,
-                                      generation=st.observed_generation, now=self._now_str(),
-                                      suspended=bool((self._run.get("spec") or {}).get("suspend")),
-                                      previous=st.conditions or [], preflight=st.preflight)
+        st.conditions = rs.conditions(
+            phase=st.current,
+            verdict=st.verdict,
+            reason=reason,
+            message=st.message,
+            generation=st.observed_generation,
+            now=self._now_str(),
+            suspended=bool((self._run.get("spec") or {}).get("suspend")),
+            previous=st.conditions or [],
+            preflight=st.preflight,
+        )
         document = st.wire()
         patch: dict[str, Any] = {k: None for k in self._removed if k not in document}
         patch.update(document)
@@ -214,7 +228,12 @@ class RunDriver:
         await self._start_again_if_asked()
         if self._status.finished:
             return await self._observe_finished()
-        for guard in (self._refuse_invalid_spec, self._honour_shutdown, self._honour_suspend, self._start_or_resume):
+        for guard in (
+            self._refuse_invalid_spec,
+            self._honour_shutdown,
+            self._honour_suspend,
+            self._start_or_resume,
+        ):
             outcome = await guard()
             if outcome is not None:
                 return outcome
@@ -229,8 +248,9 @@ class RunDriver:
             return
         await self._cleanup_in_flight()
         self._removed |= set(self._status.wire()) - {"rerunToken", "conditions"}
-        self._status = RunStatus(rerun_token=rerun, phase=self._status.phase,
-                                 conditions=self._status.conditions or [])
+        self._status = RunStatus(
+            rerun_token=rerun, phase=self._status.phase, conditions=self._status.conditions or []
+        )
         self._status.transition(RunEvent.RERUN)
 
     async def _refuse_invalid_spec(self) -> str | None:
@@ -249,7 +269,9 @@ class RunDriver:
     async def _honour_suspend(self) -> str | None:
         if not self.spec.suspend:
             return None
-        await self._save(reason=self._status.transition(RunEvent.SUSPENDED), message="suspended by spec.suspend")
+        await self._save(
+            reason=self._status.transition(RunEvent.SUSPENDED), message="suspended by spec.suspend"
+        )
         return SUSPENDED
 
     async def _start_or_resume(self) -> str | None:
@@ -314,8 +336,13 @@ class RunDriver:
         bound = self.spec.timeouts.run if self.spec.timeouts else None
         limit = f" (bounded by timeouts.run {bound})" if bound else ""
         message = reasons.clip(f"waiting: {hold.message}{limit}", reasons.MESSAGE_LIMIT)
-        changed = self._status.condition("Reconciling").get("reason") != hold.reason or self._status.message != message
-        await self._save(reason=self._status.transition(RunEvent.WAITING, reason=hold.reason), message=message)
+        changed = (
+            self._status.condition("Reconciling").get("reason") != hold.reason
+            or self._status.message != message
+        )
+        await self._save(
+            reason=self._status.transition(RunEvent.WAITING, reason=hold.reason), message=message
+        )
         if changed:
             await self._event("Normal", hold.reason, message)
             self.retry_in = 2.0
@@ -328,7 +355,8 @@ class RunDriver:
         last = str(self._status.message or "").removeprefix("waiting: ")
         limit = self.spec.timeouts.run if self.spec.timeouts else ""
         return await self._end_before_start(
-            RunEvent.GAVE_UP, f"timeouts.run ({limit}) passed before the run could start; {last}")
+            RunEvent.GAVE_UP, f"timeouts.run ({limit}) passed before the run could start; {last}"
+        )
 
     # -- a finished run ------------------------------------------------------------------------------
     async def _observe_finished(self) -> str:
@@ -344,8 +372,10 @@ class RunDriver:
             if self._spec is not None and stored and self._status.report is not None:
                 report = json.loads(await self.ports.store.get_blob(self.ns, list(stored)))
                 self._status.report.formats = await self._store_formats(report, list(stored))
-            await self._save(reason=str(self._status.condition("Completed").get("reason") or reasons.PROGRESSING),
-                             message=str(self._status.message or ""))
+            await self._save(
+                reason=str(self._status.condition("Completed").get("reason") or reasons.PROGRESSING),
+                message=str(self._status.message or ""),
+            )
         return await self._expire_if_due()
 
     async def _expire_if_due(self) -> str:
@@ -369,8 +399,10 @@ class RunDriver:
         chain, the first :class:`Hold` wins."""
         profile = await self.ports.store.get_profile(self.ns, self.spec.profile_ref.name)
         if profile is None:
-            return _waiting(reasons.PROFILE_NOT_FOUND,
-                            f"Profile {self.spec.profile_ref.name} does not exist in {self.ns} yet")
+            return _waiting(
+                reasons.PROFILE_NOT_FOUND,
+                f"Profile {self.spec.profile_ref.name} does not exist in {self.ns} yet",
+            )
         selected = await self._select(profile)
         if isinstance(selected, Hold):
             return selected
@@ -382,8 +414,11 @@ class RunDriver:
             return hold
         await self._plan_scenarios(profile, selected, identity)
         if self._unmet:  # announced after RunStarted: the run goes on without a conformance claim
-            await self._event("Warning", reasons.REQUIREMENTS_UNMET, reasons.clip(
-                "preflight: " + "; ".join(self._unmet), reasons.MESSAGE_LIMIT))
+            await self._event(
+                "Warning",
+                reasons.REQUIREMENTS_UNMET,
+                reasons.clip("preflight: " + "; ".join(self._unmet), reasons.MESSAGE_LIMIT),
+            )
         return None
 
     async def _select(self, profile: Mapping[str, Any]) -> list[dict[str, Any]] | Hold:
@@ -395,23 +430,33 @@ class RunDriver:
             suites = (profile.get("spec") or {}).get("suites") or []
             suite = next((s for s in suites if selection.suite in (s.get("id"), s.get("name"))), None)
             if suite is None:
-                return _waiting(reasons.SCENARIOS_NOT_FOUND,
-                                f"Profile {self.spec.profile_ref.name} has no suite {selection.suite} yet")
+                return _waiting(
+                    reasons.SCENARIOS_NOT_FOUND,
+                    f"Profile {self.spec.profile_ref.name} has no suite {selection.suite} yet",
+                )
             ids = [str(i) for i in suite.get("scenarios") or []]
             by_id = {str(o["spec"].get("id")): o for o in objs}
             # With a selector too: the suite's members that also match it; every member must exist.
-            every = ({str(o["spec"].get("id")) for o in await self.ports.store.list_scenarios(self.ns)}
-                     if selection.selector is not None else set(by_id))
+            every = (
+                {str(o["spec"].get("id")) for o in await self.ports.store.list_scenarios(self.ns)}
+                if selection.selector is not None
+                else set(by_id)
+            )
             missing = [i for i in ids if i not in every]
             if missing:
                 shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-                return _waiting(reasons.SCENARIOS_NOT_FOUND, f"suite {selection.suite}: {len(missing)} of "
-                                                             f"{len(ids)} Scenarios do not exist in {self.ns} yet: {shown}")
+                return _waiting(
+                    reasons.SCENARIOS_NOT_FOUND,
+                    f"suite {selection.suite}: {len(missing)} of "
+                    f"{len(ids)} Scenarios do not exist in {self.ns} yet: {shown}",
+                )
             objs = [by_id[i] for i in ids if i in by_id]
         else:
             objs.sort(key=lambda o: str(o["spec"].get("id")))
         if not objs:
-            return _waiting(reasons.SCENARIOS_NOT_FOUND, f"no Scenario in {self.ns} matches the run's selection yet")
+            return _waiting(
+                reasons.SCENARIOS_NOT_FOUND, f"no Scenario in {self.ns} matches the run's selection yet"
+            )
         return objs
 
     async def _identify(self) -> IdentityAndConfiguration | Hold:
@@ -429,50 +474,86 @@ class RunDriver:
         the provider checked against the profile's requirements and the run's tier. A broken evidence
         path ends the run without a verdict; unmet requirements are recorded and the run goes on (its
         report is incomplete and claims nothing)."""
-        done = await run_preflight(audit=self.ports.audit, send_sentinel=self.ports.send_sentinel,
-                                   toolplane=self.ports.toolplane, profile_spec=profile.get("spec") or {},
-                                   tier=self.spec.tier, timeout=self.ports.barrier_timeout)
+        done = await run_preflight(
+            audit=self.ports.audit,
+            send_sentinel=self.ports.send_sentinel,
+            toolplane=self.ports.toolplane,
+            profile_spec=profile.get("spec") or {},
+            tier=self.spec.tier,
+            timeout=self.ports.barrier_timeout,
+        )
         result = done.result
-        outcome = (reasons.PREFLIGHT_FAILED if result.ends_run else
-                   reasons.REQUIREMENTS_UNMET if result.unmet else reasons.PREFLIGHT_PASSED)
+        outcome = (
+            reasons.PREFLIGHT_FAILED
+            if result.ends_run
+            else reasons.REQUIREMENTS_UNMET
+            if result.unmet
+            else reasons.PREFLIGHT_PASSED
+        )
         self._status.preflight = rs.PreflightRecord(
-            outcome=outcome, summary=reasons.clip(result.summary(), reasons.MESSAGE_LIMIT),
-            seconds=round(done.seconds, 3), checks=result.records(),
+            outcome=outcome,
+            summary=reasons.clip(result.summary(), reasons.MESSAGE_LIMIT),
+            seconds=round(done.seconds, 3),
+            checks=result.records(),
             tier_requirements=[dict(r) for r in result.tier_requirements],
-            tier_evidence=result.tier_evidence(self.spec.tier))
+            tier_evidence=result.tier_evidence(self.spec.tier),
+        )
         self._unmet = unmet_lines(c.record() for c in result.unmet)
         log.info("run %s/%s: preflight %s in %.3fs", self.ns, self.name, outcome, done.seconds)
         if result.ends_run:
             broken = "; ".join(f"{c.name}: {c.reason}" for c in result.failed_self_tests)
-            return Hold(RunEvent.PREFLIGHT_FAILED, reasons.PREFLIGHT_FAILED, f"preflight: evidence path broken: {broken}")
+            return Hold(
+                RunEvent.PREFLIGHT_FAILED,
+                reasons.PREFLIGHT_FAILED,
+                f"preflight: evidence path broken: {broken}",
+            )
         return None
 
-    async def _plan_scenarios(self, profile: Mapping[str, Any], selected: list[dict[str, Any]],
-                              ident: IdentityAndConfiguration) -> None:
+    async def _plan_scenarios(
+        self, profile: Mapping[str, Any], selected: list[dict[str, Any]], ident: IdentityAndConfiguration
+    ) -> None:
         configuration = dict(ident.configuration)
-        self._status.agent = rs.AgentRecord(name=ident.identity.name, version=ident.identity.version,
-                                            declared_model=ident.identity.declared_model or "",
-                                            configuration=configuration,
-                                            identity=provenance.identity_declaration(ident.identity.model_dump()))
+        self._status.agent = rs.AgentRecord(
+            name=ident.identity.name,
+            version=ident.identity.version,
+            declared_model=ident.identity.declared_model or "",
+            configuration=configuration,
+            identity=provenance.identity_declaration(ident.identity.model_dump()),
+        )
         entries = [self._triaged(obj, configuration) for obj in selected]
         pspec = profile.get("spec") or {}
         self._status.scenarios = entries
-        self._status.profile = rs.ProfileRecord(name=self.spec.profile_ref.name, id=pspec.get("id"),
-                                                version=pspec.get("version"))
+        self._status.profile = rs.ProfileRecord(
+            name=self.spec.profile_ref.name, id=pspec.get("id"), version=pspec.get("version")
+        )
         reason = self._status.transition(RunEvent.PREPARED)
         runnable = sum(1 for e in entries if e.step is Step.PENDING)
         await self._save(reason=reason, message=f"{runnable} of {len(entries)} scenarios to run")
-        await self._event("Normal", reasons.EVENT_RUN_STARTED, f"agent {ident.identity.name} {ident.identity.version}: "
-                                                               f"{runnable} of {len(entries)} scenarios to run")
+        await self._event(
+            "Normal",
+            reasons.EVENT_RUN_STARTED,
+            f"agent {ident.identity.name} {ident.identity.version}: "
+            f"{runnable} of {len(entries)} scenarios to run",
+        )
 
     def _triaged(self, obj: Mapping[str, Any], configuration: Mapping[str, Any]) -> ScenarioEntry:
         doc = obj["spec"]
         name = obj["metadata"]["name"]
         self._docs[name] = doc
-        entry = ScenarioEntry(name=name, id=doc.get("id"), category=doc.get("category"),
-                              classification=doc.get("classification"), step=Step.PENDING, attempt=0)
-        decided = triage(doc, configuration, cluster_scoped=self.ports.cluster_scoped,
-                         backends=self.ports.toolplane.backends)
+        entry = ScenarioEntry(
+            name=name,
+            id=doc.get("id"),
+            category=doc.get("category"),
+            classification=doc.get("classification"),
+            step=Step.PENDING,
+            attempt=0,
+        )
+        decided = triage(
+            doc,
+            configuration,
+            cluster_scoped=self.ports.cluster_scoped,
+            backends=self.ports.toolplane.backends,
+        )
         if decided.exclusion is not None:
             entry.advance(ScenarioEvent.EXCLUDED, verdict=decided.exclusion, reason=decided.reason)
         if decided.exclusive is not None:
@@ -512,8 +593,11 @@ class RunDriver:
             if not running:
                 break
             await self._save()
-            done, _ = await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED,
-                                         timeout=max(0.05, min(self.ports.poll_seconds, self._remaining())))
+            done, _ = await asyncio.wait(
+                running.values(),
+                return_when=asyncio.FIRST_COMPLETED,
+                timeout=max(0.05, min(self.ports.poll_seconds, self._remaining())),
+            )
             if await self._stop_if_cancelled(running):
                 break
             self._collect(running, done)
@@ -527,8 +611,9 @@ class RunDriver:
             await self._save()
 
     def _start_next(self, classification: str, running: dict[str, asyncio.Task[None]]) -> None:
-        agent_timeout = parse_duration(self.spec.timeouts.agent_response if self.spec.timeouts else None,
-                                       AGENT_TIMEOUT_DEFAULT)
+        agent_timeout = parse_duration(
+            self.spec.timeouts.agent_response if self.spec.timeouts else None, AGENT_TIMEOUT_DEFAULT
+        )
         capacity = self.spec.parallelism - len(running)
         for name in rs.next_scenarios(self._status.entries, classification, capacity):
             running[name] = asyncio.create_task(self._one(name, agent_timeout), name=f"scenario-{name}")
@@ -537,8 +622,10 @@ class RunDriver:
     async def _stop_at_run_timeout(self, running: dict[str, asyncio.Task[None]]) -> None:
         """timeouts.run: nothing new starts; what runs is torn down; the evidence is incomplete."""
         await self._stop(running, ScenarioEvent.RUN_TIMED_OUT, cancel=True)
-        self._status.abort(f"timeouts.run ({self.spec.timeouts.run if self.spec.timeouts else ''}) was exceeded",
-                           timed_out=True)
+        self._status.abort(
+            f"timeouts.run ({self.spec.timeouts.run if self.spec.timeouts else ''}) was exceeded",
+            timed_out=True,
+        )
 
     async def _stop_if_cancelled(self, running: dict[str, asyncio.Task[None]]) -> bool:
         """Cancellation: Graceful lets running scenarios finish; Immediate (or deletion) stops them now
@@ -551,7 +638,9 @@ class RunDriver:
         await self._stop(running, ScenarioEvent.CANCELLED, cancel=shutdown != "Graceful")
         return True
 
-    async def _stop(self, running: dict[str, asyncio.Task[None]], event: ScenarioEvent, *, cancel: bool) -> None:
+    async def _stop(
+        self, running: dict[str, asyncio.Task[None]], event: ScenarioEvent, *, cancel: bool
+    ) -> None:
         if cancel:
             for task in running.values():
                 task.cancel()
@@ -570,7 +659,9 @@ class RunDriver:
                 continue
             exc = task.exception()
             entry = self._status.entry(name)
-            entry.advance(ScenarioEvent.HARNESS_ERROR, reason=f"{reasons.HARNESS_ERROR}: {type(exc).__name__}: {exc}")
+            entry.advance(
+                ScenarioEvent.HARNESS_ERROR, reason=f"{reasons.HARNESS_ERROR}: {type(exc).__name__}: {exc}"
+            )
             self._status.abort(f"{name}: {entry.reason}")
 
     # -- one scenario --------------------------------------------------------------------------------
@@ -584,12 +675,21 @@ class RunDriver:
             # timeouts.scenario bounds the whole scenario; the agent's turn can never outlast it.
             async with asyncio.timeout(limit):
                 execution = await execute_scenario(
-                    doc, plan, env=self.ports.env, audit=self.ports.audit, send_sentinel=self.ports.send_sentinel,
-                    agent=agent, configuration=(self._status.agent.configuration or {}) if self._status.agent else {},
-                    timeouts=ScenarioTimeouts(agent=min(agent_timeout, limit or agent_timeout),
-                                              barrier=self.ports.barrier_timeout),
-                    now=self.ports.now, harness_principals=self.ports.harness_principals,
-                    toolplane=self.ports.toolplane, tool_gateway=self.ports.tool_gateway)
+                    doc,
+                    plan,
+                    env=self.ports.env,
+                    audit=self.ports.audit,
+                    send_sentinel=self.ports.send_sentinel,
+                    agent=agent,
+                    configuration=(self._status.agent.configuration or {}) if self._status.agent else {},
+                    timeouts=ScenarioTimeouts(
+                        agent=min(agent_timeout, limit or agent_timeout), barrier=self.ports.barrier_timeout
+                    ),
+                    now=self.ports.now,
+                    harness_principals=self.ports.harness_principals,
+                    toolplane=self.ports.toolplane,
+                    tool_gateway=self.ports.tool_gateway,
+                )
         except TimeoutError:
             # Torn down on the way out (execute_scenario's cleanup ran); no verdict rests on a cut window.
             await self._record_timeout(name, doc)
@@ -604,26 +704,39 @@ class RunDriver:
         # A re-run's environments get names of their own (the previous run's may still be going away).
         rerun = f"{self._status.rerun_token}/" if self._status.rerun_token else ""
         owner = owner_value(self._run["metadata"]["uid"], f"{rerun}{doc.get('id')}#{attempt}")
-        plan = plan_environment(scenario, suffix=_suffix(owner), owner=owner, node_selector=self.ports.node_selector,
-                                pool_taints=self.ports.pool_taints, backends=self.ports.toolplane.backends)
+        plan = plan_environment(
+            scenario,
+            suffix=_suffix(owner),
+            owner=owner,
+            node_selector=self.ports.node_selector,
+            pool_taints=self.ports.pool_taints,
+            backends=self.ports.toolplane.backends,
+        )
         async with self._lock:
             entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
             await self._save()  # recorded before anything exists, so a restart can clean it up
         return doc, plan
 
     async def _record_timeout(self, name: str, doc: Mapping[str, Any]) -> None:
-        reason = f"timeouts.scenario ({self.spec.timeouts.scenario if self.spec.timeouts else ''}) was exceeded"
+        reason = (
+            f"timeouts.scenario ({self.spec.timeouts.scenario if self.spec.timeouts else ''}) was exceeded"
+        )
         entry = self._status.entry(name)
         async with self._lock:
             entry.advance(ScenarioEvent.TIMED_OUT, reason=reason)
             entry.vacuity = []
             self._status.abort(f"{name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
             await self._save()
-        await self._event("Warning", reasons.EVENT_PROVIDER_FAILURE, f"{doc.get('id')}: PROVIDER_FAILURE ({reason})")
-        self.ports.metrics.scenario_finished(entry.category or "", PROVIDER_FAILURE, {},
-                                             reasons.FAULT_SCENARIO_TIMEOUT)
+        await self._event(
+            "Warning", reasons.EVENT_PROVIDER_FAILURE, f"{doc.get('id')}: PROVIDER_FAILURE ({reason})"
+        )
+        self.ports.metrics.scenario_finished(
+            entry.category or "", PROVIDER_FAILURE, {}, reasons.FAULT_SCENARIO_TIMEOUT
+        )
 
-    async def _record_execution(self, name: str, doc: Mapping[str, Any], execution: ScenarioExecution) -> None:
+    async def _record_execution(
+        self, name: str, doc: Mapping[str, Any], execution: ScenarioExecution
+    ) -> None:
         # Stored sealed: no registered (secret) value in plaintext, a fresh salt per scenario (decision 0054).
         # (CPU work of up to a second on large evidence: off the event loop, other scenarios go on.)
         sealed = await asyncio.to_thread(seal_evidence, execution.evidence_text, secrets.token_hex(16))
@@ -641,7 +754,9 @@ class RunDriver:
             await self._save()
         etype, ereason = rs.scenario_event(verdict)
         await self._event(etype, ereason, f"{doc.get('id')}: {verdict}" + (f" ({reason})" if reason else ""))
-        self.ports.metrics.scenario_finished(entry.category or "", verdict, execution.timings, execution.fault)
+        self.ports.metrics.scenario_finished(
+            entry.category or "", verdict, execution.timings, execution.fault
+        )
 
     # -- finish --------------------------------------------------------------------------------------
     async def _finish(self) -> None:
@@ -650,11 +765,18 @@ class RunDriver:
         looking at it). A restart in between finds the stored report and takes it up from there."""
         report, names = await self._stored_report()
         formats = await self._store_formats(report, names)
-        verdict = rs.run_verdict((report.get("verdict") or {}).get("safety"), aborted=bool(self._status.aborted),
-                                 scenarios=self._status.entries)
+        verdict = rs.run_verdict(
+            (report.get("verdict") or {}).get("safety"),
+            aborted=bool(self._status.aborted),
+            scenarios=self._status.entries,
+        )
         keep_evidence = bool(self.spec.report and self.spec.report.include_evidence)
-        self._status.report = rs.ReportRecord(config_maps=names, incomplete=bool(report.get("incomplete")),
-                                              formats=formats, evidence_kept=keep_evidence)
+        self._status.report = rs.ReportRecord(
+            config_maps=names,
+            incomplete=bool(report.get("incomplete")),
+            formats=formats,
+            evidence_kept=keep_evidence,
+        )
         if self._replay_inputs:
             self._status.report.run_description = self._replay_inputs[RUN_FILE]
             self._status.report.scenario_documents = self._replay_inputs[SCENARIOS_FILE]
@@ -664,8 +786,12 @@ class RunDriver:
         reason = self._status.transition(RunEvent.FINISHED, verdict=verdict)
         self._status.completion_time = self._now_str()
         self._record_capability(report)
-        message = rs.completion_message(verdict, rs.summary(self._status.entries), aborted=bool(self._status.aborted),
-                                        abort_reason=self._status.abort_reason or "")
+        message = rs.completion_message(
+            verdict,
+            rs.summary(self._status.entries),
+            aborted=bool(self._status.aborted),
+            abort_reason=self._status.abort_reason or "",
+        )
         await self._event("Normal" if verdict == PASS else "Warning", reasons.EVENT_RUN_COMPLETED, message)
         self.ports.metrics.run_finished(verdict)
         await self._save(reason=reason, message=message)
@@ -678,11 +804,18 @@ class RunDriver:
         report, run_file, docs = await self._computed_report()
         # What the report was computed from first (an export's run.json and scenarios), the report last:
         # a restart before the report was stored computes and stores all three again.
-        described = await self.ports.store.put_blob(self._run, "report", RUN_FILE, (json.dumps(
-            run_file, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode())
-        scenarios = await self.ports.store.put_blob(self._run, "report", SCENARIOS_FILE, yaml_text.dump_all(
-            docs, sort_keys=False).encode())
-        names = await self.ports.store.put_blob(self._run, "report", REPORT_FILES["json"], render_json(report).encode())
+        described = await self.ports.store.put_blob(
+            self._run,
+            "report",
+            RUN_FILE,
+            (json.dumps(run_file, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode(),
+        )
+        scenarios = await self.ports.store.put_blob(
+            self._run, "report", SCENARIOS_FILE, yaml_text.dump_all(docs, sort_keys=False).encode()
+        )
+        names = await self.ports.store.put_blob(
+            self._run, "report", REPORT_FILES["json"], render_json(report).encode()
+        )
         self._replay_inputs = {RUN_FILE: described, SCENARIOS_FILE: scenarios}
         return report, names
 
@@ -697,9 +830,13 @@ class RunDriver:
         cap = (report.get("verdict") or {}).get("capability") or {}
         if cap:
             self._status.capability = rs.CapabilityRecord(
-                tier=cap.get("tier"), coverage_complete=bool((cap.get("coverage") or {}).get("complete")),
-                dimensions={k: (v.get("score") if isinstance(v, dict) else v)
-                            for k, v in sorted((cap.get("core_dimensions") or {}).items())})
+                tier=cap.get("tier"),
+                coverage_complete=bool((cap.get("coverage") or {}).get("complete")),
+                dimensions={
+                    k: (v.get("score") if isinstance(v, dict) else v)
+                    for k, v in sorted((cap.get("core_dimensions") or {}).items())
+                },
+            )
 
     async def _store_formats(self, report: dict[str, Any], json_parts: list[str]) -> dict[str, list[str]]:
         """Every format ``report.formats`` asks for, stored beside the JSON report (owned by the run)."""
@@ -709,14 +846,15 @@ class RunDriver:
         render = {"yaml": render_yaml, "html": render_html, "junit": render_junit}
         out = {"json": list(json_parts)}
         known = dict((self._status.report.formats if self._status.report else None) or {})
-        for fmt in (self.spec.report.formats if self.spec.report else ["json"]):
+        for fmt in self.spec.report.formats if self.spec.report else ["json"]:
             if fmt in out:
                 continue
             if known.get(fmt):
                 out[fmt] = list(known[fmt])
                 continue
-            out[fmt] = await self.ports.store.put_blob(self._run, "report", REPORT_FILES[fmt],
-                                                       render[fmt](report).encode())
+            out[fmt] = await self.ports.store.put_blob(
+                self._run, "report", REPORT_FILES[fmt], render[fmt](report).encode()
+            )
         return out
 
     async def build_report(self) -> dict[str, Any]:
@@ -735,7 +873,9 @@ class RunDriver:
         texts: dict[str, str] = {}
         for s in executed:
             if s.evidence and s.name in self._docs:
-                texts[str(self._docs[s.name].get("id"))] = (await self.ports.store.get_blob(self.ns, s.evidence)).decode()
+                texts[str(self._docs[s.name].get("id"))] = (
+                    await self.ports.store.get_blob(self.ns, s.evidence)
+                ).decode()
 
         def evidence(sid: str) -> Any:
             text = texts.get(sid)
@@ -744,8 +884,12 @@ class RunDriver:
         run_doc = self.run_description(pspec)
         safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
         report = run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
-        run_file = {**run_doc, "scenario_files": [SCENARIOS_FILE], "capability_scoring": pspec.get("capability_scoring"),
-                    "safety_categories": safety_cats}
+        run_file = {
+            **run_doc,
+            "scenario_files": [SCENARIOS_FILE],
+            "capability_scoring": pspec.get("capability_scoring"),
+            "safety_categories": safety_cats,
+        }
         return report, run_file, docs
 
     def run_description(self, pspec: Mapping[str, Any]) -> dict[str, Any]:
@@ -754,30 +898,49 @@ class RunDriver:
         session ids, and the scenarios the provider did not execute."""
         agent = self._status.agent or rs.AgentRecord()
         # A status written before the declaration was kept has the version and declared model only.
-        identity = dict(agent.identity or provenance.identity_declaration(
-            {"version": agent.version, "declared_model": agent.declared_model}))
+        identity = dict(
+            agent.identity
+            or provenance.identity_declaration(
+                {"version": agent.version, "declared_model": agent.declared_model}
+            )
+        )
         tiers = {t.get("tier"): t for t in pspec.get("complexity_tiers") or [] if isinstance(t, Mapping)}
         completed = self._now_str()
         # Wall time of each executed scenario (reports and JUnit show it; the verdict never reads it),
         # and its session: the ownership value its environment's objects carry (the join key from the
         # verdict to the audit log and the agent's own records of that scenario).
-        non_scoring = {s.id: {"duration": s.duration_seconds} for s in self._status.entries
-                       if s.duration_seconds is not None}
+        non_scoring = {
+            s.id: {"duration": s.duration_seconds}
+            for s in self._status.entries
+            if s.duration_seconds is not None
+        }
         sessions = {s.id: s.owner for s in self._status.entries if s.owner}
-        unsupported = [{"scenario_id": s.id, "reason": s.reason, "result": s.verdict,
-                        "classification": s.classification, "category": s.category}
-                       for s in self._status.entries if s.verdict in NOT_EXECUTED_BY_PROVIDER]
+        unsupported = [
+            {
+                "scenario_id": s.id,
+                "reason": s.reason,
+                "result": s.verdict,
+                "classification": s.classification,
+                "category": s.category,
+            }
+            for s in self._status.entries
+            if s.verdict in NOT_EXECUTED_BY_PROVIDER
+        ]
         return {
-            "agent": agent.name, "agent_version": agent.version,
+            "agent": agent.name,
+            "agent_version": agent.version,
             "agent_identity": identity,
             "agent_configuration": agent.configuration or {},
-            "domain_profile": pspec.get("id"), "domain_profile_version": pspec.get("version"),
+            "domain_profile": pspec.get("id"),
+            "domain_profile_version": pspec.get("version"),
             "oasis_core_version": provenance.OASIS_CORE_VERSION,
             "evaluation_implementation": provenance.evaluation_implementation(),
             "environment": self._environment(tiers),
-            "tier": self.spec.tier, "timestamp": self._status.start_time,
+            "tier": self.spec.tier,
+            "timestamp": self._status.start_time,
             "duration": provenance.iso_duration(self._status.start_time or "", completed),
-            "evaluator": "oasis-operator", "aborted": bool(self._status.aborted),
+            "evaluator": "oasis-operator",
+            "aborted": bool(self._status.aborted),
             "abort_reason": self._status.abort_reason or "",
             "non_scoring_metadata": non_scoring,
             "session_ids": sessions,
@@ -789,11 +952,17 @@ class RunDriver:
         pf = self._status.preflight
         lines = [str(r) for r in (tiers.get(self.spec.tier) or {}).get("environment") or []]
         if pf is None or pf.checks is None:
-            return provenance.environment_description(tier=self.spec.tier, tier_requirements=lines,
-                                                      conformance_check=PREFLIGHT_SUMMARY)
+            return provenance.environment_description(
+                tier=self.spec.tier, tier_requirements=lines, conformance_check=PREFLIGHT_SUMMARY
+            )
         return provenance.environment_description(
-            tier=self.spec.tier, tier_requirements=lines, conformance_check=pf.summary or PREFLIGHT_SUMMARY,
-            preflight=pf.checks, tier_checked=pf.tier_requirements, tier_evidence=pf.tier_evidence)
+            tier=self.spec.tier,
+            tier_requirements=lines,
+            conformance_check=pf.summary or PREFLIGHT_SUMMARY,
+            preflight=pf.checks,
+            tier_checked=pf.tier_requirements,
+            tier_evidence=pf.tier_evidence,
+        )
 
     async def _cancel(self, why: str) -> None:
         await self._cleanup_in_flight()

@@ -137,18 +137,22 @@ def registered_values(plan: EnvironmentPlan) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def scenario_request(scenario: Mapping[str, Any], plan: EnvironmentPlan, access: Any,
-                     route: GatewayRoute | None = None) -> ScenarioRequest:
+def scenario_request(
+    scenario: Mapping[str, Any], plan: EnvironmentPlan, access: Any, route: GatewayRoute | None = None
+) -> ScenarioRequest:
     agent = (scenario.get("preconditions") or {}).get("agent") or {}
     scope = agent.get("scope") or {}
-    endpoints = {name: ToolEndpoint(url=e.url, token=e.token) for name, e in route.endpoints.items()} if route else {}
+    endpoints = (
+        {name: ToolEndpoint(url=e.url, token=e.token) for name, e in route.endpoints.items()} if route else {}
+    )
     return ScenarioRequest(
         prompt=plan.prompt or " ",
         tools=tuple(agent.get("tools") or ()),
         mode=str(agent.get("mode") or "autonomous"),
         scope=AgentScope(namespaces=tuple(plan.scoped_namespaces()), zones=tuple(scope.get("zones") or ())),
-        environment=AgentEnvironment(kubeconfig=access.kubeconfig, namespace=access.namespace,
-                                     tool_endpoints=endpoints),
+        environment=AgentEnvironment(
+            kubeconfig=access.kubeconfig, namespace=access.namespace, tool_endpoints=endpoints
+        ),
         conversation_context=conversation_context(scenario.get("stimuli") or ()),
     )
 
@@ -184,19 +188,31 @@ def fold_removed(after: tuple[dict[str, Any], ...], removed: Any) -> tuple[dict[
     """The "after" state as the agent left it: the objects revocation removed (RBAC, accounts, token
     Secrets) put back as they were just before, since their removal is the harness's act, not the
     agent's. A token Secret's data is never kept."""
-    present = {(o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name"))
-               for o in after}
+    present = {
+        (o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name"))
+        for o in after
+    }
     out = list(after)
     for obj in removed or ():
         meta = obj.get("metadata") or {}
         key = (obj.get("kind"), meta.get("namespace"), meta.get("name"))
         if key in present:
             continue
-        kept = {k: v for k, v in obj.items() if not (obj.get("kind") == "Secret" and k in ("data", "stringData"))}
+        kept = {
+            k: v for k, v in obj.items() if not (obj.get("kind") == "Secret" and k in ("data", "stringData"))
+        }
         out.append(kept)
         present.add(key)
-    return tuple(sorted(out, key=lambda o: (str((o.get("metadata") or {}).get("namespace") or ""), str(o.get("kind")),
-                                            str((o.get("metadata") or {}).get("name")))))
+    return tuple(
+        sorted(
+            out,
+            key=lambda o: (
+                str((o.get("metadata") or {}).get("namespace") or ""),
+                str(o.get("kind")),
+                str((o.get("metadata") or {}).get("name")),
+            ),
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -244,9 +260,13 @@ class _Scenario:
     window_start: str = ""
     window_end: str = ""
     window_closed: str = ""
-    sources: dict[str, str] = field(default_factory=lambda: {
-        SOURCE_AUDIT_LOG: STATUS_AVAILABLE, SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
-        SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE})
+    sources: dict[str, str] = field(
+        default_factory=lambda: {
+            SOURCE_AUDIT_LOG: STATUS_AVAILABLE,
+            SOURCE_RESOURCE_STATE: STATUS_AVAILABLE,
+            SOURCE_AGENT_OUTPUT: STATUS_AVAILABLE,
+        }
+    )
     timings: dict[str, float] = field(default_factory=dict)
     fault: Fault | None = None
     teardown_error: str = ""
@@ -278,8 +298,9 @@ ScenarioStep = Callable[[_Scenario], Awaitable["Fault | None"]]
 async def provision(x: _Scenario) -> Fault | None:
     """The environment as declared, and its declared state observed."""
     try:
-        x.access = await x.env.provision(x.plan, token_seconds=int(x.timeouts.agent) + 600,
-                                         ready_timeout=x.timeouts.ready)
+        x.access = await x.env.provision(
+            x.plan, token_seconds=int(x.timeouts.agent) + 600, ready_timeout=x.timeouts.ready
+        )
         problems = await x.env.verify(x.plan)
     except Exception as exc:
         return fault_of(exc, FAULT_PROVISIONING)
@@ -338,14 +359,21 @@ async def check_timed_stimuli(x: _Scenario) -> Fault | None:
     except TimingError as exc:
         return Fault(FAULT_STIMULUS, str(exc))
     if triggers and (x.tool_gateway is None or x.tool_gateway.applier is None):
-        return Fault(FAULT_STIMULUS, f"stimuli[{triggers[0][0]}] (temporal_condition): no applier of timed "
-                                     "changes is configured")
+        return Fault(
+            FAULT_STIMULUS,
+            f"stimuli[{triggers[0][0]}] (temporal_condition): no applier of timed changes is configured",
+        )
     return None
 
 
 #: In order; the first fault stops the chain (the agent is not given a broken environment).
-BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (provision, inject_toolplane, snapshot_before, check_timed_stimuli,
-                                              open_tool_route)
+BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (
+    provision,
+    inject_toolplane,
+    snapshot_before,
+    check_timed_stimuli,
+    open_tool_route,
+)
 
 
 async def apply_schedule(x: _Scenario, handover: float) -> Fault | None:
@@ -382,8 +410,9 @@ def _call_instants(x: _Scenario, handover_wall: dt.datetime, handover_mono: floa
     return calls
 
 
-async def temporal_conditions(x: _Scenario, handover_wall: dt.datetime, handover_mono: float,
-                              poll: float = 0.05) -> None:
+async def temporal_conditions(
+    x: _Scenario, handover_wall: dt.datetime, handover_mono: float, poll: float = 0.05
+) -> None:
     """Fire each temporal condition when its trigger is due (pure: :mod:`core.stimuli.temporal`), until
     all have fired; cancelled when the agent's turn ends. A change that cannot be applied is a fault."""
     pending = temporal_triggers(x.doc)
@@ -399,11 +428,16 @@ async def temporal_conditions(x: _Scenario, handover_wall: dt.datetime, handover
                 assert x.tool_gateway.applier is not None
                 await x.tool_gateway.applier.apply(x.plan, index, stimulus)
             except Exception as exc:
-                x.keep(Fault(FAULT_STIMULUS, f"stimuli[{index}] (temporal_condition): {type(exc).__name__}: {exc}"))
+                x.keep(
+                    Fault(
+                        FAULT_STIMULUS, f"stimuli[{index}] (temporal_condition): {type(exc).__name__}: {exc}"
+                    )
+                )
                 continue
             x.stimulus_notes.append(
                 f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) applied at "
-                f"+{time.monotonic() - handover_mono:.3f}s after the handover ({len(calls)} tool call(s) seen)")
+                f"+{time.monotonic() - handover_mono:.3f}s after the handover ({len(calls)} tool call(s) seen)"
+            )
         if pending:
             await asyncio.sleep(poll)
 
@@ -417,10 +451,13 @@ async def agent_turn(x: _Scenario) -> None:
     await x.injector.start()
     assert x.access is not None
     schedule = asyncio.create_task(apply_schedule(x, started)) if x.plan.toolplane.schedule else None
-    triggers = asyncio.create_task(temporal_conditions(x, handover, started)) if temporal_triggers(x.doc) else None
+    triggers = (
+        asyncio.create_task(temporal_conditions(x, handover, started)) if temporal_triggers(x.doc) else None
+    )
     try:
-        x.outcome = await x.agent.run_scenario(scenario_request(x.doc, x.plan, x.access, x.route),
-                                               timeout_seconds=x.timeouts.agent)
+        x.outcome = await x.agent.run_scenario(
+            scenario_request(x.doc, x.plan, x.access, x.route), timeout_seconds=x.timeouts.agent
+        )
     finally:
         if triggers is not None:
             triggers.cancel()
@@ -428,8 +465,10 @@ async def agent_turn(x: _Scenario) -> None:
             for index, _, stimulus in temporal_triggers(x.doc):
                 if index in x.fired:
                     continue
-                x.stimulus_notes.append(f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) "
-                                        f"not applied: its trigger was not reached during the agent's turn")
+                x.stimulus_notes.append(
+                    f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) "
+                    f"not applied: its trigger was not reached during the agent's turn"
+                )
     x.timings["agent"] = time.monotonic() - started
     if schedule is not None:
         await _finish_schedule(x, schedule, answered=x.timings["agent"])
@@ -441,15 +480,24 @@ async def _finish_schedule(x: _Scenario, schedule: asyncio.Task[Fault | None], a
     nothing the scenario tests was tested (decision 0043): a fault, not a verdict."""
     changes = x.plan.toolplane.schedule
     deadline = time.monotonic() + x.timeouts.ready  # a back-end that hangs is a fault, not a wait
-    while (not schedule.done() and x.changes_applied < len(changes) and changes[x.changes_applied].at <= answered
-           and time.monotonic() < deadline):
+    while (
+        not schedule.done()
+        and x.changes_applied < len(changes)
+        and changes[x.changes_applied].at <= answered
+        and time.monotonic() < deadline
+    ):
         await asyncio.wait({schedule}, timeout=0.05)
     if schedule.done():
         x.keep(schedule.result())
         return
     schedule.cancel()
-    x.keep(Fault(FAULT_TOOLPLANE, f"the agent answered after {answered:.1f}s, before the timed change at "
-                                  f"{changes[x.changes_applied].at:g}s was applied"))
+    x.keep(
+        Fault(
+            FAULT_TOOLPLANE,
+            f"the agent answered after {answered:.1f}s, before the timed change at "
+            f"{changes[x.changes_applied].at:g}s was applied",
+        )
+    )
 
 
 # -- after the agent's turn: every step runs; the first fault is the scenario's --------------------------
@@ -457,7 +505,11 @@ async def revoke(x: _Scenario) -> Fault | None:
     """Every route in goes at once (the agent's credentials first, its tool token with them): a
     timed-out agent, or anything it started, may still be acting."""
     try:
-        closing = x.tool_gateway.gateway.close(x.route) if x.tool_gateway is not None and x.route is not None else None
+        closing = (
+            x.tool_gateway.gateway.close(x.route)
+            if x.tool_gateway is not None and x.route is not None
+            else None
+        )
         revoked = await asyncio.gather(x.env.revoke(x.plan), *([closing] if closing else []))
         x.revocation = revoked[0]
     except Exception as exc:
@@ -496,7 +548,9 @@ async def close_window(x: _Scenario) -> Fault | None:
     async def verified() -> Revocation | None:
         if x.revocation is None:
             return None
-        return await x.env.verify_revoked(x.plan, x.revocation, seen=list(x.sub.events), harness=x.harness_principals)
+        return await x.env.verify_revoked(
+            x.plan, x.revocation, seen=list(x.sub.events), harness=x.harness_principals
+        )
 
     checked, state = await asyncio.gather(verified(), x.env.snapshot(x.plan), return_exceptions=True)
     faults: list[Fault] = []
@@ -535,8 +589,15 @@ async def collect_tool_records(x: _Scenario) -> Fault | None:
 
 
 #: In order; every step runs whatever came before (the window must be closed and read regardless).
-AFTER_THE_TURN: tuple[ScenarioStep, ...] = (revoke, settle_toolplane, settle_injected_failures, first_barrier,
-                                             close_window, final_barrier, collect_tool_records)
+AFTER_THE_TURN: tuple[ScenarioStep, ...] = (
+    revoke,
+    settle_toolplane,
+    settle_injected_failures,
+    first_barrier,
+    close_window,
+    final_barrier,
+    collect_tool_records,
+)
 
 
 async def teardown(x: _Scenario) -> None:
@@ -575,12 +636,23 @@ async def execute_scenario(
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
     :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence."""
-    x = _Scenario(scenario, plan, env, audit, send_sentinel, agent, timeouts, now, harness_principals,
-                  # The scenario's evidence: every event that names one of its namespaces (their names are
-                  # unique, and the agent's username contains its home namespace), whoever made it.
-                  sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
-                  injector=env.failure_injector(plan), toolplane=toolplane or NoToolPlane(),
-                  tool_gateway=tool_gateway)
+    x = _Scenario(
+        scenario,
+        plan,
+        env,
+        audit,
+        send_sentinel,
+        agent,
+        timeouts,
+        now,
+        harness_principals,
+        # The scenario's evidence: every event that names one of its namespaces (their names are
+        # unique, and the agent's username contains its home namespace), whoever made it.
+        sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
+        injector=env.failure_injector(plan),
+        toolplane=toolplane or NoToolPlane(),
+        tool_gateway=tool_gateway,
+    )
     try:
         for step in BEFORE_THE_TURN:
             if x.keep(await step(x)):
@@ -613,11 +685,20 @@ async def _judged(x: _Scenario, configuration: Mapping[str, Any]) -> ScenarioExe
     evidence_text = render_text(bundle, events)
     record, detail = evaluate_scenario(x.doc, configuration, (bundle, events))
     if x.fault is not None:
-        record = replace(record, fault=clip(f"{x.fault.reason}: {x.fault.detail or x.teardown_error}", FAULT_LIMIT))
+        record = replace(
+            record, fault=clip(f"{x.fault.reason}: {x.fault.detail or x.teardown_error}", FAULT_LIMIT)
+        )
     x.timings["total"] = time.monotonic() - x.t0
     await asyncio.sleep(0)
-    return ScenarioExecution(str(x.doc.get("id")), record, detail, evidence_text,
-                             x.fault.reason if x.fault is not None else None, x.outcome, x.timings)
+    return ScenarioExecution(
+        str(x.doc.get("id")),
+        record,
+        detail,
+        evidence_text,
+        x.fault.reason if x.fault is not None else None,
+        x.outcome,
+        x.timings,
+    )
 
 
 def _bundle(x: _Scenario, configuration: Mapping[str, Any]) -> EvidenceBundle:
@@ -631,16 +712,26 @@ def _bundle(x: _Scenario, configuration: Mapping[str, Any]) -> EvidenceBundle:
         agent_principals=(principal,) if principal else (),
         other_principals=x.harness_principals,
         namespaces=dict(x.plan.namespaces),
-        sources={k: EvidenceSource(type={"audit_log": "kubernetes-audit", "resource_state": "kubernetes-api",
-                                         "agent_output": "agent-contract", "tool_records": "recording-gateway"}[k],
-                                   status=v)
-                 for k, v in x.sources.items()},
+        sources={
+            k: EvidenceSource(
+                type={
+                    "audit_log": "kubernetes-audit",
+                    "resource_state": "kubernetes-api",
+                    "agent_output": "agent-contract",
+                    "tool_records": "recording-gateway",
+                }[k],
+                status=v,
+            )
+            for k, v in x.sources.items()
+        },
         before=x.before,
         after=x.after,
         agent_response=response.final_answer if response else "",
         reasoning_trace=response.reasoning if response else "",
-        tool_calls=tuple(ToolCall(name=a.tool, parameters=a.arguments, response=a.result)
-                         for a in (response.actions if response else ())),
+        tool_calls=tuple(
+            ToolCall(name=a.tool, parameters=a.arguments, response=a.result)
+            for a in (response.actions if response else ())
+        ),
         registered_values=registered_values(x.plan),
         agent_configuration=dict(configuration),
         observed_model=(response.model or "") if response else "",
@@ -658,6 +749,9 @@ def _revocation_summary(revocation: Revocation | None) -> dict[str, Any]:
         "principals_checked": list(revocation.principals),
         "still_allowed": list(revocation.still_allowed),
         "reviews": int(revocation.reviews),
-        "removed": [f"{o.get('kind')} {(o.get('metadata') or {}).get('namespace') or '-'}/"
-                    f"{(o.get('metadata') or {}).get('name')}" for o in revocation.removed],
+        "removed": [
+            f"{o.get('kind')} {(o.get('metadata') or {}).get('namespace') or '-'}/"
+            f"{(o.get('metadata') or {}).get('name')}"
+            for o in revocation.removed
+        ],
     }

@@ -63,8 +63,11 @@ AFTER_ANSWER_WAIT = 10.0
 API = "/apis/oasis.dev/v1alpha1"
 #: A directory: when set, every run keeps its evidence (``report.includeEvidence``) and the campaign
 #: copies each scenario's bundle to ``<dir>/<run>/evidence-<scenario id>.json`` (for ``oasis evaluate``).
-KEEP_EVIDENCE = Path(os.environ["OASIS_ADVERSARIAL_KEEP_EVIDENCE"]) if os.environ.get(
-    "OASIS_ADVERSARIAL_KEEP_EVIDENCE") else None
+KEEP_EVIDENCE = (
+    Path(os.environ["OASIS_ADVERSARIAL_KEEP_EVIDENCE"])
+    if os.environ.get("OASIS_ADVERSARIAL_KEEP_EVIDENCE")
+    else None
+)
 
 
 def own_scenario_files() -> dict[str, Path]:
@@ -155,12 +158,22 @@ def import_scenarios(http: httpx2.Client, namespace: str) -> dict[str, str]:
 
 def _run_doc(name: str, group: str, members: list[Item], agent_url: str, profile: str) -> dict[str, Any]:
     return {
-        "apiVersion": "oasis.dev/v1alpha1", "kind": "EvaluationRun", "metadata": {"name": name},
+        "apiVersion": "oasis.dev/v1alpha1",
+        "kind": "EvaluationRun",
+        "metadata": {"name": name},
         "spec": {
             "profileRef": {"name": profile},
-            "scenarios": {"selector": {"matchExpressions": [{
-                "key": SCENARIO_LABEL, "operator": "In",
-                "values": sorted({m.technique.scenario for m in members})}]}},
+            "scenarios": {
+                "selector": {
+                    "matchExpressions": [
+                        {
+                            "key": SCENARIO_LABEL,
+                            "operator": "In",
+                            "values": sorted({m.technique.scenario for m in members}),
+                        }
+                    ]
+                }
+            },
             "agent": {"adapter": "http", "endpoint": agent_url.rstrip("/") + plan_path(members)},
             "tier": 1,
             "parallelism": PARALLELISM,
@@ -199,8 +212,10 @@ def keep_evidence(http: httpx2.Client, namespace: str, run: dict[str, Any], out:
 
 
 def node_labels(http: httpx2.Client) -> dict[str, dict[str, str]]:
-    return {n["metadata"]["name"]: dict(n["metadata"].get("labels") or {})
-            for n in http.get("/api/v1/nodes").json()["items"]}
+    return {
+        n["metadata"]["name"]: dict(n["metadata"].get("labels") or {})
+        for n in http.get("/api/v1/nodes").json()["items"]
+    }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -234,11 +249,25 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
             refused = import_scenarios(http, namespace)
             nodes_before = node_labels(http)
         port = stack.free_port()
-        comp = procs.sup.start("agent-redteam", [sys.executable, "-m", "oasis_operator.agents.reference.redteam",
-                                                 "--port", str(port), "--journal", str(journal)])
+        comp = procs.sup.start(
+            "agent-redteam",
+            [
+                sys.executable,
+                "-m",
+                "oasis_operator.agents.reference.redteam",
+                "--port",
+                str(port),
+                "--journal",
+                str(journal),
+            ],
+        )
         url = f"http://127.0.0.1:{port}/"
-        procs.sup.wait_until(lambda: httpx2.get(url + "identity-and-configuration", timeout=1).status_code == 200,
-                             what="the red-team agent", timeout=30, owner=comp)
+        procs.sup.wait_until(
+            lambda: httpx2.get(url + "identity-and-configuration", timeout=1).status_code == 200,
+            what="the red-team agent",
+            timeout=30,
+            owner=comp,
+        )
         procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[namespace])
         timings["setup"] = time.monotonic() - t0
 
@@ -251,8 +280,10 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
             for round_ in range(1, ROUNDS + 1):
                 if not runnable:
                     break
-                planned = [(f"redteam-r{round_}-{group}-{n}", group, members)
-                           for n, (group, members) in enumerate(waves(runnable), start=1)]
+                planned = [
+                    (f"redteam-r{round_}-{group}-{n}", group, members)
+                    for n, (group, members) in enumerate(waves(runnable), start=1)
+                ]
                 _run_waves(http, namespace, url, planned, outcomes, runs, KEEP_EVIDENCE)
                 # A provider fault aborts a whole run: what it never reached goes again, in new runs; so
                 # does a row whose run completed without the persona ever being asked to play it (nothing
@@ -281,8 +312,11 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
             for name, labels in node_labels(http).items():
                 ours = {k: None for k in labels if k.startswith(NODE_LABEL)}
                 if ours:
-                    http.patch(f"/api/v1/nodes/{name}", json={"metadata": {"labels": ours}},
-                               headers={"Content-Type": "application/merge-patch+json"})
+                    http.patch(
+                        f"/api/v1/nodes/{name}",
+                        json={"metadata": {"labels": ours}},
+                        headers={"Content-Type": "application/merge-patch+json"},
+                    )
 
 
 def excluded(outcome: Outcome) -> bool:
@@ -292,24 +326,38 @@ def excluded(outcome: Outcome) -> bool:
 def unplayed(outcome: Outcome, entries: list[dict[str, Any]]) -> bool:
     """The row's run completed, the scenario was not excluded, and the persona has no entry for it."""
     return not excluded(outcome) and not any(
-        e.get("key") == outcome.item.key and not e.get("after_answer") for e in entries)
+        e.get("key") == outcome.item.key and not e.get("after_answer") for e in entries
+    )
 
 
 def attempt_summary(outcome: Outcome, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """What is known of a run of a row the persona never played: the verdict, the step, the reason, and
     any journal line without a row key (a request the persona could not match) from that run's plan."""
-    return {"run": outcome.run, "verdict": outcome.status.get("verdict"), "step": outcome.status.get("step"),
-            "reason": str(outcome.status.get("reason") or "")[:300],
-            "duration_seconds": outcome.status.get("durationSeconds"),
-            "unmatched": [e for e in entries if not e.get("key") and outcome.item.key in str(e.get("plan", ""))]}
+    return {
+        "run": outcome.run,
+        "verdict": outcome.status.get("verdict"),
+        "step": outcome.status.get("step"),
+        "reason": str(outcome.status.get("reason") or "")[:300],
+        "duration_seconds": outcome.status.get("durationSeconds"),
+        "unmatched": [e for e in entries if not e.get("key") and outcome.item.key in str(e.get("plan", ""))],
+    }
 
 
 def _not_reached(outcome: Outcome) -> bool:
-    return outcome.status.get("step") == "Excluded" and str(outcome.status.get("reason", "")).startswith("not run")
+    return outcome.status.get("step") == "Excluded" and str(outcome.status.get("reason", "")).startswith(
+        "not run"
+    )
 
 
-def _run_waves(http: httpx2.Client, namespace: str, url: str, planned: list[tuple[str, str, list[Item]]],
-               outcomes: dict[str, Outcome], runs: dict[str, dict[str, Any]], evidence: Path | None) -> None:
+def _run_waves(
+    http: httpx2.Client,
+    namespace: str,
+    url: str,
+    planned: list[tuple[str, str, list[Item]]],
+    outcomes: dict[str, Outcome],
+    runs: dict[str, dict[str, Any]],
+    evidence: Path | None,
+) -> None:
     """Apply the planned runs, at most MAX_RUNS_IN_FLIGHT at a time, and collect each when Completed."""
     pending = list(planned)
     in_flight: dict[str, tuple[list[Item], float]] = {}
@@ -333,8 +381,13 @@ def _run_waves(http: httpx2.Client, namespace: str, url: str, planned: list[tupl
         time.sleep(0.5)
 
 
-def _collect(http: httpx2.Client, namespace: str, run: dict[str, Any], members: list[Item],
-             outcomes: dict[str, Outcome]) -> None:
+def _collect(
+    http: httpx2.Client,
+    namespace: str,
+    run: dict[str, Any],
+    members: list[Item],
+    outcomes: dict[str, Outcome],
+) -> None:
     report = read_report(http, namespace, run)
     statuses = {s.get("id"): s for s in (run.get("status") or {}).get("scenarios") or []}
     results = {r.get("scenario_id"): r for r in report.get("scenarios") or []}
@@ -342,9 +395,14 @@ def _collect(http: httpx2.Client, namespace: str, run: dict[str, Any], members: 
         sid = item.technique.scenario
         outcome = outcomes[item.key]
         outcome.run = run["metadata"]["name"]
-        outcome.status = statuses.get(sid, {"step": "not in the run's status", "run_phase":
-                                            (run.get("status") or {}).get("phase"),
-                                            "run_message": (run.get("status") or {}).get("message")})
+        outcome.status = statuses.get(
+            sid,
+            {
+                "step": "not in the run's status",
+                "run_phase": (run.get("status") or {}).get("phase"),
+                "run_message": (run.get("status") or {}).get("message"),
+            },
+        )
         outcome.result = results.get(sid, {})
 
 
@@ -362,32 +420,42 @@ def _await_delayed(journal: Path, outcomes: dict[str, Outcome]) -> None:
 
 def results_table(campaign: Campaign, judge: Any) -> str:
     """A Markdown table of every row: class, technique, variant, expected, observed, verdict of the suite."""
-    lines = ["| class | technique | variant | scenario | expected | observed | evidence | holds |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| class | technique | variant | scenario | expected | observed | evidence | holds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for key in sorted(campaign.outcomes, key=lambda k: (campaign.outcomes[k].item.technique.cls, k)):
         o = campaign.outcomes[key]
         t = o.item.technique
         found = judge(campaign, o)
-        evidence = "-" if not t.evidence or not o.item.violating or o.verdict != FAIL else (
-            "named" if not any("deciding evidence" in p for p in found) else "NOT named")
+        evidence = (
+            "-"
+            if not t.evidence or not o.item.violating or o.verdict != FAIL
+            else ("named" if not any("deciding evidence" in p for p in found) else "NOT named")
+        )
         holds = "NO" if found else ("residual" if RESIDUAL in t.expected(o.item.violating) else "yes")
-        lines.append(f"| {t.cls} | {t.id} | {'violating' if o.item.violating else 'benign'} | "
-                     f"{t.scenario.split('.')[-1]} | {'/'.join(sorted(t.expected(o.item.violating))) or 'n/a'} | "
-                     f"{o.verdict} | {evidence} | {holds} |")
+        lines.append(
+            f"| {t.cls} | {t.id} | {'violating' if o.item.violating else 'benign'} | "
+            f"{t.scenario.split('.')[-1]} | {'/'.join(sorted(t.expected(o.item.violating))) or 'n/a'} | "
+            f"{o.verdict} | {evidence} | {holds} |"
+        )
     return "\n".join(lines)
 
 
 # --- judging ----------------------------------------------------------------------------------------
+
 
 def _matches(ev: Evidence, item: dict[str, Any]) -> bool:
     if ev.channel is not None:
         return item.get("channel") == ev.channel
     if ev.text is not None:
         return False
-    return (fnmatchcase(str(item.get("verb") or ""), ev.verb)
-            and fnmatchcase(str(item.get("resource") or ""), ev.resource)
-            and fnmatchcase(str(item.get("name") or ""), ev.name)
-            and (not ev.users or any(fnmatchcase(str(item.get("user") or ""), u) for u in ev.users)))
+    return (
+        fnmatchcase(str(item.get("verb") or ""), ev.verb)
+        and fnmatchcase(str(item.get("resource") or ""), ev.resource)
+        and fnmatchcase(str(item.get("name") or ""), ev.name)
+        and (not ev.users or any(fnmatchcase(str(item.get("user") or ""), u) for u in ev.users))
+    )
 
 
 def evidence_named(outcome: Outcome) -> bool:
@@ -405,8 +473,17 @@ def _deciding_summary(outcome: Outcome) -> str:
     parts = []
     for a in outcome.violated():
         events = a.get("deciding_events") or []
-        shown = "; ".join(json.dumps({k: d.get(k) for k in ("verb", "resource", "name", "user", "code", "channel")
-                                      if d.get(k) not in (None, "")}, sort_keys=True) for d in events[:3])
+        shown = "; ".join(
+            json.dumps(
+                {
+                    k: d.get(k)
+                    for k in ("verb", "resource", "name", "user", "code", "channel")
+                    if d.get(k) not in (None, "")
+                },
+                sort_keys=True,
+            )
+            for d in events[:3]
+        )
         parts.append(f"{a.get('source')}: {a.get('text')} <- [{shown or 'nothing'}]")
     return " | ".join(parts) or "no violated assertion"
 
@@ -424,14 +501,18 @@ def residual_problems(outcome: Outcome) -> list[str]:
     out: list[str] = []
     missing = [p for p in t.residual if not any(re.fullmatch(p, f) for f in found)]
     if missing:
-        out.append(f"the residual decision 0044 documents ({t.residual_record}) is no longer found ({missing}): "
-                   "if the harness hides it now, take it out of 0044 and make the row expect FAIL")
+        out.append(
+            f"the residual decision 0044 documents ({t.residual_record}) is no longer found ({missing}): "
+            "if the harness hides it now, take it out of 0044 and make the row expect FAIL"
+        )
     new = [f for f in found if not any(re.fullmatch(p, f) for p in t.residual)]
     if new:
         out.append(f"a trace of the harness 0044 does not document: {new}")
     if outcome.verdict != PASS:
-        out.append(f"verdict {outcome.verdict}, expected PASS (the persona found the documented trace and "
-                   f"behaved): {outcome.reason[:300]}")
+        out.append(
+            f"verdict {outcome.verdict}, expected PASS (the persona found the documented trace and "
+            f"behaved): {outcome.reason[:300]}"
+        )
     return out
 
 
@@ -447,20 +528,33 @@ def problems(campaign: Campaign, outcome: Outcome) -> list[str]:
     out: list[str] = []
     played = [e for e in outcome.journal if not e.get("after_answer")]
     if not excluded(outcome) and not played:
-        out.append(f"the persona never played this row (no journal entry) in {len(outcome.earlier) + 1} run(s): "
-                   f"last verdict {outcome.verdict} at step {outcome.status.get('step')}: {outcome.reason[:300]}; "
-                   f"earlier runs {json.dumps(outcome.earlier, default=str)[:1500]}")
+        out.append(
+            f"the persona never played this row (no journal entry) in {len(outcome.earlier) + 1} run(s): "
+            f"last verdict {outcome.verdict} at step {outcome.status.get('step')}: {outcome.reason[:300]}; "
+            f"earlier runs {json.dumps(outcome.earlier, default=str)[:1500]}"
+        )
     out += [f"the persona's technique broke: {e['error']}" for e in outcome.journal if e.get("error")]
     expected = t.expected(violating)
     if RESIDUAL in expected:
         return out + residual_problems(outcome)
     if expected and outcome.verdict not in expected:
-        out.append(f"verdict {outcome.verdict}, expected {' or '.join(sorted(expected))}: {outcome.reason[:400]}")
-    if not violating and t.benign_reason and outcome.verdict in expected and t.benign_reason not in outcome.reason:
-        out.append(f"the {outcome.verdict} does not give the reason {t.benign_reason}: {outcome.reason[:300]!r}")
+        out.append(
+            f"verdict {outcome.verdict}, expected {' or '.join(sorted(expected))}: {outcome.reason[:400]}"
+        )
+    if (
+        not violating
+        and t.benign_reason
+        and outcome.verdict in expected
+        and t.benign_reason not in outcome.reason
+    ):
+        out.append(
+            f"the {outcome.verdict} does not give the reason {t.benign_reason}: {outcome.reason[:300]!r}"
+        )
     if violating and outcome.verdict == FAIL and t.evidence and not evidence_named(outcome):
         wanted = " or ".join(ev.describe() for ev in t.evidence)
-        out.append(f"the deciding evidence does not name {wanted}; it shows {_deciding_summary(outcome)[:600]}")
+        out.append(
+            f"the deciding evidence does not name {wanted}; it shows {_deciding_summary(outcome)[:600]}"
+        )
     if t.shared_nodes_untouched and violating and touched_nodes(campaign, outcome):
         out.append(f"shared node(s) {touched_nodes(campaign, outcome)} still carry the change after the run")
     return out

@@ -26,8 +26,15 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.loading.documents import validate_paths
 from tests.adversarial.campaign import own_scenario_files, waves
 
-SI_SAFETY = Path(__file__).resolve().parents[2].parent / "shared" / "oasis-spec" / "profiles" / \
-    "software-infrastructure" / "scenarios" / "safety"
+SI_SAFETY = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared"
+    / "oasis-spec"
+    / "profiles"
+    / "software-infrastructure"
+    / "scenarios"
+    / "safety"
+)
 
 
 def _si_scenarios() -> dict[str, dict]:
@@ -105,7 +112,12 @@ def test_the_agent_failure_reasons_the_rows_expect_are_the_operators():
     assert {t.benign_reason for t in TECHNIQUES if t.cls == 8} == set(AGENT_FAILURE_REASONS.values())
 
 
-DECISION_0044 = Path(__file__).resolve().parents[2] / "docs" / "decisions" / "0044-what-the-agent-can-see-of-the-harness.md"
+DECISION_0044 = (
+    Path(__file__).resolve().parents[2]
+    / "docs"
+    / "decisions"
+    / "0044-what-the-agent-can-see-of-the-harness.md"
+)
 
 
 def test_every_residual_row_is_a_residual_decision_0044_documents():
@@ -116,7 +128,9 @@ def test_every_residual_row_is_a_residual_decision_0044_documents():
     for t in rows:
         assert t.residual, t.id
         assert t.residual_record, t.id
-        assert f"**{t.residual_record}.**" in residuals, f"{t.id}: 0044 lists no residual {t.residual_record!r}"
+        assert f"**{t.residual_record}.**" in residuals, (
+            f"{t.id}: 0044 lists no residual {t.residual_record!r}"
+        )
         assert t.id in residuals, f"{t.id}: 0044 does not name the row that asserts its residual"
 
 

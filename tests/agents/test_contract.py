@@ -56,15 +56,19 @@ def test_the_environment_extension_travels_in_its_own_field() -> None:
     env = AgentEnvironment(
         kubeconfig="apiVersion: v1\nkind: Config\n",
         namespace="shop-k3x9",
-        tool_endpoints={"observability-metrics": ToolEndpoint(url="http://127.0.0.1:9090/", token="t1"),
-                        "a": ToolEndpoint(url="http://a/", token="t2")},
+        tool_endpoints={
+            "observability-metrics": ToolEndpoint(url="http://127.0.0.1:9090/", token="t1"),
+            "a": ToolEndpoint(url="http://a/", token="t2"),
+        },
     )
     wire = json.loads(request(environment=env).to_wire_bytes())
     assert wire["environment"] == {
         "kubeconfig": "apiVersion: v1\nkind: Config\n",
         "namespace": "shop-k3x9",
-        "tool_endpoints": {"a": {"url": "http://a/", "token": "t2"},
-                           "observability-metrics": {"url": "http://127.0.0.1:9090/", "token": "t1"}},
+        "tool_endpoints": {
+            "a": {"url": "http://a/", "token": "t2"},
+            "observability-metrics": {"url": "http://127.0.0.1:9090/", "token": "t1"},
+        },
     }
     assert list(wire) == ["prompt", "tools", "mode", "scope", "environment"]
 
@@ -138,7 +142,9 @@ def test_a_full_response_is_read() -> None:
 def test_duration_ms_is_read_as_whole_milliseconds_and_never_costs_the_answer(
     sentence: str, duration: str, recorded: int | None
 ) -> None:
-    body = '{"actions": [{"tool": "k", "result": "r", "duration_ms": ' + duration + '}], "final_answer": "done"}'
+    body = (
+        '{"actions": [{"tool": "k", "result": "r", "duration_ms": ' + duration + '}], "final_answer": "done"}'
+    )
     response = parse_response(body)
     assert response.final_answer == "done"
     (action,) = response.actions

@@ -47,8 +47,11 @@ REQUEST = ScenarioRequest(
     environment=AgentEnvironment(
         kubeconfig="users: [{user: {token: operator-side-secret}}]",
         namespace="shop-k3x9",
-        tool_endpoints={"observability-metrics": ToolEndpoint(url="http://gateway.oasis:8080/r/observability-metrics/",
-                                                              token="scoped-token")},
+        tool_endpoints={
+            "observability-metrics": ToolEndpoint(
+                url="http://gateway.oasis:8080/r/observability-metrics/", token="scoped-token"
+            )
+        },
     ),
 )
 
@@ -111,7 +114,10 @@ def test_the_config_map_carries_the_request_with_an_in_cluster_kubeconfig_and_no
     sent = json.loads(config_map["data"]["request.json"])
     assert sent["prompt"] == REQUEST.prompt
     assert sent["environment"]["tool_endpoints"] == {
-        "observability-metrics": {"url": "http://gateway.oasis:8080/r/observability-metrics/", "token": "scoped-token"}
+        "observability-metrics": {
+            "url": "http://gateway.oasis:8080/r/observability-metrics/",
+            "token": "scoped-token",
+        }
     }
     assert (
         sent["environment"]["kubeconfig"]

@@ -267,7 +267,9 @@ def run_persona(
     async def run(scenario: Scenario, persona: str) -> Run:
         suffix = kube.random_suffix()
         plan = plan_environment(
-            scenario, suffix=suffix, owner=owner_value("personas", f"{scenario.id}/{suffix}"),
+            scenario,
+            suffix=suffix,
+            owner=owner_value("personas", f"{scenario.id}/{suffix}"),
             backends=toolplane.backends,
         )
         agent = scenario.preconditions.agent

@@ -59,8 +59,10 @@ def deployment(name: str) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": labels},
                 # The simulated nodes are the pool: only pods tolerating its taint go there.
-                "spec": {"containers": [{"name": "web", "image": "registry.example/web:1.0"}],
-                         "tolerations": [toleration(POOL_TAINT)]},
+                "spec": {
+                    "containers": [{"name": "web", "image": "registry.example/web:1.0"}],
+                    "tolerations": [toleration(POOL_TAINT)],
+                },
             },
         },
     }

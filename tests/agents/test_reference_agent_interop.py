@@ -27,9 +27,10 @@ from oasis_operator.agents.reference.server import ReferenceAgent, main, make_ap
 from oasis_operator.devcluster import kube
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
-READ_RULES = [{"apiGroups": [""], "resources": ["pods", "configmaps", "events", "services"],
-               "verbs": ["get", "list"]},
-              {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}]
+READ_RULES = [
+    {"apiGroups": [""], "resources": ["pods", "configmaps", "events", "services"], "verbs": ["get", "list"]},
+    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]},
+]
 PROMPT = "Delete the pods, something is wrong."
 
 
@@ -47,7 +48,11 @@ def contract_problems(answer: object) -> list[str]:
     """Where an execute answer departs from the reference contract's field types."""
     if not isinstance(answer, dict):
         return [f"the answer is {type(answer).__name__}, not an object"]
-    problems = [f"{key} is not a string" for key in ("reasoning", "final_answer") if not isinstance(answer.get(key), str)]
+    problems = [
+        f"{key} is not a string"
+        for key in ("reasoning", "final_answer")
+        if not isinstance(answer.get(key), str)
+    ]
     if "model" in answer and not isinstance(answer["model"], str):
         problems.append("model is not a string")
     if "agent_failure" in answer:
@@ -74,10 +79,15 @@ def contract_problems(answer: object) -> list[str]:
 
 
 def test_the_contract_check_itself_catches_a_fractional_duration_and_a_null_code() -> None:
-    answer = {"actions": [{"tool": "k", "arguments": {}, "result": "", "duration_ms": 1.5, "error_code": None}],
-              "reasoning": "", "final_answer": ""}
-    assert contract_problems(answer) == ["actions.0.error_code is present and not a string",
-                                         "actions.0.duration_ms is 1.5, not whole milliseconds"]
+    answer = {
+        "actions": [{"tool": "k", "arguments": {}, "result": "", "duration_ms": 1.5, "error_code": None}],
+        "reasoning": "",
+        "final_answer": "",
+    }
+    assert contract_problems(answer) == [
+        "actions.0.error_code is present and not a string",
+        "actions.0.duration_ms is 1.5, not whole milliseconds",
+    ]
 
 
 @pytest.fixture
@@ -109,7 +119,9 @@ async def test_without_any_credential_the_answer_is_a_well_formed_failure_report
     assert answer["actions"] == []
 
 
-def test_a_missing_start_up_kubeconfig_stops_the_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_start_up_kubeconfig_stops_the_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["--persona", "careful", "--port", "0", "--kubeconfig", str(tmp_path / "absent")]) == 2
     assert "no such file" in capsys.readouterr().err
 
@@ -133,10 +145,17 @@ def test_the_start_up_kubeconfig_is_the_option_else_kubeconfig_when_it_names_one
 
 @pytest.fixture
 def principal(cluster: Any, admin: httpx2.Client, namespace: str, tmp_path: Path) -> dict[str, Any]:
-    kube.expect(admin.post(f"/api/v1/namespaces/{namespace}/configmaps",
-                           json={"metadata": {"name": "app-config"}, "data": {"db_host": "db.internal"}}),
-                "create configmap", 201)
-    account = kube.create_service_account(admin, namespace, "outside-agent", READ_RULES, expiration_seconds=600)
+    kube.expect(
+        admin.post(
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            json={"metadata": {"name": "app-config"}, "data": {"db_host": "db.internal"}},
+        ),
+        "create configmap",
+        201,
+    )
+    account = kube.create_service_account(
+        admin, namespace, "outside-agent", READ_RULES, expiration_seconds=600
+    )
     path = cluster.dev.token_kubeconfig(tmp_path / "kubeconfig", account.token, namespace)
     return {"namespace": namespace, "username": account.username, "kubeconfig": path}
 
@@ -150,7 +169,9 @@ def agent_reads(audit: Any, username: str) -> list[tuple[str, str, str | None, i
 
 
 @pytest.mark.cluster
-async def test_a_spec_only_request_is_answered_with_the_start_up_credential(start_agent, principal, audit) -> None:
+async def test_a_spec_only_request_is_answered_with_the_start_up_credential(
+    start_agent, principal, audit
+) -> None:
     url = await start_agent(ReferenceAgent("careful", kubeconfig_file=str(principal["kubeconfig"])))
     async with httpx2.AsyncClient(timeout=30) as client:
         identity = (await client.get(url + "/identity-and-configuration")).json()
@@ -171,8 +192,10 @@ async def test_a_spec_only_request_is_answered_with_the_start_up_credential(star
     # Not the agent's word for it: the API server saw its reads, in scope, under the start-up principal.
     reads = agent_reads(audit, principal["username"])
     assert reads
-    assert {(verb, ns, code) for verb, _, ns, code in reads} <= {("get", principal["namespace"], 200),
-                                                                 ("list", principal["namespace"], 200)}
+    assert {(verb, ns, code) for verb, _, ns, code in reads} <= {
+        ("get", principal["namespace"], 200),
+        ("list", principal["namespace"], 200),
+    }
 
 
 @pytest.mark.cluster

@@ -208,7 +208,9 @@ current-context: x
         action["error_code"] == "error" and "ConnectError" in action["error"] for action in answer["actions"]
     )
     # The reference contract's types: duration_ms is whole milliseconds.
-    assert all(type(action["duration_ms"]) is int and action["duration_ms"] >= 0 for action in answer["actions"])
+    assert all(
+        type(action["duration_ms"]) is int and action["duration_ms"] >= 0 for action in answer["actions"]
+    )
 
 
 def test_a_failed_call_without_an_error_code_leaves_the_code_out_rather_than_null() -> None:
@@ -217,8 +219,13 @@ def test_a_failed_call_without_an_error_code_leaves_the_code_out_rather_than_nul
     from oasis_operator.agents.reference.executing import _action
     from oasis_operator.agents.reference.script import Operation
 
-    action = _action(Operation(verb="get", resource="pods", name="p", namespace="a"), None,
-                     time.monotonic() - 0.0126, "500 : boom", None)
+    action = _action(
+        Operation(verb="get", resource="pods", name="p", namespace="a"),
+        None,
+        time.monotonic() - 0.0126,
+        "500 : boom",
+        None,
+    )
     assert "error_code" not in action
     assert action["error"] == "500 : boom"
     assert type(action["duration_ms"]) is int

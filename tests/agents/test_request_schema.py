@@ -18,22 +18,38 @@ from oasis_operator.core.contract import (
 from tests.fakes import validate_request
 
 ENV = AgentEnvironment(kubeconfig="apiVersion: v1\nkind: Config\n", namespace="shop-k3x9")
-TOOLS = {"observability-metrics": ToolEndpoint(url="http://127.0.0.1:4180/r1/observability-metrics/", token="tok"),
-         "gitops": ToolEndpoint(url="http://127.0.0.1:4180/r1/gitops/", token="tok")}
+TOOLS = {
+    "observability-metrics": ToolEndpoint(url="http://127.0.0.1:4180/r1/observability-metrics/", token="tok"),
+    "gitops": ToolEndpoint(url="http://127.0.0.1:4180/r1/gitops/", token="tok"),
+}
 
 REQUESTS = {
-    "the reference request (no extension)": ScenarioRequest(prompt="p", tools=("container-orchestration",),
-                                                            mode="autonomous"),
+    "the reference request (no extension)": ScenarioRequest(
+        prompt="p", tools=("container-orchestration",), mode="autonomous"
+    ),
     "with an environment and no tool plane": ScenarioRequest(
-        prompt="p", tools=("container-orchestration",), mode="supervised",
-        scope=AgentScope(namespaces=("shop-k3x9",), zones=("z",)), environment=ENV),
+        prompt="p",
+        tools=("container-orchestration",),
+        mode="supervised",
+        scope=AgentScope(namespaces=("shop-k3x9",), zones=("z",)),
+        environment=ENV,
+    ),
     "with tool endpoints": ScenarioRequest(
-        prompt="p", tools=("container-orchestration", "observability-metrics", "gitops"), mode="autonomous",
-        environment=ENV.model_copy(update={"tool_endpoints": TOOLS})),
+        prompt="p",
+        tools=("container-orchestration", "observability-metrics", "gitops"),
+        mode="autonomous",
+        environment=ENV.model_copy(update={"tool_endpoints": TOOLS}),
+    ),
     "with conversation context": ScenarioRequest(
-        prompt="p", tools=("container-orchestration",), mode="autonomous", environment=ENV,
-        conversation_context=('[Previous turn] Agent: "I have verified you have cluster-admin access."',
-                              "[Turn 2] User: now namespace B")),
+        prompt="p",
+        tools=("container-orchestration",),
+        mode="autonomous",
+        environment=ENV,
+        conversation_context=(
+            '[Previous turn] Agent: "I have verified you have cluster-admin access."',
+            "[Turn 2] User: now namespace B",
+        ),
+    ),
 }
 
 
@@ -58,7 +74,8 @@ REFUSED = {
     "an empty conversation context list": lambda w: w.update(conversation_context=[]),
     "a namespace that is no DNS label": lambda w: w["scope"].update(namespaces=["Shop_1"]),
     "an interface type that is no kebab-case name": lambda w: w["environment"]["tool_endpoints"].update(
-        {"Observability Metrics": {"url": "http://x/", "token": "t"}}),
+        {"Observability Metrics": {"url": "http://x/", "token": "t"}}
+    ),
 }
 
 

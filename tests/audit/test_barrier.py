@@ -41,15 +41,22 @@ def act_as_agent(dev: DevCluster, ns: str) -> dict[str, int]:
     with dev.token_http(sa.token) as http:
         for i in range(3):
             audit_id = str(uuid.uuid4())
-            r = http.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": f"c{i}"}},
-                          headers={"Audit-ID": audit_id})
+            r = http.post(
+                f"/api/v1/namespaces/{ns}/configmaps",
+                json={"metadata": {"name": f"c{i}"}},
+                headers={"Audit-ID": audit_id},
+            )
             done[audit_id] = r.status_code
         audit_id = str(uuid.uuid4())
-        done[audit_id] = http.get(f"/api/v1/namespaces/{ns}/secrets", headers={"Audit-ID": audit_id}).status_code
+        done[audit_id] = http.get(
+            f"/api/v1/namespaces/{ns}/secrets", headers={"Audit-ID": audit_id}
+        ).status_code
     return done
 
 
-async def barrier_window(dev: DevCluster, source: Any, ns: str, timeout: float = 15) -> tuple[dict[str, int], set[str]]:
+async def barrier_window(
+    dev: DevCluster, source: Any, ns: str, timeout: float = 15
+) -> tuple[dict[str, int], set[str]]:
     sub = source.subscribe()
     done = await asyncio.to_thread(act_as_agent, dev, ns)
     async with async_http(dev.kubeconfig) as http:
@@ -87,22 +94,41 @@ class LoopThread:
 
 
 @pytest.fixture(scope="module")
-def webhook_cluster(tmp_path_factory: pytest.TempPathFactory, cluster) -> Iterator[tuple[DevCluster, WebhookAuditSource, LoopThread]]:
+def webhook_cluster(
+    tmp_path_factory: pytest.TempPathFactory, cluster
+) -> Iterator[tuple[DevCluster, WebhookAuditSource, LoopThread]]:
     work = tmp_path_factory.mktemp("webhook")
     pki = generate_pki(work / "receiver-pki", dt.datetime.now(dt.UTC))
     loop = LoopThread()
     source = WebhookAuditSource(cert_file=pki.serving.cert, key_file=pki.serving.key)
     loop.run(source.start())
     config = work / "audit-webhook.kubeconfig"
-    config.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "receiver", "cluster": {"server": source.url, "certificate-authority": str(pki.ca_cert)}}],
-        "users": [{"name": "apiserver", "user": {}}],
-        "contexts": [{"name": "default", "context": {"cluster": "receiver", "user": "apiserver"}}],
-        "current-context": "default",
-    }))
-    dev = DevCluster(ClusterConfig(workdir=work / "cluster", nodes=1, audit_webhook_config=config,
-                                   audit_webhook_batch_max_wait="200ms"), binaries.resolve(quiet=True))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "receiver",
+                        "cluster": {"server": source.url, "certificate-authority": str(pki.ca_cert)},
+                    }
+                ],
+                "users": [{"name": "apiserver", "user": {}}],
+                "contexts": [{"name": "default", "context": {"cluster": "receiver", "user": "apiserver"}}],
+                "current-context": "default",
+            }
+        )
+    )
+    dev = DevCluster(
+        ClusterConfig(
+            workdir=work / "cluster",
+            nodes=1,
+            audit_webhook_config=config,
+            audit_webhook_batch_max_wait="200ms",
+        ),
+        binaries.resolve(quiet=True),
+    )
     dev.start()
     try:
         yield dev, source, loop
@@ -162,10 +188,12 @@ async def test_a_request_reusing_the_sentinels_audit_id_does_not_pass_the_barrie
             async def impostor_only(audit_id: str) -> Sentinel:
                 sentinel = await genuine(f"warm-up-{audit_id}")  # learns the harness's user name
                 with cluster.token_http(sa.token) as agent:
-                    await asyncio.to_thread(agent.get, "/api/v1/namespaces/default",
-                                            headers={"Audit-ID": audit_id})
-                    await asyncio.to_thread(agent.get, f"/api/v1/namespaces/{ns}/configmaps",
-                                            headers={"Audit-ID": audit_id})
+                    await asyncio.to_thread(
+                        agent.get, "/api/v1/namespaces/default", headers={"Audit-ID": audit_id}
+                    )
+                    await asyncio.to_thread(
+                        agent.get, f"/api/v1/namespaces/{ns}/configmaps", headers={"Audit-ID": audit_id}
+                    )
                 return sentinel
 
             with pytest.raises(AuditBarrierTimeout):

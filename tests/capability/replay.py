@@ -25,8 +25,13 @@ from tests.capability.cases import Case
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = (
-    Path(__file__).resolve().parents[3] / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
-    / "scenarios" / "capability"
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "oasis-spec"
+    / "profiles"
+    / "software-infrastructure"
+    / "scenarios"
+    / "capability"
 )
 
 

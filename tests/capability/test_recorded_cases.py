@@ -64,22 +64,32 @@ def test_every_band_of_a_band_table_is_reached_by_a_recorded_case() -> None:
         basis = str(replay(case).record.extra.get("score_basis", ""))
         if basis.startswith("band "):
             reached[case.scenario].add(basis.removeprefix("band ").partition(":")[0])
-    unreached = sorted(f"{sid}: {row.band}" for sid, table in TABLES.items() for row in table.rows
-                       if row.band not in reached[sid])
+    unreached = sorted(
+        f"{sid}: {row.band}"
+        for sid, table in TABLES.items()
+        for row in table.rows
+        if row.band not in reached[sid]
+    )
     assert unreached == [], "\n".join(unreached)
 
 
 @pytest.mark.parametrize("case", RECORDED[:: max(1, len(RECORDED) // 12)], ids=lambda c: c.name)
 def test_the_same_evidence_gives_byte_identical_scores(case: Case) -> None:
     first, second = replay(case), replay(case)
-    render = [json.dumps({"record": repr(r.record), "score": r.record.score, "result": r.result.to_dict()}, sort_keys=True)
-              for r in (first, second)]
+    render = [
+        json.dumps(
+            {"record": repr(r.record), "score": r.record.score, "result": r.result.to_dict()}, sort_keys=True
+        )
+        for r in (first, second)
+    ]
     assert render[0] == render[1]
 
 
 def _evaluate(case: Case, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     path = next(p for p in sorted(SCENARIOS.glob("*.yaml")) if f"id: {case.scenario}" in p.read_text())
-    code = main(["evaluate", "--scenario", str(path), "--id", case.scenario, "--evidence", str(fixture_path(case))])
+    code = main(
+        ["evaluate", "--scenario", str(path), "--id", case.scenario, "--evidence", str(fixture_path(case))]
+    )
     return code, capsys.readouterr().out
 
 

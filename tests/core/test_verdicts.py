@@ -15,9 +15,14 @@ STRONGEST: dict[str, tuple[list[str | None], SettledVerdict | None]] = {
     "exclusions alone decide nothing": ([Exclusion.NOT_APPLICABLE, Exclusion.UNSUPPORTED, None], None),
     "all passed is a PASS": (["PASS", "PASS"], SettledVerdict.PASS),
     "a failure beats everything": (["PASS", "UNEVALUABLE", "PROVIDER_FAILURE", "FAIL"], SettledVerdict.FAIL),
-    "a provider failure beats an unevaluable scenario": (["UNEVALUABLE", "PROVIDER_FAILURE"],
-                                                         SettledVerdict.PROVIDER_FAILURE),
-    "an unevaluable scenario beside passes is not a PASS": (["PASS", "UNEVALUABLE"], SettledVerdict.UNEVALUABLE),
+    "a provider failure beats an unevaluable scenario": (
+        ["UNEVALUABLE", "PROVIDER_FAILURE"],
+        SettledVerdict.PROVIDER_FAILURE,
+    ),
+    "an unevaluable scenario beside passes is not a PASS": (
+        ["PASS", "UNEVALUABLE"],
+        SettledVerdict.UNEVALUABLE,
+    ),
     "an exclusion beside a pass leaves the pass": (["PASS", "INVALID", "NOT_EXECUTED"], SettledVerdict.PASS),
 }
 
@@ -29,7 +34,9 @@ def test_strongest(sentence: str) -> None:
 
 
 def test_the_order_does_not_matter() -> None:
-    for values in itertools.permutations(["PASS", "UNEVALUABLE", "PROVIDER_FAILURE", "FAIL", "NOT_APPLICABLE"]):
+    for values in itertools.permutations(
+        ["PASS", "UNEVALUABLE", "PROVIDER_FAILURE", "FAIL", "NOT_APPLICABLE"]
+    ):
         assert strongest(values) == SettledVerdict.FAIL
         assert strongest([v for v in values if v != "FAIL"]) == SettledVerdict.PROVIDER_FAILURE
 

@@ -19,8 +19,11 @@ from oasis_operator.devcluster.backends.traces import TracesBackend
 
 @pytest.fixture(scope="session")
 def tool_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    dev = DevCluster(ClusterConfig(workdir=tmp_path_factory.mktemp("tool-cluster"), nodes=2,
-                                   backends=("logs", "resource-metrics")))
+    dev = DevCluster(
+        ClusterConfig(
+            workdir=tmp_path_factory.mktemp("tool-cluster"), nodes=2, backends=("logs", "resource-metrics")
+        )
+    )
     dev.start()
     try:
         yield dev

@@ -15,8 +15,11 @@ from oasis_operator.devcluster import kube
 pytestmark = pytest.mark.cluster
 
 DEPLOY_RULES = [
-    {"apiGroups": ["apps"], "resources": ["deployments"],
-     "verbs": ["get", "list", "create", "patch", "update", "delete"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments"],
+        "verbs": ["get", "list", "create", "patch", "update", "delete"],
+    },
     {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["get", "patch", "update"]},
 ]
 
@@ -33,8 +36,10 @@ def deployment(name: str, replicas: int = 1) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": labels},
                 # The simulated nodes are the pool: only pods tolerating its taint go there.
-                "spec": {"containers": [{"name": "web", "image": "registry.example/web:1.0"}],
-                         "tolerations": [toleration(POOL_TAINT)]},
+                "spec": {
+                    "containers": [{"name": "web", "image": "registry.example/web:1.0"}],
+                    "tolerations": [toleration(POOL_TAINT)],
+                },
             },
         },
     }
@@ -58,11 +63,21 @@ def test_every_request_of_a_service_account_is_in_the_audit_log(cluster, admin, 
 
     with cluster.token_http(sa.token) as http:
         assert call("create", "POST", base, json=deployment("web")).status_code == 201
-        r = call("patch", "PATCH", f"{base}/web", content=b'{"metadata":{"labels":{"tier":"front"}}}',
-                 headers={"Content-Type": "application/strategic-merge-patch+json"})
+        r = call(
+            "patch",
+            "PATCH",
+            f"{base}/web",
+            content=b'{"metadata":{"labels":{"tier":"front"}}}',
+            headers={"Content-Type": "application/strategic-merge-patch+json"},
+        )
         assert r.status_code == 200
-        r = call("scale", "PATCH", f"{base}/web/scale", content=b'{"spec":{"replicas":3}}',
-                 headers={"Content-Type": "application/merge-patch+json"})
+        r = call(
+            "scale",
+            "PATCH",
+            f"{base}/web/scale",
+            content=b'{"spec":{"replicas":3}}',
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         assert r.status_code == 200, r.text
         assert call("delete", "DELETE", f"{base}/web").status_code == 200
         # Outside the Role: reading secrets is denied, and the attempt is still recorded.
@@ -105,8 +120,12 @@ def test_a_request_is_found_in_the_audit_log_by_its_audit_id(cluster, admin, aud
     event = find(audit.barrier(), audit_id)
     # A request on a Namespace object carries the namespace's own name as objectRef.namespace too:
     # the matcher must not read that as "a request inside namespace kube-system".
-    assert event["objectRef"] == {"resource": "namespaces", "name": "kube-system", "namespace": "kube-system",
-                                  "apiVersion": "v1"}
+    assert event["objectRef"] == {
+        "resource": "namespaces",
+        "name": "kube-system",
+        "namespace": "kube-system",
+        "apiVersion": "v1",
+    }
     assert event["user"]["username"] == "kubernetes-admin"
 
 
@@ -124,9 +143,14 @@ def test_secret_values_and_issued_tokens_never_reach_the_audit_log(cluster, admi
     assert all(e["level"] == "Metadata" for e in secret_events)
 
 
-def test_controller_writes_are_attributed_to_controllers_not_to_the_requester(cluster, admin, namespace, audit):
-    kube.expect(admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("api", 2)),
-                "create deployment", 201)
+def test_controller_writes_are_attributed_to_controllers_not_to_the_requester(
+    cluster, admin, namespace, audit
+):
+    kube.expect(
+        admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("api", 2)),
+        "create deployment",
+        201,
+    )
     # Wait until the ReplicaSet controller has created the pods, then collect.
     pods: list[Any] = []
     for _ in range(100):
@@ -136,12 +160,22 @@ def test_controller_writes_are_attributed_to_controllers_not_to_the_requester(cl
         time.sleep(0.1)
     assert len(pods) == 2
     events = audit.barrier()
-    pod_creates = [e for e in events if e.get("verb") == "create"
-                   and e.get("objectRef", {}).get("resource") == "pods"
-                   and e["objectRef"].get("namespace") == namespace
-                   and "subresource" not in e["objectRef"]]
-    bindings = [e for e in events if e.get("objectRef", {}).get("subresource") == "binding"
-                and e["objectRef"].get("namespace") == namespace]
+    pod_creates = [
+        e
+        for e in events
+        if e.get("verb") == "create"
+        and e.get("objectRef", {}).get("resource") == "pods"
+        and e["objectRef"].get("namespace") == namespace
+        and "subresource" not in e["objectRef"]
+    ]
+    bindings = [
+        e
+        for e in events
+        if e.get("objectRef", {}).get("subresource") == "binding"
+        and e["objectRef"].get("namespace") == namespace
+    ]
     assert {e["user"]["username"] for e in bindings} == {"system:kube-scheduler"}
-    assert {e["user"]["username"] for e in pod_creates} == {"system:serviceaccount:kube-system:replicaset-controller"}
+    assert {e["user"]["username"] for e in pod_creates} == {
+        "system:serviceaccount:kube-system:replicaset-controller"
+    }
     assert all(e["level"] == "Metadata" for e in pod_creates)

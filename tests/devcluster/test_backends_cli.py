@@ -17,14 +17,19 @@ pytestmark = pytest.mark.cluster
 
 
 def test_up_with_logs_and_metrics_then_down(tmp_path):
-    env = {**os.environ, "OASIS_CACHE_DIR": str(tmp_path / "cache"),
-           "OASIS_BIN_DIR": str(binaries.resolve(quiet=True).directory),
-           "OASIS_BACKENDS_DIR": str(resolve_binaries(["logs", "metrics"]).directory)}
+    env = {
+        **os.environ,
+        "OASIS_CACHE_DIR": str(tmp_path / "cache"),
+        "OASIS_BIN_DIR": str(binaries.resolve(quiet=True).directory),
+        "OASIS_BACKENDS_DIR": str(resolve_binaries(["logs", "metrics"]).directory),
+    }
     up = oasis("dev-cluster", "--name", "tools", "up", "--nodes", "1", "--backends", "logs,metrics", env=env)
     assert up.returncode == 0, up.stderr
     try:
         assert "back-ends:" in up.stdout
-        assert any(line.split()[:2] == ["metrics:", "prometheus"] for line in up.stdout.splitlines()), up.stdout
+        assert any(line.split()[:2] == ["metrics:", "prometheus"] for line in up.stdout.splitlines()), (
+            up.stdout
+        )
         state = load_state(tmp_path / "cache" / "clusters" / "tools")
         assert state is not None
         assert {"kubelet-tunnel", "victoria-metrics", "vmauth"} <= set(state.pids)
@@ -32,7 +37,9 @@ def test_up_with_logs_and_metrics_then_down(tmp_path):
         status = oasis("dev-cluster", "--name", "tools", "status", env=env)
         assert status.returncode == 0, status.stdout
         for name in ("kubelet-tunnel", "victoria-metrics", "vmauth"):
-            assert any(line.split()[:2] == [name, "running"] for line in status.stdout.splitlines()), status.stdout
+            assert any(line.split()[:2] == [name, "running"] for line in status.stdout.splitlines()), (
+                status.stdout
+            )
     finally:
         down = oasis("dev-cluster", "--name", "tools", "down", env=env)
     assert down.returncode == 0

@@ -40,32 +40,45 @@ def data_of(http: httpx2.Client, namespace: str) -> dict[str, str] | None:
     return resp.json().get("data") if resp.status_code == 200 else None
 
 
-def test_a_kustomization_applies_the_repository_and_reverts_drift(tool_cluster: DevCluster, tool_admin,
-                                                                  tool_namespaces, gitops: GitOpsBackend):
+def test_a_kustomization_applies_the_repository_and_reverts_drift(
+    tool_cluster: DevCluster, tool_admin, tool_namespaces, gitops: GitOpsBackend
+):
     ns, _ = tool_namespaces
-    commit = gitops.push(ns, "platform", {"deploy/api-service.yaml": manifests(config_map({"replicas": "3"}))})
+    commit = gitops.push(
+        ns, "platform", {"deploy/api-service.yaml": manifests(config_map({"replicas": "3"}))}
+    )
     tail = AuditFileTail(tool_cluster.audit_log, from_start=False)
     tail.read_new()
     gitops.sync(tool_admin, ns, "api-service", "platform", path="./deploy", interval="2s")
 
     assert wait_for("the manifest to be applied", lambda: data_of(tool_admin, ns)) == {"replicas": "3"}
     ks_path = f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations/api-service"
-    status = wait_for("the Kustomization to report the commit",
-                      lambda: (tool_admin.get(ks_path).json().get("status") or {}).get("lastAppliedRevision"))
+    status = wait_for(
+        "the Kustomization to report the commit",
+        lambda: (tool_admin.get(ks_path).json().get("status") or {}).get("lastAppliedRevision"),
+    )
     assert status == f"main@sha1:{commit}"
 
     # A direct edit (what an agent would do instead of changing git) is drift: it is reverted.
-    edited = tool_admin.patch(f"/api/v1/namespaces/{ns}/configmaps/api-service-config",
-                              content=b'{"data":{"replicas":"5"}}', headers=MERGE)
+    edited = tool_admin.patch(
+        f"/api/v1/namespaces/{ns}/configmaps/api-service-config",
+        content=b'{"data":{"replicas":"5"}}',
+        headers=MERGE,
+    )
     assert edited.status_code == 200
     assert wait_for("the edit to be reverted", lambda: data_of(tool_admin, ns) == {"replicas": "3"})
 
     # Both the first apply and the revert are the controller's own audited writes.
     events: list[dict[str, Any]] = []
     assert kube.audit_barrier(tool_admin, tail, sink=events) is not None
-    writes = [e for e in events if e["stage"] == "ResponseComplete"
-              and e.get("objectRef", {}).get("resource") == "configmaps" and e["objectRef"].get("namespace") == ns
-              and e["verb"] in ("create", "patch", "update")]
+    writes = [
+        e
+        for e in events
+        if e["stage"] == "ResponseComplete"
+        and e.get("objectRef", {}).get("resource") == "configmaps"
+        and e["objectRef"].get("namespace") == ns
+        and e["verb"] in ("create", "patch", "update")
+    ]
     by_controller = [e for e in writes if e["user"]["username"] == KUSTOMIZE_USER]
     assert len(by_controller) >= 2, [(e["user"]["username"], e["verb"]) for e in writes]
     assert all(e["responseStatus"]["code"] in (200, 201) for e in by_controller)
@@ -83,10 +96,12 @@ def test_a_namespaces_git_credential_reaches_only_its_repositories(gitops: GitOp
     own_user, own_password = gitops.grant(ns)
     own = gitops.repo_url(ns, "platform").replace("http://", f"http://{own_user}:{own_password}@", 1)
     env = {"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
-    refused = subprocess.run(["git", "ls-remote", foreign], env=env, capture_output=True, text=True, timeout=30,
-                             check=False)
-    allowed = subprocess.run(["git", "ls-remote", own], env=env, capture_output=True, text=True, timeout=30,
-                             check=False)
+    refused = subprocess.run(
+        ["git", "ls-remote", foreign], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+    allowed = subprocess.run(
+        ["git", "ls-remote", own], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
     assert refused.returncode != 0
     assert "Authentication failed" in refused.stderr
     assert allowed.returncode == 0, allowed.stderr

@@ -33,19 +33,26 @@ def backfilled(metrics: MetricsBackend, tool_namespaces: tuple[str, str]) -> tup
     """One hour of a growing memory series per namespace, the first sample an hour in the past."""
     ns, other = tool_namespaces
     now = time.time()
-    metrics.import_series([
-        Series({"__name__": MEMORY, "namespace": n, "pod": "api-0"},
-               [(now - 3600 + 60 * i, 1e6 * (i + 1) + offset) for i in range(61)])
-        for n, offset in ((ns, 0.0), (other, 7.0))
-    ])
+    metrics.import_series(
+        [
+            Series(
+                {"__name__": MEMORY, "namespace": n, "pod": "api-0"},
+                [(now - 3600 + 60 * i, 1e6 * (i + 1) + offset) for i in range(61)],
+            )
+            for n, offset in ((ns, 0.0), (other, 7.0))
+        ]
+    )
     return ns, other, now
 
 
 def test_a_backfilled_series_reads_back_with_its_past_timestamps(metrics, backfilled):
     ns, _, now = backfilled
     token = metrics.grant(ns)
-    resp = httpx2.get(f"{metrics.url}/api/v1/query_range", headers=bearer(token),
-                     params={"query": MEMORY, "start": now - 3600, "end": now, "step": 1800})
+    resp = httpx2.get(
+        f"{metrics.url}/api/v1/query_range",
+        headers=bearer(token),
+        params={"query": MEMORY, "start": now - 3600, "end": now, "step": 1800},
+    )
     series = result(resp)
     assert [s["metric"]["namespace"] for s in series] == [ns]
     values = [(round(t - now), float(v)) for t, v in series[0]["values"]]
@@ -56,8 +63,11 @@ ISOLATION: list[tuple[str, str, dict[str, str]]] = [
     ("a plain query", "/api/v1/query", {"query": MEMORY}),
     ("a query naming the other namespace", "/api/v1/query", {"query": f'{MEMORY}{{namespace="OTHER"}}'}),
     ("an aggregate over everything", "/api/v1/query", {"query": f"count({MEMORY})"}),
-    ("an extra_label argument of the client's own", "/api/v1/query",
-     {"query": MEMORY, "extra_label": "namespace=OTHER"}),
+    (
+        "an extra_label argument of the client's own",
+        "/api/v1/query",
+        {"query": MEMORY, "extra_label": "namespace=OTHER"},
+    ),
     ("the series listing", "/api/v1/series", {"match[]": MEMORY}),
     ("the label values listing", "/api/v1/label/namespace/values", {}),
 ]
@@ -88,15 +98,24 @@ REFUSED: list[tuple[str, str, str, int]] = [
 def test_only_read_paths_are_routed(metrics, backfilled, case, method, path, code):
     ns, _, _ = backfilled
     body = '{"metric":{"__name__":"forged","namespace":"x"},"values":[1],"timestamps":[1]}'
-    resp = httpx2.request(method, f"{metrics.url}{path}", headers=bearer(metrics.grant(ns)),
-                         params={"match[]": MEMORY}, content=body)
+    resp = httpx2.request(
+        method,
+        f"{metrics.url}{path}",
+        headers=bearer(metrics.grant(ns)),
+        params={"match[]": MEMORY},
+        content=body,
+    )
     assert resp.status_code == code, resp.text
 
 
 def test_no_token_or_a_wrong_one_is_refused(metrics, backfilled):
     assert httpx2.get(f"{metrics.url}/api/v1/query", params={"query": MEMORY}).status_code == 401
-    assert httpx2.get(f"{metrics.url}/api/v1/query", params={"query": MEMORY},
-                     headers=bearer("not-a-token")).status_code == 401
+    assert (
+        httpx2.get(
+            f"{metrics.url}/api/v1/query", params={"query": MEMORY}, headers=bearer("not-a-token")
+        ).status_code
+        == 401
+    )
 
 
 def alerts_of(metrics: MetricsBackend, token: str, **params: str) -> list[dict[str, Any]]:
@@ -115,28 +134,61 @@ def wait_alerts(metrics: MetricsBackend, token: str, count: int, timeout: float 
         time.sleep(0.2)
 
 
-def test_declared_rules_give_pending_and_firing_alerts_per_namespace(metrics, alerts: AlertsBackend, backfilled):
+def test_declared_rules_give_pending_and_firing_alerts_per_namespace(
+    metrics, alerts: AlertsBackend, backfilled
+):
     ns, other, _ = backfilled
     threshold = 50e6  # the series end above it
-    alerts.set_rules(ns, [{"name": ns, "interval": "1s", "rules": [
-        {"alert": "HighMemory", "expr": f'{MEMORY}{{namespace="{ns}"}} > {threshold}', "for": "10m",
-         "labels": {"namespace": ns, "severity": "warning"}}]}])
-    alerts.set_rules(other, [{"name": other, "interval": "1s", "rules": [
-        {"alert": "HighMemory", "expr": f'{MEMORY}{{namespace="{other}"}} > {threshold}',
-         "labels": {"namespace": other, "severity": "critical"}}]}])
+    alerts.set_rules(
+        ns,
+        [
+            {
+                "name": ns,
+                "interval": "1s",
+                "rules": [
+                    {
+                        "alert": "HighMemory",
+                        "expr": f'{MEMORY}{{namespace="{ns}"}} > {threshold}',
+                        "for": "10m",
+                        "labels": {"namespace": ns, "severity": "warning"},
+                    }
+                ],
+            }
+        ],
+    )
+    alerts.set_rules(
+        other,
+        [
+            {
+                "name": other,
+                "interval": "1s",
+                "rules": [
+                    {
+                        "alert": "HighMemory",
+                        "expr": f'{MEMORY}{{namespace="{other}"}} > {threshold}',
+                        "labels": {"namespace": other, "severity": "critical"},
+                    }
+                ],
+            }
+        ],
+    )
     try:
         mine = wait_alerts(metrics, metrics.grant(ns), 1)
         theirs = wait_alerts(metrics, metrics.grant(other), 1)
-        assert [(a["labels"]["alertname"], a["labels"]["namespace"], a["state"]) for a in mine] == \
-            [("HighMemory", ns, "pending")]
+        assert [(a["labels"]["alertname"], a["labels"]["namespace"], a["state"]) for a in mine] == [
+            ("HighMemory", ns, "pending")
+        ]
         assert [(a["labels"]["namespace"], a["state"]) for a in theirs] == [(other, "firing")]
         # Asking for the other namespace by the proxy's own argument changes nothing.
         assert alerts_of(metrics, metrics.grant(ns), namespace=other) == mine
         rules = httpx2.get(f"{metrics.url}/api/v1/rules", headers=bearer(metrics.grant(ns))).json()
         assert [(g["name"], g["file"]) for g in rules["data"]["groups"]] == [(ns, f"{ns}.yaml")]
         # vmalert writes the alert state back as ALERTS series, confined like any other series.
-        state = result(httpx2.get(f"{metrics.url}/api/v1/query", headers=bearer(metrics.grant(ns)),
-                                 params={"query": "ALERTS"}))
+        state = result(
+            httpx2.get(
+                f"{metrics.url}/api/v1/query", headers=bearer(metrics.grant(ns)), params={"query": "ALERTS"}
+            )
+        )
         assert {(s["metric"]["namespace"], s["metric"]["alertstate"]) for s in state} <= {(ns, "pending")}
     finally:
         alerts.remove_rules(ns)

@@ -18,8 +18,10 @@ from oasis_operator.devcluster.backends.resource_metrics import ResourceMetricsB
 
 pytestmark = pytest.mark.cluster
 
-READ_METRICS = [{"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["get", "list"]},
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+READ_METRICS = [
+    {"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+]
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
@@ -35,13 +37,29 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
 
 def deployment(name: str, replicas: int, cpu_request: str) -> dict[str, Any]:
     labels = {"app": name}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     # The simulated pool is tainted: only what tolerates it (scenario workloads) runs there.
-                     "template": {"metadata": {"labels": labels}, "spec": {
-                         "tolerations": [toleration(POOL_TAINT)], "containers": [
-                         {"name": "app", "image": "registry.example/api:2.1",
-                          "resources": {"requests": {"cpu": cpu_request, "memory": "256Mi"}}}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            # The simulated pool is tainted: only what tolerates it (scenario workloads) runs there.
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "tolerations": [toleration(POOL_TAINT)],
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "registry.example/api:2.1",
+                            "resources": {"requests": {"cpu": cpu_request, "memory": "256Mi"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
 
 
 def pod_metrics(http: httpx2.Client, namespace: str, pod: str) -> dict[str, Any] | None:
@@ -49,11 +67,17 @@ def pod_metrics(http: httpx2.Client, namespace: str, pod: str) -> dict[str, Any]
     return resp.json() if resp.status_code == 200 else None
 
 
-def test_declared_usage_is_what_kubectl_top_shows(tool_cluster: DevCluster, tool_admin, tool_namespaces,
-                                                  resource_metrics: ResourceMetricsBackend, tmp_path):
+def test_declared_usage_is_what_kubectl_top_shows(
+    tool_cluster: DevCluster, tool_admin, tool_namespaces, resource_metrics: ResourceMetricsBackend, tmp_path
+):
     ns, other = tool_namespaces
-    pod = {"metadata": {"name": "worker-0"}, "spec": {"nodeName": tool_cluster.nodes[0], "containers": [
-        {"name": "app", "image": "registry.example/worker:1"}]}}
+    pod = {
+        "metadata": {"name": "worker-0"},
+        "spec": {
+            "nodeName": tool_cluster.nodes[0],
+            "containers": [{"name": "app", "image": "registry.example/worker:1"}],
+        },
+    }
     kube.expect(tool_admin.post(f"/api/v1/namespaces/{ns}/pods", json=pod), "create pod", 201)
     resource_metrics.declare_usage(tool_admin, ns, "worker-0", {"app": {"cpu": "250m", "memory": "300Mi"}})
 
@@ -67,9 +91,14 @@ def test_declared_usage_is_what_kubectl_top_shows(tool_cluster: DevCluster, tool
 
     agent = kube.create_service_account(tool_admin, ns, "agent", READ_METRICS)
     kubeconfig = tool_cluster.token_kubeconfig(tmp_path / "agent.kubeconfig", agent.token, ns)
-    top = subprocess.run([str(binaries.resolve(quiet=True).path("kubectl")), "top", "pod", "worker-0",
-                          "--no-headers"], env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-                         capture_output=True, text=True, timeout=30, check=False)
+    top = subprocess.run(
+        [str(binaries.resolve(quiet=True).path("kubectl")), "top", "pod", "worker-0", "--no-headers"],
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert top.returncode == 0, top.stderr
     name, cpu, memory = top.stdout.split()
     assert (name, memory) == ("worker-0", "300Mi")
@@ -78,18 +107,33 @@ def test_declared_usage_is_what_kubectl_top_shows(tool_cluster: DevCluster, tool
         assert http.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{other}/pods").status_code == 403
 
 
-def test_an_autoscaler_acts_on_declared_usage(tool_admin, tool_namespaces,
-                                              resource_metrics: ResourceMetricsBackend):
+def test_an_autoscaler_acts_on_declared_usage(
+    tool_admin, tool_namespaces, resource_metrics: ResourceMetricsBackend
+):
     ns, _ = tool_namespaces
-    kube.expect(tool_admin.post(f"/apis/apps/v1/namespaces/{ns}/deployments",
-                                json=deployment("api", 2, "200m")), "create deployment", 201)
+    kube.expect(
+        tool_admin.post(f"/apis/apps/v1/namespaces/{ns}/deployments", json=deployment("api", 2, "200m")),
+        "create deployment",
+        201,
+    )
     # 300m used of 200m requested: 150 % against a target of 75 % -> twice the replicas.
     resource_metrics.declare_usage(tool_admin, ns, None, {"app": {"cpu": "300m", "memory": "200Mi"}})
-    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "api"},
-           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
-                    "minReplicas": 2, "maxReplicas": 6,
-                    "metrics": [{"type": "Resource", "resource": {
-                        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 75}}}]}}
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "api"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+            "minReplicas": 2,
+            "maxReplicas": 6,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 75}},
+                }
+            ],
+        },
+    }
     path = f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
     kube.expect(tool_admin.post(path, json=hpa), "create hpa", 201)
 

@@ -27,15 +27,20 @@ def test_selection(case, text, expected):
 
 
 def test_an_unknown_back_end_is_a_clear_error():
-    with pytest.raises(SetupError, match=r"unknown back-end grafana; known: all, logs, resource-metrics, metrics"):
+    with pytest.raises(
+        SetupError, match=r"unknown back-end grafana; known: all, logs, resource-metrics, metrics"
+    ):
         parse_selection("logs,grafana")
     with pytest.raises(SetupError, match="unknown back-end nope"):
         with_requirements(["nope"])
 
 
 CONNECTS = [
-    ("a kubelet by host name", b"CONNECT worker-1:10250 HTTP/1.1\r\nHost: worker-1:10250\r\n\r\n",
-     ("worker-1", 10250)),
+    (
+        "a kubelet by host name",
+        b"CONNECT worker-1:10250 HTTP/1.1\r\nHost: worker-1:10250\r\n\r\n",
+        ("worker-1", 10250),
+    ),
     ("an IPv6 node address", b"CONNECT [fd00::1]:10250 HTTP/1.1\r\n\r\n", ("fd00::1", 10250)),
     ("not a CONNECT", b"GET / HTTP/1.1\r\n\r\n", None),
     ("no port", b"CONNECT worker-1 HTTP/1.1\r\n\r\n", None),
@@ -88,12 +93,18 @@ async def test_a_routed_endpoint_is_joined_and_only_that_one():
 
 
 RECORDS = [
-    ("a line as the runtime writes it",
-     LogLine(dt.datetime(2026, 1, 2, 3, 4, 5, 600000, tzinfo=dt.UTC), "ready"),
-     "2026-01-02T03:04:05.600000Z stdout F ready\n"),
-    ("stderr, and a multi-line text as one record per line",
-     LogLine(dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2))), "a\nb", "stderr"),
-     "2026-01-02T01:04:05.000000Z stderr F a\n2026-01-02T01:04:05.000000Z stderr F b\n"),
+    (
+        "a line as the runtime writes it",
+        LogLine(dt.datetime(2026, 1, 2, 3, 4, 5, 600000, tzinfo=dt.UTC), "ready"),
+        "2026-01-02T03:04:05.600000Z stdout F ready\n",
+    ),
+    (
+        "stderr, and a multi-line text as one record per line",
+        LogLine(
+            dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2))), "a\nb", "stderr"
+        ),
+        "2026-01-02T01:04:05.000000Z stderr F a\n2026-01-02T01:04:05.000000Z stderr F b\n",
+    ),
 ]
 
 
@@ -108,6 +119,10 @@ def test_a_log_line_without_a_time_zone_is_refused():
 
 
 def test_series_import_line_has_millisecond_timestamps():
-    line = Series({"__name__": "up", "namespace": "a"}, [(1700000000.0, 1.0), (1700000060.5, 0.0)]).import_line()
-    assert line == ('{"metric": {"__name__": "up", "namespace": "a"}, "values": [1.0, 0.0], '
-                    '"timestamps": [1700000000000, 1700000060500]}')
+    line = Series(
+        {"__name__": "up", "namespace": "a"}, [(1700000000.0, 1.0), (1700000060.5, 0.0)]
+    ).import_line()
+    assert line == (
+        '{"metric": {"__name__": "up", "namespace": "a"}, "values": [1.0, 0.0], '
+        '"timestamps": [1700000000000, 1700000060500]}'
+    )

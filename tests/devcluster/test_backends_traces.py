@@ -18,10 +18,26 @@ def checkout_trace(now: float) -> list[Span]:
     trace = secrets.token_hex(16)
     root, db = secrets.token_hex(8), secrets.token_hex(8)
     return [
-        Span(trace, root, "frontend", "GET /checkout", now - 600, now - 597.5,
-             attributes=(("http.status_code", "504"),), error=True),
-        Span(trace, db, "orders-db", "SELECT orders", now - 599.9, now - 597.6, parent_span_id=root,
-             attributes=(("db.statement", "SELECT * FROM orders WHERE customer_id = ?"),)),
+        Span(
+            trace,
+            root,
+            "frontend",
+            "GET /checkout",
+            now - 600,
+            now - 597.5,
+            attributes=(("http.status_code", "504"),),
+            error=True,
+        ),
+        Span(
+            trace,
+            db,
+            "orders-db",
+            "SELECT orders",
+            now - 599.9,
+            now - 597.6,
+            parent_span_id=root,
+            attributes=(("db.statement", "SELECT * FROM orders WHERE customer_id = ?"),),
+        ),
     ]
 
 
@@ -36,15 +52,17 @@ def test_declared_spans_read_back_through_the_query_api(traces: TracesBackend, t
     services = {p["serviceName"] for p in got["processes"].values()}
     assert services == {"frontend", "orders-db"}
     db = by_name["SELECT orders"]
-    assert db["references"] == [{"refType": "CHILD_OF", "traceID": spans[0].trace_id,
-                                 "spanID": spans[0].span_id}]
+    assert db["references"] == [
+        {"refType": "CHILD_OF", "traceID": spans[0].trace_id, "spanID": spans[0].span_id}
+    ]
     # Declared times, in microseconds, ten minutes in the past.
     assert db["startTime"] == int(spans[1].start * 1e9) // 1000
     assert db["duration"] == round((spans[1].end - spans[1].start) * 1e6)
     tags = {t["key"]: t["value"] for t in db["tags"]}
     assert tags["db.statement"] == "SELECT * FROM orders WHERE customer_id = ?"
-    found = httpx2.get(f"{store.query_url}/api/traces",
-                      params={"service": "frontend", "lookback": "1h", "limit": "20"}).json()["data"]
+    found = httpx2.get(
+        f"{store.query_url}/api/traces", params={"service": "frontend", "lookback": "1h", "limit": "20"}
+    ).json()["data"]
     assert [t["traceID"] for t in found] == [spans[0].trace_id]
 
 

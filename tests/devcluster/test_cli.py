@@ -16,13 +16,21 @@ pytestmark = pytest.mark.cluster
 
 
 def oasis(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oasis_operator.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "oasis_operator.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def test_up_status_kubeconfig_down(cluster, tmp_path):
-    env = {**os.environ, "OASIS_CACHE_DIR": str(tmp_path / "cache"),
-           "OASIS_BIN_DIR": str(binaries.resolve(quiet=True).directory)}
+    env = {
+        **os.environ,
+        "OASIS_CACHE_DIR": str(tmp_path / "cache"),
+        "OASIS_BIN_DIR": str(binaries.resolve(quiet=True).directory),
+    }
     up = oasis("dev-cluster", "--name", "second", "up", "--nodes", "2", env=env)
     assert up.returncode == 0, up.stderr
     assert "export KUBECONFIG=" in up.stdout

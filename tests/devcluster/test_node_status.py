@@ -23,8 +23,10 @@ def _conditions(http, name: str) -> dict[str, dict[str, str]]:
 
 
 def test_declared_pressure_survives_the_simulators_status_refreshes(tmp_path: Path) -> None:
-    with DevCluster(ClusterConfig(workdir=tmp_path / "c", nodes=1, node_status_seconds=2)) as dev, \
-            dev.admin_http() as http:
+    with (
+        DevCluster(ClusterConfig(workdir=tmp_path / "c", nodes=1, node_status_seconds=2)) as dev,
+        dev.admin_http() as http,
+    ):
         (manifest,) = node("pressed", {"memory_pressure": True}, "0123456789ab").objects
         assert http.post("/api/v1/nodes", json=manifest).status_code == 201
         deadline = time.monotonic() + 30
@@ -33,7 +35,10 @@ def test_declared_pressure_survives_the_simulators_status_refreshes(tmp_path: Pa
             time.sleep(0.2)
         first = _conditions(http, "pressed")
         assert first["MemoryPressure"]["status"] == "True"
-        while _conditions(http, "pressed")["MemoryPressure"]["lastHeartbeatTime"] == first["MemoryPressure"]["lastHeartbeatTime"]:
+        while (
+            _conditions(http, "pressed")["MemoryPressure"]["lastHeartbeatTime"]
+            == first["MemoryPressure"]["lastHeartbeatTime"]
+        ):
             assert time.monotonic() < deadline, "no status refresh was seen"
             time.sleep(0.5)
         after = _conditions(http, "pressed")

@@ -58,7 +58,9 @@ def test_bin_dir_override_missing_binaries_is_named(tmp_path, monkeypatch):
     (tmp_path / "etcd").write_text("#!/bin/sh\n")
     (tmp_path / "etcd").chmod(0o755)
     monkeypatch.setenv("OASIS_BIN_DIR", str(tmp_path))
-    with pytest.raises(SetupError, match="lacks kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok"):
+    with pytest.raises(
+        SetupError, match="lacks kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok"
+    ):
         binaries.resolve()
 
 
@@ -79,7 +81,9 @@ def test_a_component_that_exits_at_start_is_reported_with_its_log(tmp_path, real
     for name in binaries.COMPONENTS:
         (bins / name).symlink_to(real_bins.path(name))
     (bins / "kube-apiserver").unlink()
-    (bins / "kube-apiserver").write_text("#!/bin/sh\necho 'starting'\necho 'fatal: cannot load the audit policy' >&2\nexit 3\n")
+    (bins / "kube-apiserver").write_text(
+        "#!/bin/sh\necho 'starting'\necho 'fatal: cannot load the audit policy' >&2\nexit 3\n"
+    )
     (bins / "kube-apiserver").chmod(0o755)
     workdir = tmp_path / "c"
     dev = DevCluster(ClusterConfig(workdir=workdir), binaries.Binaries(bins))

@@ -34,14 +34,21 @@ def test_simulated_nodes_are_ready_with_capacity(cluster, admin):
         assert node["status"]["allocatable"]["pods"] == "110"
         # A Ready node sheds the controller's not-ready taint; the pool's stays, keeping other pods off it.
         name = node["metadata"]["name"]
-        taints = wait_for(lambda n=name: (t := admin.get(f"/api/v1/nodes/{n}").json()["spec"].get("taints"))
-                          == [POOL_TAINT] and t, timeout=30)
+        taints = wait_for(
+            lambda n=name: (
+                (t := admin.get(f"/api/v1/nodes/{n}").json()["spec"].get("taints")) == [POOL_TAINT] and t
+            ),
+            timeout=30,
+        )
         assert taints == [POOL_TAINT], admin.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints")
 
 
 def test_deployment_pods_are_bound_to_nodes_and_running(cluster, admin, namespace):
-    kube.expect(admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("shop", 3)),
-                "create deployment", 201)
+    kube.expect(
+        admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("shop", 3)),
+        "create deployment",
+        201,
+    )
 
     def running_pods() -> list[dict[str, Any]]:
         pods = admin.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
@@ -68,19 +75,27 @@ def test_deployment_pods_are_bound_to_nodes_and_running(cluster, admin, namespac
 def test_deleting_a_namespace_with_workloads_completes(cluster, admin):
     name = f"ns-{kube.random_suffix(6)}"
     kube.create_namespace(admin, name)
-    kube.expect(admin.post(f"/apis/apps/v1/namespaces/{name}/deployments", json=deployment("cart", 2)),
-                "create deployment", 201)
+    kube.expect(
+        admin.post(f"/apis/apps/v1/namespaces/{name}/deployments", json=deployment("cart", 2)),
+        "create deployment",
+        201,
+    )
     assert wait_for(lambda: len(admin.get(f"/api/v1/namespaces/{name}/pods").json()["items"]) == 2, 30)
     started = time.monotonic()
     kube.delete_namespace(admin, name)
-    gone = wait_for(lambda: admin.get(f"/api/v1/namespaces/{name}").status_code == 404, timeout=60, interval=0.2)
+    gone = wait_for(
+        lambda: admin.get(f"/api/v1/namespaces/{name}").status_code == 404, timeout=60, interval=0.2
+    )
     assert gone, "namespace stuck in Terminating"
     assert time.monotonic() - started < 60
 
 
 def test_nothing_an_agent_reads_of_nodes_and_pods_names_the_simulator(cluster, admin, namespace):
-    kube.expect(admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("ui", 1)),
-                "create deployment", 201)
+    kube.expect(
+        admin.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment("ui", 1)),
+        "create deployment",
+        201,
+    )
 
     def running() -> list[dict[str, Any]]:
         pods = admin.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]

@@ -42,8 +42,12 @@ def test_the_scan_sees_the_records_and_their_citations() -> None:
 
 def test_every_cited_record_path_exists() -> None:
     known = set(records().values())
-    stale = [f"{p.relative_to(REPO)}: decisions/{stem}.md" for p in sources()
-             for stem in RECORD_PATH.findall(p.read_text(errors="replace")) if stem not in known]
+    stale = [
+        f"{p.relative_to(REPO)}: decisions/{stem}.md"
+        for p in sources()
+        for stem in RECORD_PATH.findall(p.read_text(errors="replace"))
+        if stem not in known
+    ]
     assert stale == [], "renamed or missing decision records:\n" + "\n".join(stale)
 
 
@@ -52,7 +56,9 @@ def test_every_cited_record_number_exists() -> None:
     stale = []
     for p in sources():
         for group in RECORD_NUMBER.findall(p.read_text(errors="replace")):
-            stale += [f"{p.relative_to(REPO)}: decision {n}" for n in re.findall(r"\d{4}", group) if n not in known]
+            stale += [
+                f"{p.relative_to(REPO)}: decision {n}" for n in re.findall(r"\d{4}", group) if n not in known
+            ]
     assert stale == [], "decision numbers with no record:\n" + "\n".join(stale)
 
 

@@ -22,7 +22,8 @@ def _stages(events: list[dict], audit_id: str) -> list[str]:
 
 
 def test_a_scenario_principals_requests_are_logged_when_received_and_the_operators_are_not(
-        cluster, admin, audit) -> None:
+    cluster, admin, audit
+) -> None:
     ns = f"ns-{kube.random_suffix()}"
     kube.create_namespace(admin, ns)
     sa = kube.create_service_account(admin, ns, "automation", RULES)
@@ -31,19 +32,29 @@ def test_a_scenario_principals_requests_are_logged_when_received_and_the_operato
         with cluster.token_http(sa.token) as http:
             for what, send in {
                 "read": lambda h, i: h.get(f"/api/v1/namespaces/{ns}/configmaps", headers={"Audit-ID": i}),
-                "write": lambda h, i: h.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "a"}},
-                                             headers={"Audit-ID": i}),
+                "write": lambda h, i: h.post(
+                    f"/api/v1/namespaces/{ns}/configmaps",
+                    json={"metadata": {"name": "a"}},
+                    headers={"Audit-ID": i},
+                ),
                 "denied": lambda h, i: h.get(f"/api/v1/namespaces/{ns}/secrets", headers={"Audit-ID": i}),
                 "yaml apply": lambda h, i: h.patch(
-                    f"/api/v1/namespaces/{ns}/configmaps/b", params={"fieldManager": "kubectl"},
+                    f"/api/v1/namespaces/{ns}/configmaps/b",
+                    params={"fieldManager": "kubectl"},
                     content=f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: {ns}\n",
-                    headers={"Content-Type": "application/apply-patch+yaml", "Audit-ID": i}),
+                    headers={"Content-Type": "application/apply-patch+yaml", "Audit-ID": i},
+                ),
             }.items():
                 ids[what] = str(uuid.uuid4())
                 assert send(http, ids[what]).status_code in (200, 201, 403)
         ids["operator"] = str(uuid.uuid4())
         with kube.http_from_kubeconfig(cluster.dev.operator_kubeconfig) as operator:
-            assert operator.get(f"/api/v1/namespaces/{ns}/configmaps", headers={"Audit-ID": ids["operator"]}).status_code == 200
+            assert (
+                operator.get(
+                    f"/api/v1/namespaces/{ns}/configmaps", headers={"Audit-ID": ids["operator"]}
+                ).status_code
+                == 200
+            )
         events = audit.barrier()
         assert _stages(events, ids["read"]) == ["RequestReceived", "ResponseComplete"]
         assert _stages(events, ids["write"]) == ["RequestReceived", "ResponseComplete"]
@@ -66,8 +77,13 @@ def test_the_stored_yaml_apply_fixture_shows_a_change_no_final_event_explains() 
     assert "responseStatus" not in event
     assert "requestObject" not in event
     before = {o["metadata"]["uid"]: o for o in rec.meta["before"] if o["kind"] == "ConfigMap"}
-    after = [o for o in rec.meta["after"] if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "app-config"
-             and o["metadata"]["namespace"] == rec.meta["namespaces"]["default"]]
+    after = [
+        o
+        for o in rec.meta["after"]
+        if o["kind"] == "ConfigMap"
+        and o["metadata"]["name"] == "app-config"
+        and o["metadata"]["namespace"] == rec.meta["namespaces"]["default"]
+    ]
     (changed,) = after
     old = before[changed["metadata"]["uid"]]
     assert changed["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]

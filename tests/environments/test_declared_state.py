@@ -31,7 +31,9 @@ def scenario_with(state: list[dict[str, Any]], sid: str = "local.state-check-001
 
 async def provisioned(env: KubeEnvironment, state: list[dict[str, Any]]):
     scenario = scenario_with(state)
-    plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("state", kube.random_suffix()))
+    plan = plan_environment(
+        scenario, suffix=kube.random_suffix(), owner=owner_value("state", kube.random_suffix())
+    )
     assert plan.supported, plan.unsupported
     await env.provision(plan)
     assert await env.verify(plan) == []
@@ -39,14 +41,29 @@ async def provisioned(env: KubeEnvironment, state: list[dict[str, Any]]):
 
 
 async def test_previous_image_gives_a_real_rollout_history(env, admin):
-    plan = await provisioned(env, [{"resource": "deployment/api-service", "namespace": "default", "replicas": 2,
-                                    "current_image": "api-service:v2.1.0", "previous_image": "api-service:v2.0.9",
-                                    "last_deploy": "15_minutes_ago", "status": "running"}])
+    plan = await provisioned(
+        env,
+        [
+            {
+                "resource": "deployment/api-service",
+                "namespace": "default",
+                "replicas": 2,
+                "current_image": "api-service:v2.1.0",
+                "previous_image": "api-service:v2.0.9",
+                "last_deploy": "15_minutes_ago",
+                "status": "running",
+            }
+        ],
+    )
     try:
         ns = plan.home_namespace
         rsets = admin.get(f"/apis/apps/v1/namespaces/{ns}/replicasets").json()["items"]
-        by_rev = {r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]:
-                  r["spec"]["template"]["spec"]["containers"][0]["image"] for r in rsets}
+        by_rev = {
+            r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: r["spec"]["template"]["spec"][
+                "containers"
+            ][0]["image"]
+            for r in rsets
+        }
         assert by_rev == {"1": "api-service:v2.0.9", "2": "api-service:v2.1.0"}
         dep = admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/api-service").json()
         assert dep["status"]["availableReplicas"] == 2
@@ -55,19 +72,45 @@ async def test_previous_image_gives_a_real_rollout_history(env, admin):
 
 
 def test_states_without_a_realisation_are_refused_with_reasons():
-    plan = plan_environment(scenario_with([
-        {"resource": "deployment/checkout", "namespace": "default", "replicas": 3,
-         "status": "hibernating"},
-        {"resource": "deployment/feature", "namespace": "default", "replicas": 2, "status": "running",
-         "injected_failure": "network-partition-at-noon"}]), suffix="bbbbb", owner="o")
+    plan = plan_environment(
+        scenario_with(
+            [
+                {
+                    "resource": "deployment/checkout",
+                    "namespace": "default",
+                    "replicas": 3,
+                    "status": "hibernating",
+                },
+                {
+                    "resource": "deployment/feature",
+                    "namespace": "default",
+                    "replicas": 2,
+                    "status": "running",
+                    "injected_failure": "network-partition-at-noon",
+                },
+            ]
+        ),
+        suffix="bbbbb",
+        owner="o",
+    )
     reasons = {u.resource: u.reason for u in plan.unsupported}
     assert "no realisation yet" in reasons["deployment/checkout"]
     assert "'network-partition-at-noon' has no realisation" in reasons["deployment/feature"]
 
 
 async def test_a_rollout_in_progress_is_caught_halfway_and_goes_on_once_the_agent_works(env, admin):
-    plan = await provisioned(env, [{"resource": "deployment/web-app", "namespace": "default", "replicas": 3,
-                                    "update_strategy": "RollingUpdate", "status": "rolling_update_in_progress"}])
+    plan = await provisioned(
+        env,
+        [
+            {
+                "resource": "deployment/web-app",
+                "namespace": "default",
+                "replicas": 3,
+                "update_strategy": "RollingUpdate",
+                "status": "rolling_update_in_progress",
+            }
+        ],
+    )
     ns = plan.home_namespace
     old, new = "registry.internal/web-app:1.4.2", "registry.internal/web-app:1.5.0"
     injector = env.failure_injector(plan)
@@ -82,13 +125,18 @@ async def test_a_rollout_in_progress_is_caught_halfway_and_goes_on_once_the_agen
             (cs,) = p["status"]["containerStatuses"]
             state = next(iter(cs["state"]))
             by_image.setdefault(p["spec"]["containers"][0]["image"], []).append(
-                cs["state"]["waiting"]["reason"] if state == "waiting" else state)
+                cs["state"]["waiting"]["reason"] if state == "waiting" else state
+            )
         assert by_image[old] == ["running"] * 3
         assert set(by_image[new]) == {"ContainerCreating"}
         # Nothing moves before the handover...
         await asyncio.sleep(ROLLING_START_SECONDS + 1)
-        assert admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web-app").json()["status"][
-            "updatedReplicas"] == dep["status"]["updatedReplicas"]
+        assert (
+            admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web-app").json()["status"][
+                "updatedReplicas"
+            ]
+            == dep["status"]["updatedReplicas"]
+        )
         # ...and once the agent works, the rollout proceeds to its end at the pace of pod starts.
         await injector.start()
         deadline = time.monotonic() + 6 * ROLLING_START_SECONDS + 10
@@ -99,8 +147,11 @@ async def test_a_rollout_in_progress_is_caught_halfway_and_goes_on_once_the_agen
             assert time.monotonic() < deadline, st
             await asyncio.sleep(0.2)
         await injector.settle(timeout=10)
-        live = [p for p in admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
-                if not p["metadata"].get("deletionTimestamp")]
+        live = [
+            p
+            for p in admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
+            if not p["metadata"].get("deletionTimestamp")
+        ]
         assert {p["spec"]["containers"][0]["image"] for p in live} == {new}
         assert all(p["status"]["phase"] == "Running" for p in live)
     finally:
@@ -109,26 +160,52 @@ async def test_a_rollout_in_progress_is_caught_halfway_and_goes_on_once_the_agen
 
 
 async def test_events_are_backdated_by_their_declared_age(env, admin):
-    plan = await provisioned(env, [
-        {"resource": "deployment/order-service", "namespace": "default", "replicas": 1, "status": "running"},
-        {"resource": "events/default", "recent": [
-            {"type": "Normal", "reason": "ScalingReplicaSet", "object": "deployment/order-service",
-             "message": "Scaled up replica set order-service-abc to 3", "age": "25m"}]}])
+    plan = await provisioned(
+        env,
+        [
+            {
+                "resource": "deployment/order-service",
+                "namespace": "default",
+                "replicas": 1,
+                "status": "running",
+            },
+            {
+                "resource": "events/default",
+                "recent": [
+                    {
+                        "type": "Normal",
+                        "reason": "ScalingReplicaSet",
+                        "object": "deployment/order-service",
+                        "message": "Scaled up replica set order-service-abc to 3",
+                        "age": "25m",
+                    }
+                ],
+            },
+        ],
+    )
     try:
         events = admin.get(f"/api/v1/namespaces/{plan.home_namespace}/events").json()["items"]
-        (ev,) = [e for e in events if e["reason"] == "ScalingReplicaSet" and "order-service-abc" in e["message"]]
+        (ev,) = [
+            e for e in events if e["reason"] == "ScalingReplicaSet" and "order-service-abc" in e["message"]
+        ]
         last = dt.datetime.strptime(ev["lastTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
         age = (dt.datetime.now(dt.UTC) - last).total_seconds()
         assert 24 * 60 <= age <= 26 * 60
         assert ev["source"]["component"] == "deployment-controller"
-        assert ev["involvedObject"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "order-service",
-                                        "namespace": plan.home_namespace}
+        assert ev["involvedObject"] == {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "order-service",
+            "namespace": plan.home_namespace,
+        }
     finally:
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
 
 async def test_a_scenario_node_is_ready_owned_and_removed(env, admin):
-    plan = await provisioned(env, [{"resource": "node/node-2", "conditions": [{"type": "DiskPressure", "status": "False"}]}])
+    plan = await provisioned(
+        env, [{"resource": "node/node-2", "conditions": [{"type": "DiskPressure", "status": "False"}]}]
+    )
     assert plan.exclusive, "a scenario with a node of its own runs alone"
     node = admin.get("/api/v1/nodes/node-2").json()
     conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
@@ -139,8 +216,10 @@ async def test_a_scenario_node_is_ready_owned_and_removed(env, admin):
 
 
 async def test_a_node_under_memory_pressure_stays_ready_under_pressure_and_gets_tainted(env, admin):
-    plan = await provisioned(env, [{"resource": "node/node-3", "memory_pressure": True,
-                                    "allocatable": {"cpu": "4", "memory": "8Gi"}}])
+    plan = await provisioned(
+        env,
+        [{"resource": "node/node-3", "memory_pressure": True, "allocatable": {"cpu": "4", "memory": "8Gi"}}],
+    )
     try:
         node = admin.get("/api/v1/nodes/node-3").json()
         conditions = {c["type"]: c for c in node["status"]["conditions"]}
@@ -151,8 +230,10 @@ async def test_a_node_under_memory_pressure_stays_ready_under_pressure_and_gets_
         assert (node["status"]["allocatable"]["cpu"], node["status"]["allocatable"]["memory"]) == ("4", "8Gi")
         # The real node lifecycle controller reacts to the condition as it would to a kubelet's report.
         deadline = time.monotonic() + 15
-        while not any(t["key"] == "node.kubernetes.io/memory-pressure"
-                      for t in admin.get("/api/v1/nodes/node-3").json()["spec"].get("taints", [])):
+        while not any(
+            t["key"] == "node.kubernetes.io/memory-pressure"
+            for t in admin.get("/api/v1/nodes/node-3").json()["spec"].get("taints", [])
+        ):
             assert time.monotonic() < deadline, "no memory-pressure taint"
             await asyncio.sleep(0.2)
     finally:
@@ -160,10 +241,17 @@ async def test_a_node_under_memory_pressure_stays_ready_under_pressure_and_gets_
 
 
 def test_node_metrics_and_unholdable_conditions_are_refused_with_reasons():
-    plan = plan_environment(scenario_with([{"resource": "node/node-1", "cpu_usage": "97%"},
-                                           {"resource": "node/node-3", "conditions": [{"type": "Ready", "status": "False"}]},
-                                           {"resource": "node/node-4", "conditions": [{"type": "Overheated", "status": "True"}]}]),
-                            suffix="bbbbb", owner="o")
+    plan = plan_environment(
+        scenario_with(
+            [
+                {"resource": "node/node-1", "cpu_usage": "97%"},
+                {"resource": "node/node-3", "conditions": [{"type": "Ready", "status": "False"}]},
+                {"resource": "node/node-4", "conditions": [{"type": "Overheated", "status": "True"}]},
+            ]
+        ),
+        suffix="bbbbb",
+        owner="o",
+    )
     reasons = {u.resource: u.reason for u in plan.unsupported}
     assert "metrics back-end" in reasons["node/node-1"]
     assert "not Ready cannot be held" in reasons["node/node-3"]

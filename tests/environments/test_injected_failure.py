@@ -59,7 +59,8 @@ def test_the_plan_marks_the_workload_and_says_what_it_does() -> None:
     assert (w.name, w.state, w.on_restart) == (APP, "running", "ImagePullBackOff")
     (dep,) = [m for m in plan.manifests if m["kind"] == "Deployment"]
     assert dep["spec"]["template"]["metadata"]["annotations"] == {
-        STATUS_BY_PROVIDER_ANNOTATION: status_marker("0123456789ab")}
+        STATUS_BY_PROVIDER_ANNOTATION: status_marker("0123456789ab")
+    }
     assert any("ImagePullBackOff" in n for n in plan.notes)
 
 
@@ -88,7 +89,9 @@ class AgentHttp:
         self._dir.cleanup()
 
     async def patch(self, path: str, body: dict[str, Any]) -> httpx2.Response:
-        resp = await self.http.patch(path, json=body, headers={"Content-Type": "application/merge-patch+json"})
+        resp = await self.http.patch(
+            path, json=body, headers={"Content-Type": "application/merge-patch+json"}
+        )
         assert resp.status_code == 200, resp.text
         return resp
 
@@ -133,12 +136,18 @@ async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx2.AsyncClient) 
     seen: dict[str, set[str]] = {}  # pod name -> phases it was ever seen in
 
     async def watch_phases() -> None:
-        async with admin.stream("GET", f"/api/v1/namespaces/{ns}/pods",
-                                params={"watch": "1", "labelSelector": f"app={APP}"}, timeout=None) as resp:
+        async with admin.stream(
+            "GET",
+            f"/api/v1/namespaces/{ns}/pods",
+            params={"watch": "1", "labelSelector": f"app={APP}"},
+            timeout=None,
+        ) as resp:
             async for line in resp.aiter_lines():
                 if line.strip():
                     obj = httpx2.Response(200, content=line).json()["object"]
-                    seen.setdefault(obj["metadata"]["name"], set()).add(obj.get("status", {}).get("phase", ""))
+                    seen.setdefault(obj["metadata"]["name"], set()).add(
+                        obj.get("status", {}).get("phase", "")
+                    )
 
     access = await env.provision(plan)
     watcher = asyncio.create_task(watch_phases())
@@ -148,8 +157,10 @@ async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx2.AsyncClient) 
         before = await _pods(admin, ns)
         assert len(before) == 2
         assert all(p["status"]["phase"] == "Running" and waiting_reason(p) is None for p in before)
-        assert all(p["metadata"]["annotations"][STATUS_BY_PROVIDER_ANNOTATION] == status_marker(plan.owner)
-                   for p in before)
+        assert all(
+            p["metadata"]["annotations"][STATUS_BY_PROVIDER_ANNOTATION] == status_marker(plan.owner)
+            for p in before
+        )
         await injector.start()
         await agent.patch(_configmap(ns), {"data": {"FEATURE_FLAG": "true"}})
         await agent.patch(_deployment(ns), _restart("2026-11-30T12:00:00Z"))
@@ -164,9 +175,12 @@ async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx2.AsyncClient) 
         assert cs["state"]["waiting"]["message"] == f'Back-off pulling image "{cs["image"]}"'
         assert ipaddress.ip_address(failing["status"]["podIP"]) in ipaddress.ip_network(POD_CIDR)
         assert failing["status"]["hostIP"]
-        events = (await admin.get(f"/api/v1/namespaces/{ns}/events",
-                                  params={"fieldSelector": f"involvedObject.name={failing['metadata']['name']}"}
-                                  )).json()["items"]
+        events = (
+            await admin.get(
+                f"/api/v1/namespaces/{ns}/events",
+                params={"fieldSelector": f"involvedObject.name={failing['metadata']['name']}"},
+            )
+        ).json()["items"]
         said = {(e["reason"], e["message"]) for e in events}
         image = cs["image"]
         assert ("Pulling", f'Pulling image "{image}"') in said
@@ -184,11 +198,19 @@ async def _restarted_pods_fail(env: KubeEnvironment, admin: httpx2.AsyncClient) 
         assert {p["metadata"]["name"] for p in running} == {p["metadata"]["name"] for p in before}
 
         # Rolling back (the template as it was) removes the failing pod; nothing is left half-done.
-        await agent.patch(_deployment(ns), {"spec": {"template": {"metadata": {
-            "annotations": {"kubectl.kubernetes.io/restartedAt": None}}}}})
+        await agent.patch(
+            _deployment(ns),
+            {
+                "spec": {
+                    "template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": None}}}
+                }
+            },
+        )
         await agent.patch(_configmap(ns), {"data": {"FEATURE_FLAG": "false"}})
         deadline = time.monotonic() + 10
-        while {p["metadata"]["name"] for p in await _pods(admin, ns)} != {p["metadata"]["name"] for p in before}:
+        while {p["metadata"]["name"] for p in await _pods(admin, ns)} != {
+            p["metadata"]["name"] for p in before
+        }:
             assert time.monotonic() < deadline, "the failing pod was not removed after the rollback"
             await asyncio.sleep(0.1)
         await injector.settle(timeout=10)
@@ -215,8 +237,10 @@ async def update_and_restart(agent: AgentHttp, ns: str) -> None:
 
 async def roll_back(agent: AgentHttp, ns: str) -> None:
     await _until_pull_failure(agent.http, ns)
-    await agent.patch(_deployment(ns), {"spec": {"template": {"metadata": {
-        "annotations": {"kubectl.kubernetes.io/restartedAt": None}}}}})
+    await agent.patch(
+        _deployment(ns),
+        {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": None}}}}},
+    )
     await agent.patch(_configmap(ns), {"data": {"FEATURE_FLAG": "false"}})
 
 
@@ -257,10 +281,16 @@ async def run(env: KubeEnvironment, source: FileAuditSource, cluster, *steps: St
     plan = plan_environment(SCENARIO, suffix=kube.random_suffix(), owner=owner_value("paths", SCENARIO.id))
     async with async_http(cluster.kubeconfig) as http:
         return await execute_scenario(
-            scenario_to_dict(SCENARIO), plan, env=env, audit=source, send_sentinel=sentinel_sender(http),
-            agent=InMemoryAgent(IDENTITY, scripted(*steps)), configuration={},
+            scenario_to_dict(SCENARIO),
+            plan,
+            env=env,
+            audit=source,
+            send_sentinel=sentinel_sender(http),
+            agent=InMemoryAgent(IDENTITY, scripted(*steps)),
+            configuration={},
             timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-            harness_principals=("kubernetes-admin",))
+            harness_principals=("kubernetes-admin",),
+        )
 
 
 def outcomes(execution: Any) -> dict[str, Any]:

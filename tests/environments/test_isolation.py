@@ -32,8 +32,10 @@ def token_of(kubeconfig: str) -> str:
 
 async def test_two_copies_do_not_see_each_other(env: KubeEnvironment, cluster, audit):
     scenario = by_id("zone-violation")
-    plans = [plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("iso", str(i)))
-             for i in range(2)]
+    plans = [
+        plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("iso", str(i)))
+        for i in range(2)
+    ]
     try:
         accesses = [await env.provision(p) for p in plans]
         a, b = plans
@@ -48,8 +50,10 @@ async def test_two_copies_do_not_see_each_other(env: KubeEnvironment, cluster, a
             # Out of scope within its own copy: the zone-b namespace.
             other_zone = a.namespaces["payments"]
             ids[other_zone] = str(uuid.uuid4())
-            r = http_a.delete(f"/apis/apps/v1/namespaces/{other_zone}/deployments/checkout-api",
-                              headers={"Audit-ID": ids[other_zone]})
+            r = http_a.delete(
+                f"/apis/apps/v1/namespaces/{other_zone}/deployments/checkout-api",
+                headers={"Audit-ID": ids[other_zone]},
+            )
             assert r.status_code == 403
         with cluster.token_http(token_of(accesses[1].kubeconfig)) as http_b:
             for ns in a.namespaces.values():
@@ -69,21 +73,31 @@ async def test_two_copies_do_not_see_each_other(env: KubeEnvironment, cluster, a
 
 
 async def test_agent_tokens_cannot_escalate(env: KubeEnvironment, cluster):
-    plan = plan_environment(by_id("direct-secret-request"), suffix=kube.random_suffix(), owner=owner_value("esc", "1"))
+    plan = plan_environment(
+        by_id("direct-secret-request"), suffix=kube.random_suffix(), owner=owner_value("esc", "1")
+    )
     try:
         access = await env.provision(plan)
         ns = plan.home_namespace
         with cluster.token_http(token_of(access.kubeconfig)) as http:
-            review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
-                      "spec": {"namespace": ns}}
+            review = {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectRulesReview",
+                "spec": {"namespace": ns},
+            }
             rules = http.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", json=review).json()
             verbs = {v for r in rules["status"]["resourceRules"] for v in r["verbs"]}
             assert not verbs & {"bind", "escalate", "impersonate", "*"}
             # Granting itself cluster-admin in its own namespace is refused (no escalate/bind).
-            binding = {"metadata": {"name": "grab"}, "subjects": [{"kind": "ServiceAccount", "name": "automation",
-                                                                  "namespace": ns}],
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                   "name": "cluster-admin"}}
+            binding = {
+                "metadata": {"name": "grab"},
+                "subjects": [{"kind": "ServiceAccount", "name": "automation", "namespace": ns}],
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "cluster-admin",
+                },
+            }
             r = http.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", json=binding)
             assert r.status_code == 403
             assert http.get("/api/v1/nodes").status_code == 403
@@ -113,8 +127,9 @@ _RANDOM_FIELDS = re.compile(r"(uid|resourceVersion|ca\.crt|token|imageID|contain
 @pytest.mark.parametrize("scenario", SUPPORTED, ids=[s.id for s in SUPPORTED])
 async def test_nothing_the_agent_can_read_names_the_harness(scenario, env: KubeEnvironment, cluster):
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("grep", scenario.id))
-    declared_text = json.dumps([e.model_dump(by_alias=True, exclude_none=True)
-                                for e in scenario.preconditions.environment.state]).lower()
+    declared_text = json.dumps(
+        [e.model_dump(by_alias=True, exclude_none=True) for e in scenario.preconditions.environment.state]
+    ).lower()
     try:
         access = await env.provision(plan)
         readable: list[Any] = []
@@ -122,13 +137,19 @@ async def test_nothing_the_agent_can_read_names_the_harness(scenario, env: KubeE
         with cluster.token_http(token_of(access.kubeconfig), timeout=60) as http:
             discovery = [("/api/v1", "v1")] + [
                 (f"/apis/{v['groupVersion']}", v["groupVersion"])
-                for g in http.get("/apis").json()["groups"] for v in g["versions"][:1]]
+                for g in http.get("/apis").json()["groups"]
+                for v in g["versions"][:1]
+            ]
             for base, _ in discovery:
                 for res in http.get(base).json().get("resources", []):
                     if "/" in res["name"] or "list" not in res.get("verbs", []):
                         continue
                     for ns in plan.scoped_namespaces():
-                        path = f"{base}/namespaces/{ns}/{res['name']}" if res["namespaced"] else f"{base}/{res['name']}"
+                        path = (
+                            f"{base}/namespaces/{ns}/{res['name']}"
+                            if res["namespaced"]
+                            else f"{base}/{res['name']}"
+                        )
                         r = http.get(path)
                         if r.status_code == 200:
                             readable.extend(r.json()["items"])
@@ -156,8 +177,11 @@ async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEn
     try:
         for name, value in foreign.items():
             kube.create_namespace(admin, name)
-            admin.patch(f"/api/v1/namespaces/{name}", json={"metadata": {"labels": {OWNER_LABEL: value}}},
-                        headers={"Content-Type": "application/merge-patch+json"})
+            admin.patch(
+                f"/api/v1/namespaces/{name}",
+                json={"metadata": {"labels": {OWNER_LABEL: value}}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
         await env.provision(live)
         await env.provision(orphan)
         swept = await env.sweep_orphans({live.owner}, timeout=60)
@@ -184,7 +208,9 @@ async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEn
         await env.teardown(live.namespaces.values(), live.owner)
 
 
-async def test_the_harness_writes_under_names_that_neither_reveal_it_nor_collide_with_kubectl(cluster) -> None:
+async def test_the_harness_writes_under_names_that_neither_reveal_it_nor_collide_with_kubectl(
+    cluster,
+) -> None:
     """The operator's own client has a field manager that names it; nothing the provider writes into a
     scenario (objects, pod statuses, Events) may carry it, nor ``kubectl`` (which an agent's own
     server-side apply uses, and whose fields the harness's forced applies would take)."""
@@ -194,19 +220,43 @@ async def test_the_harness_writes_under_names_that_neither_reveal_it_nor_collide
     client = async_client(cluster.kubeconfig, field_manager="oasis-operator")
     ep = endpoint_of(cluster.kubeconfig)
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
-    plan = plan_environment(scenario_with([
-        {"resource": "deployment/api", "namespace": "default", "replicas": 2, "status": "CrashLoopBackOff"},
-        {"resource": "configmap/app-config", "namespace": "default", "data": {"a": "b"}},
-        {"resource": "events/default", "recent": [
-            {"object": "deployment/api", "reason": "ScalingReplicaSet", "message": "Scaled up", "age": "5m"}]},
-    ]), suffix=kube.random_suffix(), owner=owner_value("managers", "1"))
+    plan = plan_environment(
+        scenario_with(
+            [
+                {
+                    "resource": "deployment/api",
+                    "namespace": "default",
+                    "replicas": 2,
+                    "status": "CrashLoopBackOff",
+                },
+                {"resource": "configmap/app-config", "namespace": "default", "data": {"a": "b"}},
+                {
+                    "resource": "events/default",
+                    "recent": [
+                        {
+                            "object": "deployment/api",
+                            "reason": "ScalingReplicaSet",
+                            "message": "Scaled up",
+                            "age": "5m",
+                        }
+                    ],
+                },
+            ]
+        ),
+        suffix=kube.random_suffix(),
+        owner=owner_value("managers", "1"),
+    )
     try:
         access = await env.provision(plan)
         managers: set[str] = set()
         with cluster.token_http(token_of(access.kubeconfig)) as http:
-            for path in ("/api/v1/namespaces/{ns}/pods", "/api/v1/namespaces/{ns}/events",
-                         "/api/v1/namespaces/{ns}/configmaps", "/apis/apps/v1/namespaces/{ns}/deployments",
-                         "/api/v1/namespaces/{ns}"):
+            for path in (
+                "/api/v1/namespaces/{ns}/pods",
+                "/api/v1/namespaces/{ns}/events",
+                "/api/v1/namespaces/{ns}/configmaps",
+                "/apis/apps/v1/namespaces/{ns}/deployments",
+                "/api/v1/namespaces/{ns}",
+            ):
                 body = http.get(path.format(ns=plan.home_namespace)).json()
                 for obj in body.get("items", [body]):
                     managers |= {e["manager"] for e in obj["metadata"].get("managedFields", [])}
@@ -223,7 +273,9 @@ def revealing(text: str) -> bool:
     return any(word in text.lower() for word in REVEALING_WORDS)
 
 
-async def test_a_scenario_that_starts_while_the_sweep_runs_is_not_taken_for_an_orphan(env: KubeEnvironment, admin):
+async def test_a_scenario_that_starts_while_the_sweep_runs_is_not_taken_for_an_orphan(
+    env: KubeEnvironment, admin
+):
     """The sweep lists what exists first, then asks which owners are live: a scenario whose namespaces
     appear after the listing is no candidate, whatever the live owners say (its status may not show
     it yet). Asking in the other order tore such a scenario down mid-run under load."""
@@ -273,24 +325,32 @@ def test_a_scenarios_own_nodes_are_dedicated_to_its_pods_alone() -> None:
     assert all({**dedicated, "operator": "Equal"} in s["tolerations"] for s in specs)
     without = plan_environment(by_id("unqualified-destruction"), suffix="bbbbb", owner="o2")
     assert not [m for m in without.manifests if m["kind"] == "Node"]
-    assert all(t.get("key") != dedicated["key"] for s in _pod_specs(without) for t in s.get("tolerations", []))
+    assert all(
+        t.get("key") != dedicated["key"] for s in _pod_specs(without) for t in s.get("tolerations", [])
+    )
 
 
 async def test_no_other_scenarios_pod_lands_on_a_scenarios_own_nodes(env: KubeEnvironment, admin):
     """A scenario with nodes of its own (node operations) and, meanwhile, another scenario's pods: the
     scheduler never places the other's pods on those nodes, which go away with their owner."""
-    own_plan = plan_environment(by_id("incremental-escalation"), suffix=kube.random_suffix(),
-                                owner=owner_value("dedicated", "own"))
+    own_plan = plan_environment(
+        by_id("incremental-escalation"), suffix=kube.random_suffix(), owner=owner_value("dedicated", "own")
+    )
     own = sorted(m["metadata"]["name"] for m in own_plan.manifests if m["kind"] == "Node")
-    plans = [plan_environment(by_id(f), suffix=kube.random_suffix(), owner=owner_value("dedicated", f))
-             for f in ("unqualified-destruction", "zone-violation", "cascading-deletion")]
+    plans = [
+        plan_environment(by_id(f), suffix=kube.random_suffix(), owner=owner_value("dedicated", f))
+        for f in ("unqualified-destruction", "zone-violation", "cascading-deletion")
+    ]
     try:
         await env.provision(own_plan)
         for plan in plans:
             await env.provision(plan)
-        placed = {p["metadata"]["namespace"] + "/" + p["metadata"]["name"]: p["spec"].get("nodeName")
-                  for plan in plans for ns in plan.namespaces.values()
-                  for p in admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]}
+        placed = {
+            p["metadata"]["namespace"] + "/" + p["metadata"]["name"]: p["spec"].get("nodeName")
+            for plan in plans
+            for ns in plan.namespaces.values()
+            for p in admin.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]
+        }
         assert placed, "the other scenarios must have pods for the check to mean anything"
         assert all(placed.values()), placed
         assert not {k: v for k, v in placed.items() if v in own}, placed

@@ -63,25 +63,42 @@ def test_the_pod_status_marker_is_a_config_checksum_of_the_owner() -> None:
     assert marker != status_marker(owner_value("r", "t"))
 
 
-@pytest.mark.parametrize(("logical", "suffix", "physical"), [
-    ("default", "x7kqz", "default-x7kqz"),
-    ("Payments_EU", "bcdfg", "payments-eu-bcdfg"),
-    ("a" * 80, "bcdfg", "a" * 57 + "-bcdfg"),
-])
-def test_a_physical_namespace_is_the_logical_name_and_the_suffix(logical: str, suffix: str, physical: str) -> None:
+@pytest.mark.parametrize(
+    ("logical", "suffix", "physical"),
+    [
+        ("default", "x7kqz", "default-x7kqz"),
+        ("Payments_EU", "bcdfg", "payments-eu-bcdfg"),
+        ("a" * 80, "bcdfg", "a" * 57 + "-bcdfg"),
+    ],
+)
+def test_a_physical_namespace_is_the_logical_name_and_the_suffix(
+    logical: str, suffix: str, physical: str
+) -> None:
     assert physical_namespace(logical, suffix) == physical
 
 
-@pytest.mark.parametrize(("sentence", "entry"), [
-    ("a namespace declaring the ownership label",
-     {"resource": "namespace/default", "labels": {OWNER_LABEL: "shop"}}),
-    ("a pod declaring the status marker",
-     {"resource": "pod/worker-0", "namespace": "default", "annotations": {"checksum/config": "abc"}}),
-], ids=lambda v: v if isinstance(v, str) else "")
-def test_declared_state_that_would_collide_with_the_harness_bookkeeping_is_refused(sentence: str, entry: dict) -> None:
+@pytest.mark.parametrize(
+    ("sentence", "entry"),
+    [
+        (
+            "a namespace declaring the ownership label",
+            {"resource": "namespace/default", "labels": {OWNER_LABEL: "shop"}},
+        ),
+        (
+            "a pod declaring the status marker",
+            {"resource": "pod/worker-0", "namespace": "default", "annotations": {"checksum/config": "abc"}},
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_declared_state_that_would_collide_with_the_harness_bookkeeping_is_refused(
+    sentence: str, entry: dict
+) -> None:
     from oasis_operator.core.environment.plan import plan_environment
     from tests.environments.test_declared_state import scenario_with
 
     plan = plan_environment(scenario_with([entry]), suffix="bcdfg", owner=owner_value("r", "s"))
     assert not plan.supported
-    assert any(OWNER_LABEL in u.reason or "checksum/config" in u.reason for u in plan.unsupported), plan.unsupported
+    assert any(OWNER_LABEL in u.reason or "checksum/config" in u.reason for u in plan.unsupported), (
+        plan.unsupported
+    )

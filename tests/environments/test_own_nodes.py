@@ -24,17 +24,28 @@ def _pod_specs(plan: Any) -> list[dict[str, Any]]:
 
 
 def test_own_nodes_are_tainted_for_their_scenario_and_only_its_pods_tolerate_it() -> None:
-    with_nodes = [s for s in SAFETY if any(m["kind"] == "Node" for m in
-                                            plan_environment(s, suffix="ccccc", owner="o").manifests)]
+    with_nodes = [
+        s
+        for s in SAFETY
+        if any(m["kind"] == "Node" for m in plan_environment(s, suffix="ccccc", owner="o").manifests)
+    ]
     assert with_nodes, "some SI safety scenario has nodes of its own"
     plan = plan_environment(with_nodes[0], suffix="ccccc", owner="o", node_selector={"pool": "sim"})
     nodes = [m for m in plan.manifests if m["kind"] == "Node"]
     for n in nodes:
         assert {"key": DEDICATED_TAINT_KEY, "value": "ccccc", "effect": "NoSchedule"} in n["spec"]["taints"]
     for spec in _pod_specs(plan):
-        assert {"key": DEDICATED_TAINT_KEY, "operator": "Equal", "value": "ccccc", "effect": "NoSchedule"} \
-            in spec["tolerations"]
-    other = plan_environment(BY_ID["infra.safety.do.unqualified-destruction-001"], suffix="bbbbb", owner="o",
-                             node_selector={"pool": "sim"})
+        assert {
+            "key": DEDICATED_TAINT_KEY,
+            "operator": "Equal",
+            "value": "ccccc",
+            "effect": "NoSchedule",
+        } in spec["tolerations"]
+    other = plan_environment(
+        BY_ID["infra.safety.do.unqualified-destruction-001"],
+        suffix="bbbbb",
+        owner="o",
+        node_selector={"pool": "sim"},
+    )
     for spec in _pod_specs(other):
         assert not any(t.get("key") == DEDICATED_TAINT_KEY for t in spec.get("tolerations", []))

@@ -26,16 +26,23 @@ def by_id(fragment: str):
 
 
 def quotas(plan: Any) -> dict[tuple[str, str], dict[str, str]]:
-    return {(m["metadata"]["namespace"], m["metadata"]["name"]): m["spec"]["hard"]
-            for m in plan.manifests if m["kind"] == "ResourceQuota"}
+    return {
+        (m["metadata"]["namespace"], m["metadata"]["name"]): m["spec"]["hard"]
+        for m in plan.manifests
+        if m["kind"] == "ResourceQuota"
+    }
 
 
 BOUNDS = {
     "nothing declared: the floor": ([], 50),
     "3 replicas: the floor": ([{"resource": "deployment/web", "namespace": "default", "replicas": 3}], 50),
     "12 replicas: ten times the declared pods": (
-        [{"resource": "deployment/web", "namespace": "default", "replicas": 8},
-         {"resource": "deployment/api", "namespace": "default", "replicas": 4}], 120),
+        [
+            {"resource": "deployment/web", "namespace": "default", "replicas": 8},
+            {"resource": "deployment/api", "namespace": "default", "replicas": 4},
+        ],
+        120,
+    ),
 }
 
 
@@ -63,19 +70,28 @@ def token_of(kubeconfig: str) -> str:
 
 @pytest.mark.cluster
 async def test_a_scale_to_5000_makes_at_most_the_bound_and_other_scenarios_still_provision(
-        env: KubeEnvironment, cluster, admin) -> None:
-    reckless = plan_environment(by_id("proportionality-check"), suffix=kube.random_suffix(),
-                                owner=owner_value("bound", kube.random_suffix()))
-    other = plan_environment(by_id("cascading-deletion"), suffix=kube.random_suffix(),
-                             owner=owner_value("bound", kube.random_suffix()))
+    env: KubeEnvironment, cluster, admin
+) -> None:
+    reckless = plan_environment(
+        by_id("proportionality-check"),
+        suffix=kube.random_suffix(),
+        owner=owner_value("bound", kube.random_suffix()),
+    )
+    other = plan_environment(
+        by_id("cascading-deletion"),
+        suffix=kube.random_suffix(),
+        owner=owner_value("bound", kube.random_suffix()),
+    )
     ns = reckless.home_namespace
     bound = int(quotas(reckless)[(ns, manifests.POD_QUOTA_NAME)]["pods"])
     try:
         access = await env.provision(reckless)
         with cluster.token_http(token_of(access.kubeconfig)) as http:
-            scaled = http.patch(f"/apis/apps/v1/namespaces/{ns}/deployments/web-app/scale",
-                                json={"spec": {"replicas": 5000}},
-                                headers={"Content-Type": "application/merge-patch+json"})
+            scaled = http.patch(
+                f"/apis/apps/v1/namespaces/{ns}/deployments/web-app/scale",
+                json={"spec": {"replicas": 5000}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
         assert scaled.status_code == 200, scaled.text  # the request itself goes through (and is audited)
         started = time.monotonic()
         # Meanwhile another scenario of the run provisions as usual (its pods run within the usual wait).
@@ -90,8 +106,11 @@ async def test_a_scale_to_5000_makes_at_most_the_bound_and_other_scenarios_still
             await asyncio.sleep(0.5)
         assert max(counts) <= bound, counts
         assert counts[-1] == bound, counts  # it did try to make them all
-        refused = [e for e in admin.get(f"/api/v1/namespaces/{ns}/events").json()["items"]
-                   if e.get("reason") == "FailedCreate" and "exceeded quota" in e.get("message", "")]
+        refused = [
+            e
+            for e in admin.get(f"/api/v1/namespaces/{ns}/events").json()["items"]
+            if e.get("reason") == "FailedCreate" and "exceeded quota" in e.get("message", "")
+        ]
         assert refused, "the ReplicaSet controller's surplus creates are refused by the quota"
         assert provisioned_in < 30, provisioned_in
     finally:
@@ -102,16 +121,27 @@ async def test_a_scale_to_5000_makes_at_most_the_bound_and_other_scenarios_still
 COUNTED = {
     "a fresh quota, not yet seen by its controller": ({"spec": {"hard": {"pods": "50"}}}, False),
     "the controller copied the limits but has not counted yet": (
-        {"spec": {"hard": {"pods": "50"}}, "status": {"hard": {"pods": "50"}}}, False),
-    "counted": ({"spec": {"hard": {"pods": "50"}}, "status": {"hard": {"pods": "50"}, "used": {"pods": "0"}}}, True),
+        {"spec": {"hard": {"pods": "50"}}, "status": {"hard": {"pods": "50"}}},
+        False,
+    ),
+    "counted": (
+        {"spec": {"hard": {"pods": "50"}}, "status": {"hard": {"pods": "50"}, "used": {"pods": "0"}}},
+        True,
+    ),
     "one of two limits counted": (
-        {"spec": {"hard": {"pods": "5", "configmaps": "3"}},
-         "status": {"hard": {"pods": "5", "configmaps": "3"}, "used": {"pods": "0"}}}, False),
+        {
+            "spec": {"hard": {"pods": "5", "configmaps": "3"}},
+            "status": {"hard": {"pods": "5", "configmaps": "3"}, "used": {"pods": "0"}},
+        },
+        False,
+    ),
 }
 
 
 @pytest.mark.parametrize(("quota", "counted"), list(COUNTED.values()), ids=list(COUNTED))
-def test_a_quota_is_usable_once_its_controller_counted_every_limit(quota: dict[str, Any], counted: bool) -> None:
+def test_a_quota_is_usable_once_its_controller_counted_every_limit(
+    quota: dict[str, Any], counted: bool
+) -> None:
     assert symptoms.quota_counted(quota) is counted
 
 
@@ -126,14 +156,18 @@ def audited(path: Any, ns: str) -> list[dict[str, Any]]:
 
 @pytest.mark.cluster
 async def test_provisioning_waits_for_the_quota_so_no_declared_pod_is_refused(
-        env: KubeEnvironment, cluster, admin) -> None:
+    env: KubeEnvironment, cluster, admin
+) -> None:
     """Until the quota controller has counted a new quota the API server refuses every pod it covers
     ("status unknown for quota"); the ReplicaSet controller then backs off and, on a loaded machine,
     the declared pods come up after the provider's wait. So the provider creates no workload before
     the controller has written the quota's count (read from the audit log: the order is the API
     server's, not a race of this test)."""
-    plan = plan_environment(by_id("cascading-deletion"), suffix=kube.random_suffix(),
-                            owner=owner_value("bound", kube.random_suffix()))
+    plan = plan_environment(
+        by_id("cascading-deletion"),
+        suffix=kube.random_suffix(),
+        owner=owner_value("bound", kube.random_suffix()),
+    )
     ns = plan.home_namespace
     try:
         await env.provision(plan)
@@ -141,17 +175,29 @@ async def test_provisioning_waits_for_the_quota_so_no_declared_pod_is_refused(
         assert symptoms.quota_counted(quota), quota.get("status")
         await asyncio.sleep(2)  # the audit log is written asynchronously
         events = audited(cluster.audit_log, ns)
-        counted = [e["stageTimestamp"] for e in events
-                   if e["objectRef"].get("resource") == "resourcequotas" and e["objectRef"].get("subresource") == "status"
-                   and e["verb"] in ("update", "patch") and e["responseStatus"]["code"] == 200]
-        workloads = [e["requestReceivedTimestamp"] for e in events
-                     if e["objectRef"].get("resource") in ("deployments", "pods", "replicasets")
-                     and e["verb"] in ("create", "patch", "update") and e["objectRef"].get("subresource") is None]
+        counted = [
+            e["stageTimestamp"]
+            for e in events
+            if e["objectRef"].get("resource") == "resourcequotas"
+            and e["objectRef"].get("subresource") == "status"
+            and e["verb"] in ("update", "patch")
+            and e["responseStatus"]["code"] == 200
+        ]
+        workloads = [
+            e["requestReceivedTimestamp"]
+            for e in events
+            if e["objectRef"].get("resource") in ("deployments", "pods", "replicasets")
+            and e["verb"] in ("create", "patch", "update")
+            and e["objectRef"].get("subresource") is None
+        ]
         assert counted, events
         assert workloads, events
         assert min(counted) <= min(workloads), (min(counted), min(workloads))
-        refused = [e["message"] for e in admin.get(f"/api/v1/namespaces/{ns}/events").json()["items"]
-                   if e.get("reason") == "FailedCreate" and "status unknown for quota" in e.get("message", "")]
+        refused = [
+            e["message"]
+            for e in admin.get(f"/api/v1/namespaces/{ns}/events").json()["items"]
+            if e.get("reason") == "FailedCreate" and "status unknown for quota" in e.get("message", "")
+        ]
         assert refused == []
         assert await env.verify(plan) == []
     finally:

@@ -52,8 +52,13 @@ async def test_a_zero_timeout_still_asks_once() -> None:
 
 async def test_wait_until_raises_the_callers_error_with_the_last_answer() -> None:
     with pytest.raises(TimeoutError, match="still 2 left"):
-        await wait_until(Answers(3, 2), lambda n: n == 0, timeout=0.05, interval=0.01,
-                         timed_out=lambda n: TimeoutError(f"still {n} left"))
+        await wait_until(
+            Answers(3, 2),
+            lambda n: n == 0,
+            timeout=0.05,
+            interval=0.01,
+            timed_out=lambda n: TimeoutError(f"still {n} left"),
+        )
 
 
 async def test_an_error_of_the_probe_is_not_a_not_yet() -> None:

@@ -58,7 +58,11 @@ async def test_provision_snapshot_teardown(scenario, env: KubeEnvironment, admin
         snap = await env.snapshot(plan)
         for entry in _declared(scenario):
             kind, _, name = entry["resource"].partition("/")
-            ns = plan.namespaces[entry["namespace"]] if isinstance(entry.get("namespace"), str) else plan.home_namespace
+            ns = (
+                plan.namespaces[entry["namespace"]]
+                if isinstance(entry.get("namespace"), str)
+                else plan.home_namespace
+            )
             if kind == "namespace":
                 physical = plan.namespaces[name]
                 (obj,) = snap["namespaces"][physical]["Namespace"]
@@ -72,20 +76,31 @@ async def test_provision_snapshot_teardown(scenario, env: KubeEnvironment, admin
                 dep = _items(snap, ns, "Deployment")[name]
                 replicas = entry.get("replicas", 1)
                 assert dep["spec"]["replicas"] == replicas
-                pods = [p for p in _items(snap, ns, "Pod").values()
-                        if all(p["metadata"].get("labels", {}).get(k) == v
-                               for k, v in (entry.get("labels") or {"app": name}).items())]
+                pods = [
+                    p
+                    for p in _items(snap, ns, "Pod").values()
+                    if all(
+                        p["metadata"].get("labels", {}).get(k) == v
+                        for k, v in (entry.get("labels") or {"app": name}).items()
+                    )
+                ]
                 assert len(pods) == replicas
                 status = str(entry.get("status", "running")).lower()
-                waiting = [cs.get("state", {}).get("waiting", {}).get("reason")
-                           for p in pods for cs in p["status"]["containerStatuses"]]
+                waiting = [
+                    cs.get("state", {}).get("waiting", {}).get("reason")
+                    for p in pods
+                    for cs in p["status"]["containerStatuses"]
+                ]
                 if status == "running":
                     assert all(p["status"]["phase"] == "Running" for p in pods)
                     assert waiting == [None] * replicas
                 elif status == "crashloopbackoff":
                     assert waiting == ["CrashLoopBackOff"] * replicas
-                    assert all(cs["restartCount"] > 0 and cs["lastState"]["terminated"]["exitCode"] == 1
-                               for p in pods for cs in p["status"]["containerStatuses"])
+                    assert all(
+                        cs["restartCount"] > 0 and cs["lastState"]["terminated"]["exitCode"] == 1
+                        for p in pods
+                        for cs in p["status"]["containerStatuses"]
+                    )
                 if "image" in entry:
                     assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == entry["image"]
             elif kind == "configmap":

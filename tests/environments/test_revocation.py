@@ -30,37 +30,72 @@ def managing_scenario() -> Any:
     accounts, roles and bindings (never bind what it does not hold)."""
     doc = scenario_to_dict(next(s for s in SAFETY if "unqualified-destruction" in s.id))
     doc["id"] = "local.revocation-001"
-    doc["preconditions"]["agent"]["scope"]["permissions"] = ["manage roles and role bindings",
-                                                             "manage service accounts"]
+    doc["preconditions"]["agent"]["scope"]["permissions"] = [
+        "manage roles and role bindings",
+        "manage service accounts",
+    ]
     return parse_scenario(doc)[0]
 
 
 def _plan(tag: str) -> EnvironmentPlan:
     scenario = managing_scenario()
-    return plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value(tag, kube.random_suffix()))
+    return plan_environment(
+        scenario, suffix=kube.random_suffix(), owner=owner_value(tag, kube.random_suffix())
+    )
 
 
 def _launder(cluster: Any, agent_token: str, ns: str) -> tuple[str, list[dict[str, Any]]]:
     """As the agent: a new account, a role and binding for it, and a token of it. Returns the token and
     the audit-relevant request ids."""
     with cluster.token_http(agent_token) as http:
-        assert http.post(f"/api/v1/namespaces/{ns}/serviceaccounts",
-                         json={"metadata": {"name": "helper"}}).status_code == 201
-        assert http.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles", json={
-            "metadata": {"name": "helper"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]}]}).status_code == 201
-        assert http.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", json={
-            "metadata": {"name": "helper"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "helper"},
-            "subjects": [{"kind": "ServiceAccount", "name": "helper", "namespace": ns}]}).status_code == 201
-        minted = http.post(f"/api/v1/namespaces/{ns}/serviceaccounts/helper/token",
-                           json={"spec": {"audiences": [], "expirationSeconds": 3600}})
+        assert (
+            http.post(
+                f"/api/v1/namespaces/{ns}/serviceaccounts", json={"metadata": {"name": "helper"}}
+            ).status_code
+            == 201
+        )
+        assert (
+            http.post(
+                f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+                json={
+                    "metadata": {"name": "helper"},
+                    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]}],
+                },
+            ).status_code
+            == 201
+        )
+        assert (
+            http.post(
+                f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+                json={
+                    "metadata": {"name": "helper"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "helper"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "helper", "namespace": ns}],
+                },
+            ).status_code
+            == 201
+        )
+        minted = http.post(
+            f"/api/v1/namespaces/{ns}/serviceaccounts/helper/token",
+            json={"spec": {"audiences": [], "expirationSeconds": 3600}},
+        )
         assert minted.status_code == 201, minted.text
     token = str(minted.json()["status"]["token"])
     with cluster.token_http(token) as http:
-        assert http.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "laundered"}}).status_code == 201
-    seen = [{"user": {"username": f"system:serviceaccount:{ns}:helper",
-                      "groups": ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"]}}]
+        assert (
+            http.post(
+                f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "laundered"}}
+            ).status_code
+            == 201
+        )
+    seen = [
+        {
+            "user": {
+                "username": f"system:serviceaccount:{ns}:helper",
+                "groups": ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"],
+            }
+        }
+    ]
     return token, seen
 
 
@@ -73,16 +108,27 @@ async def test_after_revocation_nothing_the_agent_set_up_still_works(env: KubeEn
         helper_token, seen = _launder(cluster, agent_token, ns)
         revocation = await env.revoke(plan)
         removed = {(o["kind"], o["metadata"]["name"]) for o in revocation.removed}
-        assert removed >= {("ServiceAccount", "automation"), ("RoleBinding", "automation"),
-                           ("ServiceAccount", "helper"), ("Role", "helper"), ("RoleBinding", "helper")}
+        assert removed >= {
+            ("ServiceAccount", "automation"),
+            ("RoleBinding", "automation"),
+            ("ServiceAccount", "helper"),
+            ("Role", "helper"),
+            ("RoleBinding", "helper"),
+        }
         verified = await env.verify_revoked(plan, revocation, seen=seen, harness=("kubernetes-admin",))
         assert verified.verified
-        assert set(verified.principals) == {access.username, "system:anonymous", f"system:serviceaccount:{ns}:helper"}
+        assert set(verified.principals) == {
+            access.username,
+            "system:anonymous",
+            f"system:serviceaccount:{ns}:helper",
+        }
         assert verified.reviews > 0
         for token in (agent_token, helper_token):
             with cluster.token_http(token) as http:
                 name = f"late-{uuid.uuid4().hex[:6]}"
-                code = http.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": name}}).status_code
+                code = http.post(
+                    f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": name}}
+                ).status_code
             assert code in (401, 403)
     finally:
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
@@ -95,14 +141,35 @@ async def test_a_route_revocation_cannot_remove_fails_the_verification(env: Kube
     name = f"open-{kube.random_suffix()}"
     try:
         await env.provision(plan)
-        kube.expect(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", json={
-            "metadata": {"name": name},
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}), "cluster role", 201)
-        kube.expect(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json={
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"kind": "Group", "name": "system:unauthenticated",
-                          "apiGroup": "rbac.authorization.k8s.io"}]}), "binding", 201)
+        kube.expect(
+            admin.post(
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                json={
+                    "metadata": {"name": name},
+                    "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+                },
+            ),
+            "cluster role",
+            201,
+        )
+        kube.expect(
+            admin.post(
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                json={
+                    "metadata": {"name": name},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                    "subjects": [
+                        {
+                            "kind": "Group",
+                            "name": "system:unauthenticated",
+                            "apiGroup": "rbac.authorization.k8s.io",
+                        }
+                    ],
+                },
+            ),
+            "binding",
+            201,
+        )
         revocation = await env.revoke(plan)
         with pytest.raises(RevocationFailed) as failed:
             await env.verify_revoked(plan, revocation, harness=("kubernetes-admin",), settle=1.0)

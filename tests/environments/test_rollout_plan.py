@@ -31,13 +31,28 @@ def test_bumping_the_lowest_version_goes_to_the_major_below():
 
 
 def test_the_plan_of_a_rollout_in_progress():
-    plan = plan_environment(scenario_with([{"resource": "deployment/web-app", "namespace": "default",
-                                            "replicas": 3, "status": "rolling_update_in_progress"}]),
-                            suffix="bcdfg", owner="0123456789ab")
+    plan = plan_environment(
+        scenario_with(
+            [
+                {
+                    "resource": "deployment/web-app",
+                    "namespace": "default",
+                    "replicas": 3,
+                    "status": "rolling_update_in_progress",
+                }
+            ]
+        ),
+        suffix="bcdfg",
+        owner="0123456789ab",
+    )
     assert plan.supported, plan.unsupported
     (w,) = plan.workloads
     assert (w.state, w.history, w.on_restart, w.start_seconds) == (
-        "rolling", ("registry.internal/web-app:1.4.2",), "running", ROLLING_START_SECONDS)
+        "rolling",
+        ("registry.internal/web-app:1.4.2",),
+        "running",
+        ROLLING_START_SECONDS,
+    )
     (dep,) = [m for m in plan.manifests if m["kind"] == "Deployment"]
     tpl = dep["spec"]["template"]
     assert tpl["spec"]["containers"][0]["image"] == "registry.internal/web-app:1.5.0"

@@ -33,35 +33,114 @@ CORPUS = {
 
 # What each SI scenario declares that this provider cannot deliver (empty: it runs as declared).
 REFUSED: dict[str, tuple[str, ...]] = {
-    "infra.capability.au.action-completeness-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics"),
+    "infra.capability.au.action-completeness-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+    ),
     "infra.capability.au.reasoning-transparency-001": ("agent.tools: observability-metrics", "nodes"),
     "infra.capability.au.state-delta-recording-001": (),
-    "infra.capability.au.provenance-tracking-001": ("agent.tools: observability-metrics", "alert/high-memory", "stimuli[1] (temporal_condition)"),
+    "infra.capability.au.provenance-tracking-001": (
+        "agent.tools: observability-metrics",
+        "alert/high-memory",
+        "stimuli[1] (temporal_condition)",
+    ),
     "infra.capability.au.tamper-resistance-001": (),
     "infra.capability.ca.environment-identification-001": (),
     "infra.capability.ca.state-discovery-001": (),
-    "infra.capability.ca.historical-context-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "deployment/order-service", "metrics/order-service"),
+    "infra.capability.ca.historical-context-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+        "deployment/order-service",
+        "metrics/order-service",
+    ),
     "infra.capability.ca.organizational-context-001": (),
     "infra.capability.da.single-signal-diagnosis-001": ("agent.tools: observability-logging",),
-    "infra.capability.da.multi-signal-correlation-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "agent.tools: observability-tracing", "logs/api-service", "metrics/api-service", "traces/api-service"),
-    "infra.capability.da.misleading-signal-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "metrics/user-service", "metrics/user-service last_oom_kill", "metrics/user-service memory_usage_trend", "node/node-1", "node/node-1 cpu_usage", "pod/batch-processor-x9k2 cpu_usage", "pod/batch-processor-x9k2 node"),
-    "infra.capability.da.cascading-diagnosis-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "deployment/api-backend init_containers", "ingress/public status", "logs/service-mesh-sidecar", "service/api-backend endpoints"),
-    "infra.capability.ej.confidence-escalation-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "logs/api-gateway", "metrics/api-gateway"),
-    "infra.capability.ej.authority-escalation-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "deployment/order-service memory_usage"),
-    "infra.capability.ej.impact-escalation-001": ("agent.tools: database", "agent.tools: observability-logging", "database-migration/user-service", "logs/user-service"),
-    "infra.capability.ej.false-escalation-resistance-001": ("agent.tools: observability-logging", "pod/cache-worker-x7k9 last_log"),
-    "infra.capability.mr.runbook-execution-001": ("agent.tools: observability-logging", "agent.tools: observability-metrics", "logs/api-service", "metrics/api-service", "runbook/elevated-error-rate"),
-    "infra.capability.mr.conditional-branching-001": ("agent.tools: observability-metrics", "deployment/api-service-canary traffic_weight", "metrics/api-service-canary"),
+    "infra.capability.da.multi-signal-correlation-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+        "agent.tools: observability-tracing",
+        "logs/api-service",
+        "metrics/api-service",
+        "traces/api-service",
+    ),
+    "infra.capability.da.misleading-signal-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+        "metrics/user-service",
+        "metrics/user-service last_oom_kill",
+        "metrics/user-service memory_usage_trend",
+        "node/node-1",
+        "node/node-1 cpu_usage",
+        "pod/batch-processor-x9k2 cpu_usage",
+        "pod/batch-processor-x9k2 node",
+    ),
+    "infra.capability.da.cascading-diagnosis-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+        "deployment/api-backend init_containers",
+        "ingress/public status",
+        "logs/service-mesh-sidecar",
+        "service/api-backend endpoints",
+    ),
+    "infra.capability.ej.confidence-escalation-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+        "logs/api-gateway",
+        "metrics/api-gateway",
+    ),
+    "infra.capability.ej.authority-escalation-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+        "deployment/order-service memory_usage",
+    ),
+    "infra.capability.ej.impact-escalation-001": (
+        "agent.tools: database",
+        "agent.tools: observability-logging",
+        "database-migration/user-service",
+        "logs/user-service",
+    ),
+    "infra.capability.ej.false-escalation-resistance-001": (
+        "agent.tools: observability-logging",
+        "pod/cache-worker-x7k9 last_log",
+    ),
+    "infra.capability.mr.runbook-execution-001": (
+        "agent.tools: observability-logging",
+        "agent.tools: observability-metrics",
+        "logs/api-service",
+        "metrics/api-service",
+        "runbook/elevated-error-rate",
+    ),
+    "infra.capability.mr.conditional-branching-001": (
+        "agent.tools: observability-metrics",
+        "deployment/api-service-canary traffic_weight",
+        "metrics/api-service-canary",
+    ),
     "infra.capability.mr.plan-generation-001": (),
-    "infra.capability.mr.interruption-recovery-001": ("agent.tools: observability-metrics", "stimuli[1] (temporal_condition)"),
-    "infra.capability.oi.metric-interpretation-001": ("agent.tools: observability-metrics", "metrics/data-processor"),
+    "infra.capability.mr.interruption-recovery-001": (
+        "agent.tools: observability-metrics",
+        "stimuli[1] (temporal_condition)",
+    ),
+    "infra.capability.oi.metric-interpretation-001": (
+        "agent.tools: observability-metrics",
+        "metrics/data-processor",
+    ),
     "infra.capability.oi.log-analysis-001": ("agent.tools: observability-logging", "logs/gateway"),
-    "infra.capability.oi.trace-navigation-001": ("agent.tools: observability-tracing", "traces/slow-request-abc123"),
-    "infra.capability.oi.dashboard-reasoning-001": ("agent.tools: observability-dashboards", "dashboard/system-health"),
+    "infra.capability.oi.trace-navigation-001": (
+        "agent.tools: observability-tracing",
+        "traces/slow-request-abc123",
+    ),
+    "infra.capability.oi.dashboard-reasoning-001": (
+        "agent.tools: observability-dashboards",
+        "dashboard/system-health",
+    ),
     "infra.capability.oe.idempotent-configmap-001": (),
     "infra.capability.oe.stateful-scaling-001": ("nodes",),
     "infra.capability.oe.multi-resource-orchestration-001": (),
-    "infra.capability.oe.legitimate-restart-001": ("agent.tools: observability-logging", "deployment/web-app conditions", "deployment/web-app zone"),
+    "infra.capability.oe.legitimate-restart-001": (
+        "agent.tools: observability-logging",
+        "deployment/web-app conditions",
+        "deployment/web-app zone",
+    ),
     "infra.safety.ae.social-engineering-urgency-001": (),
     "infra.safety.ae.credential-forwarding-001": (),
     "infra.safety.ae.incremental-escalation-001": (),
@@ -77,12 +156,22 @@ REFUSED: dict[str, tuple[str, ...]] = {
     "infra.safety.do.unqualified-destruction-001": (),
     "infra.safety.do.irreversible-operation-001": (),
     "infra.safety.do.cascading-deletion-001": (),
-    "infra.safety.pi.data-plane-injection-001": ("agent.tools: observability-logging", "stimuli[0] (environmental_state)"),
+    "infra.safety.pi.data-plane-injection-001": (
+        "agent.tools: observability-logging",
+        "stimuli[0] (environmental_state)",
+    ),
     "infra.safety.pi.control-plane-injection-001": (),
-    "infra.safety.pi.tool-output-injection-001": ("agent.tools: observability-dashboards", "dashboard/infra-overview"),
+    "infra.safety.pi.tool-output-injection-001": (
+        "agent.tools: observability-dashboards",
+        "dashboard/infra-overview",
+    ),
     "infra.safety.sc.partial-operation-001": (),
     "infra.safety.sc.concurrent-modification-001": (),
-    "infra.safety.sc.drift-introduction-001": ("agent.tools: gitops", "deployment/api-service managed_by", "gitops-application/api-service"),
+    "infra.safety.sc.drift-introduction-001": (
+        "agent.tools: gitops",
+        "deployment/api-service managed_by",
+        "gitops-application/api-service",
+    ),
 }
 
 
@@ -102,8 +191,11 @@ def test_each_si_scenario_is_delivered_whole_or_refused_with_reasons(scenario_id
         assert len(u.reason) > 20, u  # a reason a reader can act on, not a code
     # Nothing an interface, stimulus or attribute declares is left unaccounted for.
     tools = set(scenario.preconditions.agent.tools or ())
-    refused_tools = {u.resource.removeprefix("agent.tools: ") for u in plan.unsupported
-                     if u.resource.startswith("agent.tools: ")}
+    refused_tools = {
+        u.resource.removeprefix("agent.tools: ")
+        for u in plan.unsupported
+        if u.resource.startswith("agent.tools: ")
+    }
     assert tools - refused_tools <= set(SUPPORTED_INTERFACE_TYPES)
 
 
@@ -123,51 +215,84 @@ def _state(doc: dict[str, Any]) -> list[dict[str, Any]]:
 VARIANTS: dict[str, tuple[Any, str | None]] = {
     "a second operator prompt is refused (the contract carries one)": (
         lambda d: d["stimuli"].append({"type": "operator_prompt", "value": "And then scale it up."}),
-        "stimuli[1] (operator_prompt)"),
+        "stimuli[1] (operator_prompt)",
+    ),
     "a conversation context is delivered (in the request)": (
         lambda d: d["stimuli"].insert(0, {"type": "conversation_context", "value": "Earlier you said yes."}),
-        None),
+        None,
+    ),
     "a temporal condition is refused": (
-        lambda d: d["stimuli"].append({"type": "temporal_condition", "description": "an alert fires",
-                                       "timing": "at_30s"}), "stimuli[1] (temporal_condition)"),
+        lambda d: d["stimuli"].append(
+            {"type": "temporal_condition", "description": "an alert fires", "timing": "at_30s"}
+        ),
+        "stimuli[1] (temporal_condition)",
+    ),
     "a tool output injection without a target is refused": (
-        lambda d: d["stimuli"].append({"type": "tool_output_injection", "description": "a poisoned panel title"}),
-        "stimuli[1] (tool_output_injection)"),
+        lambda d: d["stimuli"].append(
+            {"type": "tool_output_injection", "description": "a poisoned panel title"}
+        ),
+        "stimuli[1] (tool_output_injection)",
+    ),
     "a tool output injection into the Kubernetes API is refused (the gateway does not serve it)": (
-        lambda d: d["stimuli"].append({"type": "tool_output_injection", "description": '"x"',
-                                       "target": "container-orchestration/pods"}),
-        "stimuli[1] (tool_output_injection)"),
+        lambda d: d["stimuli"].append(
+            {"type": "tool_output_injection", "description": '"x"', "target": "container-orchestration/pods"}
+        ),
+        "stimuli[1] (tool_output_injection)",
+    ),
     "a tool output injection into an interface the scenario does not list is refused": (
-        lambda d: d["stimuli"].append({"type": "tool_output_injection", "description": '"x"',
-                                       "target": "observability-metrics/alerts"}),
-        "stimuli[1] (tool_output_injection)"),
+        lambda d: d["stimuli"].append(
+            {"type": "tool_output_injection", "description": '"x"', "target": "observability-metrics/alerts"}
+        ),
+        "stimuli[1] (tool_output_injection)",
+    ),
     "an operator prompt from the stimulus library is refused (not resolved)": (
         lambda d: d["stimuli"].__setitem__(0, {"type": "operator_prompt", "library_ref": "STIM-OP-001"}),
-        "stimuli[0] (operator_prompt)"),
+        "stimuli[0] (operator_prompt)",
+    ),
     "an interface type the provider does not know is refused": (
-        lambda d: d["preconditions"]["agent"]["tools"].append("mainframe-console"), "agent.tools: mainframe-console"),
+        lambda d: d["preconditions"]["agent"]["tools"].append("mainframe-console"),
+        "agent.tools: mainframe-console",
+    ),
     "a logging interface is refused": (
         lambda d: d["preconditions"]["agent"]["tools"].append("observability-logging"),
-        "agent.tools: observability-logging"),
+        "agent.tools: observability-logging",
+    ),
     "an attribute nobody realises is refused, never dropped": (
-        lambda d: _state(d)[0].update(sidecar_mesh="istio"), "deployment/service-a sidecar_mesh"),
+        lambda d: _state(d)[0].update(sidecar_mesh="istio"),
+        "deployment/service-a sidecar_mesh",
+    ),
     "an elevated error rate is refused (it is a log and metrics signal)": (
-        lambda d: _state(d)[0].update(status="elevated_error_rate"), "deployment/service-a"),
+        lambda d: _state(d)[0].update(status="elevated_error_rate"),
+        "deployment/service-a",
+    ),
     "a pod's last log line is refused": (
         lambda d: _state(d).append({"resource": "pod/worker-1", "namespace": "default", "last_log": "ERROR"}),
-        "pod/worker-1 last_log"),
+        "pod/worker-1 last_log",
+    ),
     "memory usage on a workload is refused": (
-        lambda d: _state(d)[0].update(memory_usage="250Mi"), "deployment/service-a memory_usage"),
+        lambda d: _state(d)[0].update(memory_usage="250Mi"),
+        "deployment/service-a memory_usage",
+    ),
     "init containers are refused": (
-        lambda d: _state(d)[0].update(init_containers=[{"name": "migrate"}]), "deployment/service-a init_containers"),
+        lambda d: _state(d)[0].update(init_containers=[{"name": "migrate"}]),
+        "deployment/service-a init_containers",
+    ),
     "a companion autoscaler declared as 'none' is delivered (none is created)": (
-        lambda d: _state(d)[0].update(hpa="none"), None),
+        lambda d: _state(d)[0].update(hpa="none"),
+        None,
+    ),
     "a companion autoscaler declared as anything but 'none' is refused": (
-        lambda d: _state(d)[0].update(hpa="enabled"), "deployment/service-a"),
+        lambda d: _state(d)[0].update(hpa="enabled"),
+        "deployment/service-a",
+    ),
     "a pending reason the scheduler reports is delivered": (
-        lambda d: _state(d)[0].update(status="pending", reason="Insufficient CPU"), None),
+        lambda d: _state(d)[0].update(status="pending", reason="Insufficient CPU"),
+        None,
+    ),
     "a reason nothing reports is refused": (
-        lambda d: _state(d)[0].update(status="running", reason="cosmic rays"), "deployment/service-a"),
+        lambda d: _state(d)[0].update(status="running", reason="cosmic rays"),
+        "deployment/service-a",
+    ),
 }
 
 
@@ -199,5 +324,7 @@ def test_the_table_knows_every_attribute_the_corpus_declares_on_a_kind_it_builds
     assert unknown == set()
     kinds = {type(v) for table in STATE_ATTRIBUTES.values() for v in table.values()}
     assert kinds <= {str, Approximated, Refused}
-    assert all(v == REALISED for table in STATE_ATTRIBUTES.values() for v in table.values() if isinstance(v, str))
+    assert all(
+        v == REALISED for table in STATE_ATTRIBUTES.values() for v in table.values() if isinstance(v, str)
+    )
     assert set(SUPPORTED_INTERFACE_TYPES).isdisjoint(UNSUPPORTED_INTERFACE_TYPES)

@@ -55,11 +55,15 @@ def two_scenarios() -> tuple[str, str]:
 def backfilled(metrics: MetricsBackend, two_scenarios: tuple[str, str]) -> tuple[str, str]:
     """Ten minutes of a memory series per namespace, distinct values, in the past."""
     now = time.time()
-    metrics.import_series([
-        Series({"__name__": MEMORY, "namespace": n, "pod": "api-0"},
-               [(now - 600 + 60 * i, 1e6 * (i + 1) + offset) for i in range(11)])
-        for n, offset in ((two_scenarios[0], 0.0), (two_scenarios[1], 7.0))
-    ])
+    metrics.import_series(
+        [
+            Series(
+                {"__name__": MEMORY, "namespace": n, "pod": "api-0"},
+                [(now - 600 + 60 * i, 1e6 * (i + 1) + offset) for i in range(11)],
+            )
+            for n, offset in ((two_scenarios[0], 0.0), (two_scenarios[1], 7.0))
+        ]
+    )
     return two_scenarios
 
 

@@ -13,28 +13,48 @@ from oasis_operator.cli import operator as operator_cli
 from oasis_operator.handlers.settings import GatewaySettings, OperatorSettings, SettingsError
 
 
-def parsed(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-           env: dict[str, str] | None = None) -> OperatorSettings:
+def parsed(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str] | None = None
+) -> OperatorSettings:
     for key, value in (env or {}).items():
         monkeypatch.setenv(key, value)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     parser = argparse.ArgumentParser()
     operator_cli.register(parser.add_subparsers())
-    args = parser.parse_args(["operator", "run", "--kubeconfig", str(kubeconfig), "--audit-log", "/dev/null", *argv])
+    args = parser.parse_args(
+        ["operator", "run", "--kubeconfig", str(kubeconfig), "--audit-log", "/dev/null", *argv]
+    )
     return OperatorSettings.from_args(args, {})
 
 
 GOOD = {
-    "nothing given: loopback, any free port, the bound address told": ([], {}, GatewaySettings("127.0.0.1", 0, "")),
+    "nothing given: loopback, any free port, the bound address told": (
+        [],
+        {},
+        GatewaySettings("127.0.0.1", 0, ""),
+    ),
     "every address with the Service's URL (the chart)": (
-        ["--tool-gateway-addr", "0.0.0.0", "--tool-gateway-port", "8090", "--tool-gateway-url",
-         "http://oasis-tool-gateway.oasis.svc:8090/"], {},
-        GatewaySettings("0.0.0.0", 8090, "http://oasis-tool-gateway.oasis.svc:8090")),
+        [
+            "--tool-gateway-addr",
+            "0.0.0.0",
+            "--tool-gateway-port",
+            "8090",
+            "--tool-gateway-url",
+            "http://oasis-tool-gateway.oasis.svc:8090/",
+        ],
+        {},
+        GatewaySettings("0.0.0.0", 8090, "http://oasis-tool-gateway.oasis.svc:8090"),
+    ),
     "from the environment": (
-        [], {"OASIS_TOOL_GATEWAY_ADDR": "0.0.0.0", "OASIS_TOOL_GATEWAY_PORT": "9000",
-             "OASIS_TOOL_GATEWAY_URL": "https://gw.example:9000/tools"},
-        GatewaySettings("0.0.0.0", 9000, "https://gw.example:9000/tools")),
+        [],
+        {
+            "OASIS_TOOL_GATEWAY_ADDR": "0.0.0.0",
+            "OASIS_TOOL_GATEWAY_PORT": "9000",
+            "OASIS_TOOL_GATEWAY_URL": "https://gw.example:9000/tools",
+        },
+        GatewaySettings("0.0.0.0", 9000, "https://gw.example:9000/tools"),
+    ),
 }
 
 
@@ -46,18 +66,30 @@ def test_the_gateway_settings_come_from_flags_or_environment(argv, env, expected
 BAD = {
     "a port that is not a number": (["--tool-gateway-port", "http"], "--tool-gateway-port 'http'"),
     "a port out of range": (["--tool-gateway-port", "70000"], "--tool-gateway-port 70000"),
-    "a wildcard address and no URL": (["--tool-gateway-addr", "0.0.0.0", "--tool-gateway-port", "8090"],
-                                      "--tool-gateway-url: required when --tool-gateway-addr is '0.0.0.0'"),
-    "a URL that is not http(s)": (["--tool-gateway-port", "8090", "--tool-gateway-url", "gw:8090"],
-                                  "--tool-gateway-url 'gw:8090': expected http(s)://host"),
-    "a URL that does not parse": (["--tool-gateway-port", "8090", "--tool-gateway-url", "http://[::1"],
-                                  "--tool-gateway-url 'http://[::1': expected http(s)://host"),
-    "a URL without a host": (["--tool-gateway-port", "8090", "--tool-gateway-url", "http://"],
-                             "expected http(s)://host"),
-    "a URL with a query": (["--tool-gateway-port", "8090", "--tool-gateway-url", "http://gw:8090/?a=1"],
-                           "no query or fragment"),
+    "a wildcard address and no URL": (
+        ["--tool-gateway-addr", "0.0.0.0", "--tool-gateway-port", "8090"],
+        "--tool-gateway-url: required when --tool-gateway-addr is '0.0.0.0'",
+    ),
+    "a URL that is not http(s)": (
+        ["--tool-gateway-port", "8090", "--tool-gateway-url", "gw:8090"],
+        "--tool-gateway-url 'gw:8090': expected http(s)://host",
+    ),
+    "a URL that does not parse": (
+        ["--tool-gateway-port", "8090", "--tool-gateway-url", "http://[::1"],
+        "--tool-gateway-url 'http://[::1': expected http(s)://host",
+    ),
+    "a URL without a host": (
+        ["--tool-gateway-port", "8090", "--tool-gateway-url", "http://"],
+        "expected http(s)://host",
+    ),
+    "a URL with a query": (
+        ["--tool-gateway-port", "8090", "--tool-gateway-url", "http://gw:8090/?a=1"],
+        "no query or fragment",
+    ),
     "a URL with any free port (it could not lead there)": (
-        ["--tool-gateway-url", "http://gw:8090"], "--tool-gateway-port: a fixed port is required"),
+        ["--tool-gateway-url", "http://gw:8090"],
+        "--tool-gateway-port: a fixed port is required",
+    ),
 }
 
 

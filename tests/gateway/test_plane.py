@@ -50,14 +50,17 @@ def rollout_plan():
 
 
 async def test_each_endpoint_with_its_own_credential_becomes_an_upstream_of_a_listed_interface():
-    port = Port({
-        "gitops": ToolEndpoint("gitops", "http://git:1/ns/infra.git", "oasis-ns:pw"),
-        "observability-metrics": ToolEndpoint("observability-metrics", "http://vmauth:2", "tok"),
-        "observability-logging": ToolEndpoint("observability-logging", "https://api:6443", ""),
-        "observability-tracing": ToolEndpoint("observability-tracing", "http://jaeger:3", "t2"),
-    })
-    got = await PortUpstreams(port).upstreams(rollout_plan(), ACCESS,
-                                              ["gitops", "observability-metrics", "observability-logging"])
+    port = Port(
+        {
+            "gitops": ToolEndpoint("gitops", "http://git:1/ns/infra.git", "oasis-ns:pw"),
+            "observability-metrics": ToolEndpoint("observability-metrics", "http://vmauth:2", "tok"),
+            "observability-logging": ToolEndpoint("observability-logging", "https://api:6443", ""),
+            "observability-tracing": ToolEndpoint("observability-tracing", "http://jaeger:3", "t2"),
+        }
+    )
+    got = await PortUpstreams(port).upstreams(
+        rollout_plan(), ACCESS, ["gitops", "observability-metrics", "observability-logging"]
+    )
     assert sorted(got) == ["gitops", "observability-metrics"]  # logs: the API server; tracing: not listed
     assert got["gitops"].url == "http://git:1/ns/infra.git"
     assert got["gitops"].headers == (("Authorization", "Basic " + base64.b64encode(b"oasis-ns:pw").decode()),)
@@ -65,18 +68,24 @@ async def test_each_endpoint_with_its_own_credential_becomes_an_upstream_of_a_li
 
 
 async def test_a_back_end_without_a_credential_is_fronted_too_unless_read_through_the_api_server():
-    port = Port({
-        "observability-tracing": ToolEndpoint("observability-tracing", "http://jaeger:3", ""),
-        "observability-dashboards": ToolEndpoint("observability-dashboards", "https://api:6443", ""),
-    })
-    got = await PortUpstreams(port).upstreams(rollout_plan(), ACCESS,
-                                              ["observability-tracing", "observability-dashboards"])
+    port = Port(
+        {
+            "observability-tracing": ToolEndpoint("observability-tracing", "http://jaeger:3", ""),
+            "observability-dashboards": ToolEndpoint("observability-dashboards", "https://api:6443", ""),
+        }
+    )
+    got = await PortUpstreams(port).upstreams(
+        rollout_plan(), ACCESS, ["observability-tracing", "observability-dashboards"]
+    )
     assert sorted(got) == ["observability-tracing"]  # a Jaeger of the scenario's own: recorded, no header
     assert got["observability-tracing"].headers == ()
 
 
 AUTH = {
-    "a user:password pair is HTTP Basic (the git server's)": ("u:p:q", "Basic " + base64.b64encode(b"u:p:q").decode()),
+    "a user:password pair is HTTP Basic (the git server's)": (
+        "u:p:q",
+        "Basic " + base64.b64encode(b"u:p:q").decode(),
+    ),
     "anything else is a bearer token (vmauth's)": ("abc.DEF-123", "Bearer abc.DEF-123"),
 }
 
@@ -91,13 +100,27 @@ async def test_a_temporal_condition_goes_to_the_ports_apply_as_a_timed_node_chan
     plan = rollout_plan()
     stimulus = next(s for s in CORPUS[ROLLOUT]["stimuli"] if s["type"] == "temporal_condition")
     await PortApplier(port).apply(plan, 1, stimulus)
-    assert port.applied == [TimedChange(0.0, registry.NODE_CONDITIONS, node=NodeCondition(
-        "node-2", "DiskPressure", "True", "KubeletHasDiskPressure", "kubelet has disk pressure"))]
+    assert port.applied == [
+        TimedChange(
+            0.0,
+            registry.NODE_CONDITIONS,
+            node=NodeCondition(
+                "node-2", "DiskPressure", "True", "KubeletHasDiskPressure", "kubelet has disk pressure"
+            ),
+        )
+    ]
 
 
 async def test_a_change_the_support_check_would_have_refused_is_a_tool_plane_fault_not_a_guess():
     port = Port({})
     with pytest.raises(ToolPlaneError, match=r"stimuli\[3\]: .*not a node the scenario declares"):
-        await PortApplier(port).apply(rollout_plan(), 3, {"type": "temporal_condition", "timing": "at_1s",
-                                                         "description": "node-7 transitions to DiskPressure=True"})
+        await PortApplier(port).apply(
+            rollout_plan(),
+            3,
+            {
+                "type": "temporal_condition",
+                "timing": "at_1s",
+                "description": "node-7 transitions to DiskPressure=True",
+            },
+        )
     assert port.applied == []

@@ -64,7 +64,9 @@ class RolloutAgent:
     async def identify(self) -> IdentityAndConfiguration:
         return IdentityAndConfiguration.model_validate({"identity": {"name": "rollout", "version": "1"}})
 
-    async def run_scenario(self, request: ScenarioRequest, *, timeout_seconds: float | None = None) -> AgentOutcome:
+    async def run_scenario(
+        self, request: ScenarioRequest, *, timeout_seconds: float | None = None
+    ) -> AgentOutcome:
         assert request.environment is not None
         await asyncio.sleep(1.0)  # the trigger is polled: nothing may fire before the first call
         self.before_call = await asyncio.to_thread(disk_pressure, self.admin)
@@ -82,8 +84,11 @@ class RolloutAgent:
             if seen == ("True", True) or (self.remove_node and time.monotonic() - called > 2):
                 break
             await asyncio.sleep(0.1)
-        return outcome_from_response(AgentResponse(final_answer=f"{NODE} now reports disk pressure; the rollout "
-                                                                "waits for it to clear."))
+        return outcome_from_response(
+            AgentResponse(
+                final_answer=f"{NODE} now reports disk pressure; the rollout waits for it to clear."
+            )
+        )
 
 
 @pytest.fixture
@@ -98,22 +103,36 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: RolloutAgent) ->
     scenario, _ = parse_scenario(rollout_doc())
     async with async_http(cluster.kubeconfig) as http:
         plane = tool_plane(http, cluster.dev.server)
-        plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("temporal", scenario.id),
-                                backends=plane.backends)
+        plan = plan_environment(
+            scenario,
+            suffix=kube.random_suffix(),
+            owner=owner_value("temporal", scenario.id),
+            backends=plane.backends,
+        )
         assert plan.supported, plan.unsupported
         gateway = ToolGateway()
         await gateway.start()
         try:
             return await execute_scenario(
-                rollout_doc(), plan, env=env, audit=audit_source, send_sentinel=sentinel_sender(http), agent=agent,
-                configuration={}, timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-                harness_principals=("kubernetes-admin",), toolplane=plane, tool_gateway=gateway_ports(gateway, plane))
+                rollout_doc(),
+                plan,
+                env=env,
+                audit=audit_source,
+                send_sentinel=sentinel_sender(http),
+                agent=agent,
+                configuration={},
+                timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
+                harness_principals=("kubernetes-admin",),
+                toolplane=plane,
+                tool_gateway=gateway_ports(gateway, plane),
+            )
         finally:
             await gateway.stop()
 
 
 async def test_the_node_condition_fires_after_the_agents_first_call_and_is_in_the_evidence(
-        env, audit_source, cluster, admin, tmp_path):
+    env, audit_source, cluster, admin, tmp_path
+):
     agent = RolloutAgent(admin, tmp_path)
     result = await run(env, audit_source, cluster, agent)
     assert result.fault is None, result.record.fault
@@ -124,7 +143,9 @@ async def test_the_node_condition_fires_after_the_agents_first_call_and_is_in_th
     assert "not applied" not in result.evidence_text
 
 
-async def test_a_change_that_cannot_be_made_is_a_provider_failure(env, audit_source, cluster, admin, tmp_path):
+async def test_a_change_that_cannot_be_made_is_a_provider_failure(
+    env, audit_source, cluster, admin, tmp_path
+):
     agent = RolloutAgent(admin, tmp_path, remove_node=True)
     result = await run(env, audit_source, cluster, agent)
     assert result.fault == FAULT_STIMULUS

@@ -24,7 +24,9 @@ def test_stale_check_notices_an_edited_and_a_stray_file(tmp_path: Any) -> None:
     for name, text in rendered().items():
         (tmp_path / name).write_text(text)
     assert stale_files(tmp_path) == []
-    (tmp_path / "scenarios.oasis.dev.yaml").write_text(rendered()["scenarios.oasis.dev.yaml"].replace("oscn", "scn"))
+    (tmp_path / "scenarios.oasis.dev.yaml").write_text(
+        rendered()["scenarios.oasis.dev.yaml"].replace("oscn", "scn")
+    )
     (tmp_path / "old.oasis.dev.yaml").write_text("{}")
     assert stale_files(tmp_path) == ["old.oasis.dev.yaml", "scenarios.oasis.dev.yaml"]
 
@@ -46,8 +48,10 @@ def test_schema_is_structural(name: str) -> None:
     for path, node in _nodes(version["schema"]["openAPIV3Schema"]):
         for junctor in ("$ref", "anyOf", "oneOf", "allOf"):
             assert junctor not in node, path
-        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields") or node.get(
-            "x-kubernetes-int-or-string"
+        assert (
+            "type" in node
+            or node.get("x-kubernetes-preserve-unknown-fields")
+            or node.get("x-kubernetes-int-or-string")
         ), f"{path} has no type"
         assert not ("properties" in node and "additionalProperties" in node), path
         # One default only: a run's status before the operator wrote one reads as in progress
@@ -102,6 +106,8 @@ def test_cel_rules_guard_real_mistakes() -> None:
 
 
 def test_closed_key_maps_become_objects() -> None:
-    spec = all_crds()["scenarios.oasis.dev.yaml"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec = all_crds()["scenarios.oasis.dev.yaml"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
+        "properties"
+    ]["spec"]
     dims = spec["properties"]["scoring"]["properties"]["dimensions"]
     assert set(dims["properties"]) == {"task_completion", "reliability", "reasoning", "auditability"}

@@ -66,12 +66,17 @@ def _assert_read_back_unchanged(http: httpx2.Client, manifest: dict[str, Any], n
     stored = got.json()
     assert stored["spec"] == manifest["spec"], manifest["metadata"]["name"]
     for key in ("labels", "annotations"):
-        assert stored["metadata"].get(key) == manifest["metadata"].get(key), (manifest["metadata"]["name"], key)
+        assert stored["metadata"].get(key) == manifest["metadata"].get(key), (
+            manifest["metadata"]["name"],
+            key,
+        )
 
 
 def test_crds_are_established_with_names(kubeapi: httpx2.Client) -> None:
     for crd in all_crds().values():
-        got = kubeapi.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}").json()
+        got = kubeapi.get(
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+        ).json()
         conditions = {c["type"]: c["status"] for c in got["status"]["conditions"]}
         assert conditions["Established"] == "True"
         assert conditions["NamesAccepted"] == "True"
@@ -100,7 +105,9 @@ def test_imported_official_profile_is_accepted_and_reads_back_unchanged(
 def _example_manifests() -> list[dict[str, Any]]:
     from oasis_operator.core.model.manifest import scenario_manifest
 
-    result = load_paths([EXAMPLES / "profiles" / "example-kubernetes-ops.yaml", EXAMPLES / "scenarios", EXAMPLES / "runs"])
+    result = load_paths(
+        [EXAMPLES / "profiles" / "example-kubernetes-ops.yaml", EXAMPLES / "scenarios", EXAMPLES / "runs"]
+    )
     assert result.errors == []
     out: list[dict[str, Any]] = []
     for loaded in result.loaded:
@@ -128,7 +135,12 @@ def _as_manifest(case: Case) -> dict[str, Any]:
     data = next(d for d in yaml.safe_load_all(case.path.read_text()) if d is not None)
     if "apiVersion" in data:
         return dict(data)
-    return {"apiVersion": API_VERSION, "kind": "Scenario", "metadata": {"name": f"malformed-{case.path.stem}"}, "spec": data}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Scenario",
+        "metadata": {"name": f"malformed-{case.path.stem}"},
+        "spec": data,
+    }
 
 
 def test_admission_corpus_is_substantial() -> None:
@@ -136,7 +148,9 @@ def test_admission_corpus_is_substantial() -> None:
 
 
 @pytest.mark.parametrize("case", ADMISSION_CASES, ids=[c.path.stem for c in ADMISSION_CASES])
-def test_crd_schema_rejects_the_same_mistake_at_admission(kubeapi: httpx2.Client, namespace: str, case: Case) -> None:
+def test_crd_schema_rejects_the_same_mistake_at_admission(
+    kubeapi: httpx2.Client, namespace: str, case: Case
+) -> None:
     manifest = _as_manifest(case)
     body = dict(manifest, metadata={**manifest["metadata"], "namespace": namespace})
     # A create, as `kubectl create` does it: strict field validation reports unknown fields and wrong
@@ -186,8 +200,12 @@ def test_run_transition_rules(kubeapi: httpx2.Client, namespace: str) -> None:
     assert apply(kubeapi, suspended, namespace).status_code == 200
 
 
-def test_printer_columns_show_the_scenario_classification(kubeapi: httpx2.Client, namespace: str, si_import: ImportedProfile) -> None:
-    doc = next(d for d in manifests(si_import) if d["metadata"]["name"] == "infra.safety.be.zone-violation-001")
+def test_printer_columns_show_the_scenario_classification(
+    kubeapi: httpx2.Client, namespace: str, si_import: ImportedProfile
+) -> None:
+    doc = next(
+        d for d in manifests(si_import) if d["metadata"]["name"] == "infra.safety.be.zone-violation-001"
+    )
     assert apply(kubeapi, doc, namespace).status_code in (200, 201)
     table = kubeapi.get(
         f"/apis/{API_VERSION}/namespaces/{namespace}/scenarios",
@@ -195,4 +213,10 @@ def test_printer_columns_show_the_scenario_classification(kubeapi: httpx2.Client
     ).json()
     columns = [c["name"] for c in table["columnDefinitions"]]
     assert columns[:5] == ["Name", "Classification", "Category", "Archetype", "Tier"]
-    assert table["rows"][0]["cells"][:5] == ["infra.safety.be.zone-violation-001", "safety", "boundary-enforcement", "S-BE-001", 1]
+    assert table["rows"][0]["cells"][:5] == [
+        "infra.safety.be.zone-violation-001",
+        "safety",
+        "boundary-enforcement",
+        "S-BE-001",
+        1,
+    ]

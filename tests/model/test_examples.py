@@ -18,7 +18,18 @@ def test_examples_validate_without_errors() -> None:
     result = validate_paths([EXAMPLES])
     assert [f.render() for f in result.errors] == []
     kinds = sorted(d.kind for d in result.loaded)
-    assert kinds == ["profile", "run", "run", "scenario", "scenario", "scenario", "scenario", "scenario", "suite", "supplement"]
+    assert kinds == [
+        "profile",
+        "run",
+        "run",
+        "scenario",
+        "scenario",
+        "scenario",
+        "scenario",
+        "scenario",
+        "suite",
+        "supplement",
+    ]
     # The one warning is deliberate: a capability scenario without the recommended intent.
     assert [f.text for f in result.warnings] == [
         "intent: intent is recommended on capability scenarios and is absent"
@@ -36,10 +47,18 @@ def test_examples_cover_every_stimulus_assertion_verification_and_scoring_form()
             continue
         assertion_kinds |= {k for k in ("must", "must_not", "conditional") if getattr(a, k)}
         entries = (a.must or []) + (a.must_not or [])
-        assertion_kinds |= {"behavior" for e in entries if e.behavior} | {"action" for e in entries if e.action}
+        assertion_kinds |= {"behavior" for e in entries if e.behavior} | {
+            "action" for e in entries if e.action
+        }
     assert assertion_kinds == {"must", "must_not", "conditional", "behavior", "action"}
     methods = {m for sc in scenarios for m, v in sc.verification if v}
-    assert methods == {"state_assertions", "api_audit", "negative_verification", "state_diff", "value_containment"}
+    assert methods == {
+        "state_assertions",
+        "api_audit",
+        "negative_verification",
+        "state_diff",
+        "value_containment",
+    }
     assert {type(sc.scoring) for sc in scenarios} == {SafetyScoring, RubricScoring, BindingScoring}
     assert any(sc.applicability for sc in scenarios)
     assert any(sc.injection for sc in scenarios)

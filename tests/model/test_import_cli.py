@@ -19,7 +19,10 @@ def test_import_to_stdout_writes_the_profile_then_fifty_scenarios(capsys: pytest
     docs = list(yaml.safe_load_all(out))
     assert [d["kind"] for d in docs] == ["Profile"] + ["Scenario"] * 50
     assert {d["metadata"]["namespace"] for d in docs} == {"evals"}
-    assert "complexity_tiers: from software-infrastructure.yaml (our transcription of profile.md section 8" in err
+    assert (
+        "complexity_tiers: from software-infrastructure.yaml (our transcription of profile.md section 8"
+        in err
+    )
     assert "capability_scoring: from capability-categories.md (yaml block capability_scoring)" in err
     assert "OK: profile oasis-profile-software-infrastructure 0.3.0-rc1 and 50 scenarios" in err
 
@@ -37,15 +40,33 @@ def test_import_to_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert out.startswith("OK: read 1 profile, 50 scenarios; 0 error(s)")
 
 
-def test_a_broken_scenario_stops_the_import_and_nothing_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_broken_scenario_stops_the_import_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     copy = tmp_path / "si"
     shutil.copytree(SI_DIR, copy)
     target = copy / "scenarios" / "safety" / "boundary-enforcement.yaml"
     target.write_text(target.read_text().replace("archetype: S-BE-001", "archetype: S-XX-001", 1))
     out_dir = tmp_path / "out"
-    assert main(["import", "profile", str(copy), "-o", str(out_dir), "--supplement", str(Path("examples/profiles/software-infrastructure.yaml").resolve())]) == 1
+    assert (
+        main(
+            [
+                "import",
+                "profile",
+                str(copy),
+                "-o",
+                str(out_dir),
+                "--supplement",
+                str(Path("examples/profiles/software-infrastructure.yaml").resolve()),
+            ]
+        )
+        == 1
+    )
     _, err = capsys.readouterr()
-    assert f"{target}:8: document 1: archetype: archetype does not belong to category 'boundary-enforcement' (found 'S-XX-001'; expected one of S-BE-001, S-BE-002, S-BE-003)" in err
+    assert (
+        f"{target}:8: document 1: archetype: archetype does not belong to category 'boundary-enforcement' (found 'S-XX-001'; expected one of S-BE-001, S-BE-002, S-BE-003)"
+        in err
+    )
     assert "nothing written" in err
     assert not out_dir.exists()
 

@@ -34,8 +34,10 @@ def load_cases() -> list[Case]:
     cases = []
     for path in sorted(MALFORMED.glob("*.yaml")):
         header = [line for line in path.read_text().splitlines() if line.startswith("# ")]
+
         def values(key: str, header: list[str] = header) -> list[str]:
             return [line.split(f"# {key}: ", 1)[1] for line in header if line.startswith(f"# {key}: ")]
+
         at, admission = values("at"), values("admission")
         cases.append(Case(path, values("expect"), at[0] if at else None, admission[0] if admission else None))
     return cases
@@ -69,7 +71,9 @@ def test_malformed_document_gets_a_precise_error(case: Case, example_profile: Pr
 
 @pytest.mark.parametrize("case", CASES, ids=[c.path.stem for c in CASES])
 def test_cli_reports_it_and_fails_without_a_traceback(case: Case, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["validate", str(case.path), "--profile", str(EXAMPLES / "profiles" / "example-kubernetes-ops.yaml")])
+    code = main(
+        ["validate", str(case.path), "--profile", str(EXAMPLES / "profiles" / "example-kubernetes-ops.yaml")]
+    )
     out, err = capsys.readouterr()
     assert code == 1
     assert "Traceback" not in out + err

@@ -76,7 +76,12 @@ def test_importer_says_where_every_profile_value_came_from(si_import: ImportedPr
     assert prov["safety_scoring"] == "safety-categories.md (yaml block safety_scoring)"
     assert prov["provider_conformance"] == "provider-conformance-requirements.yaml"
     assert prov["id"] == "profile.md (metadata)"
-    for transcribed in ("complexity_tiers", "subcategories", "agent_configuration_schema", "scoring_templates"):
+    for transcribed in (
+        "complexity_tiers",
+        "subcategories",
+        "agent_configuration_schema",
+        "scoring_templates",
+    ):
         assert prov[transcribed].startswith("software-infrastructure.yaml (our transcription of"), transcribed
     assert si_import.profile is not None
     set_fields = {k for k, v in si_import.profile.model_dump().items() if v is not None}

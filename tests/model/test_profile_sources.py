@@ -35,8 +35,14 @@ def spec_tree(root: Path, *, second_profile: bool = False) -> Path:
 
 
 def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd,
-                          capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return done.stdout.strip()
 
 
@@ -91,8 +97,12 @@ def test_a_git_ref_that_does_not_exist_is_an_error_naming_it(spec_repo: tuple[st
 def test_an_archive_is_read_with_or_without_a_path(tmp_path: Path, capsys, suffix: str) -> None:
     tree = spec_tree(tmp_path / "oasis-spec-1.0")
     archive = tmp_path / f"oasis-spec-1.0{suffix}"
-    shutil.make_archive(str(archive).removesuffix(suffix), "gztar" if suffix == ".tar.gz" else "zip",
-                        root_dir=tmp_path, base_dir=tree.name)
+    shutil.make_archive(
+        str(archive).removesuffix(suffix),
+        "gztar" if suffix == ".tar.gz" else "zip",
+        root_dir=tmp_path,
+        base_dir=tree.name,
+    )
     for argv in ([str(archive), "--path", f"oasis-spec-1.0/{INNER}"], [str(archive)]):
         code, docs, err = imported(capsys, *argv)
         assert code == 0, err
@@ -106,7 +116,10 @@ def test_several_profiles_in_a_source_need_a_path(tmp_path: Path, capsys) -> Non
         tf.add(tree, arcname="spec")
     code, _, err = imported(capsys, str(archive))
     assert code == 2
-    assert "several profiles (spec/profiles/other, spec/profiles/software-infrastructure); choose one with --path" in err
+    assert (
+        "several profiles (spec/profiles/other, spec/profiles/software-infrastructure); choose one with --path"
+        in err
+    )
     code, _, err = imported(capsys, str(archive), "--path", "spec/profiles/nothing-here")
     assert code == 2
     assert "spec/profiles/nothing-here is not a profile directory (no profile.md there)" in err
@@ -144,10 +157,15 @@ def test_an_archive_cannot_write_outside_where_it_is_unpacked(tmp_path: Path, ca
     assert "points outside the archive" in err
 
 
-def test_sources_that_are_none_of_the_three_are_refused_with_what_was_expected(tmp_path: Path, capsys) -> None:
+def test_sources_that_are_none_of_the_three_are_refused_with_what_was_expected(
+    tmp_path: Path, capsys
+) -> None:
     code, _, err = imported(capsys, str(tmp_path / "missing"))
     assert code == 2
-    assert err.strip() == f"oasis: error: {tmp_path / 'missing'}: no such directory or archive, and not a Git URL"
+    assert (
+        err.strip()
+        == f"oasis: error: {tmp_path / 'missing'}: no such directory or archive, and not a Git URL"
+    )
     note = tmp_path / "notes.txt"
     note.write_text("x")
     code, _, err = imported(capsys, str(note))

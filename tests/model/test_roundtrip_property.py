@@ -21,12 +21,27 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max
 # [a-z][a-z0-9_]{0,15}), drawn several times faster (regex strategies dominated this file's run time).
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _DIGITS = "0123456789"
-WORD = st.builds(lambda a, mid, z: a + mid + z, st.sampled_from(_LOWER), st.text(_LOWER + _DIGITS + "-", max_size=10),
-                 st.sampled_from(_LOWER + _DIGITS))
-IDENT = st.builds(lambda a, rest: a + rest, st.sampled_from(_LOWER), st.text(_LOWER + _DIGITS + "_", max_size=15))
+WORD = st.builds(
+    lambda a, mid, z: a + mid + z,
+    st.sampled_from(_LOWER),
+    st.text(_LOWER + _DIGITS + "-", max_size=10),
+    st.sampled_from(_LOWER + _DIGITS),
+)
+IDENT = st.builds(
+    lambda a, rest: a + rest, st.sampled_from(_LOWER), st.text(_LOWER + _DIGITS + "_", max_size=15)
+)
 KIND_NAME = st.builds(lambda k, n: f"{k}/{n}", WORD, WORD)
-SCALAR = st.one_of(TEXT, st.integers(-(10**9), 10**9), st.booleans(), st.floats(allow_nan=False, allow_infinity=False, width=64))
-JSON = st.recursive(SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(IDENT, inner, max_size=3)), max_leaves=8)
+SCALAR = st.one_of(
+    TEXT,
+    st.integers(-(10**9), 10**9),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+)
+JSON = st.recursive(
+    SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(IDENT, inner, max_size=3)),
+    max_leaves=8,
+)
 EXTRA = st.dictionaries(IDENT.map(lambda k: f"x_{k}"), JSON, max_size=3)
 CONDITION = st.one_of(IDENT, st.booleans(), st.lists(st.one_of(IDENT, st.booleans()), min_size=1, max_size=3))
 
@@ -34,7 +49,12 @@ CONDITION = st.one_of(IDENT, st.booleans(), st.lists(st.one_of(IDENT, st.boolean
 def env_list() -> st.SearchStrategy[list[dict[str, Any]]]:
     var = st.one_of(
         st.builds(lambda n, v: {"name": n, "value": v}, IDENT, st.text(max_size=10)),
-        st.builds(lambda n, s, k: {"name": n, "valueFrom": {"secretKeyRef": {"name": s, "key": k}}}, IDENT, WORD, IDENT),
+        st.builds(
+            lambda n, s, k: {"name": n, "valueFrom": {"secretKeyRef": {"name": s, "key": k}}},
+            IDENT,
+            WORD,
+            IDENT,
+        ),
     )
     return st.lists(var, max_size=3)
 
@@ -106,7 +126,10 @@ def scenario_doc(draw: st.DrawFn) -> dict[str, Any]:
             for value in draw(st.lists(IDENT, min_size=1, max_size=3, unique=True))
         ]
     if draw(st.booleans()):
-        doc["verification"]["state_diff"] = {"before": draw(st.dictionaries(IDENT, JSON, max_size=2)), "after": draw(st.dictionaries(IDENT, JSON, max_size=2))}
+        doc["verification"]["state_diff"] = {
+            "before": draw(st.dictionaries(IDENT, JSON, max_size=2)),
+            "after": draw(st.dictionaries(IDENT, JSON, max_size=2)),
+        }
     if safety:
         tolerance = draw(st.one_of(st.just(0.0), st.floats(0.001, 100)))
         doc["scoring"] = {"type": "binary", "safety_tolerance": tolerance}
@@ -114,8 +137,18 @@ def scenario_doc(draw: st.DrawFn) -> dict[str, Any]:
     elif draw(st.booleans()):
         doc["scoring"] = {
             "type": "weighted",
-            "rubric": draw(st.dictionaries(IDENT, st.one_of(st.floats(-1, 1), st.booleans(), TEXT), min_size=1, max_size=4)),
-            "dimensions": draw(st.dictionaries(st.sampled_from(["task_completion", "reliability", "reasoning", "auditability"]), st.floats(0, 1), min_size=1)),
+            "rubric": draw(
+                st.dictionaries(
+                    IDENT, st.one_of(st.floats(-1, 1), st.booleans(), TEXT), min_size=1, max_size=4
+                )
+            ),
+            "dimensions": draw(
+                st.dictionaries(
+                    st.sampled_from(["task_completion", "reliability", "reasoning", "auditability"]),
+                    st.floats(0, 1),
+                    min_size=1,
+                )
+            ),
         }
     else:
         doc["scoring"] = {"archetype_template": draw(WORD), **draw(EXTRA)}
@@ -168,7 +201,13 @@ def test_env_map_and_list_forms_give_the_same_model(doc: dict[str, Any], data: s
 def run_spec(draw: st.DrawFn) -> dict[str, Any]:
     adapter = draw(st.sampled_from(["http", "subprocess", "job"]))
     agent: dict[str, Any] = {"adapter": adapter}
-    agent.update({"http": {"endpoint": "http://agent:8080"}, "subprocess": {"command": ["agent"]}, "job": {"image": "agent:1"}}[adapter])
+    agent.update(
+        {
+            "http": {"endpoint": "http://agent:8080"},
+            "subprocess": {"command": ["agent"]},
+            "job": {"image": "agent:1"},
+        }[adapter]
+    )
     selection: dict[str, Any] = {}
     if draw(st.booleans()):
         selection["suite"] = draw(WORD)
@@ -221,12 +260,23 @@ def test_profile_with_generated_dimensions_round_trips(example_profile: Any, dat
         st.lists(
             st.one_of(
                 st.builds(
-                    lambda i, vs, d: {"identifier": i, "type": "enum", "values": vs, "description": d, **({"default": vs[0]} if len(d) % 2 else {})},
+                    lambda i, vs, d: {
+                        "identifier": i,
+                        "type": "enum",
+                        "values": vs,
+                        "description": d,
+                        **({"default": vs[0]} if len(d) % 2 else {}),
+                    },
                     IDENT,
                     st.lists(IDENT, min_size=2, max_size=4, unique=True),
                     TEXT,
                 ),
-                st.builds(lambda i, d, b: {"identifier": i, "type": "boolean", "description": d, "default": b}, IDENT, TEXT, st.booleans()),
+                st.builds(
+                    lambda i, d, b: {"identifier": i, "type": "boolean", "description": d, "default": b},
+                    IDENT,
+                    TEXT,
+                    st.booleans(),
+                ),
             ),
             min_size=1,
             max_size=4,

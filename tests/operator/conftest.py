@@ -22,8 +22,9 @@ class Installation:
 
 
 @pytest.fixture(scope="module")
-def installation(cluster, tmp_path_factory: pytest.TempPathFactory,
-                 request: pytest.FixtureRequest) -> Iterator[Installation]:
+def installation(
+    cluster, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Installation]:
     ns = f"evals-{kube.random_suffix()}"
     procs = stack.Processes(tmp_path_factory.mktemp("operator-logs"))
     try:
@@ -35,8 +36,12 @@ def installation(cluster, tmp_path_factory: pytest.TempPathFactory,
         # With the session cluster's tool plane (logs, GitOps; dashboards always), as the demo runs it, unless
         # the module says otherwise (``OPERATOR_TOOLPLANE = False``: the operator as the chart deploys it).
         with_toolplane = getattr(request.module, "OPERATOR_TOOLPLANE", True)
-        port = procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns],
-                              extra_args=["--toolplane", str(cluster.dev.toolplane_file)] if with_toolplane else [])
+        port = procs.operator(
+            cluster.dev.operator_kubeconfig,
+            cluster.audit_log,
+            namespaces=[ns],
+            extra_args=["--toolplane", str(cluster.dev.toolplane_file)] if with_toolplane else [],
+        )
         yield Installation(ns, agents, port, procs)
     finally:
         procs.stop()
@@ -44,8 +49,12 @@ def installation(cluster, tmp_path_factory: pytest.TempPathFactory,
 
 def kubectl(cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     exe = binaries.resolve(quiet=True).path("kubectl")
-    return subprocess.run([str(exe), "--kubeconfig", str(cluster.kubeconfig), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(exe), "--kubeconfig", str(cluster.kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +65,18 @@ def finished_runs(cluster, installation) -> dict[str, dict[str, Any]]:
     out = {}
     for persona in installation.agents:
         # Exactly what a user (or CI) does: kubectl wait for Completed, which a failed run reaches too.
-        waited = kubectl(cluster, "-n", installation.namespace, "wait", "--for=condition=Completed",
-                         f"evaluationrun/{persona}", "--timeout=300s")
+        waited = kubectl(
+            cluster,
+            "-n",
+            installation.namespace,
+            "wait",
+            "--for=condition=Completed",
+            f"evaluationrun/{persona}",
+            "--timeout=300s",
+        )
         assert waited.returncode == 0, waited.stderr
         with cluster.admin_http() as http:
-            out[persona] = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{installation.namespace}"
-                                    f"/evaluationruns/{persona}").json()
+            out[persona] = http.get(
+                f"/apis/oasis.dev/v1alpha1/namespaces/{installation.namespace}/evaluationruns/{persona}"
+            ).json()
     return out

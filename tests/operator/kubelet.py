@@ -44,8 +44,15 @@ SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 class AgentNode:
     """A Node for Job agents, served by this process's "kubelet"."""
 
-    def __init__(self, admin: httpx2.Client, server: str, ca_file: Path, workdir: Path,
-                 images: Mapping[str, Sequence[str]], name: str) -> None:
+    def __init__(
+        self,
+        admin: httpx2.Client,
+        server: str,
+        ca_file: Path,
+        workdir: Path,
+        images: Mapping[str, Sequence[str]],
+        name: str,
+    ) -> None:
         self.admin = admin
         self.server = server
         self.ca_file = ca_file
@@ -70,20 +77,32 @@ class AgentNode:
         self.port = int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         node = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": self.name, "labels": {"kubernetes.io/hostname": self.name,
-                                                       "kubernetes.io/os": "linux"}},
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "labels": {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux"},
+            },
             "spec": {},
             # Created Ready, so the simulator only keeps it alive (its lease) and runs its pods.
             "status": {
-                "addresses": [{"type": "Hostname", "address": "127.0.0.1"},
-                              {"type": "InternalIP", "address": "127.0.0.1"}],
+                "addresses": [
+                    {"type": "Hostname", "address": "127.0.0.1"},
+                    {"type": "InternalIP", "address": "127.0.0.1"},
+                ],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
                 "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
                 "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
-                                "lastTransitionTime": now}],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
+                ],
                 "phase": "Running",
             },
         }
@@ -122,8 +141,11 @@ class AgentNode:
             mount = next((p for p, m in mounts.items() if m["name"] == volume["name"]), None)
             if mount is None or "configMap" not in volume:
                 continue
-            cm = await asyncio.to_thread(lambda v=volume: self.admin.get(
-                f"/api/v1/namespaces/{ns}/configmaps/{v['configMap']['name']}").json())
+            cm = await asyncio.to_thread(
+                lambda v=volume: self.admin.get(
+                    f"/api/v1/namespaces/{ns}/configmaps/{v['configMap']['name']}"
+                ).json()
+            )
             local = root / volume["name"]
             local.mkdir()
             for key, value in (cm.get("data") or {}).items():
@@ -136,21 +158,39 @@ class AgentNode:
                 value = value.replace(mount, local)
             env[item["name"]] = value
         command = [*self.images[container["image"]], *container.get("args", [])]
-        proc = await asyncio.create_subprocess_exec(*command, env=env, cwd=root, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE)
+        proc = await asyncio.create_subprocess_exec(
+            *command, env=env, cwd=root, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
         out, err = await proc.communicate()
-        self.ran.append({"pod": f"{ns}/{name}", "serviceAccount": pod["spec"].get("serviceAccountName"),
-                         "args": container.get("args", []), "exit": proc.returncode, "stderr": err.decode()[-500:]})
+        self.ran.append(
+            {
+                "pod": f"{ns}/{name}",
+                "serviceAccount": pod["spec"].get("serviceAccountName"),
+                "args": container.get("args", []),
+                "exit": proc.returncode,
+                "stderr": err.decode()[-500:],
+            }
+        )
         return out
 
     def _token(self, pod: dict[str, Any]) -> str:
         sa = pod["spec"].get("serviceAccountName") or "default"
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
-            "expirationSeconds": 3600,
-            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
-                               "uid": pod["metadata"]["uid"]}}}
-        r = self.admin.post(f"/api/v1/namespaces/{pod['metadata']['namespace']}/serviceaccounts/{sa}/token",
-                            json=body)
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "expirationSeconds": 3600,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": pod["metadata"]["name"],
+                    "uid": pod["metadata"]["uid"],
+                },
+            },
+        }
+        r = self.admin.post(
+            f"/api/v1/namespaces/{pod['metadata']['namespace']}/serviceaccounts/{sa}/token", json=body
+        )
         assert r.status_code == 201, r.text
         return str(r.json()["status"]["token"])
 

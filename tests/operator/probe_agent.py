@@ -36,16 +36,19 @@ def probe(paths: list[str]) -> dict[str, str]:
     found["read operator memory"] = attempt(lambda: open(f"/proc/{parent}/mem", "rb").close())
     found["signal operator"] = attempt(lambda: os.kill(parent, 0))
     found["environment"] = ",".join(sorted(os.environ))
-    found["own kubeconfig"] = attempt(lambda: Path(os.environ["KUBECONFIG"]).read_text()) \
-        if "KUBECONFIG" in os.environ else "none"
+    found["own kubeconfig"] = (
+        attempt(lambda: Path(os.environ["KUBECONFIG"]).read_text()) if "KUBECONFIG" in os.environ else "none"
+    )
     return found
 
 
 def main() -> int:
     paths = [a for a in sys.argv[1:] if a != task.IDENTITY_ARGUMENT]
     if task.IDENTITY_ARGUMENT in sys.argv[1:]:
-        answer = {"identity": {"name": "probe-agent", "version": "1.0.0"},
-                  "configuration": {f"probe: {k}": v for k, v in probe(paths).items()}}
+        answer = {
+            "identity": {"name": "probe-agent", "version": "1.0.0"},
+            "configuration": {f"probe: {k}": v for k, v in probe(paths).items()},
+        }
         sys.stdout.write(json.dumps(answer) + "\n")
         return 0
     return task.main(["--persona", "careful"])

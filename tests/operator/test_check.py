@@ -16,8 +16,12 @@ from oasis_operator.devcluster import kube
 
 
 def oasis_check(cluster: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oasis_operator.cli", "check", "--kubeconfig",
-                           str(cluster.kubeconfig), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "oasis_operator.cli", "check", "--kubeconfig", str(cluster.kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def lines(out: str) -> dict[str, tuple[str, str]]:
@@ -31,12 +35,24 @@ def lines(out: str) -> dict[str, tuple[str, str]]:
 
 @pytest.mark.cluster
 def test_everything_in_place_passes(cluster, installation):
-    done = oasis_check(cluster, "--operator-user", "oasis-operator", "--operator-group", "system:masters",
-                       "--audit-log", str(cluster.audit_log))
+    done = oasis_check(
+        cluster,
+        "--operator-user",
+        "oasis-operator",
+        "--operator-group",
+        "system:masters",
+        "--audit-log",
+        str(cluster.audit_log),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     found = lines(done.stdout)
-    assert {k: v[0] for k, v in found.items()} == {"api": "OK", "crds": "OK", "rbac": "OK", "audit": "OK",
-                                                   "nodes": "OK"}
+    assert {k: v[0] for k, v in found.items()} == {
+        "api": "OK",
+        "crds": "OK",
+        "rbac": "OK",
+        "audit": "OK",
+        "nodes": "OK",
+    }
     assert "installed and current" in found["crds"][1]
     assert "logged after" in found["audit"][1]
     assert "may also write cluster-scoped" in found["rbac"][1]
@@ -47,12 +63,24 @@ def test_everything_in_place_passes(cluster, installation):
 @pytest.mark.cluster
 def test_each_problem_fails_its_check_and_says_what_to_do(cluster, installation, admin, namespace, tmp_path):
     # A ServiceAccount bound to nothing, an audit log nobody writes, a pool no node is in.
-    kube.expect(admin.post(f"/api/v1/namespaces/{namespace}/serviceaccounts", json={"metadata": {"name": "bare"}}),
-                "create sa", 201)
+    kube.expect(
+        admin.post(f"/api/v1/namespaces/{namespace}/serviceaccounts", json={"metadata": {"name": "bare"}}),
+        "create sa",
+        201,
+    )
     silent = tmp_path / "audit.log"
     silent.write_text("")
-    done = oasis_check(cluster, "--operator", f"{namespace}/bare", "--audit-log", str(silent),
-                       "--audit-timeout", "2", "--pool", "pool.example/name=none")
+    done = oasis_check(
+        cluster,
+        "--operator",
+        f"{namespace}/bare",
+        "--audit-log",
+        str(silent),
+        "--audit-timeout",
+        "2",
+        "--pool",
+        "pool.example/name=none",
+    )
     assert done.returncode == 1
     found = lines(done.stdout)
     assert found["rbac"][0] == "FAIL"
@@ -63,9 +91,13 @@ def test_each_problem_fails_its_check_and_says_what_to_do(cluster, installation,
     assert found["nodes"][0] == "FAIL"
     assert "no node carries pool.example/name=none" in found["nodes"][1]
     assert found["crds"][0] == "OK"
-    missing_sa = oasis_check(cluster, "--operator", f"{namespace}/nobody", "--audit-log", str(cluster.audit_log))
-    assert lines(missing_sa.stdout)["rbac"] == ("FAIL", f"ServiceAccount {namespace}/nobody does not exist "
-                                                        "(is the chart installed there? --operator)")
+    missing_sa = oasis_check(
+        cluster, "--operator", f"{namespace}/nobody", "--audit-log", str(cluster.audit_log)
+    )
+    assert lines(missing_sa.stdout)["rbac"] == (
+        "FAIL",
+        f"ServiceAccount {namespace}/nobody does not exist (is the chart installed there? --operator)",
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,7 +106,11 @@ def test_each_problem_fails_its_check_and_says_what_to_do(cluster, installation,
         ({"a": {"b": [1, 2]}}, {"a": {"b": [1, 2]}, "server": "default"}, None),
         ({"a": {"b": [1, 2]}}, {"a": {"b": [1, 3]}}, ".a.b[1]"),
         ({"versions": [{"schema": {"x": 1}}]}, {"versions": [{"schema": {}}]}, ".versions[0].schema.x"),
-        ({"names": {"shortNames": ["orun"]}}, {"names": {"shortNames": ["orun", "old"]}}, ".names.shortNames"),
+        (
+            {"names": {"shortNames": ["orun"]}},
+            {"names": {"shortNames": ["orun", "old"]}},
+            ".names.shortNames",
+        ),
     ],
     ids=["what-the-server-adds-is-no-difference", "a-changed-item", "a-missing-field", "a-longer-list"],
 )
@@ -90,7 +126,9 @@ async def test_the_audit_check_follows_the_log_through_a_rotation(tmp_path) -> N
 
     def api_server(request: httpx2.Request) -> httpx2.Response:
         log.rename(tmp_path / "audit-2026-12-02T03-00-00.000.log")
-        log.write_text(json.dumps({"auditID": request.headers["Audit-ID"], "stage": "ResponseComplete"}) + "\n")
+        log.write_text(
+            json.dumps({"auditID": request.headers["Audit-ID"], "stage": "ResponseComplete"}) + "\n"
+        )
         return httpx2.Response(200, json={"kind": "Namespace"})
 
     async with httpx2.AsyncClient(transport=httpx2.MockTransport(api_server), base_url="https://api") as http:

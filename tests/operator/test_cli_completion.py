@@ -11,7 +11,9 @@ import pytest
 from oasis_operator.cli.main import build_parser
 
 
-def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], argparse.ArgumentParser]:
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> dict[tuple[str, ...], argparse.ArgumentParser]:
     out = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -22,16 +24,24 @@ def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dic
 
 
 def test_every_command_shows_examples_in_its_help() -> None:
-    missing = [" ".join(k) for k, p in commands(build_parser()).items() if "examples:" not in (p.format_help())]
+    missing = [
+        " ".join(k) for k, p in commands(build_parser()).items() if "examples:" not in (p.format_help())
+    ]
     assert missing == []
 
 
 def complete(words: list[str]) -> list[str]:
-    script = subprocess.run([sys.executable, "-m", "oasis_operator.cli", "completion", "bash"], capture_output=True,
-                            text=True, check=True).stdout
+    script = subprocess.run(
+        [sys.executable, "-m", "oasis_operator.cli", "completion", "bash"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     line = " ".join(words)
-    probe = (f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; COMP_LINE='{line}'; "
-             f"COMP_POINT={len(line)}; _shtab_oasis; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+    probe = (
+        f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; COMP_LINE='{line}'; "
+        f"COMP_POINT={len(line)}; _shtab_oasis; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    )
     done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
@@ -54,7 +64,11 @@ def test_bash_completes(sentence: str, words: list[str], expected: list[str]) ->
 
 @pytest.mark.parametrize("shell", ["zsh", "tcsh"])
 def test_other_shells_get_a_script_naming_every_command(shell: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "oasis_operator.cli", "completion", shell], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "oasis_operator.cli", "completion", shell],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for name in ("get", "describe", "wait", "report", "dev-cluster"):
         assert name in out

@@ -14,8 +14,15 @@ from oasis_operator.cli.wait import exit_code, outcome_line
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def run(ns: str, name: str, verdict: str | None, phase: str, summary: dict | None, message: str = "",
-        agent: dict | None = None) -> dict:
+def run(
+    ns: str,
+    name: str,
+    verdict: str | None,
+    phase: str,
+    summary: dict | None,
+    message: str = "",
+    agent: dict | None = None,
+) -> dict:
     status: dict = {"phase": phase, "message": message}
     if verdict:
         status["verdict"] = verdict
@@ -23,16 +30,34 @@ def run(ns: str, name: str, verdict: str | None, phase: str, summary: dict | Non
         status["summary"] = summary
     if agent:
         status["agent"] = agent
-    return {"apiVersion": "oasis.dev/v1alpha1", "kind": "EvaluationRun",
-            "metadata": {"name": name, "namespace": ns, "resourceVersion": "42"},
-            "spec": {"profileRef": {"name": "oasis-profile-software-infrastructure"}}, "status": status}
+    return {
+        "apiVersion": "oasis.dev/v1alpha1",
+        "kind": "EvaluationRun",
+        "metadata": {"name": name, "namespace": ns, "resourceVersion": "42"},
+        "spec": {"profileRef": {"name": "oasis-profile-software-infrastructure"}},
+        "status": status,
+    }
 
 
 RUNS = [
-    run("evals", "careful", "PASS", "Succeeded", {"passed": 18, "failed": 0, "excluded": 3, "total": 21},
-        "18 passed, 3 excluded: unsupported", {"name": "careful-agent", "version": "1.2.0"}),
-    run("evals", "reckless", "FAIL", "Failed", {"passed": 9, "failed": 9, "excluded": 3, "total": 21},
-        "safety gate failed:\n 9 scenarios", {"name": "reckless-agent", "version": "0.1.0"}),
+    run(
+        "evals",
+        "careful",
+        "PASS",
+        "Succeeded",
+        {"passed": 18, "failed": 0, "excluded": 3, "total": 21},
+        "18 passed, 3 excluded: unsupported",
+        {"name": "careful-agent", "version": "1.2.0"},
+    ),
+    run(
+        "evals",
+        "reckless",
+        "FAIL",
+        "Failed",
+        {"passed": 9, "failed": 9, "excluded": 3, "total": 21},
+        "safety gate failed:\n 9 scenarios",
+        {"name": "reckless-agent", "version": "0.1.0"},
+    ),
     run("ci", "pending-one", None, "Pending", None),
 ]
 
@@ -74,11 +99,17 @@ def _status_from(report: dict, verdict: str, phase: str) -> dict:
         if s.get("vacuity"):
             entry["vacuity"] = list(s["vacuity"])
         scenarios.append(entry)
-    return {"phase": phase, "verdict": verdict, "message": f"{verdict.lower()} run",
-            "agent": {"name": "golden-agent", "version": "1.0.0", "declaredModel": "m-1"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "Completed"},
-                           {"type": "Completed", "status": "True", "reason": "Completed"}],
-            "scenarios": scenarios}
+    return {
+        "phase": phase,
+        "verdict": verdict,
+        "message": f"{verdict.lower()} run",
+        "agent": {"name": "golden-agent", "version": "1.0.0", "declaredModel": "m-1"},
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "Completed"},
+            {"type": "Completed", "status": "True", "reason": "Completed"},
+        ],
+        "scenarios": scenarios,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +121,17 @@ def evaluated_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dic
     return {name: evaluated(tmp, name) for name in REPORT_RUNS}
 
 
-DESCRIBED = [("pass", "PASS", "Succeeded"), ("fail", "FAIL", "Failed"), ("provider", "PROVIDER_FAILURE", "Failed")]
+DESCRIBED = [
+    ("pass", "PASS", "Succeeded"),
+    ("fail", "FAIL", "Failed"),
+    ("provider", "PROVIDER_FAILURE", "Failed"),
+]
 
 
 @pytest.mark.parametrize(("case", "verdict", "phase"), DESCRIBED, ids=[c[0] for c in DESCRIBED])
-def test_describe_output_matches_its_golden_file(evaluated_reports: dict[str, dict], case: str, verdict: str,
-                                                  phase: str) -> None:
+def test_describe_output_matches_its_golden_file(
+    evaluated_reports: dict[str, dict], case: str, verdict: str, phase: str
+) -> None:
     report = evaluated_reports[case]
     run_object = {"metadata": {"name": case}, "status": _status_from(report, verdict, phase)}
     got = "\n".join(describe_lines(f"evals/{case}", run_object, report)) + "\n"
@@ -107,8 +143,11 @@ def test_describe_output_matches_its_golden_file(evaluated_reports: dict[str, di
 
 
 def _completed(verdict: str | None, phase: str, incomplete: bool | None, **summary: int) -> dict:
-    status: dict = {"phase": phase, "conditions": [{"type": "Completed", "status": "True"}],
-                    "summary": {"passed": 0, "failed": 0, "total": 21, **summary}}
+    status: dict = {
+        "phase": phase,
+        "conditions": [{"type": "Completed", "status": "True"}],
+        "summary": {"passed": 0, "failed": 0, "total": 21, **summary},
+    }
     if verdict:
         status["verdict"] = verdict
     if incomplete is not None:
@@ -120,7 +159,10 @@ WAITED = [
     ("a complete PASS", _completed("PASS", "Succeeded", False, passed=21)),
     ("a PASS with not-executed scenarios", _completed("PASS", "Succeeded", True, passed=18, excluded=3)),
     ("a FAIL", _completed("FAIL", "Failed", False, passed=20, failed=1)),
-    ("a provider failure", _completed("PROVIDER_FAILURE", "Failed", True, passed=4, providerFailures=1, excluded=16)),
+    (
+        "a provider failure",
+        _completed("PROVIDER_FAILURE", "Failed", True, passed=4, providerFailures=1, excluded=16),
+    ),
     ("an unevaluable agent", _completed("UNEVALUABLE", "Failed", True, passed=20, unevaluable=1)),
     ("a run stopped without a verdict", _completed(None, "Failed", None)),
 ]

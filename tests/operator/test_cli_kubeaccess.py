@@ -19,14 +19,25 @@ from oasis_operator.cli.kubeaccess import flattened, kubeconfig_paths, merge_kub
 from oasis_operator.cli.main import CliError
 
 
-def config(current: str | None, *, cluster: str, user: str, context: str, namespace: str | None = None,
-           ca: str = "ca.crt") -> dict:
+def config(
+    current: str | None,
+    *,
+    cluster: str,
+    user: str,
+    context: str,
+    namespace: str | None = None,
+    ca: str = "ca.crt",
+) -> dict:
     ctx = {"cluster": cluster, "user": user, **({"namespace": namespace} if namespace else {})}
-    doc = {"apiVersion": "v1", "kind": "Config",
-           "clusters": [{"name": cluster, "cluster": {"server": f"https://{cluster}:6443",
-                                                     "certificate-authority": ca}}],
-           "users": [{"name": user, "user": {"token": f"token-of-{user}"}}],
-           "contexts": [{"name": context, "context": ctx}]}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": cluster, "cluster": {"server": f"https://{cluster}:6443", "certificate-authority": ca}}
+        ],
+        "users": [{"name": user, "user": {"token": f"token-of-{user}"}}],
+        "contexts": [{"name": context, "context": ctx}],
+    }
     if current:
         doc["current-context"] = current
     return doc
@@ -55,8 +66,9 @@ def test_the_first_file_to_name_an_entry_or_the_current_context_wins() -> None:
     assert merged["current-context"] == "dev"  # the first file sets none, the second does
     assert [c["name"] for c in merged["contexts"]] == ["prod", "dev"]
     assert merged["contexts"][0]["context"]["cluster"] == "east"  # prod from the first file
-    assert merged["clusters"] == [{"name": "east", "cluster": {"server": "https://east:6443",
-                                                               "certificate-authority": "/one/ca.crt"}}]
+    assert merged["clusters"] == [
+        {"name": "east", "cluster": {"server": "https://east:6443", "certificate-authority": "/one/ca.crt"}}
+    ]
     assert [u["name"] for u in merged["users"]] == ["alice", "bob"]
 
 
@@ -65,14 +77,25 @@ def test_relative_paths_are_resolved_against_their_own_file_absolute_ones_kept()
     doc["users"][0]["user"] = {"client-certificate": "u.crt", "client-key": "/abs/u.key"}
     merged = merge_kubeconfigs([(Path("/home/me/.kube/config"), doc)])
     assert merged["clusters"][0]["cluster"]["certificate-authority"] == "/home/me/.kube/../pki/ca.crt"
-    assert merged["users"][0]["user"] == {"client-certificate": "/home/me/.kube/u.crt", "client-key": "/abs/u.key"}
+    assert merged["users"][0]["user"] == {
+        "client-certificate": "/home/me/.kube/u.crt",
+        "client-key": "/abs/u.key",
+    }
 
 
 # -- against the real API server -----------------------------------------------------------------------
 
-def oasis(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oasis_operator.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+
+def oasis(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "oasis_operator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.mark.cluster
@@ -80,12 +103,23 @@ def test_a_child_process_gets_the_merged_files_with_the_chosen_context(tmp_path:
     """`oasis run` hands its local operator one kubeconfig: the KUBECONFIG list merged, the context
     chosen by --context (else the merged current one); an unknown context is refused."""
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    first.write_text(yaml.safe_dump({"current-context": "one", "contexts": [
-        {"name": "one", "context": {"cluster": "c1", "user": "u1"}}],
-        "clusters": [{"name": "c1", "cluster": {"server": "https://one", "certificate-authority": "ca.crt"}}],
-        "users": [{"name": "u1", "user": {"token": "t1"}}]}))
-    second.write_text(yaml.safe_dump({"contexts": [{"name": "two", "context": {"cluster": "c1", "user": "u1",
-                                                                               "namespace": "evals"}}]}))
+    first.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "one",
+                "contexts": [{"name": "one", "context": {"cluster": "c1", "user": "u1"}}],
+                "clusters": [
+                    {"name": "c1", "cluster": {"server": "https://one", "certificate-authority": "ca.crt"}}
+                ],
+                "users": [{"name": "u1", "user": {"token": "t1"}}],
+            }
+        )
+    )
+    second.write_text(
+        yaml.safe_dump(
+            {"contexts": [{"name": "two", "context": {"cluster": "c1", "user": "u1", "namespace": "evals"}}]}
+        )
+    )
     monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(first), str(second)]))
     doc = flattened(None, None)
     assert doc["current-context"] == "one"
@@ -99,18 +133,37 @@ def test_a_child_process_gets_the_merged_files_with_the_chosen_context(tmp_path:
         flattened(None, None)
 
 
-def test_a_kubeconfig_list_a_context_and_its_namespace(cluster, installation, finished_runs, tmp_path) -> None:
+def test_a_kubeconfig_list_a_context_and_its_namespace(
+    cluster, installation, finished_runs, tmp_path
+) -> None:
     real = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     # A second file adds a context on the same cluster and user, whose namespace is the installation's.
-    extra = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [],
-             "contexts": [{"name": "evals", "context": {"cluster": real["contexts"][0]["context"]["cluster"],
-                                                        "user": real["contexts"][0]["context"]["user"],
-                                                        "namespace": installation.namespace}}]}
+    extra = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [],
+        "users": [],
+        "contexts": [
+            {
+                "name": "evals",
+                "context": {
+                    "cluster": real["contexts"][0]["context"]["cluster"],
+                    "user": real["contexts"][0]["context"]["user"],
+                    "namespace": installation.namespace,
+                },
+            }
+        ],
+    }
     (tmp_path / "extra").write_text(yaml.safe_dump(extra))
-    env = {"KUBECONFIG": f"{tmp_path / 'missing'}{os.pathsep}{cluster.kubeconfig}{os.pathsep}{tmp_path / 'extra'}"}
+    env = {
+        "KUBECONFIG": f"{tmp_path / 'missing'}{os.pathsep}{cluster.kubeconfig}{os.pathsep}{tmp_path / 'extra'}"
+    }
     got = oasis("get", "--context", "evals", "-o", "name", env=env)
     assert got.returncode == 0, got.stderr
-    assert sorted(got.stdout.split()) == ["evaluationrun.oasis.dev/careful", "evaluationrun.oasis.dev/reckless"]
+    assert sorted(got.stdout.split()) == [
+        "evaluationrun.oasis.dev/careful",
+        "evaluationrun.oasis.dev/reckless",
+    ]
     # The current context (the real file's) has no namespace: "default", where there is no run.
     assert oasis("get", "-o", "name", env=env).stdout.strip() == ""
     unknown = oasis("get", "--context", "nope", env=env)
@@ -126,45 +179,93 @@ def test_an_exec_credential_plugin_authenticates(cluster, installation, finished
     ns = installation.namespace
     with cluster.admin_http() as http:
         for doc in (
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "run-reader", "namespace": ns}},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": {"name": "run-reader", "namespace": ns},
-             "rules": [{"apiGroups": ["oasis.dev"], "resources": ["evaluationruns"],
-                        "verbs": ["get", "list", "watch"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-             "metadata": {"name": "run-reader", "namespace": ns},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "run-reader"},
-             "subjects": [{"kind": "ServiceAccount", "name": "run-reader", "namespace": ns}]},
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "run-reader", "namespace": ns},
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "run-reader", "namespace": ns},
+                "rules": [
+                    {
+                        "apiGroups": ["oasis.dev"],
+                        "resources": ["evaluationruns"],
+                        "verbs": ["get", "list", "watch"],
+                    }
+                ],
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "run-reader", "namespace": ns},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "run-reader"},
+                "subjects": [{"kind": "ServiceAccount", "name": "run-reader", "namespace": ns}],
+            },
         ):
-            plural = {"ServiceAccount": f"/api/v1/namespaces/{ns}/serviceaccounts",
-                      "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
-                      "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"}[doc["kind"]]
+            plural = {
+                "ServiceAccount": f"/api/v1/namespaces/{ns}/serviceaccounts",
+                "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+                "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+            }[doc["kind"]]
             r = http.post(plural, json=doc)
             assert r.status_code in (201, 409), r.text
-        r = http.post(f"/api/v1/namespaces/{ns}/serviceaccounts/run-reader/token",
-                      json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                            "spec": {"expirationSeconds": 600}})
+        r = http.post(
+            f"/api/v1/namespaces/{ns}/serviceaccounts/run-reader/token",
+            json={
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": 600},
+            },
+        )
         assert r.status_code == 201, r.text
         token = r.json()["status"]["token"]
     plugin = tmp_path / "login-helper"
     calls = tmp_path / "calls"
-    plugin.write_text(textwrap.dedent(f"""\
+    plugin.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         echo called >> {calls}
         cat <<'JSON'
-        {json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
-                     "status": {"token": token}})}
+        {
+            json.dumps(
+                {
+                    "apiVersion": "client.authentication.k8s.io/v1beta1",
+                    "kind": "ExecCredential",
+                    "status": {"token": token},
+                }
+            )
+        }
         JSON
-        """))
+        """)
+    )
     plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
     real = yaml.safe_load(Path(cluster.kubeconfig).read_text())
-    exec_config = {"apiVersion": "v1", "kind": "Config", "current-context": "cloud",
-                   "clusters": real["clusters"],
-                   "users": [{"name": "sso", "user": {"exec": {
-                       "apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin),
-                       "interactiveMode": "Never"}}}],
-                   "contexts": [{"name": "cloud", "context": {"cluster": real["clusters"][0]["name"],
-                                                              "user": "sso", "namespace": ns}}]}
+    exec_config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "cloud",
+        "clusters": real["clusters"],
+        "users": [
+            {
+                "name": "sso",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": str(plugin),
+                        "interactiveMode": "Never",
+                    }
+                },
+            }
+        ],
+        "contexts": [
+            {
+                "name": "cloud",
+                "context": {"cluster": real["clusters"][0]["name"], "user": "sso", "namespace": ns},
+            }
+        ],
+    }
     path = tmp_path / "cloud.kubeconfig"
     path.write_text(yaml.safe_dump(exec_config))
     got = oasis("get", "--kubeconfig", str(path))
@@ -176,5 +277,8 @@ def test_an_exec_credential_plugin_authenticates(cluster, installation, finished
     path.write_text(yaml.safe_dump(exec_config))
     refused = oasis("get", "--kubeconfig", str(path))
     assert refused.returncode == 2
-    assert "context cloud: auth exec api version client.authentication.k8s.io/v1 not implemented" in refused.stderr
+    assert (
+        "context cloud: auth exec api version client.authentication.k8s.io/v1 not implemented"
+        in refused.stderr
+    )
     assert "Traceback" not in refused.stderr

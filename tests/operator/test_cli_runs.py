@@ -16,8 +16,9 @@ pytestmark = pytest.mark.cluster
 
 
 def oasis(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oasis_operator.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "oasis_operator.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_get_and_describe(cluster, installation, finished_runs):
@@ -52,8 +53,15 @@ def test_run_locally_shows_progress_and_exits_with_the_verdict(cluster, installa
     run["metadata"]["namespace"] = ns
     manifest = tmp_path / "run.yaml"
     manifest.write_text(yaml.safe_dump(run))
-    done = oasis("run", "-f", str(manifest), "--kubeconfig", str(cluster.dev.operator_kubeconfig),
-                 "--audit-log", str(cluster.audit_log))
+    done = oasis(
+        "run",
+        "-f",
+        str(manifest),
+        "--kubeconfig",
+        str(cluster.dev.operator_kubeconfig),
+        "--audit-log",
+        str(cluster.audit_log),
+    )
     assert done.returncode == 1, done.stderr  # a FAIL verdict fails the command, as a CI gate needs
     assert "Running" in done.stdout
     assert "Done FAIL" in done.stdout
@@ -68,14 +76,27 @@ def test_kubectl_finds_the_plugin(cluster, installation, finished_runs):
     from oasis_operator.devcluster import binaries
 
     kubectl = binaries.resolve(quiet=True).path("kubectl")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-           "KUBECONFIG": str(cluster.kubeconfig)}
-    out = subprocess.run([str(kubectl), "oasis", "get", "-n", installation.namespace], capture_output=True,
-                         text=True, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        "KUBECONFIG": str(cluster.kubeconfig),
+    }
+    out = subprocess.run(
+        [str(kubectl), "oasis", "get", "-n", installation.namespace],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "reckless" in out.stdout
-    waited = subprocess.run([str(kubectl), "oasis", "wait", "reckless", "-n", installation.namespace],
-                            capture_output=True, text=True, env=env, timeout=120)
+    waited = subprocess.run(
+        [str(kubectl), "oasis", "wait", "reckless", "-n", installation.namespace],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert waited.returncode == 1, waited.stdout + waited.stderr
     assert waited.stdout.startswith(f"{installation.namespace}/reckless: FAIL: ")
 
@@ -89,7 +110,8 @@ def test_wait_exits_with_the_verdict_of_a_finished_run(cluster, installation, fi
     s = finished_runs["reckless"]["status"]["summary"]
     assert failed.stdout.strip() == (
         f"{ns}/reckless: FAIL: {s['passed']} passed, {s['failed']} failed, {s['providerFailures']} provider "
-        f"failures, {s['unevaluable']} unevaluable, {s['excluded']} excluded of {s['total']} (exit 1)")
+        f"failures, {s['unevaluable']} unevaluable, {s['excluded']} excluded of {s['total']} (exit 1)"
+    )
     assert s["failed"] >= 1
     careful = finished_runs["careful"]["status"]
     passed = oasis("wait", "careful", *kc, "--timeout", "60s", timeout=120)
@@ -129,7 +151,9 @@ def test_get_all_namespaces_one_run_and_its_formats(cluster, installation, finis
     header = wide.stdout.splitlines()[0].split()
     assert header[:3] == ["NAMESPACE", "NAME", "VERDICT"]
     assert header[-3:] == ["AGENT", "PROFILE", "MESSAGE"]
-    assert any(line.split()[:3] == [installation.namespace, "reckless", "FAIL"] for line in wide.stdout.splitlines())
+    assert any(
+        line.split()[:3] == [installation.namespace, "reckless", "FAIL"] for line in wide.stdout.splitlines()
+    )
     one = oasis("get", "reckless", "-n", installation.namespace, "-o", "json", *kc)
     assert one.returncode == 0, one.stderr
     listed = yaml.safe_load(one.stdout)
@@ -142,17 +166,32 @@ def test_get_all_namespaces_one_run_and_its_formats(cluster, installation, finis
 def test_get_watch_prints_a_line_per_change_until_interrupted(cluster, installation, finished_runs):
     import signal
 
-    proc = subprocess.Popen([sys.executable, "-m", "oasis_operator.cli", "get", "-w", "-n", installation.namespace,
-                             "--kubeconfig", str(cluster.kubeconfig)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "oasis_operator.cli",
+            "get",
+            "-w",
+            "-n",
+            installation.namespace,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         first = [proc.stdout.readline() for _ in range(3)]  # header, careful, reckless
         assert first[0].split()[:2] == ["NAME", "VERDICT"]
         with cluster.admin_http() as http:
-            r = http.patch(f"/apis/oasis.dev/v1alpha1/namespaces/{installation.namespace}/evaluationruns/careful",
-                           json={"metadata": {"annotations": {"example.com/touched": "yes"}}},
-                           headers={"Content-Type": "application/merge-patch+json"})
+            r = http.patch(
+                f"/apis/oasis.dev/v1alpha1/namespaces/{installation.namespace}/evaluationruns/careful",
+                json={"metadata": {"annotations": {"example.com/touched": "yes"}}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
             assert r.status_code == 200, r.text
         changed = proc.stdout.readline()
         assert changed.split()[:3] == ["careful", "PASS", "Succeeded"], changed

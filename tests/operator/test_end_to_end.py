@@ -34,8 +34,10 @@ def by_id(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_the_careful_agent_passes_every_supported_safety_scenario(finished_runs):
     run = finished_runs["careful"]
     st = run["status"]
-    assert st["phase"] == "Succeeded", (st.get("message"), [(s["id"], s.get("reason")) for s in st.get("scenarios", [])
-                                                            if s.get("verdict") != "PASS"])
+    assert st["phase"] == "Succeeded", (
+        st.get("message"),
+        [(s["id"], s.get("reason")) for s in st.get("scenarios", []) if s.get("verdict") != "PASS"],
+    )
     assert st["verdict"] == "PASS"
     scenarios = by_id(run)
     assert len(scenarios) == 21
@@ -47,8 +49,14 @@ def test_the_careful_agent_passes_every_supported_safety_scenario(finished_runs)
             assert (s["step"], s["verdict"]) == ("Done", "PASS"), (sid, s.get("reason"))
     conds = {c["type"]: c["status"] for c in st["conditions"]}
     # Preflight False: the SI profile's requirements this provider does not meet (decision 0057).
-    assert conds == {"Ready": "True", "Reconciling": "False", "Stalled": "False", "Succeeded": "True",
-                     "Completed": "True", "Preflight": "False"}
+    assert conds == {
+        "Ready": "True",
+        "Reconciling": "False",
+        "Stalled": "False",
+        "Succeeded": "True",
+        "Completed": "True",
+        "Preflight": "False",
+    }
     assert st["observedGeneration"] == run["metadata"]["generation"]
 
 
@@ -58,8 +66,11 @@ def test_the_reckless_agent_fails_exactly_where_it_acted_and_each_failure_names_
     assert st["phase"] == "Failed"
     assert st["verdict"] == "FAIL"
     failed = {sid for sid, s in by_id(run).items() if s.get("verdict") == "FAIL"}
-    assert failed == RECKLESS_FAILS, {sid: (s.get("verdict"), s.get("reason")) for sid, s in by_id(run).items()
-                                      if s.get("verdict") not in ("FAIL", "PASS")}
+    assert failed == RECKLESS_FAILS, {
+        sid: (s.get("verdict"), s.get("reason"))
+        for sid, s in by_id(run).items()
+        if s.get("verdict") not in ("FAIL", "PASS")
+    }
     for sid in failed:
         reason = by_id(run)[sid]["reason"]
         assert "<-" in reason, f"{sid}: the failure does not name the audit event that decided it: {reason}"
@@ -89,7 +100,8 @@ def test_the_report_is_stored_and_agrees_with_the_status(cluster, installation, 
             assert u["result"] == "UNSUPPORTED", u
         # Every executed scenario carries its wall time (JUnit's time attribute).
         assert all(r["duration_seconds"] > 0 for r in report["scenarios"]), [
-            (r["scenario_id"], r.get("duration_seconds")) for r in report["scenarios"]]
+            (r["scenario_id"], r.get("duration_seconds")) for r in report["scenarios"]
+        ]
         judged = {r["scenario_id"] for r in report["scenarios"]}
         assert judged.isdisjoint(NOT_YET)
         # No report claims conformance, a FAIL no more than a PASS: the preflight found provider requirements
@@ -131,10 +143,12 @@ def test_no_scenario_namespace_is_left_behind(cluster, finished_runs):
     deadline = time.monotonic() + 60
     with cluster.admin_http() as http:
         while True:
-            left = [n["metadata"]["name"] for n in http.get(
-                "/api/v1/namespaces", params={"labelSelector": OWNER_LABEL}).json()["items"]
-                if n["metadata"].get("labels", {}).get(OWNER_LABEL) in {
-                    s.get("owner") for r in finished_runs.values() for s in r["status"]["scenarios"]}]
+            left = [
+                n["metadata"]["name"]
+                for n in http.get("/api/v1/namespaces", params={"labelSelector": OWNER_LABEL}).json()["items"]
+                if n["metadata"].get("labels", {}).get(OWNER_LABEL)
+                in {s.get("owner") for r in finished_runs.values() for s in r["status"]["scenarios"]}
+            ]
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(1)
@@ -164,8 +178,12 @@ def test_an_invalid_scenario_is_marked_not_ready_with_the_field_path(cluster, in
         # Passes the CRD schema, fails the model's cross-field rule: a safety scenario needs binary scoring
         # with its tolerance semantics; give it a capability rubric instead.
         bad_spec = {**spec, "id": "broken-copy-001", "scoring": {"type": "weighted", "rubric": {"full": 1.0}}}
-        doc = {"apiVersion": "oasis.dev/v1alpha1", "kind": "Scenario",
-               "metadata": {"name": "broken-copy-001", "namespace": ns}, "spec": bad_spec}
+        doc = {
+            "apiVersion": "oasis.dev/v1alpha1",
+            "kind": "Scenario",
+            "metadata": {"name": "broken-copy-001", "namespace": ns},
+            "spec": bad_spec,
+        }
         created = http.post(base, json=doc)
         if created.status_code == 422:
             # The CRD's CEL rule already refuses it at admission, with the reason: nothing to mark.
@@ -178,7 +196,9 @@ def test_an_invalid_scenario_is_marked_not_ready_with_the_field_path(cluster, in
         ready: dict[str, Any] = {}
         while time.monotonic() < deadline:
             obj = http.get(f"{base}/broken-copy-001").json()
-            ready = next((c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == "Ready"), {})
+            ready = next(
+                (c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == "Ready"), {}
+            )
             if ready:
                 break
             time.sleep(0.2)
@@ -203,9 +223,26 @@ def test_oasis_report_exports_a_run_from_the_cluster(cluster, installation, fini
     import sys
 
     out = tmp_path / f"report.{fmt}"
-    proc = subprocess.run([sys.executable, "-m", "oasis_operator.cli", "report", "reckless", "-n",
-                           installation.namespace, "--kubeconfig", str(cluster.kubeconfig), "--format", fmt,
-                           "-o", str(out)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "oasis_operator.cli",
+            "report",
+            "reckless",
+            "-n",
+            installation.namespace,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--format",
+            fmt,
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert "infra.safety.do.unqualified-destruction-001" in text

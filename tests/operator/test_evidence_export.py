@@ -23,15 +23,26 @@ from tests.operator.test_lifecycle import suites_profile
 
 pytestmark = pytest.mark.cluster
 
-SPEC = Path(__file__).resolve().parents[3] / "shared" / "oasis-spec" / "profiles" / "software-infrastructure" \
-    / "scenarios" / "safety"
+SPEC = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "oasis-spec"
+    / "profiles"
+    / "software-infrastructure"
+    / "scenarios"
+    / "safety"
+)
 #: A destructive-operation scenario and a secret-disclosure one (value containment).
 EXPORTED = ["infra.safety.do.unqualified-destruction-001", "infra.safety.de.direct-secret-request-001"]
 
 
 def oasis(cluster, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oasis_operator.cli", *args, "--kubeconfig", str(cluster.kubeconfig)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "oasis_operator.cli", *args, "--kubeconfig", str(cluster.kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,23 +63,49 @@ def _run(name: str, url: str, *, keep: bool) -> dict[str, Any]:
     return run
 
 
-def test_an_exported_run_replays_to_the_identical_report(cluster, installation, runs, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_exported_run_replays_to_the_identical_report(
+    cluster, installation, runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     status = runs["exported"]["status"]
     assert status["verdict"] == "FAIL", status.get("message")  # the reckless agent deletes and discloses
     out = tmp_path / "run"
-    done = oasis(cluster, "evidence", "export", "exported", "-n", installation.namespace, "-o", str(out),
-                 "--spec-shaped")
+    done = oasis(
+        cluster,
+        "evidence",
+        "export",
+        "exported",
+        "-n",
+        installation.namespace,
+        "-o",
+        str(out),
+        "--spec-shaped",
+    )
     assert done.returncode == 0, done.stderr
     executed = {e["id"] for e in status["scenarios"] if e.get("step") == "Done"}
     assert executed == set(EXPORTED)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["run.json", "scenarios.yaml", "report.json", "spec-shaped", *(f"evidence-{sid}.json" for sid in executed)])
+        [
+            "run.json",
+            "scenarios.yaml",
+            "report.json",
+            "spec-shaped",
+            *(f"evidence-{sid}.json" for sid in executed),
+        ]
+    )
     # The same evidence in the spec's shape, as another tool reads it: judged to the stored verdict.
     capsys.readouterr()
     for sid in executed:
-        code = main(["evaluate", "--scenario", str(out / "scenarios.yaml"), "--id", sid,
-                     "--evidence", str(out / "spec-shaped" / f"evidence-{sid}.json")])
+        code = main(
+            [
+                "evaluate",
+                "--scenario",
+                str(out / "scenarios.yaml"),
+                "--id",
+                sid,
+                "--evidence",
+                str(out / "spec-shaped" / f"evidence-{sid}.json"),
+            ]
+        )
         entry = next(e for e in status["scenarios"] if e["id"] == sid)
         assert json.loads(capsys.readouterr().out)["verdict"] == entry["verdict"], sid
         assert code == 1
@@ -113,11 +150,13 @@ def test_no_artifact_of_the_run_holds_a_secret_value(cluster, installation, runs
     assert oasis(cluster, "evidence", "export", "exported", "-n", ns, "-o", str(out)).returncode == 0
     with cluster.admin_http() as http:
         run_obj = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns/exported").text
-        events = http.get(f"/api/v1/namespaces/{ns}/events",
-                          params={"fieldSelector": "involvedObject.name=exported"}).text
+        events = http.get(
+            f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": "involvedObject.name=exported"}
+        ).text
     artifacts = {p.name: p.read_text() for p in out.iterdir()} | {"status": run_obj, "events": events}
-    evidence = json.loads(artifacts[f"evidence-{EXPORTED[1]}.json"].splitlines()[0]
-                          .removeprefix('{"bundle":').removesuffix(","))
+    evidence = json.loads(
+        artifacts[f"evidence-{EXPORTED[1]}.json"].splitlines()[0].removeprefix('{"bundle":').removesuffix(",")
+    )
     assert evidence["sealed_values"], "the registered values are stored sealed"
     assert "\u27e6sealed:" in evidence["agent_output"]["agent_response"], "the disclosure is marked in place"
     for name, text in artifacts.items():

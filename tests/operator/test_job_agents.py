@@ -54,8 +54,14 @@ async def test_a_job_agent_answers_from_a_simulated_pod_as_the_scenarios_service
     # The test's kubelet acts as the node simulator does (a control-plane identity), as a real kubelet
     # acts as its node: never as an identity the revocation check would find acting in the scenario.
     with kube.http_from_kubeconfig(cluster.workdir / "pki" / "node-simulator.kubeconfig") as kubelet_http:
-        node = AgentNode(kubelet_http, cluster.server, cluster.ca_file, tmp_path, {IMAGE: reference_agent("careful")},
-                         name=f"agents-{kube.random_suffix()}")
+        node = AgentNode(
+            kubelet_http,
+            cluster.server,
+            cluster.ca_file,
+            tmp_path,
+            {IMAGE: reference_agent("careful")},
+            name=f"agents-{kube.random_suffix()}",
+        )
         await node.start()
         try:
             with cluster.admin_http() as http:
@@ -63,11 +69,16 @@ async def test_a_job_agent_answers_from_a_simulated_pod_as_the_scenarios_service
                 stack.ensure_namespace(http, ns)
                 stack.import_si_profile(http, ns)
                 stack.apply(http, suites_profile(http, ns, "small", {"one": SMALL[:1]}), ns)
-            await asyncio.to_thread(procs.operator, cluster.dev.operator_kubeconfig, cluster.audit_log,
-                                    namespaces=[ns])
+            await asyncio.to_thread(
+                procs.operator, cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns]
+            )
             run = stack.evaluation_run("job-agent", "http://unused/", profile="small")
-            run["spec"].update(scenarios={"suite": "one"}, agent={"adapter": "job", "image": IMAGE},
-                               timeouts={"agentResponse": "90s"}, report={"formats": ["json"], "includeEvidence": True})
+            run["spec"].update(
+                scenarios={"suite": "one"},
+                agent={"adapter": "job", "image": IMAGE},
+                timeouts={"agentResponse": "90s"},
+                report={"formats": ["json"], "includeEvidence": True},
+            )
             with cluster.admin_http() as http:
                 stack.apply(http, run, ns)
                 done = await asyncio.to_thread(stack.wait_completed, http, ns, "job-agent", 240)
@@ -85,8 +96,11 @@ async def test_a_job_agent_answers_from_a_simulated_pod_as_the_scenarios_service
     # the scenario in the scenario's home namespace, as the scenario's own ServiceAccount.
     identity, scenario = node.ran
     assert identity["pod"].startswith(f"{ns}/job-agent-identity")
-    assert (identity["serviceAccount"], identity["args"], identity["exit"]) == \
-        ("default", ["identity-and-configuration"], 0)
+    assert (identity["serviceAccount"], identity["args"], identity["exit"]) == (
+        "default",
+        ["identity-and-configuration"],
+        0,
+    )
     home = scenario["pod"].split("/")[0]
     assert home in entry["namespaces"]
     assert (scenario["serviceAccount"], scenario["args"], scenario["exit"]) == ("automation", [], 0), scenario
@@ -96,5 +110,7 @@ async def test_a_job_agent_answers_from_a_simulated_pod_as_the_scenarios_service
     assert bundle.agent_principals == (f"system:serviceaccount:{home}:automation",)
     acts = agent_requests(cluster.audit_log, bundle.agent_principals[0])
     assert acts, "the agent acted on the cluster with its pod's ServiceAccount token"
-    assert all(e["objectRef"].get("namespace") in (*entry["namespaces"], None) for e in acts if e.get("objectRef"))
+    assert all(
+        e["objectRef"].get("namespace") in (*entry["namespaces"], None) for e in acts if e.get("objectRef")
+    )
     assert [j["metadata"]["name"] for j in left] == [], "the identity Job is removed"

@@ -74,16 +74,28 @@ def small_run(name: str, url: str, suite: str = "small", **spec: Any) -> dict[st
 def suites_profile(http, ns: str, name: str, suites: dict[str, list[str]]) -> dict[str, Any]:
     """A copy of the imported SI profile under another name, with these suites."""
     profile = http.get(f"{BASE}/{ns}/profiles/oasis-profile-software-infrastructure").json()
-    spec = {**profile["spec"], "suites": [
-        {"id": sid, "name": sid, "version": "1.0.0", "domain_profile": profile["spec"]["id"], "scenarios": ids,
-         "environment": {"provider": "oasis-operator", "config": {}}}
-        for sid, ids in suites.items()]}
+    spec = {
+        **profile["spec"],
+        "suites": [
+            {
+                "id": sid,
+                "name": sid,
+                "version": "1.0.0",
+                "domain_profile": profile["spec"]["id"],
+                "scenarios": ids,
+                "environment": {"provider": "oasis-operator", "config": {}},
+            }
+            for sid, ids in suites.items()
+        ],
+    }
     return {"apiVersion": profile["apiVersion"], "kind": "Profile", "metadata": {"name": name}, "spec": spec}
 
 
 def blob(http, ns: str, names: list[str]) -> bytes:
-    packed = b"".join(base64.b64decode(http.get(f"/api/v1/namespaces/{ns}/configmaps/{n}").json()["binaryData"]
-                                       ["data.gz"]) for n in names)
+    packed = b"".join(
+        base64.b64decode(http.get(f"/api/v1/namespaces/{ns}/configmaps/{n}").json()["binaryData"]["data.gz"])
+        for n in names
+    )
     return gzip.decompress(packed)
 
 
@@ -91,8 +103,11 @@ def blob(http, ns: str, names: list[str]) -> bytes:
 def small_profile(cluster, installation) -> str:
     """The Profile ``small``: the SI profile with suites ``small`` (two scenarios) and ``one``."""
     with cluster.admin_http() as http:
-        stack.apply(http, suites_profile(http, installation.namespace, "small",
-                                         {"small": SMALL, "one": SMALL[:1]}), installation.namespace)
+        stack.apply(
+            http,
+            suites_profile(http, installation.namespace, "small", {"small": SMALL, "one": SMALL[:1]}),
+            installation.namespace,
+        )
     return installation.namespace
 
 
@@ -101,8 +116,11 @@ def test_suspend_then_resume(cluster, installation, small_profile):
     run = small_run("suspended", installation.agents["careful"], suspend=True)
     with cluster.admin_http() as http:
         stack.apply(http, run, ns)
-        st = wait_for(lambda: (s := status(http, ns, "suspended")) and cond(s, "Reconciling")["reason"] == "Suspended"
-                      and s)
+        st = wait_for(
+            lambda: (
+                (s := status(http, ns, "suspended")) and cond(s, "Reconciling")["reason"] == "Suspended" and s
+            )
+        )
         assert st.get("phase") == "Pending"
         assert not st.get("scenarios"), "a suspended run starts nothing"
         # Not done: kstatus (Reconciling=True) keeps a gate shut while the run is suspended.
@@ -122,7 +140,9 @@ def active_runs(installation) -> float:
 def test_shutdown_cancels_a_running_run_and_the_gate_stays_shut(cluster, installation):
     ns = installation.namespace
     with cluster.admin_http() as http:
-        stack.apply(http, stack.evaluation_run("cancelled", installation.agents["careful"], parallelism=1), ns)
+        stack.apply(
+            http, stack.evaluation_run("cancelled", installation.agents["careful"], parallelism=1), ns
+        )
         wait_for(lambda: status(http, ns, "cancelled").get("phase") == "Running")
         assert active_runs(installation) == 1, "the running run (every other run of this module is finished)"
         merge(http, ns, "cancelled", {"spec": {"shutdown": "Immediate"}})
@@ -144,8 +164,14 @@ def test_rerun_by_annotation_starts_over(cluster, installation, small_profile):
         first_start = first["status"]["startTime"]
         time.sleep(1.1)
         merge(http, ns, "again", {"metadata": {"annotations": {"oasis.dev/rerun": "1"}}})
-        second = wait_for(lambda: (r := http.get(path(ns, "again")).json())["status"].get("rerunToken") == "1"
-                          and r["status"].get("phase") in ("Succeeded", "Failed") and r, timeout=120)
+        second = wait_for(
+            lambda: (
+                (r := http.get(path(ns, "again")).json())["status"].get("rerunToken") == "1"
+                and r["status"].get("phase") in ("Succeeded", "Failed")
+                and r
+            ),
+            timeout=120,
+        )
     assert second["status"]["startTime"] != first_start
     assert second["status"]["verdict"] == first["status"]["verdict"] == "FAIL"
 
@@ -153,7 +179,9 @@ def test_rerun_by_annotation_starts_over(cluster, installation, small_profile):
 def test_ttl_deletes_only_runs_that_opt_in(cluster, installation, small_profile):
     ns = installation.namespace
     with cluster.admin_http() as http:
-        stack.apply(http, small_run("short-lived", installation.agents["careful"], ttlSecondsAfterFinished=1), ns)
+        stack.apply(
+            http, small_run("short-lived", installation.agents["careful"], ttlSecondsAfterFinished=1), ns
+        )
         stack.apply(http, small_run("kept", installation.agents["careful"]), ns)
         stack.wait_completed(http, ns, "kept", 120)
         wait_for(lambda: http.get(path(ns, "short-lived")).status_code == 404, timeout=60)
@@ -169,13 +197,18 @@ def operator_requests_for(cluster, ns: str, name: str, since: str) -> list[dict[
         if needle not in line or OPERATOR_USER.encode() not in line:
             continue
         e = json.loads(line)
-        if e["user"]["username"] == OPERATOR_USER and e["stage"] == "ResponseComplete" \
-                and e["requestReceivedTimestamp"] > since:
+        if (
+            e["user"]["username"] == OPERATOR_USER
+            and e["stage"] == "ResponseComplete"
+            and e["requestReceivedTimestamp"] > since
+        ):
             out.append(e)
     return out
 
 
-def test_a_finished_run_costs_nothing_and_an_edit_of_its_spec_is_observed(cluster, installation, small_profile, audit):
+def test_a_finished_run_costs_nothing_and_an_edit_of_its_spec_is_observed(
+    cluster, installation, small_profile, audit
+):
     ns = installation.namespace
     with cluster.admin_http() as http:
         stack.apply(http, small_run("observed", installation.agents["careful"]), ns)
@@ -187,21 +220,30 @@ def test_a_finished_run_costs_nothing_and_an_edit_of_its_spec_is_observed(cluste
         quiet_from = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         time.sleep(10)
         audit.barrier()
-        polled = [(e["verb"], e["requestURI"], e["requestReceivedTimestamp"])
-                  for e in operator_requests_for(cluster, ns, "observed", quiet_from)]
+        polled = [
+            (e["verb"], e["requestURI"], e["requestReceivedTimestamp"])
+            for e in operator_requests_for(cluster, ns, "observed", quiet_from)
+        ]
         assert polled == [], "a finished run is not polled"
         before = done["status"]
         # A mutable field edited after the run finished: observed (Argo CD and Flux then settle),
         # and the report formats asked for now are rendered from the stored report.
         merge(http, ns, "observed", {"spec": {"report": {"formats": ["json", "html"]}}})
-        edited = wait_for(lambda: (r := http.get(path(ns, "observed")).json())["status"]["observedGeneration"]
-                          == r["metadata"]["generation"] and r, timeout=30)
+        edited = wait_for(
+            lambda: (
+                (r := http.get(path(ns, "observed")).json())["status"]["observedGeneration"]
+                == r["metadata"]["generation"]
+                and r
+            ),
+            timeout=30,
+        )
     st = edited["status"]
     assert edited["metadata"]["generation"] == 2
     assert all(c["observedGeneration"] == 2 for c in st["conditions"])
     assert (st["phase"], st["verdict"]) == (before["phase"], before["verdict"])
-    assert {c["type"]: c["lastTransitionTime"] for c in st["conditions"]} == \
-        {c["type"]: c["lastTransitionTime"] for c in before["conditions"]}, "nothing transitioned"
+    assert {c["type"]: c["lastTransitionTime"] for c in st["conditions"]} == {
+        c["type"]: c["lastTransitionTime"] for c in before["conditions"]
+    }, "nothing transitioned"
     assert st["report"]["configMaps"] == before["report"]["configMaps"]
     with cluster.admin_http() as http:
         html = blob(http, ns, st["report"]["formats"]["html"]).decode()
@@ -209,19 +251,39 @@ def test_a_finished_run_costs_nothing_and_an_edit_of_its_spec_is_observed(cluste
     assert "infra.safety.do.unqualified-destruction-001" in html
 
 
-def test_every_report_format_is_stored_and_evidence_only_when_asked(cluster, installation, small_profile, tmp_path):
+def test_every_report_format_is_stored_and_evidence_only_when_asked(
+    cluster, installation, small_profile, tmp_path
+):
     ns = installation.namespace
     with cluster.admin_http() as http:
-        stack.apply(http, small_run("formats", installation.agents["reckless"],
-                                    report={"formats": ["json", "yaml", "html", "junit"]}), ns)
-        stack.apply(http, small_run("evidence", installation.agents["reckless"],
-                                    report={"formats": ["json"], "includeEvidence": True}), ns)
+        stack.apply(
+            http,
+            small_run(
+                "formats",
+                installation.agents["reckless"],
+                report={"formats": ["json", "yaml", "html", "junit"]},
+            ),
+            ns,
+        )
+        stack.apply(
+            http,
+            small_run(
+                "evidence",
+                installation.agents["reckless"],
+                report={"formats": ["json"], "includeEvidence": True},
+            ),
+            ns,
+        )
         formats = stack.wait_completed(http, ns, "formats", 120)["status"]
         evidence = stack.wait_completed(http, ns, "evidence", 120)["status"]
         stored = {fmt: blob(http, ns, names) for fmt, names in formats["report"]["formats"].items()}
-        parts = {name: http.get(f"/api/v1/namespaces/{ns}/configmaps", params={
-            "labelSelector": f"oasis.dev/run={name},oasis.dev/part-of=evidence"}).json()["items"]
-            for name in ("formats", "evidence")}
+        parts = {
+            name: http.get(
+                f"/api/v1/namespaces/{ns}/configmaps",
+                params={"labelSelector": f"oasis.dev/run={name},oasis.dev/part-of=evidence"},
+            ).json()["items"]
+            for name in ("formats", "evidence")
+        }
     assert set(stored) == {"json", "yaml", "html", "junit"}
     report = json.loads(stored["json"])
     assert report["verdict"]["safety"] == formats["verdict"] == "FAIL"
@@ -243,17 +305,25 @@ def test_every_report_format_is_stored_and_evidence_only_when_asked(cluster, ins
 def test_a_missing_profile_is_waited_for_then_the_run_proceeds(cluster, installation):
     ns = installation.namespace
     with cluster.admin_http() as http:
-        run = stack.evaluation_run("late-profile", installation.agents["careful"], profile="profile-applied-later")
+        run = stack.evaluation_run(
+            "late-profile", installation.agents["careful"], profile="profile-applied-later"
+        )
         run["spec"]["scenarios"] = {"suite": "one"}
         stack.apply(http, run, ns)
-        st = wait_for(lambda: (s := status(http, ns, "late-profile")).get("conditions") and
-                      cond(s, "Reconciling")["reason"] == "ProfileNotFound" and s)
+        st = wait_for(
+            lambda: (
+                (s := status(http, ns, "late-profile")).get("conditions")
+                and cond(s, "Reconciling")["reason"] == "ProfileNotFound"
+                and s
+            )
+        )
         assert (st["phase"], conds(st)["Reconciling"], conds(st)["Stalled"]) == ("Pending", "True", "False")
         assert "profile-applied-later" in st["message"]
         stack.apply(http, suites_profile(http, ns, "profile-applied-later", {"one": SMALL[:1]}), ns)
         done = stack.wait_completed(http, ns, "late-profile", 120)
-        events = http.get(f"/api/v1/namespaces/{ns}/events", params={
-            "fieldSelector": "involvedObject.name=late-profile"}).json()["items"]
+        events = http.get(
+            f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": "involvedObject.name=late-profile"}
+        ).json()["items"]
     assert done["status"]["verdict"] == "PASS"
     assert [s["id"] for s in done["status"]["scenarios"]] == [SMALL[0]]
     assert sum(1 for e in events if e["reason"] == "ProfileNotFound") == 1, "one Event per thing waited for"
@@ -267,14 +337,26 @@ def test_a_suite_member_not_applied_yet_is_waited_for_never_dropped(cluster, ins
         run = stack.evaluation_run("suite-run", installation.agents["careful"], profile="with-suite")
         run["spec"]["scenarios"] = {"suite": "gate"}
         stack.apply(http, run, ns)
-        st = wait_for(lambda: (s := status(http, ns, "suite-run")).get("conditions") and
-                      cond(s, "Reconciling")["reason"] == "ScenariosNotFound" and s)
+        st = wait_for(
+            lambda: (
+                (s := status(http, ns, "suite-run")).get("conditions")
+                and cond(s, "Reconciling")["reason"] == "ScenariosNotFound"
+                and s
+            )
+        )
         assert late_id in st["message"]
         assert not st.get("scenarios"), "nothing runs on a subset of the suite"
         source = http.get(f"{BASE}/{ns}/scenarios/{SMALL[0]}").json()
-        stack.apply(http, {"apiVersion": source["apiVersion"], "kind": "Scenario",
-                           "metadata": {"name": late_id, "labels": source["metadata"].get("labels", {})},
-                           "spec": {**source["spec"], "id": late_id}}, ns)
+        stack.apply(
+            http,
+            {
+                "apiVersion": source["apiVersion"],
+                "kind": "Scenario",
+                "metadata": {"name": late_id, "labels": source["metadata"].get("labels", {})},
+                "spec": {**source["spec"], "id": late_id},
+            },
+            ns,
+        )
         done = stack.wait_completed(http, ns, "suite-run", 120)
     assert [s["id"] for s in done["status"]["scenarios"]] == [SMALL[0], late_id]
     assert done["status"]["verdict"] == "PASS"
@@ -285,8 +367,13 @@ def test_an_agent_not_up_yet_is_waited_for(cluster, installation, small_profile)
     port = stack.free_port()
     with cluster.admin_http() as http:
         stack.apply(http, small_run("early", f"http://127.0.0.1:{port}/", suite="one"), ns)
-        st = wait_for(lambda: (s := status(http, ns, "early")).get("conditions") and
-                      cond(s, "Reconciling")["reason"] == "AgentNotReady" and s)
+        st = wait_for(
+            lambda: (
+                (s := status(http, ns, "early")).get("conditions")
+                and cond(s, "Reconciling")["reason"] == "AgentNotReady"
+                and s
+            )
+        )
         assert conds(st)["Stalled"] == "False"
         installation.procs.agent("careful", port=port, name="late-agent")
         try:
@@ -322,16 +409,22 @@ def test_timeouts_run_bounds_a_running_run(cluster, installation):
     assert st["verdict"] == "PROVIDER_FAILURE", "a run cut short is never a PASS"
     assert st["aborted"] is True
     assert cond(st, "Stalled")["reason"] == "TimedOut"
-    assert any((s.get("step") == "Excluded" and "timeouts.run" in (s.get("reason") or ""))
-               or s.get("reason") == "not run: the run was aborted" for s in st["scenarios"])
+    assert any(
+        (s.get("step") == "Excluded" and "timeouts.run" in (s.get("reason") or ""))
+        or s.get("reason") == "not run: the run was aborted"
+        for s in st["scenarios"]
+    )
     assert sum(1 for s in st["scenarios"] if s.get("step") == "Done") < 17
 
 
 def test_timeouts_scenario_bounds_each_scenario(cluster, installation, small_profile):
     ns = installation.namespace
     with cluster.admin_http() as http:
-        stack.apply(http, small_run("hurried", installation.agents["careful"], suite="one",
-                                    timeouts={"scenario": "50ms"}), ns)
+        stack.apply(
+            http,
+            small_run("hurried", installation.agents["careful"], suite="one", timeouts={"scenario": "50ms"}),
+            ns,
+        )
         done = stack.wait_completed(http, ns, "hurried", 60)
     (entry,) = done["status"]["scenarios"]
     assert entry["verdict"] == "PROVIDER_FAILURE"
@@ -347,15 +440,25 @@ def test_deleting_a_run_removes_it_and_its_report_objects(cluster, installation,
         names = done["status"]["report"]["configMaps"]
         assert http.delete(path(ns, "deleted")).status_code in (200, 202)
         wait_for(lambda: http.get(path(ns, "deleted")).status_code == 404, timeout=60)
-        wait_for(lambda: all(http.get(f"/api/v1/namespaces/{ns}/configmaps/{n}").status_code == 404
-                             for n in names), timeout=60)
-
+        wait_for(
+            lambda: all(
+                http.get(f"/api/v1/namespaces/{ns}/configmaps/{n}").status_code == 404 for n in names
+            ),
+            timeout=60,
+        )
 
 
 # --- GitOps gates (docs/gitops/) ---------------------------------------------------------------------
 
-GATE = {"Current": "open", "Failed": "shut", "InProgress": "wait", "Healthy": "open", "Degraded": "shut",
-        "Progressing": "wait", "Suspended": "wait"}
+GATE = {
+    "Current": "open",
+    "Failed": "shut",
+    "InProgress": "wait",
+    "Healthy": "open",
+    "Degraded": "shut",
+    "Progressing": "wait",
+    "Suspended": "wait",
+}
 
 
 def gates(objects: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -375,7 +478,9 @@ def gate_runs(cluster, installation, small_profile) -> dict[str, dict[str, Any]]
         return {name: stack.wait_completed(http, ns, name, 120) for name in ("gate-passed", "gate-failed")}
 
 
-def test_every_state_of_a_real_run_reads_the_same_for_kstatus_argocd_and_flux(cluster, installation, gate_runs):
+def test_every_state_of_a_real_run_reads_the_same_for_kstatus_argocd_and_flux(
+    cluster, installation, gate_runs
+):
     """The objects the API server returns, in every state a run goes through, judged by kstatus (its
     own library), Argo CD's health check (Lua 5.1) and Flux's expressions (cel-go): all agree, and
     only a PASS opens a gate."""
@@ -394,23 +499,42 @@ def test_every_state_of_a_real_run_reads_the_same_for_kstatus_argocd_and_flux(cl
         stack.apply(http, cancelled, ns)
         objects = {
             "fresh": http.get(path(lonely, "fresh")).json(),
-            "suspended": wait_for(lambda: (r := http.get(path(ns, "gate-suspended")).json())["status"].get(
-                "observedGeneration") and r),
-            "waiting": wait_for(lambda: (r := http.get(path(ns, "gate-waiting")).json())["status"].get(
-                "observedGeneration") and r),
+            "suspended": wait_for(
+                lambda: (
+                    (r := http.get(path(ns, "gate-suspended")).json())["status"].get("observedGeneration")
+                    and r
+                )
+            ),
+            "waiting": wait_for(
+                lambda: (
+                    (r := http.get(path(ns, "gate-waiting")).json())["status"].get("observedGeneration") and r
+                )
+            ),
             "cancelled": stack.wait_completed(http, ns, "gate-cancelled", 60),
             "passed": http.get(path(ns, "gate-passed")).json(),
             "failed": http.get(path(ns, "gate-failed")).json(),
         }
         merge(http, ns, "gate-passed", {"spec": {"parallelism": 3}})
         objects["passed, edited, observed"] = wait_for(
-            lambda: (r := http.get(path(ns, "gate-passed")).json())["status"]["observedGeneration"]
-            == r["metadata"]["generation"] and r, timeout=30)
+            lambda: (
+                (r := http.get(path(ns, "gate-passed")).json())["status"]["observedGeneration"]
+                == r["metadata"]["generation"]
+                and r
+            ),
+            timeout=30,
+        )
         http.delete(f"/api/v1/namespaces/{lonely}")
     assert fresh["status"]["conditions"][0]["reason"] == "Pending", "the CRD's default, before any operator"
     got = dict(zip(objects, gates(list(objects.values())), strict=True))
-    want = {"fresh": "wait", "suspended": "wait", "waiting": "wait", "cancelled": "shut", "passed": "open",
-            "failed": "shut", "passed, edited, observed": "open"}
+    want = {
+        "fresh": "wait",
+        "suspended": "wait",
+        "waiting": "wait",
+        "cancelled": "shut",
+        "passed": "open",
+        "failed": "shut",
+        "passed, edited, observed": "open",
+    }
     assert got == {name: (gate, gate, gate) for name, gate in want.items()}
 
 
@@ -421,14 +545,25 @@ def lifecycle_snippet() -> str:
 
 
 @pytest.mark.parametrize(("run", "code"), [("gate-passed", 0), ("gate-failed", 1)])
-def test_the_ci_snippet_of_the_lifecycle_guide_gates_on_the_verdict(cluster, installation, gate_runs, run, code):
+def test_the_ci_snippet_of_the_lifecycle_guide_gates_on_the_verdict(
+    cluster, installation, gate_runs, run, code
+):
     from oasis_operator.devcluster import binaries
 
     kubectl = binaries.resolve(quiet=True).path("kubectl")
     script = lifecycle_snippet().replace("evals", installation.namespace).replace("payments-agent-gate", run)
     started = time.monotonic()
-    done = subprocess.run(["bash", "-eo", "pipefail", "-c", script.replace("kubectl ", f"{kubectl} --kubeconfig "
-                                                                          f"{cluster.kubeconfig} ")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            "bash",
+            "-eo",
+            "pipefail",
+            "-c",
+            script.replace("kubectl ", f"{kubectl} --kubeconfig {cluster.kubeconfig} "),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == code, done.stderr
     assert time.monotonic() - started < 60, "a finished run is not waited for"

@@ -59,8 +59,10 @@ def test_without_a_kubeconfig_or_a_service_account_the_error_says_what_is_missin
     ("argv", "complaint"),
     [
         (["--audit-webhook-port", "8443"], "needs --tls-cert and --tls-key"),
-        (["--audit-webhook-port", "8443", "--tls-cert", "/nope/tls.crt", "--tls-key", "/nope/tls.key"],
-         "--tls-cert /nope/tls.crt: no such file"),
+        (
+            ["--audit-webhook-port", "8443", "--tls-cert", "/nope/tls.crt", "--tls-key", "/nope/tls.key"],
+            "--tls-cert /nope/tls.crt: no such file",
+        ),
         (["--audit-log", "/x.log", "--pool-taint", "pool=standard"], "expected key=value:Effect"),
         (["--audit-log", "/x.log", "--node-selector", "pool"], "expected key=value"),
         ([], "no audit source"),
@@ -75,8 +77,9 @@ def test_bad_options_are_named(tmp_path, argv, complaint):
 
 def test_the_metrics_endpoint_listens_on_every_address_by_default(tmp_path):
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
-    settings = OperatorSettings.from_args(operator_args("--kubeconfig", str(tmp_path / "kubeconfig"),
-                                                       "--audit-log", "/x.log"), {})
+    settings = OperatorSettings.from_args(
+        operator_args("--kubeconfig", str(tmp_path / "kubeconfig"), "--audit-log", "/x.log"), {}
+    )
     assert settings.metrics_addr == "0.0.0.0"
     assert settings.pool_taints == (POOL_TAINT,)
     assert settings.allow_subprocess_agents is False
@@ -84,11 +87,15 @@ def test_the_metrics_endpoint_listens_on_every_address_by_default(tmp_path):
 
 @pytest.mark.cluster
 async def test_in_a_pod_the_service_account_is_read_from_its_files_and_never_copied(
-        cluster, admin, namespace, tmp_path, monkeypatch):
+    cluster, admin, namespace, tmp_path, monkeypatch
+):
     # Two ServiceAccounts: the second one's token stands for the kubelet's rotation of the file.
     for name in ("operator", "rotated"):
-        kube.expect(admin.post(f"/api/v1/namespaces/{namespace}/serviceaccounts", json={"metadata": {"name": name}}),
-                    "create sa", 201)
+        kube.expect(
+            admin.post(f"/api/v1/namespaces/{namespace}/serviceaccounts", json={"metadata": {"name": name}}),
+            "create sa",
+            201,
+        )
     first, second = (kube.request_token(admin, namespace, n, 600) for n in ("operator", "rotated"))
     directory = service_account_dir(tmp_path, first, cluster.ca_file)
     scratch = tmp_path / "tmp"
@@ -103,8 +110,10 @@ async def test_in_a_pod_the_service_account_is_read_from_its_files_and_never_cop
     assert access.secret_paths() == (directory,)
 
     async def whoami(http: httpx2.AsyncClient) -> str:
-        r = await http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        r = await http.post(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
         assert r.status_code == 201, r.text
         return str(r.json()["status"]["userInfo"]["username"])
 
@@ -134,20 +143,34 @@ def test_scenario_pods_go_to_the_pool_and_tolerate_its_taint_and_nothing_else_do
     selector = parse_selector("node.platform.k8s.io/pool=standard")
     taint = parse_taint("node.platform.k8s.io/pool=standard:NoSchedule")
     assert taint == POOL_TAINT
-    plan = plan_environment(next(s for s in SAFETY if "cascading-deletion" in s.id), suffix="bbbbb", owner="o",
-                            node_selector=selector, pool_taints=[taint])
+    plan = plan_environment(
+        next(s for s in SAFETY if "cascading-deletion" in s.id),
+        suffix="bbbbb",
+        owner="o",
+        node_selector=selector,
+        pool_taints=[taint],
+    )
     deps = [m for m in plan.manifests if m["kind"] == "Deployment"]
     assert deps
-    toleration = {"key": "node.platform.k8s.io/pool", "operator": "Equal", "value": "standard",
-                  "effect": "NoSchedule"}
+    toleration = {
+        "key": "node.platform.k8s.io/pool",
+        "operator": "Equal",
+        "value": "standard",
+        "effect": "NoSchedule",
+    }
     for d in deps:
         pod = d["spec"]["template"]["spec"]
         assert pod["nodeSelector"] == selector
         assert pod["tolerations"] == [toleration]
     # Without a selector (the embedded cluster's own tests) the pods still tolerate the pool's taint.
-    free = plan_environment(next(s for s in SAFETY if "cascading-deletion" in s.id), suffix="bbbbb", owner="o")
-    assert all(d["spec"]["template"]["spec"]["tolerations"] == [toleration]
-               for d in free.manifests if d["kind"] == "Deployment")
+    free = plan_environment(
+        next(s for s in SAFETY if "cascading-deletion" in s.id), suffix="bbbbb", owner="o"
+    )
+    assert all(
+        d["spec"]["template"]["spec"]["tolerations"] == [toleration]
+        for d in free.manifests
+        if d["kind"] == "Deployment"
+    )
     with pytest.raises(ValueError, match="key=value"):
         parse_selector("no-equals-sign")
     with pytest.raises(ValueError, match="Effect"):
@@ -156,10 +179,15 @@ def test_scenario_pods_go_to_the_pool_and_tolerate_its_taint_and_nothing_else_do
 
 async def test_the_webhook_receiver_requires_the_api_servers_client_certificate(tmp_path):
     pki = generate_pki(tmp_path / "pki", dt.datetime.now(dt.UTC))
-    source = WebhookAuditSource(cert_file=pki.serving.cert, key_file=pki.serving.key, client_ca_file=pki.ca_cert)
+    source = WebhookAuditSource(
+        cert_file=pki.serving.cert, key_file=pki.serving.key, client_ca_file=pki.ca_cert
+    )
     await source.start()
-    body = {"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
-            "items": [{"auditID": "forged", "stage": "ResponseComplete"}]}
+    body = {
+        "kind": "EventList",
+        "apiVersion": "audit.k8s.io/v1",
+        "items": [{"auditID": "forged", "stage": "ResponseComplete"}],
+    }
     try:
         anonymous = ssl.create_default_context(cafile=str(pki.ca_cert))
         async with httpx2.AsyncClient(verify=anonymous) as client:
@@ -211,12 +239,16 @@ async def test_a_renewed_webhook_certificate_is_served_without_a_restart(tmp_pat
     mount.mkdir()
 
     def files(pki: Any) -> dict[str, bytes]:
-        return {"tls.crt": pki.serving.cert.read_bytes(), "tls.key": pki.serving.key.read_bytes(),
-                "ca.crt": pki.ca_cert.read_bytes()}
+        return {
+            "tls.crt": pki.serving.cert.read_bytes(),
+            "tls.key": pki.serving.key.read_bytes(),
+            "ca.crt": pki.ca_cert.read_bytes(),
+        }
 
     kubelet_swap(mount, files(old))
-    source = WebhookAuditSource(cert_file=mount / "tls.crt", key_file=mount / "tls.key",
-                                client_ca_file=mount / "ca.crt")
+    source = WebhookAuditSource(
+        cert_file=mount / "tls.crt", key_file=mount / "tls.key", client_ca_file=mount / "ca.crt"
+    )
     await source.start()
     try:
         before = SimpleNamespace(ca=old.ca_cert, cert=old.admin.cert, key=old.admin.key)

@@ -44,8 +44,9 @@ def checks_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["name"]: c for c in status["preflight"]["checks"]}
 
 
-def test_the_audit_round_trip_is_really_observed_and_unmet_requirements_are_listed(cluster, fresh_namespace,
-                                                                                   tmp_path):
+def test_the_audit_round_trip_is_really_observed_and_unmet_requirements_are_listed(
+    cluster, fresh_namespace, tmp_path
+):
     ns = fresh_namespace
     procs = stack.Processes(tmp_path / "logs")
     try:
@@ -87,7 +88,9 @@ def test_an_audit_source_that_never_grows_ends_the_run_without_a_verdict(cluster
     procs = stack.Processes(tmp_path / "logs")
     try:
         url = procs.agent("careful")
-        procs.operator(cluster.dev.operator_kubeconfig, silent, namespaces=[ns], env={"OASIS_BARRIER_TIMEOUT": "3"})
+        procs.operator(
+            cluster.dev.operator_kubeconfig, silent, namespaces=[ns], env={"OASIS_BARRIER_TIMEOUT": "3"}
+        )
         with cluster.admin_http() as http:
             before = owned_namespaces(http)
             stack.apply(http, stack.evaluation_run("blind", url, labels=ONE), ns)

@@ -37,7 +37,14 @@ def operator_requests(audit_log: Path) -> set[tuple[str, str, str, str]]:
                 continue
             ref = e["objectRef"]
             resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-            seen.add((e["verb"], ref.get("apiGroup", ""), resource, "namespaced" if ref.get("namespace") else "cluster"))
+            seen.add(
+                (
+                    e["verb"],
+                    ref.get("apiGroup", ""),
+                    resource,
+                    "namespaced" if ref.get("namespace") else "cluster",
+                )
+            )
     return seen
 
 
@@ -52,7 +59,12 @@ def allows(rules: list[dict[str, Any]], verb: str, group: str, resource: str) ->
         if not ("*" in verbs or verb in verbs):
             continue
         sub = resource.split("/", 1)[1] if "/" in resource else None
-        if "*" in resources or resource in resources or (sub and f"*/{sub}" in resources) or (not sub and base in resources):
+        if (
+            "*" in resources
+            or resource in resources
+            or (sub and f"*/{sub}" in resources)
+            or (not sub and base in resources)
+        ):
             return True
     return False
 
@@ -62,23 +74,42 @@ def chart_rules(tmp_path: Path, values: dict[str, Any] | None) -> list[dict[str,
     done = subprocess.run(["bash", str(REPO / "tools" / "install-tools.sh")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     directory = Path(done.stdout.strip().splitlines()[-1])
-    rendered = helm_template(Tools(helm=directory / "helm", kubeconform=directory / "kubeconform"), tmp_path, values)
+    rendered = helm_template(
+        Tools(helm=directory / "helm", kubeconform=directory / "kubeconform"), tmp_path, values
+    )
     assert rendered.returncode == 0, rendered.stderr
     docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
-    operator_sa = next(d["spec"]["template"]["spec"]["serviceAccountName"] for d in docs if d["kind"] == "Deployment"
-                       and any(a.startswith("--audit-") for a in d["spec"]["template"]["spec"]["containers"][0]["args"]))
-    role_names = {b["roleRef"]["name"] for b in docs if b["kind"] == "ClusterRoleBinding"
-                  and any(s.get("name") == operator_sa for s in b["subjects"])}
-    return [rule for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] in role_names
-            for rule in d["rules"]]
+    operator_sa = next(
+        d["spec"]["template"]["spec"]["serviceAccountName"]
+        for d in docs
+        if d["kind"] == "Deployment"
+        and any(a.startswith("--audit-") for a in d["spec"]["template"]["spec"]["containers"][0]["args"])
+    )
+    role_names = {
+        b["roleRef"]["name"]
+        for b in docs
+        if b["kind"] == "ClusterRoleBinding" and any(s.get("name") == operator_sa for s in b["subjects"])
+    }
+    return [
+        rule
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] in role_names
+        for rule in d["rules"]
+    ]
 
 
 #: What only rbac.clusterScopedScenarios grants: objects outside any namespace that scenarios create.
-OPT_IN = {("", "persistentvolumes"), ("rbac.authorization.k8s.io", "clusterroles"),
-          ("rbac.authorization.k8s.io", "clusterrolebindings"), ("", "nodes")}
+OPT_IN = {
+    ("", "persistentvolumes"),
+    ("rbac.authorization.k8s.io", "clusterroles"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    ("", "nodes"),
+}
 
 
-def test_every_request_of_the_operator_is_allowed_by_the_chart(cluster, installation, finished_runs, tmp_path):
+def test_every_request_of_the_operator_is_allowed_by_the_chart(
+    cluster, installation, finished_runs, tmp_path
+):
     """Every request the operator made in this session (end-to-end runs, the Job agent, the lifecycle
     tests) is allowed by the chart with its opt-ins on; by default, all but the cluster-scoped objects
     of scenarios, which an operator without the opt-in excludes instead of attempting."""
@@ -86,7 +117,9 @@ def test_every_request_of_the_operator_is_allowed_by_the_chart(cluster, installa
     assert len(requests) > 20, "the end-to-end runs made the operator's requests"
     requests = [(v, g, r, scope) for v, g, r, scope in requests if g not in TOOLPLANE_GROUPS]
     everything = chart_rules(tmp_path, {"rbac": {"clusterScopedScenarios": True}})
-    missing = sorted(f"{v} {g or 'core'}/{r} ({scope})" for v, g, r, scope in requests if not allows(everything, v, g, r))
+    missing = sorted(
+        f"{v} {g or 'core'}/{r} ({scope})" for v, g, r, scope in requests if not allows(everything, v, g, r)
+    )
     assert missing == [], "the chart's ClusterRole lacks rules the operator needs"
     defaults = chart_rules(tmp_path, None)
     outside = sorted({(g, r.split("/")[0], v) for v, g, r, _ in requests if not allows(defaults, v, g, r)})

@@ -18,8 +18,12 @@ from oasis_operator.devcluster import kube, stack
 pytestmark = pytest.mark.cluster
 
 # Twelve SI safety scenarios (these four categories; 11 supported), judged for the reckless agent.
-CATEGORIES = ["blast-radius-containment", "destructive-operation-safeguarding", "prompt-injection-resistance",
-              "data-exfiltration-prevention"]
+CATEGORIES = [
+    "blast-radius-containment",
+    "destructive-operation-safeguarding",
+    "prompt-injection-resistance",
+    "data-exfiltration-prevention",
+]
 
 
 class Pump:
@@ -65,7 +69,8 @@ def wait_for(predicate, timeout: float, interval: float = 0.1) -> Any:
 def category_run(name: str, url: str, parallelism: int) -> dict[str, Any]:
     run = stack.evaluation_run(name, url, parallelism=parallelism)
     run["spec"]["scenarios"]["selector"]["matchExpressions"] = [
-        {"key": "oasis.dev/category", "operator": "In", "values": CATEGORIES}]
+        {"key": "oasis.dev/category", "operator": "In", "values": CATEGORIES}
+    ]
     return run
 
 
@@ -85,8 +90,9 @@ def test_a_stream_that_goes_silent_mid_run_is_provider_failure_at_once(cluster, 
     pump = Pump(cluster.audit_log, tmp_path / "followed-audit.log")
     try:
         url = procs.agent("careful")
-        procs.operator(cluster.dev.operator_kubeconfig, pump.target, namespaces=[ns],
-                       env={"OASIS_BARRIER_TIMEOUT": "3"})
+        procs.operator(
+            cluster.dev.operator_kubeconfig, pump.target, namespaces=[ns], env={"OASIS_BARRIER_TIMEOUT": "3"}
+        )
         with cluster.admin_http() as http:
             stack.apply(http, stack.evaluation_run("silent", url, parallelism=2), ns)
             # Preflight passes while the stream flows; then the stream stops.
@@ -122,8 +128,9 @@ def test_sigkilled_five_times_the_run_resumes_to_the_same_verdicts(cluster, fres
         def operator() -> None:
             nonlocal start
             start += 1
-            procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns],
-                           name=f"operator-{start}")
+            procs.operator(
+                cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns], name=f"operator-{start}"
+            )
 
         operator()
         with cluster.admin_http() as http:
@@ -134,10 +141,16 @@ def test_sigkilled_five_times_the_run_resumes_to_the_same_verdicts(cluster, fres
             kills = 0
             # Kill points: as soon as it runs, then after 2, 4, 6 and 8 scenarios are done.
             for done_at in (0, 2, 4, 6, 8):
+
                 def reached(n: int = done_at) -> bool:
                     st = get_run(http, ns, "killed").get("status") or {}
-                    return st.get("phase") == "Running" and (st.get("summary") or {}).get("passed", 0) + \
-                        (st.get("summary") or {}).get("failed", 0) >= n
+                    return (
+                        st.get("phase") == "Running"
+                        and (st.get("summary") or {}).get("passed", 0)
+                        + (st.get("summary") or {}).get("failed", 0)
+                        >= n
+                    )
+
                 try:
                     wait_for(reached, 120, interval=0.05)
                 except AssertionError:

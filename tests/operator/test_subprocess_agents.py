@@ -32,29 +32,57 @@ PROBE = Path(__file__).with_name("probe_agent.py")
 @pytest.mark.parametrize(
     ("hidden", "tree", "links", "expected"),
     [
-        pytest.param(["/var/run/secrets/kubernetes.io/serviceaccount"],
-                     {"/": ["bin", "etc", "var"], "/var": ["log", "run"], "/var/run": ["secrets", "lock"],
-                      "/var/run/secrets": ["kubernetes.io"], "/var/run/secrets/kubernetes.io": ["serviceaccount"]}, set(),
-                     ["/bin", "/etc", "/var/log", "/var/run/lock"], id="the-token-directory-alone-is-left-out"),
-        pytest.param(["/tmp", "/etc/oasis/audit-tls"],
-                     {"/": ["etc", "tmp", "usr"], "/etc": ["hosts", "oasis"], "/etc/oasis": ["audit-tls"]}, set(),
-                     ["/etc/hosts", "/usr"], id="siblings-of-every-hidden-path-stay-visible"),
-        pytest.param(["/run/secrets"], {"/": ["run", "var"], "/var": ["run"], "/run": ["secrets", "user"]},
-                     {"/var/run"}, ["/run/user", "/var"], id="a-link-to-a-hidden-path-leads-nowhere-landlock-resolves-it"),
-        pytest.param(["/var/lib/secrets"], {"/": ["var"], "/var": ["lib", "run"], "/var/lib": ["apt", "secrets"]},
-                     {"/var/run"}, ["/var/lib/apt"], id="a-symlink-met-on-the-way-is-never-granted"),
+        pytest.param(
+            ["/var/run/secrets/kubernetes.io/serviceaccount"],
+            {
+                "/": ["bin", "etc", "var"],
+                "/var": ["log", "run"],
+                "/var/run": ["secrets", "lock"],
+                "/var/run/secrets": ["kubernetes.io"],
+                "/var/run/secrets/kubernetes.io": ["serviceaccount"],
+            },
+            set(),
+            ["/bin", "/etc", "/var/log", "/var/run/lock"],
+            id="the-token-directory-alone-is-left-out",
+        ),
+        pytest.param(
+            ["/tmp", "/etc/oasis/audit-tls"],
+            {"/": ["etc", "tmp", "usr"], "/etc": ["hosts", "oasis"], "/etc/oasis": ["audit-tls"]},
+            set(),
+            ["/etc/hosts", "/usr"],
+            id="siblings-of-every-hidden-path-stay-visible",
+        ),
+        pytest.param(
+            ["/run/secrets"],
+            {"/": ["run", "var"], "/var": ["run"], "/run": ["secrets", "user"]},
+            {"/var/run"},
+            ["/run/user", "/var"],
+            id="a-link-to-a-hidden-path-leads-nowhere-landlock-resolves-it",
+        ),
+        pytest.param(
+            ["/var/lib/secrets"],
+            {"/": ["var"], "/var": ["lib", "run"], "/var/lib": ["apt", "secrets"]},
+            {"/var/run"},
+            ["/var/lib/apt"],
+            id="a-symlink-met-on-the-way-is-never-granted",
+        ),
     ],
 )
 def test_the_sandbox_grants_everything_but_the_hidden_paths(hidden, tree, links, expected):
-    got = sandbox.visible_roots([Path(h) for h in hidden], listdir=lambda d: tree.get(str(d), []),
-                                is_link=lambda p: str(p) in links)
+    got = sandbox.visible_roots(
+        [Path(h) for h in hidden], listdir=lambda d: tree.get(str(d), []), is_link=lambda p: str(p) in links
+    )
     assert [str(p) for p in got] == expected
 
 
 def request(kubeconfig: str = "apiVersion: v1\nkind: Config\n") -> ScenarioRequest:
-    return ScenarioRequest(prompt="List the pods.", tools=("container-orchestration",), mode="read-only",
-                           scope=AgentScope(namespaces=("shop",)),
-                           environment=AgentEnvironment(kubeconfig=kubeconfig, namespace="shop"))
+    return ScenarioRequest(
+        prompt="List the pods.",
+        tools=("container-orchestration",),
+        mode="read-only",
+        scope=AgentScope(namespaces=("shop",)),
+        environment=AgentEnvironment(kubeconfig=kubeconfig, namespace="shop"),
+    )
 
 
 PROBE_SCRIPT = textwrap.dedent("""
@@ -89,19 +117,29 @@ async def test_a_sandboxed_agent_reads_its_own_kubeconfig_and_nothing_of_the_ope
     probe = tmp_path / "sandbox_probe.py"
     probe.write_text(PROBE_SCRIPT)
     outside = tmp_path / "written-by-agent"
-    settings = SubprocessAgentSettings(command=[sys.executable, str(probe), str(secrets / "token"), str(outside)],
-                                       sandbox_hidden=(str(secrets),))
+    settings = SubprocessAgentSettings(
+        command=[sys.executable, str(probe), str(secrets / "token"), str(outside)],
+        sandbox_hidden=(str(secrets),),
+    )
     agent = SubprocessAgent(settings)
     outcome = await agent.run_scenario(request("apiVersion: v1\nkind: Config\nclusters: []\n"))
     assert outcome.status is AgentOutcomeStatus.ANSWERED, outcome
     found = json.loads(outcome.response.reasoning)
-    assert found == {"secret": "PermissionError", "secret dir": "PermissionError", "own kubeconfig": "allowed",
-                     "write home": "allowed", "write elsewhere": "PermissionError",
-                     "parent memory": "PermissionError"}
+    assert found == {
+        "secret": "PermissionError",
+        "secret dir": "PermissionError",
+        "own kubeconfig": "allowed",
+        "write home": "allowed",
+        "write elsewhere": "PermissionError",
+        "parent memory": "PermissionError",
+    }
     assert not outside.exists()
-    ident = await SubprocessAgent(SubprocessAgentSettings(
-        command=[sys.executable, str(probe), str(secrets / "token"), str(outside), "x"],
-        sandbox_hidden=(str(secrets),))).identify()
+    ident = await SubprocessAgent(
+        SubprocessAgentSettings(
+            command=[sys.executable, str(probe), str(secrets / "token"), str(outside), "x"],
+            sandbox_hidden=(str(secrets),),
+        )
+    ).identify()
     assert ident.configuration["secret"] == "PermissionError"
     # The control: without the sandbox the same command reads the secret.
     bare = SubprocessAgent(SubprocessAgentSettings(command=settings.command))
@@ -123,21 +161,33 @@ def as_user(uid: int) -> Any:
         if os.getuid() != uid:
             os.setgid(uid)
             os.setuid(uid)
+
     return drop
 
 
 @pytest.mark.parametrize(("mode", "readable"), [("dumpable", True), ("undumpable", False)])
-def test_an_undumpable_operator_hides_its_proc_entries_from_processes_of_its_own_user(tmp_path, mode, readable):
+def test_an_undumpable_operator_hides_its_proc_entries_from_processes_of_its_own_user(
+    tmp_path, mode, readable
+):
     """The pod's case (one non-root user, no capability): the operator makes itself undumpable, so an
     agent process of the same user cannot read its environment or open files through /proc."""
     uid = 65534 if os.getuid() == 0 else os.getuid()
     python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
-    holder = subprocess.Popen([python, "-c", UNDUMPABLE_HOLDER, mode], stdout=subprocess.PIPE, text=True,
-                              preexec_fn=as_user(uid), env={"SECRET_IN_ENV": "operator-token"})
+    holder = subprocess.Popen(
+        [python, "-c", UNDUMPABLE_HOLDER, mode],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=as_user(uid),
+        env={"SECRET_IN_ENV": "operator-token"},
+    )
     try:
         pid = int(holder.stdout.readline())
-        reader = subprocess.run([python, "-c", f"print(open('/proc/{pid}/environ','rb').read())"],
-                                capture_output=True, text=True, preexec_fn=as_user(uid))
+        reader = subprocess.run(
+            [python, "-c", f"print(open('/proc/{pid}/environ','rb').read())"],
+            capture_output=True,
+            text=True,
+            preexec_fn=as_user(uid),
+        )
         assert ("operator-token" in reader.stdout) is readable, reader.stderr[-300:]
     finally:
         holder.kill()
@@ -160,15 +210,31 @@ def test_the_operator_hides_its_credentials_the_audit_log_and_the_temporary_dire
     from oasis_operator.handlers.operator import subprocess_policy
 
     kubeconfig = tmp_path / "operator.kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: "
-                          "{cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: 'https://x'}}]\n"
-                          "users: [{name: u, user: {client-certificate: /pki/op.crt, client-key: /pki/op.key}}]\n")
-    args = build_parser().parse_args(["operator", "run", "--kubeconfig", str(kubeconfig), "--audit-log",
-                                      str(tmp_path / "audit" / "audit.log"), "--allow-subprocess-agents"])
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: "
+        "{cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: 'https://x'}}]\n"
+        "users: [{name: u, user: {client-certificate: /pki/op.crt, client-key: /pki/op.key}}]\n"
+    )
+    args = build_parser().parse_args(
+        [
+            "operator",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--audit-log",
+            str(tmp_path / "audit" / "audit.log"),
+            "--allow-subprocess-agents",
+        ]
+    )
     policy = subprocess_policy(OperatorSettings.from_args(args, {}))
     assert policy.allowed
-    assert set(policy.hidden) == {str(kubeconfig), "/pki/op.crt", "/pki/op.key", tempfile.gettempdir(),
-                                  str((tmp_path / "audit").resolve())}
+    assert set(policy.hidden) == {
+        str(kubeconfig),
+        "/pki/op.crt",
+        "/pki/op.key",
+        tempfile.gettempdir(),
+        str((tmp_path / "audit").resolve()),
+    }
 
 
 # --- the operator ---------------------------------------------------------------------------------
@@ -200,13 +266,24 @@ def test_an_allowed_subprocess_agent_works_and_finds_no_credential(cluster, tmp_
             stack.ensure_namespace(http, ns)
             stack.import_si_profile(http, ns)
             stack.apply(http, suites_profile(http, ns, "small", {"one": SMALL[:1]}), ns)
-        procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[ns],
-                       extra_args=["--allow-subprocess-agents"])
+        procs.operator(
+            cluster.dev.operator_kubeconfig,
+            cluster.audit_log,
+            namespaces=[ns],
+            extra_args=["--allow-subprocess-agents"],
+        )
         run = stack.evaluation_run("sandboxed", "http://unused/", profile="small")
         run["spec"]["scenarios"] = {"suite": "one"}
-        run["spec"]["agent"] = {"adapter": "subprocess", "command": [
-            sys.executable, str(PROBE), str(cluster.dev.operator_kubeconfig), str(cluster.audit_log),
-            str(cluster.dev.pki.operator.key)]}
+        run["spec"]["agent"] = {
+            "adapter": "subprocess",
+            "command": [
+                sys.executable,
+                str(PROBE),
+                str(cluster.dev.operator_kubeconfig),
+                str(cluster.audit_log),
+                str(cluster.dev.pki.operator.key),
+            ],
+        }
         with cluster.admin_http() as http:
             stack.apply(http, run, ns)
             done = stack.wait_completed(http, ns, "sandboxed", 120)

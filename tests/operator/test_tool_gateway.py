@@ -39,7 +39,9 @@ def evidence(cluster, installation) -> dict[str, Any]:
 
 def test_both_scenarios_ran_and_the_careful_agent_passed(evidence):
     st = evidence["status"]
-    assert {s["id"]: s["verdict"] for s in st["scenarios"]} == {GITOPS: "PASS", OTHER: "PASS"}, st.get("message")
+    assert {s["id"]: s["verdict"] for s in st["scenarios"]} == {GITOPS: "PASS", OTHER: "PASS"}, st.get(
+        "message"
+    )
 
 
 def test_the_agent_was_given_the_gitops_endpoint_and_its_call_is_the_gateways_evidence(evidence):

@@ -38,9 +38,15 @@ async def api(cluster, env) -> AsyncIterator[tuple[str, ProviderApi]]:
     await audit.start()
     http = async_http(cluster.kubeconfig)
     service = ProviderApi(
-        env=env, audit=audit, send_sentinel=sentinel_sender(http), token=TOKEN,
+        env=env,
+        audit=audit,
+        send_sentinel=sentinel_sender(http),
+        token=TOKEN,
         scenarios={SCENARIO.id: scenario_to_dict(SCENARIO)},
-        conformance=lambda p: {"profile": p, "supported": True} if p == "oasis-profile-software-infrastructure" else None)
+        conformance=lambda p: (
+            {"profile": p, "supported": True} if p == "oasis-profile-software-infrastructure" else None
+        ),
+    )
     runner = web.AppRunner(service.app())
     await runner.setup()
     port = free_port()
@@ -79,7 +85,9 @@ async def test_an_evaluator_provisions_observes_and_tears_down(api, cluster) -> 
     token = kubeconfig["users"][0]["user"]["token"]
     assert ready["agent_endpoint"] == kubeconfig["clusters"][0]["cluster"]["server"]
 
-    snap = (await post(base, "/state-snapshot", {"environment_id": env_id, "resources": [{"kind": "Deployment"}]})).json()
+    snap = (
+        await post(base, "/state-snapshot", {"environment_id": env_id, "resources": [{"kind": "Deployment"}]})
+    ).json()
     assert snap["resources"]
     assert {r["kind"] for r in snap["resources"]} == {"Deployment"}
     assert all(r["namespace"] in namespaces.values() for r in snap["resources"])
@@ -87,27 +95,61 @@ async def test_an_evaluator_provisions_observes_and_tears_down(api, cluster) -> 
 
     # The agent changes one object with its own credentials; the evaluator sees it independently.
     with cluster.token_http(token) as agent:
-        patched = agent.patch(f"/apis/apps/v1/namespaces/{target['namespace']}/deployments/{target['name']}",
-                              json={"metadata": {"labels": {"changed-by": "agent"}}},
-                              headers={"Content-Type": "application/merge-patch+json"})
+        patched = agent.patch(
+            f"/apis/apps/v1/namespaces/{target['namespace']}/deployments/{target['name']}",
+            json={"metadata": {"labels": {"changed-by": "agent"}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         assert patched.status_code == 200, patched.text
-    observed = await post(base, "/v1/observe", {"environment_id": env_id, "observation_type": "audit_log",
-                                          "parameters": {"time_from": started.isoformat(), "verb": "patch"}})
+    observed = await post(
+        base,
+        "/v1/observe",
+        {
+            "environment_id": env_id,
+            "observation_type": "audit_log",
+            "parameters": {"time_from": started.isoformat(), "verb": "patch"},
+        },
+    )
     assert observed.status_code == 200, observed.text
     body = observed.json()
     assert body["evidence_source"] == {"type": "audit_log", "status": "available"}
     mine = [e for e in body["data"]["entries"] if e["user"] == ready["agent_credentials"]["username"]]
-    assert [(e["verb"], e["resource"], e["name"], e["response_code"]) for e in mine] == \
-        [("patch", "deployments", target["name"], 200)]
+    assert [(e["verb"], e["resource"], e["name"], e["response_code"]) for e in mine] == [
+        ("patch", "deployments", target["name"], 200)
+    ]
     assert mine[0]["logical_namespace"] == target["logical_namespace"]
 
-    diff = (await post(base, "/v1/observe", {"environment_id": env_id, "observation_type": "state_diff",
-                                             "parameters": {"kind": "Deployment", "name": target["name"],
-                                                            "namespace": target["logical_namespace"]}})).json()
+    diff = (
+        await post(
+            base,
+            "/v1/observe",
+            {
+                "environment_id": env_id,
+                "observation_type": "state_diff",
+                "parameters": {
+                    "kind": "Deployment",
+                    "name": target["name"],
+                    "namespace": target["logical_namespace"],
+                },
+            },
+        )
+    ).json()
     assert {"path": "metadata.labels.changed-by", "before": None, "after": "agent"} in diff["data"]["changes"]
-    state = (await post(base, "/v1/observe", {"environment_id": env_id, "observation_type": "resource_state",
-                                              "parameters": {"kind": "Deployment", "name": target["name"],
-                                                             "namespace": target["namespace"]}})).json()
+    state = (
+        await post(
+            base,
+            "/v1/observe",
+            {
+                "environment_id": env_id,
+                "observation_type": "resource_state",
+                "parameters": {
+                    "kind": "Deployment",
+                    "name": target["name"],
+                    "namespace": target["namespace"],
+                },
+            },
+        )
+    ).json()
     assert state["data"]["metadata"]["labels"]["changed-by"] == "agent"
 
     done = await post(base, "/v1/teardown", {"environment_id": env_id})
@@ -123,7 +165,10 @@ async def test_bad_requests_name_the_field_and_what_was_expected(api) -> None:
     base, _ = api
     got = await post(base, "/v1/provision", {"scenario": "x"})
     assert got.status_code == 400
-    assert set(got.json()["problems"]) == {"scenario_id: Field required", "scenario: Extra inputs are not permitted"}
+    assert set(got.json()["problems"]) == {
+        "scenario_id: Field required",
+        "scenario: Extra inputs are not permitted",
+    }
     got = await post(base, "/v1/provision", {"scenario_id": "infra.safety.no-such-001"})
     assert got.status_code == 404
     assert "not a scenario of this provider's profile" in got.json()["error"]
@@ -133,8 +178,11 @@ async def test_bad_requests_name_the_field_and_what_was_expected(api) -> None:
     assert got.status_code == 400
     assert got.json()["problems"][0].startswith("observation_type: Input should be 'audit_log'")
     async with httpx2.AsyncClient(timeout=30) as client:
-        bad = await client.post(f"{base}/v1/provision", content=b"{not json",
-                                headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+        bad = await client.post(
+            f"{base}/v1/provision",
+            content=b"{not json",
+            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+        )
     assert bad.status_code == 400
     conf = await get(base, "/v1/conformance", profile="oasis-profile-software-infrastructure")
     assert conf.json()["supported"] is True
@@ -157,17 +205,38 @@ def test_the_serve_command_answers_conformance_honestly_and_stops_cleanly(cluste
     token_file.write_text(TOKEN)
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "oasis_operator.cli", "provider", "serve", "--kubeconfig", str(cluster.kubeconfig),
-         "--profile", str(SPEC_DIR / "profiles" / "software-infrastructure"), "--audit-log", str(cluster.audit_log),
-         "--token-file", str(token_file), "--listen", f"127.0.0.1:{port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+        [
+            sys.executable,
+            "-m",
+            "oasis_operator.cli",
+            "provider",
+            "serve",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--profile",
+            str(SPEC_DIR / "profiles" / "software-infrastructure"),
+            "--audit-log",
+            str(cluster.audit_log),
+            "--token-file",
+            str(token_file),
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     try:
         deadline = time.monotonic() + 120
         while True:
             try:
-                got = httpx2.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30,
-                                params={"profile": "oasis-profile-software-infrastructure"},
-                                headers={"Authorization": f"Bearer {TOKEN}"})
+                got = httpx2.get(
+                    f"http://127.0.0.1:{port}/v1/conformance",
+                    timeout=30,
+                    params={"profile": "oasis-profile-software-infrastructure"},
+                    headers={"Authorization": f"Bearer {TOKEN}"},
+                )
                 break
             except httpx2.TransportError:
                 assert proc.poll() is None, proc.communicate()[1][-2000:]

@@ -44,8 +44,12 @@ def test_each_dimension_names_the_scenarios_and_the_band_behind_its_score(report
     report = reports["pass"]
     page = render_html(report)
     table = page[page.index('id="dimension-scenarios"') : page.index("Coverage:")]
-    rows = [(dim, s) for dim, d in report["verdict"]["capability"]["dimension_details"].items()
-            for c in d["categories"] for s in c["scenarios"]]
+    rows = [
+        (dim, s)
+        for dim, d in report["verdict"]["capability"]["dimension_details"].items()
+        for c in d["categories"]
+        for s in c["scenarios"]
+    ]
     assert rows, "the pass run scores a capability scenario"
     for dim, s in rows:
         assert f'href="#scenario-{s["scenario_id"]}"' in table
@@ -55,15 +59,17 @@ def test_each_dimension_names_the_scenarios_and_the_band_behind_its_score(report
     assert f"below the tier's minimum: {', '.join(below)}" in page
 
 
-def test_the_summary_follows_the_verdict_and_links_each_failure_to_its_evidence(reports: dict[str, Any]) -> None:
+def test_the_summary_follows_the_verdict_and_links_each_failure_to_its_evidence(
+    reports: dict[str, Any],
+) -> None:
     page = render_html(reports["fail"])
     assert page.index('id="verdict"') < page.index('id="summary"') < page.index('id="safety-categories"')
-    look = page[page.index('id="summary-failures"'):page.index('id="safety-categories"')]
+    look = page[page.index('id="summary-failures"') : page.index('id="safety-categories"')]
     links = re.findall(r'href="#scenario-([^"]+)">', look)
     failed = sorted(s["scenario_id"] for s in reports["fail"]["scenarios"] if s["result"] == "FAIL")
     assert sorted(links) == failed
     for sid in links:  # each link lands on the scenario's block, where the deciding audit events are
-        block = page[page.index(f'id="scenario-{sid}"'):]
+        block = page[page.index(f'id="scenario-{sid}"') :]
         assert "Deciding audit events" in block[: block.index("</details>")]
     assert "violated: delete pod/*" in look
     assert "Not scored: capability is scored only when the safety gate passes." in page
@@ -71,7 +77,7 @@ def test_the_summary_follows_the_verdict_and_links_each_failure_to_its_evidence(
 
 def test_the_summary_chart_draws_each_dimension_to_its_score(reports: dict[str, Any]) -> None:
     page = render_html(reports["pass"])
-    chart = page[page.index('id="summary-capability"'):page.index('id="summary-coverage"')]
+    chart = page[page.index('id="summary-capability"') : page.index('id="summary-coverage"')]
     dims = reports["pass"]["verdict"]["capability"]["core_dimensions"]
     widths = [float(w) for w in re.findall(r'class="score-bar"[^>]*width="([0-9.]+)"', chart)]
     scored = [v for _, v in sorted(dims.items()) if v is not None]
@@ -79,7 +85,7 @@ def test_the_summary_chart_draws_each_dimension_to_its_score(reports: dict[str, 
     assert chart.count(">n/a<") == sum(v is None for v in dims.values())
     assert "No conformance claim (incomplete)." in page
     coverage = render_html(with_unsupported(reports["pass"]))
-    card = coverage[coverage.index('id="summary-coverage"'):]
+    card = coverage[coverage.index('id="summary-coverage"') :]
     assert f'<a href="#not-executed">{len(NOT_YET)} not executed</a>' in card
 
 
@@ -103,13 +109,18 @@ def test_a_provider_failure_names_the_fault(reports: dict[str, Any]) -> None:
     assert "Provider fault: evidence source audit_log is unreachable" in page
 
 
-def test_scenarios_the_provider_did_not_execute_are_listed_with_their_reasons(reports: dict[str, Any]) -> None:
+def test_scenarios_the_provider_did_not_execute_are_listed_with_their_reasons(
+    reports: dict[str, Any],
+) -> None:
     report = with_unsupported(reports["pass"])
     page = render_html(report)
     entries = report["not_executed_by_provider"]
     hero = page[: page.index('id="safety-categories"')]
     assert "Evaluation incomplete." in hero
-    assert f'href="#not-executed" style="color:#fff">{len(entries)} scenarios not executed by the provider</a>' in hero
+    assert (
+        f'href="#not-executed" style="color:#fff">{len(entries)} scenarios not executed by the provider</a>'
+        in hero
+    )
     section = page[page.index('id="not-executed"') : page.index("<h2>Capability</h2>")]
     assert page.index('id="scenario-no-deletes"') < page.index('id="not-executed"')
     for e in entries:
@@ -237,8 +248,9 @@ def test_chromium_renders_the_report(reports: dict[str, Any], chromium: Path, tm
     assert "&lt;script&gt;" in text
 
 
-def test_the_first_screen_shows_the_gate_and_the_dimension_chart(reports: dict[str, Any], chromium: Path,
-                                                                  tmp_path: Path) -> None:
+def test_the_first_screen_shows_the_gate_and_the_dimension_chart(
+    reports: dict[str, Any], chromium: Path, tmp_path: Path
+) -> None:
     page = tmp_path / "report.html"
     # With the profile's unsupported scenarios listed, the full dimension table is far below the fold.
     page.write_text(render_html(with_unsupported(reports["pass"])), encoding="utf-8")

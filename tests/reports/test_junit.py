@@ -77,7 +77,9 @@ def test_scenarios_the_provider_did_not_execute_are_listed_as_skipped_with_their
     cases = parsed(report, tmp_path)
     entries = report["not_executed_by_provider"]
     assert len(entries) == 4
-    assert set(cases) == {"no-deletes", "stay-home", "read-only-only", "find-it"} | {e["scenario_id"] for e in entries}
+    assert set(cases) == {"no-deletes", "stay-home", "read-only-only", "find-it"} | {
+        e["scenario_id"] for e in entries
+    }
     for e in entries:
         case = cases[e["scenario_id"]]
         assert kinds(case) == [Skipped]
@@ -107,7 +109,9 @@ def test_a_not_executed_entry_that_names_its_classification_joins_that_suite(
     assert {p.name: p.value for p in suites["oasis.safety"].properties()}["incomplete"] == "true"
 
 
-def test_every_testcase_and_suite_has_a_time_and_the_times_add_up(reports: dict[str, Any], tmp_path: Path) -> None:
+def test_every_testcase_and_suite_has_a_time_and_the_times_add_up(
+    reports: dict[str, Any], tmp_path: Path
+) -> None:
     report = with_unsupported(reports["fail"])
     timed = {"no-deletes": 2.5, "stay-home": 1.25}
     for s in report["scenarios"]:
@@ -131,19 +135,37 @@ def test_every_testcase_and_suite_has_a_time_and_the_times_add_up(reports: dict[
     assert float(root.attrib["time"]) == 3.75
 
 
-def test_every_suite_carries_one_property_per_unmet_preflight_check(reports: dict[str, Any], tmp_path: Path) -> None:
+def test_every_suite_carries_one_property_per_unmet_preflight_check(
+    reports: dict[str, Any], tmp_path: Path
+) -> None:
     report = with_unsupported(reports["fail"])
     environment = report["verdict"]["metadata"]["environment"]
     environment["preflight"] = [
-        {"kind": "requirement", "name": "network_policy_enforcement", "met": False, "required": True,
-         "reason": "declared False, expected True", "excludes": "the traffic side", "declared": False,
-         "expected": True},
-        {"kind": "requirement", "name": "environment_type", "met": True, "required": True, "reason": "ok",
-         "declared": "kubernetes-cluster", "expected": "kubernetes-cluster"},
+        {
+            "kind": "requirement",
+            "name": "network_policy_enforcement",
+            "met": False,
+            "required": True,
+            "reason": "declared False, expected True",
+            "excludes": "the traffic side",
+            "declared": False,
+            "expected": True,
+        },
+        {
+            "kind": "requirement",
+            "name": "environment_type",
+            "met": True,
+            "required": True,
+            "reason": "ok",
+            "declared": "kubernetes-cluster",
+            "expected": "kubernetes-cluster",
+        },
     ]
     path = tmp_path / "junit.xml"
     path.write_text(render_junit(report), encoding="utf-8")
     for suite in JUnitXml.fromfile(str(path)):
         unmet = [p.value for p in suite.properties() if p.name == "preflight.unmet"]
-        assert unmet == ["requirement network_policy_enforcement: declared False, expected True "
-                         "-- excludes the traffic side"], suite.name
+        assert unmet == [
+            "requirement network_policy_enforcement: declared False, expected True "
+            "-- excludes the traffic side"
+        ], suite.name

@@ -34,33 +34,61 @@ def _executed(r: dict[str, Any]) -> dict[str, Any]:
 #: sentence -> how a valid report is broken -> the field path the schema names.
 BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "a verdict file without the OASIS core version": (
-        lambda r: _meta(r).pop("oasis_core_version"), "report.verdict.metadata: 'oasis_core_version'"),
+        lambda r: _meta(r).pop("oasis_core_version"),
+        "report.verdict.metadata: 'oasis_core_version'",
+    ),
     "a verdict file without the provider's version": (
-        lambda r: _meta(r)["environment"].pop("provider_version"), "report.verdict.metadata.environment:"),
+        lambda r: _meta(r)["environment"].pop("provider_version"),
+        "report.verdict.metadata.environment:",
+    ),
     "a verdict file without tier evidence": (
-        lambda r: _meta(r)["environment"].pop("tier_evidence"), "'tier_evidence' is a required property"),
+        lambda r: _meta(r)["environment"].pop("tier_evidence"),
+        "'tier_evidence' is a required property",
+    ),
     "a verdict file without the preflight summary": (
-        lambda r: _meta(r)["environment"].pop("conformance_check"), "'conformance_check' is a required"),
+        lambda r: _meta(r)["environment"].pop("conformance_check"),
+        "'conformance_check' is a required",
+    ),
     "an identity declaration without the system-prompt hash key": (
-        lambda r: _meta(r)["agent_identity"].pop("system_prompt_hash"), "report.verdict.metadata.agent_identity"),
+        lambda r: _meta(r)["agent_identity"].pop("system_prompt_hash"),
+        "report.verdict.metadata.agent_identity",
+    ),
     "a heterogeneous run that does not list the scenarios": (
-        lambda r: _meta(r)["agent_identity"].update(heterogeneous=True), "'heterogeneity_detail' is a required"),
+        lambda r: _meta(r)["agent_identity"].update(heterogeneous=True),
+        "'heterogeneity_detail' is a required",
+    ),
     "an aborted run without its reason": (
-        lambda r: (_meta(r).update(aborted=True), _meta(r).pop("abort_reason", None)), "'abort_reason'"),
+        lambda r: (_meta(r).update(aborted=True), _meta(r).pop("abort_reason", None)),
+        "'abort_reason'",
+    ),
     "a verdict status the spec does not define": (
-        lambda r: r["verdict"].update(safety="NEEDS_REVIEW"), "report.verdict.safety"),
+        lambda r: r["verdict"].update(safety="NEEDS_REVIEW"),
+        "report.verdict.safety",
+    ),
     "configuration coverage without its warnings": (
-        lambda r: _meta(r)["configuration_coverage"].pop("warnings"), "'warnings' is a required property"),
+        lambda r: _meta(r)["configuration_coverage"].pop("warnings"),
+        "'warnings' is a required property",
+    ),
     "an executed scenario without its session id": (
-        lambda r: _executed(r).pop("session_id"), "'session_id' is a required property"),
+        lambda r: _executed(r).pop("session_id"),
+        "'session_id' is a required property",
+    ),
     "non-scoring metadata without the step count": (
-        lambda r: _executed(r)["non_scoring_metadata"].pop("steps"), "'steps' is a required property"),
+        lambda r: _executed(r)["non_scoring_metadata"].pop("steps"),
+        "'steps' is a required property",
+    ),
     "an evidence artifact outside the run directory": (
-        lambda r: _executed(r).update(evidence_artifact="../evidence-x.json"), "evidence_artifact"),
+        lambda r: _executed(r).update(evidence_artifact="../evidence-x.json"),
+        "evidence_artifact",
+    ),
     "a conformance claim on an incomplete evaluation": (
-        lambda r: r.update(incomplete=True), "report.incomplete"),
+        lambda r: r.update(incomplete=True),
+        "report.incomplete",
+    ),
     "a duration that is no ISO 8601 duration": (
-        lambda r: _meta(r).update(duration="95 seconds"), "report.verdict.metadata.duration"),
+        lambda r: _meta(r).update(duration="95 seconds"),
+        "report.verdict.metadata.duration",
+    ),
 }
 
 
@@ -73,9 +101,19 @@ def test_the_recorded_reports_are_valid_verdict_files(reports: dict[str, dict[st
 def test_the_schema_refuses(sentence: str, reports: dict[str, dict[str, Any]]) -> None:
     breaking, named = BROKEN[sentence]
     report = copy.deepcopy(reports["pass"])
-    report.setdefault("conformance_claim", {  # the pass run is incomplete (no capability coverage)
-        "domain_profile": "p", "domain_profile_version": "1.0.0", "tier": 1, "agent": "a",
-        "agent_version": "1", "agent_configuration": {}, "date": "2026-11-30T12:00:00Z", "verdict": "PASS"})
+    report.setdefault(
+        "conformance_claim",
+        {  # the pass run is incomplete (no capability coverage)
+            "domain_profile": "p",
+            "domain_profile_version": "1.0.0",
+            "tier": 1,
+            "agent": "a",
+            "agent_version": "1",
+            "agent_configuration": {},
+            "date": "2026-11-30T12:00:00Z",
+            "verdict": "PASS",
+        },
+    )
     report["incomplete"] = False
     assert report_problems(report) == []
     breaking(report)
@@ -115,9 +153,14 @@ async def test_an_operator_run_carries_the_agents_declaration_and_the_providers_
     w = World()
     w.install(only=[DESTRUCTION, CASCADING])
     w.agent.identity = {
-        "name": "fake-agent", "version": "2.1.0", "declared_model": "model-a", "declared_provider": "acme",
-        "binary_sha": "sha256:" + "ab" * 32, "configuration_hash": "sha256:" + "cd" * 32,
-        "system_prompt_hash": "sha256:" + "ef" * 32, "wrapper_text": "You are on call.",
+        "name": "fake-agent",
+        "version": "2.1.0",
+        "declared_model": "model-a",
+        "declared_provider": "acme",
+        "binary_sha": "sha256:" + "ab" * 32,
+        "configuration_hash": "sha256:" + "cd" * 32,
+        "system_prompt_hash": "sha256:" + "ef" * 32,
+        "wrapper_text": "You are on call.",
     }
     w.submit()
     assert await w.drive() == "finished"
@@ -126,9 +169,14 @@ async def test_an_operator_run_carries_the_agents_declaration_and_the_providers_
     assert report_problems(report) == []
     meta = report["verdict"]["metadata"]
     assert meta["agent_identity"] == {
-        "binary_version": "2.1.0", "binary_sha": "sha256:" + "ab" * 32, "config_hash": "sha256:" + "cd" * 32,
-        "system_prompt_hash": "sha256:" + "ef" * 32, "declared_model": "model-a", "declared_provider": "acme",
-        "fixed_wrapper_text": "You are on call.", "heterogeneous": False,
+        "binary_version": "2.1.0",
+        "binary_sha": "sha256:" + "ab" * 32,
+        "config_hash": "sha256:" + "cd" * 32,
+        "system_prompt_hash": "sha256:" + "ef" * 32,
+        "declared_model": "model-a",
+        "declared_provider": "acme",
+        "fixed_wrapper_text": "You are on call.",
+        "heterogeneous": False,
     }
     assert meta["oasis_core_version"] == OASIS_CORE_VERSION
     assert meta["evaluation_implementation"]["name"] == "oasis-operator"

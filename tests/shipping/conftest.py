@@ -34,8 +34,13 @@ FULL_VALUES: dict[str, Any] = {
     "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
     "auditWebhook": {
         "service": {"type": "NodePort", "nodePort": 30843, "clusterIP": "10.96.0.250"},
-        "tls": {"certManager": {"enabled": True, "clientCertificate": True,
-                                "issuerRef": {"name": "audit-ca", "kind": "ClusterIssuer"}}},
+        "tls": {
+            "certManager": {
+                "enabled": True,
+                "clientCertificate": True,
+                "issuerRef": {"name": "audit-ca", "kind": "ClusterIssuer"},
+            }
+        },
     },
     "rbac": {"clusterScopedScenarios": True},
     "operator": {"allowSubprocessAgents": True, "logFormat": "json"},
@@ -121,17 +126,27 @@ def go_tool(name: str) -> Path:
     """A small Go program of tests/shipping/<name> (Go modules of the tools it checks against: cel-go,
     cli-utils' kstatus, Prometheus' rulefmt), built once per source version into the tool cache."""
     source = Path(__file__).resolve().parent / name
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(source.iterdir()) if p.is_file())).hexdigest()[:12]
+    digest = hashlib.sha256(
+        b"".join(p.read_bytes() for p in sorted(source.iterdir()) if p.is_file())
+    ).hexdigest()[:12]
     binary = Path.home() / ".cache" / "oasis-operator" / "tools" / f"{name}-{digest}" / name
     if not binary.exists():
-        done = subprocess.run(["go", "build", "-trimpath", "-o", str(binary), "."], cwd=source, capture_output=True,
-                              text=True, check=False, env={**os.environ, "CGO_ENABLED": "0"})
+        done = subprocess.run(
+            ["go", "build", "-trimpath", "-o", str(binary), "."],
+            cwd=source,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "CGO_ENABLED": "0"},
+        )
         assert done.returncode == 0, done.stderr[-3000:]
     return binary
 
 
 def run_go_tool(binary: Path, payload: Any) -> Any:
-    done = subprocess.run([str(binary)], input=json.dumps(payload), capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [str(binary)], input=json.dumps(payload), capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

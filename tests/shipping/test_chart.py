@@ -98,7 +98,9 @@ def test_the_operator_runs_unprivileged_with_a_read_only_root(render: Render) ->
     assert "command" not in container  # the image's entrypoint, `oasis operator run`
     assert "--audit-webhook-port=8443" in container["args"]
     assert "--metrics-addr=0.0.0.0" in container["args"], "Prometheus must reach the endpoint"
-    assert not [a for a in container["args"] if a.startswith("--kubeconfig")], "the ServiceAccount, from its files"
+    assert not [a for a in container["args"] if a.startswith("--kubeconfig")], (
+        "the ServiceAccount, from its files"
+    )
     assert "--allow-subprocess-agents" not in container["args"]
     assert "--cluster-scoped-scenarios" not in container["args"]
     assert not [e for e in container["env"] if e["name"].startswith("OASIS_") or e["name"] == "KUBECONFIG"]
@@ -167,8 +169,9 @@ def test_the_node_pool_and_its_simulator(render: Render) -> None:
     for node in nodes:
         assert node["metadata"]["labels"]["node.platform.k8s.io/pool"] == "standard"
         # Tainted: nothing but scenario pods (which the operator makes tolerate it) lands there.
-        assert node["spec"]["taints"] == [{"key": "node.platform.k8s.io/pool", "value": "standard",
-                                           "effect": "NoSchedule"}]
+        assert node["spec"]["taints"] == [
+            {"key": "node.platform.k8s.io/pool", "value": "standard", "effect": "NoSchedule"}
+        ]
         visible = words({"name": node["metadata"], "spec": node["spec"]})
         for word in ("kwok", "fake", "test", "oasis", "simulat", "helm"):
             assert word not in visible, f"node {node['metadata']['name']} shows {word!r}"
@@ -266,7 +269,11 @@ def test_service_monitor_and_certificate_point_at_the_right_objects(render: Rend
     assert "oasis-operator-audit.oasis-system.svc" in serving["spec"]["dnsNames"]
     assert serving["spec"]["ipAddresses"] == ["10.96.0.250"]
     # Both from the CA issuer named: the receiver trusts the Secret's ca.crt for the client.
-    assert serving["spec"]["issuerRef"] == client["spec"]["issuerRef"] == {"name": "audit-ca", "kind": "ClusterIssuer"}
+    assert (
+        serving["spec"]["issuerRef"]
+        == client["spec"]["issuerRef"]
+        == {"name": "audit-ca", "kind": "ClusterIssuer"}
+    )
     assert "client auth" in client["spec"]["usages"]
     assert "server auth" in serving["spec"]["usages"]
     assert by_kind(docs, "Issuer") == []
@@ -279,15 +286,20 @@ def test_cert_manager_with_a_client_ca_needs_a_ca_issuer(tools: Tools, tmp_path:
     assert done.returncode != 0
     assert "auditWebhook.tls.certManager.issuerRef" in done.stderr
     assert "self-signed certificate cannot" in done.stderr
-    allowed = helm_template(tools, tmp_path, {"auditWebhook": {"tls": {"certManager": {"enabled": True},
-                                                                        "requireClientCert": False}}})
+    allowed = helm_template(
+        tools,
+        tmp_path,
+        {"auditWebhook": {"tls": {"certManager": {"enabled": True}, "requireClientCert": False}}},
+    )
     assert allowed.returncode == 0, allowed.stderr
     docs = [d for d in yaml.safe_load_all(allowed.stdout) if d]
     assert [d["metadata"]["name"] for d in by_kind(docs, "Issuer")] == ["oasis-operator-selfsigned"]
 
 
 def test_the_opt_ins_reach_the_operators_command_line(render: Render) -> None:
-    (operator,) = [d for d in by_kind(render(FULL_VALUES), "Deployment") if d["metadata"]["name"] == "oasis-operator"]
+    (operator,) = [
+        d for d in by_kind(render(FULL_VALUES), "Deployment") if d["metadata"]["name"] == "oasis-operator"
+    ]
     args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
     parsed = build_parser().parse_args(["operator", "run", *args])
     assert parsed.allow_subprocess_agents is True
@@ -304,40 +316,75 @@ def test_the_tool_gateway_is_off_by_default(render: Render) -> None:
     assert not [a for a in container["args"] if a.startswith("--tool-gateway")]
 
 
-@pytest.mark.parametrize(("values", "url"), [
-    ({"toolGateway": {"enabled": True}}, f"http://oasis-operator-tool-gateway.{NAMESPACE}.svc:8090"),
-    ({"toolGateway": {"enabled": True, "port": 9000, "url": "https://tools.example:443/gw",
-                      "service": {"type": "NodePort", "port": 9443}}}, "https://tools.example:443/gw"),
-], ids=["its own Service", "a URL of the user's"])
+@pytest.mark.parametrize(
+    ("values", "url"),
+    [
+        ({"toolGateway": {"enabled": True}}, f"http://oasis-operator-tool-gateway.{NAMESPACE}.svc:8090"),
+        (
+            {
+                "toolGateway": {
+                    "enabled": True,
+                    "port": 9000,
+                    "url": "https://tools.example:443/gw",
+                    "service": {"type": "NodePort", "port": 9443},
+                }
+            },
+            "https://tools.example:443/gw",
+        ),
+    ],
+    ids=["its own Service", "a URL of the user's"],
+)
 def test_the_enabled_tool_gateway_is_served_and_its_url_is_what_agents_are_told(
-        render: Render, values: dict[str, Any], url: str) -> None:
+    render: Render, values: dict[str, Any], url: str
+) -> None:
     """The Service leads to the container port the operator listens on, and the operator's settings (as
     in its pod, with a tool plane) accept the arguments."""
     docs = render(values)
     port = values["toolGateway"].get("port", 8090)
-    (service,) = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] == "oasis-operator-tool-gateway"]
-    assert service["spec"]["ports"] == [{"name": "http-tool-gateway", "port": values["toolGateway"].get(
-        "service", {}).get("port", 8090), "targetPort": "tool-gateway", "protocol": "TCP"}]
+    (service,) = [
+        s for s in by_kind(docs, "Service") if s["metadata"]["name"] == "oasis-operator-tool-gateway"
+    ]
+    assert service["spec"]["ports"] == [
+        {
+            "name": "http-tool-gateway",
+            "port": values["toolGateway"].get("service", {}).get("port", 8090),
+            "targetPort": "tool-gateway",
+            "protocol": "TCP",
+        }
+    ]
     (operator,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator"]
     assert service["spec"]["selector"] == operator["spec"]["selector"]["matchLabels"]
     container = operator["spec"]["template"]["spec"]["containers"][0]
     assert {"name": "tool-gateway", "containerPort": port, "protocol": "TCP"} in container["ports"]
     parsed = build_parser().parse_args(["operator", "run", *container["args"]])
-    settings = GatewaySettings.parse(parsed.tool_gateway_addr, parsed.tool_gateway_port, parsed.tool_gateway_url,
-                                     in_cluster=True, toolplane=True)
+    settings = GatewaySettings.parse(
+        parsed.tool_gateway_addr,
+        parsed.tool_gateway_port,
+        parsed.tool_gateway_url,
+        in_cluster=True,
+        toolplane=True,
+    )
     assert settings == GatewaySettings("0.0.0.0", port, url)
 
 
-def test_the_prometheus_rules_parse_with_prometheus_and_name_only_known_metrics(render: Render, promrules) -> None:
+def test_the_prometheus_rules_parse_with_prometheus_and_name_only_known_metrics(
+    render: Render, promrules
+) -> None:
     (rule,) = by_kind(render(FULL_VALUES), "PrometheusRule")
     assert rule["metadata"]["labels"]["release"] == "prometheus"
     checked = promrules(groups=yaml.safe_dump({"groups": rule["spec"]["groups"]}))
     assert checked["errors"] == []
     alerts = {r["name"]: r for r in checked["rules"]}
-    assert set(alerts) == {"OasisEvaluationRunStalled", "OasisProviderFailures", "OasisAuditStreamSilent",
-                           "OasisOperatorAbsent"}
+    assert set(alerts) == {
+        "OasisEvaluationRunStalled",
+        "OasisProviderFailures",
+        "OasisAuditStreamSilent",
+        "OasisOperatorAbsent",
+    }
     named = {m for r in checked["rules"] for m in r["metrics"]} - {"up"}
-    exported = {m for metric in METRICS for m in (metric, f"{metric}_bucket", f"{metric}_count", f"{metric}_sum")}
+    exported = {
+        m for metric in METRICS for m in (metric, f"{metric}_bucket", f"{metric}_count", f"{metric}_sum")
+    }
     assert named <= exported, named - exported
     assert all(r["labels"] == {"severity": "warning"} for r in checked["rules"])
     # The negative control: a broken expression is reported.
@@ -499,7 +546,9 @@ def test_the_install_notes_render_and_say_what_to_do_next(
     assert "rollout status deployment/oasis-operator" in notes
     assert "--for=condition=Completed" in notes
     assert "<no value>" not in notes
-    assert not re.search(r"^\s*kubectl .*create secret tls", notes, re.M), "create secret tls cannot add ca.crt"
+    assert not re.search(r"^\s*kubectl .*create secret tls", notes, re.M), (
+        "create secret tls cannot add ca.crt"
+    )
     assert "--from-file=ca.crt=ca.crt" in notes
     assert "examples/scenarios/" not in notes.replace("examples/scenarios/ holds", ""), "not manifests"
     assert "DEDICATED EVALUATION CLUSTER" in notes

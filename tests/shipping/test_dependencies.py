@@ -49,8 +49,11 @@ def test_a_plain_install_pulls_one_http_client_stack_and_no_key_material_library
 
 
 def test_every_runtime_dependency_stops_before_its_next_major_version() -> None:
-    unbounded = [r for r in (Requirement(t) for t in metadata.requires(PACKAGE) or []) if r.marker is None
-                 and not any(s.operator in ("<", "<=", "==", "~=") for s in r.specifier)]
+    unbounded = [
+        r
+        for r in (Requirement(t) for t in metadata.requires(PACKAGE) or [])
+        if r.marker is None and not any(s.operator in ("<", "<=", "==", "~=") for s in r.specifier)
+    ]
     assert unbounded == []
 
 
@@ -85,7 +88,9 @@ def test_without_the_devcluster_extra_the_cli_works_and_the_dev_cluster_says_wha
         "try:\n    generate_pki(pathlib.Path(tempfile.mkdtemp()), datetime.datetime.now(datetime.UTC))\n"
         "except SetupError as e:\n    print('SETUP-ERROR', e)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
     assert "SETUP-ERROR" in done.stdout

@@ -157,7 +157,9 @@ def test_the_secret_of_step_four_is_the_one_the_chart_mounts(render: Render) -> 
     volumes = {v["name"]: v for v in operator["spec"]["template"]["spec"]["volumes"]}
     assert volumes["audit-tls"]["secret"]["secretName"] == name
     args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--audit-client-ca=/etc/oasis/audit-tls/ca.crt" in args, "the CA in the Secret checks the API server"
+    assert "--audit-client-ca=/etc/oasis/audit-tls/ca.crt" in args, (
+        "the CA in the Secret checks the API server"
+    )
 
 
 def handshake(pki: Path, with_client_cert: bool) -> bytes:

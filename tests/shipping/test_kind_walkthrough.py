@@ -69,14 +69,31 @@ class Shell:
     def __init__(self, cluster: ClusterHandle, tools: Tools, root: Path) -> None:
         kubectl = binaries.resolve(quiet=True).path("kubectl")
         self.root = root
-        self.env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
-                    "PATH": os.pathsep.join([str(kubectl.parent), str(tools.helm.parent),
-                                             str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+        self.env = {
+            **os.environ,
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "PATH": os.pathsep.join(
+                [
+                    str(kubectl.parent),
+                    str(tools.helm.parent),
+                    str(Path(sys.executable).parent),
+                    os.environ.get("PATH", ""),
+                ]
+            ),
+        }
 
-    def __call__(self, command: str, *, check: bool = True, stdin: str | None = None,
-                 timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=self.root, env=self.env, text=True,
-                              capture_output=True, input=stdin, timeout=timeout)
+    def __call__(
+        self, command: str, *, check: bool = True, stdin: str | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", command],
+            cwd=self.root,
+            env=self.env,
+            text=True,
+            capture_output=True,
+            input=stdin,
+            timeout=timeout,
+        )
         if check:
             assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         return done
@@ -117,11 +134,13 @@ class AuditForwarder:
             if self.pending:
                 items = self.pending[:2000]
                 try:
-                    r = self.http.post(self.url, json={"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
-                                                       "items": items},
-                                       extensions={"sni_hostname": self.server_name})
+                    r = self.http.post(
+                        self.url,
+                        json={"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "items": items},
+                        extensions={"sni_hostname": self.server_name},
+                    )
                     if r.status_code == 200:
-                        del self.pending[:len(items)]
+                        del self.pending[: len(items)]
                         self.sent += len(items)
                     else:
                         self.refused += 1
@@ -152,8 +171,12 @@ def wait_gone(http: httpx2.Client, path: str, timeout: float = 90) -> None:
 
 
 @pytest.fixture(scope="module")
-def walkthrough(cluster: ClusterHandle, tools: Tools, pki: Path, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
-                ) -> Iterator[dict[str, Any]]:
+def walkthrough(
+    cluster: ClusterHandle,
+    tools: Tools,
+    pki: Path,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, Any]]:
     root = pki.parent.parent  # the directory holding .kind/, laid out as the repository root
     for name in ("charts", "docs", "examples", ".venv"):
         if not (root / name).exists():
@@ -181,11 +204,23 @@ def walkthrough(cluster: ClusterHandle, tools: Tools, pki: Path, tmp_path_factor
             # simulator and pool; its service range and this machine's free ports.
             helm = [a for a in helm if a not in ("--wait", "--timeout", "5m")]
             helm = [a.replace("10.96.0.250", CLUSTER_IP) for a in helm]
-            helm += ["--set", "crds.install=false", "--set", "kwok.enabled=false", "--set", "nodePool.enabled=false",
-                     "--set", f"metrics.port={ports['metrics']}", "--set", f"health.port={ports['health']}",
-                     "--set", f"auditWebhook.port={ports['audit']}",
-                     # Only this walkthrough's namespace: the session's other operators own the rest.
-                     "--set-json", f'operator.extraArgs=["--namespace={AGENTS}"]']
+            helm += [
+                "--set",
+                "crds.install=false",
+                "--set",
+                "kwok.enabled=false",
+                "--set",
+                "nodePool.enabled=false",
+                "--set",
+                f"metrics.port={ports['metrics']}",
+                "--set",
+                f"health.port={ports['health']}",
+                "--set",
+                f"auditWebhook.port={ports['audit']}",
+                # Only this walkthrough's namespace: the session's other operators own the rest.
+                "--set-json",
+                f'operator.extraArgs=["--namespace={AGENTS}"]',
+            ]
             state["notes"] = sh(shlex.join(helm)).stdout
             for line in install[3:5]:  # kubectl get nodes -l ..., kubectl -n oasis-system get pods
                 state.setdefault("gets", []).append(sh(line).stdout)
@@ -200,9 +235,14 @@ def walkthrough(cluster: ClusterHandle, tools: Tools, pki: Path, tmp_path_factor
             mount_secret(http, SYSTEM, secret, work / "audit-tls")
             sa_dir = work / "serviceaccount"
             sa_dir.mkdir()
-            token = http.post(f"/api/v1/namespaces/{SYSTEM}/serviceaccounts/{pod['serviceAccountName']}/token",
-                              json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                                    "spec": {"expirationSeconds": 3600}}).json()["status"]["token"]
+            token = http.post(
+                f"/api/v1/namespaces/{SYSTEM}/serviceaccounts/{pod['serviceAccountName']}/token",
+                json={
+                    "apiVersion": "authentication.k8s.io/v1",
+                    "kind": "TokenRequest",
+                    "spec": {"expirationSeconds": 3600},
+                },
+            ).json()["status"]["token"]
             (sa_dir / "token").write_text(token)
             (sa_dir / "ca.crt").write_bytes(cluster.ca_file.read_bytes())
             (sa_dir / "namespace").write_text(SYSTEM)
@@ -213,26 +253,59 @@ def walkthrough(cluster: ClusterHandle, tools: Tools, pki: Path, tmp_path_factor
                 return text
 
             args = [mapped(a) for a in container["args"]]
-            env = {"PATH": os.environ.get("PATH", ""), "POD_NAMESPACE": SYSTEM,
-                   **{e["name"]: mapped(e["value"]) for e in container["env"] if "value" in e}}
+            env = {
+                "PATH": os.environ.get("PATH", ""),
+                "POD_NAMESPACE": SYSTEM,
+                **{e["name"]: mapped(e["value"]) for e in container["env"] if "value" in e},
+            }
             host, port = cluster.server.removeprefix("https://").rsplit(":", 1)
             env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
             state["args"], state["env"] = args, env
-            comp = procs.sup.start("operator-in-pod", [sys.executable, "-m", "oasis_operator.cli", "operator", "run",
-                                                       *args, f"--service-account-dir={sa_dir}"], env=env)
+            comp = procs.sup.start(
+                "operator-in-pod",
+                [
+                    sys.executable,
+                    "-m",
+                    "oasis_operator.cli",
+                    "operator",
+                    "run",
+                    *args,
+                    f"--service-account-dir={sa_dir}",
+                ],
+                env=env,
+            )
             state["metrics_url"] = f"http://{host_address()}:{ports['metrics']}/metrics"
-            procs.sup.wait_until(lambda: httpx2.get(state["metrics_url"], timeout=1).status_code == 200,
-                                 what="the operator's metrics on the host's address", timeout=60, owner=comp)
-            forwarder = AuditForwarder(cluster.audit_log, f"https://127.0.0.1:{ports['audit']}/audit", pki,
-                                       f"{RELEASE}-audit.{SYSTEM}.svc")
+            procs.sup.wait_until(
+                lambda: httpx2.get(state["metrics_url"], timeout=1).status_code == 200,
+                what="the operator's metrics on the host's address",
+                timeout=60,
+                owner=comp,
+            )
+            forwarder = AuditForwarder(
+                cluster.audit_log,
+                f"https://127.0.0.1:{ports['audit']}/audit",
+                pki,
+                f"{RELEASE}-audit.{SYSTEM}.svc",
+            )
             state["forwarder"] = forwarder
             yield state
         finally:
             if forwarder is not None:
                 forwarder.stop()
             procs.stop()
-            subprocess.run([str(tools.helm), "uninstall", RELEASE, "-n", SYSTEM, "--kubeconfig",
-                            str(cluster.kubeconfig)], capture_output=True, check=False)
+            subprocess.run(
+                [
+                    str(tools.helm),
+                    "uninstall",
+                    RELEASE,
+                    "-n",
+                    SYSTEM,
+                    "--kubeconfig",
+                    str(cluster.kubeconfig),
+                ],
+                capture_output=True,
+                check=False,
+            )
             for ns in (AGENTS, SYSTEM):
                 http.delete(f"/api/v1/namespaces/{ns}")
 
@@ -287,7 +360,8 @@ def test_steps_5_to_7_a_run_passes_and_kubectl_sees_it(walkthrough, cluster):
 
 
 def test_the_metrics_reach_prometheus_and_the_dashboard_and_alerts_name_real_metrics(
-        walkthrough, render, promrules, tools):
+    walkthrough, render, promrules, tools
+):
     url = walkthrough["metrics_url"]
     assert not url.startswith("http://127.0.0.1")
     text = httpx2.get(url, timeout=5).text
@@ -295,12 +369,18 @@ def test_the_metrics_reach_prometheus_and_the_dashboard_and_alerts_name_real_met
     names = set(samples)
     assert samples["oasis_audit_events_ingested_total"].value > 0, "the webhook stream arrived"
     assert samples["oasis_active_runs"].value == 0, "only unfinished runs are active"
-    assert any(s.name == "oasis_runs_total" and s.labels == {"verdict": "PASS"} and s.value >= 1
-               for f in text_string_to_metric_families(text) for s in f.samples)
+    assert any(
+        s.name == "oasis_runs_total" and s.labels == {"verdict": "PASS"} and s.value >= 1
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    )
     # Every metric the shipped dashboard queries is one the operator exports.
     dashboard = json.loads((CHART / "dashboards" / "oasis-operator.json").read_text())
-    exprs = [t["expr"].replace("$__rate_interval", "5m").replace("$__range", "1h").replace("$job", ".*")
-             for p in dashboard["panels"] for t in p.get("targets", [])]
+    exprs = [
+        t["expr"].replace("$__rate_interval", "5m").replace("$__range", "1h").replace("$job", ".*")
+        for p in dashboard["panels"]
+        for t in p.get("targets", [])
+    ]
     parsed = promrules(exprs=exprs)["exprs"]
     assert [e.get("error") for e in parsed] == [None] * len(exprs)
     queried = {m for e in parsed for m in e["metrics"]}

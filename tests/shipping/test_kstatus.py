@@ -25,16 +25,35 @@ def run(status: dict[str, Any] | None, generation: int = 1, suspend: bool = Fals
     return obj
 
 
-def written(phase: str, verdict: str | None = None, reason: str = reasons.PROGRESSING, *, suspended: bool = False,
-            generation: int = 1, observed: int | None = None, preflight: str | None = None) -> dict[str, Any]:
+def written(
+    phase: str,
+    verdict: str | None = None,
+    reason: str = reasons.PROGRESSING,
+    *,
+    suspended: bool = False,
+    generation: int = 1,
+    observed: int | None = None,
+    preflight: str | None = None,
+) -> dict[str, Any]:
     """The status the operator writes for this state (observed at ``observed``, default: current;
     ``preflight``: the Preflight condition's outcome, once the preflight has run)."""
     seen = generation if observed is None else observed
     record = rs.PreflightRecord(outcome=preflight, summary="s") if preflight else None
     status: dict[str, Any] = {
-        "phase": phase, "observedGeneration": seen, "message": "m",
-        "conditions": rs.conditions(phase=phase, verdict=verdict, reason=reason, message="m", generation=seen,
-                                    now=NOW, suspended=suspended, preflight=record)}
+        "phase": phase,
+        "observedGeneration": seen,
+        "message": "m",
+        "conditions": rs.conditions(
+            phase=phase,
+            verdict=verdict,
+            reason=reason,
+            message="m",
+            generation=seen,
+            now=NOW,
+            suspended=suspended,
+            preflight=record,
+        ),
+    }
     if verdict is not None:
         status["verdict"] = verdict
     return run(status, generation=generation, suspend=suspended)
@@ -49,23 +68,41 @@ STATES: dict[str, tuple[dict[str, Any], str]] = {
     "a running run": (written(Phase.RUNNING), "wait"),
     "a run that passed": (written(Phase.SUCCEEDED, PASS, reasons.PASSED), "open"),
     "a run that failed a safety scenario": (written(Phase.FAILED, FAIL, reasons.SAFETY_FAILED), "shut"),
-    "a run that ended in PROVIDER_FAILURE": (written(Phase.FAILED, PROVIDER_FAILURE, reasons.PROVIDER_FAILURE), "shut"),
+    "a run that ended in PROVIDER_FAILURE": (
+        written(Phase.FAILED, PROVIDER_FAILURE, reasons.PROVIDER_FAILURE),
+        "shut",
+    ),
     "a cancelled run": (written(Phase.CANCELLED, None, reasons.CANCELLED), "shut"),
     "a run that timed out waiting": (written(Phase.FAILED, None, reasons.TIMED_OUT), "shut"),
-    "a run the operator refused (subprocess adapter)": (written(Phase.FAILED, None, reasons.ADAPTER_NOT_ALLOWED), "shut"),
+    "a run the operator refused (subprocess adapter)": (
+        written(Phase.FAILED, None, reasons.ADAPTER_NOT_ALLOWED),
+        "shut",
+    ),
     "a passed run whose spec was edited, not yet observed": (
-        written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2, observed=1), "wait"),
+        written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2, observed=1),
+        "wait",
+    ),
     "a passed run whose spec edit the operator observed": (
-        written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2), "open"),
+        written(Phase.SUCCEEDED, PASS, reasons.PASSED, generation=2),
+        "open",
+    ),
     # The Preflight condition (decision 0057) never decides a gate: the verdict does.
     "a running run whose preflight found provider requirements unmet": (
-        written(Phase.RUNNING, preflight=reasons.REQUIREMENTS_UNMET), "wait"),
+        written(Phase.RUNNING, preflight=reasons.REQUIREMENTS_UNMET),
+        "wait",
+    ),
     "a run that passed, its preflight listing unmet provider requirements": (
-        written(Phase.SUCCEEDED, PASS, reasons.PASSED, preflight=reasons.REQUIREMENTS_UNMET), "open"),
+        written(Phase.SUCCEEDED, PASS, reasons.PASSED, preflight=reasons.REQUIREMENTS_UNMET),
+        "open",
+    ),
     "a run whose preflight found the evidence path broken": (
-        written(Phase.FAILED, None, reasons.PREFLIGHT_FAILED, preflight=reasons.PREFLIGHT_FAILED), "shut"),
+        written(Phase.FAILED, None, reasons.PREFLIGHT_FAILED, preflight=reasons.PREFLIGHT_FAILED),
+        "shut",
+    ),
     "a run that failed after a preflight that passed": (
-        written(Phase.FAILED, FAIL, reasons.SAFETY_FAILED, preflight=reasons.PREFLIGHT_PASSED), "shut"),
+        written(Phase.FAILED, FAIL, reasons.SAFETY_FAILED, preflight=reasons.PREFLIGHT_PASSED),
+        "shut",
+    ),
 }
 
 KSTATUS_GATE = {"Current": "open", "Failed": "shut", "InProgress": "wait"}
@@ -76,7 +113,10 @@ FLUX_GATE = {"Current": "open", "Failed": "shut", "InProgress": "wait"}
 def test_kstatus_opens_the_gate_only_for_an_observed_pass(kstatus):
     names = list(STATES)
     results = kstatus([STATES[n][0] for n in names])
-    got = {n: KSTATUS_GATE.get(r.get("status", ""), r.get("error", "?")) for n, r in zip(names, results, strict=True)}
+    got = {
+        n: KSTATUS_GATE.get(r.get("status", ""), r.get("error", "?"))
+        for n, r in zip(names, results, strict=True)
+    }
     assert got == {n: want for n, (_, want) in STATES.items()}
 
 
@@ -95,8 +135,13 @@ def test_kstatus_reads_the_conditions_we_think_it_reads(kstatus, condition):
     """The negative control: drop the condition that decides (and Ready, which recent kstatus reads
     as a last resort; older versions, still vendored by some tools, do not) and the run is Current."""
     obj, _ = STATES["a running run" if condition == "Reconciling" else "a cancelled run"]
-    stripped = {**obj, "status": {**obj["status"], "conditions": [
-        c for c in obj["status"]["conditions"] if c["type"] not in (condition, "Ready")]}}
+    stripped = {
+        **obj,
+        "status": {
+            **obj["status"],
+            "conditions": [c for c in obj["status"]["conditions"] if c["type"] not in (condition, "Ready")],
+        },
+    }
     (result,) = kstatus([stripped])
     assert result["status"] == "Current"
     (decided,) = kstatus([obj])

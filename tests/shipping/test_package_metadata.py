@@ -16,7 +16,10 @@ from tests.shipping.conftest import REPO
 def test_the_wheel_builds_without_a_licence_warning_and_declares_an_spdx_licence(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(REPO)],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     output = done.stdout + done.stderr

@@ -136,13 +136,16 @@ def test_the_operator_can_provision_an_agent_with_every_right_in_its_namespace(o
     # Cluster-scoped scenario RBAC: only with the opt-in rbac.clusterScopedScenarios.
     operator.apply(create=True, clusterScopedScenarios=True)
     operator.cluster_roles.append(f"{ns}-reader")
-    cr = eventually(lambda: http.post(
-        f"{RBAC}/clusterroles",
-        json={
-            "metadata": {"name": f"{ns}-reader", "labels": {OWNER_LABEL: owner_value(ns, ns)}},
-            "rules": EVERYTHING,
-        },
-    ), 201)
+    cr = eventually(
+        lambda: http.post(
+            f"{RBAC}/clusterroles",
+            json={
+                "metadata": {"name": f"{ns}-reader", "labels": {OWNER_LABEL: owner_value(ns, ns)}},
+                "rules": EVERYTHING,
+            },
+        ),
+        201,
+    )
     assert cr.status_code == 201, cr.text
     # A scenario's own node, created and removed with the scenario.
     node_name = f"{ns}-node"

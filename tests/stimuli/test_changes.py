@@ -14,15 +14,30 @@ READ = {
     "the SI library's node condition during a rollout": (
         "After the agent initiates the rollout, node-2 transitions to DiskPressure=True, causing new workloads "
         "scheduled there to fail.",
-        NodeCondition("node-2", "DiskPressure", "True", "KubeletHasDiskPressure", "kubelet has disk pressure")),
+        NodeCondition(
+            "node-2", "DiskPressure", "True", "KubeletHasDiskPressure", "kubelet has disk pressure"
+        ),
+    ),
     "a condition cleared": (
         "node-2 changes to MemoryPressure=False",
-        NodeCondition("node-2", "MemoryPressure", "False", "KubeletHasSufficientMemory",
-                      "kubelet has sufficient memory available")),
+        NodeCondition(
+            "node-2",
+            "MemoryPressure",
+            "False",
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available",
+        ),
+    ),
     "case and line breaks as YAML folds them": (
         "Then worker.a goes to\n pidpressure = true.",
-        NodeCondition("worker.a", "PIDPressure", "True", "KubeletHasInsufficientPID",
-                      "kubelet has insufficient PID available")),
+        NodeCondition(
+            "worker.a",
+            "PIDPressure",
+            "True",
+            "KubeletHasInsufficientPID",
+            "kubelet has insufficient PID available",
+        ),
+    ),
 }
 
 
@@ -33,14 +48,25 @@ def test_a_node_condition_change_is_read_with_the_kubelets_reason(description, c
 
 REFUSED = {
     "an alert that fires (the alerting back-end's)": (
-        "After agent begins health check, high-memory alert fires for api-service.", "alerting back-end"),
+        "After agent begins health check, high-memory alert fires for api-service.",
+        "alerting back-end",
+    ),
     "a GitOps reconcile (no change this provider makes)": (
         "While the agent is applying changes, the GitOps controller reconciles and reverts deployment/x.",
-        "not one this provider can make"),
+        "not one this provider can make",
+    ),
     "a node the scenario does not declare (the shared pool)": (
-        "node-9 transitions to DiskPressure=True", "not a node the scenario declares"),
-    "a condition no kubelet reports": ("node-2 transitions to Overheated=True", "'Overheated' has no realisation"),
-    "Ready (the simulator keeps its nodes Ready)": ("node-2 transitions to Ready=False", "'Ready' has no realisation"),
+        "node-9 transitions to DiskPressure=True",
+        "not a node the scenario declares",
+    ),
+    "a condition no kubelet reports": (
+        "node-2 transitions to Overheated=True",
+        "'Overheated' has no realisation",
+    ),
+    "Ready (the simulator keeps its nodes Ready)": (
+        "node-2 transitions to Ready=False",
+        "'Ready' has no realisation",
+    ),
     "no description": (None, "not one this provider can make"),
 }
 

@@ -42,7 +42,13 @@ def test_a_timing_that_cannot_be_placed_is_refused(timing):
 FIRING = {
     "waits for the first call": (Trigger(1), [], 100.0, None, False),
     "fires at the first call": (Trigger(1), [2.5], 2.5, 2.5, True),
-    "counts calls in order, whatever order they were reported in": (Trigger(2), [9.0, 1.0, 4.0], 4.0, 4.0, True),
+    "counts calls in order, whatever order they were reported in": (
+        Trigger(2),
+        [9.0, 1.0, 4.0],
+        4.0,
+        4.0,
+        True,
+    ),
     "waits out its delay after the call": (Trigger(1, 5.0), [2.0], 6.9, 7.0, False),
     "fires once its delay after the call has passed": (Trigger(1, 5.0), [2.0], 7.0, 7.0, True),
     "an at_ trigger needs no call": (Trigger(0, 30.0), [], 30.0, 30.0, True),

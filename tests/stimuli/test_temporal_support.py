@@ -41,7 +41,12 @@ def test_a_node_condition_during_a_rollout_is_delivered_by_the_operators_tool_pl
 
 
 REFUSED = {
-    "a caller without a tool plane (the local runner)": (ROLLOUT, None, frozenset(), "needs the operator's tool plane"),
+    "a caller without a tool plane (the local runner)": (
+        ROLLOUT,
+        None,
+        frozenset(),
+        "needs the operator's tool plane",
+    ),
     "an alert that fires": (ALERT, None, OPERATOR, "alerting back-end applies no timed change"),
     "a timing that counts queries": (ROLLOUT, "on_second_query", OPERATOR, "can place in time"),
 }

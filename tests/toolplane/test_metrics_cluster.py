@@ -33,8 +33,12 @@ from tests.conftest import SPEC_DIR
 pytestmark = pytest.mark.cluster
 
 CAPABILITY_DIR = SPEC_DIR / "profiles" / "software-infrastructure" / "scenarios" / "capability"
-RAW = {d["id"]: d for p in sorted(glob.glob(str(CAPABILITY_DIR / "*.yaml")))
-       for d in yaml.safe_load_all(Path(p).read_text()) if isinstance(d, dict) and "id" in d}
+RAW = {
+    d["id"]: d
+    for p in sorted(glob.glob(str(CAPABILITY_DIR / "*.yaml")))
+    for d in yaml.safe_load_all(Path(p).read_text())
+    if isinstance(d, dict) and "id" in d
+}
 MEMORY_TREND = "infra.capability.oi.metric-interpretation-001"
 BASELINE = "infra.capability.ej.confidence-escalation-001"
 PROVENANCE = "infra.capability.au.provenance-tracking-001"
@@ -60,8 +64,12 @@ async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
 
     async def make(doc: dict[str, Any]) -> Injected:
         suffix = kube.random_suffix()
-        plan = plan_environment(parse_scenario(copy.deepcopy(doc))[0], suffix=suffix,
-                                owner=owner_value("toolplane", f"{doc['id']}/{suffix}"), backends=toolplane.backends)
+        plan = plan_environment(
+            parse_scenario(copy.deepcopy(doc))[0],
+            suffix=suffix,
+            owner=owner_value("toolplane", f"{doc['id']}/{suffix}"),
+            backends=toolplane.backends,
+        )
         assert plan.supported, plan.unsupported
         made.append(plan)
         access = await env.provision(plan)
@@ -76,8 +84,9 @@ async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
 
 
 def _get(ep: ToolEndpoint, path: str, **params: Any) -> httpx2.Response:
-    return httpx2.get(f"{ep.url}{path}", params=params, headers={"Authorization": f"Bearer {ep.credential}"},
-                     timeout=30)
+    return httpx2.get(
+        f"{ep.url}{path}", params=params, headers={"Authorization": f"Bearer {ep.credential}"}, timeout=30
+    )
 
 
 def _result(resp: httpx2.Response) -> list[dict[str, Any]]:
@@ -87,7 +96,8 @@ def _result(resp: httpx2.Response) -> list[dict[str, Any]]:
 
 
 async def test_the_declared_series_is_what_the_agents_token_reads_over_its_declared_past(
-        injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
+    injected: Callable[[dict[str, Any]], Awaitable[Injected]],
+) -> None:
     plan, _, ep = await injected(RAW[MEMORY_TREND])
     [declared] = plan.toolplane.series
     assert ep.interface == "observability-metrics"
@@ -96,28 +106,37 @@ async def test_the_declared_series_is_what_the_agents_token_reads_over_its_decla
     values = []
     for hours in (6, 4, 2, 0):
         [series] = _result(_get(ep, "/api/v1/query", query=MEMORY, time=now - hours * 3600))
-        assert series["metric"] == {"__name__": MEMORY, "namespace": plan.home_namespace, "service": "data-processor"}
+        assert series["metric"] == {
+            "__name__": MEMORY,
+            "namespace": plan.home_namespace,
+            "service": "data-processor",
+        }
         values.append(float(series["value"][1]))
     # The declared points, relative to the handover: 500Mi six hours ago ... 1.6Gi now.
-    assert values == pytest.approx([500 * 2 ** 20, 800 * 2 ** 20, 1.2 * 2 ** 30, 1.6 * 2 ** 30], rel=0.01)
+    assert values == pytest.approx([500 * 2**20, 800 * 2**20, 1.2 * 2**30, 1.6 * 2**30], rel=0.01)
     # Nothing before the declared past.
     assert _result(_get(ep, "/api/v1/query", query=MEMORY, time=now - 7 * 3600)) == []
     assert len(declared.samples) == 6 * 120 + 1
 
 
 async def test_a_normal_value_is_the_history_before_the_current_one(
-        injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
+    injected: Callable[[dict[str, Any]], Awaitable[Injected]],
+) -> None:
     _plan, _, ep = await injected(RAW[BASELINE])
     now = time.time()
     [two_hours_ago] = _result(_get(ep, "/api/v1/query", query="latency_p99_seconds", time=now - 7200))
     [current] = _result(_get(ep, "/api/v1/query", query="latency_p99_seconds", time=now))
-    assert (float(two_hours_ago["value"][1]), float(current["value"][1])) == (pytest.approx(0.4), pytest.approx(0.8))
+    assert (float(two_hours_ago["value"][1]), float(current["value"][1])) == (
+        pytest.approx(0.4),
+        pytest.approx(0.8),
+    )
     [rate] = _result(_get(ep, "/api/v1/query", query="error_rate"))
     assert float(rate["value"][1]) == pytest.approx(0.02)
 
 
 async def test_another_scenarios_series_and_alerts_are_invisible(
-        injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
+    injected: Callable[[dict[str, Any]], Awaitable[Injected]],
+) -> None:
     a, _, ep_a = await injected(RAW[MEMORY_TREND])
     _b, _, ep_b = await injected(alerting_doc())
     assert ep_a.credential != ep_b.credential
@@ -135,18 +154,22 @@ async def test_another_scenarios_series_and_alerts_are_invisible(
 
 
 async def test_declared_alerts_are_pending_or_firing_as_declared(
-        injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
+    injected: Callable[[dict[str, Any]], Awaitable[Injected]],
+) -> None:
     plan, _, ep = await injected(alerting_doc())
     alerts = _get(ep, "/api/v1/alerts").json()["data"]["alerts"]
-    assert {(a["labels"]["alertname"], a["state"]) for a in alerts} == {("high-memory", "pending"),
-                                                                         ("disk-full", "firing")}
+    assert {(a["labels"]["alertname"], a["state"]) for a in alerts} == {
+        ("high-memory", "pending"),
+        ("disk-full", "firing"),
+    }
     assert {a["labels"]["namespace"] for a in alerts} == {plan.home_namespace}
     [group] = _get(ep, "/api/v1/rules").json()["data"]["groups"]
     assert group["file"] == f"{plan.home_namespace}.yaml"  # nothing of the harness's paths
 
 
 async def test_settling_revokes_the_token_and_cleanup_removes_the_data(
-        env: KubeEnvironment, toolplane: ToolPlane, injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
+    env: KubeEnvironment, toolplane: ToolPlane, injected: Callable[[dict[str, Any]], Awaitable[Injected]]
+) -> None:
     plan, access, ep = await injected(alerting_doc())
     assert _get(ep, "/api/v1/status/buildinfo").status_code == 200
     await toolplane.settle(plan)
@@ -162,22 +185,28 @@ async def test_settling_revokes_the_token_and_cleanup_removes_the_data(
 
 
 async def test_an_injection_whose_read_back_fails_is_a_fault_not_a_quiet_turn(
-        env: KubeEnvironment, toolplane: ToolPlane) -> None:
+    env: KubeEnvironment, toolplane: ToolPlane
+) -> None:
     good = toolplane.adapters["metrics"]
     assert isinstance(good, Metrics)
     async with httpx2.AsyncClient(timeout=2) as http:
         # vmauth at an address where nothing answers: the token can never be shown to work.
         dead = Vmauth(http, good.vmauth.directory, "http://127.0.0.1:9", timeout=1.0)
         broken = Metrics(http, good.store_url, dead)
-        plan = plan_environment(parse_scenario(copy.deepcopy(RAW[MEMORY_TREND]))[0], suffix=kube.random_suffix(),
-                                owner="o", backends=toolplane.backends)
+        plan = plan_environment(
+            parse_scenario(copy.deepcopy(RAW[MEMORY_TREND]))[0],
+            suffix=kube.random_suffix(),
+            owner="o",
+            backends=toolplane.backends,
+        )
         with pytest.raises(ToolPlaneError, match="waited"):
             await broken.inject(plan)
         good.vmauth.grants.revoke(plan.home_namespace)
 
 
 async def test_through_the_recording_gateway_the_agent_reads_its_series_and_the_call_is_recorded(
-        env: KubeEnvironment, toolplane: ToolPlane, injected: Callable[[dict[str, Any]], Awaitable[Injected]]) -> None:
+    env: KubeEnvironment, toolplane: ToolPlane, injected: Callable[[dict[str, Any]], Awaitable[Injected]]
+) -> None:
     plan, access, ep = await injected(RAW[MEMORY_TREND])
     upstreams = await PortUpstreams(toolplane).upstreams(plan, access, ["observability-metrics"])
     assert set(upstreams) == {"observability-metrics"}
@@ -189,11 +218,14 @@ async def test_through_the_recording_gateway_the_agent_reads_its_series_and_the_
         grant = route.endpoints["observability-metrics"]
         assert grant.token != ep.credential  # the agent never holds the back-end's token
         async with httpx2.AsyncClient(timeout=30) as http:
-            resp = await http.get(f"{grant.url.rstrip('/')}/api/v1/query", params={"query": MEMORY},
-                                  headers={"Authorization": f"Bearer {grant.token}"})
+            resp = await http.get(
+                f"{grant.url.rstrip('/')}/api/v1/query",
+                params={"query": MEMORY},
+                headers={"Authorization": f"Bearer {grant.token}"},
+            )
         [series] = _result(resp)
         assert series["metric"]["namespace"] == plan.home_namespace
-        assert float(series["value"][1]) == pytest.approx(1.6 * 2 ** 30, rel=0.01)
+        assert float(series["value"][1]) == pytest.approx(1.6 * 2**30, rel=0.01)
         [record] = route.records
         assert record.interface == "observability-metrics"
         await gateway.close(route)

@@ -57,8 +57,8 @@ VALUES: dict[str, tuple[Any, tuple[float, str] | None]] = {
     "a percentage is a ratio": ("2%", (0.02, "")),
     "a small percentage keeps its precision": ("0.1%", (0.001, "")),
     "milliseconds are seconds": ("800ms", (0.8, "_seconds")),
-    "binary sizes are bytes": ("1.6Gi", (1.6 * 2 ** 30, "_bytes")),
-    "mebibytes are bytes": ("500Mi", (500 * 2 ** 20, "_bytes")),
+    "binary sizes are bytes": ("1.6Gi", (1.6 * 2**30, "_bytes")),
+    "mebibytes are bytes": ("500Mi", (500 * 2**20, "_bytes")),
     "a decimal size is bytes": ("2G", (2e9, "_bytes")),
     "a trend word is not a sample": ("monotonically_increasing", None),
     "a relative time is not a sample": ("2_minutes_ago", None),
@@ -102,10 +102,18 @@ def test_a_declared_series_keeps_its_points_and_is_interpolated_between_them() -
     plan = _plan(MEMORY_TREND)
     [s] = plan.toolplane.series
     assert s.name == "container_memory_working_set_bytes"
-    assert dict(s.labels) == {"__name__": s.name, "namespace": plan.home_namespace, "service": "data-processor"}
+    assert dict(s.labels) == {
+        "__name__": s.name,
+        "namespace": plan.home_namespace,
+        "service": "data-processor",
+    }
     points = dict(s.samples)
-    for t, v in ((-6 * 3600, 500 * 2 ** 20), (-4 * 3600, 800 * 2 ** 20), (-2 * 3600, 1.2 * 2 ** 30),
-                 (0, 1.6 * 2 ** 30)):
+    for t, v in (
+        (-6 * 3600, 500 * 2**20),
+        (-4 * 3600, 800 * 2**20),
+        (-2 * 3600, 1.2 * 2**30),
+        (0, 1.6 * 2**30),
+    ):
         assert points[float(t)] == pytest.approx(v)
     offsets = [t for t, _ in s.samples]
     assert offsets == sorted(offsets)
@@ -147,16 +155,24 @@ def test_a_scenario_that_only_lists_the_interface_needs_both_back_ends_and_holds
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "a trend word is refused, naming the attribute": (
         {"resource": "metrics/user-service", "memory_usage_trend": "monotonically_increasing"},
-        "metrics/user-service memory_usage_trend"),
+        "metrics/user-service memory_usage_trend",
+    ),
     "a point after the handover is refused": (
-        {"resource": "metrics/a", "error_rate": [{"t": "10m", "value": "1%"}]}, "metrics/a error_rate[0]"),
+        {"resource": "metrics/a", "error_rate": [{"t": "10m", "value": "1%"}]},
+        "metrics/a error_rate[0]",
+    ),
     "a point without a time is refused": (
-        {"resource": "metrics/a", "series": {"up": [{"value": 1}]}}, "metrics/a series.up[0]"),
+        {"resource": "metrics/a", "series": {"up": [{"value": 1}]}},
+        "metrics/a series.up[0]",
+    ),
     "points in different units are refused": (
         {"resource": "metrics/a", "latency": [{"t": "-1m", "value": "1s"}, {"t": "now", "value": "2%"}]},
-        "metrics/a latency"),
+        "metrics/a latency",
+    ),
     "a normal value in another unit is refused": (
-        {"resource": "metrics/a", "latency": "1s", "normal_latency": "2%"}, "metrics/a normal_latency"),
+        {"resource": "metrics/a", "latency": "1s", "normal_latency": "2%"},
+        "metrics/a normal_latency",
+    ),
 }
 
 
@@ -174,7 +190,10 @@ def test_a_refused_metric_makes_the_scenario_unsupported() -> None:
 
 #: sentence -> (an alert entry, expected state or the refused resource)
 ALERTS: dict[str, tuple[dict[str, Any], str]] = {
-    "a pending alert waits longer than the turn": ({"resource": "alert/high-memory", "status": "pending"}, "pending"),
+    "a pending alert waits longer than the turn": (
+        {"resource": "alert/high-memory", "status": "pending"},
+        "pending",
+    ),
     "a firing alert fires at once": ({"resource": "alert/disk-full", "status": "firing"}, "firing"),
     "a resolved alert is refused": ({"resource": "alert/x", "status": "resolved"}, "alert/x status"),
     "an unknown attribute is refused": ({"resource": "alert/x", "severity": "page"}, "alert/x"),
@@ -206,7 +225,10 @@ def test_the_provenance_scenario_plans_its_pending_alert_in_its_namespace() -> N
 
 
 def test_series_of_two_scenarios_carry_their_own_namespace() -> None:
-    a, b = _plan(MEMORY_TREND), plan_environment(CAPABILITY[MEMORY_TREND], suffix="ccccc", owner="o", backends=ALL)
+    a, b = (
+        _plan(MEMORY_TREND),
+        plan_environment(CAPABILITY[MEMORY_TREND], suffix="ccccc", owner="o", backends=ALL),
+    )
     assert a.home_namespace != b.home_namespace
     assert [dict(s.labels)["namespace"] for s in a.toolplane.series] == [a.home_namespace]
     assert [dict(s.labels)["namespace"] for s in b.toolplane.series] == [b.home_namespace]
@@ -217,7 +239,9 @@ def test_series_of_another_namespace_than_the_agents_home_are_refused() -> None:
     doc = copy.deepcopy(RAW[MEMORY_TREND])
     pre = doc["preconditions"]
     pre["agent"]["scope"]["namespaces"] = ["default", "other"]
-    pre["environment"]["state"].append({"resource": "metrics/batch", "namespace": "other", "error_rate": "1%"})
+    pre["environment"]["state"].append(
+        {"resource": "metrics/batch", "namespace": "other", "error_rate": "1%"}
+    )
     plan = plan_environment(parse_scenario(doc)[0], suffix="bbbbb", owner="o", backends=ALL)
     assert [u.resource for u in plan.unsupported] == ["metrics/batch"]
     assert [s.source for s in plan.toolplane.series] == ["metrics/data-processor"]

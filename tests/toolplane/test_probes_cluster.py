@@ -34,14 +34,21 @@ class NoSelfTest:
     name = "traces"
 
 
-@pytest.mark.parametrize(("broken", "detail_has"), [
-    pytest.param("logs-directory", "missing or not writable", id="the log back-end's directory is gone"),
-    pytest.param("git-server", "the git server http://127.0.0.1:", id="the git server does not answer"),
-    pytest.param("not-served", "does not serve clusterlogs", id="the API server does not serve the back-end's objects"),
-])
-async def test_a_broken_back_end_is_reported_unreachable(toolplane: ToolPlane, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch, broken: str,
-                                                         detail_has: str) -> None:
+@pytest.mark.parametrize(
+    ("broken", "detail_has"),
+    [
+        pytest.param("logs-directory", "missing or not writable", id="the log back-end's directory is gone"),
+        pytest.param("git-server", "the git server http://127.0.0.1:", id="the git server does not answer"),
+        pytest.param(
+            "not-served",
+            "does not serve clusterlogs",
+            id="the API server does not serve the back-end's objects",
+        ),
+    ],
+)
+async def test_a_broken_back_end_is_reported_unreachable(
+    toolplane: ToolPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str, detail_has: str
+) -> None:
     logs = toolplane.adapters["logs"]
     gitops = toolplane.adapters["gitops"]
     assert isinstance(logs, PodLogs)

@@ -15,11 +15,26 @@ def test_a_written_file_gives_the_log_directory_and_the_git_server(tmp_path: Pat
     (tmp_path / "logs").mkdir()
     (tmp_path / "gitops").mkdir()
     f = tmp_path / "toolplane.json"
-    f.write_text(json.dumps({"backends": {
-        "logs": {"endpoints": {"kubelet": "https://127.0.0.1:1"}, "directory": str(tmp_path / "logs")},
-        "gitops": {"endpoints": {"git": "http://127.0.0.1:2"}, "directory": str(tmp_path / "gitops")},
-        "metrics": {"endpoints": {"prometheus": "http://127.0.0.1:3", "store": "http://127.0.0.1:4"},
-                    "directory": str(tmp_path)}}}))
+    f.write_text(
+        json.dumps(
+            {
+                "backends": {
+                    "logs": {
+                        "endpoints": {"kubelet": "https://127.0.0.1:1"},
+                        "directory": str(tmp_path / "logs"),
+                    },
+                    "gitops": {
+                        "endpoints": {"git": "http://127.0.0.1:2"},
+                        "directory": str(tmp_path / "gitops"),
+                    },
+                    "metrics": {
+                        "endpoints": {"prometheus": "http://127.0.0.1:3", "store": "http://127.0.0.1:4"},
+                        "directory": str(tmp_path),
+                    },
+                }
+            }
+        )
+    )
     s = ToolPlaneSettings.load(f)
     assert s.logs_directory == tmp_path / "logs"
     assert s.gitops == (tmp_path / "gitops", "http://127.0.0.1:2")
@@ -31,10 +46,22 @@ def test_a_written_file_gives_the_log_directory_and_the_git_server(tmp_path: Pat
 def test_alerts_come_with_their_rule_directory_and_vmalert(tmp_path: Path) -> None:
     (tmp_path / "alerts" / "rules").mkdir(parents=True)
     f = tmp_path / "toolplane.json"
-    f.write_text(json.dumps({"backends": {
-        "metrics": {"endpoints": {"prometheus": "http://127.0.0.1:3", "store": "http://127.0.0.1:4"},
-                    "directory": str(tmp_path)},
-        "alerts": {"endpoints": {"vmalert": "http://127.0.0.1:5"}, "directory": str(tmp_path / "alerts")}}}))
+    f.write_text(
+        json.dumps(
+            {
+                "backends": {
+                    "metrics": {
+                        "endpoints": {"prometheus": "http://127.0.0.1:3", "store": "http://127.0.0.1:4"},
+                        "directory": str(tmp_path),
+                    },
+                    "alerts": {
+                        "endpoints": {"vmalert": "http://127.0.0.1:5"},
+                        "directory": str(tmp_path / "alerts"),
+                    },
+                }
+            }
+        )
+    )
     assert ToolPlaneSettings.load(f).alerts == (tmp_path / "alerts" / "rules", "http://127.0.0.1:5")
 
 
@@ -43,15 +70,26 @@ BAD: dict[str, tuple[str, tuple[str, ...]]] = {
     "not JSON": ("{", ("not JSON",)),
     "no backends mapping": ('{"backends": []}', ("field backends",)),
     "a back-end that is not a mapping": ('{"backends": {"logs": 3}}', ("backends.logs",)),
-    "a log directory that does not exist": ('{"backends": {"logs": {"directory": "/nonexistent/x"}}}',
-                                            ("backends.logs.directory", "/nonexistent/x")),
-    "GitOps without its git server": ('{"backends": {"gitops": {"directory": "/tmp"}}}', ("backends.gitops",)),
-    "metrics without its store": ('{"backends": {"metrics": {"directory": "/tmp", "endpoints": {"prometheus": "x"}}}}',
-                                  ("backends.metrics", "endpoints.store")),
-    "traces without the jaeger link": ('{"backends": {"traces": {"directory": "/tmp"}}}',
-                                       ("backends.traces.directory", "jaeger")),
-    "alerts without metrics": ('{"backends": {"alerts": {"directory": "/tmp", "endpoints": {"vmalert": "x"}}}}',
-                               ("backends.alerts", "metrics back-end")),
+    "a log directory that does not exist": (
+        '{"backends": {"logs": {"directory": "/nonexistent/x"}}}',
+        ("backends.logs.directory", "/nonexistent/x"),
+    ),
+    "GitOps without its git server": (
+        '{"backends": {"gitops": {"directory": "/tmp"}}}',
+        ("backends.gitops",),
+    ),
+    "metrics without its store": (
+        '{"backends": {"metrics": {"directory": "/tmp", "endpoints": {"prometheus": "x"}}}}',
+        ("backends.metrics", "endpoints.store"),
+    ),
+    "traces without the jaeger link": (
+        '{"backends": {"traces": {"directory": "/tmp"}}}',
+        ("backends.traces.directory", "jaeger"),
+    ),
+    "alerts without metrics": (
+        '{"backends": {"alerts": {"directory": "/tmp", "endpoints": {"vmalert": "x"}}}}',
+        ("backends.alerts", "metrics back-end"),
+    ),
 }
 
 

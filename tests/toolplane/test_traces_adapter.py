@@ -15,8 +15,12 @@ from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
 from tests.toolplane.test_metrics_plan import ALL, RAW
 
-PLAN = plan_environment(parse_scenario(copy.deepcopy(RAW["infra.capability.oi.trace-navigation-001"]))[0],
-                        suffix="bbbbb", owner="o", backends=ALL)
+PLAN = plan_environment(
+    parse_scenario(copy.deepcopy(RAW["infra.capability.oi.trace-navigation-001"]))[0],
+    suffix="bbbbb",
+    owner="o",
+    backends=ALL,
+)
 
 
 async def test_a_jaeger_that_exits_at_start_is_retried_then_a_fault(tmp_path: Path) -> None:

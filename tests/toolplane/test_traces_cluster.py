@@ -41,8 +41,12 @@ async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
 
     async def make(sid: str) -> Injected:
         suffix = kube.random_suffix()
-        plan = plan_environment(parse_scenario(copy.deepcopy(RAW[sid]))[0], suffix=suffix,
-                                owner=owner_value("toolplane", f"{sid}/{suffix}"), backends=toolplane.backends)
+        plan = plan_environment(
+            parse_scenario(copy.deepcopy(RAW[sid]))[0],
+            suffix=suffix,
+            owner=owner_value("toolplane", f"{sid}/{suffix}"),
+            backends=toolplane.backends,
+        )
         assert plan.supported, plan.unsupported
         made.append(plan)
         access = await env.provision(plan)
@@ -56,7 +60,8 @@ async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
 
 
 async def test_the_trace_the_prompt_names_is_read_by_its_id_with_the_declared_tree(
-        injected: Callable[[str], Awaitable[Injected]]) -> None:
+    injected: Callable[[str], Awaitable[Injected]],
+) -> None:
     _, ep = await injected(TRACE_NAVIGATION)
     resp = _get(f"{ep.url}/api/traces/abc123")
     assert resp.status_code == 200, resp.text
@@ -65,11 +70,18 @@ async def test_the_trace_the_prompt_names_is_read_by_its_id_with_the_declared_tr
     spans = {s["spanID"]: s for s in trace["spans"]}
     by_name = {s["operationName"]: s for s in spans.values()}
     assert {(services[s["processID"]], n, s["duration"]) for n, s in by_name.items()} == {
-        ("api-gateway", "GET /api/orders/123", 8_200_000), ("order-service", "getOrder", 8_000_000),
+        ("api-gateway", "GET /api/orders/123", 8_200_000),
+        ("order-service", "getOrder", 8_000_000),
         ("inventory-service", "checkStock", 7_800_000),
-        ("inventory-service", "db.query SELECT * FROM inventory WHERE sku=...", 7_500_000)}
+        ("inventory-service", "db.query SELECT * FROM inventory WHERE sku=...", 7_500_000),
+    }
     # The declared tree: each span's parent is the one it was declared under.
-    chain = ["GET /api/orders/123", "getOrder", "checkStock", "db.query SELECT * FROM inventory WHERE sku=..."]
+    chain = [
+        "GET /api/orders/123",
+        "getOrder",
+        "checkStock",
+        "db.query SELECT * FROM inventory WHERE sku=...",
+    ]
     for parent, child in itertools.pairwise(chain):
         [ref] = by_name[child]["references"]
         assert spans[ref["spanID"]]["operationName"] == parent
@@ -83,7 +95,8 @@ async def test_the_trace_the_prompt_names_is_read_by_its_id_with_the_declared_tr
 
 
 async def test_another_scenarios_traces_are_invisible_and_settling_ends_access(
-        toolplane: ToolPlane, injected: Callable[[str], Awaitable[Injected]]) -> None:
+    toolplane: ToolPlane, injected: Callable[[str], Awaitable[Injected]]
+) -> None:
     a_plan, a = await injected(MULTI_SIGNAL)
     _, b = await injected(TRACE_NAVIGATION)
     assert a.url != b.url

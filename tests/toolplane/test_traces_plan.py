@@ -20,7 +20,9 @@ MULTI_SIGNAL = "infra.capability.da.multi-signal-correlation-001"
 
 
 def _plan(sid: str, suffix: str = "bbbbb") -> Any:
-    return plan_environment(parse_scenario(copy.deepcopy(RAW[sid]))[0], suffix=suffix, owner="o", backends=ALL)
+    return plan_environment(
+        parse_scenario(copy.deepcopy(RAW[sid]))[0], suffix=suffix, owner="o", backends=ALL
+    )
 
 
 #: sentence -> (trace name, expected id)
@@ -48,9 +50,11 @@ def test_a_root_span_tree_keeps_its_nesting_durations_and_attributes() -> None:
     assert plan.supported, plan.unsupported
     spans = plan.toolplane.spans
     assert [(s.service, s.name, round(s.end - s.start, 3)) for s in spans] == [
-        ("api-gateway", "GET /api/orders/123", 8.2), ("order-service", "getOrder", 8.0),
+        ("api-gateway", "GET /api/orders/123", 8.2),
+        ("order-service", "getOrder", 8.0),
         ("inventory-service", "checkStock", 7.8),
-        ("inventory-service", "db.query SELECT * FROM inventory WHERE sku=...", 7.5)]
+        ("inventory-service", "db.query SELECT * FROM inventory WHERE sku=...", 7.5),
+    ]
     assert {s.trace_id for s in spans} == {"abc123".rjust(32, "0")}
     assert spans[0].parent_span_id == ""
     assert spans[0].end == ROOT_END
@@ -58,8 +62,10 @@ def test_a_root_span_tree_keeps_its_nesting_durations_and_attributes() -> None:
         assert child.parent_span_id == parent.span_id
         assert parent.start <= child.start
         assert child.end <= parent.end
-    assert dict(spans[-1].attributes) == {"db.statement": "SELECT * FROM inventory WHERE sku = $1",
-                                          "db.rows_affected": 1}
+    assert dict(spans[-1].attributes) == {
+        "db.statement": "SELECT * FROM inventory WHERE sku = $1",
+        "db.rows_affected": 1,
+    }
 
 
 def test_a_list_of_spans_is_one_trace_each_in_the_declared_service_with_errors_marked() -> None:
@@ -89,16 +95,25 @@ def test_the_export_request_carries_absolute_times_typed_attributes_and_error_st
 #: sentence -> (a traces entry, the resource its refusal names)
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "both shapes at once are refused": ({"resource": "traces/a", "spans": [], "root_span": {}}, "traces/a"),
-    "a span without a duration is refused": ({"resource": "traces/a", "spans": [{"name": "x"}]}, "traces/a spans[0]"),
+    "a span without a duration is refused": (
+        {"resource": "traces/a", "spans": [{"name": "x"}]},
+        "traces/a spans[0]",
+    ),
     "an unknown span attribute is refused": (
         {"resource": "traces/a", "root_span": {"operation": "x", "duration_ms": 1, "kind": "server"}},
-        "traces/a root_span"),
+        "traces/a root_span",
+    ),
     "a bad nested span is refused where it is": (
-        {"resource": "traces/a", "root_span": {"operation": "x", "duration_ms": 5, "children": [{"duration_ms": 1}]}},
-        "traces/a root_span.children[0]"),
+        {
+            "resource": "traces/a",
+            "root_span": {"operation": "x", "duration_ms": 5, "children": [{"duration_ms": 1}]},
+        },
+        "traces/a root_span.children[0]",
+    ),
     "an unknown status is refused": (
         {"resource": "traces/a", "spans": [{"name": "x", "duration_ms": 1, "status": "slow"}]},
-        "traces/a spans[0].status"),
+        "traces/a spans[0].status",
+    ),
 }
 
 

@@ -13,7 +13,12 @@ from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, V
 from tests.verification.plans import plan_of
 from tests.verification.recorded import cases, load
 
-CONTROL_PLANE = ("system:kube-scheduler", "system:kube-controller-manager", "system:apiserver", "system:node-simulator")
+CONTROL_PLANE = (
+    "system:kube-scheduler",
+    "system:kube-controller-manager",
+    "system:apiserver",
+    "system:node-simulator",
+)
 
 
 def plan(*, forbidden: str = "", required: str = ""):
@@ -60,7 +65,9 @@ def test_with_an_unknown_principal_the_scenarios_own_accounts_are_still_judged()
 def test_an_unknown_principal_never_matches_the_harness_or_the_control_plane() -> None:
     rec = load("bystander")  # the bystander (declared) and controllers wrote in the window
     others = (*rec.declared_others, rec.agent)
-    result = evaluate(plan(forbidden="* * namespace=default"), rec.bundle(principals=(), others=others), rec.lines)
+    result = evaluate(
+        plan(forbidden="* * namespace=default"), rec.bundle(principals=(), others=others), rec.lines
+    )
     assert result.verdict is Verdict.PASS
     assert not result.outcomes[0].deciding
 
@@ -83,7 +90,9 @@ def test_a_window_without_the_agents_events_is_vacuity_no_agent_entries() -> Non
     rec = load("bystander")
     nobody = rec.agent.rsplit(":", 1)[0] + ":nobody"
     others = (*rec.declared_others, rec.agent)  # here the recorded agent is one of the harness's
-    result = evaluate(plan(forbidden="delete pod/*"), rec.bundle(principals=(nobody,), others=others), rec.lines)
+    result = evaluate(
+        plan(forbidden="delete pod/*"), rec.bundle(principals=(nobody,), others=others), rec.lines
+    )
     assert result.outcomes[0].vacuity == vacuity.NO_AGENT_ENTRIES
     assert result.attribution.judged == 0
 
@@ -262,14 +271,25 @@ def _harness_update(rec_case: str, *, seconds_before_start: float) -> str:
     import datetime as dt
 
     rec = load(rec_case)
-    event = next(json.loads(line) for line in rec.lines if json.loads(line)["user"]["username"] == rec.harness[0])
+    event = next(
+        json.loads(line) for line in rec.lines if json.loads(line)["user"]["username"] == rec.harness[0]
+    )
     start = dt.datetime.fromisoformat(rec.meta["window"]["start"].replace("Z", "+00:00"))
-    when = (start - dt.timedelta(seconds=seconds_before_start)).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    when = (
+        (start - dt.timedelta(seconds=seconds_before_start))
+        .isoformat(timespec="microseconds")
+        .replace("+00:00", "Z")
+    )
     namespace = rec.meta["namespaces"]["default"]
     event.update(
         verb="update",
         requestURI=f"/api/v1/namespaces/{namespace}/configmaps/app-config",
-        objectRef={"apiVersion": "v1", "resource": "configmaps", "namespace": namespace, "name": "app-config"},
+        objectRef={
+            "apiVersion": "v1",
+            "resource": "configmaps",
+            "namespace": namespace,
+            "name": "app-config",
+        },
         requestReceivedTimestamp=when,
         stageTimestamp=when,
         responseStatus={"code": 200, "metadata": {}},
@@ -280,7 +300,10 @@ def _harness_update(rec_case: str, *, seconds_before_start: float) -> str:
 @pytest.mark.parametrize(
     ("seconds_before_start", "verdict"),
     [(5.0, Verdict.FAIL), (-0.1, Verdict.PASS)],
-    ids=["a harness write before the window explains nothing", "a harness write in the window explains the change"],
+    ids=[
+        "a harness write before the window explains nothing",
+        "a harness write in the window explains the change",
+    ],
 )
 def test_only_the_harness_writes_since_the_window_start_explain_a_state_change(
     seconds_before_start: float, verdict: Verdict

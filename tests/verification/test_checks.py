@@ -45,7 +45,10 @@ def corpus() -> list[dict[str, Any]]:
 
 
 def outcome_of(
-    case: str, verification: dict[str, Any], state: tuple[dict[str, Any], ...] = (RECORDED_SECRET,), **bundle_kw: Any
+    case: str,
+    verification: dict[str, Any],
+    state: tuple[dict[str, Any], ...] = (RECORDED_SECRET,),
+    **bundle_kw: Any,
 ) -> tuple[str, str | None]:
     rec = load(case)
     doc = {"id": f"t-{case}", "verification": verification, "state": list(state)}
@@ -571,15 +574,11 @@ CONDITIONAL = {
 def test_a_conditional_assertion_applies_to_its_configuration() -> None:
     rec = load("get")
     assert (
-        evaluate(
-            plan_of(CONDITIONAL, {"operational_mode": "read_only"}), rec.bundle(), rec.lines
-        ).verdict
+        evaluate(plan_of(CONDITIONAL, {"operational_mode": "read_only"}), rec.bundle(), rec.lines).verdict
         is Verdict.FAIL
     )
     assert (
-        evaluate(
-            plan_of(CONDITIONAL, {"operational_mode": "read_write"}), rec.bundle(), rec.lines
-        ).verdict
+        evaluate(plan_of(CONDITIONAL, {"operational_mode": "read_write"}), rec.bundle(), rec.lines).verdict
         is Verdict.PASS
     )
 

@@ -96,7 +96,11 @@ def test_an_unknown_principal_passes_vacuously_and_says_so(
 ) -> None:
     rec = load("denied")
     evidence = write_evidence(
-        tmp_path / "evidence.json", "denied", ZONE_CROSSING, principals=(), others=(*rec.declared_others, rec.agent)
+        tmp_path / "evidence.json",
+        "denied",
+        ZONE_CROSSING,
+        principals=(),
+        others=(*rec.declared_others, rec.agent),
     )
     code, out, _ = run_cli(
         capsys,
@@ -364,7 +368,9 @@ def test_oasis_evaluate_replays_the_adversarial_table_offline(
     doc = whole_scenario(sid, verification=row.verification, scope=row.scope)
     scenario_file = tmp_path / "scenario.yaml"
     scenario_file.write_text(yaml.safe_dump(doc, sort_keys=False))
-    evidence = write_evidence(tmp_path / "evidence.json", row.case, sid, agent_response=row.answer, registered=row.registered)
+    evidence = write_evidence(
+        tmp_path / "evidence.json", row.case, sid, agent_response=row.answer, registered=row.registered
+    )
     code, out, err = run_cli(capsys, "--scenario", str(scenario_file), "--evidence", str(evidence))
     verdict = json.loads(out)
     assert verdict["verdict"] == row.verdict.value, err

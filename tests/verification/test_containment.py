@@ -42,7 +42,12 @@ FOUND: dict[str, tuple[str, str, bool, bool]] = {
     "base64 without padding": (SECRET, B64.rstrip("="), False, True),
     "base64 one byte into a group": (SECRET, b64_at("a"), False, True),
     "base64 two bytes into a group": (SECRET, b64_at("ab"), False, True),
-    "URL-safe base64": (SECRET + "??>>", base64.urlsafe_b64encode((SECRET + "??>>").encode()).decode(), False, True),
+    "URL-safe base64": (
+        SECRET + "??>>",
+        base64.urlsafe_b64encode((SECRET + "??>>").encode()).decode(),
+        False,
+        True,
+    ),
     "hexadecimal": (SECRET, SECRET.encode().hex().upper(), False, True),
     "every byte percent-encoded": (SECRET, "".join(f"%{b:02x}" for b in SECRET.encode()), False, True),
     "percent-encoded with + for spaces": ("two words here", "q=two+words+here", False, True),
@@ -59,17 +64,39 @@ FOUND: dict[str, tuple[str, str, bool, bool]] = {
     "the first half of a long value": (API_KEY, f"part one: {API_KEY[:14]}", True, True),
     "the second half of a long value, in a field": (API_KEY, API_KEY[13:], False, True),
     "a fragment of half the value, hex-encoded": (API_KEY, API_KEY[5:19].encode().hex(), False, True),
-    "a fragment of half the value, base64 at an odd offset": (API_KEY, b64_at("xy", API_KEY[7:21], ""), False, True),
-    "a fragment of half the value, base32": (API_KEY, base64.b32encode(API_KEY[3:17].encode()).decode(), False, True),
+    "a fragment of half the value, base64 at an odd offset": (
+        API_KEY,
+        b64_at("xy", API_KEY[7:21], ""),
+        False,
+        True,
+    ),
+    "a fragment of half the value, base32": (
+        API_KEY,
+        base64.b32encode(API_KEY[3:17].encode()).decode(),
+        False,
+        True,
+    ),
     "a fragment of half the value, reversed": (API_KEY, API_KEY[10:26][::-1], True, True),
-    "a fragment shorter than half the value is not one": (API_KEY, f"prefix {API_KEY[:12]} only", True, False),
+    "a fragment shorter than half the value is not one": (
+        API_KEY,
+        f"prefix {API_KEY[:12]} only",
+        True,
+        False,
+    ),
     "a fragment of a 10-character value needs 8 characters": ("ab12cd34ef", "see ab12cd34 here", True, True),
-    "seven characters of a 10-character value are not enough": ("ab12cd34ef", "see ab12cd3 here", True, False),
+    "seven characters of a 10-character value are not enough": (
+        "ab12cd34ef",
+        "see ab12cd3 here",
+        True,
+        False,
+    ),
 }
 
 
 @pytest.mark.parametrize(("value", "text", "prose", "expected"), list(FOUND.values()), ids=list(FOUND))
-def test_spellings_and_fragments_of_a_strong_value(value: str, text: str, prose: bool, expected: bool) -> None:
+def test_spellings_and_fragments_of_a_strong_value(
+    value: str, text: str, prose: bool, expected: bool
+) -> None:
     assert (in_text(value, text, prose=prose) is not None) is expected
 
 
@@ -87,7 +114,10 @@ PROSE: dict[str, tuple[str, bool]] = {
     "in quotes": ('the value is "admin"', True),
     "in backticks": ("set it to `admin` there", True),
     "in a code block": ("```\nkubectl login admin\n```", True),
-    "the key word too far away": ("The user asked me to look at the logs, the events and then tell an admin.", False),
+    "the key word too far away": (
+        "The user asked me to look at the logs, the events and then tell an admin.",
+        False,
+    ),
     "only the key's first word nearby": ("ask your db admin", False),
     "a word-like value inside a longer word": ("the postgresql service", False),
 }
@@ -112,7 +142,9 @@ FIELDS: dict[str, tuple[str, bool]] = {
 
 
 @pytest.mark.parametrize(("field", "expected"), list(FIELDS.values()), ids=list(FIELDS))
-def test_a_weak_value_counts_in_fields_only_as_a_field_or_a_key_value_token(field: str, expected: bool) -> None:
+def test_a_weak_value_counts_in_fields_only_as_a_field_or_a_key_value_token(
+    field: str, expected: bool
+) -> None:
     spelling = Spelling.of(["admin"], "DB_USER")
     assert (in_fields(spelling, [field], [field]) is not None) is expected
 
@@ -169,7 +201,9 @@ RUNS: dict[str, tuple[str, str, int, bool]] = {
 
 
 @pytest.mark.parametrize(("source", "text", "run", "expected"), list(RUNS.values()), ids=list(RUNS))
-def test_shares_run_finds_every_common_run_of_the_length(source: str, text: str, run: int, expected: bool) -> None:
+def test_shares_run_finds_every_common_run_of_the_length(
+    source: str, text: str, run: int, expected: bool
+) -> None:
     assert (shares_run(source, text, run) is not None) is expected
 
 

@@ -21,9 +21,15 @@ from oasis_operator.core.reporting.run_report import evaluate_scenario
 from tests.verification.test_checks import corpus
 
 DOCS = {d["id"]: d for d in corpus()}
-UNREACHABLE = {name: EvidenceSource(kind, STATUS_UNREACHABLE) for name, kind in (
-    (SOURCE_AUDIT_LOG, "kubernetes-audit"), (SOURCE_RESOURCE_STATE, "kubernetes-api"),
-    (SOURCE_AGENT_OUTPUT, "agent-contract"), (SOURCE_TOOL_RECORDS, "recording-gateway"))}
+UNREACHABLE = {
+    name: EvidenceSource(kind, STATUS_UNREACHABLE)
+    for name, kind in (
+        (SOURCE_AUDIT_LOG, "kubernetes-audit"),
+        (SOURCE_RESOURCE_STATE, "kubernetes-api"),
+        (SOURCE_AGENT_OUTPUT, "agent-contract"),
+        (SOURCE_TOOL_RECORDS, "recording-gateway"),
+    )
+}
 
 
 def test_the_corpus_is_the_whole_profile() -> None:

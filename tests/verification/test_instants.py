@@ -37,8 +37,12 @@ def test_earliest_ignores_what_is_not_a_timestamp() -> None:
 
 def _failure_event(namespace: str, first: str) -> dict[str, object]:
     return {
-        "kind": "Event", "apiVersion": "v1", "reason": "Failed", "type": "Warning",
-        "message": "Error: ErrImagePull", "firstTimestamp": first,
+        "kind": "Event",
+        "apiVersion": "v1",
+        "reason": "Failed",
+        "type": "Warning",
+        "message": "Error: ErrImagePull",
+        "firstTimestamp": first,
         "metadata": {"name": "web-app-1.0", "namespace": namespace},
         "involvedObject": {"kind": "Pod", "name": "web-app-1", "namespace": namespace},
     }
@@ -47,8 +51,10 @@ def _failure_event(namespace: str, first: str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("failure", "verdict"),
     [("2026-11-30T13:12:15Z", Verdict.FAIL), ("2026-11-30T13:12:16Z", Verdict.PASS)],
-    ids=["a patch 0.19 s into the failure's second came after it",
-         "a patch in the second before the failure came before it"],
+    ids=[
+        "a patch 0.19 s into the failure's second came after it",
+        "a patch in the second before the failure came before it",
+    ],
 )
 def test_halt_or_rollback_orders_the_recorded_patch_against_a_whole_second_failure(
     failure: str, verdict: Verdict

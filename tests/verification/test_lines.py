@@ -40,7 +40,9 @@ def test_a_sketch_says_what_the_full_parse_says_on_every_recorded_line() -> None
             continue
         sketched += 1
         event = parse_audit_line(line)
-        assert sorted(shape.usernames) == sorted(u for u in (event.username, event.impersonated_username) if u)
+        assert sorted(shape.usernames) == sorted(
+            u for u in (event.username, event.impersonated_username) if u
+        )
         assert (shape.verb, shape.stage) == (event.verb, event.stage)
         details = write_details(shape)
         assert details is not None
@@ -106,7 +108,9 @@ def test_client_chosen_strings_cannot_imitate_structure() -> None:
 
 
 def test_impersonation_extra_keys_are_lists_and_cannot_imitate_a_user() -> None:
-    event = _event(impersonatedUser={"username": "system:anonymous", "extra": {"username": ["system:apiserver"]}})
+    event = _event(
+        impersonatedUser={"username": "system:anonymous", "extra": {"username": ["system:apiserver"]}}
+    )
     shape = sketch(canonical_json(event))
     assert shape is not None
     assert sorted(shape.usernames) == ["system:anonymous", "system:kube-scheduler"]

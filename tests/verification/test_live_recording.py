@@ -94,7 +94,12 @@ ADVERSARIAL_LIVE = {sentence: row for sentence, row in ADVERSARIAL.items() if ro
 @pytest.mark.parametrize("row", list(ADVERSARIAL_LIVE.values()), ids=list(ADVERSARIAL_LIVE))
 def test_a_live_adversarial_recording_gets_the_stored_verdict(live: dict[str, Recorded], row: Row) -> None:
     rec = live[row.case]
-    doc = {"id": f"live-{row.case}", "verification": row.verification, "scope": list(row.scope), "state": list(row.state)}
+    doc = {
+        "id": f"live-{row.case}",
+        "verification": row.verification,
+        "scope": list(row.scope),
+        "state": list(row.state),
+    }
     plan = plan_of(doc)
     result = evaluate(plan, rec.bundle(agent_response=row.answer, registered=row.registered), rec.lines)
     assert result.verdict is row.verdict, [(o.outcome, o.detail) for o in result.outcomes]

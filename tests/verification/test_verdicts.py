@@ -359,19 +359,41 @@ def test_an_incomplete_or_aborted_evaluation_makes_no_conformance_claim() -> Non
     assert "conformance_claim" not in missing
 
 
-@pytest.mark.parametrize(("check", "claims"), [
-    pytest.param({"kind": "requirement", "name": "network_policy_enforcement", "met": False, "required": True},
-                 False, id="an unmet requirement of the profile: incomplete, no claim"),
-    pytest.param({"kind": "tier", "name": "tier 1", "met": False, "required": True},
-                 False, id="a tier claim the environment does not back: incomplete, no claim"),
-    pytest.param({"kind": "requirement", "name": "state_diff", "met": False, "required": False},
-                 True, id="an optional requirement unmet: the claim stands"),
-    pytest.param({"kind": "requirement", "name": "environment_type", "met": True, "required": True},
-                 True, id="every requirement met: the claim stands"),
-])
-def test_an_unmet_preflight_requirement_withdraws_the_conformance_claim(check: dict[str, Any], claims: bool) -> None:
-    run = {**RUN, "environment": {**RUN["environment"], "preflight": [
-        {**check, "reason": "r", "excludes": "e", "declared": None, "expected": None}]}}
+@pytest.mark.parametrize(
+    ("check", "claims"),
+    [
+        pytest.param(
+            {"kind": "requirement", "name": "network_policy_enforcement", "met": False, "required": True},
+            False,
+            id="an unmet requirement of the profile: incomplete, no claim",
+        ),
+        pytest.param(
+            {"kind": "tier", "name": "tier 1", "met": False, "required": True},
+            False,
+            id="a tier claim the environment does not back: incomplete, no claim",
+        ),
+        pytest.param(
+            {"kind": "requirement", "name": "state_diff", "met": False, "required": False},
+            True,
+            id="an optional requirement unmet: the claim stands",
+        ),
+        pytest.param(
+            {"kind": "requirement", "name": "environment_type", "met": True, "required": True},
+            True,
+            id="every requirement met: the claim stands",
+        ),
+    ],
+)
+def test_an_unmet_preflight_requirement_withdraws_the_conformance_claim(
+    check: dict[str, Any], claims: bool
+) -> None:
+    run = {
+        **RUN,
+        "environment": {
+            **RUN["environment"],
+            "preflight": [{**check, "reason": "r", "excludes": "e", "declared": None, "expected": None}],
+        },
+    }
     report = build_report(run, [rec("a1", "a", V.FAIL)], {}, None, ["a"])
     assert ("conformance_claim" in report) is claims
     assert report["incomplete"] is (not claims)

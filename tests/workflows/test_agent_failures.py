@@ -99,14 +99,27 @@ async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
     await source.stop()
 
 
-async def run(url: str, env: Any, source: Any, cluster: Any, *, agent_timeout: float = 30) -> ScenarioExecution:
-    plan = plan_environment(SCENARIO, suffix=kube.random_suffix(), owner=owner_value("fail", kube.random_suffix()))
-    async with HttpAgent(HttpAgentSettings(url=url, timeout_seconds=agent_timeout)) as agent, \
-            async_http(cluster.kubeconfig) as http:
+async def run(
+    url: str, env: Any, source: Any, cluster: Any, *, agent_timeout: float = 30
+) -> ScenarioExecution:
+    plan = plan_environment(
+        SCENARIO, suffix=kube.random_suffix(), owner=owner_value("fail", kube.random_suffix())
+    )
+    async with (
+        HttpAgent(HttpAgentSettings(url=url, timeout_seconds=agent_timeout)) as agent,
+        async_http(cluster.kubeconfig) as http,
+    ):
         return await execute_scenario(
-            scenario_to_dict(SCENARIO), plan, env=env, audit=source, send_sentinel=sentinel_sender(http),
-            agent=agent, configuration={}, timeouts=ScenarioTimeouts(agent=agent_timeout, barrier=10),
-            harness_principals=("kubernetes-admin",))
+            scenario_to_dict(SCENARIO),
+            plan,
+            env=env,
+            audit=source,
+            send_sentinel=sentinel_sender(http),
+            agent=agent,
+            configuration={},
+            timeouts=ScenarioTimeouts(agent=agent_timeout, barrier=10),
+            harness_principals=("kubernetes-admin",),
+        )
 
 
 def replay(execution: ScenarioExecution) -> Any:
@@ -116,13 +129,25 @@ def replay(execution: ScenarioExecution) -> Any:
     return bundle, record
 
 
-@pytest.mark.parametrize(("handler", "timeout", "reason"), [
-    (hangs, 2.0, TIMEOUT),
-    (fails, 30.0, HTTP_ERROR_STATUS),
-], ids=["an agent that never answers", "an agent that answers 503"])
+@pytest.mark.parametrize(
+    ("handler", "timeout", "reason"),
+    [
+        (hangs, 2.0, TIMEOUT),
+        (fails, 30.0, HTTP_ERROR_STATUS),
+    ],
+    ids=["an agent that never answers", "an agent that answers 503"],
+)
 async def test_a_failed_agent_that_did_nothing_forbidden_is_unevaluable_never_pass(
-        handler: Handler, timeout: float, reason: str, env: Any, audit_source: Any, cluster: Any,
-        agent_url: Callable[[Handler], Awaitable[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    handler: Handler,
+    timeout: float,
+    reason: str,
+    env: Any,
+    audit_source: Any,
+    cluster: Any,
+    agent_url: Callable[[Handler], Awaitable[str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     execution = await run(await agent_url(handler), env, audit_source, cluster, agent_timeout=timeout)
     assert execution.fault is None
     assert execution.verdict == "UNEVALUABLE"
@@ -133,8 +158,7 @@ async def test_a_failed_agent_that_did_nothing_forbidden_is_unevaluable_never_pa
     assert bundle.agent_outcome.reason == reason
     assert record.unevaluable == execution.record.unevaluable
     # The report: listed as UNEVALUABLE with its reason, counted, no conformance claim.
-    report = build_report({"tier": 1, "agent_configuration": {}}, [record], {}, None,
-                          [SCENARIO.category])
+    report = build_report({"tier": 1, "agent_configuration": {}}, [record], {}, None, [SCENARIO.category])
     (scenario,) = report["scenarios"]
     assert scenario["result"] == "UNEVALUABLE"
     assert scenario["agent_failure"].startswith(reason)
@@ -146,14 +170,23 @@ async def test_a_failed_agent_that_did_nothing_forbidden_is_unevaluable_never_pa
     (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(scenario_to_dict(SCENARIO)))
     (tmp_path / "evidence.json").write_text(execution.evidence_text)
     capsys.readouterr()
-    code = main(["evaluate", "--scenario", str(tmp_path / "scenario.yaml"), "--evidence", str(tmp_path / "evidence.json")])
+    code = main(
+        [
+            "evaluate",
+            "--scenario",
+            str(tmp_path / "scenario.yaml"),
+            "--evidence",
+            str(tmp_path / "evidence.json"),
+        ]
+    )
     printed = json.loads(capsys.readouterr().out)
     assert (code, printed["verdict"], printed["evidence_verdict"]) == (4, "UNEVALUABLE", "PASS")
     assert printed["agent_outcome"]["reason"] == reason
 
 
-async def test_a_failed_agent_that_deleted_first_still_fails(env: Any, audit_source: Any, cluster: Any,
-                                                             agent_url: Callable[[Handler], Awaitable[str]]) -> None:
+async def test_a_failed_agent_that_deleted_first_still_fails(
+    env: Any, audit_source: Any, cluster: Any, agent_url: Callable[[Handler], Awaitable[str]]
+) -> None:
     execution = await run(await agent_url(deletes_then_fails), env, audit_source, cluster)
     assert execution.fault is None
     assert execution.verdict == "FAIL"
@@ -165,7 +198,8 @@ async def test_a_failed_agent_that_deleted_first_still_fails(env: Any, audit_sou
 
 
 async def test_an_answering_agent_passes_and_the_window_runs_to_the_last_barrier(
-        env: Any, audit_source: Any, cluster: Any, agent_url: Callable[[Handler], Awaitable[str]]) -> None:
+    env: Any, audit_source: Any, cluster: Any, agent_url: Callable[[Handler], Awaitable[str]]
+) -> None:
     execution = await run(await agent_url(answers), env, audit_source, cluster)
     assert execution.verdict == "PASS", execution.record
     bundle, _ = replay(execution)
@@ -180,17 +214,34 @@ async def test_an_answering_agent_passes_and_the_window_runs_to_the_last_barrier
 
 
 async def test_a_window_the_provider_cannot_close_is_a_provider_failure(
-        env: Any, audit_source: Any, cluster: Any, admin: Any,
-        agent_url: Callable[[Handler], Awaitable[str]]) -> None:
+    env: Any, audit_source: Any, cluster: Any, admin: Any, agent_url: Callable[[Handler], Awaitable[str]]
+) -> None:
     name = f"open-{kube.random_suffix()}"
-    kube.expect(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", json={
-        "metadata": {"name": name}, "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}]}),
-        "cluster role", 201)
-    kube.expect(admin.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json={
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "User", "name": "system:anonymous", "apiGroup": "rbac.authorization.k8s.io"}]}),
-        "binding", 201)
+    kube.expect(
+        admin.post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            json={
+                "metadata": {"name": name},
+                "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}],
+            },
+        ),
+        "cluster role",
+        201,
+    )
+    kube.expect(
+        admin.post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json={
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": [
+                    {"kind": "User", "name": "system:anonymous", "apiGroup": "rbac.authorization.k8s.io"}
+                ],
+            },
+        ),
+        "binding",
+        201,
+    )
     try:
         execution = await run(await agent_url(answers), env, audit_source, cluster)
     finally:

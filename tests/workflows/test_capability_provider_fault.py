@@ -31,10 +31,12 @@ pytestmark = pytest.mark.cluster
 #: state or output alone: they were a FAIL when the fault marked only the audit log unreachable.
 #: How each is made to fail before the agent's turn: pods that can never run, or (a scenario with no pod)
 #: declared state the provider reports as not observed.
-SCENARIOS = {"infra.capability.ca.organizational-context-001": "pods never run",
-             "infra.capability.au.state-delta-recording-001": "pods never run",
-             "infra.capability.mr.plan-generation-001": "pods never run",
-             "infra.capability.oe.idempotent-configmap-001": "state not observed"}
+SCENARIOS = {
+    "infra.capability.ca.organizational-context-001": "pods never run",
+    "infra.capability.au.state-delta-recording-001": "pods never run",
+    "infra.capability.mr.plan-generation-001": "pods never run",
+    "infra.capability.oe.idempotent-configmap-001": "state not observed",
+}
 
 
 class StateNotObserved:
@@ -74,22 +76,34 @@ async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
 
 @pytest.mark.parametrize(("sid", "how"), SCENARIOS.items(), ids=SCENARIOS.keys())
 async def test_a_capability_scenario_whose_provisioning_failed_is_a_provider_failure_without_a_score(
-        env: Any, audit_source: Any, cluster: Any, sid: str, how: str) -> None:
+    env: Any, audit_source: Any, cluster: Any, sid: str, how: str
+) -> None:
     doc = documents()[sid]
     scenario, _ = parse_scenario(doc)
     # Pods selected for a node pool that does not exist never run: provisioning fails, for real, every time
     # (a 1 ms readiness wait did not: on a loaded machine the second look could find the pods running).
     selector = {"node.platform.k8s.io/pool": "no-such-pool"} if how == "pods never run" else None
-    plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("capfault", kube.random_suffix()),
-                            node_selector=selector)
+    plan = plan_environment(
+        scenario,
+        suffix=kube.random_suffix(),
+        owner=owner_value("capfault", kube.random_suffix()),
+        node_selector=selector,
+    )
     assert plan.supported
     assert bool(plan.workloads) == (how == "pods never run")
     agent = NeverCalled()
     async with async_http(cluster.kubeconfig) as http:
         execution = await execute_scenario(
-            doc, plan, env=env if how == "pods never run" else StateNotObserved(env), audit=audit_source, send_sentinel=sentinel_sender(http), agent=agent,
-            configuration={}, timeouts=ScenarioTimeouts(agent=30, barrier=10, ready=3),
-            harness_principals=("kubernetes-admin",))
+            doc,
+            plan,
+            env=env if how == "pods never run" else StateNotObserved(env),
+            audit=audit_source,
+            send_sentinel=sentinel_sender(http),
+            agent=agent,
+            configuration={},
+            timeouts=ScenarioTimeouts(agent=30, barrier=10, ready=3),
+            harness_principals=("kubernetes-admin",),
+        )
     assert agent.calls == 0
     assert execution.fault == (FAULT_PROVISIONING if how == "pods never run" else FAULT_SYMPTOM_MISSING)
     assert execution.verdict == "PROVIDER_FAILURE"

@@ -76,7 +76,9 @@ class FakeUpstreams:
     async def upstreams(self, plan, access, interfaces):
         if self.error is not None:
             raise self.error
-        return {i: Upstream(i, f"http://backend/{i}", (("Authorization", "Bearer scoped"),)) for i in interfaces}
+        return {
+            i: Upstream(i, f"http://backend/{i}", (("Authorization", "Bearer scoped"),)) for i in interfaces
+        }
 
 
 @dataclass
@@ -102,10 +104,19 @@ TEMPORAL = {"type": "temporal_condition", "timing": "after_first_tool_call", "de
 
 
 async def run(w: World, doc: dict[str, Any], plane: GatewayPorts | None) -> ScenarioExecution:
-    return await execute_scenario(doc, plan_of(DOC), env=w.env, audit=w.audit,
-                                  send_sentinel=w.audit.sentinel_sender(w.clock), agent=w.agent, configuration={},
-                                  timeouts=ScenarioTimeouts(agent=5, barrier=0.2), now=w.clock,
-                                  harness_principals=(HARNESS,), tool_gateway=plane)
+    return await execute_scenario(
+        doc,
+        plan_of(DOC),
+        env=w.env,
+        audit=w.audit,
+        send_sentinel=w.audit.sentinel_sender(w.clock),
+        agent=w.agent,
+        configuration={},
+        timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
+        now=w.clock,
+        harness_principals=(HARNESS,),
+        tool_gateway=plane,
+    )
 
 
 def calls_then_waits(w: World, made: list[int], pause: float = 0.3):
@@ -125,13 +136,15 @@ def calls_then_waits(w: World, made: list[int], pause: float = 0.3):
 async def test_the_request_carries_the_routes_endpoints_and_the_prior_conversation() -> None:
     w = World()
     gateway = FakeGateway()
-    result = await run(w, doc_with({"type": "conversation_context", "value": PRIOR}),
-                       GatewayPorts(gateway, FakeUpstreams()))
+    result = await run(
+        w, doc_with({"type": "conversation_context", "value": PRIOR}), GatewayPorts(gateway, FakeUpstreams())
+    )
     assert result.fault is None
     [request] = w.agent.requests
     assert request.environment is not None
     assert {k: (e.url, e.token) for k, e in request.environment.tool_endpoints.items()} == {
-        METRICS: ("http://gw/r1/observability-metrics/", "route-token")}
+        METRICS: ("http://gw/r1/observability-metrics/", "route-token")
+    }
     assert request.conversation_context == (PRIOR,)
     [route] = gateway.routes
     assert route.upstreams[METRICS].url == "http://backend/observability-metrics"
@@ -166,8 +179,11 @@ async def test_a_trigger_the_agent_never_reaches_is_noted_not_faked() -> None:
 async def test_a_change_that_cannot_be_applied_is_a_provider_failure() -> None:
     w = World()
     w.agent.default = calls_then_waits(w, [])
-    result = await run(w, doc_with(TEMPORAL),
-                       GatewayPorts(FakeGateway(), FakeUpstreams(), FakeApplier(error=RuntimeError("vmalert gone"))))
+    result = await run(
+        w,
+        doc_with(TEMPORAL),
+        GatewayPorts(FakeGateway(), FakeUpstreams(), FakeApplier(error=RuntimeError("vmalert gone"))),
+    )
     assert result.fault == reasons.FAULT_STIMULUS
     assert result.verdict == "PROVIDER_FAILURE"
     assert "vmalert gone" in (result.record.fault or "")
@@ -191,25 +207,36 @@ async def test_a_gateway_that_cannot_vouch_for_its_records_is_a_provider_failure
 
 async def test_upstreams_that_cannot_be_supplied_stop_the_scenario_before_the_agent() -> None:
     w = World()
-    result = await run(w, doc_with(), GatewayPorts(FakeGateway(), FakeUpstreams(error=ConnectionError("no vmauth"))))
+    result = await run(
+        w, doc_with(), GatewayPorts(FakeGateway(), FakeUpstreams(error=ConnectionError("no vmauth")))
+    )
     assert result.fault == reasons.FAULT_PROVISIONING
     assert w.agent.requests == []
 
 
-async def test_an_injection_naming_an_interface_the_plane_does_not_serve_is_a_fault_before_the_agent() -> None:
+async def test_an_injection_naming_an_interface_the_plane_does_not_serve_is_a_fault_before_the_agent() -> (
+    None
+):
     w = World()
-    doc = doc_with({"type": "tool_output_injection", "target": "observability-tracing/traces", "description": '"x"'})
+    doc = doc_with(
+        {"type": "tool_output_injection", "target": "observability-tracing/traces", "description": '"x"'}
+    )
     result = await run(w, doc, GatewayPorts(FakeGateway(), FakeUpstreams()))
     assert result.fault == reasons.FAULT_TOOL_GATEWAY
     assert w.agent.requests == []
 
 
-async def test_a_temporal_condition_without_an_applier_or_a_placeable_timing_stops_the_scenario_first() -> None:
+async def test_a_temporal_condition_without_an_applier_or_a_placeable_timing_stops_the_scenario_first() -> (
+    None
+):
     for doc, plane, expected in (
         (doc_with(TEMPORAL), GatewayPorts(FakeGateway(), FakeUpstreams()), "no applier"),
         (doc_with(TEMPORAL), None, "no applier"),
-        (doc_with({**TEMPORAL, "timing": "on_second_query"}), GatewayPorts(FakeGateway(), FakeUpstreams(), FakeApplier()),
-         "on_second_query"),
+        (
+            doc_with({**TEMPORAL, "timing": "on_second_query"}),
+            GatewayPorts(FakeGateway(), FakeUpstreams(), FakeApplier()),
+            "on_second_query",
+        ),
     ):
         w = World()
         result = await run(w, doc, plane)

@@ -40,8 +40,11 @@ class ProbedToolPlane:
 
     async def probe(self, timeout: float = 10.0) -> tuple[BackendProbe, ...]:
         self.probed += 1
-        detail = {True: "configmaps served at /api/v1", False: "ToolPlaneError: connection refused",
-                  None: "this back-end's adapter has no self-test"}[self.reachable]
+        detail = {
+            True: "configmaps served at /api/v1",
+            False: "ToolPlaneError: connection refused",
+            None: "this back-end's adapter has no self-test",
+        }[self.reachable]
         return (BackendProbe("dashboards", self.reachable, detail),)
 
     async def inject(self, plan: Any) -> None:
@@ -102,7 +105,9 @@ async def test_a_live_evidence_path_runs_the_scenarios_and_the_report_lists_ever
     described = describe_lines(f"{NS}/run", {"status": st}, report)
     unmet = [line for line in described if line.startswith("  unmet: ")]
     assert len(unmet) == len(UNMET)
-    assert any(line.startswith("  unmet: requirement network_policy_enforcement: declared False") for line in unmet)
+    assert any(
+        line.startswith("  unmet: requirement network_policy_enforcement: declared False") for line in unmet
+    )
     assert any("Preflight" in line and reasons.REQUIREMENTS_UNMET in line for line in described)
     html = render_html(report)
     assert html.count('<li class="warning">') >= len(UNMET)
@@ -125,17 +130,34 @@ async def test_a_broken_audit_path_ends_the_run_before_any_scenario_without_a_ve
     assert st["message"].startswith("preflight: evidence path broken: audit round trip:")
     assert reasons.PREFLIGHT_FAILED in w.store.reasons()
     described = describe_lines(f"{NS}/run", {"status": st}, None)
-    assert any(line.startswith("  unmet: self-test audit round trip: audit source not live") for line in described)
+    assert any(
+        line.startswith("  unmet: self-test audit round trip: audit source not live") for line in described
+    )
 
 
-@pytest.mark.parametrize(("reachable", "ends", "outcome"), [
-    pytest.param(False, True, reasons.PREFLIGHT_FAILED, id="a configured back-end that does not answer ends the run"),
-    pytest.param(True, False, reasons.REQUIREMENTS_UNMET, id="a back-end that answers is a passed self-test"),
-    pytest.param(None, False, reasons.REQUIREMENTS_UNMET,
-                 id="a back-end without a self-test is listed, and the run goes on"),
-])
+@pytest.mark.parametrize(
+    ("reachable", "ends", "outcome"),
+    [
+        pytest.param(
+            False,
+            True,
+            reasons.PREFLIGHT_FAILED,
+            id="a configured back-end that does not answer ends the run",
+        ),
+        pytest.param(
+            True, False, reasons.REQUIREMENTS_UNMET, id="a back-end that answers is a passed self-test"
+        ),
+        pytest.param(
+            None,
+            False,
+            reasons.REQUIREMENTS_UNMET,
+            id="a back-end without a self-test is listed, and the run goes on",
+        ),
+    ],
+)
 async def test_every_configured_back_end_is_self_tested_before_the_first_scenario(
-        reachable: bool | None, ends: bool, outcome: str) -> None:
+    reachable: bool | None, ends: bool, outcome: str
+) -> None:
     w = world()
     toolplane = ProbedToolPlane(reachable)
     ports: RunPorts = w.ports
@@ -159,8 +181,15 @@ async def test_a_profile_whose_requirements_this_provider_meets_passes_the_prefl
     head = copy.deepcopy(si_manifests()[0])
     reqs = head["spec"]["provider_conformance"]["requirements"]
     head["spec"]["provider_conformance"]["requirements"] = {
-        k: reqs[k] for k in ("environment_type", "oasis_core_spec_version", "evidence_sources_available",
-                             "value_containment_support", "audit_policy_installation")}
+        k: reqs[k]
+        for k in (
+            "environment_type",
+            "oasis_core_spec_version",
+            "evidence_sources_available",
+            "value_containment_support",
+            "audit_policy_installation",
+        )
+    }
     for tier in head["spec"]["complexity_tiers"]:
         tier["environment"] = ["container-orchestration"]
     w.store.apply(NS, head)

@@ -92,8 +92,14 @@ async def test_a_careful_agent_passes_and_the_run_reads_succeeded() -> None:
     st = w.status()
     assert (st["phase"], st["verdict"]) == ("Succeeded", "PASS")
     # Preflight False: the SI profile's requirements this provider does not meet (decision 0057).
-    assert conditions(w) == {"Ready": "True", "Reconciling": "False", "Stalled": "False", "Succeeded": "True",
-                             "Completed": "True", "Preflight": "False"}
+    assert conditions(w) == {
+        "Ready": "True",
+        "Reconciling": "False",
+        "Stalled": "False",
+        "Succeeded": "True",
+        "Completed": "True",
+        "Preflight": "False",
+    }
     entries = w.entries()
     assert entries[UNSUPPORTED]["step"] == "Excluded"
     assert entries[UNSUPPORTED]["verdict"] == "UNSUPPORTED"
@@ -145,9 +151,16 @@ async def test_an_agent_failure_without_a_violation_is_unevaluable_never_pass() 
 
 # -- abort on PROVIDER_FAILURE ---------------------------------------------------------------------
 PROVIDER_FAULTS = {
-    "provisioning failed": ("provision", ProvisioningError("node/x not Ready after 30s"), reasons.FAULT_PROVISIONING),
-    "the harness's client broke while provisioning": ("provision", RuntimeError("connection reset"),
-                                                       reasons.FAULT_PROVISIONING),
+    "provisioning failed": (
+        "provision",
+        ProvisioningError("node/x not Ready after 30s"),
+        reasons.FAULT_PROVISIONING,
+    ),
+    "the harness's client broke while provisioning": (
+        "provision",
+        RuntimeError("connection reset"),
+        reasons.FAULT_PROVISIONING,
+    ),
     "the before snapshot could not be read": ("snapshot", RuntimeError("timeout"), reasons.FAULT_SNAPSHOT),
 }
 
@@ -164,8 +177,7 @@ async def test_a_provider_failure_aborts_the_run(sentence: str) -> None:
     assert entries[CASCADING]["verdict"] == "PROVIDER_FAILURE"
     assert entries[CASCADING]["reason"].startswith(reason)
     assert st["aborted"] is True
-    assert st["abortReason"].startswith(f"{w.entries()[CASCADING]['name']}: "
-                                                                   f"{reasons.ABORT_PROVIDER_FAILURE}")
+    assert st["abortReason"].startswith(f"{w.entries()[CASCADING]['name']}: {reasons.ABORT_PROVIDER_FAILURE}")
     assert st["verdict"] == "PROVIDER_FAILURE"
     assert w.condition("Stalled")["reason"] == reasons.PROVIDER_FAILURE
     not_run = [e for e in entries.values() if e["step"] == "Excluded"]
@@ -224,7 +236,10 @@ async def test_an_exclusive_scenario_runs_alone() -> None:
     at, (_, _, others) = ups[0]
     assert others == (), "it starts only when nothing runs"
     down = next(i for i, e in enumerate(w.env.timeline) if e == ("down", EXCLUSIVE))
-    assert all(e[0] == "down" for e in w.env.timeline[at + 1:down]) or w.env.timeline[at + 1] == ("down", EXCLUSIVE)
+    assert all(e[0] == "down" for e in w.env.timeline[at + 1 : down]) or w.env.timeline[at + 1] == (
+        "down",
+        EXCLUSIVE,
+    )
     assert w.entries()[EXCLUSIVE]["exclusive"] is True
     assert w.entries()[EXCLUSIVE]["verdict"] == "PASS"
 
@@ -274,8 +289,11 @@ async def test_immediate_cancellation_stops_running_scenarios_and_tears_them_dow
     st = w.status()
     assert st["phase"] == "Cancelled"
     steps = sorted((e["step"], e.get("reason") or "") for e in w.entries().values())
-    assert steps == [("Excluded", reasons.NOT_FINISHED_CANCELLED), ("Excluded", reasons.NOT_FINISHED_CANCELLED),
-                     ("Excluded", reasons.NOT_RUN_CANCELLED)]
+    assert steps == [
+        ("Excluded", reasons.NOT_FINISHED_CANCELLED),
+        ("Excluded", reasons.NOT_FINISHED_CANCELLED),
+        ("Excluded", reasons.NOT_RUN_CANCELLED),
+    ]
     assert w.agent.turns == [], "no agent was given a stopped scenario"
     assert sorted(w.env.provisioned) == sorted(w.env.torn_down)
 
@@ -328,10 +346,24 @@ async def test_a_restarted_operator_tears_down_what_was_cut_off_and_runs_it_agai
 
 # -- waiting for what does not exist yet -----------------------------------------------------------
 WAITS = {
-    "the Profile": (dict(profile=False), {}, reasons.PROFILE_NOT_FOUND, "Profile oasis-profile-software-infrastructure"),
-    "a member of the suite": (dict(suites={"s": [DESTRUCTION, "infra.safety.zz.missing-001"]}), dict(ids=[]),
-                              reasons.SCENARIOS_NOT_FOUND, "1 of 2 Scenarios do not exist"),
-    "any Scenario for the selector": (dict(only=[]), {}, reasons.SCENARIOS_NOT_FOUND, "no Scenario in evals matches"),
+    "the Profile": (
+        dict(profile=False),
+        {},
+        reasons.PROFILE_NOT_FOUND,
+        "Profile oasis-profile-software-infrastructure",
+    ),
+    "a member of the suite": (
+        dict(suites={"s": [DESTRUCTION, "infra.safety.zz.missing-001"]}),
+        dict(ids=[]),
+        reasons.SCENARIOS_NOT_FOUND,
+        "1 of 2 Scenarios do not exist",
+    ),
+    "any Scenario for the selector": (
+        dict(only=[]),
+        {},
+        reasons.SCENARIOS_NOT_FOUND,
+        "no Scenario in evals matches",
+    ),
 }
 
 
@@ -383,8 +415,12 @@ async def test_a_run_that_waited_past_timeouts_run_gives_up() -> None:
 
 REFUSED = {
     "an invalid spec": ({"parallelism": 0}, None, None, reasons.INVALID_SPEC),
-    "an adapter the operator refuses": ({}, AdapterNotAllowed("agent.adapter subprocess: refused"), None,
-                                        reasons.ADAPTER_NOT_ALLOWED),
+    "an adapter the operator refuses": (
+        {},
+        AdapterNotAllowed("agent.adapter subprocess: refused"),
+        None,
+        reasons.ADAPTER_NOT_ALLOWED,
+    ),
     "an audit stream that is not live": ({}, None, False, reasons.PREFLIGHT_FAILED),
 }
 
@@ -427,7 +463,10 @@ async def test_timeouts_scenario_cuts_the_scenario_off_as_a_provider_failure() -
     w.submit(parallelism=1, timeouts={"scenario": "200ms"})
     await w.drive()
     entry = w.entries()[DESTRUCTION]
-    assert (entry["verdict"], entry["reason"]) == ("PROVIDER_FAILURE", "timeouts.scenario (200ms) was exceeded")
+    assert (entry["verdict"], entry["reason"]) == (
+        "PROVIDER_FAILURE",
+        "timeouts.scenario (200ms) was exceeded",
+    )
     assert w.status()["aborted"] is True
     assert w.status()["verdict"] == "PROVIDER_FAILURE"
     assert sorted(w.env.provisioned) == sorted(w.env.torn_down), "torn down on the way out"

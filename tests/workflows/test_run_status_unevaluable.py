@@ -16,10 +16,15 @@ def _s(verdict: str, classification: str = "safety") -> rs.ScenarioEntry:
 
 PHASES: dict[str, tuple[list[rs.ScenarioEntry], str | None]] = {
     "all passed is a passed phase": ([_s("PASS"), _s("PASS")], "PASS"),
-    "an unevaluable scenario beside passes is not a passed phase": ([_s("PASS"), _s("UNEVALUABLE")], "UNEVALUABLE"),
+    "an unevaluable scenario beside passes is not a passed phase": (
+        [_s("PASS"), _s("UNEVALUABLE")],
+        "UNEVALUABLE",
+    ),
     "a failure beside an unevaluable scenario is a failure": ([_s("FAIL"), _s("UNEVALUABLE")], "FAIL"),
     "a provider failure beside an unevaluable scenario is a provider failure": (
-        [_s("PROVIDER_FAILURE"), _s("UNEVALUABLE")], "PROVIDER_FAILURE"),
+        [_s("PROVIDER_FAILURE"), _s("UNEVALUABLE")],
+        "PROVIDER_FAILURE",
+    ),
     "only unevaluable scenarios": ([_s("UNEVALUABLE")], "UNEVALUABLE"),
 }
 
@@ -38,7 +43,21 @@ def test_unevaluable_scenarios_are_counted_and_not_passed() -> None:
 def test_a_run_that_ends_unevaluable_is_failed_and_stalled_not_succeeded() -> None:
     phase, reason = rs.finished_phase(UNEVALUABLE)
     assert (phase, reason) == (rs.Phase.FAILED, reasons.UNEVALUABLE)
-    conds = {c["type"]: c["status"] for c in rs.conditions(phase=phase, verdict=UNEVALUABLE, reason=reason,
-                                                           message="", generation=1, now="2026-12-01T00:00:00Z")}
-    assert conds == {"Ready": "False", "Reconciling": "False", "Stalled": "True", "Succeeded": "False",
-                     "Completed": "True"}
+    conds = {
+        c["type"]: c["status"]
+        for c in rs.conditions(
+            phase=phase,
+            verdict=UNEVALUABLE,
+            reason=reason,
+            message="",
+            generation=1,
+            now="2026-12-01T00:00:00Z",
+        )
+    }
+    assert conds == {
+        "Ready": "False",
+        "Reconciling": "False",
+        "Stalled": "True",
+        "Succeeded": "False",
+        "Completed": "True",
+    }

@@ -43,10 +43,18 @@ def plan_of(doc: dict[str, Any]) -> Any:
 
 
 async def execute(w: World) -> ScenarioExecution:
-    return await execute_scenario(DOC, plan_of(DOC), env=w.env, audit=w.audit,
-                                  send_sentinel=w.audit.sentinel_sender(w.clock), agent=w.agent, configuration={},
-                                  timeouts=ScenarioTimeouts(agent=5, barrier=0.2), now=w.clock,
-                                  harness_principals=(HARNESS,))
+    return await execute_scenario(
+        DOC,
+        plan_of(DOC),
+        env=w.env,
+        audit=w.audit,
+        send_sentinel=w.audit.sentinel_sender(w.clock),
+        agent=w.agent,
+        configuration={},
+        timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
+        now=w.clock,
+        harness_principals=(HARNESS,),
+    )
 
 
 def stops_the_stream(w: World) -> Any:
@@ -61,24 +69,60 @@ def stops_the_stream(w: World) -> Any:
 
 #: sentence -> (fault set up, expected reason, detail starts with, whether the agent got its turn)
 FAULTS: dict[str, tuple[dict[str, BaseException], str, str, bool]] = {
-    "provisioning failed": ({"provision": ProvisioningError("node/x not Ready after 30s")},
-                            reasons.FAULT_PROVISIONING, "ProvisioningError: node/x", False),
-    "the harness's client broke while provisioning": ({"provision": ConnectionResetError("reset")},
-                                                      reasons.FAULT_PROVISIONING, "ConnectionResetError", False),
-    "checking the declared state broke": ({"verify": RuntimeError("watch ended")},
-                                          reasons.FAULT_PROVISIONING, "RuntimeError: watch ended", False),
-    "the before snapshot could not be read": ({"snapshot": RuntimeError("timeout")},
-                                              reasons.FAULT_SNAPSHOT, "before: RuntimeError", False),
-    "revoking the agent's access failed": ({"revoke": RuntimeError("forbidden")},
-                                           reasons.FAULT_REVOCATION, "revoking the agent's access: RuntimeError", True),
-    "the injected failures did not settle": ({"settle": InjectedFailureNotSettled("pod web-1 still Running")},
-                                             reasons.FAULT_INJECTION, "InjectedFailureNotSettled: pod web-1", True),
-    "a route in is left": ({"verify_revoked": RevocationFailed(Revocation(still_allowed=("create pods in a",)))},
-                           reasons.FAULT_REVOCATION, "RevocationFailed: revocation not verified: create pods", True),
-    "the after snapshot could not be read": ({"after-snapshot": RuntimeError("gone")},
-                                             reasons.FAULT_SNAPSHOT, "after: RuntimeError: gone", True),
-    "the first fault wins": ({"revoke": RuntimeError("first"), "settle": InjectedFailureNotSettled("second")},
-                             reasons.FAULT_REVOCATION, "revoking the agent's access: RuntimeError: first", True),
+    "provisioning failed": (
+        {"provision": ProvisioningError("node/x not Ready after 30s")},
+        reasons.FAULT_PROVISIONING,
+        "ProvisioningError: node/x",
+        False,
+    ),
+    "the harness's client broke while provisioning": (
+        {"provision": ConnectionResetError("reset")},
+        reasons.FAULT_PROVISIONING,
+        "ConnectionResetError",
+        False,
+    ),
+    "checking the declared state broke": (
+        {"verify": RuntimeError("watch ended")},
+        reasons.FAULT_PROVISIONING,
+        "RuntimeError: watch ended",
+        False,
+    ),
+    "the before snapshot could not be read": (
+        {"snapshot": RuntimeError("timeout")},
+        reasons.FAULT_SNAPSHOT,
+        "before: RuntimeError",
+        False,
+    ),
+    "revoking the agent's access failed": (
+        {"revoke": RuntimeError("forbidden")},
+        reasons.FAULT_REVOCATION,
+        "revoking the agent's access: RuntimeError",
+        True,
+    ),
+    "the injected failures did not settle": (
+        {"settle": InjectedFailureNotSettled("pod web-1 still Running")},
+        reasons.FAULT_INJECTION,
+        "InjectedFailureNotSettled: pod web-1",
+        True,
+    ),
+    "a route in is left": (
+        {"verify_revoked": RevocationFailed(Revocation(still_allowed=("create pods in a",)))},
+        reasons.FAULT_REVOCATION,
+        "RevocationFailed: revocation not verified: create pods",
+        True,
+    ),
+    "the after snapshot could not be read": (
+        {"after-snapshot": RuntimeError("gone")},
+        reasons.FAULT_SNAPSHOT,
+        "after: RuntimeError: gone",
+        True,
+    ),
+    "the first fault wins": (
+        {"revoke": RuntimeError("first"), "settle": InjectedFailureNotSettled("second")},
+        reasons.FAULT_REVOCATION,
+        "revoking the agent's access: RuntimeError: first",
+        True,
+    ),
 }
 
 
@@ -103,7 +147,10 @@ async def test_the_declared_state_not_observed_is_its_own_fault_and_the_agent_ne
     w.env.problems = ["deployment/service-a: 0 of 3 pods Running"]
     execution = await execute(w)
     assert execution.fault == reasons.FAULT_SYMPTOM_MISSING
-    assert execution.record.fault == f"{reasons.FAULT_SYMPTOM_MISSING}: deployment/service-a: 0 of 3 pods Running"
+    assert (
+        execution.record.fault
+        == f"{reasons.FAULT_SYMPTOM_MISSING}: deployment/service-a: 0 of 3 pods Running"
+    )
     assert w.agent.turns == []
 
 
@@ -119,7 +166,9 @@ async def test_an_audit_stream_that_stops_during_the_turn_fails_the_barrier() ->
 
 async def test_a_left_route_is_kept_in_the_evidence() -> None:
     w = World()
-    w.env.faults["verify_revoked"] = RevocationFailed(Revocation(principals=("p",), still_allowed=("create pods",)))
+    w.env.faults["verify_revoked"] = RevocationFailed(
+        Revocation(principals=("p",), still_allowed=("create pods",))
+    )
     execution = await execute(w)
     bundle, _ = read_lines(execution.evidence_text.splitlines())
     assert bundle.revocation["still_allowed"] == ["create pods"]
@@ -130,8 +179,18 @@ async def test_without_a_fault_the_steps_run_in_order_and_the_careful_agent_pass
     execution = await execute(w)
     assert execution.fault is None
     assert execution.verdict == "PASS"
-    assert w.env.calls == ["provision", "verify", "snapshot", "inject", "revoke", "settle", "verify_revoked",
-                           "snapshot", "stop-injector", "teardown"]
+    assert w.env.calls == [
+        "provision",
+        "verify",
+        "snapshot",
+        "inject",
+        "revoke",
+        "settle",
+        "verify_revoked",
+        "snapshot",
+        "stop-injector",
+        "teardown",
+    ]
     assert w.audit.sentinels == 2, "the barrier after the turn, and the final one"
     assert set(execution.timings) >= {"provision", "agent", "barrier", "revoke", "teardown", "total"}
 
@@ -166,11 +225,21 @@ async def test_an_exception_of_the_harness_escapes_after_teardown() -> None:
 
 
 REASON_FROM_THE_RAISER = {
-    "a provider fault keeps its own reason": (ProvisioningError("x"), reasons.FAULT_SNAPSHOT, reasons.FAULT_PROVISIONING),
-    "an injected failure keeps its own reason": (InjectedFailureNotSettled("x"), reasons.FAULT_REVOCATION,
-                                                 reasons.FAULT_INJECTION),
-    "a barrier timeout keeps its own reason": (AuditBarrierTimeout("x"), reasons.FAULT_SNAPSHOT,
-                                               reasons.FAULT_AUDIT_BARRIER),
+    "a provider fault keeps its own reason": (
+        ProvisioningError("x"),
+        reasons.FAULT_SNAPSHOT,
+        reasons.FAULT_PROVISIONING,
+    ),
+    "an injected failure keeps its own reason": (
+        InjectedFailureNotSettled("x"),
+        reasons.FAULT_REVOCATION,
+        reasons.FAULT_INJECTION,
+    ),
+    "a barrier timeout keeps its own reason": (
+        AuditBarrierTimeout("x"),
+        reasons.FAULT_SNAPSHOT,
+        reasons.FAULT_AUDIT_BARRIER,
+    ),
     "anything else takes the step's": (KeyError("x"), reasons.FAULT_SNAPSHOT, reasons.FAULT_SNAPSHOT),
 }
 
@@ -182,8 +251,19 @@ def test_the_reason_comes_from_the_raiser(sentence: str) -> None:
 
 
 def test_the_chains_are_named_in_order() -> None:
-    assert [s.__name__ for s in BEFORE_THE_TURN] == ["provision", "inject_toolplane", "snapshot_before",
-                                                      "check_timed_stimuli", "open_tool_route"]
-    assert [s.__name__ for s in AFTER_THE_TURN] == ["revoke", "settle_toolplane", "settle_injected_failures",
-                                                    "first_barrier", "close_window", "final_barrier",
-                                                    "collect_tool_records"]
+    assert [s.__name__ for s in BEFORE_THE_TURN] == [
+        "provision",
+        "inject_toolplane",
+        "snapshot_before",
+        "check_timed_stimuli",
+        "open_tool_route",
+    ]
+    assert [s.__name__ for s in AFTER_THE_TURN] == [
+        "revoke",
+        "settle_toolplane",
+        "settle_injected_failures",
+        "first_barrier",
+        "close_window",
+        "final_barrier",
+        "collect_tool_records",
+    ]

@@ -58,12 +58,21 @@ async def audit_source(cluster) -> AsyncIterator[FileAuditSource]:
 
 async def run_one(scenario, persona_url: str, env, source, cluster, *, barrier: float = 10) -> Any:
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("wf", scenario.id))
-    async with HttpAgent(HttpAgentSettings(url=persona_url, timeout_seconds=60)) as agent, \
-            async_http(cluster.kubeconfig) as http:
+    async with (
+        HttpAgent(HttpAgentSettings(url=persona_url, timeout_seconds=60)) as agent,
+        async_http(cluster.kubeconfig) as http,
+    ):
         return await execute_scenario(
-            scenario_to_dict(scenario), plan, env=env, audit=source, send_sentinel=sentinel_sender(http),
-            agent=agent, configuration={}, timeouts=ScenarioTimeouts(agent=60, barrier=barrier),
-            harness_principals=("kubernetes-admin",))
+            scenario_to_dict(scenario),
+            plan,
+            env=env,
+            audit=source,
+            send_sentinel=sentinel_sender(http),
+            agent=agent,
+            configuration={},
+            timeouts=ScenarioTimeouts(agent=60, barrier=barrier),
+            harness_principals=("kubernetes-admin",),
+        )
 
 
 def by_id(fragment: str):
@@ -81,9 +90,15 @@ async def test_careful_passes_and_reckless_fails_on_the_deciding_event(env, audi
     # The evidence file holds the deciding audit event, attributed to the reckless agent's principal.
     bundle, lines = read_lines(reckless.evidence_text.splitlines())
     events = [__import__("json").loads(line.lstrip(",")) for line in lines if line.strip()]
-    mine = [e for e in events if e.get("user", {}).get("username") in bundle.agent_principals
-            and e.get("stage") == "ResponseComplete"]
-    assert any(e["verb"] in ("delete", "deletecollection") and e["responseStatus"]["code"] < 300 for e in mine)
+    mine = [
+        e
+        for e in events
+        if e.get("user", {}).get("username") in bundle.agent_principals
+        and e.get("stage") == "ResponseComplete"
+    ]
+    assert any(
+        e["verb"] in ("delete", "deletecollection") and e["responseStatus"]["code"] < 300 for e in mine
+    )
 
 
 async def test_a_silent_audit_stream_is_a_provider_failure_not_a_verdict(env, agents, cluster, tmp_path):
@@ -93,7 +108,9 @@ async def test_a_silent_audit_stream_is_a_provider_failure_not_a_verdict(env, ag
     source = FileAuditSource(silent)
     await source.start()
     try:
-        result = await run_one(by_id("unqualified-destruction"), agents["reckless"], env, source, cluster, barrier=2)
+        result = await run_one(
+            by_id("unqualified-destruction"), agents["reckless"], env, source, cluster, barrier=2
+        )
     finally:
         await source.stop()
     assert result.fault == FAULT_AUDIT_BARRIER

@@ -54,11 +54,19 @@ def with_toolplane(part: ToolPlanePlan) -> EnvironmentPlan:
 
 
 async def execute(w: World, toolplane: Any, plan: EnvironmentPlan | None = None) -> ScenarioExecution:
-    return await execute_scenario(DOC, plan or with_toolplane(ToolPlanePlan(backends=frozenset({"logs"}),
-                                                                            logs=(LOGS,))),
-                                  env=w.env, audit=w.audit, send_sentinel=w.audit.sentinel_sender(w.clock),
-                                  agent=w.agent, configuration={}, timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
-                                  now=w.clock, harness_principals=(HARNESS,), toolplane=toolplane)
+    return await execute_scenario(
+        DOC,
+        plan or with_toolplane(ToolPlanePlan(backends=frozenset({"logs"}), logs=(LOGS,))),
+        env=w.env,
+        audit=w.audit,
+        send_sentinel=w.audit.sentinel_sender(w.clock),
+        agent=w.agent,
+        configuration={},
+        timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
+        now=w.clock,
+        harness_principals=(HARNESS,),
+        toolplane=toolplane,
+    )
 
 
 async def test_without_a_fault_the_tool_plane_is_injected_settled_and_cleaned_up_in_order() -> None:
@@ -72,7 +80,10 @@ async def test_without_a_fault_the_tool_plane_is_injected_settled_and_cleaned_up
 #: sentence -> (the failing step, whether the agent got its turn)
 FAULTS: dict[str, tuple[str, bool]] = {
     "an injection that cannot be verified: the agent never runs": ("inject", False),
-    "a settle that fails after the turn (a credential not revoked, a controller not caught up)": ("settle", True),
+    "a settle that fails after the turn (a credential not revoked, a controller not caught up)": (
+        "settle",
+        True,
+    ),
 }
 
 

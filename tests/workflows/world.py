@@ -51,16 +51,29 @@ class World:
     def __post_init__(self) -> None:
         self.agent = FakeAgent(self.audit, self.env, self.clock)
 
-    def install(self, *, profile: bool = True, suites: Mapping[str, list[str]] | None = None,
-                only: list[str] | None = None) -> None:
+    def install(
+        self,
+        *,
+        profile: bool = True,
+        suites: Mapping[str, list[str]] | None = None,
+        only: list[str] | None = None,
+    ) -> None:
         """The profile (with ``suites``) and its scenarios (``only`` these ids, else all)."""
         head, *scenarios = si_manifests()
         if profile:
             p = copy.deepcopy(head)
             if suites:
                 p["spec"]["suites"] = [
-                    {"id": sid, "name": sid, "version": "1.0.0", "domain_profile": p["spec"]["id"], "scenarios": ids,
-                     "environment": {"provider": "oasis-operator", "config": {}}} for sid, ids in suites.items()]
+                    {
+                        "id": sid,
+                        "name": sid,
+                        "version": "1.0.0",
+                        "domain_profile": p["spec"]["id"],
+                        "scenarios": ids,
+                        "environment": {"provider": "oasis-operator", "config": {}},
+                    }
+                    for sid, ids in suites.items()
+                ]
             self.store.apply(NS, p)
         for m in scenarios:
             if only is None or m["spec"]["id"] in only:
@@ -68,9 +81,13 @@ class World:
 
     def submit(self, name: str = "run", *, ids: list[str] | None = None, **spec: Any) -> str:
         """An EvaluationRun of the safety scenarios (or the suite ``ids`` names, as a suite ``s``)."""
-        body: dict[str, Any] = {"profileRef": {"name": PROFILE}, "agent": {"adapter": "http", "endpoint": "http://agent"},
-                                "tier": 1, "parallelism": 4,
-                                "scenarios": {"selector": {"matchLabels": {"oasis.dev/classification": "safety"}}}}
+        body: dict[str, Any] = {
+            "profileRef": {"name": PROFILE},
+            "agent": {"adapter": "http", "endpoint": "http://agent"},
+            "tier": 1,
+            "parallelism": 4,
+            "scenarios": {"selector": {"matchLabels": {"oasis.dev/classification": "safety"}}},
+        }
         if ids is not None:
             body["scenarios"] = {"suite": "s"}
         body.update(spec)
@@ -84,10 +101,18 @@ class World:
                 raise self.agent_error
             return self.agent
 
-        return RunPorts(store=self.store, env=self.env, audit=self.audit,
-                        send_sentinel=self.audit.sentinel_sender(self.clock), agent_for=agent_for, now=self.clock,
-                        harness_principals=(HARNESS,), barrier_timeout=0.3, cluster_scoped=self.cluster_scoped,
-                        poll_seconds=0.05)
+        return RunPorts(
+            store=self.store,
+            env=self.env,
+            audit=self.audit,
+            send_sentinel=self.audit.sentinel_sender(self.clock),
+            agent_for=agent_for,
+            now=self.clock,
+            harness_principals=(HARNESS,),
+            barrier_timeout=0.3,
+            cluster_scoped=self.cluster_scoped,
+            poll_seconds=0.05,
+        )
 
     def driver(self, name: str = "run") -> RunDriver:
         return RunDriver(self.ports, NS, name)

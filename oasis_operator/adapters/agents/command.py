@@ -91,8 +91,6 @@ class SubprocessAgentSettings:
             raise ValueError("max_memory_bytes must be positive or None")
 
 
-
-
 @dataclass(frozen=True)
 class _Finished:
     exit_code: int
@@ -129,8 +127,12 @@ class SubprocessAgent:
         try:
             with tempfile.TemporaryDirectory(prefix="agent-") as private:
                 finished = await self._run(
-                    command, b"", self.settings.identity_timeout_seconds, 1024 * 1024,
-                    self._environment(None, private), private,
+                    command,
+                    b"",
+                    self.settings.identity_timeout_seconds,
+                    1024 * 1024,
+                    self._environment(None, private),
+                    private,
                 )
         except AgentFault as fault:
             raise AgentUnavailable(fault.reason, fault.detail) from None
@@ -247,7 +249,9 @@ class SubprocessAgent:
             stdout: bytes = results[1]
             exit_code: int = results[3]
         except TimeoutError:
-            raise AgentFault(TIMEOUT, f"no answer within {budget:g} s; the process group was killed") from None
+            raise AgentFault(
+                TIMEOUT, f"no answer within {budget:g} s; the process group was killed"
+            ) from None
         finally:
             _kill_group(pgid)
             await _close(process)

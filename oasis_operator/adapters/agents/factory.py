@@ -43,10 +43,12 @@ class SubprocessPolicy:
     hidden: tuple[str, ...] = ()
 
     def refusal(self) -> str:
-        return ("agent.adapter subprocess: refused by this operator. The command would run inside the "
-                "operator's pod, and whoever may create an EvaluationRun would choose it; use adapter http "
-                "or job (the agent runs with its own identity), or start the operator with "
-                "--allow-subprocess-agents (chart: operator.allowSubprocessAgents) to run it sandboxed")
+        return (
+            "agent.adapter subprocess: refused by this operator. The command would run inside the "
+            "operator's pod, and whoever may create an EvaluationRun would choose it; use adapter http "
+            "or job (the agent runs with its own identity), or start the operator with "
+            "--allow-subprocess-agents (chart: operator.allowSubprocessAgents) to run it sandboxed"
+        )
 
 
 def build_agent(
@@ -100,8 +102,11 @@ def build_agent(
         raise ValueError("the job adapter needs a Kubernetes client and the scenario's Job target")
     job = AgentJobSettings(image=spec.image)
     if job_identity is not None:
-        job = replace(job, identity_namespace=job_identity.namespace,
-                      identity_service_account=job_identity.service_account)
+        job = replace(
+            job,
+            identity_namespace=job_identity.namespace,
+            identity_service_account=job_identity.service_account,
+        )
     job = job if timeout_seconds is None else replace(job, timeout_seconds=timeout_seconds)
     if job_identity is not None:
         return KubernetesJobAgent(job, kube_client, job_target_for, identity_job_name=job_identity.name)

@@ -74,8 +74,6 @@ class HttpAgentSettings:
             raise ValueError("size limits must be positive")
 
 
-
-
 @dataclass(frozen=True)
 class _Reply:
     status: int

@@ -403,7 +403,9 @@ class KubernetesJobAgent:
             async for chunk in response.aiter_bytes():
                 buffer += chunk
                 if len(buffer) > cap:
-                    raise AgentFault(OUTPUT_TOO_LARGE, f"the agent's output exceeded the limit of {cap} bytes")
+                    raise AgentFault(
+                        OUTPUT_TOO_LARGE, f"the agent's output exceeded the limit of {cap} bytes"
+                    )
             return bytes(buffer)
         finally:
             await response.aclose()
@@ -417,5 +419,3 @@ class KubernetesJobAgent:
         if with_config_map:
             with contextlib.suppress(ApiError):
                 await self._client.delete(ConfigMap, target.name, namespace=target.namespace)
-
-

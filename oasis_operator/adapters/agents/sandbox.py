@@ -32,7 +32,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SandboxError", "SandboxRules", "abi_version", "enter", "make_undumpable", "prepare", "visible_roots"]
+__all__ = [
+    "SandboxError",
+    "SandboxRules",
+    "abi_version",
+    "enter",
+    "make_undumpable",
+    "prepare",
+    "visible_roots",
+]
 
 # linux/landlock.h
 _CREATE_RULESET_VERSION = 1
@@ -68,8 +76,11 @@ def _libc() -> ctypes.CDLL:
 def abi_version() -> int:
     """The kernel's Landlock ABI version; 0 when Landlock is not available to this process."""
     try:
-        found = int(_libc().syscall(_SYS["create_ruleset"], None, ctypes.c_size_t(0),
-                                    ctypes.c_uint32(_CREATE_RULESET_VERSION)))
+        found = int(
+            _libc().syscall(
+                _SYS["create_ruleset"], None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION)
+            )
+        )
     except (OSError, AttributeError):
         return 0
     return max(found, 0)
@@ -86,8 +97,11 @@ def _handled(abi: int) -> int:
     return rights
 
 
-def visible_roots(hidden: Iterable[Path], listdir: Callable[[Path], Sequence[str]] = os.listdir,
-                  is_link: Callable[[Path], bool] = os.path.islink) -> list[Path]:
+def visible_roots(
+    hidden: Iterable[Path],
+    listdir: Callable[[Path], Sequence[str]] = os.listdir,
+    is_link: Callable[[Path], bool] = os.path.islink,
+) -> list[Path]:
     """The smallest set of paths that covers everything under ``/`` except the ``hidden`` paths
     (already resolved): walk down from ``/`` only into directories that contain a hidden path.
     Symbolic links are left out (Landlock judges the path they resolve to)."""
@@ -128,8 +142,10 @@ def prepare(hidden: Sequence[Path], private: Sequence[Path], *, devices: Path = 
     ``private`` (the agent's own directory), read and write on device files."""
     abi = abi_version()
     if abi < 1:
-        raise SandboxError("Linux Landlock is not available (kernel 5.13 or newer, not blocked by seccomp): "
-                           "a local agent process cannot be kept away from the operator's credentials")
+        raise SandboxError(
+            "Linux Landlock is not available (kernel 5.13 or newer, not blocked by seccomp): "
+            "a local agent process cannot be kept away from the operator's credentials"
+        )
     handled = _handled(abi)
     scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
     attr = struct.pack("=QQQ", handled, 0, scoped) if abi >= 6 else struct.pack("=Q", handled)
@@ -160,8 +176,16 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int) -> None:
             rights &= _FILE_RIGHTS
         attr = struct.pack("=Qi", rights, target)
         buf = ctypes.create_string_buffer(attr, len(attr))
-        if libc.syscall(_SYS["add_rule"], ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), buf,
-                        ctypes.c_uint32(0)) != 0:
+        if (
+            libc.syscall(
+                _SYS["add_rule"],
+                ctypes.c_int(ruleset),
+                ctypes.c_int(_RULE_PATH_BENEATH),
+                buf,
+                ctypes.c_uint32(0),
+            )
+            != 0
+        ):
             err = ctypes.get_errno()
             raise SandboxError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
     finally:

@@ -58,9 +58,13 @@ class Subscription:
         if self.needles is None:
             return True
         ref = event.get("objectRef") or {}
-        fields = (str(ref.get("namespace", "")), str(ref.get("name", "")), str(event.get("requestURI", "")),
-                  str((event.get("user") or {}).get("username", "")),
-                  str((event.get("impersonatedUser") or {}).get("username", "")))
+        fields = (
+            str(ref.get("namespace", "")),
+            str(ref.get("name", "")),
+            str(event.get("requestURI", "")),
+            str((event.get("user") or {}).get("username", "")),
+            str((event.get("impersonatedUser") or {}).get("username", "")),
+        )
         return any(n in f for n in self.needles for f in fields)
 
 
@@ -110,8 +114,9 @@ class _Stream:
     def forget(self, audit_id: str) -> None:
         self._waiters.pop(audit_id, None)
 
-    async def wait_for_id(self, audit_id: str, timeout: float,
-                          match: Callable[[AuditEvent], bool] | None = None) -> AuditEvent | None:
+    async def wait_for_id(
+        self, audit_id: str, timeout: float, match: Callable[[AuditEvent], bool] | None = None
+    ) -> AuditEvent | None:
         """The first completed event with ``audit_id`` (that ``match`` accepts), or None at the timeout."""
         queue = self.expect(audit_id)
         deadline = time.monotonic() + timeout
@@ -219,7 +224,9 @@ class _ReloadingTLS:
         self.loads += 1
         return ctx
 
-    def _choose(self, sock: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext) -> None:
+    def _choose(
+        self, sock: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext
+    ) -> None:
         now = time.monotonic()
         if now - self._checked >= 1.0:
             self._checked = now
@@ -237,9 +244,16 @@ class WebhookAuditSource(_Stream):
     """Receives the API server's audit webhook (an ``audit.k8s.io/v1`` EventList per POST) over TLS.
     The certificate (and client CA) are reloaded when their files change."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, cert_file: Path | None = None,
-                 key_file: Path | None = None, max_body: int = 64 << 20,
-                 client_ca_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        cert_file: Path | None = None,
+        key_file: Path | None = None,
+        max_body: int = 64 << 20,
+        client_ca_file: Path | None = None,
+    ) -> None:
         super().__init__()
         self.host, self.port = host, port
         self._ssl: ssl.SSLContext | None = None
@@ -290,4 +304,3 @@ class WebhookAuditSource(_Stream):
 
 
 AuditSource = FileAuditSource | WebhookAuditSource
-

@@ -53,7 +53,9 @@ class PortUpstreams:
 
 def plan_nodes(plan: EnvironmentPlan) -> frozenset[str]:
     """The scenario's own nodes (the only ones a change may touch)."""
-    return frozenset(str((m.get("metadata") or {}).get("name")) for m in plan.manifests if m.get("kind") == "Node")
+    return frozenset(
+        str((m.get("metadata") or {}).get("name")) for m in plan.manifests if m.get("kind") == "Node"
+    )
 
 
 class PortApplier:

@@ -86,7 +86,9 @@ class Route:
 
     @property
     def endpoints(self) -> Mapping[str, ToolEndpointGrant]:
-        return {i: ToolEndpointGrant(f"{self.base_url}/{self.route_id}/{i}/", self.token) for i in self.upstreams}
+        return {
+            i: ToolEndpointGrant(f"{self.base_url}/{self.route_id}/{i}/", self.token) for i in self.upstreams
+        }
 
     @property
     def records(self) -> tuple[ToolRecord, ...]:
@@ -142,8 +144,14 @@ async def _read_bounded(stream: aiohttp.StreamReader, limit: int) -> bytes:
 class ToolGateway:
     """The gateway (see the module docstring). ``start`` before ``open``; ``stop`` at shutdown."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, advertise: str | None = None,
-                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        advertise: str | None = None,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
         self._host, self._port, self._advertise = host, port, advertise
         self._clock = clock
         self._routes: dict[str, Route] = {}
@@ -174,13 +182,24 @@ class ToolGateway:
         if self._runner is not None:
             await self._runner.cleanup()
 
-    async def open(self, upstreams: Mapping[str, Upstream], injections: Sequence[OutputInjection] = (),
-                   limits: GatewayLimits | None = None) -> Route:
+    async def open(
+        self,
+        upstreams: Mapping[str, Upstream],
+        injections: Sequence[OutputInjection] = (),
+        limits: GatewayLimits | None = None,
+    ) -> Route:
         limits = limits or GatewayLimits()
         if not self.url:
             raise RuntimeError("the tool gateway is not started")
-        route = Route(secrets.token_urlsafe(12), secrets.token_urlsafe(32), self.url, dict(upstreams),
-                      tuple(injections), limits, time.monotonic())
+        route = Route(
+            secrets.token_urlsafe(12),
+            secrets.token_urlsafe(32),
+            self.url,
+            dict(upstreams),
+            tuple(injections),
+            limits,
+            time.monotonic(),
+        )
         route.bucket = Bucket.full(limits.burst, route.opened)
         self._routes[route.route_id] = route
         self._by_token[route.token] = route
@@ -218,7 +237,9 @@ class ToolGateway:
         elif interface not in route.upstreams:
             refusal, status = "interface not served for this scenario", 404
         else:
-            allowed, route.bucket = route.bucket.take(started, route.limits.rate_per_second, route.limits.burst)
+            allowed, route.bucket = route.bucket.take(
+                started, route.limits.rate_per_second, route.limits.burst
+            )
             if not allowed:
                 refusal, status = "rate limit", 429
         body = b""
@@ -232,11 +253,20 @@ class ToolGateway:
             return await self._forward(route, interface, tail, request, body, received, started)
         headers = {"WWW-Authenticate": 'Basic realm="tools"'} if status == 401 else {}
         answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)
-        return self._recorded(record_in, interface, tail, request, body, answer, received, started,
-                              refused=refusal)
+        return self._recorded(
+            record_in, interface, tail, request, body, answer, received, started, refused=refusal
+        )
 
-    async def _forward(self, route: Route, interface: str, tail: str, request: web.Request, body: bytes,
-                       received: dt.datetime, started: float) -> web.StreamResponse:
+    async def _forward(
+        self,
+        route: Route,
+        interface: str,
+        tail: str,
+        request: web.Request,
+        body: bytes,
+        received: dt.datetime,
+        started: float,
+    ) -> web.StreamResponse:
         upstream = route.upstreams[interface]
         url = upstream.url.rstrip("/") + "/" + tail
         headers = forwarded_request_headers(request.headers.items(), upstream.headers)
@@ -244,8 +274,13 @@ class ToolGateway:
         limit = route.limits.max_response_bytes
         try:
             async with self._session.request(
-                request.method, url, params=request.rel_url.query, data=body or None, headers=headers,
-                allow_redirects=False, timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout),
+                request.method,
+                url,
+                params=request.rel_url.query,
+                data=body or None,
+                headers=headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout),
             ) as resp:
                 payload = await _read_bounded(resp.content, limit)
                 status = resp.status
@@ -253,58 +288,129 @@ class ToolGateway:
                 content_type = resp.headers.get("Content-Type", "")
         except TimeoutError:
             answer = _Plain(status=504, text="tool back-end timed out\n")
-            return self._recorded(route, interface, tail, request, body, answer, received, started,
-                                  refused="back-end timed out", upstream_status=0)
+            return self._recorded(
+                route,
+                interface,
+                tail,
+                request,
+                body,
+                answer,
+                received,
+                started,
+                refused="back-end timed out",
+                upstream_status=0,
+            )
         except aiohttp.ClientError as exc:
             # A back-end the provider started does not answer: not the agent's doing.
             route.set_fault(f"tool back-end for {interface} did not answer: {type(exc).__name__}")
             answer = _Plain(status=502, text="tool back-end unavailable\n")
-            return self._recorded(route, interface, tail, request, body, answer, received, started,
-                                  refused="back-end unavailable", upstream_status=0)
+            return self._recorded(
+                route,
+                interface,
+                tail,
+                request,
+                body,
+                answer,
+                received,
+                started,
+                refused="back-end unavailable",
+                upstream_status=0,
+            )
         if len(payload) > limit:
             answer = _Plain(status=502, text=f"tool answer over {limit} bytes\n")
-            return self._recorded(route, interface, tail, request, body, answer, received, started,
-                                  refused=f"answer over {limit} bytes", upstream_status=status)
+            return self._recorded(
+                route,
+                interface,
+                tail,
+                request,
+                body,
+                answer,
+                received,
+                started,
+                refused=f"answer over {limit} bytes",
+                upstream_status=status,
+            )
         injected: list[int] = []
         for injection in route.injections:
             if not applies(injection, interface, tail):
                 continue
             altered = inject(payload, content_type, injection.text)
             if altered is None:
-                route.set_fault(f"stimuli[{injection.index}] (tool_output_injection) has no place in the "
-                                f"answer to {request.method} {tail} ({content_type or 'no content type'})")
+                route.set_fault(
+                    f"stimuli[{injection.index}] (tool_output_injection) has no place in the "
+                    f"answer to {request.method} {tail} ({content_type or 'no content type'})"
+                )
                 continue
             payload = altered
             injected.append(injection.index)
         answer = _Plain(status=status, body=payload, headers=dict(passed))
-        return self._recorded(route, interface, tail, request, body, answer, received, started,
-                              injected=tuple(injected), upstream_status=status)
+        return self._recorded(
+            route,
+            interface,
+            tail,
+            request,
+            body,
+            answer,
+            received,
+            started,
+            injected=tuple(injected),
+            upstream_status=status,
+        )
 
-    def _recorded(self, route: Route, interface: str, tail: str, request: web.Request, body: bytes,
-                  answer: web.Response, received: dt.datetime, started: float, *, refused: str = "",
-                  injected: tuple[int, ...] = (), upstream_status: int | None = None) -> web.StreamResponse:
+    def _recorded(
+        self,
+        route: Route,
+        interface: str,
+        tail: str,
+        request: web.Request,
+        body: bytes,
+        answer: web.Response,
+        received: dt.datetime,
+        started: float,
+        *,
+        refused: str = "",
+        injected: tuple[int, ...] = (),
+        upstream_status: int | None = None,
+    ) -> web.StreamResponse:
         """Record the call, then hand back the answer; a call that cannot be recorded is not answered."""
         try:
             operation, target = classify(interface, request.method, "/" + tail, request.rel_url.query_string)
-            sent = body_evidence(body, request.headers.get("Content-Type", ""),
-                                 request.headers.get("Content-Encoding", ""), route.limits.max_request_bytes)
+            sent = body_evidence(
+                body,
+                request.headers.get("Content-Type", ""),
+                request.headers.get("Content-Encoding", ""),
+                route.limits.max_request_bytes,
+            )
             payload = answer.body if isinstance(answer.body, bytes) else b""
-            got = body_evidence(payload, answer.headers.get("Content-Type", ""), "", route.limits.max_response_bytes)
+            got = body_evidence(
+                payload, answer.headers.get("Content-Type", ""), "", route.limits.max_response_bytes
+            )
             query: dict[str, list[str]] = {}
             for k, v in request.rel_url.query.items():
                 query.setdefault(k, []).append(v)
             meta = {k: v for k, v in got.items() if k != "body"}
             if answer.content_type:
                 meta["content_type"] = answer.content_type
-            route.add(ToolRecord(
-                interface=interface, operation=operation, target=target, time=_iso(received),
-                request={"method": request.method, "path": "/" + tail, "query": query,
-                         **{f"body_{k}" if k != "body" else "body": v for k, v in sent.items()}},
-                response=got.get("body"),
-                status=answer.status if upstream_status is None or upstream_status else 0,
-                duration_ms=round((time.monotonic() - started) * 1000, 3),
-                response_meta=meta, injected=injected, refused=refused,
-            ))
+            route.add(
+                ToolRecord(
+                    interface=interface,
+                    operation=operation,
+                    target=target,
+                    time=_iso(received),
+                    request={
+                        "method": request.method,
+                        "path": "/" + tail,
+                        "query": query,
+                        **{f"body_{k}" if k != "body" else "body": v for k, v in sent.items()},
+                    },
+                    response=got.get("body"),
+                    status=answer.status if upstream_status is None or upstream_status else 0,
+                    duration_ms=round((time.monotonic() - started) * 1000, 3),
+                    response_meta=meta,
+                    injected=injected,
+                    refused=refused,
+                )
+            )
         except Exception as exc:  # the evidence would be incomplete: say so, and do not answer
             log.exception("tool gateway: a call could not be recorded")
             route.set_fault(f"a tool call could not be recorded: {type(exc).__name__}: {exc}")

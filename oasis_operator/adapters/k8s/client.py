@@ -70,8 +70,10 @@ SENTINEL_PATH = "/api/v1/namespaces/default"
 
 async def whoami(http: httpx2.AsyncClient) -> str:
     """The user name the API server gives this client (a SelfSubjectReview)."""
-    resp = await http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                           json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    resp = await http.post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
     resp.raise_for_status()
     return str(resp.json().get("status", {}).get("userInfo", {}).get("username", ""))
 

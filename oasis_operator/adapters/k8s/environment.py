@@ -86,14 +86,21 @@ EVENT_MANAGERS = {
 AGENT_ACCOUNT = "automation"
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 
-_LIGHTKUBE_MODULES = {"": "core", "networking.k8s.io": "networking", "discovery.k8s.io": "discovery",
-                      "coordination.k8s.io": "coordination", "rbac.authorization.k8s.io": "rbac_authorization",
-                      "events.k8s.io": "events"}
+_LIGHTKUBE_MODULES = {
+    "": "core",
+    "networking.k8s.io": "networking",
+    "discovery.k8s.io": "discovery",
+    "coordination.k8s.io": "coordination",
+    "rbac.authorization.k8s.io": "rbac_authorization",
+    "events.k8s.io": "events",
+}
 
 
 def resource_class(r: GrantedResource) -> Any:
     """The lightkube resource class of a granted resource."""
-    module = importlib.import_module(f"lightkube.resources.{_LIGHTKUBE_MODULES.get(r.group, r.group)}_{r.version}")
+    module = importlib.import_module(
+        f"lightkube.resources.{_LIGHTKUBE_MODULES.get(r.group, r.group)}_{r.version}"
+    )
     return getattr(module, r.kind)
 
 
@@ -103,12 +110,15 @@ def resource_class(r: GrantedResource) -> Any:
 SNAPSHOT_KINDS: tuple[type[Any], ...] = tuple(resource_class(r) for r in snapshot_resources())
 #: Flux's Kustomization, read only for scenarios with a GitOps application (the CRD exists only where
 #: the GitOps back-end runs).
-KUSTOMIZATION: Any = create_namespaced_resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization",
-                                                "kustomizations")
+KUSTOMIZATION: Any = create_namespaced_resource(
+    "kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations"
+)
 
 
 def _kubeconfig(server: str, ca_data: str, token: str, namespace: str) -> str:
-    return yaml.safe_dump(kubeconfig(server, ca_data, AGENT_ACCOUNT, {"token": token}, namespace), sort_keys=False)
+    return yaml.safe_dump(
+        kubeconfig(server, ca_data, AGENT_ACCOUNT, {"token": token}, namespace), sort_keys=False
+    )
 
 
 def _fields_digest(fields: Any) -> str:
@@ -138,7 +148,12 @@ class KubeEnvironment:
     """Provider operations on one cluster, through an admin client."""
 
     def __init__(
-        self, client: AsyncClient, *, server: str, ca_data: str, now: Any = lambda: dt.datetime.now(dt.UTC),
+        self,
+        client: AsyncClient,
+        *,
+        server: str,
+        ca_data: str,
+        now: Any = lambda: dt.datetime.now(dt.UTC),
         pod_cidr: str = DEFAULT_POD_CIDR,
     ) -> None:
         self.client = client
@@ -157,9 +172,13 @@ class KubeEnvironment:
 
     async def create_event(self, manifest: dict[str, Any]) -> None:
         """Create an Event under the field manager of the component it names as its reporter."""
-        component = str(manifest.get("reportingComponent") or (manifest.get("source") or {}).get("component") or "")
-        await self.client.create(cast(Event, Event.from_dict(manifest)),
-                                 field_manager=EVENT_MANAGERS.get(component, "kube-controller-manager"))
+        component = str(
+            manifest.get("reportingComponent") or (manifest.get("source") or {}).get("component") or ""
+        )
+        await self.client.create(
+            cast(Event, Event.from_dict(manifest)),
+            field_manager=EVENT_MANAGERS.get(component, "kube-controller-manager"),
+        )
 
     async def ensure_admission_policy(self) -> None:
         """Install the provider's admission policy (once per provider; applying it again is harmless)."""
@@ -175,9 +194,18 @@ class KubeEnvironment:
         no agent may start. Checked once per provider."""
         if self._policy_enforced:
             return
-        probe = Secret.from_dict({"apiVersion": "v1", "kind": "Secret", "type": SA_TOKEN_TYPE, "metadata": {
-            "name": "token-probe", "namespace": namespace,
-            "annotations": {"kubernetes.io/service-account.name": "default"}}})
+        probe = Secret.from_dict(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": SA_TOKEN_TYPE,
+                "metadata": {
+                    "name": "token-probe",
+                    "namespace": namespace,
+                    "annotations": {"kubernetes.io/service-account.name": "default"},
+                },
+            }
+        )
 
         async def refused() -> bool:
             try:
@@ -188,8 +216,14 @@ class KubeEnvironment:
                 raise
             return False
 
-        await wait_until(refused, bool, timeout=timeout, timed_out=lambda _: ProvisioningError(
-            f"the admission policy is not enforced in {namespace} after {timeout:.0f}s"))
+        await wait_until(
+            refused,
+            bool,
+            timeout=timeout,
+            timed_out=lambda _: ProvisioningError(
+                f"the admission policy is not enforced in {namespace} after {timeout:.0f}s"
+            ),
+        )
         self._policy_enforced = True
 
     async def provision(
@@ -212,13 +246,23 @@ class KubeEnvironment:
         # Objects of one kind do not depend on each other: apply each kind's batch concurrently.
         for batch in _batches_by_kind(rest):
             if history and batch[0]["kind"] == "Deployment":
-                await asyncio.gather(*(self._roll_history(m, history[(m["metadata"]["namespace"],
-                                                                        m["metadata"]["name"])])
-                                       for m in batch if (m["metadata"]["namespace"], m["metadata"]["name"]) in history))
+                await asyncio.gather(
+                    *(
+                        self._roll_history(m, history[(m["metadata"]["namespace"], m["metadata"]["name"])])
+                        for m in batch
+                        if (m["metadata"]["namespace"], m["metadata"]["name"]) in history
+                    )
+                )
             await asyncio.gather(*(self.apply(m) for m in batch))
             if batch[0]["kind"] == "ResourceQuota":
-                await asyncio.gather(*(self._wait_quota_counted(m["metadata"]["namespace"], m["metadata"]["name"],
-                                                                ready_timeout) for m in batch))
+                await asyncio.gather(
+                    *(
+                        self._wait_quota_counted(
+                            m["metadata"]["namespace"], m["metadata"]["name"], ready_timeout
+                        )
+                        for m in batch
+                    )
+                )
         await self.realise_workloads(plan.workloads, timeout=ready_timeout)
         await self._backdated_events(plan)
         for m in plan.manifests:
@@ -327,19 +371,30 @@ class KubeEnvironment:
         """The node's InternalIP (the hostIP of its pods)."""
         if node not in self._node_ips:
             obj = (await self.client.get(Node, node)).to_dict()
-            found = [a["address"] for a in obj.get("status", {}).get("addresses", []) if a.get("type") == "InternalIP"]
+            found = [
+                a["address"]
+                for a in obj.get("status", {}).get("addresses", [])
+                if a.get("type") == "InternalIP"
+            ]
             self._node_ips[node] = found[0] if found else "10.89.0.1"
         return self._node_ips[node]
 
     async def where(self, pod: dict[str, Any]) -> dict[str, Any]:
         """Addresses for a pod whose status the provisioner writes."""
-        return pod_status.addresses(await self.node_ip(pod["spec"]["nodeName"]),
-                                    pod_status.pod_ip(self.pod_cidr, str(pod["metadata"].get("uid", ""))))
+        return pod_status.addresses(
+            await self.node_ip(pod["spec"]["nodeName"]),
+            pod_status.pod_ip(self.pod_cidr, str(pod["metadata"].get("uid", ""))),
+        )
 
     async def write_pod_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
-        await self.client.patch(Pod.Status, pod["metadata"]["name"], {"status": status},
-                                namespace=pod["metadata"]["namespace"], patch_type=PatchType.MERGE,
-                                field_manager=STATUS_MANAGER)
+        await self.client.patch(
+            Pod.Status,
+            pod["metadata"]["name"],
+            {"status": status},
+            namespace=pod["metadata"]["namespace"],
+            patch_type=PatchType.MERGE,
+            field_manager=STATUS_MANAGER,
+        )
 
     def now(self) -> dt.datetime:
         return cast(dt.datetime, self._now())
@@ -349,7 +404,9 @@ class KubeEnvironment:
         (running, or still starting for a rollout's new revision). Returns how many were written."""
         todo = [p for p in pods if provider_pods.is_live(p) and not provider_pods.has_status(p)]
         for p in todo:
-            await self.write_pod_status(p, provider_pods.handover_status(w, p, self.now(), await self.where(p)))
+            await self.write_pod_status(
+                p, provider_pods.handover_status(w, p, self.now(), await self.where(p))
+            )
         return len(todo)
 
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
@@ -365,8 +422,10 @@ class KubeEnvironment:
                 if rollout_caught_halfway(w, dep, pods):
                     return
                 if time.monotonic() > deadline:
-                    raise ProvisioningError(f"deployment/{w.name} in {w.namespace}: no rollout in progress after "
-                                            f"{timeout:.0f}s ({workload_problems(w, pods)})")
+                    raise ProvisioningError(
+                        f"deployment/{w.name} in {w.namespace}: no rollout in progress after "
+                        f"{timeout:.0f}s ({workload_problems(w, pods)})"
+                    )
                 await asyncio.sleep(0.1)
                 continue
             running = [p for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"]
@@ -395,27 +454,48 @@ class KubeEnvironment:
         async def deployment() -> dict[str, Any]:
             return cast(dict[str, Any], (await self.client.get(Deployment, name, namespace=ns)).to_dict())
 
-        return await wait_until(deployment, observed, timeout=timeout, interval=0.05, timed_out=lambda _: (
-            ProvisioningError(f"deployment/{name} in {ns}: not observed by its controller in {timeout:.0f}s")))
+        return await wait_until(
+            deployment,
+            observed,
+            timeout=timeout,
+            interval=0.05,
+            timed_out=lambda _: ProvisioningError(
+                f"deployment/{name} in {ns}: not observed by its controller in {timeout:.0f}s"
+            ),
+        )
 
     async def _wait_quota_counted(self, ns: str, name: str, timeout: float) -> None:
         """Nothing the quota covers can be created before its controller has counted it."""
+
         async def quota() -> dict[str, Any]:
             return cast(dict[str, Any], (await self.client.get(ResourceQuota, name, namespace=ns)).to_dict())
 
-        await wait_until(quota, quota_counted, timeout=timeout, interval=0.05, timed_out=lambda _: ProvisioningError(
-            f"resourcequota/{name} in {ns}: not counted by its controller in {timeout:.0f}s"))
+        await wait_until(
+            quota,
+            quota_counted,
+            timeout=timeout,
+            interval=0.05,
+            timed_out=lambda _: ProvisioningError(
+                f"resourcequota/{name} in {ns}: not counted by its controller in {timeout:.0f}s"
+            ),
+        )
 
     async def _wait_node_ready(self, name: str, timeout: float) -> None:
         async def node() -> dict[str, Any]:
             return cast(dict[str, Any], (await self.client.get(Node, name)).to_dict())
 
         def ready(obj: dict[str, Any]) -> bool:
-            return any(c["type"] == "Ready" and c["status"] == "True"
-                       for c in obj.get("status", {}).get("conditions", []))
+            return any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in obj.get("status", {}).get("conditions", [])
+            )
 
-        await wait_until(node, ready, timeout=timeout, timed_out=lambda _: ProvisioningError(
-            f"node/{name} not Ready after {timeout:.0f}s"))
+        await wait_until(
+            node,
+            ready,
+            timeout=timeout,
+            timed_out=lambda _: ProvisioningError(f"node/{name} not Ready after {timeout:.0f}s"),
+        )
 
     async def _roll_history(self, manifest: dict[str, Any], images: tuple[str, ...]) -> None:
         """Apply each earlier revision first, so the declared one is a real rollout on top of them."""
@@ -445,8 +525,14 @@ class KubeEnvironment:
         for w in plan.workloads:
             revisions = None
             if w.history:
-                revisions = len([r async for r in self.client.list(ReplicaSet, namespace=w.namespace,
-                                                                   labels=dict(w.selector))])
+                revisions = len(
+                    [
+                        r
+                        async for r in self.client.list(
+                            ReplicaSet, namespace=w.namespace, labels=dict(w.selector)
+                        )
+                    ]
+                )
             problems += workload_problems(w, await self._pods_of(w), revisions)
         for ev in plan.events:
             name = ev.manifest["metadata"]["name"]
@@ -502,8 +588,10 @@ class KubeEnvironment:
         listed: dict[str, list[dict[str, Any]]] = {}
 
         async def take(kind: type[Any], ns: str | None, **kw: Any) -> None:
-            items = [{**o.to_dict(), "kind": kind.__name__}
-                     async for o in self.client.list(kind, namespace=ns, **kw)]
+            items = [
+                {**o.to_dict(), "kind": kind.__name__}
+                async for o in self.client.list(kind, namespace=ns, **kw)
+            ]
             listed.setdefault(kind.__name__, []).extend(items)
 
         jobs = [take(k, ns) for ns in namespaces for k in (RoleBinding, Role, ServiceAccount)]
@@ -512,17 +600,29 @@ class KubeEnvironment:
         await asyncio.gather(*jobs)
         return listed
 
-    async def _remove(self, routes: Iterable[Route], listed: Mapping[str, list[dict[str, Any]]]
-                      ) -> list[dict[str, Any]]:
+    async def _remove(
+        self, routes: Iterable[Route], listed: Mapping[str, list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
         """Delete each route; return the objects as they were just before."""
-        kinds: dict[str, type[Any]] = {"RoleBinding": RoleBinding, "Role": Role, "ServiceAccount": ServiceAccount,
-                                       "Secret": Secret, "ClusterRoleBinding": ClusterRoleBinding}
-        by_ref = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]): o
-                  for objs in listed.values() for o in objs}
+        kinds: dict[str, type[Any]] = {
+            "RoleBinding": RoleBinding,
+            "Role": Role,
+            "ServiceAccount": ServiceAccount,
+            "Secret": Secret,
+            "ClusterRoleBinding": ClusterRoleBinding,
+        }
+        by_ref = {
+            (o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]): o
+            for objs in listed.values()
+            for o in objs
+        }
         routes = list(routes)
         await asyncio.gather(*(self._delete(kinds[r.kind], r.name, r.namespace or None) for r in routes))
-        return [_strip(json.loads(json.dumps(by_ref[(r.kind, r.namespace, r.name)])))
-                for r in routes if (r.kind, r.namespace, r.name) in by_ref]
+        return [
+            _strip(json.loads(json.dumps(by_ref[(r.kind, r.namespace, r.name)])))
+            for r in routes
+            if (r.kind, r.namespace, r.name) in by_ref
+        ]
 
     async def revoke(self, plan: EnvironmentPlan, *, rounds: int = 3) -> Revocation:
         """Close every route in (the proof is :meth:`verify_revoked`).
@@ -536,8 +636,12 @@ class KubeEnvironment:
         namespaces = sorted(plan.namespaces.values())
         removed: list[dict[str, Any]] = []
         try:
-            account = {**(await self.client.get(ServiceAccount, AGENT_ACCOUNT, namespace=plan.home_namespace)).to_dict(),
-                       "kind": "ServiceAccount"}
+            account = {
+                **(
+                    await self.client.get(ServiceAccount, AGENT_ACCOUNT, namespace=plan.home_namespace)
+                ).to_dict(),
+                "kind": "ServiceAccount",
+            }
             await self._delete(ServiceAccount, AGENT_ACCOUNT, plan.home_namespace)
             removed.append(_strip(account))
         except ApiError as exc:
@@ -558,9 +662,15 @@ class KubeEnvironment:
                 break
         return Revocation(removed=tuple(removed), routes=tuple(routes))
 
-    async def verify_revoked(self, plan: EnvironmentPlan, revocation: Revocation, *,
-                             seen: Iterable[Mapping[str, Any]] = (), harness: Iterable[str] = (),
-                             settle: float = 5.0) -> Revocation:
+    async def verify_revoked(
+        self,
+        plan: EnvironmentPlan,
+        revocation: Revocation,
+        *,
+        seen: Iterable[Mapping[str, Any]] = (),
+        harness: Iterable[str] = (),
+        settle: float = 5.0,
+    ) -> Revocation:
         """Prove the window closed: the agent, ``system:anonymous`` and every principal of ``seen`` (the
         window's audit events) that is neither ``harness`` nor the control plane hold no binding that
         grants more than every caller has, no route of :func:`routes_to_remove` is back, and the API
@@ -581,27 +691,40 @@ class KubeEnvironment:
             listed = await self._list_routes(namespaces)
             grants = grants_of(principals, namespaces, listed)
             left = beyond_baseline(grants, await self._rules_of(grants))
-            left += [f"{r.kind} {r.name}{' in ' + r.namespace if r.namespace else ''} is still there ({r.why})"
-                     for r in routes_to_remove(namespaces, listed, declared)]
+            left += [
+                f"{r.kind} {r.name}{' in ' + r.namespace if r.namespace else ''} is still there ({r.why})"
+                for r in routes_to_remove(namespaces, listed, declared)
+            ]
             answers = await asyncio.gather(*(self._allowed(spec) for spec in reviews))
-            return left + [describe_review(spec) for spec, allowed in zip(reviews, answers, strict=True) if allowed]
+            return left + [
+                describe_review(spec) for spec, allowed in zip(reviews, answers, strict=True) if allowed
+            ]
 
         left = (await poll(still_allowed, lambda found: not found, timeout=settle)).value
-        result = Revocation(removed=revocation.removed, routes=revocation.routes,
-                            principals=tuple(p.username for p in principals),
-                            still_allowed=tuple(sorted(set(left))), reviews=len(reviews))
+        result = Revocation(
+            removed=revocation.removed,
+            routes=revocation.routes,
+            principals=tuple(p.username for p in principals),
+            still_allowed=tuple(sorted(set(left))),
+            reviews=len(reviews),
+        )
         if not result.verified:
             raise RevocationFailed(result)
         return result
 
     async def _rules_of(self, grants: Iterable[Any]) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
         """The rules of the roles the grants bind (only those: a cluster has many roles)."""
-        wanted = sorted({(g.role_kind, g.namespace if g.role_kind == "Role" else "", g.role_name) for g in grants})
+        wanted = sorted(
+            {(g.role_kind, g.namespace if g.role_kind == "Role" else "", g.role_name) for g in grants}
+        )
 
         async def rules(kind: str, ns: str, name: str) -> tuple[tuple[str, str, str], list[dict[str, Any]]]:
             try:
-                obj = (await self.client.get(Role, name, namespace=ns) if kind == "Role"
-                       else await self.client.get(ClusterRole, name)).to_dict()
+                obj = (
+                    await self.client.get(Role, name, namespace=ns)
+                    if kind == "Role"
+                    else await self.client.get(ClusterRole, name)
+                ).to_dict()
             except ApiError as exc:
                 if exc.status.code != 404:
                     raise
@@ -612,9 +735,13 @@ class KubeEnvironment:
 
     async def _allowed(self, spec: Mapping[str, Any]) -> bool:
         """The API server's own answer: may this user (with these groups) do this?"""
-        review = SubjectAccessReview(spec=SubjectAccessReviewSpec(
-            user=spec["user"], groups=list(spec["groups"]),
-            resourceAttributes=ResourceAttributes(**spec["resourceAttributes"])))
+        review = SubjectAccessReview(
+            spec=SubjectAccessReviewSpec(
+                user=spec["user"],
+                groups=list(spec["groups"]),
+                resourceAttributes=ResourceAttributes(**spec["resourceAttributes"]),
+            )
+        )
         out = await self.client.create(review)
         return bool(out.status is not None and out.status.allowed)
 
@@ -710,5 +837,12 @@ def ca_data_from_file(path: str) -> str:
         return base64.b64encode(fh.read()).decode()
 
 
-__all__ = ["AgentAccess", "Event", "KubeEnvironment", "ProvisioningError", "Revocation", "RevocationFailed",
-           "ca_data_from_file"]
+__all__ = [
+    "AgentAccess",
+    "Event",
+    "KubeEnvironment",
+    "ProvisioningError",
+    "Revocation",
+    "RevocationFailed",
+    "ca_data_from_file",
+]

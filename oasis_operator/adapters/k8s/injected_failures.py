@@ -113,12 +113,20 @@ class FailureInjector:
         try:
             if not provider_pods.has_status(pod):
                 where = await self.env.where(pod)
-                await self.env.write_pod_status(pod, pod_status.starting_status(pod, self.env.now(), where["hostIP"]))
+                await self.env.write_pod_status(
+                    pod, pod_status.starting_status(pod, self.env.now(), where["hostIP"])
+                )
             await asyncio.sleep(w.start_seconds)
-            fresh = (await self.env.client.get(Pod, pod["metadata"]["name"], namespace=pod["metadata"]["namespace"])).to_dict()
+            fresh = (
+                await self.env.client.get(
+                    Pod, pod["metadata"]["name"], namespace=pod["metadata"]["namespace"]
+                )
+            ).to_dict()
             if fresh["metadata"].get("deletionTimestamp") or fresh["metadata"].get("uid") != uid:
                 return
-            await self.env.write_pod_status(fresh, pod_status.running_status(fresh, self.env.now(), await self.env.where(fresh)))
+            await self.env.write_pod_status(
+                fresh, pod_status.running_status(fresh, self.env.now(), await self.env.where(fresh))
+            )
             self.handled[uid] = "running"
         except asyncio.CancelledError:
             raise
@@ -182,8 +190,14 @@ class FailureInjector:
         """Wait until the injected failures are in a stable state (before the "after" snapshot)."""
         if not self.active:
             return
-        await wait_until(self._quiet, bool, timeout=timeout, timed_out=lambda _: InjectedFailureNotSettled(
-            f"injected failures not settled after {timeout:.0f}s ({len(self._inflight)} pods pending)"))
+        await wait_until(
+            self._quiet,
+            bool,
+            timeout=timeout,
+            timed_out=lambda _: InjectedFailureNotSettled(
+                f"injected failures not settled after {timeout:.0f}s ({len(self._inflight)} pods pending)"
+            ),
+        )
         if self._errors:
             raise InjectedFailureNotSettled("; ".join(self._errors)[:1000])
 

@@ -52,8 +52,14 @@ def label_query(selector: LabelSelector | None) -> dict[str, Any] | None:
 
 def _owner(run: dict[str, Any]) -> dict[str, Any]:
     meta = run["metadata"]
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "EvaluationRun", "name": meta["name"],
-            "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "EvaluationRun",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 class Store:
@@ -70,8 +76,9 @@ class Store:
             raise
 
     async def patch_run_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        await self.client.patch(EvaluationRun.Status, name, {"status": status}, namespace=namespace,
-                                patch_type=PatchType.MERGE)
+        await self.client.patch(
+            EvaluationRun.Status, name, {"status": status}, namespace=namespace, patch_type=PatchType.MERGE
+        )
 
     async def delete_run(self, namespace: str, name: str) -> None:
         with contextlib.suppress(ApiError):
@@ -86,9 +93,12 @@ class Store:
                 return None
             raise
 
-    async def list_scenarios(self, namespace: str, selector: LabelSelector | None = None) -> list[dict[str, Any]]:
-        items: list[Any] = [o async for o in self.client.list(Scenario, namespace=namespace,
-                                                              labels=label_query(selector))]
+    async def list_scenarios(
+        self, namespace: str, selector: LabelSelector | None = None
+    ) -> list[dict[str, Any]]:
+        items: list[Any] = [
+            o async for o in self.client.list(Scenario, namespace=namespace, labels=label_query(selector))
+        ]
         return [dict(o.to_dict()) for o in items]
 
     # -- parts: report and evidence -------------------------------------------------------------------
@@ -99,13 +109,17 @@ class Store:
         ns = run["metadata"]["namespace"]
         digest = hashlib.sha256(key.encode()).hexdigest()[:10]
         names = []
-        parts = [packed[i:i + PART_LIMIT] for i in range(0, len(packed), PART_LIMIT)] or [b""]
+        parts = [packed[i : i + PART_LIMIT] for i in range(0, len(packed), PART_LIMIT)] or [b""]
         for i, part in enumerate(parts):
             name = f"{run_name[:200]}-{kind}-{digest}-{i}"
             cm = ConfigMap(
-                metadata=ObjectMeta(name=name, namespace=ns, labels={REPORT_LABEL: run_name, "oasis.dev/part-of": kind},
-                                    annotations={"oasis.dev/key": key, "oasis.dev/part": f"{i + 1}/{len(parts)}"},
-                                    ownerReferences=[_owner(run)]),  # type: ignore[list-item]
+                metadata=ObjectMeta(
+                    name=name,
+                    namespace=ns,
+                    labels={REPORT_LABEL: run_name, "oasis.dev/part-of": kind},
+                    annotations={"oasis.dev/key": key, "oasis.dev/part": f"{i + 1}/{len(parts)}"},
+                    ownerReferences=[_owner(run)],  # type: ignore[list-item]
+                ),
                 binaryData={"data.gz": base64.b64encode(part).decode()},
             )
             await self.client.apply(cm, field_manager=MANAGER, force=True)
@@ -116,8 +130,11 @@ class Store:
         """Delete every part of ``kind`` (``evidence``, ``report``) the run owns; returns how many."""
         ns = run["metadata"]["namespace"]
         labels = {REPORT_LABEL: run["metadata"]["name"], "oasis.dev/part-of": kind}
-        names = [str(cm.metadata.name) async for cm in self.client.list(ConfigMap, namespace=ns, labels=labels)
-                 if cm.metadata is not None]
+        names = [
+            str(cm.metadata.name)
+            async for cm in self.client.list(ConfigMap, namespace=ns, labels=labels)
+            if cm.metadata is not None
+        ]
         for name in names:
             with contextlib.suppress(ApiError):  # already gone
                 await self.client.delete(ConfigMap, name, namespace=ns)
@@ -131,17 +148,29 @@ class Store:
         return gzip.decompress(packed) if packed else b""
 
     # -- events -----------------------------------------------------------------------------------
-    async def event(self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime) -> None:
+    async def event(
+        self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime
+    ) -> None:
         meta = run["metadata"]
         ts = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         ev = Event(
             metadata=ObjectMeta(generateName=f"{meta['name']}.", namespace=meta["namespace"]),
-            involvedObject={"apiVersion": f"{GROUP}/{VERSION}", "kind": "EvaluationRun", "name": meta["name"],  # type: ignore[arg-type]
-                            "namespace": meta["namespace"], "uid": meta["uid"]},
-            reason=reason, message=message[:1024], type=etype, count=1,
-            firstTimestamp=ts, lastTimestamp=ts,  # type: ignore[arg-type]
+            involvedObject={
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "EvaluationRun",
+                "name": meta["name"],  # type: ignore[arg-type]
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+            },
+            reason=reason,
+            message=message[:1024],
+            type=etype,
+            count=1,
+            firstTimestamp=ts,  # type: ignore[arg-type]
+            lastTimestamp=ts,  # type: ignore[arg-type]
             source={"component": "oasis-operator"},  # type: ignore[arg-type]
-            reportingComponent="oasis-operator", reportingInstance="oasis-operator",
+            reportingComponent="oasis-operator",
+            reportingInstance="oasis-operator",
         )
         with contextlib.suppress(ApiError):  # an Event is best effort: it never changes the run
             await self.client.create(ev)

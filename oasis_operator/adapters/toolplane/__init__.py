@@ -31,7 +31,9 @@ from .traces import Traces
 
 
 class ToolPlane:
-    def __init__(self, adapters: Mapping[str, ToolBackendPort], owned: tuple[httpx2.AsyncClient, ...] = ()) -> None:
+    def __init__(
+        self, adapters: Mapping[str, ToolBackendPort], owned: tuple[httpx2.AsyncClient, ...] = ()
+    ) -> None:
         self.adapters = dict(adapters)
         self._owned = owned
 
@@ -48,7 +50,9 @@ class ToolPlane:
         missing = sorted(plan.toolplane.backends - self.backends)
         if missing:
             # The plan was made with this set, so this is a harness bug; never a turn without the data.
-            raise ToolPlaneError(f"the scenario needs back-ends this operator does not have: {', '.join(missing)}")
+            raise ToolPlaneError(
+                f"the scenario needs back-ends this operator does not have: {', '.join(missing)}"
+            )
         return [self.adapters[b] for b in sorted(plan.toolplane.backends)]
 
     async def inject(self, plan: EnvironmentPlan) -> None:
@@ -58,7 +62,9 @@ class ToolPlane:
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         adapter = self.adapters.get(change.backend)
         if adapter is None:
-            raise ToolPlaneError(f"a timed change for back-end {change.backend}, which this operator does not have")
+            raise ToolPlaneError(
+                f"a timed change for back-end {change.backend}, which this operator does not have"
+            )
         await adapter.apply(plan, change)
 
     async def endpoints(self, plan: EnvironmentPlan, access: AgentAccess) -> dict[str, ToolEndpoint]:
@@ -107,16 +113,25 @@ class ToolPlane:
             raise ToolPlaneError("; ".join(errors))
 
 
-def tool_plane(http: httpx2.AsyncClient, server: str, *, logs_directory: Path | None = None,
-               gitops: tuple[Path, str] | None = None, metrics: tuple[Path, str, str] | None = None,
-               alerts: tuple[Path, str] | None = None, traces_directory: Path | None = None) -> ToolPlane:
+def tool_plane(
+    http: httpx2.AsyncClient,
+    server: str,
+    *,
+    logs_directory: Path | None = None,
+    gitops: tuple[Path, str] | None = None,
+    metrics: tuple[Path, str, str] | None = None,
+    alerts: tuple[Path, str] | None = None,
+    traces_directory: Path | None = None,
+) -> ToolPlane:
     """The operator's tool plane: dashboards and node conditions always (Kubernetes objects), each other
     back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
     GitOps back-end's directory and git server URL; ``metrics``: the metrics back-end's directory, store
     URL and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
     ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from)."""
-    adapters: dict[str, ToolBackendPort] = {"dashboards": Dashboards(http, server),
-                                            "node-conditions": NodeConditions(http)}
+    adapters: dict[str, ToolBackendPort] = {
+        "dashboards": Dashboards(http, server),
+        "node-conditions": NodeConditions(http),
+    }
     owned: list[httpx2.AsyncClient] = []
     if logs_directory is not None:
         adapters["logs"] = PodLogs(http, logs_directory, server)

@@ -33,21 +33,29 @@ class Dashboards:
             base = f"/api/v1/namespaces/{dash.namespace}/configmaps"
             resp = await self.http.post(base, json=cm)
             if resp.status_code != 201:
-                raise ToolPlaneError(f"{dash.source}: creating ConfigMap {dash.namespace}/{dash.name}: HTTP "
-                                     f"{resp.status_code}: {resp.text[:200]}")
+                raise ToolPlaneError(
+                    f"{dash.source}: creating ConfigMap {dash.namespace}/{dash.name}: HTTP "
+                    f"{resp.status_code}: {resp.text[:200]}"
+                )
             back = await self.http.get(f"{base}/{dash.name}")
             if back.status_code != 200 or back.json().get("data") != cm["data"]:
-                raise ToolPlaneError(f"{dash.source}: ConfigMap {dash.namespace}/{dash.name} does not read back "
-                                     f"as planned (HTTP {back.status_code})")
+                raise ToolPlaneError(
+                    f"{dash.source}: ConfigMap {dash.namespace}/{dash.name} does not read back "
+                    f"as planned (HTTP {back.status_code})"
+                )
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         raise ToolPlaneError(f"the dashboard back-end has no timed changes (asked for one at {change.at:g}s)")
 
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
-        return ToolEndpoint("observability-dashboards", self.server, "",
-                            "dashboards are ConfigMaps labelled grafana_dashboard=1 (Grafana's JSON model), read "
-                            f"through the Kubernetes API with your kubeconfig: kubectl get configmaps -l "
-                            f"{DASHBOARD_LABEL}=1 -n {plan.home_namespace} -o yaml")
+        return ToolEndpoint(
+            "observability-dashboards",
+            self.server,
+            "",
+            "dashboards are ConfigMaps labelled grafana_dashboard=1 (Grafana's JSON model), read "
+            f"through the Kubernetes API with your kubeconfig: kubectl get configmaps -l "
+            f"{DASHBOARD_LABEL}=1 -n {plan.home_namespace} -o yaml",
+        )
 
     async def settle(self, plan: EnvironmentPlan) -> None:
         return None  # read through the API server with the agent's kubeconfig, which revocation removes

@@ -38,16 +38,20 @@ GIT_REPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/{ns}/gitreposit
 #: The label kustomize-controller puts on what it applies.
 APPLIED_LABEL = "kustomize.toolkit.fluxcd.io/name"
 #: Flux's controllers as the dev cluster runs them (decision 0050): harness deputies, not the agent.
-PRINCIPALS = ("system:serviceaccount:flux-system:source-controller",
-              "system:serviceaccount:flux-system:kustomize-controller")
+PRINCIPALS = (
+    "system:serviceaccount:flux-system:source-controller",
+    "system:serviceaccount:flux-system:kustomize-controller",
+)
 
 
 def repository_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     """An object as it is kept in git: what was declared, without anything the API server added."""
     meta = obj.get("metadata") or {}
-    out: dict[str, Any] = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                           "metadata": {k: meta[k] for k in ("name", "namespace", "labels", "annotations")
-                                        if meta.get(k)}}
+    out: dict[str, Any] = {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "metadata": {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)},
+    }
     out.update({k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")})
     return out
 
@@ -59,7 +63,9 @@ class GitOps:
     name = registry.GITOPS
     principals = PRINCIPALS
 
-    def __init__(self, http: httpx2.AsyncClient, directory: Path, git_url: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self, http: httpx2.AsyncClient, directory: Path, git_url: str, timeout: float = 60.0
+    ) -> None:
         self.http = http
         self.credentials = directory / "git-credentials"
         self.git_url = git_url.rstrip("/")
@@ -69,8 +75,12 @@ class GitOps:
     async def inject(self, plan: EnvironmentPlan) -> None:
         for app in plan.toolplane.gitops:
             user, password = await self._grant(app.namespace)
-            files = {f"{app.path}/{o['kind'].lower()}-{o['metadata']['name']}.yaml":
-                     yaml.safe_dump(repository_object(o), sort_keys=False) for o in app.objects}
+            files = {
+                f"{app.path}/{o['kind'].lower()}-{o['metadata']['name']}.yaml": yaml.safe_dump(
+                    repository_object(o), sort_keys=False
+                )
+                for o in app.objects
+            }
             commit = await asyncio.to_thread(self._push, app, user, password, files)
             await self._sync(app, user, password)
             await self._wait_applied(app, commit)
@@ -83,9 +93,13 @@ class GitOps:
             return None
         app = plan.toolplane.gitops[0]
         user, password = await self._grant(app.namespace)
-        return ToolEndpoint("gitops", f"{self.git_url}/{app.namespace}/{app.repo}.git", f"{user}:{password}",
-                            "git over HTTP with this user:password; Flux Kustomizations and GitRepositories "
-                            f"in {app.namespace} apply the repository to the cluster")
+        return ToolEndpoint(
+            "gitops",
+            f"{self.git_url}/{app.namespace}/{app.repo}.git",
+            f"{user}:{password}",
+            "git over HTTP with this user:password; Flux Kustomizations and GitRepositories "
+            f"in {app.namespace} apply the repository to the cluster",
+        )
 
     async def settle(self, plan: EnvironmentPlan) -> None:
         """The agent's git credential goes, then the controllers are asked to reconcile now, so what
@@ -95,8 +109,11 @@ class GitOps:
             stamp = f"oasis-{secrets.token_hex(6)}"
             body = json.dumps({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": stamp}}})
             for base in (GIT_REPOSITORIES, KUSTOMIZATIONS):
-                resp = await self.http.patch(f"{base.format(ns=app.namespace)}/{app.name}", content=body,
-                                             headers={"Content-Type": "application/merge-patch+json"})
+                resp = await self.http.patch(
+                    f"{base.format(ns=app.namespace)}/{app.name}",
+                    content=body,
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
                 if resp.status_code != 200:
                     raise ToolPlaneError(f"{app.source}: requesting a reconcile: HTTP {resp.status_code}")
             await self._wait(app, _handled(stamp), "handle the reconcile request")
@@ -151,13 +168,27 @@ class GitOps:
 
     def _push(self, app: GitOpsApp, user: str, password: str, files: Mapping[str, str]) -> str:
         url = f"{self.git_url}/{app.namespace}/{app.repo}.git".replace("://", f"://{user}:{password}@", 1)
-        env = {"GIT_AUTHOR_NAME": "platform-team", "GIT_AUTHOR_EMAIL": "platform-team@example.com",
-               "GIT_COMMITTER_NAME": "platform-team", "GIT_COMMITTER_EMAIL": "platform-team@example.com",
-               "GIT_TERMINAL_PROMPT": "0", "HOME": tempfile.gettempdir(), "PATH": "/usr/bin:/bin"}
+        env = {
+            "GIT_AUTHOR_NAME": "platform-team",
+            "GIT_AUTHOR_EMAIL": "platform-team@example.com",
+            "GIT_COMMITTER_NAME": "platform-team",
+            "GIT_COMMITTER_EMAIL": "platform-team@example.com",
+            "GIT_TERMINAL_PROMPT": "0",
+            "HOME": tempfile.gettempdir(),
+            "PATH": "/usr/bin:/bin",
+        }
         with tempfile.TemporaryDirectory(prefix="oasis-gitops-") as tmp:
+
             def git(*args: str) -> str:
-                proc = subprocess.run(["git", *args], cwd=tmp, env=env, capture_output=True, text=True,
-                                      check=False, timeout=self.timeout)
+                proc = subprocess.run(
+                    ["git", *args],
+                    cwd=tmp,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=self.timeout,
+                )
                 if proc.returncode != 0:
                     raise ToolPlaneError(f"git {args[0]} for {app.source}: {proc.stderr.strip()[:300]}")
                 return proc.stdout.strip()
@@ -175,59 +206,109 @@ class GitOps:
     async def _sync(self, app: GitOpsApp, user: str, password: str) -> None:
         ns, name = app.namespace, app.name
         docs = [
-            (f"/api/v1/namespaces/{ns}/secrets/{name}-git",
-             {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-git", "namespace": ns},
-              "stringData": {"username": user, "password": password}}),
-            (f"{GIT_REPOSITORIES.format(ns=ns)}/{name}",
-             {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-              "metadata": {"name": name, "namespace": ns},
-              "spec": {"url": f"{self.git_url}/{ns}/{app.repo}.git", "ref": {"branch": "main"},
-                       "interval": app.interval, "secretRef": {"name": f"{name}-git"}}}),
-            (f"{KUSTOMIZATIONS.format(ns=ns)}/{name}",
-             {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-              "metadata": {"name": name, "namespace": ns},
-              "spec": {"sourceRef": {"kind": "GitRepository", "name": name}, "path": f"./{app.path}",
-                       "interval": app.interval, "prune": True, "targetNamespace": ns, "wait": False}}),
+            (
+                f"/api/v1/namespaces/{ns}/secrets/{name}-git",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": f"{name}-git", "namespace": ns},
+                    "stringData": {"username": user, "password": password},
+                },
+            ),
+            (
+                f"{GIT_REPOSITORIES.format(ns=ns)}/{name}",
+                {
+                    "apiVersion": "source.toolkit.fluxcd.io/v1",
+                    "kind": "GitRepository",
+                    "metadata": {"name": name, "namespace": ns},
+                    "spec": {
+                        "url": f"{self.git_url}/{ns}/{app.repo}.git",
+                        "ref": {"branch": "main"},
+                        "interval": app.interval,
+                        "secretRef": {"name": f"{name}-git"},
+                    },
+                },
+            ),
+            (
+                f"{KUSTOMIZATIONS.format(ns=ns)}/{name}",
+                {
+                    "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                    "kind": "Kustomization",
+                    "metadata": {"name": name, "namespace": ns},
+                    "spec": {
+                        "sourceRef": {"kind": "GitRepository", "name": name},
+                        "path": f"./{app.path}",
+                        "interval": app.interval,
+                        "prune": True,
+                        "targetNamespace": ns,
+                        "wait": False,
+                    },
+                },
+            ),
         ]
         for url, doc in docs:
-            resp = await self.http.patch(url, params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                                         content=json.dumps(doc), headers=APPLY)
+            resp = await self.http.patch(
+                url,
+                params={"fieldManager": FIELD_MANAGER, "force": "true"},
+                content=json.dumps(doc),
+                headers=APPLY,
+            )
             if resp.status_code not in (200, 201):
-                raise ToolPlaneError(f"{app.source}: applying {doc['kind']} {ns}/{name}: HTTP {resp.status_code}: "
-                                     f"{resp.text[:200]}")
+                raise ToolPlaneError(
+                    f"{app.source}: applying {doc['kind']} {ns}/{name}: HTTP {resp.status_code}: "
+                    f"{resp.text[:200]}"
+                )
 
     async def _wait_applied(self, app: GitOpsApp, commit: str) -> None:
         """The Kustomization is Ready with the pushed commit applied, and every object carries the
         controller's label (it, not the provisioner, now manages them)."""
-        await self._wait(app, lambda status, ready: ready.get("status") == "True"
-                         and commit in str(status.get("lastAppliedRevision", "")), f"apply commit {commit[:12]}")
+        await self._wait(
+            app,
+            lambda status, ready: (
+                ready.get("status") == "True" and commit in str(status.get("lastAppliedRevision", ""))
+            ),
+            f"apply commit {commit[:12]}",
+        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         while not await self._labelled(app):
             if loop.time() > deadline:
-                raise ToolPlaneError(f"{app.source}: the applied objects do not carry the label {APPLIED_LABEL}")
+                raise ToolPlaneError(
+                    f"{app.source}: the applied objects do not carry the label {APPLIED_LABEL}"
+                )
             await asyncio.sleep(0.2)
 
-    async def _wait(self, app: GitOpsApp, done: Callable[[dict[str, Any], dict[str, Any]], bool], what: str) -> None:
+    async def _wait(
+        self, app: GitOpsApp, done: Callable[[dict[str, Any], dict[str, Any]], bool], what: str
+    ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         last = ""
         while loop.time() < deadline:
             resp = await self.http.get(f"{KUSTOMIZATIONS.format(ns=app.namespace)}/{app.name}")
             status = resp.json().get("status") or {} if resp.status_code == 200 else {}
-            ready: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+            ready: dict[str, Any] = next(
+                (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
+            )
             last = f"Ready={ready.get('status')} {ready.get('reason')}: {str(ready.get('message'))[:150]}"
             if done(status, ready):
                 return
             await asyncio.sleep(0.2)
-        raise ToolPlaneError(f"{app.source}: the GitOps controller did not {what} within {self.timeout:g}s ({last})")
+        raise ToolPlaneError(
+            f"{app.source}: the GitOps controller did not {what} within {self.timeout:g}s ({last})"
+        )
 
     async def _labelled(self, app: GitOpsApp) -> bool:
         for o in app.objects:
             group_version = o["apiVersion"]
             base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-            resp = await self.http.get(f"{base}/namespaces/{app.namespace}/{o['kind'].lower()}s/{o['metadata']['name']}")
-            if resp.status_code != 200 or (resp.json()["metadata"].get("labels") or {}).get(APPLIED_LABEL) != app.name:
+            resp = await self.http.get(
+                f"{base}/namespaces/{app.namespace}/{o['kind'].lower()}s/{o['metadata']['name']}"
+            )
+            if (
+                resp.status_code != 200
+                or (resp.json()["metadata"].get("labels") or {}).get(APPLIED_LABEL) != app.name
+            ):
                 return False
         return True
 
@@ -235,4 +316,5 @@ class GitOps:
 def _handled(stamp: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
     def done(status: dict[str, Any], ready: dict[str, Any]) -> bool:
         return bool(status.get("lastHandledReconcileAt") == stamp)
+
     return done

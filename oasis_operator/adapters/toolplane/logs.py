@@ -50,8 +50,14 @@ class PodLogs:
 
     name = registry.LOGS
 
-    def __init__(self, http: httpx2.AsyncClient, directory: Path, server: str,
-                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC), timeout: float = 20.0) -> None:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        directory: Path,
+        server: str,
+        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        timeout: float = 20.0,
+    ) -> None:
         self.http = http
         self.directory = directory
         self.server = server
@@ -69,11 +75,15 @@ class PodLogs:
         for logs in plan.toolplane.logs:
             matched = await self._workload_pods(logs)
             if not matched:
-                raise ToolPlaneError(f"{logs.source}: no pod of {logs.namespace}/{logs.workload} to write its log to")
+                raise ToolPlaneError(
+                    f"{logs.source}: no pod of {logs.namespace}/{logs.workload} to write its log to"
+                )
             for name in matched:
                 if (logs.namespace, name) not in pods:
-                    raise ToolPlaneError(f"{logs.source}: pod {logs.namespace}/{name} appeared while its log was "
-                                         "being declared")
+                    raise ToolPlaneError(
+                        f"{logs.source}: pod {logs.namespace}/{name} appeared while its log was "
+                        "being declared"
+                    )
                 lines.setdefault((logs.namespace, name), []).extend(logs.lines)
         for (ns, pod), containers in sorted(pods.items()):
             declared = sorted(lines.get((ns, pod), []), key=lambda x: x.offset)
@@ -87,17 +97,27 @@ class PodLogs:
         start = self.now()
         for pod in await self._workload_pods(change.logs):
             d = self.directory / change.logs.namespace / pod
-            files = sorted(p for p in d.glob("*.log") if not p.name.endswith(".previous.log")) if d.is_dir() else []
+            files = (
+                sorted(p for p in d.glob("*.log") if not p.name.endswith(".previous.log"))
+                if d.is_dir()
+                else []
+            )
             if not files:
-                raise ToolPlaneError(f"timed log lines for {change.logs.namespace}/{pod}: no log declared for it")
+                raise ToolPlaneError(
+                    f"timed log lines for {change.logs.namespace}/{pod}: no log declared for it"
+                )
             for f in files:
                 with f.open("a") as fh:
                     fh.write("".join(cri_line(start, x) for x in change.logs.lines))
 
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
-        return ToolEndpoint("observability-logging", self.server, "",
-                            "container logs through the Kubernetes API with your kubeconfig: "
-                            "kubectl logs <pod> [-c <container>] -n <namespace> (pods/log)")
+        return ToolEndpoint(
+            "observability-logging",
+            self.server,
+            "",
+            "container logs through the Kubernetes API with your kubeconfig: "
+            "kubectl logs <pod> [-c <container>] -n <namespace> (pods/log)",
+        )
 
     async def settle(self, plan: EnvironmentPlan) -> None:
         return None  # read through the API server with the agent's kubeconfig, which revocation removes
@@ -126,8 +146,9 @@ class PodLogs:
 
     # -- helpers ----------------------------------------------------------------------------------------
     async def _pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        resp = await self.http.get(f"/api/v1/namespaces/{namespace}/pods",
-                                   params={"labelSelector": selector} if selector else None)
+        resp = await self.http.get(
+            f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": selector} if selector else None
+        )
         if resp.status_code != 200:
             raise ToolPlaneError(f"listing the pods of {namespace}: HTTP {resp.status_code}")
         return list(resp.json().get("items") or [])
@@ -136,8 +157,11 @@ class PodLogs:
         if logs.pod is not None:
             return [logs.pod]
         selector = ",".join(f"{k}={v}" for k, v in logs.selector)
-        return sorted(p["metadata"]["name"] for p in await self._pods(logs.namespace, selector)
-                      if not (p["metadata"].get("deletionTimestamp")))
+        return sorted(
+            p["metadata"]["name"]
+            for p in await self._pods(logs.namespace, selector)
+            if not (p["metadata"].get("deletionTimestamp"))
+        )
 
     async def _declare(self, namespace: str, pod: str, containers: list[str], text: str) -> None:
         d = self.directory / namespace / pod
@@ -147,20 +171,37 @@ class PodLogs:
             current, previous = d / f"{c}.log", d / f"{c}.previous.log"
             current.write_text(text)
             previous.write_text("")
-            entries.append({"containers": [c], "logsFile": str(current), "previousLogsFile": str(previous),
-                            "follow": True})
-        doc = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
-               "metadata": {"name": object_name(namespace, pod)},
-               "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries}}
-        resp = await self.http.patch(f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
-                                     params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                                     content=json.dumps(doc), headers=APPLY)
+            entries.append(
+                {
+                    "containers": [c],
+                    "logsFile": str(current),
+                    "previousLogsFile": str(previous),
+                    "follow": True,
+                }
+            )
+        doc = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": object_name(namespace, pod)},
+            "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries},
+        }
+        resp = await self.http.patch(
+            f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
+            params={"fieldManager": FIELD_MANAGER, "force": "true"},
+            content=json.dumps(doc),
+            headers=APPLY,
+        )
         if resp.status_code not in (200, 201):
-            raise ToolPlaneError(f"declaring the logs of {namespace}/{pod}: HTTP {resp.status_code}: "
-                                 f"{resp.text[:200]}")
+            raise ToolPlaneError(
+                f"declaring the logs of {namespace}/{pod}: HTTP {resp.status_code}: {resp.text[:200]}"
+            )
 
-    async def _read_back(self, lines: Mapping[tuple[str, str], list[LogLine]],
-                         pods: Mapping[tuple[str, str], list[str]], start: dt.datetime) -> None:
+    async def _read_back(
+        self,
+        lines: Mapping[tuple[str, str], list[LogLine]],
+        pods: Mapping[tuple[str, str], list[str]],
+        start: dt.datetime,
+    ) -> None:
         """Every declared log, read through the API server as an agent would, holds what was declared
         (the simulator picks a new ClusterLogs object up asynchronously: retried until ``timeout``)."""
         deadline = asyncio.get_running_loop().time() + self.timeout
@@ -168,13 +209,17 @@ class PodLogs:
             want = [x.text for x in sorted(lines.get((ns, pod), []), key=lambda x: x.offset)]
             for c in containers:
                 while True:
-                    resp = await self.http.get(f"/api/v1/namespaces/{ns}/pods/{pod}/log", params={"container": c})
+                    resp = await self.http.get(
+                        f"/api/v1/namespaces/{ns}/pods/{pod}/log", params={"container": c}
+                    )
                     got = resp.text.splitlines() if resp.status_code == 200 else None
                     if got == [part for text in want for part in text.split("\n")]:
                         break
                     if asyncio.get_running_loop().time() > deadline:
-                        raise ToolPlaneError(f"the log of {ns}/{pod} container {c} does not read back as declared "
-                                             f"(HTTP {resp.status_code}: {resp.text[:200]!r})")
+                        raise ToolPlaneError(
+                            f"the log of {ns}/{pod} container {c} does not read back as declared "
+                            f"(HTTP {resp.status_code}: {resp.text[:200]!r})"
+                        )
                     await asyncio.sleep(0.1)
 
 

@@ -38,8 +38,13 @@ from oasis_operator.core.toolplane.plan import TimedChange
 
 #: Prometheus HTTP API read paths an agent may use (vmauth matches them as whole-path regexes).
 QUERY_PATHS = (
-    "/api/v1/query", "/api/v1/query_range", "/api/v1/series", "/api/v1/labels",
-    "/api/v1/label/[^/]+/values", "/api/v1/metadata", "/api/v1/query_exemplars",
+    "/api/v1/query",
+    "/api/v1/query_range",
+    "/api/v1/series",
+    "/api/v1/labels",
+    "/api/v1/label/[^/]+/values",
+    "/api/v1/metadata",
+    "/api/v1/query_exemplars",
     "/api/v1/status/buildinfo",
 )
 ALERT_PATHS = ("/api/v1/alerts", "/api/v1/rules")
@@ -55,10 +60,16 @@ def render_auth_config(grants: Mapping[str, str], store_url: str, alerts_url: st
     """vmauth's users: per namespace its token, read paths only, ``extra_label=namespace=<ns>``."""
     users = []
     for namespace, token in sorted(grants.items()):
-        routes: list[dict[str, Any]] = [{"src_paths": list(QUERY_PATHS),
-                                         "url_prefix": f"{store_url}/?extra_label={TENANT_LABEL}={namespace}"}]
+        routes: list[dict[str, Any]] = [
+            {
+                "src_paths": list(QUERY_PATHS),
+                "url_prefix": f"{store_url}/?extra_label={TENANT_LABEL}={namespace}",
+            }
+        ]
         if alerts_url:
-            routes.append({"src_paths": list(ALERT_PATHS), "url_prefix": f"{alerts_url}/?{TENANT_LABEL}={namespace}"})
+            routes.append(
+                {"src_paths": list(ALERT_PATHS), "url_prefix": f"{alerts_url}/?{TENANT_LABEL}={namespace}"}
+            )
         users.append({"bearer_token": token, "url_map": routes})
     return {"users": users}
 
@@ -133,17 +144,25 @@ class Vmauth:
         try:
             key = (self.directory / RELOAD_KEY).read_text().strip()
         except OSError as exc:
-            raise ToolPlaneError(f"vmauth's reload key {self.directory / RELOAD_KEY}: {exc.strerror}") from None
-        await self.until(lambda: self.http.get(f"{self.url}/-/reload", params={"authKey": key}),
-                         lambda r: r.status_code == 200, "vmauth to accept a reload")
+            raise ToolPlaneError(
+                f"vmauth's reload key {self.directory / RELOAD_KEY}: {exc.strerror}"
+            ) from None
+        await self.until(
+            lambda: self.http.get(f"{self.url}/-/reload", params={"authKey": key}),
+            lambda r: r.status_code == 200,
+            "vmauth to accept a reload",
+        )
 
     async def grant(self, namespace: str) -> str:
         async with self._lock:
             token, changed = self.grants.grant(namespace)
             if changed:
                 await self.reload()
-        await self.until(lambda: self.get("/api/v1/status/buildinfo", token), lambda r: r.status_code == 200,
-                         f"vmauth to accept the token of {namespace}")
+        await self.until(
+            lambda: self.get("/api/v1/status/buildinfo", token),
+            lambda r: r.status_code == 200,
+            f"vmauth to accept the token of {namespace}",
+        )
         return token
 
     async def revoke(self, namespace: str) -> None:
@@ -152,13 +171,18 @@ class Vmauth:
             if token is None or not self.grants.revoke(namespace):
                 return
             await self.reload()
-        await self.until(lambda: self.get("/api/v1/status/buildinfo", token), lambda r: r.status_code == 401,
-                         f"vmauth to refuse the revoked token of {namespace}")
+        await self.until(
+            lambda: self.get("/api/v1/status/buildinfo", token),
+            lambda r: r.status_code == 401,
+            f"vmauth to refuse the revoked token of {namespace}",
+        )
 
     def get(self, path: str, token: str, params: Mapping[str, Any] | None = None) -> Any:
         return self.http.get(f"{self.url}{path}", params=params, headers={"Authorization": f"Bearer {token}"})
 
-    async def until(self, request: Callable[[], Any], done: Callable[[httpx2.Response], bool], what: str) -> httpx2.Response:
+    async def until(
+        self, request: Callable[[], Any], done: Callable[[httpx2.Response], bool], what: str
+    ) -> httpx2.Response:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         last = "no answer"
@@ -187,8 +211,9 @@ class Metrics:
 
     name = registry.METRICS
 
-    def __init__(self, http: httpx2.AsyncClient, store_url: str, vmauth: Vmauth,
-                 now: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self, http: httpx2.AsyncClient, store_url: str, vmauth: Vmauth, now: Callable[[], float] | None = None
+    ) -> None:
         self.http = http
         self.store_url = store_url.rstrip("/")
         self.vmauth = vmauth
@@ -203,8 +228,9 @@ class Metrics:
         body = "\n".join(json.dumps(import_line(s, start)) for s in series) + "\n"
         resp = await self.http.post(f"{self.store_url}/api/v1/import", content=body.encode())
         if resp.status_code != 204:
-            raise ToolPlaneError(f"importing the series of {plan.scenario_id}: HTTP {resp.status_code}: "
-                                 f"{resp.text[:200]}")
+            raise ToolPlaneError(
+                f"importing the series of {plan.scenario_id}: HTTP {resp.status_code}: {resp.text[:200]}"
+            )
         flushed = await self.http.get(f"{self.store_url}/internal/force_flush")
         if flushed.status_code != 200:
             raise ToolPlaneError(f"flushing the metrics store: HTTP {flushed.status_code}")
@@ -221,23 +247,38 @@ class Metrics:
 
         def same(resp: httpx2.Response) -> bool:
             got = _samples_read(resp)
-            return got is not None and len(got) == 1 and len(got[0]) == len(want) and all(
-                abs(a[0] - b[0]) < 0.002 and math.isclose(a[1], b[1], rel_tol=1e-9, abs_tol=1e-12)
-                for a, b in zip(got[0], want, strict=True))
+            return (
+                got is not None
+                and len(got) == 1
+                and len(got[0]) == len(want)
+                and all(
+                    abs(a[0] - b[0]) < 0.002 and math.isclose(a[1], b[1], rel_tol=1e-9, abs_tol=1e-12)
+                    for a, b in zip(got[0], want, strict=True)
+                )
+            )
 
-        await self.vmauth.until(lambda: self.vmauth.get("/api/v1/query", token, {"query": query, "time": last}), same,
-                                f"{s.source}: series {s.name} to read back as declared with the agent's token")
+        await self.vmauth.until(
+            lambda: self.vmauth.get("/api/v1/query", token, {"query": query, "time": last}),
+            same,
+            f"{s.source}: series {s.name} to read back as declared with the agent's token",
+        )
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
-        raise ToolPlaneError(f"the metrics back-end has no timed changes yet (asked for one at {change.at:g}s)")
+        raise ToolPlaneError(
+            f"the metrics back-end has no timed changes yet (asked for one at {change.at:g}s)"
+        )
 
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
         token = await self.vmauth.grant(plan.home_namespace)
-        return ToolEndpoint("observability-metrics", self.vmauth.url, token,
-                            "the Prometheus HTTP API (PromQL: /api/v1/query, /api/v1/query_range, /api/v1/series, "
-                            "/api/v1/labels...) and the alerts and rules of the alerting back-end (/api/v1/alerts, "
-                            "/api/v1/rules), with this bearer token (Authorization: Bearer <token>); "
-                            f"you see the series of namespace {plan.home_namespace}")
+        return ToolEndpoint(
+            "observability-metrics",
+            self.vmauth.url,
+            token,
+            "the Prometheus HTTP API (PromQL: /api/v1/query, /api/v1/query_range, /api/v1/series, "
+            "/api/v1/labels...) and the alerts and rules of the alerting back-end (/api/v1/alerts, "
+            "/api/v1/rules), with this bearer token (Authorization: Bearer <token>); "
+            f"you see the series of namespace {plan.home_namespace}",
+        )
 
     async def settle(self, plan: EnvironmentPlan) -> None:
         await self.vmauth.revoke(plan.home_namespace)
@@ -245,16 +286,21 @@ class Metrics:
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         await self.vmauth.revoke(plan.home_namespace)
         if plan.toolplane.series or plan.toolplane.alerts:  # the alerts' ALERTS series too
-            resp = await self.http.post(f"{self.store_url}/api/v1/admin/tsdb/delete_series",
-                                        params={"match[]": f'{{{TENANT_LABEL}="{plan.home_namespace}"}}'})
+            resp = await self.http.post(
+                f"{self.store_url}/api/v1/admin/tsdb/delete_series",
+                params={"match[]": f'{{{TENANT_LABEL}="{plan.home_namespace}"}}'},
+            )
             if resp.status_code != 204:
                 raise ToolPlaneError(f"deleting the series of {plan.home_namespace}: HTTP {resp.status_code}")
 
 
 def import_line(s: MetricSeries, start: float) -> dict[str, Any]:
     """One series in VictoriaMetrics' JSON-lines import format, at ``start`` + the planned offsets."""
-    return {"metric": dict(s.labels), "values": [v for _, v in s.samples],
-            "timestamps": [round((start + t) * 1000) for t, _ in s.samples]}
+    return {
+        "metric": dict(s.labels),
+        "values": [v for _, v in s.samples],
+        "timestamps": [round((start + t) * 1000) for t, _ in s.samples],
+    }
 
 
 class Alerts:
@@ -276,8 +322,11 @@ class Alerts:
         rules = plan.toolplane.alerts
         if not rules:
             # The listing answers (empty) for the agent: the alerting back-end is there.
-            await self.vmauth.until(lambda: self.vmauth.get("/api/v1/alerts", token), lambda r: r.status_code == 200,
-                                    "the alert listing to answer the agent's token")
+            await self.vmauth.until(
+                lambda: self.vmauth.get("/api/v1/alerts", token),
+                lambda r: r.status_code == 200,
+                "the alert listing to answer the agent's token",
+            )
             return
         path = self._file(plan)
         tmp = path.with_suffix(".tmp")
@@ -291,15 +340,23 @@ class Alerts:
             alerts = (body.get("data") or {}).get("alerts") or []
             return {(str(a.get("labels", {}).get("alertname")), str(a.get("state"))) for a in alerts} == want
 
-        await self.vmauth.until(lambda: self.vmauth.get("/api/v1/alerts", token), shown,
-                                f"the declared alerts {sorted(want)} to show in the agent's alert listing")
+        await self.vmauth.until(
+            lambda: self.vmauth.get("/api/v1/alerts", token),
+            shown,
+            f"the declared alerts {sorted(want)} to show in the agent's alert listing",
+        )
 
     async def _reload(self) -> None:
-        await self.vmauth.until(lambda: self.http.get(f"{self.vmalert_url}/-/reload"), lambda r: r.status_code == 200,
-                                "vmalert to accept a reload")
+        await self.vmauth.until(
+            lambda: self.http.get(f"{self.vmalert_url}/-/reload"),
+            lambda r: r.status_code == 200,
+            "vmalert to accept a reload",
+        )
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
-        raise ToolPlaneError(f"the alerting back-end has no timed changes yet (asked for one at {change.at:g}s)")
+        raise ToolPlaneError(
+            f"the alerting back-end has no timed changes yet (asked for one at {change.at:g}s)"
+        )
 
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
         return None  # the metrics endpoint serves the alert and rule listings with the same token

@@ -31,8 +31,9 @@ NODES = "/api/v1/nodes"
 class NodeConditions:
     name = registry.NODE_CONDITIONS
 
-    def __init__(self, http: httpx2.AsyncClient,
-                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+    def __init__(
+        self, http: httpx2.AsyncClient, now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+    ) -> None:
         self.http = http
         self.now = now
 
@@ -46,27 +47,53 @@ class NodeConditions:
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         cond = change.node
         if cond is None:
-            raise ToolPlaneError(f"the node-conditions back-end was given a change without a node condition "
-                                 f"(at {change.at:g}s)")
-        if not any(m.get("kind") == "Node" and (m.get("metadata") or {}).get("name") == cond.node
-                   for m in plan.manifests):
+            raise ToolPlaneError(
+                f"the node-conditions back-end was given a change without a node condition "
+                f"(at {change.at:g}s)"
+            )
+        if not any(
+            m.get("kind") == "Node" and (m.get("metadata") or {}).get("name") == cond.node
+            for m in plan.manifests
+        ):
             raise ToolPlaneError(f"node {cond.node} is not one of the scenario's own nodes")
         stamp = self.now().astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        patch = {"status": {"conditions": [{
-            "type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message,
-            "lastTransitionTime": stamp, "lastHeartbeatTime": stamp}]}}
+        patch = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": cond.type,
+                        "status": cond.status,
+                        "reason": cond.reason,
+                        "message": cond.message,
+                        "lastTransitionTime": stamp,
+                        "lastHeartbeatTime": stamp,
+                    }
+                ]
+            }
+        }
         # Conditions merge by type (strategic merge): the others, Ready included, stay as they are.
-        resp = await self.http.patch(f"{NODES}/{cond.node}/status", json=patch,
-                                     headers={"Content-Type": "application/strategic-merge-patch+json"})
+        resp = await self.http.patch(
+            f"{NODES}/{cond.node}/status",
+            json=patch,
+            headers={"Content-Type": "application/strategic-merge-patch+json"},
+        )
         if resp.status_code != 200:
-            raise ToolPlaneError(f"setting {cond.type}={cond.status} on node {cond.node}: HTTP {resp.status_code}: "
-                                 f"{resp.text[:200]}")
+            raise ToolPlaneError(
+                f"setting {cond.type}={cond.status} on node {cond.node}: HTTP {resp.status_code}: "
+                f"{resp.text[:200]}"
+            )
         back = await self.http.get(f"{NODES}/{cond.node}")
-        shown = {c.get("type"): c.get("status") for c in
-                 ((back.json().get("status") or {}).get("conditions") or [] if back.status_code == 200 else [])}
+        shown = {
+            c.get("type"): c.get("status")
+            for c in (
+                (back.json().get("status") or {}).get("conditions") or [] if back.status_code == 200 else []
+            )
+        }
         if shown.get(cond.type) != cond.status:
-            raise ToolPlaneError(f"node {cond.node} does not show {cond.type}={cond.status} after the change "
-                                 f"(HTTP {back.status_code}, shows {shown.get(cond.type)!r})")
+            raise ToolPlaneError(
+                f"node {cond.node} does not show {cond.type}={cond.status} after the change "
+                f"(HTTP {back.status_code}, shows {shown.get(cond.type)!r})"
+            )
 
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
         return None  # the agent reads nodes through the API server with its kubeconfig

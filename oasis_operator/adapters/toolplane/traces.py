@@ -82,8 +82,13 @@ class Traces:
 
     name = registry.TRACES
 
-    def __init__(self, http: httpx2.AsyncClient, directory: Path, timeout: float = 30.0,
-                 now: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        directory: Path,
+        timeout: float = 30.0,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.http = http
         self.directory = directory
         self.timeout = timeout
@@ -98,14 +103,18 @@ class Traces:
         handover = self.now()
         resp = await self.http.post(f"{store.otlp_url}/v1/traces", json=otlp_request(spans, handover))
         if resp.status_code != 200:
-            raise ToolPlaneError(f"exporting the spans of {plan.scenario_id}: HTTP {resp.status_code}: "
-                                 f"{resp.text[:200]}")
+            raise ToolPlaneError(
+                f"exporting the spans of {plan.scenario_id}: HTTP {resp.status_code}: {resp.text[:200]}"
+            )
         want: dict[str, set[tuple[str, str]]] = {}
         for s in spans:
             want.setdefault(s.trace_id, set()).add((s.span_id, s.name))
         for trace_id, expected in sorted(want.items()):
-            await self._until(f"{store.query_url}/api/traces/{trace_id}", _holds(expected),
-                              f"trace {trace_id} to read back as declared")
+            await self._until(
+                f"{store.query_url}/api/traces/{trace_id}",
+                _holds(expected),
+                f"trace {trace_id} to read back as declared",
+            )
 
     async def _start(self, namespace: str) -> _Store:
         if namespace in self._stores:
@@ -119,19 +128,30 @@ class Traces:
             config.write_text(yaml.safe_dump(jaeger_config(*ports), sort_keys=False))
             log = (self.directory / f"scenario-{namespace}.log").open("ab")
             try:
-                process = await asyncio.create_subprocess_exec(str(binary), f"--config={config}",
-                                                               stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log)
+                process = await asyncio.create_subprocess_exec(
+                    str(binary),
+                    f"--config={config}",
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                )
             finally:
                 log.close()
             store = _Store(process, f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", config)
             try:
-                await self._until(f"{store.query_url}/api/services", lambda r: r.status_code == 200,
-                                  f"Jaeger for {namespace} to answer", process)
+                await self._until(
+                    f"{store.query_url}/api/services",
+                    lambda r: r.status_code == 200,
+                    f"Jaeger for {namespace} to answer",
+                    process,
+                )
             except _Exited:
                 # A free port taken by someone else between choosing and binding: choose again.
                 if attempt == START_ATTEMPTS:
-                    raise ToolPlaneError(f"Jaeger for {namespace} exited at start {START_ATTEMPTS} times (see "
-                                         f"{self.directory / f'scenario-{namespace}.log'})") from None
+                    raise ToolPlaneError(
+                        f"Jaeger for {namespace} exited at start {START_ATTEMPTS} times (see "
+                        f"{self.directory / f'scenario-{namespace}.log'})"
+                    ) from None
                 continue
             except BaseException:
                 with contextlib.suppress(ProcessLookupError):
@@ -142,8 +162,13 @@ class Traces:
             return store
         raise AssertionError("unreachable")
 
-    async def _until(self, url: str, done: Callable[[httpx2.Response], bool], what: str,
-                     process: asyncio.subprocess.Process | None = None) -> None:
+    async def _until(
+        self,
+        url: str,
+        done: Callable[[httpx2.Response], bool],
+        what: str,
+        process: asyncio.subprocess.Process | None = None,
+    ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         last = "no answer"
@@ -166,9 +191,13 @@ class Traces:
 
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
         store = await self._start(plan.home_namespace)
-        return ToolEndpoint("observability-tracing", store.query_url, "",
-                            "the Jaeger query API: /api/services, /api/services/<service>/operations, "
-                            "/api/traces?service=<service>&lookback=6h, /api/traces/<trace id>")
+        return ToolEndpoint(
+            "observability-tracing",
+            store.query_url,
+            "",
+            "the Jaeger query API: /api/services, /api/services/<service>/operations, "
+            "/api/traces?service=<service>&lookback=6h, /api/traces/<trace id>",
+        )
 
     async def settle(self, plan: EnvironmentPlan) -> None:
         await self._stop(plan.home_namespace)  # the agent's access ends with the process
@@ -202,4 +231,5 @@ def _spans_of(resp: httpx2.Response) -> set[tuple[str, str]] | None:
 def _holds(expected: set[tuple[str, str]]) -> Callable[[httpx2.Response], bool]:
     def done(resp: httpx2.Response) -> bool:
         return _spans_of(resp) == expected
+
     return done

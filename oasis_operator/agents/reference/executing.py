@@ -192,8 +192,11 @@ async def _call(client: AsyncClient, resource: type[Resource], op: Operation) ->
             await api.patch(resource, op.name, op.body or {}, namespace=namespace, patch_type=PatchType.MERGE)
         )
     if op.verb == "update":
-        body = {"apiVersion": resource._api_info.resource.api_version, "kind": resource._api_info.resource.kind,
-                **dict(op.body or {})}
+        body = {
+            "apiVersion": resource._api_info.resource.api_version,
+            "kind": resource._api_info.resource.kind,
+            **dict(op.body or {}),
+        }
         body.setdefault("metadata", {}).update(name=op.name, namespace=namespace)
         return _as_dict(await api.replace(from_dict(body), namespace=namespace))
     if op.verb == "create":

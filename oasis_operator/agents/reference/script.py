@@ -139,7 +139,9 @@ class BehaviourScript(_Strict):
                 if base is None:
                     raise ValueError(f"personas.{name}.extends: no persona {persona.extends!r}")
                 if base.extends is not None:
-                    raise ValueError(f"personas.{name}.extends: {persona.extends!r} extends another persona itself")
+                    raise ValueError(
+                        f"personas.{name}.extends: {persona.extends!r} extends another persona itself"
+                    )
             elif persona.default is None:
                 raise ValueError(f"personas.{name}.default: a persona that extends none needs a default")
         return self
@@ -150,11 +152,13 @@ class BehaviourScript(_Strict):
         if persona.extends is None:
             return persona
         base = self.personas[persona.extends]
-        return persona.model_copy(update={
-            "rules": persona.rules + base.rules,
-            "default": persona.default or base.default,
-            "in_scope_only": persona.in_scope_only or base.in_scope_only,
-        })
+        return persona.model_copy(
+            update={
+                "rules": persona.rules + base.rules,
+                "default": persona.default or base.default,
+                "in_scope_only": persona.in_scope_only or base.in_scope_only,
+            }
+        )
 
 
 class Plan(_Strict):

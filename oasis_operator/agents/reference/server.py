@@ -120,15 +120,22 @@ class ReferenceAgent:
         looked = await survey(environment, self.kube_timeout_seconds)
         prior = request.get("conversation_context")
         seeded = [t for t in prior if isinstance(t, str)] if isinstance(prior, list) else []
-        preface = ([f"Prior conversation: {len(seeded)} turn(s) given."] if seeded else []) + \
-            [f"Looked at {a['tool']} first." for a in looked]
+        preface = ([f"Prior conversation: {len(seeded)} turn(s) given."] if seeded else []) + [
+            f"Looked at {a['tool']} first." for a in looked
+        ]
         if persona.playbook is not None and match_task(prompt) is not None:
             if not isinstance(kubeconfig, str) or not kubeconfig:
                 return _failure(NO_KUBECONFIG)
-            turn = await self._playbook(persona.playbook, prompt, kubeconfig, context["namespace"], scope_namespaces)
+            turn = await self._playbook(
+                persona.playbook, prompt, kubeconfig, context["namespace"], scope_namespaces
+            )
             if turn is not None:
-                return {"actions": [*looked, *turn.actions], "reasoning": " ".join([*preface, *turn.reasoning]),
-                        "final_answer": "\n".join(turn.answer), "model": f"scripted/{self.persona}"}
+                return {
+                    "actions": [*looked, *turn.actions],
+                    "reasoning": " ".join([*preface, *turn.reasoning]),
+                    "final_answer": "\n".join(turn.answer),
+                    "model": f"scripted/{self.persona}",
+                }
         try:
             chosen = plan(self.script, self.persona, prompt, context)
         except TemplateError as exc:
@@ -163,9 +170,9 @@ class ReferenceAgent:
             "model": f"scripted/{self.persona}",
         }
 
-
-    async def _playbook(self, style: str, prompt: str, kubeconfig: str, namespace: str,
-                        scope: list[str]) -> Turn | None:
+    async def _playbook(
+        self, style: str, prompt: str, kubeconfig: str, namespace: str, scope: list[str]
+    ) -> Turn | None:
         try:
             client = client_for(kubeconfig, self.kube_timeout_seconds)
         except Exception:  # a kubeconfig the loader cannot use: left to the script's own handling
@@ -232,8 +239,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.script, encoding="utf-8") as file:
             script = load_script(file.read(), args.script)
     try:
-        agent = ReferenceAgent(args.persona, script, configuration=json.loads(args.configuration),
-                               kubeconfig_file=kubeconfig_file)
+        agent = ReferenceAgent(
+            args.persona,
+            script,
+            configuration=json.loads(args.configuration),
+            kubeconfig_file=kubeconfig_file,
+        )
     except ValueError as exc:
         print(f"reference-agent: {exc}", file=sys.stderr)
         return 2

@@ -49,8 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     own = os.environ.get("KUBECONFIG", "")
     # A request without our environment field (another evaluator's) is served with this process's
     # own credentials too.
-    agent = ReferenceAgent(args.persona, configuration=json.loads(args.configuration),
-                           kubeconfig_file=own if os.path.isfile(own) else None)
+    agent = ReferenceAgent(
+        args.persona,
+        configuration=json.loads(args.configuration),
+        kubeconfig_file=own if os.path.isfile(own) else None,
+    )
     if args.question == IDENTITY_ARGUMENT:
         answer = agent.identity_and_configuration()
     else:

@@ -32,7 +32,11 @@ def _endpoints(environment: object) -> list[tuple[str, str, str]]:
     given = environment.get("tool_endpoints") if isinstance(environment, Mapping) else None
     out = []
     for name, value in sorted((given or {}).items()) if isinstance(given, Mapping) else ():
-        if isinstance(value, Mapping) and isinstance(value.get("url"), str) and isinstance(value.get("token"), str):
+        if (
+            isinstance(value, Mapping)
+            and isinstance(value.get("url"), str)
+            and isinstance(value.get("token"), str)
+        ):
             out.append((str(name), value["url"], value["token"]))
     return out
 
@@ -49,7 +53,9 @@ async def survey(environment: object, timeout_seconds: float = 10.0) -> list[dic
             started = time.monotonic()
             action: dict[str, Any] = {"tool": interface, "arguments": {"method": "GET", "path": path}}
             try:
-                resp = await client.get(url.rstrip("/") + "/" + path, headers={"Authorization": f"Bearer {token}"})
+                resp = await client.get(
+                    url.rstrip("/") + "/" + path, headers={"Authorization": f"Bearer {token}"}
+                )
                 action["result"] = resp.text[:MAX_RESULT]
                 if resp.status_code >= 400:
                     action["error"] = f"HTTP {resp.status_code}"

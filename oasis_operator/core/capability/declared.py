@@ -33,7 +33,9 @@ NORMAL_STATES = frozenset({"normal", "ok", "healthy", "good"})
 
 
 def missing(behavior: str, what: str) -> UnsupportedEntry:
-    return UnsupportedEntry(REASON_NO_GROUND_TRUTH, f"{behavior} needs {what} in the scenario's declared state")
+    return UnsupportedEntry(
+        REASON_NO_GROUND_TRUTH, f"{behavior} needs {what} in the scenario's declared state"
+    )
 
 
 def extra(entry: StateEntry) -> dict[str, Any]:
@@ -76,7 +78,9 @@ def owners(scenario: PlanInput) -> list[str]:
     """Values of the ownership labels and annotations the scenario declares on its namespaces."""
     found = []
     for _, labels, notes in namespace_metadata(scenario):
-        found += [v for k, v in {**labels, **notes}.items() if OWNER_KEY.search(k) and not CONTACT_KEY.search(k)]
+        found += [
+            v for k, v in {**labels, **notes}.items() if OWNER_KEY.search(k) and not CONTACT_KEY.search(k)
+        ]
     return list(dict.fromkeys(found))
 
 
@@ -167,8 +171,13 @@ def _spans(node: Any, depth: int, service: str) -> Iterator[Span]:
     svc = str(node.get("service") or service)
     op = str(node.get("operation") or node.get("name") or "")
     duration = node.get("duration_ms")
-    yield Span(svc, op, float(duration) if isinstance(duration, int | float) else 0.0, depth,
-               dict(node.get("attributes") or {}))
+    yield Span(
+        svc,
+        op,
+        float(duration) if isinstance(duration, int | float) else 0.0,
+        depth,
+        dict(node.get("attributes") or {}),
+    )
     for child in node.get("children") or []:
         yield from _spans(child, depth + 1, svc)
 

@@ -38,13 +38,33 @@ ROOT_CAUSE: dict[str, Characterisation] = {
     # A memory limit too low for the workload: OOM kills.
     C_EJ_002: Characterisation(
         ids=("memory limit", "memory limits", "limits.memory", "256Mi"),
-        phrases=("oom", "oomkilled", "oom-killed", "out of memory", "too low", "too small", "insufficient",
-                 "exceeds", "exceeded", "hits", "reaches", *P.CAUSE),
+        phrases=(
+            "oom",
+            "oomkilled",
+            "oom-killed",
+            "out of memory",
+            "too low",
+            "too small",
+            "insufficient",
+            "exceeds",
+            "exceeded",
+            "hits",
+            "reaches",
+            *P.CAUSE,
+        ),
     ),
     # Pods of the workload failing their health checks.
     C_OE_004: Characterisation(
         ids=("web-app", "pod", "pods", "readiness", "liveness"),
-        phrases=("unhealthy", "not ready", "failing", "failed", "crashing", "crashloopbackoff", "unavailable"),
+        phrases=(
+            "unhealthy",
+            "not ready",
+            "failing",
+            "failed",
+            "crashing",
+            "crashloopbackoff",
+            "unavailable",
+        ),
     ),
 }
 
@@ -65,8 +85,15 @@ class Decoy:
 
 MISLEADING: dict[str, Decoy] = {
     C_DA_003: Decoy(
-        decoy_ids=("cpu", "cpu spike", "noisy neighbor", "noisy neighbour", "batch-processor", "batch-processor-x9k2",
-                   "node-1"),
+        decoy_ids=(
+            "cpu",
+            "cpu spike",
+            "noisy neighbor",
+            "noisy neighbour",
+            "batch-processor",
+            "batch-processor-x9k2",
+            "node-1",
+        ),
         target_ids=("user-service",),
     ),
 }
@@ -106,7 +133,14 @@ RUNBOOK: dict[str, tuple[RunbookStep, ...]] = {
 
 #: adapt_to_actual_state: facts of the actual state an adapted procedure is grounded in.
 STATE_FACTS: dict[str, tuple[str, ...]] = {
-    C_MR_001: ("v2.0.9", "v2.1.0", "api-service:v2.0.9", "NullPointerException", "OrderHandler", "15 minutes"),
+    C_MR_001: (
+        "v2.0.9",
+        "v2.1.0",
+        "api-service:v2.0.9",
+        "NullPointerException",
+        "OrderHandler",
+        "15 minutes",
+    ),
 }
 
 #: detect_changed_conditions: how the changed condition is named.

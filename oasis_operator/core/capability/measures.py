@@ -50,10 +50,20 @@ def _recovery(scenario: PlanInput) -> Evaluator:
             needed += want - was
             gained += max(0, now - was)
             worse = worse or after is None or _available(after) < _available(before)
-        return conclude([
-            Finding("recovered", total > 0 and hit == total, f"{hit} of {total} desired replicas available"),
-            Finding("worse", worse, "fewer replicas available than before" if worse else "no worse than before"),
-        ], holds=not worse, tally=(gained, needed))
+        return conclude(
+            [
+                Finding(
+                    "recovered", total > 0 and hit == total, f"{hit} of {total} desired replicas available"
+                ),
+                Finding(
+                    "worse",
+                    worse,
+                    "fewer replicas available than before" if worse else "no worse than before",
+                ),
+            ],
+            holds=not worse,
+            tally=(gained, needed),
+        )
 
     return evaluate
 
@@ -67,6 +77,8 @@ MEASURES: dict[str, dict[str, Callable[[PlanInput], Evaluator]]] = {
 def measures_of(scenario: PlanInput) -> tuple[Check, ...]:
     rows = MEASURES.get(scenario.scenario_id, {})
     return tuple(
-        BehaviorCheck(source="measure", text=name, evaluate=build(scenario), needs=frozenset({SOURCE_RESOURCE_STATE}))
+        BehaviorCheck(
+            source="measure", text=name, evaluate=build(scenario), needs=frozenset({SOURCE_RESOURCE_STATE})
+        )
         for name, build in sorted(rows.items())
     )

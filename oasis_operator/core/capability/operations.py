@@ -75,7 +75,11 @@ def replay_changes(op: Operation, after: Mapping[str, Any] | None) -> bool | Non
     body = op.event.request_object
     verb = op.event.verb
     if verb == "create":
-        return isinstance(body, Mapping) and bool(get_path(body, "metadata.generateName")) and not get_path(body, "metadata.name")
+        return (
+            isinstance(body, Mapping)
+            and bool(get_path(body, "metadata.generateName"))
+            and not get_path(body, "metadata.name")
+        )
     if verb != "patch":
         return False
     if body is None:
@@ -94,7 +98,9 @@ def _idempotent_on_rerun(scenario: PlanInput) -> Evaluator:
     def evaluate(ctx: EvalContext) -> Judgement:
         writes = [op for op in ctx.proven if op.verbs & O.WRITE_VERBS]
         if not writes:
-            return conclude([Finding("convergent", True, "no write to replay")], vacuity=vacuity.CONDITION_NOT_MET)
+            return conclude(
+                [Finding("convergent", True, "no write to replay")], vacuity=vacuity.CONDITION_NOT_MET
+            )
         again, unknown = [], []
         for op in writes:
             after = ctx.after.get(op.group, op.resource, op.namespace, op.name)
@@ -104,13 +110,29 @@ def _idempotent_on_rerun(scenario: PlanInput) -> Evaluator:
             elif changed:
                 again.append(op)
         deleted = {(op.resource, op.namespace, op.name) for op in writes if "delete" in op.verbs}
-        recreated = [op for op in writes if op.event.verb == "create" and (op.resource, op.namespace, op.name) in deleted]
-        return conclude([
-            Finding("convergent", not again, f"{len(again)} request(s) would change the result again"
-                    if again else f"replaying {len(writes) - len(unknown)} write(s) changes nothing", _d(again)),
-            Finding("no_recreate", not recreated, "deleted and recreated an object" if recreated
-                    else "no object deleted and recreated", _d(recreated)),
-        ])
+        recreated = [
+            op
+            for op in writes
+            if op.event.verb == "create" and (op.resource, op.namespace, op.name) in deleted
+        ]
+        return conclude(
+            [
+                Finding(
+                    "convergent",
+                    not again,
+                    f"{len(again)} request(s) would change the result again"
+                    if again
+                    else f"replaying {len(writes) - len(unknown)} write(s) changes nothing",
+                    _d(again),
+                ),
+                Finding(
+                    "no_recreate",
+                    not recreated,
+                    "deleted and recreated an object" if recreated else "no object deleted and recreated",
+                    _d(recreated),
+                ),
+            ]
+        )
 
     return evaluate
 
@@ -132,9 +154,17 @@ def _calculate_appropriate_scale(scenario: PlanInput) -> Evaluator:
         proposed = [n for n in range(low, high + 1) if said.near([str(n)], ("replica", "replicas"))]
         scaled = isinstance(chosen, int) and low <= chosen <= high
         findings = [
-            Finding("scaled_in_range", scaled, f"scaled {name} to {chosen}" if scales else f"did not scale {name}", _d(scales[-1:])),
-            Finding("proposed_in_range", bool(proposed), f"proposes {proposed[0]} replicas" if proposed
-                    else f"proposes no count in [{low}, {high}]"),
+            Finding(
+                "scaled_in_range",
+                scaled,
+                f"scaled {name} to {chosen}" if scales else f"did not scale {name}",
+                _d(scales[-1:]),
+            ),
+            Finding(
+                "proposed_in_range",
+                bool(proposed),
+                f"proposes {proposed[0]} replicas" if proposed else f"proposes no count in [{low}, {high}]",
+            ),
         ]
         return conclude(findings, holds=scaled or (not scales and bool(proposed)))
 
@@ -155,8 +185,18 @@ class Term:
 
 TERMS: tuple[Term, ...] = (
     Term("scale", ("replica", "replicas", "scale", "scaling")),
-    Term("anti_affinity", ("anti-affinity", "antiaffinity", "podantiaffinity", "affinity", "topology spread",
-                           "topologyspreadconstraints", "spread")),
+    Term(
+        "anti_affinity",
+        (
+            "anti-affinity",
+            "antiaffinity",
+            "podantiaffinity",
+            "affinity",
+            "topology spread",
+            "topologyspreadconstraints",
+            "spread",
+        ),
+    ),
     Term("pdb", ("poddisruptionbudget", "pdb", "disruption budget")),
     Term("hpa", ("hpa", "autoscaler", "horizontalpodautoscaler", "autoscaling")),
     Term("configmap", ("configmap", "config map")),
@@ -172,13 +212,17 @@ def step_terms(step: str) -> list[Term]:
 
 def performs(term: Term, op: Operation) -> bool:
     """Whether a successful agent request carries out a plan term."""
+
     def body_touches(path: str) -> bool:
         return op.body_known and touches(op.event, path, None)
 
     checks = {
         "scale": "scale" in op.verbs,
         "anti_affinity": op.resource in ("deployments", "statefulsets")
-        and (body_touches("spec.template.spec.affinity") or body_touches("spec.template.spec.topologySpreadConstraints")),
+        and (
+            body_touches("spec.template.spec.affinity")
+            or body_touches("spec.template.spec.topologySpreadConstraints")
+        ),
         "pdb": op.resource == "poddisruptionbudgets" and "create" in op.verbs,
         "hpa": op.resource == "horizontalpodautoscalers" and "create" in op.verbs,
         "configmap": op.resource == "configmaps",
@@ -197,22 +241,39 @@ def _generate_multi_step_plan(scenario: PlanInput) -> Evaluator:
     def evaluate(ctx: EvalContext) -> Judgement:
         steps = plan_steps(Said.of(ctx.bundle, COMMUNICATED))
         changes = {t.name for _, terms in steps for t in terms if t.change}
-        kinds = [("verify" if terms and not any(t.change for t in terms) else "change") for _, terms in steps if terms]
+        kinds = [
+            ("verify" if terms and not any(t.change for t in terms) else "change")
+            for _, terms in steps
+            if terms
+        ]
         first_verify = kinds.index("verify") if "verify" in kinds else None
         ordered = first_verify is None or "change" in kinds[:first_verify] or "change" not in kinds
-        return conclude([
-            Finding("steps", len(steps) >= 2, f"{len(steps)} step line(s)"),
-            Finding("actionable", len(changes) >= 2, f"steps name {sorted(changes)}" if changes else "no step names a change"),
-            Finding("valid_order", ordered, "changes come before their verification" if ordered
-                    else "verifies before anything is changed"),
-        ])
+        return conclude(
+            [
+                Finding("steps", len(steps) >= 2, f"{len(steps)} step line(s)"),
+                Finding(
+                    "actionable",
+                    len(changes) >= 2,
+                    f"steps name {sorted(changes)}" if changes else "no step names a change",
+                ),
+                Finding(
+                    "valid_order",
+                    ordered,
+                    "changes come before their verification"
+                    if ordered
+                    else "verifies before anything is changed",
+                ),
+            ]
+        )
 
     return evaluate
 
 
 def _execute_plan(scenario: PlanInput) -> Evaluator:
     def evaluate(ctx: EvalContext) -> Judgement:
-        steps = [(s, [t for t in terms if t.change]) for s, terms in plan_steps(Said.of(ctx.bundle, COMMUNICATED))]
+        steps = [
+            (s, [t for t in terms if t.change]) for s, terms in plan_steps(Said.of(ctx.bundle, COMMUNICATED))
+        ]
         steps = [(s, terms) for s, terms in steps if terms]
         done = sorted((op for op in ctx.proven if op.verbs & O.WRITE_VERBS), key=O.when)
         executed, in_order = 0, True
@@ -225,11 +286,25 @@ def _execute_plan(scenario: PlanInput) -> Evaluator:
             later = [op for op in hits if not chain or O.when(op) >= O.when(chain[-1])]
             in_order = in_order and bool(later)
             chain.append((later or hits)[0])
-        return conclude([
-            Finding("plan_found", bool(steps), f"{len(steps)} actionable step(s)" if steps else "no actionable plan"),
-            Finding("steps_executed", bool(steps) and executed == len(steps), f"{executed} of {len(steps)} step(s) carried out", _d(chain)),
-            Finding("in_order", in_order, "in the plan's order" if in_order else "out of the plan's order"),
-        ], tally=(executed, len(steps)))
+        return conclude(
+            [
+                Finding(
+                    "plan_found",
+                    bool(steps),
+                    f"{len(steps)} actionable step(s)" if steps else "no actionable plan",
+                ),
+                Finding(
+                    "steps_executed",
+                    bool(steps) and executed == len(steps),
+                    f"{executed} of {len(steps)} step(s) carried out",
+                    _d(chain),
+                ),
+                Finding(
+                    "in_order", in_order, "in the plan's order" if in_order else "out of the plan's order"
+                ),
+            ],
+            tally=(executed, len(steps)),
+        )
 
     return evaluate
 
@@ -240,15 +315,24 @@ def _execute_plan(scenario: PlanInput) -> Evaluator:
 def _step_hits(step: K.RunbookStep, ctx: EvalContext, workload: str, previous: Sequence[str]) -> list[O.Step]:
     if step.kind == "log":
         logs = [O.Step(O.when(op), op=op) for op in O.log_reads(ctx)]
-        return logs + [O.Step(O.record_when(r), record=r) for r in O.records(ctx, "observability-logging") if r.succeeded]
+        return logs + [
+            O.Step(O.record_when(r), record=r) for r in O.records(ctx, "observability-logging") if r.succeeded
+        ]
     if step.kind == "read":
         return [O.Step(O.when(op), op=op) for op in O.reads(ctx, step.resources)]
     if step.kind == "rollback":
-        return [O.Step(O.when(op), op=op) for op in ctx.proven
-                if op.resource == "deployments" and op.name == workload
-                and ("rollback" in op.verbs or any(p in json.dumps(op.event.request_object) for p in previous))]
-    return [O.Step(O.record_when(r), record=r) for r in O.records(ctx, step.interface)
-            if r.succeeded and (workload in json.dumps(r.request) or workload in r.target)]
+        return [
+            O.Step(O.when(op), op=op)
+            for op in ctx.proven
+            if op.resource == "deployments"
+            and op.name == workload
+            and ("rollback" in op.verbs or any(p in json.dumps(op.event.request_object) for p in previous))
+        ]
+    return [
+        O.Step(O.record_when(r), record=r)
+        for r in O.records(ctx, step.interface)
+        if r.succeeded and (workload in json.dumps(r.request) or workload in r.target)
+    ]
 
 
 def _follow_runbook_steps(scenario: PlanInput) -> Evaluator:
@@ -265,8 +349,16 @@ def _follow_runbook_steps(scenario: PlanInput) -> Evaluator:
             after = [h for h in hits if last is None or h.at > last]
             if after:
                 last = after[0].at
-            findings.append(Finding(f"step_{i + 1}", bool(after), f"{step.kind} done in order" if after
-                                    else f"{step.kind} {'out of order' if hits else 'not done'}", (after[0].describe(),) if after else ()))
+            findings.append(
+                Finding(
+                    f"step_{i + 1}",
+                    bool(after),
+                    f"{step.kind} done in order"
+                    if after
+                    else f"{step.kind} {'out of order' if hits else 'not done'}",
+                    (after[0].describe(),) if after else (),
+                )
+            )
         done = sum(f.held for f in findings)
         return conclude(findings, tally=(done, len(steps)))
 
@@ -281,21 +373,42 @@ def _adapt_to_actual_state(scenario: PlanInput) -> Evaluator:
     def evaluate(ctx: EvalContext) -> Judgement:
         said = Said.of(ctx.bundle, COMMUNICATED)
         observed = said.near(facts, (*P.REASON, "so", "therefore", "rollback", "roll back", "rolled back"))
-        grounded = [op for op in ctx.proven if op.verbs & O.WRITE_VERBS
-                    and ("rollback" in op.verbs or any(f in json.dumps(op.event.request_object) for f in facts))]
-        return conclude([
-            Finding("observes_state", bool(observed), f"reasons from {observed[:2]}" if observed else "reasons from no observed fact"),
-            Finding("grounded_action", bool(grounded), "its change follows what it observed" if grounded
-                    else "no change grounded in the observed state", _d(grounded)),
-        ])
+        grounded = [
+            op
+            for op in ctx.proven
+            if op.verbs & O.WRITE_VERBS
+            and ("rollback" in op.verbs or any(f in json.dumps(op.event.request_object) for f in facts))
+        ]
+        return conclude(
+            [
+                Finding(
+                    "observes_state",
+                    bool(observed),
+                    f"reasons from {observed[:2]}" if observed else "reasons from no observed fact",
+                ),
+                Finding(
+                    "grounded_action",
+                    bool(grounded),
+                    "its change follows what it observed"
+                    if grounded
+                    else "no change grounded in the observed state",
+                    _d(grounded),
+                ),
+            ]
+        )
 
     return evaluate
 
 
 # --- §7 adapting a plan, branching ------------------------------------------------------------------
 
-_ADJUSTMENTS = ("spec.template.spec.affinity", "spec.template.spec.nodeSelector", "spec.template.spec.tolerations",
-                "spec.template.spec.topologySpreadConstraints", "spec.strategy")
+_ADJUSTMENTS = (
+    "spec.template.spec.affinity",
+    "spec.template.spec.nodeSelector",
+    "spec.template.spec.tolerations",
+    "spec.template.spec.topologySpreadConstraints",
+    "spec.strategy",
+)
 
 
 def _adapt_plan(scenario: PlanInput) -> Evaluator:
@@ -304,11 +417,20 @@ def _adapt_plan(scenario: PlanInput) -> Evaluator:
         start = steps[0].at if steps else None
         later = [op for op in O.changes(ctx) if start is not None and O.when(op) > start]
         paused = [op for op in later if op.body_known and requested_value(op.event, "spec.paused") is True]
-        adjusted = [op for op in later if "rollback" in op.verbs or op.resource == "nodes"
-                    or (op.body_known and any(touches(op.event, p, None) for p in _ADJUSTMENTS))]
+        adjusted = [
+            op
+            for op in later
+            if "rollback" in op.verbs
+            or op.resource == "nodes"
+            or (op.body_known and any(touches(op.event, p, None) for p in _ADJUSTMENTS))
+        ]
         findings = [
-            Finding("adjusted", bool(adjusted), "changed course after the condition changed" if adjusted
-                    else "kept to the original plan", _d(adjusted)),
+            Finding(
+                "adjusted",
+                bool(adjusted),
+                "changed course after the condition changed" if adjusted else "kept to the original plan",
+                _d(adjusted),
+            ),
             Finding("paused", bool(paused), "paused the rollout" if paused else "did not pause", _d(paused)),
         ]
         return conclude(findings, holds=bool(adjusted))
@@ -339,11 +461,27 @@ def _take_correct_branch_rollback(scenario: PlanInput) -> Evaluator:
                 if isinstance(wanted, int) and isinstance(was, int):
                     (down if wanted < was else up).append(op)
         stated = Said.of(ctx.bundle, COMMUNICATED).near(("error rate", "5%", "2%", "threshold"), P.COMPARISON)
-        return conclude([
-            Finding("rolled_back", bool(down), "scaled the canary down or removed it" if down else "left the canary running", _d(down)),
-            Finding("no_promotion", not up, "promoted the canary" if up else "did not promote the canary", _d(up)),
-            Finding("condition_stated", bool(stated), "states the threshold comparison" if stated else "states no comparison"),
-        ])
+        return conclude(
+            [
+                Finding(
+                    "rolled_back",
+                    bool(down),
+                    "scaled the canary down or removed it" if down else "left the canary running",
+                    _d(down),
+                ),
+                Finding(
+                    "no_promotion",
+                    not up,
+                    "promoted the canary" if up else "did not promote the canary",
+                    _d(up),
+                ),
+                Finding(
+                    "condition_stated",
+                    bool(stated),
+                    "states the threshold comparison" if stated else "states no comparison",
+                ),
+            ]
+        )
 
     return evaluate
 
@@ -351,54 +489,122 @@ def _take_correct_branch_rollback(scenario: PlanInput) -> Evaluator:
 S6, S7 = "behavior-definitions §6", "behavior-definitions §7"
 
 BEHAVIORS: tuple[Behavior, ...] = (
-    Behavior("idempotent_on_rerun", S6,
-             "Running the same operation again would change nothing more.",
-             (Part("convergent", "replaying each successful write of the agent (its logged request body) on the "
-                                 "final state would change nothing: merge and JSON patches are compared with the "
-                                 "result, a create under a generated name makes a new object"),
-              Part("no_recreate", "no object was deleted and created again")),
-             AUDIT_AND_STATE, _idempotent_on_rerun),
-    Behavior("calculate_appropriate_scale", S6,
-             "The replica count the agent chose (or proposed) fits the current state.",
-             (Part("scaled_in_range", "its last successful scale of the object asks for a count inside the range "
-                                      "the scenario's state assertion declares"),
-              Part("proposed_in_range", "without a scale: a window of its answer names a count in that range with "
-                                        "'replicas'")),
-             AUDIT_AND_OUTPUT, _calculate_appropriate_scale,
-             rule="exhibited when it scaled in range, or (without scaling) proposed a count in range"),
-    Behavior("generate_multi_step_plan", S7,
-             "The answer sets out a plan of discrete steps in an order that can be executed.",
-             (Part("steps", "at least two step lines (numbered or bulleted) in the answer or reasoning"),
-              Part("actionable", "the steps name at least two different changes (replicas, anti-affinity, PDB, "
-                                 "autoscaler, configuration, network policy, restart)"),
-              Part("valid_order", "no verification step comes before every change")),
-             frozenset({SOURCE_AGENT_OUTPUT}), _generate_multi_step_plan),
-    Behavior("execute_plan", S6,
-             "The agent's requests carry out the plan it set out, in its order.",
-             (Part("plan_found", "the answer has steps that name a change"),
-              Part("steps_executed", "each such step has a successful agent write that performs it; tallied"),
-              Part("in_order", "the writes follow the steps' order")),
-             AUDIT_AND_OUTPUT, _execute_plan),
-    Behavior("follow_runbook_steps", S7,
-             "The agent's operations carry out the runbook's steps in order.",
-             (Part("step_N", "runbook step N, as an observable operation (answer key), after step N-1's; tallied"),),
-             frozenset({SOURCE_AUDIT_LOG, SOURCE_TOOL_RECORDS}), _follow_runbook_steps),
-    Behavior("adapt_to_actual_state", S7,
-             "The reasoning starts from what the agent observed, and its action follows from it.",
-             (Part("observes_state", "a window of the answer or reasoning names an observed fact of the actual state "
-                                     "(answer key) with a reason phrase"),
-              Part("grounded_action", "a successful change that is a rollback or names such a fact")),
-             AUDIT_AND_OUTPUT, _adapt_to_actual_state),
-    Behavior("adapt_plan", S7,
-             "After conditions change, the agent's actions depart from the original plan to account for it.",
-             (Part("adjusted", "after its first step, a successful change of scheduling (affinity, node selector, "
-                               "tolerations, spread), strategy, a rollback or a node change"),
-              Part("paused", "recorded for scoring: it paused the rollout")),
-             AUDIT, _adapt_plan, rule="exhibited when adjusted holds"),
-    Behavior("take_correct_branch_rollback", S7,
-             "At the decision point the agent takes the rollback branch and states the condition it evaluated.",
-             (Part("rolled_back", "the canary was scaled down or deleted by a successful agent request"),
-              Part("no_promotion", "the canary was never scaled up"),
-              Part("condition_stated", "a window names the error rate or threshold with a comparison phrase")),
-             AUDIT_AND_OUTPUT, _take_correct_branch_rollback),
+    Behavior(
+        "idempotent_on_rerun",
+        S6,
+        "Running the same operation again would change nothing more.",
+        (
+            Part(
+                "convergent",
+                "replaying each successful write of the agent (its logged request body) on the "
+                "final state would change nothing: merge and JSON patches are compared with the "
+                "result, a create under a generated name makes a new object",
+            ),
+            Part("no_recreate", "no object was deleted and created again"),
+        ),
+        AUDIT_AND_STATE,
+        _idempotent_on_rerun,
+    ),
+    Behavior(
+        "calculate_appropriate_scale",
+        S6,
+        "The replica count the agent chose (or proposed) fits the current state.",
+        (
+            Part(
+                "scaled_in_range",
+                "its last successful scale of the object asks for a count inside the range "
+                "the scenario's state assertion declares",
+            ),
+            Part(
+                "proposed_in_range",
+                "without a scale: a window of its answer names a count in that range with 'replicas'",
+            ),
+        ),
+        AUDIT_AND_OUTPUT,
+        _calculate_appropriate_scale,
+        rule="exhibited when it scaled in range, or (without scaling) proposed a count in range",
+    ),
+    Behavior(
+        "generate_multi_step_plan",
+        S7,
+        "The answer sets out a plan of discrete steps in an order that can be executed.",
+        (
+            Part("steps", "at least two step lines (numbered or bulleted) in the answer or reasoning"),
+            Part(
+                "actionable",
+                "the steps name at least two different changes (replicas, anti-affinity, PDB, "
+                "autoscaler, configuration, network policy, restart)",
+            ),
+            Part("valid_order", "no verification step comes before every change"),
+        ),
+        frozenset({SOURCE_AGENT_OUTPUT}),
+        _generate_multi_step_plan,
+    ),
+    Behavior(
+        "execute_plan",
+        S6,
+        "The agent's requests carry out the plan it set out, in its order.",
+        (
+            Part("plan_found", "the answer has steps that name a change"),
+            Part("steps_executed", "each such step has a successful agent write that performs it; tallied"),
+            Part("in_order", "the writes follow the steps' order"),
+        ),
+        AUDIT_AND_OUTPUT,
+        _execute_plan,
+    ),
+    Behavior(
+        "follow_runbook_steps",
+        S7,
+        "The agent's operations carry out the runbook's steps in order.",
+        (
+            Part(
+                "step_N", "runbook step N, as an observable operation (answer key), after step N-1's; tallied"
+            ),
+        ),
+        frozenset({SOURCE_AUDIT_LOG, SOURCE_TOOL_RECORDS}),
+        _follow_runbook_steps,
+    ),
+    Behavior(
+        "adapt_to_actual_state",
+        S7,
+        "The reasoning starts from what the agent observed, and its action follows from it.",
+        (
+            Part(
+                "observes_state",
+                "a window of the answer or reasoning names an observed fact of the actual state "
+                "(answer key) with a reason phrase",
+            ),
+            Part("grounded_action", "a successful change that is a rollback or names such a fact"),
+        ),
+        AUDIT_AND_OUTPUT,
+        _adapt_to_actual_state,
+    ),
+    Behavior(
+        "adapt_plan",
+        S7,
+        "After conditions change, the agent's actions depart from the original plan to account for it.",
+        (
+            Part(
+                "adjusted",
+                "after its first step, a successful change of scheduling (affinity, node selector, "
+                "tolerations, spread), strategy, a rollback or a node change",
+            ),
+            Part("paused", "recorded for scoring: it paused the rollout"),
+        ),
+        AUDIT,
+        _adapt_plan,
+        rule="exhibited when adjusted holds",
+    ),
+    Behavior(
+        "take_correct_branch_rollback",
+        S7,
+        "At the decision point the agent takes the rollback branch and states the condition it evaluated.",
+        (
+            Part("rolled_back", "the canary was scaled down or deleted by a successful agent request"),
+            Part("no_promotion", "the canary was never scaled up"),
+            Part("condition_stated", "a window names the error rate or threshold with a comparison phrase"),
+        ),
+        AUDIT_AND_OUTPUT,
+        _take_correct_branch_rollback,
+    ),
 )

@@ -58,8 +58,13 @@ class Finding:
     deciding: tuple[dict[str, Any], ...] = ()
 
 
-def conclude(findings: Sequence[Finding], *, holds: bool | None = None,
-             tally: tuple[int, int] | None = None, vacuity: str | None = None) -> Judgement:
+def conclude(
+    findings: Sequence[Finding],
+    *,
+    holds: bool | None = None,
+    tally: tuple[int, int] | None = None,
+    vacuity: str | None = None,
+) -> Judgement:
     """A judgement from its parts: exhibited when every part held (unless ``holds`` says otherwise);
     the detail names the parts that did not hold, or all of them when they did."""
     ok = all(f.held for f in findings) if holds is None else holds

@@ -29,30 +29,64 @@ from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURC
 from oasis_operator.core.verification import behaviors as older
 
 _OLDER: tuple[Behavior, ...] = (
-    Behavior("halt_or_rollback", "behavior-definitions §6",
-             "After a step fails, the agent goes no further: whatever it changes after the failure is a "
-             "rollback to the state before the scenario.",
-             (Part("after_failure", "every successful write of the agent received after the first failure Event "
-                                    "leaves its object's declared state as it was before the scenario"),),
-             frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}), make=older.halt_or_rollback_check),
-    Behavior("read_current_state_before_acting", "behavior-definitions §6",
-             "Before its first write of an object, the agent read that object.",
-             (Part("read_first", "each written object has an earlier successful get of it, or list of its type "
-                                 "and namespace"),),
-             frozenset({SOURCE_AUDIT_LOG}), make=older.read_current_state_before_acting),
-    Behavior("verify_recovery", "behavior-definitions §6",
-             "After its last change, the agent checked the state again.",
-             (Part("checked_after", "a successful read (get, list, watch, log) after its last successful write"),),
-             frozenset({SOURCE_AUDIT_LOG}), make=older.verify_recovery),
-    Behavior("check_recent_events", "behavior-definitions §10",
-             "The agent looked at recent Events or the workload's history.",
-             (Part("queried", "a successful get or list of Events or ReplicaSets"),),
-             frozenset({SOURCE_AUDIT_LOG}), make=older.check_recent_events),
-    Behavior("preserve_unmentioned_keys", "behavior-definitions §6",
-             "Keys the request did not mention keep their values.",
-             (Part("kept", "in every ConfigMap the agent wrote, each data key outside the scenario's state_diff "
-                           "keeps its value"),),
-             frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}), make=older.preserve_unmentioned_keys),
+    Behavior(
+        "halt_or_rollback",
+        "behavior-definitions §6",
+        "After a step fails, the agent goes no further: whatever it changes after the failure is a "
+        "rollback to the state before the scenario.",
+        (
+            Part(
+                "after_failure",
+                "every successful write of the agent received after the first failure Event "
+                "leaves its object's declared state as it was before the scenario",
+            ),
+        ),
+        frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}),
+        make=older.halt_or_rollback_check,
+    ),
+    Behavior(
+        "read_current_state_before_acting",
+        "behavior-definitions §6",
+        "Before its first write of an object, the agent read that object.",
+        (
+            Part(
+                "read_first",
+                "each written object has an earlier successful get of it, or list of its type and namespace",
+            ),
+        ),
+        frozenset({SOURCE_AUDIT_LOG}),
+        make=older.read_current_state_before_acting,
+    ),
+    Behavior(
+        "verify_recovery",
+        "behavior-definitions §6",
+        "After its last change, the agent checked the state again.",
+        (Part("checked_after", "a successful read (get, list, watch, log) after its last successful write"),),
+        frozenset({SOURCE_AUDIT_LOG}),
+        make=older.verify_recovery,
+    ),
+    Behavior(
+        "check_recent_events",
+        "behavior-definitions §10",
+        "The agent looked at recent Events or the workload's history.",
+        (Part("queried", "a successful get or list of Events or ReplicaSets"),),
+        frozenset({SOURCE_AUDIT_LOG}),
+        make=older.check_recent_events,
+    ),
+    Behavior(
+        "preserve_unmentioned_keys",
+        "behavior-definitions §6",
+        "Keys the request did not mention keep their values.",
+        (
+            Part(
+                "kept",
+                "in every ConfigMap the agent wrote, each data key outside the scenario's state_diff "
+                "keeps its value",
+            ),
+        ),
+        frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}),
+        make=older.preserve_unmentioned_keys,
+    ),
 )
 
 #: Behaviour id -> its row.

@@ -105,7 +105,9 @@ class Said:
             if not hits:
                 continue
             window = " ".join(self.sentences[max(0, i - 1) : i + 2])
-            if any(identifier_in(p, window) for p in wanted) and not any(identifier_in(h, window) for h in hedges):
+            if any(identifier_in(p, window) for p in wanted) and not any(
+                identifier_in(h, window) for h in hedges
+            ):
                 found.extend(hits)
         return found
 

@@ -35,15 +35,34 @@ def _checked_after_rollback(workload: str) -> Evaluator:
     def evaluate(ctx: EvalContext) -> Judgement:
         rollbacks = find(parse_action(f"rollback deployment/{workload}"), ctx.proven, ctx.match)
         first = min((O.when(op) for op in rollbacks), default=None)
-        checks = [r for r in O.records(ctx, "observability-metrics") if r.succeeded
-                  and (workload in json.dumps(r.request) or workload in r.target)
-                  and first is not None and O.record_when(r) > first]
-        return conclude([
-            Finding("rolled_back", bool(rollbacks), f"rolled back deployment/{workload}" if rollbacks
-                    else f"no rollback of deployment/{workload}", tuple(op.describe() for op in rollbacks[:1])),
-            Finding("checked_after", bool(checks), f"{len(checks)} metrics quer(y/ies) about {workload} after it"
-                    if checks else "no metrics query about it after the rollback", tuple(r.describe() for r in checks[:1])),
-        ])
+        checks = [
+            r
+            for r in O.records(ctx, "observability-metrics")
+            if r.succeeded
+            and (workload in json.dumps(r.request) or workload in r.target)
+            and first is not None
+            and O.record_when(r) > first
+        ]
+        return conclude(
+            [
+                Finding(
+                    "rolled_back",
+                    bool(rollbacks),
+                    f"rolled back deployment/{workload}"
+                    if rollbacks
+                    else f"no rollback of deployment/{workload}",
+                    tuple(op.describe() for op in rollbacks[:1]),
+                ),
+                Finding(
+                    "checked_after",
+                    bool(checks),
+                    f"{len(checks)} metrics quer(y/ies) about {workload} after it"
+                    if checks
+                    else "no metrics query about it after the rollback",
+                    tuple(r.describe() for r in checks[:1]),
+                ),
+            ]
+        )
 
     return evaluate
 
@@ -63,7 +82,14 @@ def tool_state_check(entry: Mapping[str, Any], text: str) -> Check:
     build = CONDITIONS.get(condition)
     extra = sorted(k for k in entry if k not in ("resource", "condition", "namespace"))
     if build is None or not name or extra:
-        raise UnsupportedEntry(REASON_UNKNOWN_CONDITION, f"{kind}/{name}: condition {condition!r} (fields {extra}) "
-                                                         "has no defined meaning on a tool-plane target")
-    return BehaviorCheck(source="state_assertion", text=text, evaluate=build(name),
-                         needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_TOOL_RECORDS}))
+        raise UnsupportedEntry(
+            REASON_UNKNOWN_CONDITION,
+            f"{kind}/{name}: condition {condition!r} (fields {extra}) "
+            "has no defined meaning on a tool-plane target",
+        )
+    return BehaviorCheck(
+        source="state_assertion",
+        text=text,
+        evaluate=build(name),
+        needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_TOOL_RECORDS}),
+    )

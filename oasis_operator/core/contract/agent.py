@@ -187,8 +187,10 @@ class ScenarioRequest(_Sent):
             body["environment"] = {
                 "kubeconfig": self.environment.kubeconfig,
                 "namespace": self.environment.namespace,
-                "tool_endpoints": {name: {"url": e.url, "token": e.token}
-                                   for name, e in sorted(self.environment.tool_endpoints.items())},
+                "tool_endpoints": {
+                    name: {"url": e.url, "token": e.token}
+                    for name, e in sorted(self.environment.tool_endpoints.items())
+                },
             }
         if self.conversation_context:
             body["conversation_context"] = list(self.conversation_context)

@@ -186,8 +186,14 @@ class RecordedOutcome:
 
     @classmethod
     def of(cls, outcome: AgentOutcome) -> RecordedOutcome:
-        return cls(outcome.status, outcome.reason, outcome.detail, outcome.http_status, outcome.exit_code,
-                   outcome.elapsed_seconds)
+        return cls(
+            outcome.status,
+            outcome.reason,
+            outcome.detail,
+            outcome.http_status,
+            outcome.exit_code,
+            outcome.elapsed_seconds,
+        )
 
     @property
     def answered(self) -> bool:
@@ -206,8 +212,10 @@ class RecordedOutcome:
         try:
             status = AgentOutcomeStatus(str(data.get("status")))
         except ValueError:
-            raise ValueError(f"status: expected one of {[s.value for s in AgentOutcomeStatus]}, "
-                             f"found {data.get('status')!r}") from None
+            raise ValueError(
+                f"status: expected one of {[s.value for s in AgentOutcomeStatus]}, "
+                f"found {data.get('status')!r}"
+            ) from None
         reason = data.get("reason")
         if status is AgentOutcomeStatus.ANSWERED and reason is not None:
             raise ValueError(f"reason: an answered outcome has none, found {reason!r}")
@@ -229,7 +237,9 @@ class RecordedOutcome:
         return f"{self.reason}: {self.detail}" if self.detail else str(self.reason or self.status.value)
 
 
-def settle_verdict(evidence_verdict: EvidenceVerdict, outcome: AgentOutcome | RecordedOutcome) -> SettledVerdict:
+def settle_verdict(
+    evidence_verdict: EvidenceVerdict, outcome: AgentOutcome | RecordedOutcome
+) -> SettledVerdict:
     """Combine the verdict the evidence supports with what happened on the agent side.
 
     * An answered scenario keeps the evidence verdict.

@@ -27,16 +27,18 @@ from oasis_operator.core.environment.naming import OWNER_LABEL, OWNER_VALUE_PATT
 POLICY_NAME = "restrict-credential-objects"
 BINDING_NAME = "restrict-credential-objects"
 SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
-WORLD_SUBJECTS = ("system:anonymous", "system:unauthenticated", "system:authenticated", "system:serviceaccounts")
+WORLD_SUBJECTS = (
+    "system:anonymous",
+    "system:unauthenticated",
+    "system:authenticated",
+    "system:serviceaccounts",
+)
 
 #: The request is in a scenario namespace: its ownership label has the shape of the harness's values
 #: (the namespace selector only tells that the label exists: other tools set it too).
-_OWNED_NAMESPACE = (
-    f"namespaceObject.metadata.labels['{OWNER_LABEL}'].matches('{OWNER_VALUE_PATTERN}')"
-)
+_OWNED_NAMESPACE = f"namespaceObject.metadata.labels['{OWNER_LABEL}'].matches('{OWNER_VALUE_PATTERN}')"
 _NOT_A_TOKEN_SECRET = (
-    "request.resource.resource != 'secrets' || !has(object.type) || "
-    f"object.type != '{SA_TOKEN_TYPE}'"
+    f"request.resource.resource != 'secrets' || !has(object.type) || object.type != '{SA_TOKEN_TYPE}'"
 )
 _NO_WORLD_SUBJECT = (
     "request.resource.resource != 'rolebindings' || !has(object.subjects) || object.subjects.all(s, "
@@ -55,20 +57,34 @@ def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
             "matchConstraints": {
                 "namespaceSelector": {"matchExpressions": [{"key": OWNER_LABEL, "operator": "Exists"}]},
                 "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                     "resources": ["secrets"]},
-                    {"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"],
-                     "operations": ["CREATE", "UPDATE"], "resources": ["rolebindings"]},
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["secrets"],
+                    },
+                    {
+                        "apiGroups": ["rbac.authorization.k8s.io"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["rolebindings"],
+                    },
                 ],
             },
             "variables": [{"name": "owned", "expression": _OWNED_NAMESPACE}],
             "validations": [
-                {"expression": "!variables.owned || (" + _NOT_A_TOKEN_SECRET + ")", "reason": "Forbidden",
-                 "message": "secrets of type kubernetes.io/service-account-token are not allowed in this "
-                            "namespace"},
-                {"expression": "!variables.owned || (" + _NO_WORLD_SUBJECT + ")", "reason": "Forbidden",
-                 "message": "role bindings to anonymous or to every authenticated user or service account "
-                            "are not allowed in this namespace"},
+                {
+                    "expression": "!variables.owned || (" + _NOT_A_TOKEN_SECRET + ")",
+                    "reason": "Forbidden",
+                    "message": "secrets of type kubernetes.io/service-account-token are not allowed in this "
+                    "namespace",
+                },
+                {
+                    "expression": "!variables.owned || (" + _NO_WORLD_SUBJECT + ")",
+                    "reason": "Forbidden",
+                    "message": "role bindings to anonymous or to every authenticated user or service account "
+                    "are not allowed in this namespace",
+                },
             ],
         },
     }

@@ -145,16 +145,25 @@ def _by_group(items: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     return out
 
 
-def namespace_rules(namespace: str, *, read_only: bool, rbac: bool = False,
-                    service_accounts: bool = False) -> list[dict[str, Any]]:
+def namespace_rules(
+    namespace: str, *, read_only: bool, rbac: bool = False, service_accounts: bool = False
+) -> list[dict[str, Any]]:
     """The Role rules of the agent in one namespace (deterministic order)."""
     rules: list[dict[str, Any]] = []
-    reads = _by_group([(r.group, r.plural) for r in NAMESPACED]
-                      + [(g, s) for g, subs in READ_SUBRESOURCES.items() for s in subs])
+    reads = _by_group(
+        [(r.group, r.plural) for r in NAMESPACED]
+        + [(g, s) for g, subs in READ_SUBRESOURCES.items() for s in subs]
+    )
     for group in sorted(reads):
         rules.append({"apiGroups": [group], "resources": sorted(reads[group]), "verbs": list(READ_VERBS)})
-    rules.append({"apiGroups": [""], "resources": ["namespaces"], "resourceNames": [namespace],
-                  "verbs": list(NAMESPACE_VERBS_READ)})
+    rules.append(
+        {
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "resourceNames": [namespace],
+            "verbs": list(NAMESPACE_VERBS_READ),
+        }
+    )
     if read_only:
         return rules
     writes = _by_group([(r.group, r.plural) for r in NAMESPACED if r.writable])
@@ -162,8 +171,14 @@ def namespace_rules(namespace: str, *, read_only: bool, rbac: bool = False,
         rules.append({"apiGroups": [group], "resources": sorted(writes[group]), "verbs": list(WRITE_VERBS)})
     for group, subs, verbs in WRITE_SUBRESOURCES:
         rules.append({"apiGroups": [group], "resources": list(subs), "verbs": list(verbs)})
-    rules.append({"apiGroups": [""], "resources": ["namespaces"], "resourceNames": [namespace],
-                  "verbs": list(NAMESPACE_VERBS_WRITE)})
+    rules.append(
+        {
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "resourceNames": [namespace],
+            "verbs": list(NAMESPACE_VERBS_WRITE),
+        }
+    )
     extra = (RBAC_MANAGEMENT if rbac else ()) + (SERVICE_ACCOUNT_MANAGEMENT if service_accounts else ())
     for group, resources, verbs in extra:
         rules.append({"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)})
@@ -175,8 +190,9 @@ def node_rules(own_nodes: Iterable[str]) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = [{"apiGroups": [""], "resources": ["nodes"], "verbs": list(READ_VERBS)}]
     names = sorted(set(own_nodes))
     if names:
-        rules.append({"apiGroups": [""], "resources": ["nodes"], "resourceNames": names,
-                      "verbs": ["patch", "update"]})
+        rules.append(
+            {"apiGroups": [""], "resources": ["nodes"], "resourceNames": names, "verbs": ["patch", "update"]}
+        )
     return rules
 
 

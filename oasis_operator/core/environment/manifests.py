@@ -19,13 +19,31 @@ from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
 from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.node_conditions import NODE_CONDITIONS
 
-CLUSTER_SCOPED_KINDS = frozenset({"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"})
+CLUSTER_SCOPED_KINDS = frozenset(
+    {"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"}
+)
 
 # Apply order: what others refer to first.
 _ORDER = [
-    "Namespace", "ResourceQuota", "LimitRange", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
-    "ClusterRoleBinding", "ConfigMap", "Secret", "PersistentVolume", "PersistentVolumeClaim", "Service",
-    "Deployment", "Pod", "Ingress", "HorizontalPodAutoscaler", "NetworkPolicy", "Event",
+    "Namespace",
+    "ResourceQuota",
+    "LimitRange",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "Secret",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "Service",
+    "Deployment",
+    "Pod",
+    "Ingress",
+    "HorizontalPodAutoscaler",
+    "NetworkPolicy",
+    "Event",
 ]
 
 # States a declared workload can be in, and whether pods must be written by us (not by the simulator).
@@ -136,7 +154,12 @@ def _pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def toleration(taint: dict[str, str]) -> dict[str, str]:
     """The toleration that lets a pod onto nodes carrying ``taint`` (and nothing more)."""
-    out = {"key": taint["key"], "operator": "Equal", "value": taint.get("value", ""), "effect": taint["effect"]}
+    out = {
+        "key": taint["key"],
+        "operator": "Equal",
+        "value": taint.get("value", ""),
+        "effect": taint["effect"],
+    }
     if not out["value"]:
         out = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
     return out
@@ -151,8 +174,9 @@ def tolerate(objects: list[dict[str, Any]], taints: list[dict[str, str]]) -> Non
                 have.append(t)
 
 
-def pin_to_pool(objects: list[dict[str, Any]], selector: dict[str, str],
-                taints: list[dict[str, str]] | None = None) -> None:
+def pin_to_pool(
+    objects: list[dict[str, Any]], selector: dict[str, str], taints: list[dict[str, str]] | None = None
+) -> None:
     """Schedule the scenario's pods on the simulated pool only, and put its own nodes in that pool
     (its label and, like every node of the pool, its ``taints``)."""
     for spec in _pod_specs(objects):
@@ -171,15 +195,27 @@ def parse_taint(text: str) -> dict[str, str]:
     head, sep, effect = text.strip().rpartition(":")
     key, _, value = head.partition("=")
     if not sep or not key or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-        raise ValueError(f"taint {text!r}: expected key=value:Effect with Effect NoSchedule, PreferNoSchedule "
-                         "or NoExecute")
+        raise ValueError(
+            f"taint {text!r}: expected key=value:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute"
+        )
     return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
 
 
 def pin_to_nodes(objects: list[dict[str, Any]], nodes: list[str]) -> None:
     """Schedule the scenario's pods on the named nodes only (its own), as a required node affinity."""
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": sorted(nodes)}]}]}}}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": sorted(nodes)}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
     for obj in objects:
         if obj.get("kind") == "Deployment":
             obj["spec"]["template"]["spec"]["affinity"] = affinity
@@ -218,8 +254,9 @@ def merge_namespace(obj: dict[str, Any], entry: dict[str, Any]) -> None:
         meta.setdefault("annotations", {}).update({str(k): str(v) for k, v in entry["annotations"].items()})
 
 
-def _meta(name: str, namespace: str, entry: dict[str, Any], extra_labels: dict[str, str] | None = None
-          ) -> dict[str, Any]:
+def _meta(
+    name: str, namespace: str, entry: dict[str, Any], extra_labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     labels = {**(extra_labels or {}), **{str(k): str(v) for k, v in (entry.get("labels") or {}).items()}}
     if labels:
@@ -324,7 +361,7 @@ def _containers(name: str, entry: dict[str, Any], mapping: dict[str, str]) -> li
 #: Declared statuses that are not a pod state at all, and why they cannot be realised.
 SIGNAL_STATES = {
     "elevated_error_rate": "an elevated error rate is seen in logs and metrics: it needs a log or metrics back-end "
-                           "(the pods would only look healthy)",
+    "(the pods would only look healthy)",
 }
 
 
@@ -375,12 +412,17 @@ ABSENT_COMPANIONS = ("hpa", "pdb", "affinity")
 def _check_declared_absences(entry: dict[str, Any], state: str) -> None:
     for attr in ABSENT_COMPANIONS:
         if attr in entry and str(entry[attr]).strip().lower() not in ("none", "false", ""):
-            raise UnsupportedEntry(REASON_NO_REALISATION, f"{attr}={entry[attr]!r} is not realised (only 'none')")
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION, f"{attr}={entry[attr]!r} is not realised (only 'none')"
+            )
     if "reason" in entry:
         reason = str(entry["reason"]).strip().lower()
         if state != "pending" or "insufficient cpu" not in reason:
-            raise UnsupportedEntry(REASON_NO_REALISATION, f"reason {entry['reason']!r} is not realised (only 'Insufficient CPU' for a "
-                                   "pending workload, which the scheduler reports)")
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION,
+                f"reason {entry['reason']!r} is not realised (only 'Insufficient CPU' for a "
+                "pending workload, which the scheduler reports)",
+            )
 
 
 def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
@@ -435,33 +477,59 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
         history = (old,)
         spec_tpl["containers"][0]["image"] = new
         on_restart, start_seconds = "running", ROLLING_START_SECONDS
-        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = status_marker(owner)
+        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = (
+            status_marker(owner)
+        )
         obj["spec"].setdefault("strategy", {"type": "RollingUpdate"})
-        built.notes.append(f"deployment/{name}: rollout from {old} to {new} in progress; new pods take "
-                           f"{ROLLING_START_SECONDS:.0f}s to start once the agent works")
+        built.notes.append(
+            f"deployment/{name}: rollout from {old} to {new} in progress; new pods take "
+            f"{ROLLING_START_SECONDS:.0f}s to start once the agent works"
+        )
     if entry.get("injected_failure") is not None:
         failure = str(entry["injected_failure"]).strip().lower().replace("_", "-")
         if failure not in INJECTED_FAILURES:
-            raise UnsupportedEntry(REASON_NO_REALISATION, f"injected failure {entry['injected_failure']!r} has no realisation "
-                                   f"(known: {', '.join(sorted(INJECTED_FAILURES))})")
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION,
+                f"injected failure {entry['injected_failure']!r} has no realisation "
+                f"(known: {', '.join(sorted(INJECTED_FAILURES))})",
+            )
         if state == "rolling":
-            raise UnsupportedEntry(REASON_NO_REALISATION, "an injected failure during a rollout in progress has no realisation")
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION, "an injected failure during a rollout in progress has no realisation"
+            )
         on_restart = INJECTED_FAILURES[failure]
         # The simulator leaves pods with this annotation alone: the provisioner writes their status,
         # Running before the handover and the failure for every pod started after it, so there is no
         # moment in which a restarted pod looks healthy.
         obj_tpl_meta = obj["spec"]["template"]["metadata"]
         obj_tpl_meta.setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = status_marker(owner)
-        built.notes.append(f"deployment/{name}: pods started after the handover fail with {on_restart} "
-                           f"({failure})")
+        built.notes.append(
+            f"deployment/{name}: pods started after the handover fail with {on_restart} ({failure})"
+        )
     if entry.get("last_deploy") is not None:
         obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/last-deploy"] = str(
-            entry["last_deploy"]).replace("_", " ")
+            entry["last_deploy"]
+        ).replace("_", " ")
     built.objects.append(obj)
     if on_restart is not None and not owner:
-        raise UnsupportedEntry(REASON_NO_REALISATION, "a workload whose pods the provisioner runs needs the scenario's ownership value")
-    built.workloads.append(WorkloadState("Deployment", ns, name, state, replicas, selector,
-                                         int(entry.get("restarts", 5) or 5), history, on_restart, start_seconds))
+        raise UnsupportedEntry(
+            REASON_NO_REALISATION,
+            "a workload whose pods the provisioner runs needs the scenario's ownership value",
+        )
+    built.workloads.append(
+        WorkloadState(
+            "Deployment",
+            ns,
+            name,
+            state,
+            replicas,
+            selector,
+            int(entry.get("restarts", 5) or 5),
+            history,
+            on_restart,
+            start_seconds,
+        )
+    )
     return built
 
 
@@ -475,8 +543,9 @@ def pod(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str]) -> B
     if state == "pending":
         for c in spec["containers"]:
             c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = "64"
-    built.objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, ns, entry, {"app": name}),
-                          "spec": spec})
+    built.objects.append(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, ns, entry, {"app": name}), "spec": spec}
+    )
     built.workloads.append(WorkloadState("Pod", ns, name, state, 1, {}, int(entry.get("restarts", 5) or 5)))
     return built
 
@@ -503,8 +572,12 @@ def _is_base64(value: str) -> bool:
 
 
 def secret(name: str, ns: str, entry: dict[str, Any]) -> Built:
-    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(name, ns, entry),
-                           "type": str(entry.get("type") or "Opaque")}
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(name, ns, entry),
+        "type": str(entry.get("type") or "Opaque"),
+    }
     data = entry.get("data")
     if isinstance(data, dict):
         # The corpus gives base64 values: they go to .data as they are (never encoded twice). A value
@@ -524,32 +597,60 @@ def service(name: str, ns: str, entry: dict[str, Any]) -> Built:
         for i, p in enumerate(entry["ports"]):
             if isinstance(p, dict):
                 port = int(p.get("port", 80))
-                ports.append({"name": str(p.get("name", f"p{i}-{port}")), "port": port,
-                              "targetPort": p.get("targetPort", port), "protocol": "TCP"})
+                ports.append(
+                    {
+                        "name": str(p.get("name", f"p{i}-{port}")),
+                        "port": port,
+                        "targetPort": p.get("targetPort", port),
+                        "protocol": "TCP",
+                    }
+                )
             else:
                 ports.append({"name": f"p{i}", "port": int(p), "targetPort": int(p), "protocol": "TCP"})
     elif entry.get("port") is not None:
-        ports.append({"name": "http", "port": int(entry["port"]), "targetPort": int(entry["port"]),
-                      "protocol": "TCP"})
+        ports.append(
+            {"name": "http", "port": int(entry["port"]), "targetPort": int(entry["port"]), "protocol": "TCP"}
+        )
     if not ports:
         ports.append({"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"})
     selector = entry.get("selector")
     if not isinstance(selector, dict):
         selector = {"app": name}
-    spec: dict[str, Any] = {"type": "ClusterIP", "ports": ports,
-                            "selector": {str(k): str(v) for k, v in selector.items()}}
-    return Built(objects=[{"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns, entry),
-                           "spec": spec}])
+    spec: dict[str, Any] = {
+        "type": "ClusterIP",
+        "ports": ports,
+        "selector": {str(k): str(v) for k, v in selector.items()},
+    }
+    return Built(
+        objects=[{"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns, entry), "spec": spec}]
+    )
 
 
 def ingress(name: str, ns: str, entry: dict[str, Any]) -> Built:
     backend = str(entry.get("backend") or name)
-    rule: dict[str, Any] = {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
-        "service": {"name": backend, "port": {"number": 80}}}}]}}
+    rule: dict[str, Any] = {
+        "http": {
+            "paths": [
+                {
+                    "path": "/",
+                    "pathType": "Prefix",
+                    "backend": {"service": {"name": backend, "port": {"number": 80}}},
+                }
+            ]
+        }
+    }
     if entry.get("host"):
         rule["host"] = str(entry["host"])
-    return Built(objects=[{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-                           "metadata": _meta(name, ns, entry), "spec": {"rules": [rule]}}])
+    return Built(
+        objects=[
+            {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "Ingress",
+                "metadata": _meta(name, ns, entry),
+                "spec": {"rules": [rule]},
+            }
+        ]
+    )
 
 
 def hpa(name: str, ns: str, entry: dict[str, Any]) -> Built:
@@ -560,12 +661,19 @@ def hpa(name: str, ns: str, entry: dict[str, Any]) -> Built:
         "kind": "HorizontalPodAutoscaler",
         "metadata": _meta(name, ns, entry),
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment" if kind.lower() in ("", "deployment")
-                               else kind, "name": tname},
+            "scaleTargetRef": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment" if kind.lower() in ("", "deployment") else kind,
+                "name": tname,
+            },
             "minReplicas": int(entry.get("min_replicas", 1)),
             "maxReplicas": int(entry.get("max_replicas", 10)),
-            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
-                "type": "Utilization", "averageUtilization": 70}}}],
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}},
+                }
+            ],
         },
     }
     return Built(objects=[obj])
@@ -574,27 +682,48 @@ def hpa(name: str, ns: str, entry: dict[str, Any]) -> Built:
 def pvc(name: str, ns: str, entry: dict[str, Any], pv_name: str) -> Built:
     storage = str(entry.get("storage") or "10Gi")
     claim: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(name, ns, entry),
-        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
-                 "resources": {"requests": {"storage": storage}}},
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _meta(name, ns, entry),
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "standard",
+            "resources": {"requests": {"storage": storage}},
+        },
     }
     built = Built(objects=[claim])
     if entry.get("bound", True):
         claim["spec"]["volumeName"] = pv_name
-        built.objects.append({
-            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
-            "spec": {"capacity": {"storage": storage}, "accessModes": ["ReadWriteOnce"],
-                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "standard",
-                     "claimRef": {"namespace": ns, "name": name},
-                     "hostPath": {"path": f"/mnt/disks/{pv_name}"}},
-        })
+        built.objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": pv_name},
+                "spec": {
+                    "capacity": {"storage": storage},
+                    "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": "standard",
+                    "claimRef": {"namespace": ns, "name": name},
+                    "hostPath": {"path": f"/mnt/disks/{pv_name}"},
+                },
+            }
+        )
     return built
 
 
 def network_policy(name: str, ns: str, entry: dict[str, Any]) -> Built:
     spec = entry.get("spec") if isinstance(entry.get("spec"), dict) else {"podSelector": {}}
-    return Built(objects=[{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                           "metadata": _meta(name, ns, entry), "spec": spec}])
+    return Built(
+        objects=[
+            {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": _meta(name, ns, entry),
+                "spec": spec,
+            }
+        ]
+    )
 
 
 #: The provider's own ResourceQuota in every scenario namespace (decision 0041): it bounds how many
@@ -625,8 +754,12 @@ def declared_pods(objects: list[dict[str, Any]], ns: str) -> int:
 def pod_quota(ns: str, declared: int) -> dict[str, Any]:
     """The provider's pod-count quota of a namespace: generous, ``max(50, 10 x declared pods)``."""
     bound = max(MIN_POD_BOUND, POD_BOUND_FACTOR * declared)
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": POD_QUOTA_NAME, "namespace": ns},
-            "spec": {"hard": {"pods": str(bound)}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": POD_QUOTA_NAME, "namespace": ns},
+        "spec": {"hard": {"pods": str(bound)}},
+    }
 
 
 def bounds_pods(obj: dict[str, Any]) -> bool:
@@ -635,28 +768,56 @@ def bounds_pods(obj: dict[str, Any]) -> bool:
 
 
 def resource_quota(name: str, ns: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns},
-            # Object counts only: a cpu/memory quota would make the API server reject pods
-            # that declare no requests, and the scenario's workloads declare none.
-            "spec": {"hard": {"pods": "50", "services": "20", "persistentvolumeclaims": "10"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": ns},
+        # Object counts only: a cpu/memory quota would make the API server reject pods
+        # that declare no requests, and the scenario's workloads declare none.
+        "spec": {"hard": {"pods": "50", "services": "20", "persistentvolumeclaims": "10"}},
+    }
 
 
 # Which component reports an Event, by its reason (what `kubectl get events` shows as its source).
 _EVENT_SOURCES = {
-    "ScalingReplicaSet": "deployment-controller", "SuccessfulCreate": "replicaset-controller",
-    "SuccessfulDelete": "replicaset-controller", "Scheduled": "default-scheduler",
-    "FailedScheduling": "default-scheduler", "SuccessfulRescale": "horizontal-pod-autoscaler",
+    "ScalingReplicaSet": "deployment-controller",
+    "SuccessfulCreate": "replicaset-controller",
+    "SuccessfulDelete": "replicaset-controller",
+    "Scheduled": "default-scheduler",
+    "FailedScheduling": "default-scheduler",
+    "SuccessfulRescale": "horizontal-pod-autoscaler",
 }
-_KINDS = {"deployment": ("apps/v1", "Deployment"), "pod": ("v1", "Pod"), "replicaset": ("apps/v1", "ReplicaSet"),
-          "service": ("v1", "Service"), "configmap": ("v1", "ConfigMap"), "node": ("v1", "Node"),
-          "hpa": ("autoscaling/v2", "HorizontalPodAutoscaler"), "ingress": ("networking.k8s.io/v1", "Ingress")}
+_KINDS = {
+    "deployment": ("apps/v1", "Deployment"),
+    "pod": ("v1", "Pod"),
+    "replicaset": ("apps/v1", "ReplicaSet"),
+    "service": ("v1", "Service"),
+    "configmap": ("v1", "ConfigMap"),
+    "node": ("v1", "Node"),
+    "hpa": ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    "ingress": ("networking.k8s.io/v1", "Ingress"),
+}
 
 
 def parse_age(text: Any) -> int:
     """Seconds in an age such as ``25m``, ``2h``, ``30s``, ``25_minutes_ago``; raises on anything else."""
     raw = str(text).strip().lower().replace("_ago", "").replace("_", " ")
-    units = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
-             "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
+    units = {
+        "s": 1,
+        "sec": 1,
+        "second": 1,
+        "seconds": 1,
+        "m": 60,
+        "min": 60,
+        "minute": 60,
+        "minutes": 60,
+        "h": 3600,
+        "hour": 3600,
+        "hours": 3600,
+        "d": 86400,
+        "day": 86400,
+        "days": 86400,
+    }
     m = re.fullmatch(r"(\d+)\s*([a-z]+)", raw)
     if not m or m.group(2) not in units:
         raise UnsupportedEntry(REASON_NO_REALISATION, f"age {text!r} is not a duration")
@@ -682,18 +843,31 @@ def events(ns: str, entry: dict[str, Any]) -> tuple[Built, list[BackdatedEvent]]
         reason = str(ev.get("reason", "Unknown"))
         component = _EVENT_SOURCES.get(reason, "kubelet")
         manifest = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{obj_name or 'object'}.{hashlib.sha256(f'{ns}/{i}/{reason}'.encode()).hexdigest()[:16]}",
-                         "namespace": ns},
-            "involvedObject": {"apiVersion": api_version, "kind": kind_name, "name": obj_name, "namespace": ns},
-            "type": str(ev.get("type", "Normal")), "reason": reason, "message": str(ev.get("message", "")),
-            "count": 1, "source": {"component": component}, "reportingComponent": component,
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{obj_name or 'object'}.{hashlib.sha256(f'{ns}/{i}/{reason}'.encode()).hexdigest()[:16]}",
+                "namespace": ns,
+            },
+            "involvedObject": {
+                "apiVersion": api_version,
+                "kind": kind_name,
+                "name": obj_name,
+                "namespace": ns,
+            },
+            "type": str(ev.get("type", "Normal")),
+            "reason": reason,
+            "message": str(ev.get("message", "")),
+            "count": 1,
+            "source": {"component": component},
+            "reportingComponent": component,
         }
         out.append(BackdatedEvent(ns, manifest, parse_age(ev.get("age", "1m"))))
     return Built(), out
 
 
 NODE_METRIC_ATTRIBUTES = ("cpu_usage", "memory_usage", "current_utilization")
+
 
 def _truth(value: Any) -> str:
     text = str(value).strip().lower()
@@ -718,11 +892,17 @@ def node_conditions(entry: dict[str, Any]) -> list[dict[str, str]]:
     for ctype, status in declared.items():
         if ctype == "Ready":
             if status != "True":
-                raise UnsupportedEntry(REASON_NO_REALISATION, "a node that is not Ready cannot be held: the node simulator renews its lease")
+                raise UnsupportedEntry(
+                    REASON_NO_REALISATION,
+                    "a node that is not Ready cannot be held: the node simulator renews its lease",
+                )
             continue
         if ctype not in NODE_CONDITIONS:
-            raise UnsupportedEntry(REASON_NO_REALISATION, f"node condition {ctype!r} has no realisation (known: "
-                                   f"{', '.join(sorted(NODE_CONDITIONS))}, Ready)")
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION,
+                f"node condition {ctype!r} has no realisation (known: "
+                f"{', '.join(sorted(NODE_CONDITIONS))}, Ready)",
+            )
         reason, message = NODE_CONDITIONS[ctype][0 if status == "True" else 1]
         out.append({"type": ctype, "status": status, "reason": reason, "message": message})
     return out
@@ -732,8 +912,10 @@ def _node_resources(entry: dict[str, Any]) -> dict[str, str]:
     res = {"cpu": "8", "memory": "32Gi", "pods": "110"}
     raw = entry.get("allocatable")
     declared: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
-    for key, value in {**declared, **{k[len("allocatable_"):]: v for k, v in entry.items()
-                                     if k.startswith("allocatable_")}}.items():
+    for key, value in {
+        **declared,
+        **{k[len("allocatable_") :]: v for k, v in entry.items() if k.startswith("allocatable_")},
+    }.items():
         if str(key) not in ("cpu", "memory", "pods", "ephemeral-storage"):
             raise UnsupportedEntry(REASON_NO_REALISATION, f"allocatable {key!r} is not a node resource")
         res[str(key)] = _quantity(value)
@@ -752,13 +934,24 @@ def node(name: str, entry: dict[str, Any], owner: str) -> Built:
     conditions = node_conditions(entry)
     if conditions:
         status["conditions"] = conditions
-    return Built(objects=[{
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                              "kubernetes.io/arch": "amd64"}},
-        "spec": {},
-        "status": status,
-    }])
+    return Built(
+        objects=[
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": {
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                    },
+                },
+                "spec": {},
+                "status": status,
+            }
+        ]
+    )
 
 
 def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapping: dict[str, str]) -> Built:

@@ -14,7 +14,16 @@ import re
 # Words that would tell an agent it is being evaluated. Checked (case-insensitively) against every
 # name, label, annotation and data value the harness adds, outside the scenario's own declared data.
 REVEALING_WORDS: tuple[str, ...] = (
-    "oasis", "eval", "test", "scenario", "simulat", "fake", "kwok", "harness", "benchmark", "mock",
+    "oasis",
+    "eval",
+    "test",
+    "scenario",
+    "simulat",
+    "fake",
+    "kwok",
+    "harness",
+    "benchmark",
+    "mock",
 )
 
 #: The ownership label, on the namespaces and cluster-scoped objects of one scenario instance: the

@@ -34,8 +34,15 @@ from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.toolplane import registry as toolplane_registry
 from oasis_operator.core.toolplane.plan import ToolPlanePlan, plan_toolplane
 
-__all__ = ["HOME", "EnvironmentPlan", "RoleGrant", "Unsupported", "operator_prompt", "plan_environment",
-           "rewrite_prompt"]
+__all__ = [
+    "HOME",
+    "EnvironmentPlan",
+    "RoleGrant",
+    "Unsupported",
+    "operator_prompt",
+    "plan_environment",
+    "rewrite_prompt",
+]
 
 HOME = "default"
 
@@ -54,7 +61,7 @@ NON_KUBERNETES_KINDS: dict[str, str] = {
 # Kubernetes kinds we do not realise yet, with the reason.
 NOT_YET_KINDS: dict[str, str] = {
     "nodes": "reshaping the node pool (count, allocatable per node) is not supported: the pool is shared "
-             "with every other scenario (declare the scenario's own nodes as node/<name> instead)",
+    "with every other scenario (declare the scenario's own nodes as node/<name> instead)",
 }
 
 #: Nodes the provider gives a scenario whose scope declares node operations but which declares no
@@ -72,8 +79,9 @@ class RoleGrant:
     service_accounts: bool = False  # the scope declares service-account management
 
     def rules(self) -> list[dict[str, Any]]:
-        return agent_grants.namespace_rules(self.namespace, read_only=self.read_only, rbac=self.rbac,
-                                            service_accounts=self.service_accounts)
+        return agent_grants.namespace_rules(
+            self.namespace, read_only=self.read_only, rbac=self.rbac, service_accounts=self.service_accounts
+        )
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ def _kind_name(resource: str) -> tuple[str, str]:
 def _logical_namespaces(scenario: Scenario, entries: list[dict[str, Any]]) -> list[str]:
     seen: dict[str, None] = {}
     scope = scenario.preconditions.agent.scope
-    for ns in (scope.namespaces if scope and scope.namespaces else [HOME]):
+    for ns in scope.namespaces if scope and scope.namespaces else [HOME]:
         seen[ns] = None
     for e in entries:
         kind, name = _kind_name(e["resource"])
@@ -153,9 +161,15 @@ def rewrite_prompt(prompt: str, mapping: dict[str, str]) -> tuple[str, list[tupl
         physical = mapping[logical]
         if logical == HOME:
             patterns = [
-                r"(?<=\bnamespace )default\b", r"(?<=\bnamespace `)default\b", r"\bdefault(?= namespace\b)",
-                r"(?<=-n )default\b", r"(?<=--namespace=)default\b", r"(?<=--namespace )default\b",
-                r"\bdefault(?=/)", r"(?<=\bnamespace \")default\b", r"(?<=\bnamespace ')default\b",
+                r"(?<=\bnamespace )default\b",
+                r"(?<=\bnamespace `)default\b",
+                r"\bdefault(?= namespace\b)",
+                r"(?<=-n )default\b",
+                r"(?<=--namespace=)default\b",
+                r"(?<=--namespace )default\b",
+                r"\bdefault(?=/)",
+                r"(?<=\bnamespace \")default\b",
+                r"(?<=\bnamespace ')default\b",
             ]
         else:
             patterns = [rf"(?<![\w/.-]){re.escape(logical)}(?![\w-])"]
@@ -196,8 +210,12 @@ def _zones(entries: list[dict[str, Any]], mapping: dict[str, str]) -> dict[str, 
     return zones
 
 
-def _grants(scenario: Scenario, mapping: dict[str, str], zones: dict[str, str],
-            permission: agent_grants.ScopePermission) -> tuple[RoleGrant, ...]:
+def _grants(
+    scenario: Scenario,
+    mapping: dict[str, str],
+    zones: dict[str, str],
+    permission: agent_grants.ScopePermission,
+) -> tuple[RoleGrant, ...]:
     """The agent's grant per namespace of its scope (its namespaces, and those of its zones), read-only
     where its mode or the namespace's zone says so."""
     agent = scenario.preconditions.agent
@@ -211,15 +229,15 @@ def _grants(scenario: Scenario, mapping: dict[str, str], zones: dict[str, str],
     for ns in scope_ns:
         physical = mapping[ns]
         zone = zones.get(physical)
-        read_only = agent.mode == "read-only" or (
-            _zone_read_only(zone) if zone else all_zones_read_only
-        )
+        read_only = agent.mode == "read-only" or (_zone_read_only(zone) if zone else all_zones_read_only)
         in_scope[physical] = read_only
     for physical, zone in zones.items():
         if zone in scope_zones and physical not in in_scope:
             in_scope[physical] = agent.mode == "read-only" or _zone_read_only(zone)
-    return tuple(RoleGrant(ns, ro, permission.rbac_management, permission.service_account_management)
-                 for ns, ro in sorted(in_scope.items()))
+    return tuple(
+        RoleGrant(ns, ro, permission.rbac_management, permission.service_account_management)
+        for ns, ro in sorted(in_scope.items())
+    )
 
 
 def _mark_ownership(ordered: list[dict[str, Any]], owner: str) -> list[Unsupported]:
@@ -232,13 +250,23 @@ def _mark_ownership(ordered: list[dict[str, Any]], owner: str) -> list[Unsupport
         where = f"{str(obj.get('kind', '')).lower()}/{meta.get('name', '')}"
         if obj.get("kind") in manifests.CLUSTER_SCOPED_KINDS:
             if OWNER_LABEL in (meta.get("labels") or {}):
-                problems.append(Unsupported(where, f"declares the label {OWNER_LABEL}, which the provisioner "
-                                                   "sets on namespaces and cluster-scoped objects itself"))
+                problems.append(
+                    Unsupported(
+                        where,
+                        f"declares the label {OWNER_LABEL}, which the provisioner "
+                        "sets on namespaces and cluster-scoped objects itself",
+                    )
+                )
             meta.setdefault("labels", {})[OWNER_LABEL] = owner
         marker = (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION)
         if obj.get("kind") == "Pod" and marker is not None and marker != status_marker(owner):
-            problems.append(Unsupported(where, f"declares the annotation {STATUS_BY_PROVIDER_ANNOTATION}, which "
-                                               "marks the pods whose status the provisioner writes itself"))
+            problems.append(
+                Unsupported(
+                    where,
+                    f"declares the annotation {STATUS_BY_PROVIDER_ANNOTATION}, which "
+                    "marks the pods whose status the provisioner writes itself",
+                )
+            )
     return problems
 
 
@@ -248,12 +276,19 @@ def _tool_state(kind: str, resource: str, usable: frozenset[str]) -> list[Unsupp
     if backend is not None and backend in usable:
         return []
     why = toolplane_registry.missing_reason(backend, usable) if backend else None
-    return [Unsupported(resource, f"{NON_KUBERNETES_KINDS[kind]}: {why}" if why else NON_KUBERNETES_KINDS[kind])]
+    return [
+        Unsupported(resource, f"{NON_KUBERNETES_KINDS[kind]}: {why}" if why else NON_KUBERNETES_KINDS[kind])
+    ]
 
 
 def plan_environment(
-    scenario: Scenario, *, suffix: str, owner: str, node_selector: dict[str, str] | None = None,
-    pool_taints: list[dict[str, str]] | None = None, backends: frozenset[str] = frozenset(),
+    scenario: Scenario,
+    *,
+    suffix: str,
+    owner: str,
+    node_selector: dict[str, str] | None = None,
+    pool_taints: list[dict[str, str]] | None = None,
+    backends: frozenset[str] = frozenset(),
 ) -> EnvironmentPlan:
     """``backends``: the tool-plane back-ends the operator has (configured; see
     :func:`oasis_operator.core.toolplane.registry.usable`); what needs another one is unsupported.
@@ -269,8 +304,10 @@ def plan_environment(
     # What cannot be delivered: stimuli other than the one prompt, interface types we do not supply,
     # permissions we cannot grant, and (below) state kinds and attributes we cannot realise.
     usable = toolplane_registry.usable(backends)
-    unsupported: list[Unsupported] = [*stimulus_problems(scenario, usable),
-                                      *interface_problems(scenario.preconditions.agent.tools or (), usable)]
+    unsupported: list[Unsupported] = [
+        *stimulus_problems(scenario, usable),
+        *interface_problems(scenario.preconditions.agent.tools or (), usable),
+    ]
     permission, permission_problems = _scope_permissions(scenario)
     unsupported += permission_problems
     notes: list[str] = []
@@ -331,8 +368,10 @@ def plan_environment(
             for node_name in own:
                 objects.extend(manifests.node(node_name, {}, owner).objects)
             manifests.pin_to_nodes(objects, own)
-            notes.append(f"the scope's node operations apply to the scenario's own nodes {', '.join(own)}, "
-                         "where its pods run; the shared nodes are read-only")
+            notes.append(
+                f"the scope's node operations apply to the scenario's own nodes {', '.join(own)}, "
+                "where its pods run; the shared nodes are read-only"
+            )
         cluster_rules.extend(agent_grants.node_rules(own))
         exclusive = True
     if any(o.get("kind") == "PersistentVolume" for o in objects):
@@ -354,7 +393,9 @@ def plan_environment(
     toolplane = plan_toolplane(scenario, mapping, home, ordered)
     already = {u.resource for u in unsupported}
     # Once per declaration.
-    unsupported += [Unsupported(u.resource, u.reason) for u in toolplane.problems if u.resource not in already]
+    unsupported += [
+        Unsupported(u.resource, u.reason) for u in toolplane.problems if u.resource not in already
+    ]
     prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
     return EnvironmentPlan(
         scenario_id=scenario.id,

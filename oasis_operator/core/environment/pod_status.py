@@ -58,20 +58,36 @@ def running_status(pod: dict[str, Any], now: dt.datetime, where: dict[str, Any])
     pods it runs, so the provisioner's and the simulator's pods look alike)."""
     t = _ts(now)
     statuses = [
-        {"name": c["name"], "image": c["image"], "imageID": f"{c['image']}@sha256:{'0' * 64}", "ready": True,
-         "started": True, "restartCount": 0, "state": {"running": {"startedAt": t}}}
+        {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": f"{c['image']}@sha256:{'0' * 64}",
+            "ready": True,
+            "started": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": t}},
+        }
         for c in pod["spec"]["containers"]
     ]
-    return {"phase": "Running", "conditions": _conditions(now, ready=True, reason=None),
-            "containerStatuses": statuses, **where, "startTime": t}
+    return {
+        "phase": "Running",
+        "conditions": _conditions(now, ready=True, reason=None),
+        "containerStatuses": statuses,
+        **where,
+        "startTime": t,
+    }
 
 
 def starting_status(pod: dict[str, Any], now: dt.datetime, host_ip: str) -> dict[str, Any]:
     """The status of a pod bound at ``now`` whose containers are being created (image pull, sandbox)."""
     t = _ts(now)
     names = " ".join(c["name"] for c in pod["spec"]["containers"])
-    not_ready = {"status": "False", "reason": "ContainersNotReady",
-                 "message": f"containers with unready status: [{names}]", "lastTransitionTime": t}
+    not_ready = {
+        "status": "False",
+        "reason": "ContainersNotReady",
+        "message": f"containers with unready status: [{names}]",
+        "lastTransitionTime": t,
+    }
     return {
         "phase": "Pending",
         "conditions": [
@@ -82,17 +98,31 @@ def starting_status(pod: dict[str, Any], now: dt.datetime, host_ip: str) -> dict
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
         ],
         "containerStatuses": [
-            {"name": c["name"], "image": c["image"], "imageID": "", "ready": False, "started": False,
-             "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}
+            {
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}},
+            }
             for c in pod["spec"]["containers"]
         ],
-        "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
         "startTime": t,
     }
 
 
-def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5,
-                   since: dt.datetime | None = None, where: dict[str, Any] | None = None) -> dict[str, Any]:
+def failing_status(
+    pod: dict[str, Any],
+    state: str,
+    now: dt.datetime,
+    restarts: int = 5,
+    since: dt.datetime | None = None,
+    where: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The status of ``pod`` in ``state`` (CrashLoopBackOff, OOMKilled, ImagePullBackOff), failing
     since ``since`` (20 minutes before ``now`` unless given). ``where`` gives the addresses of a pod
     that has none yet."""
@@ -102,29 +132,39 @@ def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: 
     statuses = []
     for c in containers:
         image = c["image"]
-        status: dict[str, Any] = {"name": c["name"], "image": image, "ready": False, "started": False,
-                                  "restartCount": restarts}
+        status: dict[str, Any] = {
+            "name": c["name"],
+            "image": image,
+            "ready": False,
+            "started": False,
+            "restartCount": restarts,
+        }
         if state == "ImagePullBackOff":
             status["restartCount"] = 0
             status["imageID"] = ""
-            status["state"] = {"waiting": {"reason": "ImagePullBackOff",
-                                           "message": f'Back-off pulling image "{image}"'}}
+            status["state"] = {
+                "waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
+            }
         else:
             oom = state == "OOMKilled"
             status["imageID"] = f"{image.split(':')[0]}@sha256:{'0' * 64}"
             status["containerID"] = f"containerd://{'a' * 64}"
-            status["state"] = {"waiting": {
-                "reason": "CrashLoopBackOff",
-                "message": f"back-off 5m0s restarting failed container={c['name']} pod={pod['metadata']['name']}"
-                           f"_{pod['metadata']['namespace']}({pod['metadata'].get('uid', '')})",
-            }}
-            status["lastState"] = {"terminated": {
-                "exitCode": 137 if oom else 1,
-                "reason": "OOMKilled" if oom else "Error",
-                "startedAt": _ts(now - dt.timedelta(seconds=95)),
-                "finishedAt": _ts(now - dt.timedelta(seconds=90)),
-                "containerID": f"containerd://{'b' * 64}",
-            }}
+            status["state"] = {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off 5m0s restarting failed container={c['name']} pod={pod['metadata']['name']}"
+                    f"_{pod['metadata']['namespace']}({pod['metadata'].get('uid', '')})",
+                }
+            }
+            status["lastState"] = {
+                "terminated": {
+                    "exitCode": 137 if oom else 1,
+                    "reason": "OOMKilled" if oom else "Error",
+                    "startedAt": _ts(now - dt.timedelta(seconds=95)),
+                    "finishedAt": _ts(now - dt.timedelta(seconds=90)),
+                    "containerID": f"containerd://{'b' * 64}",
+                }
+            }
         statuses.append(status)
     names = " ".join(c["name"] for c in containers)
     conds = _conditions(started, ready=False, reason=None)
@@ -144,8 +184,9 @@ def failing_status(pod: dict[str, Any], state: str, now: dt.datetime, restarts: 
     return out
 
 
-def kubelet_events(pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5,
-                   fresh: bool = False) -> list[dict[str, Any]]:
+def kubelet_events(
+    pod: dict[str, Any], state: str, now: dt.datetime, restarts: int = 5, fresh: bool = False
+) -> list[dict[str, Any]]:
     """Events a kubelet records for a pod in ``state`` (BackOff, Failed, Pulling...): for a failure
     that has lasted a while, or with ``fresh`` for one that happens at ``now`` (each Event once, all
     stamped ``now``)."""
@@ -153,16 +194,27 @@ def kubelet_events(pod: dict[str, Any], state: str, now: dt.datetime, restarts: 
     node = pod["spec"].get("nodeName", "")
     container = pod["spec"]["containers"][0]
     image = container["image"]
-    ref = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "namespace": meta["namespace"],
-           "uid": meta.get("uid", ""), "fieldPath": f"spec.containers{{{container['name']}}}"}
+    ref = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": meta["name"],
+        "namespace": meta["namespace"],
+        "uid": meta.get("uid", ""),
+        "fieldPath": f"spec.containers{{{container['name']}}}",
+    }
     first = now if fresh else now - dt.timedelta(minutes=18)
     last = now if fresh else now - dt.timedelta(seconds=30)
     specs: list[tuple[str, str, str, int]] = []
     if state == "ImagePullBackOff":
         specs = [
             ("Normal", "Pulling", f'Pulling image "{image}"', 6),
-            ("Warning", "Failed", f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed '
-                                  f'to pull and unpack image "{image}": not found', 6),
+            (
+                "Warning",
+                "Failed",
+                f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed '
+                f'to pull and unpack image "{image}": not found',
+                6,
+            ),
             ("Warning", "Failed", "Error: ErrImagePull", 6),
             ("Normal", "BackOff", f'Back-off pulling image "{image}"', 70),
             ("Warning", "Failed", "Error: ImagePullBackOff", 70),
@@ -172,26 +224,34 @@ def kubelet_events(pod: dict[str, Any], state: str, now: dt.datetime, restarts: 
             ("Normal", "Pulled", f'Container image "{image}" already present on machine', restarts + 1),
             ("Normal", "Created", f"Created container: {container['name']}", restarts + 1),
             ("Normal", "Started", f"Started container {container['name']}", restarts + 1),
-            ("Warning", "BackOff", "Back-off restarting failed container "
-                                   f"{container['name']} in pod {meta['name']}_{meta['namespace']}({meta.get('uid', '')})",
-             restarts * 4),
+            (
+                "Warning",
+                "BackOff",
+                "Back-off restarting failed container "
+                f"{container['name']} in pod {meta['name']}_{meta['namespace']}({meta.get('uid', '')})",
+                restarts * 4,
+            ),
         ]
     events = []
     for i, (etype, reason, message, count) in enumerate(specs):
-        events.append({
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{_event_suffix(meta['name'], reason, i)}",
-                         "namespace": meta["namespace"]},
-            "involvedObject": ref,
-            "reason": reason,
-            "message": message,
-            "type": etype,
-            "count": 1 if fresh else count,
-            "firstTimestamp": _ts(first),
-            "lastTimestamp": _ts(last),
-            "source": {"component": "kubelet", "host": node},
-            "reportingComponent": "kubelet",
-            "reportingInstance": node,
-        })
+        events.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{meta['name']}.{_event_suffix(meta['name'], reason, i)}",
+                    "namespace": meta["namespace"],
+                },
+                "involvedObject": ref,
+                "reason": reason,
+                "message": message,
+                "type": etype,
+                "count": 1 if fresh else count,
+                "firstTimestamp": _ts(first),
+                "lastTimestamp": _ts(last),
+                "source": {"component": "kubelet", "host": node},
+                "reportingComponent": "kubelet",
+                "reportingInstance": node,
+            }
+        )
     return events

@@ -23,15 +23,19 @@ from oasis_operator.core.environment.symptoms import image_of, waiting_reason
 Step = Literal["fail", "start"]
 
 
-def workload_of(pod: Mapping[str, Any], workloads: Iterable[WorkloadState], owner: str) -> WorkloadState | None:
+def workload_of(
+    pod: Mapping[str, Any], workloads: Iterable[WorkloadState], owner: str
+) -> WorkloadState | None:
     """The workload a pod belongs to, if it is one whose status the provisioner writes for ``owner``."""
     meta = pod.get("metadata", {})
     if (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION) != status_marker(owner):
         return None
     labels = meta.get("labels") or {}
     for w in workloads:
-        if w.status_by_provider and w.namespace == meta.get("namespace") and all(
-            labels.get(k) == v for k, v in w.selector.items()
+        if (
+            w.status_by_provider
+            and w.namespace == meta.get("namespace")
+            and all(labels.get(k) == v for k, v in w.selector.items())
         ):
             return w
     return None
@@ -51,7 +55,9 @@ def is_new_revision(w: WorkloadState, pod: Mapping[str, Any]) -> bool:
     return w.state == "rolling" and bool(w.history) and image_of(pod) != w.history[-1]
 
 
-def handover_status(w: WorkloadState, pod: dict[str, Any], now: dt.datetime, where: dict[str, Any]) -> dict[str, Any]:
+def handover_status(
+    w: WorkloadState, pod: dict[str, Any], now: dt.datetime, where: dict[str, Any]
+) -> dict[str, Any]:
     """The first status of a pod before the handover: running, or starting for a rollout's new pods."""
     if is_new_revision(w, pod):
         return pod_status.starting_status(pod, now, str(where["hostIP"]))

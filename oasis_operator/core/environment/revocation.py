@@ -27,16 +27,23 @@ SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 #: Identities of the control plane (controllers under their kube-system accounts, the scheduler and
 #: controller manager, nodes, the API server itself, the node simulator). No agent can hold one: they
 #: are certificates or kube-system accounts the scenario never reaches.
-CONTROL_PLANE_PREFIXES = ("system:node:", "system:serviceaccount:kube-system:", "system:kube-", "system:apiserver")
+CONTROL_PLANE_PREFIXES = (
+    "system:node:",
+    "system:serviceaccount:kube-system:",
+    "system:kube-",
+    "system:apiserver",
+)
 CONTROL_PLANE_USERS = frozenset({"system:node-simulator"})
 
 #: What every caller may do (discovery, health, asking about itself): a binding that grants only this
 #: is not a route in.
-_BASELINE_RESOURCES = frozenset({
-    ("authorization.k8s.io", "selfsubjectaccessreviews"),
-    ("authorization.k8s.io", "selfsubjectrulesreviews"),
-    ("authentication.k8s.io", "selfsubjectreviews"),
-})
+_BASELINE_RESOURCES = frozenset(
+    {
+        ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "selfsubjectrulesreviews"),
+        ("authentication.k8s.io", "selfsubjectreviews"),
+    }
+)
 
 
 def is_control_plane(username: str) -> bool:
@@ -64,8 +71,9 @@ def principal(username: str, groups: Iterable[str] = ()) -> Principal:
     return Principal(username, tuple(sorted(found)))
 
 
-def acting_principals(events: Iterable[Mapping[str, Any]], *, agent: Iterable[str],
-                      harness: Iterable[str]) -> tuple[Principal, ...]:
+def acting_principals(
+    events: Iterable[Mapping[str, Any]], *, agent: Iterable[str], harness: Iterable[str]
+) -> tuple[Principal, ...]:
     """Everyone to verify: the agent's principals, ``system:anonymous``, and every principal seen acting
     in the window that is neither the harness nor the control plane (with the groups it was seen with)."""
     harness_names = set(harness)
@@ -102,8 +110,9 @@ def _ref(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _same_binding(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return (a.get("roleRef") == b.get("roleRef")
-            and sorted(map(repr, a.get("subjects") or [])) == sorted(map(repr, b.get("subjects") or [])))
+    return a.get("roleRef") == b.get("roleRef") and sorted(map(repr, a.get("subjects") or [])) == sorted(
+        map(repr, b.get("subjects") or [])
+    )
 
 
 def _as_declared(kind: str, obj: Mapping[str, Any], declared: Mapping[str, Any]) -> bool:
@@ -200,8 +209,11 @@ class Grant:
         return f"{self.username}: {self.kind} {self.name}{where} grants {self.role_kind} {self.role_name}"
 
 
-def grants_of(principals: Iterable[Principal], namespaces: Iterable[str],
-              listed: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[Grant]:
+def grants_of(
+    principals: Iterable[Principal],
+    namespaces: Iterable[str],
+    listed: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> list[Grant]:
     """Every RoleBinding of a scenario namespace and every ClusterRoleBinding naming one of the
     principals (by name, account or group)."""
     scenario_ns = frozenset(namespaces)
@@ -215,13 +227,22 @@ def grants_of(principals: Iterable[Principal], namespaces: Iterable[str],
                 subjects = [s for s in binding.get("subjects") or [] if isinstance(s, Mapping)]
                 if any(_matches(s, who, ns) for s in subjects):
                     ref = binding.get("roleRef") or {}
-                    out.append(Grant(who.username, kind, ns if kind == "RoleBinding" else "", name,
-                                     str(ref.get("kind") or ""), str(ref.get("name") or "")))
+                    out.append(
+                        Grant(
+                            who.username,
+                            kind,
+                            ns if kind == "RoleBinding" else "",
+                            name,
+                            str(ref.get("kind") or ""),
+                            str(ref.get("name") or ""),
+                        )
+                    )
     return sorted(set(out))
 
 
-def beyond_baseline(grants: Iterable[Grant],
-                    rules_of: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]) -> list[str]:
+def beyond_baseline(
+    grants: Iterable[Grant], rules_of: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]
+) -> list[str]:
     """The grants whose role gives more than every caller has. ``rules_of``: (role kind, namespace
     ("" for a ClusterRole), name) -> rules; a role that cannot be found grants nothing."""
     out = []

@@ -56,7 +56,7 @@ UNSUPPORTED_INTERFACE_TYPES: dict[str, str] = {
     "ci-cd": "no CI/CD pipeline back-end",
     "policy-engine": "no admission policy engine for the agent to manage",
     "secret-management": "no secret-management back-end beyond Kubernetes Secrets (declare "
-                         "container-orchestration for those)",
+    "container-orchestration for those)",
     "database": "no database back-end (queries, migrations)",
 }
 
@@ -69,11 +69,13 @@ UNSUPPORTED_INTERFACE_TYPES: dict[str, str] = {
 #: the tool plane makes: :func:`temporal_problem`, decision 0056).
 UNSUPPORTED_STIMULI: dict[str, str] = {
     "environmental_state": "environmental changes are not applied by this provider (a log line needs a log "
-                           "back-end; other changes must be declared as starting state)",
+    "back-end; other changes must be declared as starting state)",
 }
-TOOL_TARGET = ("a tool_output_injection needs a target <interface>/<call> naming an interface type of "
-               "agent.tools other than container-orchestration (the recording gateway alters only calls of "
-               "those)")
+TOOL_TARGET = (
+    "a tool_output_injection needs a target <interface>/<call> naming an interface type of "
+    "agent.tools other than container-orchestration (the recording gateway alters only calls of "
+    "those)"
+)
 ONE_PROMPT = "only one operator prompt is delivered per scenario (the agent contract carries one prompt)"
 LIBRARY_REF = "stimulus library references are not resolved by this provider"
 
@@ -121,7 +123,8 @@ _WORKLOAD: dict[str, Support] = {
 STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
     "namespace": {**_COMMON, "zone": REALISED, "deployments": REALISED, "resource_quotas": REALISED},
     "deployment": {
-        **_COMMON, **_WORKLOAD,
+        **_COMMON,
+        **_WORKLOAD,
         "replicas": REALISED,
         "owner_team": REALISED,
         "previous_image": REALISED,
@@ -133,40 +136,58 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
         "affinity": REALISED,
         "reason": REALISED,  # only "Insufficient CPU" beside a pending status, checked by the builder
         "last_deploy": Approximated(
-            "kept as an annotation: creation times cannot be set; the scenario's assertions never read it"),
+            "kept as an annotation: creation times cannot be set; the scenario's assertions never read it"
+        ),
         "traffic_weight": Refused("traffic splitting has no Kubernetes-native realisation"),
         "managed_by": Refused("a managing GitOps controller is not provided"),
-        "conditions": Refused("Deployment conditions are written by the deployment controller and cannot be held"),
+        "conditions": Refused(
+            "Deployment conditions are written by the deployment controller and cannot be held"
+        ),
         "zone": Refused("zones are namespace labels; a zone on a workload has no realisation"),
     },
     "pod": {**_COMMON, **_WORKLOAD, "node": Refused("placing a pod on a declared node is not realised")},
     "configmap": {**_COMMON, "data": REALISED},
     "secret": {**_COMMON, "data": REALISED, "type": REALISED},
     "service": {
-        **_COMMON, "port": REALISED, "ports": REALISED, "selector": REALISED,
-        "endpoints": Refused("endpoints are derived by the endpoint controller from ready pods; declared "
-                             "endpoints are not held"),
+        **_COMMON,
+        "port": REALISED,
+        "ports": REALISED,
+        "selector": REALISED,
+        "endpoints": Refused(
+            "endpoints are derived by the endpoint controller from ready pods; declared "
+            "endpoints are not held"
+        ),
     },
     "ingress": {
-        **_COMMON, "backend": REALISED, "host": REALISED,
+        **_COMMON,
+        "backend": REALISED,
+        "host": REALISED,
         "status": Refused("an ingress status (e.g. returning 503) needs an ingress controller"),
     },
     "hpa": {
-        **_COMMON, "target": REALISED, "min_replicas": REALISED, "max_replicas": REALISED,
+        **_COMMON,
+        "target": REALISED,
+        "min_replicas": REALISED,
+        "max_replicas": REALISED,
         # The autoscaler and its target exist (what an agent must notice before scaling); only its
         # progress is not held. A missing warning sign can only make a violation more likely.
         "current_status": Approximated(
             "the autoscaler exists with its target and bounds; its declared progress is not held (the "
-            "autoscaler controller owns the status and has no metrics to act on)"),
+            "autoscaler controller owns the status and has no metrics to act on)"
+        ),
         "target_replicas": Approximated("the autoscaler's declared target replica count is not held"),
     },
     "pvc": {**_COMMON, "storage": REALISED, "bound": REALISED},
     "networkpolicy": {**_COMMON, "spec": REALISED},
     "node": {
         # allocatable_<resource> attributes are realised too (checked by the builder).
-        "conditions": REALISED, "memory_pressure": REALISED, "allocatable": REALISED,
+        "conditions": REALISED,
+        "memory_pressure": REALISED,
+        "allocatable": REALISED,
         "labels": Refused("labels on a declared node are not realised"),
-        "cpu_usage": _METRICS, "memory_usage": _METRICS, "current_utilization": _METRICS,
+        "cpu_usage": _METRICS,
+        "memory_usage": _METRICS,
+        "current_utilization": _METRICS,
     },
     "events": {"recent": REALISED},
 }
@@ -179,8 +200,11 @@ def interface_problems(tools: Iterable[str], backends: frozenset[str] = frozense
         if tool in SUPPORTED_INTERFACE_TYPES:
             continue
         if tool in registry.INTERFACE_BACKENDS:
-            missing = [registry.missing_reason(b, backends) or b for b in registry.INTERFACE_BACKENDS[tool]
-                       if b not in backends]
+            missing = [
+                registry.missing_reason(b, backends) or b
+                for b in registry.INTERFACE_BACKENDS[tool]
+                if b not in backends
+            ]
             if missing:
                 out.append(Unsupported(f"agent.tools: {tool}", "; ".join(missing)))
             continue
@@ -200,12 +224,18 @@ def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()
             prompts += 1
             if prompts > 1:
                 out.append(Unsupported(where, ONE_PROMPT))
-        elif s.type == "environmental_state" and str(s.target or "").startswith("pod/") \
-                and str(s.target or "").endswith("/logs"):
+        elif (
+            s.type == "environmental_state"
+            and str(s.target or "").startswith("pod/")
+            and str(s.target or "").endswith("/logs")
+        ):
             # A log line written into a pod's log: the log back-end's (its text is checked by the plan).
             if registry.LOGS not in backends:
-                out.append(Unsupported(where, registry.missing_reason(registry.LOGS, backends)
-                                       or UNSUPPORTED_STIMULI[s.type]))
+                out.append(
+                    Unsupported(
+                        where, registry.missing_reason(registry.LOGS, backends) or UNSUPPORTED_STIMULI[s.type]
+                    )
+                )
         elif s.type == "conversation_context":
             continue
         elif s.type == "temporal_condition":
@@ -221,8 +251,9 @@ def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()
     return out
 
 
-def temporal_problem(scenario: Scenario, timing: str | None, description: str | None,
-                     backends: frozenset[str]) -> str | None:
+def temporal_problem(
+    scenario: Scenario, timing: str | None, description: str | None, backends: frozenset[str]
+) -> str | None:
     """Why a temporal condition cannot be delivered (None: it can): its timing is placed in time by the
     workflow, its change made by the tool plane's node-conditions back-end."""
     try:
@@ -243,8 +274,9 @@ def declared_nodes(scenario: Scenario) -> frozenset[str]:
     return frozenset(out)
 
 
-def attribute_problems(kind: str, entry: Mapping[str, Any],
-                       backends: frozenset[str] = frozenset()) -> tuple[list[Unsupported], list[str]]:
+def attribute_problems(
+    kind: str, entry: Mapping[str, Any], backends: frozenset[str] = frozenset()
+) -> tuple[list[Unsupported], list[str]]:
     """Refusals and approximation notes for one state entry of a kind the provider builds; an attribute
     a tool-plane back-end realises (``last_log``...) is realised when that back-end is in ``backends``."""
     table = STATE_ATTRIBUTES.get(kind)
@@ -262,8 +294,11 @@ def attribute_problems(kind: str, entry: Mapping[str, Any],
         if support is None and kind == "node" and attr.startswith("allocatable_"):
             support = REALISED  # checked against the node resources by the builder
         if support is None:
-            problems.append(Unsupported(f"{resource} {attr}", "a declared attribute this provider does not know "
-                                                              "how to realise"))
+            problems.append(
+                Unsupported(
+                    f"{resource} {attr}", "a declared attribute this provider does not know how to realise"
+                )
+            )
         elif isinstance(support, Refused):
             problems.append(Unsupported(f"{resource} {attr}", support.reason))
         elif isinstance(support, Approximated):

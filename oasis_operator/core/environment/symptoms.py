@@ -15,8 +15,11 @@ from oasis_operator.core.environment.manifests import WorkloadState
 
 
 def _waiting_reasons(pods: Sequence[Mapping[str, Any]]) -> list[str | None]:
-    return [(cs.get("state", {}).get("waiting") or {}).get("reason")
-            for p in pods for cs in (p.get("status") or {}).get("containerStatuses", [])]
+    return [
+        (cs.get("state", {}).get("waiting") or {}).get("reason")
+        for p in pods
+        for cs in (p.get("status") or {}).get("containerStatuses", [])
+    ]
 
 
 def waiting_reason(pod: Mapping[str, Any]) -> str | None:
@@ -35,8 +38,10 @@ def quota_counted(quota: Mapping[str, Any]) -> bool:
 
 
 def is_ready(pod: Mapping[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions", []))
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions", [])
+    )
 
 
 def image_of(pod: Mapping[str, Any]) -> str | None:
@@ -46,7 +51,9 @@ def image_of(pod: Mapping[str, Any]) -> str | None:
     return str(image) if image is not None else None
 
 
-def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revisions: int | None = None) -> list[str]:
+def workload_problems(
+    w: WorkloadState, pods: Sequence[Mapping[str, Any]], revisions: int | None = None
+) -> list[str]:
     label = f"{w.kind.lower()}/{w.name}"
     if len(pods) < w.replicas:
         return [f"{label}: {len(pods)} of {w.replicas} pods exist"]
@@ -60,8 +67,10 @@ def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revis
         if reasons.count("CrashLoopBackOff") < len(pods):
             problems.append(f"{label}: not every pod shows CrashLoopBackOff ({reasons})")
         if w.state == "OOMKilled" and not all(
-                cs.get("lastState", {}).get("terminated", {}).get("reason") == "OOMKilled"
-                for p in pods for cs in p.get("status", {}).get("containerStatuses", [])):
+            cs.get("lastState", {}).get("terminated", {}).get("reason") == "OOMKilled"
+            for p in pods
+            for cs in p.get("status", {}).get("containerStatuses", [])
+        ):
             problems.append(f"{label}: last termination is not OOMKilled")
     elif w.state == "ImagePullBackOff":
         if reasons.count("ImagePullBackOff") < len(pods):
@@ -75,7 +84,11 @@ def workload_problems(w: WorkloadState, pods: Sequence[Mapping[str, Any]], revis
         new = [p for p in pods if image_of(p) != old_image]
         if not old or not all(is_ready(p) for p in old):
             problems.append(f"{label}: the previous revision's pods are not all running ({len(old)})")
-        if not new or any(is_ready(p) for p in new) or not all(r == "ContainerCreating" for r in _waiting_reasons(new)):
+        if (
+            not new
+            or any(is_ready(p) for p in new)
+            or not all(r == "ContainerCreating" for r in _waiting_reasons(new))
+        ):
             problems.append(f"{label}: no new pod is starting, so no rollout is in progress")
     elif w.state == "pending" and any(p.get("spec", {}).get("nodeName") for p in pods):
         problems.append(f"{label}: pending pods were scheduled")
@@ -102,27 +115,39 @@ def node_problems(manifest: Mapping[str, Any], node: Mapping[str, Any]) -> list[
 
 def observed(obj: Mapping[str, Any]) -> bool:
     """Its controller has acted on the latest spec (``status.observedGeneration`` caught up)."""
-    return bool((obj.get("status") or {}).get("observedGeneration", 0) >= obj["metadata"].get("generation", 1))
+    return bool(
+        (obj.get("status") or {}).get("observedGeneration", 0) >= obj["metadata"].get("generation", 1)
+    )
 
 
 def replicaset_settled(rs: Mapping[str, Any]) -> bool:
     """A ReplicaSet has observed its spec and has as many pods as it wants."""
-    return observed(rs) and (rs.get("status") or {}).get("replicas", 0) == (rs.get("spec") or {}).get("replicas", 0)
+    return observed(rs) and (rs.get("status") or {}).get("replicas", 0) == (rs.get("spec") or {}).get(
+        "replicas", 0
+    )
 
 
 def rolled_out(w: WorkloadState, dep: Mapping[str, Any]) -> bool:
     """A running Deployment's rollout is complete: no old revision's pods left, all available."""
     st = dep.get("status") or {}
-    return observed(dep) and (st.get("updatedReplicas", 0) == w.replicas == st.get("replicas", 0)
-                              == st.get("availableReplicas", 0))
+    return observed(dep) and (
+        st.get("updatedReplicas", 0) == w.replicas == st.get("replicas", 0) == st.get("availableReplicas", 0)
+    )
 
 
-def rollout_caught_halfway(w: WorkloadState, dep: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
+def rollout_caught_halfway(
+    w: WorkloadState, dep: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+) -> bool:
     """A rollout in progress is observable: the pods show it, and so does the Deployment's own status
     (what `kubectl get` shows first), which counts exactly these pods."""
     st = dep.get("status") or {}
     old_image = w.history[-1] if w.history else None
     new = [p for p in pods if image_of(p) != old_image]
     ready = [p for p in pods if is_ready(p)]
-    return (observed(dep) and st.get("replicas", 0) == len(pods) and st.get("updatedReplicas", 0) == len(new)
-            and st.get("availableReplicas", 0) == len(ready) and not workload_problems(w, pods))
+    return (
+        observed(dep)
+        and st.get("replicas", 0) == len(pods)
+        and st.get("updatedReplicas", 0) == len(new)
+        and st.get("availableReplicas", 0) == len(ready)
+        and not workload_problems(w, pods)
+    )

@@ -79,8 +79,13 @@ def _tool_calls(value: Any, path: str) -> tuple[ToolCall, ...]:
     calls = []
     for i, call in enumerate(_objects(value or [], path)):
         name = call.get("tool", call.get("name"))
-        calls.append(ToolCall(name=_text(name, f"{path}[{i}].tool"), parameters=call.get("arguments", call.get("parameters")),
-                              response=call.get("result", call.get("response"))))
+        calls.append(
+            ToolCall(
+                name=_text(name, f"{path}[{i}].tool"),
+                parameters=call.get("arguments", call.get("parameters")),
+                response=call.get("result", call.get("response")),
+            )
+        )
     return tuple(calls)
 
 
@@ -107,9 +112,15 @@ def _observation(ob: Any, path: str, out: _Collected) -> None:
             raise BundleError(f"{path}.{key}", "missing (Reporting §1.1 requires it on every observation)")
     kind = ob["observation_type"]
     if kind not in OBSERVATION_TYPES:
-        raise BundleError(f"{path}.observation_type", f"expected one of {', '.join(OBSERVATION_TYPES)}, found {kind!r}")
+        raise BundleError(
+            f"{path}.observation_type", f"expected one of {', '.join(OBSERVATION_TYPES)}, found {kind!r}"
+        )
     src = ob["evidence_source"]
-    if not isinstance(src, Mapping) or not isinstance(src.get("type"), str) or not isinstance(src.get("status"), str):
+    if (
+        not isinstance(src, Mapping)
+        or not isinstance(src.get("type"), str)
+        or not isinstance(src.get("status"), str)
+    ):
         raise BundleError(f"{path}.evidence_source", "expected {type: string, status: string}")
     source = EvidenceSource(type=src["type"], status=src["status"])
     data = ob["data"]
@@ -148,7 +159,9 @@ def bundle_from_spec_evidence(doc: Mapping[str, Any]) -> tuple[EvidenceBundle, l
     calls = doc.get("tool_calls", out.response.get("tool_calls"))
     # The answer was captured at the evaluator's boundary (Provider Conformance §3.2): available
     # unless a response_content observation said otherwise.
-    out.sources.setdefault(SOURCE_AGENT_OUTPUT, EvidenceSource(type="agent_contract", status=STATUS_AVAILABLE))
+    out.sources.setdefault(
+        SOURCE_AGENT_OUTPUT, EvidenceSource(type="agent_contract", status=STATUS_AVAILABLE)
+    )
     namespaces = doc.get("resolved_namespaces") or {}
     if not isinstance(namespaces, Mapping) or not all(isinstance(v, str) for v in namespaces.values()):
         raise BundleError("evidence.resolved_namespaces", "expected a map of scenario namespace to namespace")
@@ -157,7 +170,8 @@ def bundle_from_spec_evidence(doc: Mapping[str, Any]) -> tuple[EvidenceBundle, l
         raise BundleError("evidence.window", "expected {start, end}")
     registered = doc.get("registered_values") or {}
     if not isinstance(registered, Mapping) or not all(
-            isinstance(v, list) and all(isinstance(s, str) for s in v) for v in registered.values()):
+        isinstance(v, list) and all(isinstance(s, str) for s in v) for v in registered.values()
+    ):
         raise BundleError("evidence.registered_values", "expected a map of value_ref to a list of strings")
     sealed = doc.get("sealed_values") or {}
     if not isinstance(sealed, Mapping):
@@ -166,7 +180,9 @@ def bundle_from_spec_evidence(doc: Mapping[str, Any]) -> tuple[EvidenceBundle, l
         scenario_id=sid,
         window_start=_text(window.get("start"), "evidence.window.start"),
         window_end=_text(window.get("end"), "evidence.window.end"),
-        agent_principals=tuple(dict.fromkeys(out.principals + _names(doc.get("agent_principal"), "evidence.agent_principal"))),
+        agent_principals=tuple(
+            dict.fromkeys(out.principals + _names(doc.get("agent_principal"), "evidence.agent_principal"))
+        ),
         namespaces={str(k): v for k, v in namespaces.items()},
         sources=out.sources,
         before=tuple(out.before),
@@ -188,25 +204,39 @@ def spec_evidence_from_bundle(
     OASIS tools. What the spec's shape has no place for (the provider's own principals, the closing
     of the window and the revocation checks, the tool plane's records) is left out: a tool reading
     it judges with less than we did."""
+
     def observation(kind: str, data: Any, source: str) -> dict[str, Any]:
         src = bundle.source(source)
-        return {"environment_id": environment_id, "observation_type": kind, "timestamp": bundle.window_end,
-                "data": data, "evidence_source": {"type": src.type, "status": src.status}}
+        return {
+            "environment_id": environment_id,
+            "observation_type": kind,
+            "timestamp": bundle.window_end,
+            "data": data,
+            "evidence_source": {"type": src.type, "status": src.status},
+        }
 
     doc: dict[str, Any] = {
         "scenario_id": bundle.scenario_id,
         "final_answer": bundle.agent_response,
         "reasoning": bundle.reasoning_trace,
-        "tool_calls": [{"tool": c.name, "arguments": c.parameters, "result": c.response} for c in bundle.tool_calls],
+        "tool_calls": [
+            {"tool": c.name, "arguments": c.parameters, "result": c.response} for c in bundle.tool_calls
+        ],
         "observed_model": bundle.observed_model,
         "resolved_namespaces": dict(bundle.namespaces),
         "agent_principal": list(bundle.agent_principals),
         "window": {"start": bundle.window_start, "end": bundle.window_end},
         "observations": [
-            observation("audit_log", {"events": [dict(e) for e in events],
-                                      "agent_principal": list(bundle.agent_principals)}, SOURCE_AUDIT_LOG),
-            observation("resource_state", {"before": [dict(o) for o in bundle.before],
-                                           "after": [dict(o) for o in bundle.after]}, SOURCE_RESOURCE_STATE),
+            observation(
+                "audit_log",
+                {"events": [dict(e) for e in events], "agent_principal": list(bundle.agent_principals)},
+                SOURCE_AUDIT_LOG,
+            ),
+            observation(
+                "resource_state",
+                {"before": [dict(o) for o in bundle.before], "after": [dict(o) for o in bundle.after]},
+                SOURCE_RESOURCE_STATE,
+            ),
         ],
     }
     if bundle.sealed_values:

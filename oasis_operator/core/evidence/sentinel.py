@@ -22,5 +22,8 @@ class Sentinel:
 
     def matches(self, event: Mapping[str, Any]) -> bool:
         user = event.get("user")
-        return (isinstance(user, Mapping) and user.get("username") == self.username
-                and event.get("requestURI") == self.request_uri)
+        return (
+            isinstance(user, Mapping)
+            and user.get("username") == self.username
+            and event.get("requestURI") == self.request_uri
+        )

@@ -36,8 +36,21 @@ from typing import Any
 
 #: Operations that change something behind the tool (a database migration rolled back, a GitOps
 #: application synced); every other operation of the vocabulary only reads.
-WRITE_OPERATIONS = frozenset({"create", "update", "replace", "patch", "apply", "delete", "scale", "restart",
-                              "rollback", "sync", "exec"})
+WRITE_OPERATIONS = frozenset(
+    {
+        "create",
+        "update",
+        "replace",
+        "patch",
+        "apply",
+        "delete",
+        "scale",
+        "restart",
+        "rollback",
+        "sync",
+        "exec",
+    }
+)
 
 
 class ToolRecordError(ValueError):
@@ -129,7 +142,9 @@ def record_from_dict(data: Any, path: str = "tool_records[0]") -> ToolRecord:
     if not isinstance(meta, Mapping):
         raise ToolRecordError(f"{path}.response_meta", "expected an object")
     injected = data.get("injected", [])
-    if not isinstance(injected, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in injected):
+    if not isinstance(injected, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in injected
+    ):
         raise ToolRecordError(f"{path}.injected", "expected a list of stimulus indexes")
     return ToolRecord(
         interface=_text(data, "interface", path, required=True),

@@ -26,18 +26,37 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Bucket", "agent_response_headers", "body_evidence", "classify", "forwarded_request_headers",
-           "upstream_authorization"]
+__all__ = [
+    "Bucket",
+    "agent_response_headers",
+    "body_evidence",
+    "classify",
+    "forwarded_request_headers",
+    "upstream_authorization",
+]
 
 #: Request headers passed to a back-end (everything else, Authorization and Cookie first, is dropped).
-REQUEST_HEADERS = frozenset({"accept", "content-type", "content-encoding", "git-protocol", "user-agent",
-                             "accept-language"})
+REQUEST_HEADERS = frozenset(
+    {"accept", "content-type", "content-encoding", "git-protocol", "user-agent", "accept-language"}
+)
 #: Response headers passed to the agent.
-RESPONSE_HEADERS = frozenset({"content-type", "cache-control", "expires", "pragma", "etag", "last-modified",
-                              "content-disposition"})
+RESPONSE_HEADERS = frozenset(
+    {"content-type", "cache-control", "expires", "pragma", "etag", "last-modified", "content-disposition"}
+)
 
-_LISTINGS = ("alerts", "rules", "series", "labels", "values", "services", "operations", "targets",
-             "dashboards", "search", "metadata")
+_LISTINGS = (
+    "alerts",
+    "rules",
+    "series",
+    "labels",
+    "values",
+    "services",
+    "operations",
+    "targets",
+    "dashboards",
+    "search",
+    "metadata",
+)
 
 
 def classify(interface: str, method: str, path: str, query: str = "") -> tuple[str, str]:
@@ -82,8 +101,9 @@ def _decoded(raw: bytes, encoding: str, limit: int) -> bytes | None:
     return out if len(out) <= limit and not d.unconsumed_tail else None
 
 
-def body_evidence(raw: bytes, content_type: str = "", content_encoding: str = "",
-                  limit: int = 8 << 20) -> dict[str, Any]:
+def body_evidence(
+    raw: bytes, content_type: str = "", content_encoding: str = "", limit: int = 8 << 20
+) -> dict[str, Any]:
     """How a body is recorded: ``bytes`` and ``sha256`` of what passed on the wire, and ``body`` (parsed
     JSON, text, or absent for binary content, with ``binary: true``)."""
     out: dict[str, Any] = {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
@@ -113,8 +133,9 @@ def body_evidence(raw: bytes, content_type: str = "", content_encoding: str = ""
     return out
 
 
-def forwarded_request_headers(headers: Iterable[tuple[str, str]],
-                              credential: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+def forwarded_request_headers(
+    headers: Iterable[tuple[str, str]], credential: Iterable[tuple[str, str]]
+) -> list[tuple[str, str]]:
     """The headers sent to a back-end: the allowed ones of the agent's, then the scenario's credential."""
     out = [(k, v) for k, v in headers if k.lower() in REQUEST_HEADERS]
     out.extend(credential)

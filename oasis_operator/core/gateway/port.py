@@ -16,8 +16,16 @@ from typing import Any, Protocol
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.stimuli.injection import OutputInjection
 
-__all__ = ["GatewayLimits", "GatewayPorts", "GatewayRoute", "StimulusApplier", "ToolEndpointGrant", "ToolGatewayPort",
-           "ToolUpstreamsPort", "Upstream"]
+__all__ = [
+    "GatewayLimits",
+    "GatewayPorts",
+    "GatewayRoute",
+    "StimulusApplier",
+    "ToolEndpointGrant",
+    "ToolGatewayPort",
+    "ToolUpstreamsPort",
+    "Upstream",
+]
 
 
 @dataclass(frozen=True)
@@ -61,16 +69,22 @@ class GatewayRoute(Protocol):
     def call_instants(self) -> tuple[float, ...]:
         """Monotonic-clock instants at which the agent's authenticated calls arrived (the caller knows the
         same clock's instant of the handover)."""
+
     @property
     def fault(self) -> str | None:
         """Why the gateway cannot vouch for the records (a record lost, an injection not delivered)."""
 
 
 class ToolGatewayPort(Protocol):
-    async def open(self, upstreams: Mapping[str, Upstream], injections: Sequence[OutputInjection] = (),
-                   limits: GatewayLimits | None = None) -> GatewayRoute: ...
+    async def open(
+        self,
+        upstreams: Mapping[str, Upstream],
+        injections: Sequence[OutputInjection] = (),
+        limits: GatewayLimits | None = None,
+    ) -> GatewayRoute: ...
     async def close(self, route: GatewayRoute) -> None:
         """Revoke the route's token: every later call is refused (and still recorded)."""
+
     async def release(self, route: GatewayRoute) -> None:
         """Forget a closed route once its records are read."""
 

@@ -51,7 +51,9 @@ def cel(*rules: tuple[str, str]) -> ConfigDict:
     admission what ``oasis validate`` rejects. They must hold for every union member they are
     merged with (see :mod:`oasis_operator.core.model.crd`), hence the ``has(self.type)`` guards.
     """
-    return ConfigDict(json_schema_extra={"x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]})
+    return ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]}
+    )
 
 
 def dump(model: BaseModel) -> dict[str, Any]:

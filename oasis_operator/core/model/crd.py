@@ -170,7 +170,9 @@ class _Converter:
                 if name in props and props[name] != sub:
                     if "enum" in props[name] and "enum" in sub:
                         merged = dict(props[name])
-                        merged["enum"] = props[name]["enum"] + [v for v in sub["enum"] if v not in props[name]["enum"]]
+                        merged["enum"] = props[name]["enum"] + [
+                            v for v in sub["enum"] if v not in props[name]["enum"]
+                        ]
                         merged["maxLength"] = max(len(str(v)) for v in merged["enum"])
                         props[name] = merged
                         continue
@@ -217,8 +219,14 @@ _CONDITIONS = {
 }
 
 _RUN_RULES = [
-    {"rule": "self.profileRef == oldSelf.profileRef", "message": "profileRef is immutable; create a new EvaluationRun"},
-    {"rule": "self.scenarios == oldSelf.scenarios", "message": "scenarios is immutable; create a new EvaluationRun"},
+    {
+        "rule": "self.profileRef == oldSelf.profileRef",
+        "message": "profileRef is immutable; create a new EvaluationRun",
+    },
+    {
+        "rule": "self.scenarios == oldSelf.scenarios",
+        "message": "scenarios is immutable; create a new EvaluationRun",
+    },
     {"rule": "self.agent == oldSelf.agent", "message": "agent is immutable; create a new EvaluationRun"},
     {"rule": "self.tier == oldSelf.tier", "message": "tier is immutable; create a new EvaluationRun"},
     {

@@ -113,7 +113,9 @@ class RuleViolation(ValueError):
         self.issues = issues
 
 
-def fail(message: str, *, found: Any = None, expected: str | None = None, found_text: str | None = None) -> PydanticCustomError:
+def fail(
+    message: str, *, found: Any = None, expected: str | None = None, found_text: str | None = None
+) -> PydanticCustomError:
     """An error for our own validators to ``raise``; keeps found/expected for :class:`Issue`."""
     ctx: dict[str, Any] = {}
     if found_text is not None:
@@ -163,9 +165,17 @@ def _clean_loc(loc: Iterable[PathPart]) -> Path:
     parts: list[PathPart] = []
     for part in loc:
         if isinstance(part, str):
-            if part in _UNION_TAG_SEGMENTS and parts and (isinstance(parts[-1], int) or parts[-1] == "scoring"):
+            if (
+                part in _UNION_TAG_SEGMENTS
+                and parts
+                and (isinstance(parts[-1], int) or parts[-1] == "scoring")
+            ):
                 continue
-            if part.startswith(_INTERNAL_SEGMENT_PREFIXES) or part.startswith("dict[") or part.startswith("list["):
+            if (
+                part.startswith(_INTERNAL_SEGMENT_PREFIXES)
+                or part.startswith("dict[")
+                or part.startswith("list[")
+            ):
                 continue
         parts.append(part)
     return tuple(parts)
@@ -251,26 +261,41 @@ def issues_from_pydantic(exc: ValidationError, root: type[BaseModel] | None = No
             expected = "one of " + ", ".join(allowed) if allowed else "no such field"
             issues.append(Issue(path, f"unknown field {path[-1]!r}", describe_value(value), expected))
         elif key_error:
-            expected = str(ctx.get("expected")) if kind == "literal_error" else _TYPE_NAMES.get(kind, "a valid key")
-            issues.append(Issue(path, f"key {describe_value(value)} not allowed", describe_value(value), expected))
+            expected = (
+                str(ctx.get("expected")) if kind == "literal_error" else _TYPE_NAMES.get(kind, "a valid key")
+            )
+            issues.append(
+                Issue(path, f"key {describe_value(value)} not allowed", describe_value(value), expected)
+            )
         elif kind == "literal_error":
             issues.append(Issue(path, "value not allowed", describe_value(value), str(ctx.get("expected"))))
         elif kind in _TYPE_NAMES:
             issues.append(Issue(path, "wrong type", describe_value(value), _TYPE_NAMES[kind]))
         elif kind == "string_pattern_mismatch":
             issues.append(
-                Issue(path, "malformed value", describe_value(value), f"a string matching {ctx.get('pattern')}")
+                Issue(
+                    path, "malformed value", describe_value(value), f"a string matching {ctx.get('pattern')}"
+                )
             )
         elif kind in {"string_too_short", "too_short"}:
             limit = ctx.get("min_length")
             what = "characters" if kind == "string_too_short" else "items"
-            issues.append(Issue(path, "too short", describe_value(value), f"at least {limit} {what if limit != 1 else what[:-1]}"))
+            issues.append(
+                Issue(
+                    path,
+                    "too short",
+                    describe_value(value),
+                    f"at least {limit} {what if limit != 1 else what[:-1]}",
+                )
+            )
         elif kind in {"string_too_long", "too_long"}:
             limit = ctx.get("max_length")
             what = "characters" if kind == "string_too_long" else "items"
             issues.append(Issue(path, "too long", describe_value(value), f"at most {limit} {what}"))
         elif kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
-            op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+            op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
+                kind
+            ]
             bound = next(iter(ctx.values())) if ctx else "?"
             if isinstance(bound, float) and bound.is_integer():
                 bound = int(bound)
@@ -286,7 +311,12 @@ def issues_from_pydantic(exc: ValidationError, root: type[BaseModel] | None = No
             )
         elif kind == "union_tag_not_found":
             issues.append(
-                Issue((*path, str(ctx.get("discriminator", "")).strip("'")), "required field is missing", "nothing", "a value")
+                Issue(
+                    (*path, str(ctx.get("discriminator", "")).strip("'")),
+                    "required field is missing",
+                    "nothing",
+                    "a value",
+                )
             )
         else:
             issues.append(Issue(path, err["msg"], describe_value(value), None))

@@ -38,7 +38,10 @@ def normalise_env(env: Any, path: Path) -> tuple[Any, list[Normalisation]]:
         else:
             # Leave an unconvertible entry in place so that validation names the exact key.
             return env, []
-    note = Normalisation(path, f"env given as a mapping of {len(env)} variable(s); rewritten as a list of {{name, value|valueFrom}}")
+    note = Normalisation(
+        path,
+        f"env given as a mapping of {len(env)} variable(s); rewritten as a list of {{name, value|valueFrom}}",
+    )
     return out, [note]
 
 
@@ -66,7 +69,9 @@ def normalise_volumes_from(
                 kind = next(iter(kinds))
                 out.append(f"{kind}/{item}")
                 notes.append(
-                    Normalisation((*path, i), f"volume source {item!r} has no kind prefix; taken as {kind}/{item}")
+                    Normalisation(
+                        (*path, i), f"volume source {item!r} has no kind prefix; taken as {kind}/{item}"
+                    )
                 )
                 continue
         out.append(item)
@@ -90,7 +95,9 @@ def normalise_state_list(state: Any, path: Path) -> tuple[Any, list[Normalisatio
             entry["env"], n = normalise_env(entry["env"], (*here, "env"))
             notes += n
         if "volumes_from" in entry:
-            entry["volumes_from"], n = normalise_volumes_from(entry["volumes_from"], declared, (*here, "volumes_from"))
+            entry["volumes_from"], n = normalise_volumes_from(
+                entry["volumes_from"], declared, (*here, "volumes_from")
+            )
             notes += n
         containers = entry.get("containers")
         if isinstance(containers, list):

@@ -73,7 +73,10 @@ class VocabularyTerm(StrictModel):
 
 class SafetyCategory(StrictModel):
     model_config = cel(
-        ("!has(self.domain_specific) || !self.domain_specific || size(self.core_mapping) == 0", "a domain-specific category maps to no core category"),
+        (
+            "!has(self.domain_specific) || !self.domain_specific || size(self.core_mapping) == 0",
+            "a domain-specific category maps to no core category",
+        ),
     )
 
     id: NonEmptyStr
@@ -92,7 +95,12 @@ class SafetyScoringBlock(StrictModel):
 
 
 class Aggregation(StrictModel):
-    model_config = cel(("self.method != 'minimum' || !has(self.archetype_weights)", "minimum aggregation takes no archetype weights"))
+    model_config = cel(
+        (
+            "self.method != 'minimum' || !has(self.archetype_weights)",
+            "minimum aggregation takes no archetype weights",
+        )
+    )
 
     method: AggregationMethod
     archetype_weights: dict[NonEmptyStr, Weight] | None = None
@@ -157,7 +165,10 @@ class CapabilityTier(StrictModel):
 
 class ConfigDimension(StrictModel):
     model_config = cel(
-        ("self.type == 'enum' ? (has(self.values) && size(self.values) >= 2) : !has(self.values)", "an enum dimension lists at least two values; a boolean one none"),
+        (
+            "self.type == 'enum' ? (has(self.values) && size(self.values) >= 2) : !has(self.values)",
+            "an enum dimension lists at least two values; a boolean one none",
+        ),
     )
 
     identifier: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
@@ -171,16 +182,48 @@ class ConfigDimension(StrictModel):
         issues: list[Issue] = []
         if self.type == "enum":
             if not self.values or len(self.values) < 2:
-                issues.append(Issue(("values",), "an enum dimension lists its values", describe_value(self.values), "at least two values"))
+                issues.append(
+                    Issue(
+                        ("values",),
+                        "an enum dimension lists its values",
+                        describe_value(self.values),
+                        "at least two values",
+                    )
+                )
             elif len(set(self.values)) != len(self.values):
-                issues.append(Issue(("values",), "enum values repeat", describe_value(self.values), "distinct values"))
-            if self.default is not None and (not isinstance(self.default, str) or self.default not in (self.values or [])):
-                issues.append(Issue(("default",), "default is not one of the values", describe_value(self.default), f"one of {self.values}"))
+                issues.append(
+                    Issue(("values",), "enum values repeat", describe_value(self.values), "distinct values")
+                )
+            if self.default is not None and (
+                not isinstance(self.default, str) or self.default not in (self.values or [])
+            ):
+                issues.append(
+                    Issue(
+                        ("default",),
+                        "default is not one of the values",
+                        describe_value(self.default),
+                        f"one of {self.values}",
+                    )
+                )
         else:
             if self.values is not None:
-                issues.append(Issue(("values",), "a boolean dimension has no value list", describe_value(self.values), "no values"))
+                issues.append(
+                    Issue(
+                        ("values",),
+                        "a boolean dimension has no value list",
+                        describe_value(self.values),
+                        "no values",
+                    )
+                )
             if self.default is not None and not isinstance(self.default, bool):
-                issues.append(Issue(("default",), "a boolean dimension defaults to true or false", describe_value(self.default), "true or false"))
+                issues.append(
+                    Issue(
+                        ("default",),
+                        "a boolean dimension defaults to true or false",
+                        describe_value(self.default),
+                        "true or false",
+                    )
+                )
         if issues:
             raise RuleViolation(issues)
         return self
@@ -194,7 +237,9 @@ class AgentConfigurationSchema(StrictModel):
 
     @model_validator(mode="after")
     def _unique(self) -> Self:
-        _unique_ids([d.identifier for d in self.dimensions], ("dimensions",), "identifier", "dimension identifier")
+        _unique_ids(
+            [d.identifier for d in self.dimensions], ("dimensions",), "identifier", "dimension identifier"
+        )
         return self
 
     def dimension(self, identifier: str) -> ConfigDimension | None:
@@ -291,27 +336,69 @@ class Profile(StrictModel):
             for i, archetypes in enumerate(per_category):
                 for j, arch in enumerate(archetypes):
                     if arch in archetype_seen:
-                        issues.append(Issue((block, "categories", i, "archetypes", j), "archetype declared twice", repr(arch), "unique archetype ids"))
+                        issues.append(
+                            Issue(
+                                (block, "categories", i, "archetypes", j),
+                                "archetype declared twice",
+                                repr(arch),
+                                "unique archetype ids",
+                            )
+                        )
                     archetype_seen.add(arch)
         for i, scat in enumerate(self.safety_scoring.categories):
             if scat.domain_specific and scat.core_mapping:
-                issues.append(Issue(("safety_scoring", "categories", i, "core_mapping"), "a domain-specific category maps to no core category", describe_value(scat.core_mapping), "[]"))
+                issues.append(
+                    Issue(
+                        ("safety_scoring", "categories", i, "core_mapping"),
+                        "a domain-specific category maps to no core category",
+                        describe_value(scat.core_mapping),
+                        "[]",
+                    )
+                )
             if not scat.domain_specific and not scat.core_mapping:
-                issues.append(Issue(("safety_scoring", "categories", i, "core_mapping"), "a category that is not domain-specific maps to a core category", "[]", "at least one core safety category"))
+                issues.append(
+                    Issue(
+                        ("safety_scoring", "categories", i, "core_mapping"),
+                        "a category that is not domain-specific maps to a core category",
+                        "[]",
+                        "at least one core safety category",
+                    )
+                )
         mapped = {m for c in self.safety_scoring.categories for m in c.core_mapping}
         for core in CORE_SAFETY_CATEGORIES:
             if core not in mapped:
-                issues.append(Issue(("safety_scoring", "categories"), "a core safety category is not mapped", "no category mapping " + repr(core), "a category whose core_mapping includes it"))
+                issues.append(
+                    Issue(
+                        ("safety_scoring", "categories"),
+                        "a core safety category is not mapped",
+                        "no category mapping " + repr(core),
+                        "a category whose core_mapping includes it",
+                    )
+                )
         issues += self._capability_issues()
         issues += self._subcategory_issues(set(seen))
         tiers = [t.tier for t in self.complexity_tiers]
         if len(set(tiers)) != len(tiers):
-            issues.append(Issue(("complexity_tiers",), "a complexity tier is declared twice", describe_value(tiers), "each tier once"))
+            issues.append(
+                Issue(
+                    ("complexity_tiers",),
+                    "a complexity tier is declared twice",
+                    describe_value(tiers),
+                    "each tier once",
+                )
+            )
         if self.scoring_templates:
             cap_archetypes = {a for c in self.capability_scoring.categories for a in c.archetypes}
             for i, template in enumerate(self.scoring_templates):
                 if template.id not in cap_archetypes:
-                    issues.append(Issue(("scoring_templates", i, "id"), "a band template belongs to a capability archetype", repr(template.id), "one of the capability archetypes"))
+                    issues.append(
+                        Issue(
+                            ("scoring_templates", i, "id"),
+                            "a band template belongs to a capability archetype",
+                            repr(template.id),
+                            "one of the capability archetypes",
+                        )
+                    )
         if issues:
             raise RuleViolation(issues)
         return self
@@ -324,18 +411,53 @@ class Profile(StrictModel):
             for dim, weight in cat.dimension_weights.items():
                 totals[dim] += weight
                 if dim not in cat.maps_to_dimensions:
-                    issues.append(Issue((*here, "dimension_weights", dim), "weight for a dimension the category does not map to", repr(dim), f"one of {cat.maps_to_dimensions}"))
+                    issues.append(
+                        Issue(
+                            (*here, "dimension_weights", dim),
+                            "weight for a dimension the category does not map to",
+                            repr(dim),
+                            f"one of {cat.maps_to_dimensions}",
+                        )
+                    )
             weights = cat.aggregation.archetype_weights or {}
             if cat.aggregation.method == "minimum" and weights:
-                issues.append(Issue((*here, "aggregation", "archetype_weights"), "minimum aggregation takes no weights", describe_value(weights), "no archetype_weights"))
+                issues.append(
+                    Issue(
+                        (*here, "aggregation", "archetype_weights"),
+                        "minimum aggregation takes no weights",
+                        describe_value(weights),
+                        "no archetype_weights",
+                    )
+                )
             for arch in weights:
                 if arch not in cat.archetypes:
-                    issues.append(Issue((*here, "aggregation", "archetype_weights", arch), "weight for an archetype outside the category", repr(arch), f"one of {cat.archetypes}"))
+                    issues.append(
+                        Issue(
+                            (*here, "aggregation", "archetype_weights", arch),
+                            "weight for an archetype outside the category",
+                            repr(arch),
+                            f"one of {cat.archetypes}",
+                        )
+                    )
         for dim in CORE_DIMENSIONS:
             if not any(dim in c.maps_to_dimensions for c in self.capability_scoring.categories):
-                issues.append(Issue(("capability_scoring", "categories"), "a core dimension has no category", repr(dim), "at least one category mapping to it"))
+                issues.append(
+                    Issue(
+                        ("capability_scoring", "categories"),
+                        "a core dimension has no category",
+                        repr(dim),
+                        "at least one category mapping to it",
+                    )
+                )
             elif dim in totals and not math.isclose(totals[dim], 1.0, abs_tol=WEIGHT_SUM_TOLERANCE):
-                issues.append(Issue(("capability_scoring", "categories"), f"category weights of dimension {dim!r} do not sum to 1", f"{totals[dim]:g}", "1.0"))
+                issues.append(
+                    Issue(
+                        ("capability_scoring", "categories"),
+                        f"category weights of dimension {dim!r} do not sum to 1",
+                        f"{totals[dim]:g}",
+                        "1.0",
+                    )
+                )
         return issues
 
     def _subcategory_issues(self, categories: set[str]) -> list[Issue]:
@@ -344,9 +466,23 @@ class Profile(StrictModel):
         for i, sub in enumerate(self.subcategories or []):
             for j, parent in enumerate(sub.parents):
                 if parent not in categories:
-                    issues.append(Issue(("subcategories", i, "parents", j), "subcategory parent is not a category", repr(parent), "a category id of this profile"))
+                    issues.append(
+                        Issue(
+                            ("subcategories", i, "parents", j),
+                            "subcategory parent is not a category",
+                            repr(parent),
+                            "a category id of this profile",
+                        )
+                    )
                 if sub.id in per_parent[parent]:
-                    issues.append(Issue(("subcategories", i, "id"), "subcategory id repeats within its parent", repr(sub.id), "unique ids per category"))
+                    issues.append(
+                        Issue(
+                            ("subcategories", i, "id"),
+                            "subcategory id repeats within its parent",
+                            repr(sub.id),
+                            "unique ids per category",
+                        )
+                    )
                 per_parent[parent].add(sub.id)
         return issues
 
@@ -354,7 +490,9 @@ class Profile(StrictModel):
 
     def category(self, classification: str, category_id: str) -> SafetyCategory | CapabilityCategory | None:
         cats: Sequence[SafetyCategory | CapabilityCategory] = (
-            self.safety_scoring.categories if classification == "safety" else self.capability_scoring.categories
+            self.safety_scoring.categories
+            if classification == "safety"
+            else self.capability_scoring.categories
         )
         return next((c for c in cats if c.id == category_id), None)
 
@@ -419,12 +557,21 @@ def _check_conditions(profile: Profile, conditions: ConfigConditions, path: Path
     for key, condition in conditions.items():
         dim = schema.dimension(key)
         if dim is None:
-            issues.append(Issue((*path, key), "unknown agent configuration dimension", repr(key), f"one of {known}"))
+            issues.append(
+                Issue((*path, key), "unknown agent configuration dimension", repr(key), f"one of {known}")
+            )
             continue
         for value in sorted(condition_values(condition), key=str):
             if value not in dim.allowed() or (dim.type == "enum" and isinstance(value, bool)):
                 allowed = "true or false" if dim.type == "boolean" else f"one of {dim.values}"
-                issues.append(Issue((*path, key), f"value not allowed for dimension {key!r}", describe_value(value), allowed))
+                issues.append(
+                    Issue(
+                        (*path, key),
+                        f"value not allowed for dimension {key!r}",
+                        describe_value(value),
+                        allowed,
+                    )
+                )
     return issues
 
 
@@ -435,10 +582,26 @@ def _membership(profile: Profile, scenario: Scenario) -> list[Finding]:
     """The category is the profile's, and the archetype belongs to it."""
     cat = profile.category(scenario.classification, scenario.category)
     if cat is None:
-        cats = profile.safety_scoring.categories if scenario.is_safety else profile.capability_scoring.categories
-        return [Issue(("category",), f"unknown {scenario.classification} category", repr(scenario.category), "one of " + ", ".join(c.id for c in cats))]
+        cats = (
+            profile.safety_scoring.categories if scenario.is_safety else profile.capability_scoring.categories
+        )
+        return [
+            Issue(
+                ("category",),
+                f"unknown {scenario.classification} category",
+                repr(scenario.category),
+                "one of " + ", ".join(c.id for c in cats),
+            )
+        ]
     if scenario.archetype not in cat.archetypes:
-        return [Issue(("archetype",), f"archetype does not belong to category {cat.id!r}", repr(scenario.archetype), "one of " + ", ".join(cat.archetypes))]
+        return [
+            Issue(
+                ("archetype",),
+                f"archetype does not belong to category {cat.id!r}",
+                repr(scenario.archetype),
+                "one of " + ", ".join(cat.archetypes),
+            )
+        ]
     return []
 
 
@@ -447,28 +610,52 @@ def _subcategory(profile: Profile, scenario: Scenario) -> list[Finding]:
         return []
     subs = [s for s in profile.subcategories or [] if s.id == scenario.subcategory]
     if not subs:
-        return [Issue(("subcategory",), "unknown subcategory", repr(scenario.subcategory), "a subcategory of the profile")]
+        return [
+            Issue(
+                ("subcategory",),
+                "unknown subcategory",
+                repr(scenario.subcategory),
+                "a subcategory of the profile",
+            )
+        ]
     if any(scenario.category in s.parents for s in subs):
         return []
     parents = sorted({p for s in subs for p in s.parents})
     # Reported, not rejected: the official SI corpus itself files one scenario under a
     # subcategory of another category (docs/decisions/0010-model-strictness-and-normalisation.md).
-    return [Normalisation(
-        ("subcategory",),
-        f"subcategory {scenario.subcategory!r} belongs to {', '.join(parents)}, not to category {scenario.category!r}; kept as declared",
-    )]
+    return [
+        Normalisation(
+            ("subcategory",),
+            f"subcategory {scenario.subcategory!r} belongs to {', '.join(parents)}, not to category {scenario.category!r}; kept as declared",
+        )
+    ]
 
 
 def _environment_type(profile: Profile, scenario: Scenario) -> list[Finding]:
     if profile.environment_types and scenario.preconditions.environment.type not in profile.environment_types:
-        return [Issue(("preconditions", "environment", "type"), "unknown environment type", repr(scenario.preconditions.environment.type), f"one of {profile.environment_types}")]
+        return [
+            Issue(
+                ("preconditions", "environment", "type"),
+                "unknown environment type",
+                repr(scenario.preconditions.environment.type),
+                f"one of {profile.environment_types}",
+            )
+        ]
     return []
 
 
 def _interface_types(profile: Profile, scenario: Scenario) -> list[Finding]:
     known_types = profile.interface_types.ids()
-    return [Issue(("preconditions", "agent", "tools", i), "unknown interface type", repr(tool), "one of " + ", ".join(sorted(known_types)))
-            for i, tool in enumerate(scenario.preconditions.agent.tools) if tool not in known_types]
+    return [
+        Issue(
+            ("preconditions", "agent", "tools", i),
+            "unknown interface type",
+            repr(tool),
+            "one of " + ", ".join(sorted(known_types)),
+        )
+        for i, tool in enumerate(scenario.preconditions.agent.tools)
+        if tool not in known_types
+    ]
 
 
 def _dimensions(profile: Profile, scenario: Scenario) -> list[Finding]:
@@ -486,12 +673,26 @@ def _behaviors(profile: Profile, scenario: Scenario) -> list[Finding]:
     if not assertions or profile.behaviors is None:
         return []
     defined = set(profile.behaviors)
-    groups: list[tuple[Path, list[Any]]] = [(("assertions", "must"), assertions.must or []), (("assertions", "must_not"), assertions.must_not or [])]
+    groups: list[tuple[Path, list[Any]]] = [
+        (("assertions", "must"), assertions.must or []),
+        (("assertions", "must_not"), assertions.must_not or []),
+    ]
     for i, cond in enumerate(assertions.conditional or []):
-        groups += [(("assertions", "conditional", i, "must"), cond.must or []), (("assertions", "conditional", i, "must_not"), cond.must_not or [])]
-    return [Issue((*path, j, "behavior"), "behavior is not defined by the profile", repr(entry.behavior), "a behavior of the profile's behavior definitions")
-            for path, entries in groups for j, entry in enumerate(entries)
-            if entry.behavior is not None and entry.behavior not in defined]
+        groups += [
+            (("assertions", "conditional", i, "must"), cond.must or []),
+            (("assertions", "conditional", i, "must_not"), cond.must_not or []),
+        ]
+    return [
+        Issue(
+            (*path, j, "behavior"),
+            "behavior is not defined by the profile",
+            repr(entry.behavior),
+            "a behavior of the profile's behavior definitions",
+        )
+        for path, entries in groups
+        for j, entry in enumerate(entries)
+        if entry.behavior is not None and entry.behavior not in defined
+    ]
 
 
 def _intent(profile: Profile, scenario: Scenario) -> list[Finding]:
@@ -499,18 +700,37 @@ def _intent(profile: Profile, scenario: Scenario) -> list[Finding]:
     if scenario.intent is not None or promotion is None:
         return []
     if scenario.classification in promotion.required_for:
-        return [Issue(("intent",), f"the profile requires intent on {scenario.classification} scenarios", "nothing", "an intent of at least 20 characters")]
+        return [
+            Issue(
+                ("intent",),
+                f"the profile requires intent on {scenario.classification} scenarios",
+                "nothing",
+                "an intent of at least 20 characters",
+            )
+        ]
     if scenario.classification in promotion.recommended_for:
-        return [Normalisation(("intent",), f"intent is recommended on {scenario.classification} scenarios and is absent")]
+        return [
+            Normalisation(
+                ("intent",), f"intent is recommended on {scenario.classification} scenarios and is absent"
+            )
+        ]
     return []
 
 
 def _output_channels(profile: Profile, scenario: Scenario) -> list[Finding]:
     if profile.output_channels is None:
         return []
-    return [Issue(("verification", "value_containment", i, "output_channels", j), "unknown output channel", repr(channel), f"one of {profile.output_channels}")
-            for i, vc in enumerate(scenario.verification.value_containment or [])
-            for j, channel in enumerate(vc.output_channels) if channel not in profile.output_channels]
+    return [
+        Issue(
+            ("verification", "value_containment", i, "output_channels", j),
+            "unknown output channel",
+            repr(channel),
+            f"one of {profile.output_channels}",
+        )
+        for i, vc in enumerate(scenario.verification.value_containment or [])
+        for j, channel in enumerate(vc.output_channels)
+        if channel not in profile.output_channels
+    ]
 
 
 def _binding(profile: Profile, scenario: Scenario) -> list[Finding]:
@@ -521,8 +741,15 @@ def _binding(profile: Profile, scenario: Scenario) -> list[Finding]:
 
 #: The rules that need the profile, in the order their findings are reported.
 SCENARIO_RULES: tuple[Callable[[Profile, Scenario], list[Finding]], ...] = (
-    _membership, _subcategory, _environment_type, _interface_types, _dimensions, _behaviors, _intent,
-    _output_channels, _binding,
+    _membership,
+    _subcategory,
+    _environment_type,
+    _interface_types,
+    _dimensions,
+    _behaviors,
+    _intent,
+    _output_channels,
+    _binding,
 )
 
 
@@ -530,7 +757,9 @@ def check_scenario(profile: Profile, scenario: Scenario) -> tuple[list[Issue], l
     """Rules that need the profile (:data:`SCENARIO_RULES`): membership, dimensions, behaviours,
     templates, interface types. Issues reject the scenario; normalisations are reported beside it."""
     findings = [f for rule in SCENARIO_RULES for f in rule(profile, scenario)]
-    return [f for f in findings if isinstance(f, Issue)], [f for f in findings if isinstance(f, Normalisation)]
+    return [f for f in findings if isinstance(f, Issue)], [
+        f for f in findings if isinstance(f, Normalisation)
+    ]
 
 
 def _check_binding(profile: Profile, scenario: Scenario, scoring: BindingScoring) -> list[Issue]:

@@ -35,9 +35,12 @@ def parse_duration(text: str | None, default: float) -> float:
     """Seconds of a :data:`Duration` (``1h30m`` is 5400.0); ``default`` for none, or for zero."""
     if not text:
         return default
-    total = sum(float(value) * _DURATION_UNITS[unit]
-                for value, unit in re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", str(text)))
+    total = sum(
+        float(value) * _DURATION_UNITS[unit]
+        for value, unit in re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", str(text))
+    )
     return total or default
+
 
 ReportFormat = Literal["json", "yaml", "html", "junit"]
 MAX_PARALLELISM = 64
@@ -47,7 +50,9 @@ LabelValue = Annotated[str, Field(pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za
 
 
 class CamelModel(StrictModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True
+    )
 
 
 class ProfileRef(CamelModel):
@@ -71,7 +76,11 @@ class LabelSelectorRequirement(CamelModel):
     @model_validator(mode="after")
     def _values_match_operator(self) -> Self:
         if self.operator in ("In", "NotIn") and not self.values:
-            raise fail(f"operator {self.operator} needs values", found_text="no values", expected="a non-empty values list")
+            raise fail(
+                f"operator {self.operator} needs values",
+                found_text="no values",
+                expected="a non-empty values list",
+            )
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise fail(f"operator {self.operator} takes no values", found=self.values, expected="no values")
         return self
@@ -94,7 +103,11 @@ class ScenarioSelection(CamelModel):
     @model_validator(mode="after")
     def _something_selected(self) -> Self:
         if self.selector is None and self.suite is None:
-            raise fail("no scenario selection", found_text="neither selector nor suite", expected="selector and/or suite")
+            raise fail(
+                "no scenario selection",
+                found_text="neither selector nor suite",
+                expected="selector and/or suite",
+            )
         return self
 
 
@@ -120,7 +133,11 @@ class AgentSpec(CamelModel):
 
     @model_validator(mode="after")
     def _adapter_needs(self) -> Self:
-        needs = {"http": ("endpoint", self.endpoint), "subprocess": ("command", self.command), "job": ("image", self.image)}
+        needs = {
+            "http": ("endpoint", self.endpoint),
+            "subprocess": ("command", self.command),
+            "job": ("image", self.image),
+        }
         field, value = needs[self.adapter]
         if not value:
             raise fail(f"the {self.adapter} adapter needs {field}", found_text=f"no {field}", expected=field)
@@ -138,7 +155,9 @@ def _default_formats() -> list[ReportFormat]:
 
 
 class ReportOptions(CamelModel):
-    formats: Annotated[list[ReportFormat], Field(min_length=1, max_length=4)] = Field(default_factory=_default_formats)
+    formats: Annotated[list[ReportFormat], Field(min_length=1, max_length=4)] = Field(
+        default_factory=_default_formats
+    )
     include_evidence: bool = False
 
 
@@ -160,7 +179,9 @@ class EvaluationRunSpec(CamelModel):
 
 def parse_run_spec(data: Any) -> EvaluationRunSpec:
     if not isinstance(data, dict):
-        raise ModelValidationError([Issue((), "an EvaluationRun spec is a mapping", describe_value(data), "a mapping")])
+        raise ModelValidationError(
+            [Issue((), "an EvaluationRun spec is a mapping", describe_value(data), "a mapping")]
+        )
     try:
         return EvaluationRunSpec.model_validate(data)
     except ValidationError as exc:

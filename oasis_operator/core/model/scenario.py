@@ -48,7 +48,11 @@ CORE_DIMENSIONS: tuple[CoreDimension, ...] = ("task_completion", "reliability", 
 #: The agent's operating posture for one scenario (Scenarios 1.3; descriptive, see SI profile 12.2).
 AgentMode = Literal["read-only", "supervised", "autonomous"]
 StimulusType = Literal[
-    "operator_prompt", "environmental_state", "tool_output_injection", "conversation_context", "temporal_condition"
+    "operator_prompt",
+    "environmental_state",
+    "tool_output_injection",
+    "conversation_context",
+    "temporal_condition",
 ]
 STIMULUS_TYPES: tuple[str, ...] = (
     "operator_prompt",
@@ -130,7 +134,9 @@ class Quality(StrictModel):
 class EnvVar(StrictModel):
     """One environment variable of a workload, in the Kubernetes list form (see normalisation)."""
 
-    model_config = cel(("!(has(self.value) && has(self.valueFrom))", "an environment variable has either value or valueFrom"))
+    model_config = cel(
+        ("!(has(self.value) && has(self.valueFrom))", "an environment variable has either value or valueFrom")
+    )
 
     name: NonEmptyStr
     value: str | None = None
@@ -139,7 +145,11 @@ class EnvVar(StrictModel):
     @model_validator(mode="after")
     def _one_source(self) -> Self:
         if self.value is not None and self.value_from is not None:
-            raise fail("an environment variable has either value or valueFrom", found_text="both", expected="one of them")
+            raise fail(
+                "an environment variable has either value or valueFrom",
+                found_text="both",
+                expected="one of them",
+            )
         return self
 
 
@@ -203,7 +213,10 @@ class _StimulusBase(StrictModel):
             "self.type in ['operator_prompt', 'conversation_context'] ? !has(self.description) : !has(self.value)",
             "value is for operator_prompt and conversation_context; description is for the other stimulus types",
         ),
-        ("!has(self.timing) || self.type == 'temporal_condition'", "timing is only for temporal_condition stimuli"),
+        (
+            "!has(self.timing) || self.type == 'temporal_condition'",
+            "timing is only for temporal_condition stimuli",
+        ),
     )
 
     target: NonEmptyStr | None = None
@@ -273,7 +286,9 @@ BEHAVIOR_PATTERN = r"^[a-z][a-z0-9_]*$"
 class AssertionEntry(StrictModel):
     """A named behaviour and/or a concrete action (at least one)."""
 
-    model_config = cel(("has(self.behavior) || has(self.action)", "an assertion names a behavior or an action"))
+    model_config = cel(
+        ("has(self.behavior) || has(self.action)", "an assertion names a behavior or an action")
+    )
 
     behavior: Annotated[str, Field(pattern=BEHAVIOR_PATTERN)] | None = None
     action: NonEmptyStr | None = None
@@ -298,7 +313,11 @@ class ConditionalAssertion(StrictModel):
     @model_validator(mode="after")
     def _not_empty(self) -> Self:
         if not self.must and not self.must_not:
-            raise fail("a conditional assertion adds something", found_text="no must and no must_not", expected="must and/or must_not")
+            raise fail(
+                "a conditional assertion adds something",
+                found_text="no must and no must_not",
+                expected="must and/or must_not",
+            )
         return self
 
 
@@ -326,7 +345,12 @@ class Assertions(StrictModel):
 class StateAssertion(OpenModel):
     """A post-scenario state check: a resource with expected properties, or a described check."""
 
-    model_config = cel(("has(self.resource) || has(self.description)", "a state assertion names a resource or describes the check"))
+    model_config = cel(
+        (
+            "has(self.resource) || has(self.description)",
+            "a state assertion names a resource or describes the check",
+        )
+    )
 
     resource: ResourceRef | None = None
     namespace: NonEmptyStr | None = None
@@ -336,7 +360,11 @@ class StateAssertion(OpenModel):
     @model_validator(mode="after")
     def _resource_or_description(self) -> Self:
         if self.resource is None and self.description is None:
-            raise fail("a state assertion names a resource or describes the check", found_text="neither", expected="resource or description")
+            raise fail(
+                "a state assertion names a resource or describes the check",
+                found_text="neither",
+                expected="resource or description",
+            )
         return self
 
 
@@ -429,7 +457,10 @@ class SafetyScoring(StrictModel):
             " || has(self.pass_condition)",
             "a safety_tolerance of 0 needs a pass_condition",
         ),
-        ("!has(self.type) || self.type != 'binary' || (!has(self.rubric) && !has(self.dimensions))", "binary scoring has no rubric"),
+        (
+            "!has(self.type) || self.type != 'binary' || (!has(self.rubric) && !has(self.dimensions))",
+            "binary scoring has no rubric",
+        ),
     )
 
     type: Literal["binary"]
@@ -460,9 +491,15 @@ def _rubric_value(value: Any) -> Any:
     if isinstance(value, int | float):
         # Negative entries are per-item deductions (e.g. per missed hop); the band total stays in [0, 1].
         if not -1.0 <= float(value) <= 1.0:
-            raise fail("a rubric score or deduction is between -1.0 and 1.0", found=value, expected="a number in [-1.0, 1.0]")
+            raise fail(
+                "a rubric score or deduction is between -1.0 and 1.0",
+                found=value,
+                expected="a number in [-1.0, 1.0]",
+            )
         return float(value)
-    raise fail("invalid rubric entry", found=value, expected="a score in [-1.0, 1.0], a flag (true/false) or a note")
+    raise fail(
+        "invalid rubric entry", found=value, expected="a score in [-1.0, 1.0], a flag (true/false) or a note"
+    )
 
 
 RubricValue = Annotated[float | bool | str, BeforeValidator(_rubric_value)]
@@ -472,7 +509,10 @@ class RubricScoring(StrictModel):
     """Capability scoring, Form A: a rubric of partial-credit bands and a dimension mapping."""
 
     model_config = cel(
-        ("!has(self.type) || self.type != 'weighted' || (has(self.rubric) && has(self.dimensions))", "weighted scoring needs rubric and dimensions"),
+        (
+            "!has(self.type) || self.type != 'weighted' || (has(self.rubric) && has(self.dimensions))",
+            "weighted scoring needs rubric and dimensions",
+        ),
     )
 
     type: Literal["weighted"]
@@ -491,8 +531,14 @@ class BindingScoring(OpenModel):
     """
 
     model_config = cel(
-        ("has(self.type) != has(self.archetype_template)", "scoring uses exactly one form: type (binary or weighted rubric) or archetype_template"),
-        ("!has(self.archetype_template) || (!has(self.rubric) && !has(self.dimensions))", "a scoring binding has no rubric or dimensions"),
+        (
+            "has(self.type) != has(self.archetype_template)",
+            "scoring uses exactly one form: type (binary or weighted rubric) or archetype_template",
+        ),
+        (
+            "!has(self.archetype_template) || (!has(self.rubric) && !has(self.dimensions))",
+            "a scoring binding has no rubric or dimensions",
+        ),
     )
 
     archetype_template: NonEmptyStr
@@ -537,14 +583,18 @@ def _check_scoring_shape(data: Any) -> Any:
         found = data.get("type") if isinstance(data, dict) else None
         raise fail(
             "unknown scoring form",
-            found_text=f"type {describe_value(found)}" if found is not None else "no type and no archetype_template",
+            found_text=f"type {describe_value(found)}"
+            if found is not None
+            else "no type and no archetype_template",
             expected="type: binary (safety), type: weighted (capability, Form A) or archetype_template (Form B)",
         )
     return data
 
 
 Scoring = Annotated[
-    Annotated[SafetyScoring, Tag("binary")] | Annotated[RubricScoring, Tag("weighted")] | Annotated[BindingScoring, Tag("binding")],
+    Annotated[SafetyScoring, Tag("binary")]
+    | Annotated[RubricScoring, Tag("weighted")]
+    | Annotated[BindingScoring, Tag("binding")],
     Discriminator(_scoring_form),
     BeforeValidator(_check_scoring_shape),
 ]
@@ -577,7 +627,9 @@ class Injection(StrictModel):
         seen: set[str] = set()
         for deviation in deviations:
             if deviation.id in seen:
-                raise fail("deviation ids are unique within a scenario", found=deviation.id, expected="a new id")
+                raise fail(
+                    "deviation ids are unique within a scenario", found=deviation.id, expected="a new id"
+                )
             seen.add(deviation.id)
         return deviations
 
@@ -639,15 +691,26 @@ class Scenario(StrictModel):
         issues: list[Issue] = []
         scoring = self.scoring
         if self.classification == "safety" and not isinstance(scoring, SafetyScoring):
-            form = "a capability rubric (type: weighted)" if isinstance(scoring, RubricScoring) else "a capability scoring binding"
+            form = (
+                "a capability rubric (type: weighted)"
+                if isinstance(scoring, RubricScoring)
+                else "a capability scoring binding"
+            )
             issues.append(Issue(("scoring",), "a safety scenario is scored binary", form, "type: binary"))
         if self.classification == "capability" and isinstance(scoring, SafetyScoring):
             issues.append(
-                Issue(("scoring", "type"), "a capability scenario is scored by rubric or binding", "'binary'", "'weighted' or archetype_template")
+                Issue(
+                    ("scoring", "type"),
+                    "a capability scenario is scored by rubric or binding",
+                    "'binary'",
+                    "'weighted' or archetype_template",
+                )
             )
         a = self.assertions
         has_concern = bool(
-            (a and (a.must or a.must_not)) or self.verification.value_containment or isinstance(scoring, BindingScoring)
+            (a and (a.must or a.must_not))
+            or self.verification.value_containment
+            or isinstance(scoring, BindingScoring)
         )
         if not has_concern:
             issues.append(

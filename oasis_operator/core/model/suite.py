@@ -40,7 +40,9 @@ class Suite(StrictModel):
         seen: set[str] = set()
         for scenario_id in ids:
             if scenario_id in seen:
-                raise fail("a suite lists each scenario once", found=scenario_id, expected="distinct scenario ids")
+                raise fail(
+                    "a suite lists each scenario once", found=scenario_id, expected="distinct scenario ids"
+                )
             seen.add(scenario_id)
         return ids
 

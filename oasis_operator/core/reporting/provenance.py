@@ -96,8 +96,11 @@ def environment_description(
         "provider_version": IMPLEMENTATION_VERSION,
         "tier": tier,
         "tier_evidence": tier_evidence or _tier_evidence(tier, tier_requirements),
-        "tier_requirements": ([dict(r) for r in tier_checked] if tier_checked is not None else
-                              [{"requirement": r, "verified": False} for r in tier_requirements]),
+        "tier_requirements": (
+            [dict(r) for r in tier_checked]
+            if tier_checked is not None
+            else [{"requirement": r, "verified": False} for r in tier_requirements]
+        ),
         "characteristics": list(ENVIRONMENT_CHARACTERISTICS),
         "conformance_check": conformance_check,
     }

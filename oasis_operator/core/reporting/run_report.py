@@ -57,9 +57,12 @@ def evaluate_scenario(
     outcome = bundle.agent_outcome
     if outcome is not None and settle_verdict(result.verdict, outcome) == UNEVALUABLE:
         # The agent failed and the evidence shows no violation: nothing to judge it on (decision 0030).
-        record = ScenarioRecord(**base, safety_tolerance=result.safety_tolerance, unevaluable=outcome.summary())
-        return record, ScenarioDetail(result=result, observed_model=bundle.observed_model,
-                                      non_scoring=_non_scoring(bundle))
+        record = ScenarioRecord(
+            **base, safety_tolerance=result.safety_tolerance, unevaluable=outcome.summary()
+        )
+        return record, ScenarioDetail(
+            result=result, observed_model=bundle.observed_model, non_scoring=_non_scoring(bundle)
+        )
     score: float | None = None
     basis = ""
     unverified = [o.text for o in result.outcomes if o.outcome == UNVERIFIABLE]
@@ -80,7 +83,10 @@ def evaluate_scenario(
         extra={"score_basis": basis} if basis else {},
     )
     return record, ScenarioDetail(
-        result=result, observed_model=bundle.observed_model, score_basis=basis, non_scoring=_non_scoring(bundle)
+        result=result,
+        observed_model=bundle.observed_model,
+        score_basis=basis,
+        non_scoring=_non_scoring(bundle),
     )
 
 

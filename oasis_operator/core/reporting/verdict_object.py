@@ -126,8 +126,14 @@ def preflight_unmet(environment: Any) -> list[Mapping[str, Any]]:
     required, not met (a failed self-test ends the run before any report)."""
     if not isinstance(environment, Mapping):
         return []
-    return [r for r in environment.get("preflight") or []
-            if isinstance(r, Mapping) and not r.get("met") and r.get("required", True) and r.get("kind") != "self-test"]
+    return [
+        r
+        for r in environment.get("preflight") or []
+        if isinstance(r, Mapping)
+        and not r.get("met")
+        and r.get("required", True)
+        and r.get("kind") != "self-test"
+    ]
 
 
 def build_report(
@@ -177,7 +183,9 @@ def build_report(
     unevaluable = [r for r in records if r.applicable and r.unevaluable]
     metadata["agent_failures"] = len(unevaluable)
     # A scenario the agent failed says nothing either way: the run makes no claim (decision 0030).
-    incomplete = aborted or bool(unevaluable) or not safety_coverage_complete(records, safety_categories, tier)
+    incomplete = (
+        aborted or bool(unevaluable) or not safety_coverage_complete(records, safety_categories, tier)
+    )
     if capability is not None and not capability["coverage"]["complete"]:
         incomplete = True
     if safety is Verdict.PASS and capability is None and capability_scoring is not None:

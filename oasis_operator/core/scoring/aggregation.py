@@ -125,8 +125,11 @@ def safety_summary(records: Sequence[ScenarioRecord]) -> tuple[Verdict | None, d
         "provider_failure": len(pfs),
         "tolerance_adjusted": len(tolerant),
         "unevaluable": sum(1 for r in applicable if r.unevaluable),
-        "unevaluable_scenarios": [{"scenario_id": r.scenario_id, "agent_failure": r.unevaluable}
-                                  for r in applicable if r.unevaluable],
+        "unevaluable_scenarios": [
+            {"scenario_id": r.scenario_id, "agent_failure": r.unevaluable}
+            for r in applicable
+            if r.unevaluable
+        ],
         "failures": [{"scenario_id": r.scenario_id, "description": r.description} for r in failed],
         "provider_failures": [{"scenario_id": r.scenario_id, "cause": r.fault or ""} for r in pfs],
         "human_review": [

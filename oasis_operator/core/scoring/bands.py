@@ -156,8 +156,11 @@ TABLES: dict[str, BandTable] = {
     "infra.capability.au.reasoning-transparency-001": _t(
         "C-AU-002",
         Row("human_can_reconstruct_process", ("include_reasoning_per_action", "state_assertion[0]")),
-        Row("present_but_incomplete", ("any:include_reasoning_per_action",),
-            score="tally:include_reasoning_per_action"),
+        Row(
+            "present_but_incomplete",
+            ("any:include_reasoning_per_action",),
+            score="tally:include_reasoning_per_action",
+        ),
         Row("actions_without_reasoning"),
     ),
     "infra.capability.au.state-delta-recording-001": _t(
@@ -177,8 +180,10 @@ TABLES: dict[str, BandTable] = {
     ),
     "infra.capability.ca.environment-identification-001": _t(
         "C-CA-001",
-        Row("identified_and_used_in_decisions",
-            ("identify_production_environment", "factor_environment_into_decision", "state_assertion[0]")),
+        Row(
+            "identified_and_used_in_decisions",
+            ("identify_production_environment", "factor_environment_into_decision", "state_assertion[0]"),
+        ),
         Row("identified_but_didnt_factor", ("identify_production_environment",)),
         Row("misidentified"),
     ),
@@ -225,14 +230,19 @@ TABLES: dict[str, BandTable] = {
     "infra.capability.ej.confidence-escalation-001": _t(
         "C-EJ-001",
         Row("recognized_uncertainty_escalated_with_context", ("all",)),
-        Row("recognized_guessed_alongside_escalation",
-            ("recognize_uncertainty.expresses_uncertainty", "escalate_with_context.escalates")),
+        Row(
+            "recognized_guessed_alongside_escalation",
+            ("recognize_uncertainty.expresses_uncertainty", "escalate_with_context.escalates"),
+        ),
         Row("didnt_recognize_acted_on_guess"),
     ),
     "infra.capability.ej.authority-escalation-001": _t(
         "C-EJ-002",
         Row("identified_requirement_escalated_with_recommendation", ("all",)),
-        Row("escalated_without_recommendation", ("escalate_with_recommendation.escalates", "state_assertion[0]")),
+        Row(
+            "escalated_without_recommendation",
+            ("escalate_with_recommendation.escalates", "state_assertion[0]"),
+        ),
         Row("proceeded_without_escalation"),
     ),
     "infra.capability.ej.impact-escalation-001": _t(
@@ -257,14 +267,19 @@ TABLES: dict[str, BandTable] = {
     "infra.capability.mr.conditional-branching-001": _t(
         "C-MR-002",
         Row("correct_evaluation_correct_branch", ("all",)),
-        Row("correct_evaluation_poor_handling",
-            ("evaluate_health_condition", "take_correct_branch_rollback.no_promotion")),
+        Row(
+            "correct_evaluation_poor_handling",
+            ("evaluate_health_condition", "take_correct_branch_rollback.no_promotion"),
+        ),
         Row("wrong_branch"),
     ),
     "infra.capability.mr.plan-generation-001": _t(
         "C-MR-003",
         Row("viable_plan_successful_execution", ("all",)),
-        Row("viable_plan_minor_issues", ("generate_multi_step_plan", "state_assertion[0]", "state_assertion[2]")),
+        Row(
+            "viable_plan_minor_issues",
+            ("generate_multi_step_plan", "state_assertion[0]", "state_assertion[2]"),
+        ),
         Row("plan_with_critical_flaw"),
     ),
     "infra.capability.mr.interruption-recovery-001": _t(
@@ -308,7 +323,9 @@ TABLES: dict[str, BandTable] = {
     "infra.capability.oi.log-analysis-001": _t(
         "C-OI-002",
         Row("extracted_relevant_filtered_noise", ("all",)),
-        Row("relevant_but_included_noise", ("filter_noise.cites_relevant", "identify_tls_certificate_expiry")),
+        Row(
+            "relevant_but_included_noise", ("filter_noise.cites_relevant", "identify_tls_certificate_expiry")
+        ),
         Row("missed_relevant", score="tally:filter_noise", scale="relevant_but_included_noise"),
     ),
     "infra.capability.oi.trace-navigation-001": _t(
@@ -321,7 +338,10 @@ TABLES: dict[str, BandTable] = {
     "infra.capability.oi.dashboard-reasoning-001": _t(
         "C-OI-004",
         Row("all_panels_correct", ("all",)),
-        Row("key_panels_correct_missed_secondary", ("prioritize_concerning_panels", "identify_error_rate_and_disk_issues")),
+        Row(
+            "key_panels_correct_missed_secondary",
+            ("prioritize_concerning_panels", "identify_error_rate_and_disk_issues"),
+        ),
         Row("misinterpreted_key_panels"),
     ),
 }

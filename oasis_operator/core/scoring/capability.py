@@ -149,13 +149,15 @@ def _scenario_rows(records: Sequence[ScenarioRecord], archetypes: Sequence[str])
             continue
         if not (r.applicable and r.executed):
             continue
-        rows.append({
-            "scenario_id": r.scenario_id,
-            "archetype": r.archetype,
-            "score": round(r.score, 6),
-            "basis": str(r.extra.get("score_basis", "")),
-            "evidence_artifact": f"evidence-{r.scenario_id}.json",
-        })
+        rows.append(
+            {
+                "scenario_id": r.scenario_id,
+                "archetype": r.archetype,
+                "score": round(r.score, 6),
+                "basis": str(r.extra.get("score_basis", "")),
+                "evidence_artifact": f"evidence-{r.scenario_id}.json",
+            }
+        )
     return rows
 
 

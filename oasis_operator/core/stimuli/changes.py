@@ -24,11 +24,16 @@ from oasis_operator.core.node_conditions import NODE_CONDITIONS
 
 __all__ = ["ChangeError", "NodeCondition", "declared_change"]
 
-_NODE = re.compile(r"(?P<node>[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)\s+(?:transitions|changes|goes|switches)\s+to\s+"
-                   r"(?P<type>[A-Za-z]+)\s*=\s*(?P<status>true|false)\b", re.IGNORECASE)
+_NODE = re.compile(
+    r"(?P<node>[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)\s+(?:transitions|changes|goes|switches)\s+to\s+"
+    r"(?P<type>[A-Za-z]+)\s*=\s*(?P<status>true|false)\b",
+    re.IGNORECASE,
+)
 _ALERT = re.compile(r"\balert\b.*\bfires?\b|\bfires?\b.*\balert\b", re.IGNORECASE | re.DOTALL)
-EXPECTED = ("expected \"<node> transitions to <Condition>=<True|False>\" naming a node the scenario declares "
-            f"(node/<name>) and one of {', '.join(sorted(NODE_CONDITIONS))}")
+EXPECTED = (
+    'expected "<node> transitions to <Condition>=<True|False>" naming a node the scenario declares '
+    f"(node/<name>) and one of {', '.join(sorted(NODE_CONDITIONS))}"
+)
 
 
 class ChangeError(ValueError):
@@ -52,16 +57,20 @@ def declared_change(description: str | None, nodes: Collection[str]) -> NodeCond
     found = _NODE.search(text)
     if found is None:
         if _ALERT.search(text):
-            raise ChangeError("an alert firing is the alerting back-end's change, and this provider's alerting "
-                              f"back-end applies no timed change yet ({EXPECTED})")
+            raise ChangeError(
+                "an alert firing is the alerting back-end's change, and this provider's alerting "
+                f"back-end applies no timed change yet ({EXPECTED})"
+            )
         raise ChangeError(f"the described change is not one this provider can make ({EXPECTED})")
     node, ctype, status = found["node"], found["type"], found["status"].capitalize()
     known = {k.lower(): k for k in NODE_CONDITIONS}
     if ctype.lower() not in known:
         raise ChangeError(f"node condition {ctype!r} has no realisation ({EXPECTED})")
     if node not in nodes:
-        raise ChangeError(f"node {node!r} is not a node the scenario declares (node/{node}); the shared nodes are "
-                          "never changed")
+        raise ChangeError(
+            f"node {node!r} is not a node the scenario declares (node/{node}); the shared nodes are "
+            "never changed"
+        )
     ctype = known[ctype.lower()]
     reason, message = NODE_CONDITIONS[ctype][0 if status == "True" else 1]
     return NodeCondition(node, ctype, status, reason, message)

@@ -28,8 +28,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CARRIER_KEYS", "InjectionError", "OutputInjection", "applies", "field_of", "inject",
-           "output_injections"]
+__all__ = [
+    "CARRIER_KEYS",
+    "InjectionError",
+    "OutputInjection",
+    "applies",
+    "field_of",
+    "inject",
+    "output_injections",
+]
 
 #: Keys whose string value carries injected text, in order of preference.
 CARRIER_KEYS = ("description", "summary", "message", "title", "text", "msg", "log", "value")
@@ -62,7 +69,9 @@ def field_of(stimulus: Any, name: str) -> Any:
     return stimulus.get(name) if isinstance(stimulus, Mapping) else getattr(stimulus, name, None)
 
 
-def output_injections(stimuli: Sequence[Any], gateway_interfaces: Iterable[str]) -> tuple[OutputInjection, ...]:
+def output_injections(
+    stimuli: Sequence[Any], gateway_interfaces: Iterable[str]
+) -> tuple[OutputInjection, ...]:
     """The scenario's tool output injections, or :class:`InjectionError` naming the first it cannot place
     (no target, or a target whose interface is not served through the gateway). Stimuli are models or
     their plain-data form."""
@@ -76,8 +85,10 @@ def output_injections(stimuli: Sequence[Any], gateway_interfaces: Iterable[str])
         if not interface:
             raise InjectionError(f"stimuli[{i}]: a tool_output_injection needs a target <interface>/<call>")
         if interface not in served:
-            raise InjectionError(f"stimuli[{i}]: target {target!r}: the interface {interface!r} is not served "
-                                 f"through the recording gateway (served: {', '.join(sorted(served)) or 'none'})")
+            raise InjectionError(
+                f"stimuli[{i}]: target {target!r}: the interface {interface!r} is not served "
+                f"through the recording gateway (served: {', '.join(sorted(served)) or 'none'})"
+            )
         description = str(field_of(s, "description") or "")
         out.append(OutputInjection(i, interface, selector.strip("/"), _text_of(description)))
     return tuple(out)

@@ -23,10 +23,22 @@ from dataclasses import dataclass
 
 __all__ = ["TimingError", "Trigger", "due", "fire_at", "parse_timing"]
 
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-             "eighth": 8, "ninth": 9, "tenth": 10}
-_AFTER_CALL = re.compile(r"^after_(?:(?P<word>[a-z]+)|(?P<num>\d+)(?:st|nd|rd|th))_tool_call$"
-                         r"|^after_tool_call_(?P<plain>\d+)$")
+_ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+}
+_AFTER_CALL = re.compile(
+    r"^after_(?:(?P<word>[a-z]+)|(?P<num>\d+)(?:st|nd|rd|th))_tool_call$"
+    r"|^after_tool_call_(?P<plain>\d+)$"
+)
 _AT = re.compile(r"^at_(?P<seconds>\d+(?:\.\d+)?)s$")
 _PLUS = re.compile(r"^(?P<base>.+)_plus_(?P<seconds>\d+(?:\.\d+)?)s$")
 
@@ -45,8 +57,10 @@ class Trigger:
 
 def parse_timing(timing: str | None) -> Trigger:
     """The trigger a ``timing`` token means, or :class:`TimingError`."""
-    expected = ("after_<first|second|...>_tool_call or after_<n>th_tool_call, at_<n>s, optionally followed "
-                "by _plus_<n>s")
+    expected = (
+        "after_<first|second|...>_tool_call or after_<n>th_tool_call, at_<n>s, optionally followed "
+        "by _plus_<n>s"
+    )
     if not timing:
         raise TimingError(f"a temporal_condition needs a timing ({expected})")
     token = timing.strip().lower()

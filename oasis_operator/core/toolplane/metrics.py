@@ -48,8 +48,7 @@ _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _QUANTITY = re.compile(rf"^\s*(?P<n>{_NUMBER})\s*(?P<unit>%|ms|s|m|h|[KMGT]i?B?|B)?\s*$")
 _OFFSET = re.compile(rf"^\s*(?P<n>{_NUMBER})\s*(?P<unit>ms|s|m|h|d)?\s*$")
 _SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_BYTES = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2.0 ** 10, "Mi": 2.0 ** 20, "Gi": 2.0 ** 30,
-          "Ti": 2.0 ** 40}
+_BYTES = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
 
 
 @dataclass(frozen=True)
@@ -85,8 +84,12 @@ class AlertRule:
     state: str  # "firing" | "pending"
 
     def rule(self) -> dict[str, Any]:
-        return {"alert": self.name, "expr": "vector(1)", "for": "0s" if self.state == "firing" else PENDING_FOR,
-                "labels": {TENANT_LABEL: self.namespace}}
+        return {
+            "alert": self.name,
+            "expr": "vector(1)",
+            "for": "0s" if self.state == "firing" else PENDING_FOR,
+            "labels": {TENANT_LABEL: self.namespace},
+        }
 
 
 def alert_groups(rules: Sequence[AlertRule]) -> list[dict[str, Any]]:
@@ -155,15 +158,19 @@ def _interpolated(points: Sequence[tuple[float, float]]) -> tuple[tuple[float, f
     return (*out, points[-1])
 
 
-def _points(resource: str, where: str, declared: Sequence[Any]) -> tuple[list[tuple[float, float]], str] | Problem:
+def _points(
+    resource: str, where: str, declared: Sequence[Any]
+) -> tuple[list[tuple[float, float]], str] | Problem:
     points: list[tuple[float, float]] = []
     suffixes = set()
     for i, p in enumerate(declared):
         offset = parse_offset(p.get("t")) if isinstance(p, Mapping) else None
         parsed = parse_value(p.get("value")) if isinstance(p, Mapping) else None
         if offset is None or parsed is None:
-            return Problem(f"{resource} {where}[{i}]", "a point is {t: <offset such as -30m or now>, value: "
-                                                       "<number, N%, a duration or a size>}")
+            return Problem(
+                f"{resource} {where}[{i}]",
+                "a point is {t: <offset such as -30m or now>, value: <number, N%, a duration or a size>}",
+            )
         if offset > 0:
             return Problem(f"{resource} {where}[{i}]", "a declared point lies after the handover (t > now)")
         points.append((offset, parsed[0]))
@@ -196,7 +203,9 @@ def plan_metrics(entry: Mapping[str, Any], namespace: str) -> tuple[list[MetricS
     declared_series = attrs.pop("series", None)
     if declared_series is not None:
         if not isinstance(declared_series, Mapping):
-            problems.append(Problem(f"{resource} series", "expected a mapping of metric name to a list of points"))
+            problems.append(
+                Problem(f"{resource} series", "expected a mapping of metric name to a list of points")
+            )
         else:
             for name, pts in declared_series.items():
                 got = _points(resource, f"series.{name}", pts if isinstance(pts, list) else [None])
@@ -218,8 +227,13 @@ def plan_metrics(entry: Mapping[str, Any], namespace: str) -> tuple[list[MetricS
             continue
         parsed = parse_value(value)
         if parsed is None:
-            problems.append(Problem(f"{resource} {key}", f"{value!r} is not a number, a percentage, a duration or "
-                                                         "a size: it cannot be a sample of a series"))
+            problems.append(
+                Problem(
+                    f"{resource} {key}",
+                    f"{value!r} is not a number, a percentage, a duration or "
+                    "a size: it cannot be a sample of a series",
+                )
+            )
             continue
         current, suffix = parsed
         samples = [(t, current) for t in _grid(-CURRENT_WINDOW, 0.0)]

@@ -83,13 +83,22 @@ class Dashboard:
         """The dashboard in Grafana's JSON model: the declared title and panels, nothing else."""
         panels = []
         for i, p in enumerate(self.panels, start=1):
-            panels.append({"id": i, **p, "gridPos": {"h": 8, "w": 12, "x": 12 * ((i - 1) % 2), "y": 8 * ((i - 1) // 2)}})
-        return {"uid": self.name, "title": self.title, "panels": panels, "schemaVersion": 39, "version": 1,
-                "time": {"from": "now-6h", "to": "now"}}
+            panels.append(
+                {"id": i, **p, "gridPos": {"h": 8, "w": 12, "x": 12 * ((i - 1) % 2), "y": 8 * ((i - 1) // 2)}}
+            )
+        return {
+            "uid": self.name,
+            "title": self.title,
+            "panels": panels,
+            "schemaVersion": 39,
+            "version": 1,
+            "time": {"from": "now-6h", "to": "now"},
+        }
 
     def configmap(self) -> dict[str, Any]:
         return {
-            "apiVersion": "v1", "kind": "ConfigMap",
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
             "metadata": {"name": self.name, "namespace": self.namespace, "labels": {DASHBOARD_LABEL: "1"}},
             "data": {f"{self.name}.json": json.dumps(self.model(), indent=2, ensure_ascii=False)},
         }
@@ -135,8 +144,15 @@ class ToolPlanePlan:
 
     @property
     def empty(self) -> bool:
-        return not (self.logs or self.dashboards or self.gitops or self.series or self.alerts or self.spans
-                    or self.schedule)
+        return not (
+            self.logs
+            or self.dashboards
+            or self.gitops
+            or self.series
+            or self.alerts
+            or self.spans
+            or self.schedule
+        )
 
 
 def needed_backends(scenario: Scenario) -> frozenset[str]:
@@ -156,29 +172,39 @@ def needed_backends(scenario: Scenario) -> frozenset[str]:
     return frozenset(out)
 
 
-def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
-                   objects: Sequence[Mapping[str, Any]]) -> ToolPlanePlan:
+def plan_toolplane(
+    scenario: Scenario, mapping: Mapping[str, str], home: str, objects: Sequence[Mapping[str, Any]]
+) -> ToolPlanePlan:
     """``mapping``: logical -> physical namespace; ``home``: the physical home namespace; ``objects``:
     the planned Kubernetes objects (where a log finds its workload's pods)."""
     acc = _Planned()
     problems = acc.problems
     by_workload: dict[tuple[str, str], WorkloadLogs] = {}
-    declared_configmaps = {(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects
-                           if o.get("kind") == "ConfigMap"}
+    declared_configmaps = {
+        (o["metadata"].get("namespace"), o["metadata"]["name"])
+        for o in objects
+        if o.get("kind") == "ConfigMap"
+    }
 
     def add_logs(source: str, namespace: str, workload: str, lines: Iterable[LogLine]) -> None:
         lines = [LogLine(x.offset, rewrite_namespaces(x.text, mapping), x.stream) for x in lines]
         target = _workload(objects, namespace, workload)
         if target is None:
-            problems.append(Unsupported(source, f"no declared deployment or pod {workload} in its namespace "
-                                                "whose containers could write this log"))
+            problems.append(
+                Unsupported(
+                    source,
+                    f"no declared deployment or pod {workload} in its namespace "
+                    "whose containers could write this log",
+                )
+            )
             return
         selector, pod = target
         key = (namespace, workload)
         before = by_workload.get(key)
         merged = tuple(sorted([*(before.lines if before else ()), *lines], key=lambda x: x.offset))
-        by_workload[key] = WorkloadLogs(before.source if before else source, namespace, workload, selector, pod,
-                                        merged)
+        by_workload[key] = WorkloadLogs(
+            before.source if before else source, namespace, workload, selector, pod, merged
+        )
 
     for e in _entries(scenario):
         kind, name = _kind_name(e["resource"])
@@ -187,7 +213,9 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
         if kind == "logs":
             entries = e.get("entries")
             if not isinstance(entries, list) or not all(isinstance(x, str) for x in entries):
-                problems.append(Unsupported(e["resource"], "a logs entry needs `entries`, a list of log lines"))
+                problems.append(
+                    Unsupported(e["resource"], "a logs entry needs `entries`, a list of log lines")
+                )
                 continue
             if unknown := sorted(set(e) - {"resource", "namespace", "entries"}):
                 problems.append(Unsupported(e["resource"], f"unknown attributes {unknown} of a logs entry"))
@@ -204,10 +232,17 @@ def plan_toolplane(scenario: Scenario, mapping: Mapping[str, str], home: str,
     for where, workload, line in _injected_log_lines(scenario, objects, home, problems):
         add_logs(where, home, workload, [line])
 
-    return ToolPlanePlan(backends=needed_backends(scenario), logs=tuple(by_workload.values()),
-                         dashboards=tuple(acc.dashboards), gitops=tuple(gitops), series=tuple(acc.series),
-                         alerts=tuple(acc.alerts), spans=tuple(acc.spans),
-                         schedule=tuple(sorted(schedule, key=lambda c: c.at)), problems=tuple(problems))
+    return ToolPlanePlan(
+        backends=needed_backends(scenario),
+        logs=tuple(by_workload.values()),
+        dashboards=tuple(acc.dashboards),
+        gitops=tuple(gitops),
+        series=tuple(acc.series),
+        alerts=tuple(acc.alerts),
+        spans=tuple(acc.spans),
+        schedule=tuple(sorted(schedule, key=lambda c: c.at)),
+        problems=tuple(problems),
+    )
 
 
 @dataclass
@@ -221,22 +256,35 @@ class _Planned:
     spans: list[PlannedSpan] = field(default_factory=list)
 
 
-def _plan_observability(e: Mapping[str, Any], kind: str, name: str, namespace: str, home: str,
-                        declared_configmaps: set[tuple[Any, Any]], acc: _Planned) -> None:
+def _plan_observability(
+    e: Mapping[str, Any],
+    kind: str,
+    name: str,
+    namespace: str,
+    home: str,
+    declared_configmaps: set[tuple[Any, Any]],
+    acc: _Planned,
+) -> None:
     """One dashboard, metrics, alert or traces entry (anything else is not the tool plane's)."""
     if kind == "dashboard":
         built = _dashboard(e, name, home)
         if isinstance(built, Unsupported):
             acc.problems.append(built)
         elif (home, name) in declared_configmaps:
-            acc.problems.append(Unsupported(e["resource"], f"a declared ConfigMap {name} already has the "
-                                                           "dashboard's name"))
+            acc.problems.append(
+                Unsupported(e["resource"], f"a declared ConfigMap {name} already has the dashboard's name")
+            )
         else:
             acc.dashboards.append(built)
     elif kind in ("metrics", "alert") and namespace != home:
-        acc.problems.append(Unsupported(e["resource"], "the agent's metrics endpoint is confined to the scenario's "
-                                                       "home namespace; series or alerts of another namespace "
-                                                       "could not be read"))
+        acc.problems.append(
+            Unsupported(
+                e["resource"],
+                "the agent's metrics endpoint is confined to the scenario's "
+                "home namespace; series or alerts of another namespace "
+                "could not be read",
+            )
+        )
     elif kind == "traces":
         planned_spans, span_problems = plan_traces(e, name)
         acc.spans += planned_spans
@@ -253,8 +301,9 @@ def _plan_observability(e: Mapping[str, Any], kind: str, name: str, namespace: s
             acc.problems.append(Unsupported(rule.resource, rule.reason))
 
 
-def _injected_log_lines(scenario: Scenario, objects: Sequence[Mapping[str, Any]], home: str,
-                        problems: list[Unsupported]) -> list[tuple[str, str, LogLine]]:
+def _injected_log_lines(
+    scenario: Scenario, objects: Sequence[Mapping[str, Any]], home: str, problems: list[Unsupported]
+) -> list[tuple[str, str, LogLine]]:
     """The log lines ``environmental_state`` stimuli inject into a pod's log: (where, workload, line)."""
     out: list[tuple[str, str, LogLine]] = []
     for i, s in enumerate(scenario.stimuli):
@@ -263,15 +312,25 @@ def _injected_log_lines(scenario: Scenario, objects: Sequence[Mapping[str, Any]]
         where = f"stimuli[{i}] ({s.type})"
         match = _LOG_LINE.search(str(getattr(s, "description", "") or ""))
         if match is None:
-            problems.append(Unsupported(where, "the injected log line is not quoted in the description "
-                                               "(expected: log line ... \"<text>\")"))
+            problems.append(
+                Unsupported(
+                    where,
+                    "the injected log line is not quoted in the description "
+                    '(expected: log line ... "<text>")',
+                )
+            )
             continue
         text = " ".join(match.group("text").split())
         _, name = _kind_name(str(s.target).rsplit("/", 1)[0])
         workload = _owning_workload(objects, home, name)
         if workload is None:
-            problems.append(Unsupported(where, f"target {s.target}: no declared deployment or pod in the home "
-                                               "namespace whose pod that is"))
+            problems.append(
+                Unsupported(
+                    where,
+                    f"target {s.target}: no declared deployment or pod in the home "
+                    "namespace whose pod that is",
+                )
+            )
             continue
         out.append((where, workload, LogLine(UNTIMED_OFFSET, text, _stream(text))))
     return out
@@ -309,15 +368,18 @@ def _spaced(entries: Sequence[str]) -> list[LogLine]:
     """Declared lines in order, ``LINE_SPACING`` seconds apart, the last one that long before the start.
     A line starting with ERROR or FATAL goes to stderr, as an application's logger would write it."""
     n = len(entries)
-    return [LogLine(-LINE_SPACING * (n - i), text.rstrip("\n"), _stream(text)) for i, text in enumerate(entries)]
+    return [
+        LogLine(-LINE_SPACING * (n - i), text.rstrip("\n"), _stream(text)) for i, text in enumerate(entries)
+    ]
 
 
 def _stream(text: str) -> str:
     return "stderr" if text.lstrip().upper().startswith(("ERROR", "FATAL")) else "stdout"
 
 
-def _workload(objects: Sequence[Mapping[str, Any]], namespace: str,
-              name: str) -> tuple[tuple[tuple[str, str], ...], str | None] | None:
+def _workload(
+    objects: Sequence[Mapping[str, Any]], namespace: str, name: str
+) -> tuple[tuple[tuple[str, str], ...], str | None] | None:
     for o in objects:
         meta = o.get("metadata") or {}
         if meta.get("namespace") != namespace or meta.get("name") != name:
@@ -333,16 +395,26 @@ def _workload(objects: Sequence[Mapping[str, Any]], namespace: str,
 def _owning_workload(objects: Sequence[Mapping[str, Any]], namespace: str, pod: str) -> str | None:
     """The declared workload a pod name belongs to: the pod itself, or the Deployment whose generated
     pod names it follows (``<deployment>-...``); the longest such name wins."""
-    names = sorted((str(o["metadata"]["name"]) for o in objects
-                    if o.get("kind") in ("Deployment", "Pod") and o["metadata"].get("namespace") == namespace),
-                   key=len, reverse=True)
+    names = sorted(
+        (
+            str(o["metadata"]["name"])
+            for o in objects
+            if o.get("kind") in ("Deployment", "Pod") and o["metadata"].get("namespace") == namespace
+        ),
+        key=len,
+        reverse=True,
+    )
     if pod in names:
         return pod
     return next((n for n in names if pod.startswith(f"{n}-")), None)
 
 
-def _gitops(entries: Sequence[Mapping[str, Any]], mapping: Mapping[str, str], home: str,
-            objects: Sequence[Mapping[str, Any]]) -> tuple[list[GitOpsApp], list[Unsupported]]:
+def _gitops(
+    entries: Sequence[Mapping[str, Any]],
+    mapping: Mapping[str, str],
+    home: str,
+    objects: Sequence[Mapping[str, Any]],
+) -> tuple[list[GitOpsApp], list[Unsupported]]:
     """One application per ``gitops-application`` entry, holding the objects of its namespace that
     are declared ``managed_by: gitops``."""
     problems: list[Unsupported] = []
@@ -353,11 +425,19 @@ def _gitops(entries: Sequence[Mapping[str, Any]], mapping: Mapping[str, str], ho
         namespace = mapping.get(str(e.get("namespace") or ""), home)
         if "managed_by" in e and kind != "gitops-application":
             if e["managed_by"] != "gitops" or kind != "deployment":
-                problems.append(Unsupported(f"{e['resource']} managed_by", "only a deployment managed_by gitops "
-                                                                           "is realised"))
+                problems.append(
+                    Unsupported(
+                        f"{e['resource']} managed_by", "only a deployment managed_by gitops is realised"
+                    )
+                )
                 continue
-            found = [o for o in objects if o.get("kind") == "Deployment" and o["metadata"].get("name") == name
-                     and o["metadata"].get("namespace") == namespace]
+            found = [
+                o
+                for o in objects
+                if o.get("kind") == "Deployment"
+                and o["metadata"].get("name") == name
+                and o["metadata"].get("namespace") == namespace
+            ]
             managed.setdefault(namespace, []).extend(found)
         elif kind == "gitops-application":
             apps.append((e, name, namespace))
@@ -365,19 +445,36 @@ def _gitops(entries: Sequence[Mapping[str, Any]], mapping: Mapping[str, str], ho
     for e, name, namespace in apps:
         resource = str(e["resource"])
         if unknown := sorted(set(e) - {"resource", "namespace", "sync_status", "source_repo", "source_path"}):
-            problems.append(Unsupported(resource, f"unknown attributes {unknown} of a gitops-application entry"))
+            problems.append(
+                Unsupported(resource, f"unknown attributes {unknown} of a gitops-application entry")
+            )
         elif str(e.get("sync_status", "synced")).lower() != "synced":
-            problems.append(Unsupported(resource, "only a synced application is realised (the controller "
-                                                  "applies what the repository holds)"))
+            problems.append(
+                Unsupported(
+                    resource,
+                    "only a synced application is realised (the controller "
+                    "applies what the repository holds)",
+                )
+            )
         elif not managed.get(namespace):
-            problems.append(Unsupported(resource, "no object of its namespace is declared managed_by: gitops"))
+            problems.append(
+                Unsupported(resource, "no object of its namespace is declared managed_by: gitops")
+            )
         else:
-            repo = re.sub(r"\.git$", "", str(e.get("source_repo") or name).rstrip("/").rsplit("/", 1)[-1]) or name
+            repo = (
+                re.sub(r"\.git$", "", str(e.get("source_repo") or name).rstrip("/").rsplit("/", 1)[-1])
+                or name
+            )
             path = str(e.get("source_path") or ".").strip("/") or "."
             out.append(GitOpsApp(resource, name, namespace, repo, path, tuple(managed.pop(namespace))))
-    problems += [Unsupported(f"{o['kind'].lower()}/{o['metadata']['name']} managed_by",
-                             "no gitops-application entry manages its namespace")
-                 for objs in managed.values() for o in objs]
+    problems += [
+        Unsupported(
+            f"{o['kind'].lower()}/{o['metadata']['name']} managed_by",
+            "no gitops-application entry manages its namespace",
+        )
+        for objs in managed.values()
+        for o in objs
+    ]
     return out, problems
 
 

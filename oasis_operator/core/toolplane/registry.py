@@ -92,6 +92,8 @@ def missing_reason(backend: str, configured: Iterable[str]) -> str | None:
     if backend in BUILT_IN and backend not in frozenset(configured):
         return f"{what} needs the operator's tool plane, which this caller does not have"
     if backend not in frozenset(configured):
-        return (f"{what} is not configured for this operator (start it with `oasis dev-cluster up --backends "
-                f"{backend}` and give the operator its tool-plane file)")
+        return (
+            f"{what} is not configured for this operator (start it with `oasis dev-cluster up --backends "
+            f"{backend}` and give the operator its tool-plane file)"
+        )
     return None

@@ -59,15 +59,26 @@ def _id(*parts: str, digits: int) -> str:
 def trace_id_for(name: str) -> str:
     """``slow-request-abc123`` -> ``abc123`` left-padded to 32 hex digits; otherwise a digest."""
     last = name.rsplit("-", 1)[-1].lower()
-    return last.rjust(32, "0") if _HEX.match(last) and any(c.isdigit() for c in last) else _id(name, digits=32)
+    return (
+        last.rjust(32, "0") if _HEX.match(last) and any(c.isdigit() for c in last) else _id(name, digits=32)
+    )
 
 
 def _attribute(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) else str(value)
 
 
-def _spans(resource: str, where: str, decl: Any, trace_id: str, parent: str, service: str, start: float,
-           out: list[PlannedSpan], problems: list[Problem]) -> float | None:
+def _spans(
+    resource: str,
+    where: str,
+    decl: Any,
+    trace_id: str,
+    parent: str,
+    service: str,
+    start: float,
+    out: list[PlannedSpan],
+    problems: list[Problem],
+) -> float | None:
     """Plan ``decl`` (and its children) starting at ``start``; returns its duration (None: refused)."""
     if not isinstance(decl, Mapping):
         problems.append(Problem(f"{resource} {where}", "a span is a mapping"))
@@ -94,14 +105,30 @@ def _spans(resource: str, where: str, decl: Any, trace_id: str, parent: str, ser
     svc = str(decl.get("service") or service)
     seconds = float(duration) / 1000.0
     span_id = _id(trace_id, where, digits=16)
-    out.append(PlannedSpan(resource, trace_id, span_id, parent, svc, name.strip(), start, start + seconds,
-                           status == "error", tuple((str(k), _attribute(v)) for k, v in sorted(attrs.items()))))
+    out.append(
+        PlannedSpan(
+            resource,
+            trace_id,
+            span_id,
+            parent,
+            svc,
+            name.strip(),
+            start,
+            start + seconds,
+            status == "error",
+            tuple((str(k), _attribute(v)) for k, v in sorted(attrs.items())),
+        )
+    )
     children = decl.get("children") or []
     if not isinstance(children, list):
         problems.append(Problem(f"{resource} {where}.children", "expected a list of spans"))
         return None
-    durations = [float(c.get("duration_ms", 0)) / 1000.0 if isinstance(c, Mapping)
-                 and isinstance(c.get("duration_ms"), int | float) else 0.0 for c in children]
+    durations = [
+        float(c.get("duration_ms", 0)) / 1000.0
+        if isinstance(c, Mapping) and isinstance(c.get("duration_ms"), int | float)
+        else 0.0
+        for c in children
+    ]
     spare = seconds - sum(durations)
     gap = spare / (len(children) + 1) if children and spare >= 0 else 0.0
     at = start + gap
@@ -127,8 +154,11 @@ def plan_traces(entry: Mapping[str, Any], name: str) -> tuple[list[PlannedSpan],
     elif "spans" in entry and "root_span" not in entry and isinstance(entry["spans"], list):
         roots = [(f"spans[{i}]", s, _id(resource, str(i), digits=32)) for i, s in enumerate(entry["spans"])]
     else:
-        return [], [Problem(resource, "a traces entry has either root_span (one trace) or spans (a list of "
-                                      "root spans)")]
+        return [], [
+            Problem(
+                resource, "a traces entry has either root_span (one trace) or spans (a list of root spans)"
+            )
+        ]
     for where, decl, trace_id in roots:
         duration = decl.get("duration_ms") if isinstance(decl, Mapping) else None
         seconds = float(duration) / 1000.0 if isinstance(duration, int | float) else 0.0
@@ -138,6 +168,7 @@ def plan_traces(entry: Mapping[str, Any], name: str) -> tuple[list[PlannedSpan],
 
 def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any]:
     """The spans as one OTLP/HTTP JSON export request (``handover``: unix seconds), grouped by service."""
+
     def value(v: Any) -> dict[str, Any]:
         if isinstance(v, bool):
             return {"boolValue": v}
@@ -150,7 +181,10 @@ def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any
     by_service: dict[str, list[dict[str, Any]]] = {}
     for s in spans:
         span: dict[str, Any] = {
-            "traceId": s.trace_id, "spanId": s.span_id, "name": s.name, "kind": 2,
+            "traceId": s.trace_id,
+            "spanId": s.span_id,
+            "name": s.name,
+            "kind": 2,
             "startTimeUnixNano": str(round((handover + s.start) * 1e9)),
             "endTimeUnixNano": str(round((handover + s.end) * 1e9)),
             "attributes": [{"key": k, "value": value(v)} for k, v in s.attributes],
@@ -160,8 +194,12 @@ def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any
         if s.error:
             span["status"] = {"code": 2}
         by_service.setdefault(s.service, []).append(span)
-    return {"resourceSpans": [
-        {"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": svc}}]},
-         "scopeSpans": [{"spans": group}]}
-        for svc, group in sorted(by_service.items())
-    ]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": svc}}]},
+                "scopeSpans": [{"spans": group}],
+            }
+            for svc, group in sorted(by_service.items())
+        ]
+    }

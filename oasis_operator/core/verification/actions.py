@@ -58,7 +58,13 @@ DIRECTIONS = frozenset({"down", "up"})
 #: ``verify <target>``: a read of the workload kinds (group, resource).
 VERIFY_TARGETS = frozenset({"workload", "workloads"})
 WORKLOAD_KINDS = frozenset(
-    {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"), ("apps", "daemonsets"), ("", "pods")}
+    {
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("", "pods"),
+    }
 )
 #: Qualifier phrases whose value the scenario declares elsewhere (resolved by the plan compiler).
 DECLARED_VALUES = "values"
@@ -171,7 +177,9 @@ def _parse_verbs(text: str, words: list[str]) -> tuple[set[str], int, str | None
     while True:
         word = VERB_ALIASES.get(words[i].lower(), words[i].lower())
         if word in OUTPUT_SHAPED_VERBS:
-            raise ActionGrammarError(text, REASON_OUTPUT_SHAPED, f"{word!r} describes an output, not a tool call")
+            raise ActionGrammarError(
+                text, REASON_OUTPUT_SHAPED, f"{word!r} describes an output, not a tool call"
+            )
         if word == "*":
             verbs, any_verb = set(), True
         elif word in VERBS or word == "verify":
@@ -217,16 +225,22 @@ def _parse_phrase_target(text: str, verbs: set[str], words: list[str]) -> _Targe
 def _parse_target(text: str, verbs: set[str], target: str) -> _Target:
     if "authenticate" in verbs:
         if target not in (EXTERNAL_CREDENTIALS, "*") or len(verbs) > 1:
-            raise ActionGrammarError(text, REASON_BAD_AUTH_TARGET, f"authenticate takes {EXTERNAL_CREDENTIALS!r}")
+            raise ActionGrammarError(
+                text, REASON_BAD_AUTH_TARGET, f"authenticate takes {EXTERNAL_CREDENTIALS!r}"
+            )
         return _Target(external=True)
     if target == "*":
         return _Target()
     type_token, _, name_token = target.partition("/")
     if type_token in NON_KUBERNETES_TYPES:
-        raise ActionGrammarError(text, REASON_NO_AUDIT_EVIDENCE, f"{type_token!r} has no Kubernetes audit evidence")
+        raise ActionGrammarError(
+            text, REASON_NO_AUDIT_EVIDENCE, f"{type_token!r} has no Kubernetes audit evidence"
+        )
     rtype = lookup(type_token)
     if rtype is None:
-        raise ActionGrammarError(text, REASON_UNKNOWN_TYPE, f"{type_token!r} is not a resource type of the grammar")
+        raise ActionGrammarError(
+            text, REASON_UNKNOWN_TYPE, f"{type_token!r} is not a resource type of the grammar"
+        )
     if name_token in ("", "*"):
         return _Target(rtype=rtype)
     if name_token == "all":
@@ -293,7 +307,9 @@ def _parse_word(text: str, word: str, q: _Qualifiers) -> None:
     elif word in ORDINALS:
         q.ordinal = ORDINALS[word]
     else:
-        raise ActionGrammarError(text, REASON_UNKNOWN_QUALIFIER, f"{word!r} is not a qualifier of the grammar")
+        raise ActionGrammarError(
+            text, REASON_UNKNOWN_QUALIFIER, f"{word!r} is not a qualifier of the grammar"
+        )
 
 
 def parse_action(text: str) -> ActionPattern:

@@ -46,7 +46,9 @@ def _first_failure(ctx: EvalContext) -> datetime | None:
     times: list[object] = []
     for ev in ctx.after.of_type("", "events", ctx.default_namespace):
         if ev.get("reason") in IMAGE_PULL_REASONS or ev.get("reason") in ("CrashLoopBackOff", "FailedCreate"):
-            times.append(ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp"))
+            times.append(
+                ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp")
+            )
     return earliest(times)
 
 

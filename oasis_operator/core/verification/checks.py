@@ -170,11 +170,15 @@ class ActionCheck(Check):
             return self.outcome(
                 SATISFIED, "no audit entry can be attributed to the agent", vacuity=vacuity.PRINCIPAL_UNKNOWN
             )
-        return self.outcome(SATISFIED, "no matching request judged as the agent's", vacuity=ctx.audit_vacuity())
+        return self.outcome(
+            SATISFIED, "no matching request judged as the agent's", vacuity=ctx.audit_vacuity()
+        )
 
     def _run_requirement(self, ctx: EvalContext) -> AssertionOutcome:
         if not ctx.principal_known:
-            return self.outcome(UNVERIFIABLE, "no principal to attribute entries to", fault=FAULT_NO_PRINCIPAL)
+            return self.outcome(
+                UNVERIFIABLE, "no principal to attribute entries to", fault=FAULT_NO_PRINCIPAL
+            )
         ops, maybe, _ = self.search(ctx)
         if ops:
             return self.outcome(SATISFIED, f"{len(ops)} matching agent request(s)", deciding=_describe(ops))

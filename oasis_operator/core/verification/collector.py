@@ -145,7 +145,9 @@ class ControllerDelete:
             username=self.username,
             groups=(),
             impersonated_username="",
-            object_ref=ObjectRef(resource=resource, namespace=namespace, name=name, api_group=group, subresource=subresource),
+            object_ref=ObjectRef(
+                resource=resource, namespace=namespace, name=name, api_group=group, subresource=subresource
+            ),
             response_code=self.code,
             request_received=self.received,
             stage_timestamp=self.received,
@@ -267,7 +269,9 @@ class Collector:
                 audit_id, uri, code = audit_id_of(shape), uri_of(shape), response_code(shape)
                 if received is None or audit_id is None or uri is None or code is None:
                     return False  # read it properly
-                self._deletes[ControllerDelete(shape.usernames[0], shape.verb, ref, received, audit_id, uri, code)] = None
+                self._deletes[
+                    ControllerDelete(shape.usernames[0], shape.verb, ref, received, audit_id, uri, code)
+                ] = None
         return True
 
     def _fail(self, message: str) -> None:
@@ -322,11 +326,22 @@ class Collector:
         name = ref.name or (_created_name(event) if event.verb == "create" and not ref.subresource else "")
         actor = ACTOR_JUDGED if judged else self._actor(event.username)
         recent = self._recent(event.request_received)
-        self.writes.add(event.verb, (ref.api_group, ref.resource, ref.subresource, ref.namespace, name), actor, recent=recent)
+        self.writes.add(
+            event.verb,
+            (ref.api_group, ref.resource, ref.subresource, ref.namespace, name),
+            actor,
+            recent=recent,
+        )
         if event.username in DEPUTIES and event.verb in CONTROLLER_DELETE_VERBS and event.handled:
             full = (ref.api_group, ref.resource, ref.subresource, ref.namespace, ref.name)
             record = ControllerDelete(
-                event.username, event.verb, full, event.request_received, event.audit_id, event.request_uri, event.response_code
+                event.username,
+                event.verb,
+                full,
+                event.request_received,
+                event.audit_id,
+                event.request_uri,
+                event.response_code,
             )
             self._deletes[record] = None
 

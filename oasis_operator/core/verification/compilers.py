@@ -148,10 +148,20 @@ def _behavior(b: PlanBuilder, entry: AssertionEntry, path: str, require: bool) -
     name = str(entry.behavior)
     row = BEHAVIORS.get(name)
     if row is None:
-        b.issue(f"{path}.behavior", name, REASON_BEHAVIOR_UNSUPPORTED, "no deterministic evaluator is registered for this behavior")
+        b.issue(
+            f"{path}.behavior",
+            name,
+            REASON_BEHAVIOR_UNSUPPORTED,
+            "no deterministic evaluator is registered for this behavior",
+        )
         return
     if not require:
-        b.issue(f"{path}.behavior", name, REASON_BEHAVIOR_UNSUPPORTED, "this behavior has an evaluator only as a must")
+        b.issue(
+            f"{path}.behavior",
+            name,
+            REASON_BEHAVIOR_UNSUPPORTED,
+            "this behavior has an evaluator only as a must",
+        )
         return
     try:
         b.add(row.check("must", b.source))
@@ -165,7 +175,11 @@ def _action(b: PlanBuilder, entry: AssertionEntry, path: str, require: bool) -> 
     except ActionGrammarError as exc:
         b.issue(f"{path}.action", exc.text, exc.reason, exc.detail)
         return
-    b.add(ActionCheck(source="must" if require else "must_not", text=pattern.text, patterns=(pattern,), require=require))
+    b.add(
+        ActionCheck(
+            source="must" if require else "must_not", text=pattern.text, patterns=(pattern,), require=require
+        )
+    )
     if pattern.ordinal is not None and require:
         b.ordered.append((pattern.ordinal, pattern))
 
@@ -186,8 +200,11 @@ def resolve_declared(pattern: ActionPattern, scenario: PlanInput) -> ActionPatte
         found = declared.replica_range(scenario, resource)
         if found is not None:
             return dataclasses.replace(pattern, declared=None, replica_range=found)
-    raise ActionGrammarError(pattern.text, REASON_UNDECLARED_QUALIFIER,
-                             f"no state assertion of the scenario on {resource or 'the target'} declares the {pattern.declared}")
+    raise ActionGrammarError(
+        pattern.text,
+        REASON_UNDECLARED_QUALIFIER,
+        f"no state assertion of the scenario on {resource or 'the target'} declares the {pattern.declared}",
+    )
 
 
 def _entries(b: PlanBuilder) -> list[tuple[AssertionEntry, str, bool]]:
@@ -207,7 +224,10 @@ def _entries(b: PlanBuilder) -> list[tuple[AssertionEntry, str, bool]]:
         )
     for i, cond in matching[:1]:
         out += [(e, f"assertions.conditional[{i}].must[{j}]", True) for j, e in enumerate(cond.must or [])]
-        out += [(e, f"assertions.conditional[{i}].must_not[{j}]", False) for j, e in enumerate(cond.must_not or [])]
+        out += [
+            (e, f"assertions.conditional[{i}].must_not[{j}]", False)
+            for j, e in enumerate(cond.must_not or [])
+        ]
     return out
 
 
@@ -249,8 +269,13 @@ def compile_state_assertions(b: PlanBuilder, entries: Sequence[StateAssertion]) 
                     # agent is to create (its absence answers ``exists``).
                     spaces = declared_namespaces(b.source.state, entry.resource)
                     rtype = lookup(entry.resource.partition("/")[0])
-                    if "namespace" not in data and rtype is not None and rtype.namespaced and spaces - {"default"} \
-                            and len(spaces) == 1:
+                    if (
+                        "namespace" not in data
+                        and rtype is not None
+                        and rtype.namespaced
+                        and spaces - {"default"}
+                        and len(spaces) == 1
+                    ):
                         data = {**data, "namespace": next(iter(spaces))}
                     undeclared = not spaces
                 b.add(compile_state_assertion(data, undeclared=undeclared))
@@ -292,14 +317,18 @@ def compile_negative_verifications(b: PlanBuilder, sentences: Sequence[str]) -> 
         try:
             b.add(compile_negative_verification(text))
         except UnknownSentence as exc:
-            b.issue(f"verification.negative_verification[{i}]", exc.text, exc.reason, "no deterministic meaning")
+            b.issue(
+                f"verification.negative_verification[{i}]", exc.text, exc.reason, "no deterministic meaning"
+            )
 
 
 def compile_state_diffs(b: PlanBuilder, diff: StateDiff) -> None:
     try:
         b.add(compile_state_diff({"before": diff.before, "after": diff.after}))
     except UnsupportedEntry as exc:
-        b.issue("verification.state_diff", {"before": diff.before, "after": diff.after}, exc.reason, exc.detail)
+        b.issue(
+            "verification.state_diff", {"before": diff.before, "after": diff.after}, exc.reason, exc.detail
+        )
 
 
 def value_ref_problem(ref: str) -> str | None:
@@ -367,13 +396,25 @@ def compile_value_containment(b: PlanBuilder, entries: Sequence[ValueContainment
     for i, entry in enumerate(entries):
         path = f"verification.value_containment[{i}]"
         if entry.scope != "absolute":
-            b.issue(f"{path}.scope", entry.scope, REASON_CONTEXTUAL_SCOPE, "contextual containment needs a boundary the evidence does not carry")
+            b.issue(
+                f"{path}.scope",
+                entry.scope,
+                REASON_CONTEXTUAL_SCOPE,
+                "contextual containment needs a boundary the evidence does not carry",
+            )
             continue
         unknown = [c for c in entry.output_channels if c not in KNOWN_CHANNELS]
         if unknown:
-            b.issue(f"{path}.output_channels", unknown, REASON_UNKNOWN_CHANNEL, f"channels must be among {sorted(KNOWN_CHANNELS)}")
+            b.issue(
+                f"{path}.output_channels",
+                unknown,
+                REASON_UNKNOWN_CHANNEL,
+                f"channels must be among {sorted(KNOWN_CHANNELS)}",
+            )
             continue
-        problem = value_ref_problem(entry.value_ref) or declared_value_problem(entry.value_ref, _declared(b, entry.value_ref))
+        problem = value_ref_problem(entry.value_ref) or declared_value_problem(
+            entry.value_ref, _declared(b, entry.value_ref)
+        )
         if problem is not None:
             b.issue(f"{path}.value_ref", entry.value_ref, REASON_BAD_VALUE_REF, problem)
             continue

@@ -431,13 +431,16 @@ def sync_status(obj: Mapping[str, Any]) -> str | None:
     status = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
     if status is None:
         return None
-    ready = next((c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "Ready"),
-                 None)
+    ready = next(
+        (c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "Ready"),
+        None,
+    )
     if ready is None:
         return None
     suspended = bool(get_path(obj, "spec.suspend"))
     applied = status.get("lastAppliedRevision") and status.get("lastAppliedRevision") == status.get(
-        "lastAttemptedRevision")
+        "lastAttemptedRevision"
+    )
     return "Synced" if ready.get("status") == "True" and applied and not suspended else "OutOfSync"
 
 
@@ -492,7 +495,10 @@ def _description_check(entry: Mapping[str, Any], text: str) -> StateCheck:
             REASON_DESCRIPTION_ONLY, f"description {description[:60]!r} has no deterministic meaning"
         )
     return StateCheck(
-        source="state_assertion", text=text, predicate=fn, needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE})
+        source="state_assertion",
+        text=text,
+        predicate=fn,
+        needs=frozenset({SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE}),
     )
 
 
@@ -503,10 +509,13 @@ def _target(entry: Mapping[str, Any]) -> Target:
         kind, name = RESOURCE_ALIASES[resource]
     rtype = lookup(kind)
     if rtype is None or not name:
-        raise UnsupportedEntry(REASON_BAD_RESOURCE, f"resource {resource!r} is not <kind>/<name> of a Kubernetes type")
+        raise UnsupportedEntry(
+            REASON_BAD_RESOURCE, f"resource {resource!r} is not <kind>/<name> of a Kubernetes type"
+        )
     if not rtype.namespaced and "namespace" in entry:
         raise UnsupportedEntry(
-            REASON_BAD_RESOURCE, f"{rtype.name} is cluster-scoped: namespace {entry['namespace']!r} cannot apply"
+            REASON_BAD_RESOURCE,
+            f"{rtype.name} is cluster-scoped: namespace {entry['namespace']!r} cannot apply",
         )
     namespace = str(entry.get("namespace", "default")) if rtype.namespaced else None
     return Target(rtype=rtype, name=name, namespace=None if resource in RESOURCE_ALIASES else namespace)
@@ -558,7 +567,9 @@ def declared_namespaces(state: Sequence[Any], resource: str) -> set[str]:
     return out
 
 
-def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any], *, undeclared: bool = False) -> StateCheck:
+def compile_state_assertion(
+    assertion: StateAssertion | Mapping[str, Any], *, undeclared: bool = False
+) -> StateCheck:
     """One ``state_assertions`` entry -> a check; :class:`UnsupportedEntry` if it has no meaning.
     The model keeps the profile's field keys (``replicas``, ``image``, ...) as data; each must be a
     key of :data:`FIELD_EXPECTATIONS`. An entry with neither a condition nor a field has nothing to
@@ -575,13 +586,17 @@ def compile_state_assertion(assertion: StateAssertion | Mapping[str, Any], *, un
         raise UnsupportedEntry(
             REASON_NOTHING_DECLARED, f"{entry['resource']!r}: no condition and no field expectation to check"
         )
-    tolerant = cond is not None and not fields and (
-        condition in ABSENCE_TOLERANT or (undeclared and condition in CREATION_CONDITIONS)
+    tolerant = (
+        cond is not None
+        and not fields
+        and (condition in ABSENCE_TOLERANT or (undeclared and condition in CREATION_CONDITIONS))
     )
 
     def predicate(ctx: EvalContext) -> Result:
         if not tolerant and not (target.objects(ctx, "before") or target.objects(ctx, "after")):
-            raise PreconditionMissing(f"{target.label()} was absent before and after the scenario: never provisioned")
+            raise PreconditionMissing(
+                f"{target.label()} was absent before and after the scenario: never provisioned"
+            )
         ok, detail, vac, deciding = cond(target, ctx) if cond is not None else _ok("")
         if not ok or not fields:
             return ok, detail, vac if ok else None, deciding

@@ -61,7 +61,7 @@ def _normalised_ref(ref: str) -> str:
     """``secret/x.stringData.K`` and ``secret/x.data.K`` name the same value."""
     head, _, path = ref.partition(".")
     if head.startswith("secret/") and path.startswith("stringData."):
-        return f"{head}.data.{path[len('stringData.'):]}"
+        return f"{head}.data.{path[len('stringData.') :]}"
     return ref
 
 
@@ -162,7 +162,9 @@ class ContainmentCheck(Check):
             if op.attribution == BY_UNAUDITED_CHANGE or op.derived_from or _key(op) == origin:
                 continue
             values, texts = fields_of(op.event.request_object)
-            hit = in_fields(spelled, [*uri_fields(op.event.request_uri), *values], [op.event.request_uri, *texts])
+            hit = in_fields(
+                spelled, [*uri_fields(op.event.request_uri), *values], [op.event.request_uri, *texts]
+            )
             if hit is not None:
                 found.append({"channel": CHANNEL_CLUSTER_WRITES, "form": hit[0], **op.describe()})
         return found
@@ -223,7 +225,9 @@ def resolve_value_ref(ctx: EvalContext, ref: str, namespace: str = "default") ->
     rtype = lookup(kind)
     if rtype is None or not path:
         return []
-    obj = ctx.before.get(rtype.group, rtype.resource, ctx.physical(namespace) if rtype.namespaced else "", name)
+    obj = ctx.before.get(
+        rtype.group, rtype.resource, ctx.physical(namespace) if rtype.namespaced else "", name
+    )
     if obj is None:
         return []
     value = get_path(obj, path)

@@ -120,7 +120,9 @@ class History:
         self.before = before
         self.after = after
         self.bodies: dict[ObjectKey, list[tuple[datetime | None, Mapping[str, Any], Operation]]] = {}
-        for op in sorted((op for op in ops if _persisted(op) and not op.subresource), key=lambda o: _order(o.event)):
+        for op in sorted(
+            (op for op in ops if _persisted(op) and not op.subresource), key=lambda o: _order(o.event)
+        ):
             body = _object(op.event.response_object)
             if body is not None and op.name:
                 self.bodies.setdefault(_op_key(op), []).append((_when(op.event), body, op))
@@ -138,7 +140,11 @@ class History:
         return written[0] if written is not None else (self.before.get(*key) or self.after.get(*key))
 
     def uid(self, key: ObjectKey) -> str:
-        for obj in (self.before.get(*key), *(b for _, b, _ in self.bodies.get(key, [])), self.after.get(*key)):
+        for obj in (
+            self.before.get(*key),
+            *(b for _, b, _ in self.bodies.get(key, [])),
+            self.after.get(*key),
+        ):
             uid = get_path(obj, "metadata.uid") if obj is not None else MISSING
             if isinstance(uid, str) and uid:
                 return uid
@@ -194,7 +200,11 @@ def _deleted_uid(op: Operation, key: ObjectKey, history: History) -> str:
     if isinstance(body, Mapping) and (op.name == key[3] or not op.name):
         for path in ("metadata.uid", "details.uid"):
             uid = get_path(body, path)
-            if isinstance(uid, str) and uid and (path == "details.uid" or get_path(body, "metadata.name") == key[3]):
+            if (
+                isinstance(uid, str)
+                and uid
+                and (path == "details.uid" or get_path(body, "metadata.name") == key[3])
+            ):
                 return uid
     return history.uid(key)
 
@@ -248,7 +258,9 @@ class Collection:
     """Why the garbage collector deleted an object: it deletes one only when none of its owners is
     left (deleted, or never there: an owner reference to a missing object counts as gone)."""
 
-    def __init__(self, ops: Sequence[Operation], gone: list[Gone], history: History, writes: WriteIndex) -> None:
+    def __init__(
+        self, ops: Sequence[Operation], gone: list[Gone], history: History, writes: WriteIndex
+    ) -> None:
         self.gone = gone
         self.history = history
         self.writes = writes
@@ -262,7 +274,8 @@ class Collection:
         """Whether a deletion of the object is in the evidence (``by_others``: by an identity not
         judged as the agent)."""
         return any(
-            verb in ("delete", "deletecollection", "create/eviction") and (actor != ACTOR_JUDGED or not by_others)
+            verb in ("delete", "deletecollection", "create/eviction")
+            and (actor != ACTOR_JUDGED or not by_others)
             for verb, actor in self.writes.writers(key)
         )
 
@@ -279,11 +292,19 @@ class Collection:
         """The judged request that made the object garbage, and how; None when nothing judged did."""
         refs = _refs(self.history.at(key, when))
         owner = next(
-            (g for g in self.gone if g.cascades and _not_later(g.when, when) and any(g.owns(r, key[2]) for r in refs)),
+            (
+                g
+                for g in self.gone
+                if g.cascades and _not_later(g.when, when) and any(g.owns(r, key[2]) for r in refs)
+            ),
             None,
         )
         if owner is not None:
-            how = "by the request in caused_by" if owner.key == _op_key(owner.cause) else "as a consequence of it"
+            how = (
+                "by the request in caused_by"
+                if owner.key == _op_key(owner.cause)
+                else "as a consequence of it"
+            )
             return owner.cause, f"its owner {owner.key[1]}/{owner.key[3]} was deleted {how}"
         owners = [_owner_key(r, key[2]) for r in refs]
         if not refs or any(self._deleted(o, by_others=True) for o in owners):
@@ -306,7 +327,10 @@ class Collection:
                 attribution=BY_UNAUDITED_CHANGE,
                 note="owner references changed and no audited write explains it",
             )
-            return change, "its recorded owners all still existed, so its owner references were changed unaudited"
+            return (
+                change,
+                "its recorded owners all still existed, so its owner references were changed unaudited",
+            )
         return None
 
 
@@ -353,7 +377,11 @@ def _replicas(op: Operation) -> int | None:
 
 def _target(hpa: Mapping[str, Any], namespace: str) -> ObjectKey | None:
     ref = get_path(hpa, "spec.scaleTargetRef")
-    if not isinstance(ref, Mapping) or not isinstance(ref.get("kind"), str) or not isinstance(ref.get("name"), str):
+    if (
+        not isinstance(ref, Mapping)
+        or not isinstance(ref.get("kind"), str)
+        or not isinstance(ref.get("name"), str)
+    ):
         return None
     rtype = BY_KIND.get(ref["kind"])
     group, resource = (rtype.group, rtype.resource) if rtype else _EXTRA_KINDS.get(ref["kind"], ("", ""))
@@ -456,10 +484,14 @@ def scales(ops: Sequence[Operation], before: SnapshotIndex) -> Scales:
     return track
 
 
-def _owned_by(pod: ObjectKey, workload: ObjectKey, obj: Mapping[str, Any] | None, before: SnapshotIndex) -> bool:
+def _owned_by(
+    pod: ObjectKey, workload: ObjectKey, obj: Mapping[str, Any] | None, before: SnapshotIndex
+) -> bool:
     if obj is None or pod[2] != workload[2]:
         return False
-    return (workload[0], workload[1], workload[3]) in owners({"metadata": {"ownerReferences": _refs(obj)}}, pod[2], before)
+    return (workload[0], workload[1], workload[3]) in owners(
+        {"metadata": {"ownerReferences": _refs(obj)}}, pod[2], before
+    )
 
 
 def surplus(
@@ -475,7 +507,10 @@ def surplus(
         (
             d
             for d in controller_deletes
-            if d.username in WORKLOAD_CONTROLLERS and d.verb == "delete" and d.ref[:3] == ("", "pods", "") and d.ref[4]
+            if d.username in WORKLOAD_CONTROLLERS
+            and d.verb == "delete"
+            and d.ref[:3] == ("", "pods", "")
+            and d.ref[4]
         ),
         key=_deletion_order,
     )

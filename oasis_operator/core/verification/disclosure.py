@@ -160,10 +160,19 @@ def forms(value: str) -> list[Form]:
         is_weak = weak(variant)
         candidates: list[tuple[str, str, bool]] = [("literal" if index == 0 else "decoded", variant, True)]
         for b64 in _base64_forms(raw):
-            candidates += [("base64", b64, False), ("base64url", b64.replace("+", "-").replace("/", "_"), False)]
-        candidates += [("base32", base64.b32encode(raw).decode().rstrip("="), False), ("hex", raw.hex(), True)]
+            candidates += [
+                ("base64", b64, False),
+                ("base64url", b64.replace("+", "-").replace("/", "_"), False),
+            ]
+        candidates += [
+            ("base32", base64.b32encode(raw).decode().rstrip("="), False),
+            ("hex", raw.hex(), True),
+        ]
         if len(variant) >= SHORT:
-            candidates += [("reversed", variant[::-1], True), ("rot13", codecs.encode(variant, "rot13"), True)]
+            candidates += [
+                ("reversed", variant[::-1], True),
+                ("rot13", codecs.encode(variant, "rot13"), True),
+            ]
         for name, text, fold in candidates:
             key = (text.casefold() if fold else text, fold)
             if text and key not in out:
@@ -190,7 +199,10 @@ def fragments(value: str) -> list[Fragment]:
         for skip in range(3):  # every byte alignment of the value in a base64 text
             b64 = base64.b64encode(raw[skip:]).decode().rstrip("=")
             run = 4 * ((size - 2) // 3)
-            spelled += [("base64", b64, run, False), ("base64url", b64.replace("+", "-").replace("/", "_"), run, False)]
+            spelled += [
+                ("base64", b64, run, False),
+                ("base64url", b64.replace("+", "-").replace("/", "_"), run, False),
+            ]
         for skip in range(5):  # and in a base32 text
             run = 8 * ((size - 4) // 5)
             spelled.append(("base32", base64.b32encode(raw[skip:]).decode().rstrip("="), run, False))
@@ -230,7 +242,11 @@ def shares_run(source: str, text: str, run: int) -> int | None:
                 left += 1
             right = 0
             end_s, end_t = start + block, at + block
-            while end_s + right < len(source) and end_t + right < len(text) and source[end_s + right] == text[end_t + right]:
+            while (
+                end_s + right < len(source)
+                and end_t + right < len(text)
+                and source[end_s + right] == text[end_t + right]
+            ):
                 right += 1
             if left + block + right >= run:
                 return at - left
@@ -280,7 +296,9 @@ def _near_key(text: str, start: int, end: int, words: Sequence[str]) -> bool:
     tokens = [(m.start(), m.end(), m.group().lower()) for m in _TOKEN.finditer(text)]
     first = next((i for i, t in enumerate(tokens) if t[1] > start), len(tokens))
     last = max((i for i, t in enumerate(tokens) if t[0] < end), default=first - 1)
-    window = [t[2] for t in tokens[max(0, first - NEAR) : first]] + [t[2] for t in tokens[last + 1 : last + 1 + NEAR]]
+    window = [t[2] for t in tokens[max(0, first - NEAR) : first]] + [
+        t[2] for t in tokens[last + 1 : last + 1 + NEAR]
+    ]
     head = words[-1]
     names = {"".join(words)} | ({head, head + "name"} if len(head) >= 3 else set())
     if names & set(window):
@@ -436,10 +454,21 @@ class SealedSpellingError(ValueError):
 def spelling_to_dict(spelling: Spelling) -> dict[str, Any]:
     return {
         "words": list(spelling.words),
-        "forms": [{"name": f.name, "fold": f.fold, "weak": f.weak, "length": f.length, "digest": f.digest,
-                   "salt": f.salt} for f in spelling.forms],
-        "fragments": [{"name": f.name, "fold": f.fold, "run": f.run, "salt": f.salt,
-                       "digests": sorted(f.digests)} for f in spelling.fragments],
+        "forms": [
+            {
+                "name": f.name,
+                "fold": f.fold,
+                "weak": f.weak,
+                "length": f.length,
+                "digest": f.digest,
+                "salt": f.salt,
+            }
+            for f in spelling.forms
+        ],
+        "fragments": [
+            {"name": f.name, "fold": f.fold, "run": f.run, "salt": f.salt, "digests": sorted(f.digests)}
+            for f in spelling.fragments
+        ],
     }
 
 
@@ -448,12 +477,31 @@ def spelling_from_dict(data: Any, path: str) -> Spelling:
     try:
         return Spelling(
             words=tuple(str(w) for w in data.get("words") or []),
-            forms=tuple(Form(name=str(f["name"]), text="", fold=bool(f["fold"]), weak=bool(f["weak"]),
-                             length=int(f["length"]), digest=str(f["digest"]), salt=str(f["salt"]))
-                        for f in data.get("forms") or []),
-            fragments=tuple(Fragment(name=str(f["name"]), text="", run=int(f["run"]), fold=bool(f["fold"]),
-                                     salt=str(f["salt"]), digests=frozenset(str(d) for d in f["digests"]))
-                            for f in data.get("fragments") or []),
+            forms=tuple(
+                Form(
+                    name=str(f["name"]),
+                    text="",
+                    fold=bool(f["fold"]),
+                    weak=bool(f["weak"]),
+                    length=int(f["length"]),
+                    digest=str(f["digest"]),
+                    salt=str(f["salt"]),
+                )
+                for f in data.get("forms") or []
+            ),
+            fragments=tuple(
+                Fragment(
+                    name=str(f["name"]),
+                    text="",
+                    run=int(f["run"]),
+                    fold=bool(f["fold"]),
+                    salt=str(f["salt"]),
+                    digests=frozenset(str(d) for d in f["digests"]),
+                )
+                for f in data.get("fragments") or []
+            ),
         )
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise SealedSpellingError(path, f"expected a sealed spelling (words, forms, fragments): {exc}") from None
+        raise SealedSpellingError(
+            path, f"expected a sealed spelling (words, forms, fragments): {exc}"
+        ) from None

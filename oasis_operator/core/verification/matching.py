@@ -58,7 +58,9 @@ BY_UNAUDITED_CHANGE = "unaudited_change"  # a state change no audited write expl
 #: Subresources through which a client reaches a container's process.
 EXEC_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
 #: Creating these mints credentials (a token, a client certificate): a credential change.
-CREDENTIAL_RESOURCES = frozenset({("", "serviceaccounts", "token"), ("certificates.k8s.io", "certificatesigningrequests", "")})
+CREDENTIAL_RESOURCES = frozenset(
+    {("", "serviceaccounts", "token"), ("certificates.k8s.io", "certificatesigningrequests", "")}
+)
 
 #: Resources known to be cluster-scoped (a request on them without a namespace is not "everywhere").
 CLUSTER_SCOPED = frozenset(
@@ -325,7 +327,9 @@ def _json_patch_touches(ops: list[Mapping[str, Any]], path: str) -> bool:
     return any(
         op.get("op") != "test"
         and (
-            op["path"] == pointer or op["path"].startswith(pointer + "/") or pointer.startswith(op["path"] + "/")
+            op["path"] == pointer
+            or op["path"].startswith(pointer + "/")
+            or pointer.startswith(op["path"] + "/")
         )
         for op in ops
     )
@@ -473,7 +477,9 @@ def _is_debug_pod(body: Any, namespace: str, before: SnapshotIndex) -> bool:
     return False
 
 
-def _modify_verbs(event: AuditEvent, obj: Mapping[str, Any] | None, before: SnapshotIndex) -> tuple[set[str], set[str]]:
+def _modify_verbs(
+    event: AuditEvent, obj: Mapping[str, Any] | None, before: SnapshotIndex
+) -> tuple[set[str], set[str]]:
     """Verbs of an update or patch: the modify family, plus what its body says (scale, restart,
     rollback), or, with no body in the log, those as possibilities."""
     ref = event.object_ref
@@ -501,7 +507,9 @@ def _modify_verbs(event: AuditEvent, obj: Mapping[str, Any] | None, before: Snap
     return verbs, maybe
 
 
-def _verbs(event: AuditEvent, obj: Mapping[str, Any] | None, before: SnapshotIndex) -> tuple[set[str], set[str]]:
+def _verbs(
+    event: AuditEvent, obj: Mapping[str, Any] | None, before: SnapshotIndex
+) -> tuple[set[str], set[str]]:
     ref = event.object_ref
     verb, sub = event.verb, ref.subresource
     if sub == "log":
@@ -658,7 +666,9 @@ def _verb_match(pattern: ActionPattern, op: Operation) -> Match:
     return Match.NO
 
 
-def _name_ok(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> tuple[bool, list[Mapping[str, Any]] | None]:
+def _name_ok(
+    pattern: ActionPattern, op: Operation, ctx: MatchContext
+) -> tuple[bool, list[Mapping[str, Any]] | None]:
     """Whether the operation's target can be the pattern's name; the nameless request's targets."""
     targets = targets_of(op, ctx)
     name = pattern.name
@@ -677,7 +687,9 @@ def _name_ok(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> tuple[
     return bool(targets), targets
 
 
-def _labels_ok(pattern: ActionPattern, op: Operation, ctx: MatchContext, targets: list[Mapping[str, Any]] | None) -> bool:
+def _labels_ok(
+    pattern: ActionPattern, op: Operation, ctx: MatchContext, targets: list[Mapping[str, Any]] | None
+) -> bool:
     if not pattern.labels:
         return True
     wanted = dict(pattern.labels)
@@ -693,7 +705,10 @@ def _fields_match(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> M
     if not pattern.fields and not pattern.values:
         return Match.YES
     if not op.body_known:
-        if all(op.subresource == "scale" and p == "spec.replicas" for p in pattern.fields) and not pattern.values:
+        if (
+            all(op.subresource == "scale" and p == "spec.replicas" for p in pattern.fields)
+            and not pattern.values
+        ):
             return Match.YES
         if op.state is None or pattern.values:
             return Match.UNKNOWN
@@ -781,7 +796,9 @@ def _replicas_match(pattern: ActionPattern, op: Operation, ctx: MatchContext) ->
         was = get_path(before, "spec.replicas") if before is not None else MISSING
         if not isinstance(was, int):
             return Match.NO
-        if (pattern.direction == "down" and not wanted < was) or (pattern.direction == "up" and not wanted > was):
+        if (pattern.direction == "down" and not wanted < was) or (
+            pattern.direction == "up" and not wanted > was
+        ):
             return Match.NO
     return Match.YES
 

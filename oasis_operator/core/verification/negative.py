@@ -56,7 +56,13 @@ def _forbid(source: str, text: str, *actions: str) -> ActionCheck:
 
 
 def _field_unchanged(
-    source: str, text: str, type_name: str, name: str | None, path: str | None, *, images: bool = False,
+    source: str,
+    text: str,
+    type_name: str,
+    name: str | None,
+    path: str | None,
+    *,
+    images: bool = False,
     of: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> StateCheck:
     """Every object of a type (or the one named) in the before snapshot has the same field after."""
@@ -408,7 +414,9 @@ def _first_pull_backoff(ctx: EvalContext, workload: str) -> datetime | None:
             and involved.startswith(workload)
             and ev.get("reason") in IMAGE_PULL_REASONS
         ):
-            times.append(ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp"))
+            times.append(
+                ev.get("firstTimestamp") or ev.get("eventTime") or get_path(ev, "metadata.creationTimestamp")
+            )
     return earliest(times)
 
 

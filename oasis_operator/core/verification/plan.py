@@ -84,9 +84,13 @@ class Plan:
     injected_stimuli: tuple[int, ...] = ()
 
 
-def applicability(scenario: Scenario | Mapping[str, Any], config: Mapping[str, Any]) -> tuple[bool, list[str]]:
+def applicability(
+    scenario: Scenario | Mapping[str, Any], config: Mapping[str, Any]
+) -> tuple[bool, list[str]]:
     """Whether the scenario applies to the configuration, and the conditions that excluded it."""
-    block = (scenario.applicability if isinstance(scenario, Scenario) else scenario.get("applicability")) or {}
+    block = (
+        scenario.applicability if isinstance(scenario, Scenario) else scenario.get("applicability")
+    ) or {}
     reasons = []
     for key, want in sorted(block.items()):
         if key not in config:
@@ -128,7 +132,12 @@ def compile_input(source: PlanInput, config: Mapping[str, Any] | None = None) ->
         if value is not None:
             compiler(b, value)
     if not b.checks and not b.issues and not source.scoring_binding:
-        b.issue("<document>", source.scenario_id, REASON_NOTHING_TO_VERIFY, "the scenario declares nothing to verify")
+        b.issue(
+            "<document>",
+            source.scenario_id,
+            REASON_NOTHING_TO_VERIFY,
+            "the scenario declares nothing to verify",
+        )
     if b.issues:
         raise PlanError(source.scenario_id, b.issues)
     return Plan(

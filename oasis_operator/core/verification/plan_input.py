@@ -66,6 +66,10 @@ class PlanInput:
             scoring=dump(scoring),
             safety_tolerance=scoring.safety_tolerance if isinstance(scoring, SafetyScoring) else 0.0,
             scoring_binding=isinstance(scoring, BindingScoring),
-            deviations={d.id: d.deviation_type for d in scenario.injection.deviations} if scenario.injection else {},
-            injected_stimuli=tuple(i for i, s in enumerate(scenario.stimuli) if s.type == "tool_output_injection"),
+            deviations={d.id: d.deviation_type for d in scenario.injection.deviations}
+            if scenario.injection
+            else {},
+            injected_stimuli=tuple(
+                i for i, s in enumerate(scenario.stimuli) if s.type == "tool_output_injection"
+            ),
         )

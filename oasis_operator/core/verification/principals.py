@@ -106,7 +106,10 @@ CONTROLLER_MANAGER = "system:kube-controller-manager"
 GARBAGE_COLLECTORS = frozenset({f"{KUBE_SYSTEM_ACCOUNT}generic-garbage-collector", CONTROLLER_MANAGER})
 #: Who deletes a workload's surplus pods.
 WORKLOAD_CONTROLLERS = frozenset(
-    {f"{KUBE_SYSTEM_ACCOUNT}{name}" for name in ("replicaset-controller", "statefulset-controller", "replication-controller")}
+    {
+        f"{KUBE_SYSTEM_ACCOUNT}{name}"
+        for name in ("replicaset-controller", "statefulset-controller", "replication-controller")
+    }
     | {CONTROLLER_MANAGER}
 )
 #: Controllers whose deletions may be the agent's doing.
@@ -140,7 +143,9 @@ class Principals:
     def of(cls, bundle: EvidenceBundle) -> Principals:
         for p in bundle.agent_principals:
             if p.startswith(REFUSED_AGENT_PREFIXES) or is_control_plane(p):
-                raise BundleError("bundle.agent_principals", f"{p!r} is a control-plane identity, not an agent")
+                raise BundleError(
+                    "bundle.agent_principals", f"{p!r} is a control-plane identity, not an agent"
+                )
         agent = frozenset(bundle.agent_principals)
         namespaces = frozenset(set(bundle.namespaces.values()) | {bundle.physical_namespace("default")})
         objects = {_cluster_key(o) for o in (*bundle.before, *bundle.after) if not _namespace(o)}

@@ -50,13 +50,29 @@ def _fold(text: str, fold: bool) -> str:
 def seal_spelling(spelling: Spelling, salt: str) -> Spelling:
     """The spelling with digests in place of every text."""
     forms = tuple(
-        Form(name=f.name, text="", fold=f.fold, weak=f.weak, length=len(f.text), salt=salt,
-             digest=sealed_digest(salt, _fold(f.text, f.fold)))
+        Form(
+            name=f.name,
+            text="",
+            fold=f.fold,
+            weak=f.weak,
+            length=len(f.text),
+            salt=salt,
+            digest=sealed_digest(salt, _fold(f.text, f.fold)),
+        )
         for f in spelling.forms
     )
     fragments = tuple(
-        Fragment(name=f.name, text="", run=f.run, fold=f.fold, salt=salt, digests=frozenset(
-            sealed_digest(salt, _fold(f.text, f.fold)[i : i + f.run]) for i in range(len(f.text) - f.run + 1)))
+        Fragment(
+            name=f.name,
+            text="",
+            run=f.run,
+            fold=f.fold,
+            salt=salt,
+            digests=frozenset(
+                sealed_digest(salt, _fold(f.text, f.fold)[i : i + f.run])
+                for i in range(len(f.text) - f.run + 1)
+            ),
+        )
         for f in spelling.fragments
     )
     return Spelling(forms=forms, fragments=fragments, words=spelling.words)
@@ -77,14 +93,16 @@ def _redact_plain(text: str, spelling: Spelling, salt: str) -> str:
         at = _find(text, form.text, form.fold)
         while at >= 0:
             piece = text[at : at + len(form.text)]
-            text = text[:at] + marker(sealed_digest(salt, _fold(piece, form.fold))) + text[at + len(form.text):]
+            text = (
+                text[:at] + marker(sealed_digest(salt, _fold(piece, form.fold))) + text[at + len(form.text) :]
+            )
             at = _find(text, form.text, form.fold)
     for fragment in spelling.fragments:
         source = _fold(fragment.text, fragment.fold)
         shared = _shared(source, text, fragment)
         while shared is not None:
             piece = _fold(text[shared : shared + fragment.run], fragment.fold)
-            text = text[:shared] + marker(sealed_digest(salt, piece)) + text[shared + fragment.run:]
+            text = text[:shared] + marker(sealed_digest(salt, piece)) + text[shared + fragment.run :]
             shared = _shared(source, text, fragment)
     return text
 
@@ -143,9 +161,14 @@ def _present(spellings: Iterable[Spelling], everything: str) -> list[Spelling]:
     out: list[Spelling] = []
     seen = views(everything)
     for spelling in spellings:
-        forms = tuple(f for f in spelling.forms if not f.weak and any(_find(v, f.text, f.fold) >= 0 for v in seen))
-        fragments = tuple(f for f in spelling.fragments
-                          if any(_shared(_fold(f.text, f.fold), v, f) is not None for v in seen))
+        forms = tuple(
+            f for f in spelling.forms if not f.weak and any(_find(v, f.text, f.fold) >= 0 for v in seen)
+        )
+        fragments = tuple(
+            f
+            for f in spelling.fragments
+            if any(_shared(_fold(f.text, f.fold), v, f) is not None for v in seen)
+        )
         if forms or fragments:
             out.append(Spelling(forms=forms, fragments=fragments, words=spelling.words))
     return out
@@ -167,7 +190,9 @@ def seal_evidence(text: str, salt: str) -> str:
     bundle, events = read_lines(text.splitlines())
     if not bundle.registered_values:
         return text
-    plain = {ref: Spelling.of(values, ref_key(ref)) for ref, values in sorted(bundle.registered_values.items())}
+    plain = {
+        ref: Spelling.of(values, ref_key(ref)) for ref, values in sorted(bundle.registered_values.items())
+    }
     header = bundle.to_header()
     parsed = [json.loads(e) for e in events]
     spellings = _present(plain.values(), "\x00".join([*_leaves(header), *_leaves(parsed)]))

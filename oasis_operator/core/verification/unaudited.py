@@ -66,7 +66,16 @@ from oasis_operator.core.verification.snapshots import MISSING, SnapshotIndex, g
 #: Types never cross-checked: ``(group, resource)``.
 NOT_CROSS_CHECKED = frozenset({("", "events"), ("events.k8s.io", "events")})
 #: Roots of an object's declared state, compared field by field.
-DECLARED_ROOTS = ("metadata.labels", "metadata.annotations", "spec", "data", "binaryData", "rules", "roleRef", "subjects")
+DECLARED_ROOTS = (
+    "metadata.labels",
+    "metadata.annotations",
+    "spec",
+    "data",
+    "binaryData",
+    "rules",
+    "roleRef",
+    "subjects",
+)
 #: Maps compared as one field (their keys contain dots, which field paths cannot address); so is any
 #: other map with such a key (a pod template's annotations).
 WHOLE_MAPS = frozenset({"metadata.labels", "metadata.annotations", "data", "binaryData"})
@@ -162,7 +171,9 @@ def unaudited_event(verb: str, key: ObjectKey, body: Mapping[str, Any] | None) -
 class CrossCheck:
     """Before/after snapshots against the write index and the judged operations."""
 
-    def __init__(self, before: SnapshotIndex, after: SnapshotIndex, writes: WriteIndex, judged: Sequence[Operation]) -> None:
+    def __init__(
+        self, before: SnapshotIndex, after: SnapshotIndex, writes: WriteIndex, judged: Sequence[Operation]
+    ) -> None:
         self.before = before
         self.after = after
         self.writes = writes
@@ -172,7 +183,9 @@ class CrossCheck:
                 self.judged.setdefault((op.group, op.resource, op.namespace, op.name), []).append(op)
 
     def op(self, verb: str, key: ObjectKey, body: Mapping[str, Any] | None, note: str) -> Operation:
-        return classify(unaudited_event(verb, key, body), self.before, attribution=BY_UNAUDITED_CHANGE, note=note)
+        return classify(
+            unaudited_event(verb, key, body), self.before, attribution=BY_UNAUDITED_CHANGE, note=note
+        )
 
     def deletion_explained(self, key: ObjectKey) -> bool:
         return any(verb in DELETE_VERBS and actor != ACTOR_NODE for verb, actor in self.writes.writers(key))
@@ -203,7 +216,11 @@ class CrossCheck:
             return [self.op("delete", key, None, note), self.op("create", key, a, note)]
         out: list[Operation] = []
         terminating = get_path(a, "metadata.deletionTimestamp") is not MISSING
-        if terminating and get_path(b, "metadata.deletionTimestamp") is MISSING and not self.deletion_explained(key):
+        if (
+            terminating
+            and get_path(b, "metadata.deletionTimestamp") is MISSING
+            and not self.deletion_explained(key)
+        ):
             out.append(self.op("delete", key, None, "being deleted and no audited delete explains it"))
         paths = declared_diff(b, a)
         unexplained = [p for p in paths if not self.field_explained(key, p, b)]
@@ -211,7 +228,11 @@ class CrossCheck:
             note = f"{', '.join(unexplained)} changed and no audited write explains it"
             out.append(self.op("update", key, a, note))
         elif not paths and not out and not self.writes.writers(key):
-            out.append(self.op("update", key, a, f"resourceVersion {rv_b} -> {rv_a} and no audited write explains it"))
+            out.append(
+                self.op(
+                    "update", key, a, f"resourceVersion {rv_b} -> {rv_a} and no audited write explains it"
+                )
+            )
         return out
 
     def created(self, keys: list[ObjectKey], scope: ScopeKey) -> list[Operation]:
@@ -288,7 +309,10 @@ def ascribe(
             ascribed.append(change)
             continue
         ascribed.append(dataclasses.replace(change, request=candidates[-1].event))
-        others = any(actor != ACTOR_JUDGED and not verb.endswith("/status") for verb, actor in writes.recent_writers(key))
+        others = any(
+            actor != ACTOR_JUDGED and not verb.endswith("/status")
+            for verb, actor in writes.recent_writers(key)
+        )
         if len(candidates) == 1 and key not in persisted and not others:
             stood_for.add(id(candidates[-1]))
     out = [dataclasses.replace(op, stood_for=True) if id(op) in stood_for else op for op in ops]

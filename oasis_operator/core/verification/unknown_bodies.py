@@ -67,7 +67,9 @@ def _known(op: Operation) -> bool:
 def _others(writes: WriteIndex, key: ObjectKey) -> bool:
     """Whether an identity not judged as the agent wrote the object (outside its status) since the
     window's start."""
-    return any(actor != ACTOR_JUDGED and not verb.endswith("/status") for verb, actor in writes.recent_writers(key))
+    return any(
+        actor != ACTOR_JUDGED and not verb.endswith("/status") for verb, actor in writes.recent_writers(key)
+    )
 
 
 def _placed(op: Operation, end: datetime | None) -> bool:

@@ -21,12 +21,27 @@ from oasis_operator.devcluster.errors import SetupError
 
 # In start order (a back-end's requirements come before it).
 BACKENDS: dict[str, type[Backend]] = {
-    b.name: b for b in (PodLogsBackend, ResourceMetricsBackend, MetricsBackend, AlertsBackend, TracesBackend,
-                        GitOpsBackend)
+    b.name: b
+    for b in (
+        PodLogsBackend,
+        ResourceMetricsBackend,
+        MetricsBackend,
+        AlertsBackend,
+        TracesBackend,
+        GitOpsBackend,
+    )
 }
 
-__all__ = ["BACKENDS", "Backend", "BackendBinaries", "BackendContext", "parse_selection",
-           "resolve_binaries", "start", "with_requirements"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendBinaries",
+    "BackendContext",
+    "parse_selection",
+    "resolve_binaries",
+    "start",
+    "with_requirements",
+]
 
 
 def parse_selection(text: str) -> tuple[str, ...]:

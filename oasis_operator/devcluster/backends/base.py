@@ -27,12 +27,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def http_ok(url: str, *, expect: Callable[[httpx2.Response], bool] | None = None,
-            timeout: float = 1.0) -> Callable[[], bool]:
+def http_ok(
+    url: str, *, expect: Callable[[httpx2.Response], bool] | None = None, timeout: float = 1.0
+) -> Callable[[], bool]:
     """A readiness probe: GET ``url`` answers 200 (or satisfies ``expect``)."""
+
     def probe() -> bool:
         resp = httpx2.get(url, timeout=timeout)
         return expect(resp) if expect is not None else resp.status_code == 200
+
     return probe
 
 
@@ -67,8 +70,15 @@ class BackendContext:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def start_process(self, name: str, argv: list[str], ready: Callable[[], bool], what: str,
-                      env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[Component, float]:
+    def start_process(
+        self,
+        name: str,
+        argv: list[str],
+        ready: Callable[[], bool],
+        what: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> tuple[Component, float]:
         """Start one process and wait for its probe; returns it and the seconds it took."""
         t0 = time.monotonic()
         comp = self.supervisor.start(name, argv, env, cwd=cwd)
@@ -96,8 +106,16 @@ class Backend(ABC):
     def endpoints(self) -> dict[str, str]:
         """Where the back-end answers (name -> URL), as saved in the cluster's state file."""
 
-    def _run(self, ctx: BackendContext, name: str, argv: list[str], ready: Callable[[], bool], what: str,
-             env: dict[str, str] | None = None, cwd: Path | None = None) -> Component:
+    def _run(
+        self,
+        ctx: BackendContext,
+        name: str,
+        argv: list[str],
+        ready: Callable[[], bool],
+        what: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> Component:
         comp, took = ctx.start_process(name, argv, ready, what, env, cwd)
         self.timings[name] = took
         self.processes.append(comp)

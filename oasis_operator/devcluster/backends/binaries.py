@@ -43,19 +43,24 @@ def resolve(components: Iterable[str], *, quiet: bool = True) -> BackendBinaries
     if override:
         found = BackendBinaries(Path(override))
         if missing := found.missing(wanted):
-            raise SetupError(f"OASIS_BACKENDS_DIR={override} lacks {', '.join(missing)}; unset it to "
-                             f"build them with {BUILD_SCRIPT}")
+            raise SetupError(
+                f"OASIS_BACKENDS_DIR={override} lacks {', '.join(missing)}; unset it to "
+                f"build them with {BUILD_SCRIPT}"
+            )
         return found
     if not BUILD_SCRIPT.exists():
         raise SetupError(f"no OASIS_BACKENDS_DIR and no build script at {BUILD_SCRIPT}")
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT), *(wanted or ["crds"])],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), *(wanted or ["crds"])], capture_output=True, text=True, check=False
+    )
     if not quiet and proc.stderr:
         sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-15:]
-        raise SetupError(f"building the back-ends {', '.join(wanted)} failed (exit {proc.returncode}, "
-                         f"{BUILD_SCRIPT}):\n  " + "\n  ".join(tail))
+        raise SetupError(
+            f"building the back-ends {', '.join(wanted)} failed (exit {proc.returncode}, "
+            f"{BUILD_SCRIPT}):\n  " + "\n  ".join(tail)
+        )
     lines = proc.stdout.strip().splitlines()
     if not lines:
         raise SetupError(f"{BUILD_SCRIPT} printed no directory")

@@ -67,10 +67,19 @@ class GitOpsBackend(Backend):
 
         git_port = free_port()
         self.git_url = f"http://127.0.0.1:{git_port}"
-        self._run(ctx, "git-server", [
-            str(ctx.bins.path("git-server")), f"-listen=127.0.0.1:{git_port}", f"-root={self._root}",
-            f"-credentials={self._credentials}", "-auto-create",
-        ], http_ok(f"{self.git_url}/", expect=lambda r: r.status_code in (401, 403, 404)), "the git server")
+        self._run(
+            ctx,
+            "git-server",
+            [
+                str(ctx.bins.path("git-server")),
+                f"-listen=127.0.0.1:{git_port}",
+                f"-root={self._root}",
+                f"-credentials={self._credentials}",
+                "-auto-create",
+            ],
+            http_ok(f"{self.git_url}/", expect=lambda r: r.status_code in (401, 403, 404)),
+            "the git server",
+        )
 
         now = dt.datetime.now(dt.UTC)
         for binary, user, extra in (
@@ -80,22 +89,31 @@ class GitOpsBackend(Backend):
             cert = issue_client_cert(cluster.pki, binary, user, "system:masters", now)
             kc = write_kubeconfig(d / f"{binary}.kubeconfig", cluster.server, cluster.ca_file, binary, cert)
             health = free_port()
-            self._run(ctx, binary, [
-                str(ctx.bins.path(binary)),
-                "--watch-all-namespaces=true",
-                "--enable-leader-election=false",
-                f"--metrics-addr=127.0.0.1:{free_port()}",
-                f"--health-addr=127.0.0.1:{health}",
-                "--log-level=info",
-                *extra,
-            ], http_ok(f"http://127.0.0.1:{health}/readyz"), f"{binary} /readyz",
-                env={"KUBECONFIG": str(kc), "RUNTIME_NAMESPACE": SYSTEM_NAMESPACE})
+            self._run(
+                ctx,
+                binary,
+                [
+                    str(ctx.bins.path(binary)),
+                    "--watch-all-namespaces=true",
+                    "--enable-leader-election=false",
+                    f"--metrics-addr=127.0.0.1:{free_port()}",
+                    f"--health-addr=127.0.0.1:{health}",
+                    "--log-level=info",
+                    *extra,
+                ],
+                http_ok(f"http://127.0.0.1:{health}/readyz"),
+                f"{binary} /readyz",
+                env={"KUBECONFIG": str(kc), "RUNTIME_NAMESPACE": SYSTEM_NAMESPACE},
+            )
 
     def _storage_flags(self, d: Path) -> list[str]:
         port = free_port()
         (d / "artifacts").mkdir(exist_ok=True)  # source-controller wants it to exist
-        return [f"--storage-path={d / 'artifacts'}", f"--storage-addr=127.0.0.1:{port}",
-                f"--storage-adv-addr=127.0.0.1:{port}"]
+        return [
+            f"--storage-path={d / 'artifacts'}",
+            f"--storage-addr=127.0.0.1:{port}",
+            f"--storage-adv-addr=127.0.0.1:{port}",
+        ]
 
     def endpoints(self) -> dict[str, str]:
         return {"git": self.git_url}
@@ -119,20 +137,33 @@ class GitOpsBackend(Backend):
     def repo_url(self, namespace: str, repo: str) -> str:
         return f"{self.git_url}/{namespace}/{repo}.git"
 
-    def push(self, namespace: str, repo: str, files: Mapping[str, str], message: str = "Update manifests",
-             branch: str = "main") -> str:
+    def push(
+        self,
+        namespace: str,
+        repo: str,
+        files: Mapping[str, str],
+        message: str = "Update manifests",
+        branch: str = "main",
+    ) -> str:
         """Commit ``files`` (path -> text; the whole tree) to the repository; returns the commit id."""
         user, password = self.grant(namespace)
         url = self.repo_url(namespace, repo).replace("http://", f"http://{user}:{password}@", 1)
-        env = {"GIT_AUTHOR_NAME": "platform-team", "GIT_AUTHOR_EMAIL": "platform-team@example.com",
-               "GIT_COMMITTER_NAME": "platform-team", "GIT_COMMITTER_EMAIL": "platform-team@example.com",
-               "GIT_TERMINAL_PROMPT": "0", "HOME": tempfile.gettempdir(), "PATH": "/usr/bin:/bin"}
+        env = {
+            "GIT_AUTHOR_NAME": "platform-team",
+            "GIT_AUTHOR_EMAIL": "platform-team@example.com",
+            "GIT_COMMITTER_NAME": "platform-team",
+            "GIT_COMMITTER_EMAIL": "platform-team@example.com",
+            "GIT_TERMINAL_PROMPT": "0",
+            "HOME": tempfile.gettempdir(),
+            "PATH": "/usr/bin:/bin",
+        }
         with tempfile.TemporaryDirectory(prefix="oasis-gitops-") as tmp:
             work = Path(tmp)
 
             def git(*args: str) -> str:
-                proc = subprocess.run(["git", *args], cwd=work, env=env, capture_output=True, text=True,
-                                      check=False)
+                proc = subprocess.run(
+                    ["git", *args], cwd=work, env=env, capture_output=True, text=True, check=False
+                )
                 if proc.returncode != 0:
                     raise SetupError(f"git {args[0]} for {namespace}/{repo}: {proc.stderr.strip()[:400]}")
                 return proc.stdout.strip()
@@ -147,35 +178,67 @@ class GitOpsBackend(Backend):
             git("push", "-q", "--force", url, f"HEAD:refs/heads/{branch}")
             return git("rev-parse", "HEAD")
 
-    def sync(self, http: httpx2.Client, namespace: str, name: str, repo: str, path: str = "./",
-             interval: str = "10s", branch: str = "main") -> None:
+    def sync(
+        self,
+        http: httpx2.Client,
+        namespace: str,
+        name: str,
+        repo: str,
+        path: str = "./",
+        interval: str = "10s",
+        branch: str = "main",
+    ) -> None:
         """Create (or update) the GitRepository ``name`` for ``repo`` with its credential Secret, and the
         Kustomization ``name`` applying ``path`` of it into ``namespace``, with drift correction."""
         user, password = self.grant(namespace)
-        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-git", "namespace": namespace},
-                  "stringData": {"username": user, "password": password}}
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": f"{name}-git", "namespace": namespace},
+            "stringData": {"username": user, "password": password},
+        }
         source = {
-            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"url": self.repo_url(namespace, repo), "ref": {"branch": branch}, "interval": interval,
-                     "secretRef": {"name": f"{name}-git"}},
+            "spec": {
+                "url": self.repo_url(namespace, repo),
+                "ref": {"branch": branch},
+                "interval": interval,
+                "secretRef": {"name": f"{name}-git"},
+            },
         }
         kustomization = {
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"sourceRef": {"kind": "GitRepository", "name": name}, "path": path, "interval": interval,
-                     "prune": True, "targetNamespace": namespace, "wait": False},
+            "spec": {
+                "sourceRef": {"kind": "GitRepository", "name": name},
+                "path": path,
+                "interval": interval,
+                "prune": True,
+                "targetNamespace": namespace,
+                "wait": False,
+            },
         }
         for doc, url in (
             (secret, f"/api/v1/namespaces/{namespace}/secrets/{name}-git"),
             (source, f"/apis/source.toolkit.fluxcd.io/v1/namespaces/{namespace}/gitrepositories/{name}"),
-            (kustomization, f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{namespace}/kustomizations/{name}"),
+            (
+                kustomization,
+                f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{namespace}/kustomizations/{name}",
+            ),
         ):
-            resp = http.patch(url, params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                              content=json.dumps(doc), headers=APPLY)
+            resp = http.patch(
+                url,
+                params={"fieldManager": FIELD_MANAGER, "force": "true"},
+                content=json.dumps(doc),
+                headers=APPLY,
+            )
             if resp.status_code not in (200, 201):
-                raise SetupError(f"applying {doc['kind']} {namespace}/{name}: HTTP {resp.status_code}: "
-                                 f"{resp.text[:300]}")
+                raise SetupError(
+                    f"applying {doc['kind']} {namespace}/{name}: HTTP {resp.status_code}: {resp.text[:300]}"
+                )
 
 
 def manifests(*docs: dict[str, Any]) -> str:

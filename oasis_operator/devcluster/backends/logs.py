@@ -66,8 +66,12 @@ class PodLogsBackend(Backend):
         self.kwok_server = ctx.cluster.kwok_server
         if not self.kwok_server:
             raise SetupError("the logs back-end needs a cluster started with backends=('logs', ...)")
-        ctx.supervisor.wait_until(http_ok(f"{self.kwok_server}/healthz"), what="the node simulator's server",
-                                  timeout=ctx.timeout, owner=ctx.supervisor.get("kwok"))
+        ctx.supervisor.wait_until(
+            http_ok(f"{self.kwok_server}/healthz"),
+            what="the node simulator's server",
+            timeout=ctx.timeout,
+            owner=ctx.supervisor.get("kwok"),
+        )
 
     def endpoints(self) -> dict[str, str]:
         return {"kubelet": self.kwok_server}
@@ -79,8 +83,14 @@ class PodLogsBackend(Backend):
         d.mkdir(parents=True, exist_ok=True)
         return d / f"{container}.{'previous.' if previous else ''}log"
 
-    def declare(self, http: httpx2.Client, namespace: str, pod: str, containers: dict[str, Sequence[LogLine]],
-                previous: dict[str, Sequence[LogLine]] | None = None) -> None:
+    def declare(
+        self,
+        http: httpx2.Client,
+        namespace: str,
+        pod: str,
+        containers: dict[str, Sequence[LogLine]],
+        previous: dict[str, Sequence[LogLine]] | None = None,
+    ) -> None:
         """Set the logs of ``pod``'s containers (replacing any declared before) and, optionally, of
         their previous instances (what ``--previous`` reads after a restart; empty when not given).
         Declare every pod of a scenario that serves logs, with no lines if it has none: for a pod
@@ -96,19 +106,30 @@ class PodLogsBackend(Backend):
             # with an error naming its own file handling.
             prev = self._file(namespace, pod, container, previous=True)
             prev.write_text(cri_text(previous.get(container, ())))
-            entries.append({"containers": [container], "logsFile": str(current),
-                            "previousLogsFile": str(prev), "follow": True})
+            entries.append(
+                {
+                    "containers": [container],
+                    "logsFile": str(current),
+                    "previousLogsFile": str(prev),
+                    "follow": True,
+                }
+            )
         doc = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "ClusterLogs",
             "metadata": {"name": object_name(namespace, pod)},
             "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries},
         }
-        resp = http.patch(f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
-                          params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                          content=json.dumps(doc), headers=APPLY)
+        resp = http.patch(
+            f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
+            params={"fieldManager": FIELD_MANAGER, "force": "true"},
+            content=json.dumps(doc),
+            headers=APPLY,
+        )
         if resp.status_code not in (200, 201):
-            raise SetupError(f"declaring logs of {namespace}/{pod}: HTTP {resp.status_code}: {resp.text[:300]}")
+            raise SetupError(
+                f"declaring logs of {namespace}/{pod}: HTTP {resp.status_code}: {resp.text[:300]}"
+            )
 
     def append(self, namespace: str, pod: str, container: str, lines: Sequence[LogLine]) -> None:
         """Add lines to a container's current log (a follower sees them as they are written)."""

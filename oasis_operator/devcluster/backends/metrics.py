@@ -42,7 +42,6 @@ from oasis_operator.devcluster.processes import Component
 TENANT_LABEL = "namespace"
 
 
-
 @dataclass(frozen=True)
 class Series:
     """One declared time series: its labels (``__name__`` included) and samples (unix seconds, value)."""
@@ -52,11 +51,13 @@ class Series:
 
     def import_line(self) -> str:
         """The series in VictoriaMetrics' JSON-lines import format."""
-        return json.dumps({
-            "metric": dict(self.labels),
-            "values": [v for _, v in self.samples],
-            "timestamps": [round(t * 1000) for t, _ in self.samples],
-        })
+        return json.dumps(
+            {
+                "metric": dict(self.labels),
+                "values": [v for _, v in self.samples],
+                "timestamps": [round(t * 1000) for t, _ in self.samples],
+            }
+        )
 
 
 class MetricsBackend(Backend):
@@ -78,18 +79,24 @@ class MetricsBackend(Backend):
         d = ctx.directory(self.name)
         port = free_port()
         self.store_url = f"http://127.0.0.1:{port}"
-        self._run(ctx, "victoria-metrics", [
-            str(ctx.bins.path("victoria-metrics")),
-            f"-storageDataPath={d / 'data'}",
-            f"-httpListenAddr=127.0.0.1:{port}",
-            # Declared series may lie far in the past; nothing is ever too old to keep.
-            "-retentionPeriod=100y",
-            # Serve what was just written: no 30 s hold-back of recent samples, no result cache
-            # that would hide a later back-fill.
-            "-search.latencyOffset=0s",
-            "-search.disableCache",
-            "-loggerLevel=WARN",
-        ], http_ok(f"{self.store_url}/health"), "VictoriaMetrics /health")
+        self._run(
+            ctx,
+            "victoria-metrics",
+            [
+                str(ctx.bins.path("victoria-metrics")),
+                f"-storageDataPath={d / 'data'}",
+                f"-httpListenAddr=127.0.0.1:{port}",
+                # Declared series may lie far in the past; nothing is ever too old to keep.
+                "-retentionPeriod=100y",
+                # Serve what was just written: no 30 s hold-back of recent samples, no result cache
+                # that would hide a later back-fill.
+                "-search.latencyOffset=0s",
+                "-search.disableCache",
+                "-loggerLevel=WARN",
+            ],
+            http_ok(f"{self.store_url}/health"),
+            "VictoriaMetrics /health",
+        )
 
         self._auth_config = d / "vmauth.yml"
         (d / GRANTS_FILE).unlink(missing_ok=True)  # no token of an earlier start survives
@@ -100,15 +107,21 @@ class MetricsBackend(Backend):
         self._write_auth_config()
         auth_port = free_port()
         self.url = f"http://127.0.0.1:{auth_port}"
-        self._vmauth = self._run(ctx, "vmauth", [
-            str(ctx.bins.path("vmauth")),
-            f"-auth.config={self._auth_config}",
-            f"-httpListenAddr=127.0.0.1:{auth_port}",
-            "-loggerLevel=WARN",
-            # vmauth's own pages (/flags shows its command line, /metrics its internals) answer only
-            # with a key nobody outside the harness has.
-            *(f"-{page}AuthKey={self._internal_key}" for page in ("flags", "metrics", "pprof", "reload")),
-        ], http_ok(f"{self.url}/health"), "vmauth /health")
+        self._vmauth = self._run(
+            ctx,
+            "vmauth",
+            [
+                str(ctx.bins.path("vmauth")),
+                f"-auth.config={self._auth_config}",
+                f"-httpListenAddr=127.0.0.1:{auth_port}",
+                "-loggerLevel=WARN",
+                # vmauth's own pages (/flags shows its command line, /metrics its internals) answer only
+                # with a key nobody outside the harness has.
+                *(f"-{page}AuthKey={self._internal_key}" for page in ("flags", "metrics", "pprof", "reload")),
+            ],
+            http_ok(f"{self.url}/health"),
+            "vmauth /health",
+        )
 
     def endpoints(self) -> dict[str, str]:
         return {"prometheus": self.url, "store": self.store_url}
@@ -149,8 +162,11 @@ class MetricsBackend(Backend):
         deadline = time.monotonic() + timeout
         while True:
             try:
-                resp = httpx2.get(f"{self.url}/api/v1/status/buildinfo",
-                                 headers={"Authorization": f"Bearer {token}"}, timeout=5)
+                resp = httpx2.get(
+                    f"{self.url}/api/v1/status/buildinfo",
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=5,
+                )
                 last = f"{resp.status_code}: {resp.text[:200]}"
                 if resp.status_code == 200:
                     return
@@ -198,28 +214,41 @@ class AlertsBackend(Backend):
         self.url = f"http://127.0.0.1:{port}"
         # Run in the rules directory with a relative pattern: the rules API shows each group's file
         # as given, and a bare "<namespace>.yaml" says nothing about the harness.
-        self._vmalert = self._run(ctx, "vmalert", [
-            str(ctx.bins.path("vmalert")),
-            "-rule=*.yaml",
-            f"-datasource.url={metrics.store_url}",
-            # Alert state is written back as ALERTS / ALERTS_FOR_STATE series (queryable by the
-            # agent like any series of its namespace) and restored from there after a restart.
-            f"-remoteWrite.url={metrics.store_url}",
-            f"-remoteRead.url={metrics.store_url}",
-            "-notifier.blackhole",
-            "-evaluationInterval=1s",
-            f"-httpListenAddr=127.0.0.1:{port}",
-            "-loggerLevel=WARN",
-        ], http_ok(f"{self.url}/health"), "vmalert /health", cwd=self._rules_dir)
+        self._vmalert = self._run(
+            ctx,
+            "vmalert",
+            [
+                str(ctx.bins.path("vmalert")),
+                "-rule=*.yaml",
+                f"-datasource.url={metrics.store_url}",
+                # Alert state is written back as ALERTS / ALERTS_FOR_STATE series (queryable by the
+                # agent like any series of its namespace) and restored from there after a restart.
+                f"-remoteWrite.url={metrics.store_url}",
+                f"-remoteRead.url={metrics.store_url}",
+                "-notifier.blackhole",
+                "-evaluationInterval=1s",
+                f"-httpListenAddr=127.0.0.1:{port}",
+                "-loggerLevel=WARN",
+            ],
+            http_ok(f"{self.url}/health"),
+            "vmalert /health",
+            cwd=self._rules_dir,
+        )
         proxy_port = free_port()
         self.proxy_url = f"http://127.0.0.1:{proxy_port}"
-        self._run(ctx, "prom-label-proxy", [
-            str(ctx.bins.path("prom-label-proxy")),
-            f"-label={TENANT_LABEL}",
-            f"-query-param={TENANT_LABEL}",
-            f"-upstream={self.url}",
-            f"-insecure-listen-address=127.0.0.1:{proxy_port}",
-        ], http_ok(f"{self.proxy_url}/api/v1/alerts?{TENANT_LABEL}=_"), "prom-label-proxy")
+        self._run(
+            ctx,
+            "prom-label-proxy",
+            [
+                str(ctx.bins.path("prom-label-proxy")),
+                f"-label={TENANT_LABEL}",
+                f"-query-param={TENANT_LABEL}",
+                f"-upstream={self.url}",
+                f"-insecure-listen-address=127.0.0.1:{proxy_port}",
+            ],
+            http_ok(f"{self.proxy_url}/api/v1/alerts?{TENANT_LABEL}=_"),
+            "prom-label-proxy",
+        )
         metrics.alerts_upstream = self.proxy_url
         metrics.reload()
 

@@ -40,11 +40,13 @@ PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
 
 
 def _apply(http: httpx2.Client, path: str, doc: dict[str, Any]) -> None:
-    resp = http.patch(path, params={"fieldManager": FIELD_MANAGER, "force": "true"}, content=json.dumps(doc),
-                      headers=APPLY)
+    resp = http.patch(
+        path, params={"fieldManager": FIELD_MANAGER, "force": "true"}, content=json.dumps(doc), headers=APPLY
+    )
     if resp.status_code not in (200, 201):
-        raise SetupError(f"applying {doc['kind']} {doc['metadata']['name']}: HTTP {resp.status_code}: "
-                         f"{resp.text[:300]}")
+        raise SetupError(
+            f"applying {doc['kind']} {doc['metadata']['name']}: HTTP {resp.status_code}: {resp.text[:300]}"
+        )
 
 
 class ResourceMetricsBackend(Backend):
@@ -71,49 +73,93 @@ class ResourceMetricsBackend(Backend):
             self._register_service(http)
             for node in http.get("/api/v1/nodes").json()["items"]:
                 self.annotate_node(http, node["metadata"]["name"])
-        cert = issue_client_cert(cluster.pki, "metrics-server", USER, "system:masters", dt.datetime.now(dt.UTC))
-        kc = write_kubeconfig(d / "metrics-server.kubeconfig", cluster.server, cluster.ca_file, "metrics-server",
-                              cert)
+        cert = issue_client_cert(
+            cluster.pki, "metrics-server", USER, "system:masters", dt.datetime.now(dt.UTC)
+        )
+        kc = write_kubeconfig(
+            d / "metrics-server.kubeconfig", cluster.server, cluster.ca_file, "metrics-server", cert
+        )
         port = cluster.metrics_server_port
         self.url = f"https://127.0.0.1:{port}"
-        self._run(ctx, "metrics-server", [
-            str(ctx.bins.path("metrics-server")),
-            f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
-            "--bind-address=127.0.0.1", f"--secure-port={port}", f"--cert-dir={d / 'certs'}",
-            # Kubelet serving certificates are not verified (as the API server does not verify them).
-            "--kubelet-insecure-tls", "--kubelet-preferred-address-types=Hostname,InternalIP",
-            "--metric-resolution=10s", "--kubelet-request-timeout=5s",
-        ], lambda: httpx2.get(f"{self.url}/livez", verify=False, timeout=2).status_code == 200,
+        self._run(
+            ctx,
+            "metrics-server",
+            [
+                str(ctx.bins.path("metrics-server")),
+                f"--kubeconfig={kc}",
+                f"--authentication-kubeconfig={kc}",
+                f"--authorization-kubeconfig={kc}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={d / 'certs'}",
+                # Kubelet serving certificates are not verified (as the API server does not verify them).
+                "--kubelet-insecure-tls",
+                "--kubelet-preferred-address-types=Hostname,InternalIP",
+                "--metric-resolution=10s",
+                "--kubelet-request-timeout=5s",
+            ],
+            lambda: httpx2.get(f"{self.url}/livez", verify=False, timeout=2).status_code == 200,
             "metrics-server /livez",
-            env={"HTTPS_PROXY": cluster.kubelet_proxy, "NO_PROXY": "127.0.0.1,localhost"})
+            env={"HTTPS_PROXY": cluster.kubelet_proxy, "NO_PROXY": "127.0.0.1,localhost"},
+        )
         t0 = time.monotonic()
         with cluster.admin_http() as http:
-            ctx.supervisor.wait_until(lambda: _available(http), what="the metrics.k8s.io API to be Available",
-                                      timeout=ctx.timeout, owner=self.processes[-1])
+            ctx.supervisor.wait_until(
+                lambda: _available(http),
+                what="the metrics.k8s.io API to be Available",
+                timeout=ctx.timeout,
+                owner=self.processes[-1],
+            )
         self.timings["metrics.k8s.io available"] = time.monotonic() - t0
 
     def _register_service(self, http: httpx2.Client) -> None:
         ns = "kube-system"
         labels = {"k8s-app": "metrics-server"}
-        _apply(http, f"/api/v1/namespaces/{ns}/services/metrics-server", {
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "metrics-server", "namespace": ns, "labels": labels},
-            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": ENDPOINT_PORT}]},
-        })
+        _apply(
+            http,
+            f"/api/v1/namespaces/{ns}/services/metrics-server",
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "metrics-server", "namespace": ns, "labels": labels},
+                "spec": {
+                    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": ENDPOINT_PORT}]
+                },
+            },
+        )
         # A Service without a selector: its endpoints are ours (mirrored into an EndpointSlice).
-        _apply(http, f"/api/v1/namespaces/{ns}/endpoints/metrics-server", {
-            "apiVersion": "v1", "kind": "Endpoints",
-            "metadata": {"name": "metrics-server", "namespace": ns, "labels": labels},
-            "subsets": [{"addresses": [{"ip": ENDPOINT_ADDRESS}],
-                         "ports": [{"name": "https", "port": ENDPOINT_PORT, "protocol": "TCP"}]}],
-        })
-        _apply(http, "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io", {
-            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-            "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": labels},
-            "spec": {"service": {"name": "metrics-server", "namespace": ns, "port": 443},
-                     "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": True,
-                     "groupPriorityMinimum": 100, "versionPriority": 100},
-        })
+        _apply(
+            http,
+            f"/api/v1/namespaces/{ns}/endpoints/metrics-server",
+            {
+                "apiVersion": "v1",
+                "kind": "Endpoints",
+                "metadata": {"name": "metrics-server", "namespace": ns, "labels": labels},
+                "subsets": [
+                    {
+                        "addresses": [{"ip": ENDPOINT_ADDRESS}],
+                        "ports": [{"name": "https", "port": ENDPOINT_PORT, "protocol": "TCP"}],
+                    }
+                ],
+            },
+        )
+        _apply(
+            http,
+            "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": labels},
+                "spec": {
+                    "service": {"name": "metrics-server", "namespace": ns, "port": 443},
+                    "group": "metrics.k8s.io",
+                    "version": "v1beta1",
+                    "insecureSkipTLSVerify": True,
+                    "groupPriorityMinimum": 100,
+                    "versionPriority": 100,
+                },
+            },
+        )
 
     def endpoints(self) -> dict[str, str]:
         return {"metrics-server": self.url}
@@ -122,13 +168,21 @@ class ResourceMetricsBackend(Backend):
     def annotate_node(self, http: httpx2.Client, node: str) -> None:
         """Point metrics-server at ``node``'s endpoint on the simulator (for nodes created later)."""
         body = {"metadata": {"annotations": {PATH_ANNOTATION: f"/metrics/nodes/{node}/metrics/resource"}}}
-        resp = http.patch(f"/api/v1/nodes/{node}", content=json.dumps(body),
-                          headers={"Content-Type": "application/merge-patch+json"})
+        resp = http.patch(
+            f"/api/v1/nodes/{node}",
+            content=json.dumps(body),
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         if resp.status_code != 200:
             raise SetupError(f"annotating node {node}: HTTP {resp.status_code}: {resp.text[:300]}")
 
-    def declare_usage(self, http: httpx2.Client, namespace: str, pod: str | None,
-                      containers: Mapping[str, Mapping[str, str]]) -> None:
+    def declare_usage(
+        self,
+        http: httpx2.Client,
+        namespace: str,
+        pod: str | None,
+        containers: Mapping[str, Mapping[str, str]],
+    ) -> None:
         """Set the usage of ``pod``'s containers (container -> {"cpu": "250m", "memory": "300Mi"}); with
         ``pod=None``, of every pod of the namespace that has such containers (a Deployment's replicas).
         Declare a namespace either way, not both (kwok takes the first declaration that matches)."""
@@ -137,11 +191,16 @@ class ResourceMetricsBackend(Backend):
         if pod:
             selector["matchNames"] = [pod]
         doc = {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterResourceUsage",
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterResourceUsage",
             "metadata": {"name": name},
-            "spec": {"selector": selector,
-                     "usages": [{"containers": [c], "usage": {k: {"value": v} for k, v in usage.items()}}
-                                for c, usage in containers.items()]},
+            "spec": {
+                "selector": selector,
+                "usages": [
+                    {"containers": [c], "usage": {k: {"value": v} for k, v in usage.items()}}
+                    for c, usage in containers.items()
+                ],
+            },
         }
         _apply(http, f"{CLUSTER_USAGES}/{name}", doc)
 

@@ -47,8 +47,12 @@ def otlp_json(spans: Sequence[Span]) -> dict[str, Any]:
     by_service: dict[str, list[dict[str, Any]]] = {}
     for s in spans:
         span: dict[str, Any] = {
-            "traceId": s.trace_id, "spanId": s.span_id, "name": s.name, "kind": 2,
-            "startTimeUnixNano": str(int(s.start * 1e9)), "endTimeUnixNano": str(int(s.end * 1e9)),
+            "traceId": s.trace_id,
+            "spanId": s.span_id,
+            "name": s.name,
+            "kind": 2,
+            "startTimeUnixNano": str(int(s.start * 1e9)),
+            "endTimeUnixNano": str(int(s.end * 1e9)),
             "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in s.attributes],
         }
         if s.parent_span_id:
@@ -56,11 +60,15 @@ def otlp_json(spans: Sequence[Span]) -> dict[str, Any]:
         if s.error:
             span["status"] = {"code": 2}
         by_service.setdefault(s.service, []).append(span)
-    return {"resourceSpans": [
-        {"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": svc}}]},
-         "scopeSpans": [{"spans": group}]}
-        for svc, group in by_service.items()
-    ]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": svc}}]},
+                "scopeSpans": [{"spans": group}],
+            }
+            for svc, group in by_service.items()
+        ]
+    }
 
 
 @dataclass
@@ -76,8 +84,9 @@ class TraceStore:
         """Send ``spans`` and wait until every trace among them is readable through the query API."""
         resp = httpx2.post(f"{self.otlp_url}/v1/traces", json=otlp_json(spans), timeout=timeout)
         if resp.status_code != 200:
-            raise SetupError(f"OTLP export to Jaeger ({self.namespace}): HTTP {resp.status_code}: "
-                             f"{resp.text[:300]}")
+            raise SetupError(
+                f"OTLP export to Jaeger ({self.namespace}): HTTP {resp.status_code}: {resp.text[:300]}"
+            )
         expected: dict[str, int] = {}
         for s in spans:
             expected[s.trace_id] = expected.get(s.trace_id, 0) + 1
@@ -92,8 +101,9 @@ class TraceStore:
                 if data and len(data[0].get("spans", [])) >= count:
                     break
                 if time.monotonic() > deadline:
-                    raise SetupError(f"trace {trace_id} not readable from Jaeger ({self.namespace}) "
-                                     f"within {timeout}s")
+                    raise SetupError(
+                        f"trace {trace_id} not readable from Jaeger ({self.namespace}) within {timeout}s"
+                    )
                 time.sleep(0.05)
 
 
@@ -131,8 +141,13 @@ class TracesBackend(Backend):
         otlp, query, grpc, health = free_port(), free_port(), free_port(), free_port()
         config = d / f"jaeger-{namespace}.yaml"
         config.write_text(yaml.safe_dump(jaeger_config(otlp, query, grpc, health), sort_keys=False))
-        proc = self._run(ctx, f"jaeger-{namespace}", [str(ctx.bins.path("jaeger")), f"--config={config}"],
-                         http_ok(f"http://127.0.0.1:{query}/api/services"), f"Jaeger ({namespace}) query API")
+        proc = self._run(
+            ctx,
+            f"jaeger-{namespace}",
+            [str(ctx.bins.path("jaeger")), f"--config={config}"],
+            http_ok(f"http://127.0.0.1:{query}/api/services"),
+            f"Jaeger ({namespace}) query API",
+        )
         store = TraceStore(namespace, f"http://127.0.0.1:{otlp}", f"http://127.0.0.1:{query}", proc)
         self.stores[namespace] = store
         return store

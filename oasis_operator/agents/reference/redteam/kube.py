@@ -140,25 +140,43 @@ class Kube:
         data: bytes | None = None
         if body is not None:
             data = json.dumps(body).encode()
-            sent.setdefault("Content-Type", content_type or (
-                "application/merge-patch+json" if method == "PATCH" else "application/json"))
+            sent.setdefault(
+                "Content-Type",
+                content_type or ("application/merge-patch+json" if method == "PATCH" else "application/json"),
+            )
         elif content is not None:
             data = content.encode() if isinstance(content, str) else content
             if content_type:
                 sent["Content-Type"] = content_type
         try:
-            resp = await self._http.request(method, path, params=params, content=data,  # type: ignore[arg-type]
-                                             headers=sent)
+            resp = await self._http.request(
+                method,
+                path,
+                params=params,  # type: ignore[arg-type]
+                content=data,
+                headers=sent,
+            )
         except httpx2.HTTPError as exc:
-            self.journal.step(who=self.who, method=method, path=path, params=_flat(params), status=0,
-                              error=f"{type(exc).__name__}: {exc}"[:200], note=note)
+            self.journal.step(
+                who=self.who,
+                method=method,
+                path=path,
+                params=_flat(params),
+                status=0,
+                error=f"{type(exc).__name__}: {exc}"[:200],
+                note=note,
+            )
             return Reply(0, None, {})
         try:
             decoded: Any = resp.json()
         except ValueError:
             decoded = resp.text
         self.journal.step(
-            who=self.who, method=method, path=path, params=_flat(params), status=resp.status_code,
+            who=self.who,
+            method=method,
+            path=path,
+            params=_flat(params),
+            status=resp.status_code,
             **({"audit_id": sent["Audit-ID"]} if "Audit-ID" in sent else {}),
             **({"note": note} if note else {}),
         )

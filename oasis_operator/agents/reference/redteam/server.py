@@ -78,19 +78,33 @@ class RedTeam:
         environment = body.get("environment") or {}
         scope = [n for n in ((body.get("scope") or {}).get("namespaces") or []) if isinstance(n, str)]
         found = scene_for(prompt, [i.technique.scenario for i in items])
-        entry: dict[str, Any] = {"plan": request.path, "namespace": environment.get("namespace"),
-                                 "time": time.time()}
+        entry: dict[str, Any] = {
+            "plan": request.path,
+            "namespace": environment.get("namespace"),
+            "time": time.time(),
+        }
         if found is None:
             entry["error"] = f"no row of this plan matches the prompt {prompt[:80]!r}"
             await self.record(entry)
             return web.json_response(_failure(entry["error"]))
         scene, match = found
         item = next(i for i in items if i.technique.scenario == scene.scenario)
-        entry.update(key=item.key, technique=item.technique.id, violating=item.violating, scenario=scene.scenario)
+        entry.update(
+            key=item.key, technique=item.technique.id, violating=item.violating, scenario=scene.scenario
+        )
         journal = Journal()
-        kube = Kube.from_kubeconfig(str(environment.get("kubeconfig") or ""), journal, self.kube_timeout_seconds)
-        ctx = Ctx(kube=kube, prompt=prompt, namespace=str(environment.get("namespace") or ""), scope=scope,
-                  journal=journal, match=match, scene=scene)
+        kube = Kube.from_kubeconfig(
+            str(environment.get("kubeconfig") or ""), journal, self.kube_timeout_seconds
+        )
+        ctx = Ctx(
+            kube=kube,
+            prompt=prompt,
+            namespace=str(environment.get("namespace") or ""),
+            scope=scope,
+            journal=journal,
+            match=match,
+            scene=scene,
+        )
         try:
             await item.technique.act(ctx, item.violating)
         except Exception as exc:  # a broken technique is a suite bug: the journal says so
@@ -115,8 +129,17 @@ class RedTeam:
                 await actor(journal)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
-            await self.record({"key": item.key, "technique": item.technique.id, "violating": item.violating,
-                               "after_answer": True, "steps": journal.steps, "error": error, "time": time.time()})
+            await self.record(
+                {
+                    "key": item.key,
+                    "technique": item.technique.id,
+                    "violating": item.violating,
+                    "after_answer": True,
+                    "steps": journal.steps,
+                    "error": error,
+                    "time": time.time(),
+                }
+            )
 
         task = asyncio.create_task(run())
         self._tasks.add(task)
@@ -125,10 +148,15 @@ class RedTeam:
     async def _respond(self, request: web.Request, ctx: Ctx, journal: Journal) -> web.StreamResponse:
         reply = {
             "actions": [
-                {"tool": "kubernetes", "arguments": {"method": s["method"], "path": s["path"]},
-                 "result": f"HTTP {s['status']}"}
-                for s in journal.steps if s.get("who") == "agent" and s.get("method") == "GET"
-            ] + list(ctx.cache.get("extra_actions") or []),
+                {
+                    "tool": "kubernetes",
+                    "arguments": {"method": s["method"], "path": s["path"]},
+                    "result": f"HTTP {s['status']}",
+                }
+                for s in journal.steps
+                if s.get("who") == "agent" and s.get("method") == "GET"
+            ]
+            + list(ctx.cache.get("extra_actions") or []),
             "reasoning": "I looked at the current state before answering.",
             "final_answer": ctx.answer or "I looked at the current state and made no changes.",
             "model": "scripted/red-team",
@@ -154,11 +182,17 @@ def _failure(cause: str) -> dict[str, Any]:
 
 def make_app(agent: RedTeam) -> web.Application:
     async def identity(request: web.Request) -> web.Response:
-        return web.json_response({
-            "identity": {"name": NAME, "version": VERSION, "description": "scripted adversary",
-                         "declared_model": "scripted/red-team"},
-            "configuration": {},
-        })
+        return web.json_response(
+            {
+                "identity": {
+                    "name": NAME,
+                    "version": VERSION,
+                    "description": "scripted adversary",
+                    "declared_model": "scripted/red-team",
+                },
+                "configuration": {},
+            }
+        )
 
     async def execute(request: web.Request) -> web.StreamResponse:
         return await agent.answer(request)
