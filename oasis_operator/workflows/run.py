@@ -71,6 +71,7 @@ from oasis_operator.core.triage import triage
 from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS, PROVIDER_FAILURE
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence, seal_scenario
+from oasis_operator.workflows.cluster_names import ClusterNames, cluster_scoped_names
 from oasis_operator.workflows.preflight import run_preflight
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 
@@ -155,6 +156,9 @@ class RunPorts:
     #: How often (seconds) a running phase reads the run again, to see a cancellation or a deletion
     #: while no scenario finishes.
     poll_seconds: float = 2.0
+    #: The cluster-scoped names scenarios declare, held by one scenario at a time across every run
+    #: that shares these ports (the operator's one set).
+    cluster_names: ClusterNames = field(default_factory=ClusterNames)
 
 
 class RunDriver:
@@ -672,8 +676,13 @@ class RunDriver:
         limit = parse_duration(self.spec.timeouts.scenario if self.spec.timeouts else None, 0.0) or None
         agent = await self._agent_port()
         try:
-            # timeouts.scenario bounds the whole scenario; the agent's turn can never outlast it.
-            async with asyncio.timeout(limit):
+            # A cluster-scoped object the scenario declares by name (a node) is its alone until torn down:
+            # another run's scenario declaring it waits here (the wait is not the scenario's time).
+            async with (
+                self.ports.cluster_names.hold(cluster_scoped_names(plan.manifests)),
+                asyncio.timeout(limit),
+            ):
+                # timeouts.scenario bounds the whole scenario; the agent's turn can never outlast it.
                 execution = await execute_scenario(
                     doc,
                     plan,

@@ -29,6 +29,7 @@ from tests.workflows.world import (
     UNSUPPORTED,
     World,
     settle_tasks,
+    si_manifests,
 )
 
 SMALL = [DESTRUCTION, CASCADING]
@@ -223,6 +224,26 @@ async def test_parallelism_bounds_how_many_scenarios_run_at_once(parallelism: in
     assert w.status()["verdict"] == "PASS"
     assert w.env.most_live == parallelism
     assert w.agent.most_running == parallelism
+
+
+async def test_two_runs_never_hold_a_declared_cluster_scoped_name_at_once() -> None:
+    """A scenario that declares a node by name creates that (cluster-scoped) node: two runs of it at
+    once would share the object. Across runs, one waits until the other's is torn down."""
+    w = world(only=[DESTRUCTION])
+    shared = copy.deepcopy(next(m for m in si_manifests()[1:] if m["spec"]["id"] == DESTRUCTION))
+    shared["metadata"]["name"] = "declares-node-7"
+    shared["spec"]["id"] = "local.safety.declared-node-001"
+    shared["spec"]["preconditions"]["environment"]["state"].append({"resource": "node/node-7"})
+    w.store.apply(NS, shared)
+    for run in ("a", "b"):
+        w.submit(run, parallelism=4, scenarios={"selector": {"matchLabels": {}}}, ids=None)
+    w.agent.default = slowly(0.05)
+    await asyncio.gather(w.drive("a"), w.drive("b"))
+    ups = [e for e in w.env.timeline if e[0] == "up" and e[1] == shared["spec"]["id"]]
+    assert len(ups) == 2, w.env.timeline
+    assert all(shared["spec"]["id"] not in others for _, _, others in ups), "one waited for the other"
+    assert w.cluster_names.held() == []
+    assert w.status("a")["verdict"] == w.status("b")["verdict"] == "PASS"
 
 
 async def test_an_exclusive_scenario_runs_alone() -> None:

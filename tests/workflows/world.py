@@ -14,6 +14,7 @@ from typing import Any
 from oasis_operator.core.ports import AgentPort
 from oasis_operator.devcluster.stack import SI_PROFILE_DIR
 from oasis_operator.loading.profile_dir import import_profile, manifests
+from oasis_operator.workflows.cluster_names import ClusterNames
 from oasis_operator.workflows.run import RunDriver, RunPorts
 from tests.fakes import HARNESS, Clock, FakeAgent, FakeAudit, FakeEnvironment, FakeStore
 
@@ -47,6 +48,8 @@ class World:
     agent: FakeAgent = field(init=False)
     agent_error: BaseException | None = None
     cluster_scoped: bool = True
+    #: Shared by every run of the world, as the operator's one set of ports is.
+    cluster_names: ClusterNames = field(default_factory=ClusterNames)
 
     def __post_init__(self) -> None:
         self.agent = FakeAgent(self.audit, self.env, self.clock)
@@ -112,6 +115,7 @@ class World:
             barrier_timeout=0.3,
             cluster_scoped=self.cluster_scoped,
             poll_seconds=0.05,
+            cluster_names=self.cluster_names,
         )
 
     def driver(self, name: str = "run") -> RunDriver:
