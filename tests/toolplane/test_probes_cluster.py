@@ -20,11 +20,15 @@ pytestmark = pytest.mark.cluster
 
 async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: ToolPlane) -> None:
     probes = {p.name: p for p in await toolplane.probe(timeout=10)}
-    assert set(probes) == {"logs", "dashboards", "gitops", "node-conditions"}
+    assert set(probes) == {"logs", "dashboards", "gitops", "node-conditions", "metrics", "alerts", "traces"}
     for p in probes.values():
         assert p.reachable is True, p
     assert "configmaps served at /api/v1" in probes["dashboards"].detail
     assert "nodes served at /api/v1" in probes["node-conditions"].detail
+    assert "VictoriaMetrics answers" in probes["metrics"].detail
+    assert "vmauth answers" in probes["metrics"].detail
+    assert "vmalert answers" in probes["alerts"].detail
+    assert "the jaeger binary is at" in probes["traces"].detail
     assert "clusterlogs served at /apis/kwok.x-k8s.io/v1alpha1" in probes["logs"].detail
     assert "gitrepositories served" in probes["gitops"].detail
     assert "kustomizations served" in probes["gitops"].detail

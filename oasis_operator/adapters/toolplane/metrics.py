@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import math
+import os
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from typing import Any
 import httpx2
 import yaml
 
+from oasis_operator.adapters.toolplane.probe import answers
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
@@ -219,6 +221,11 @@ class Metrics:
         self.vmauth = vmauth
         self.now = now or time.time
 
+    async def probe(self) -> str:
+        """The preflight's self-test: the store and the agents' vmauth both answer their health page."""
+        store = await answers(self.http, f"{self.store_url}/health", "VictoriaMetrics")
+        return f"{store}; {await answers(self.http, f'{self.vmauth.url}/health', 'vmauth')}"
+
     async def inject(self, plan: EnvironmentPlan) -> None:
         token = await self.vmauth.grant(plan.home_namespace)
         series = plan.toolplane.series
@@ -285,13 +292,26 @@ class Metrics:
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         await self.vmauth.revoke(plan.home_namespace)
-        if plan.toolplane.series or plan.toolplane.alerts:  # the alerts' ALERTS series too
-            resp = await self.http.post(
-                f"{self.store_url}/api/v1/admin/tsdb/delete_series",
-                params={"match[]": f'{{{TENANT_LABEL}="{plan.home_namespace}"}}'},
-            )
-            if resp.status_code != 204:
-                raise ToolPlaneError(f"deleting the series of {plan.home_namespace}: HTTP {resp.status_code}")
+        if not (plan.toolplane.series or plan.toolplane.alerts):
+            return
+        await self._delete_series(plan.home_namespace)
+        if plan.toolplane.alerts:
+            # vmalert may still hold an ALERTS sample of the namespace in its write queue (flushed every
+            # second): after that has passed, whatever came back is deleted again.
+            await asyncio.sleep(ALERTS_FLUSH_SECONDS)
+            await self._delete_series(plan.home_namespace)
+
+    async def _delete_series(self, namespace: str) -> None:
+        resp = await self.http.post(
+            f"{self.store_url}/api/v1/admin/tsdb/delete_series",
+            params={"match[]": f'{{{TENANT_LABEL}="{namespace}"}}'},
+        )
+        if resp.status_code != 204:
+            raise ToolPlaneError(f"deleting the series of {namespace}: HTTP {resp.status_code}")
+
+
+#: vmalert's write queue is flushed every second (the dev cluster's -remoteWrite.flushInterval), plus margin.
+ALERTS_FLUSH_SECONDS = 2.5
 
 
 def import_line(s: MetricSeries, start: float) -> dict[str, Any]:
@@ -316,6 +336,12 @@ class Alerts:
 
     def _file(self, plan: EnvironmentPlan) -> Path:
         return self.rules_dir / f"{plan.home_namespace}.yaml"
+
+    async def probe(self) -> str:
+        """The preflight's self-test: vmalert answers, and its rule directory can take a scenario's rules."""
+        if not self.rules_dir.is_dir() or not os.access(self.rules_dir, os.W_OK):
+            raise ToolPlaneError(f"vmalert's rule directory {self.rules_dir} is missing or not writable")
+        return await answers(self.http, f"{self.vmalert_url}/health", "vmalert")
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         token = await self.vmauth.grant(plan.home_namespace)

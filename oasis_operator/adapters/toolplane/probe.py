@@ -25,3 +25,14 @@ async def served(http: httpx2.AsyncClient, group_version_path: str, resource: st
     if resource not in names:
         raise ToolPlaneError(f"the API server does not serve {resource} at {group_version_path}")
     return f"{resource} served at {group_version_path}"
+
+
+async def answers(http: httpx2.AsyncClient, url: str, what: str) -> str:
+    """That ``url`` (a back-end's own health page) answers 200; returns what was checked."""
+    try:
+        resp = await http.get(url)
+    except httpx2.HTTPError as exc:
+        raise ToolPlaneError(f"{what} at {url}: {type(exc).__name__}: {exc}") from exc
+    if resp.status_code != 200:
+        raise ToolPlaneError(f"{what} at {url}: HTTP {resp.status_code}")
+    return f"{what} answers at {url}"

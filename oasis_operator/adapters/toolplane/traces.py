@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -94,6 +95,13 @@ class Traces:
         self.timeout = timeout
         self.now = now
         self._stores: dict[str, _Store] = {}
+
+    async def probe(self) -> str:
+        """The preflight's self-test: the Jaeger binary each scenario's own store starts from is there."""
+        binary = self.directory / BINARY
+        if not (binary.exists() and os.access(binary, os.X_OK)):
+            raise ToolPlaneError(f"the tracing back-end's binary {binary} is missing or not executable")
+        return f"the jaeger binary is at {binary}"
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         store = await self._start(plan.home_namespace)

@@ -224,6 +224,9 @@ class AlertsBackend(Backend):
                 # Alert state is written back as ALERTS / ALERTS_FOR_STATE series (queryable by the
                 # agent like any series of its namespace) and restored from there after a restart.
                 f"-remoteWrite.url={metrics.store_url}",
+                # Written within a second (the default is 5 s): a scenario's cleanup waits that long
+                # for a last ALERTS sample before it checks that nothing of the namespace is left.
+                "-remoteWrite.flushInterval=1s",
                 f"-remoteRead.url={metrics.store_url}",
                 "-notifier.blackhole",
                 "-evaluationInterval=1s",
