@@ -87,9 +87,25 @@ def test_the_export_request_carries_absolute_times_typed_attributes_and_error_st
     [rs] = body["resourceSpans"]
     assert rs["resource"]["attributes"] == [{"key": "service.name", "value": {"stringValue": "api-service"}}]
     root, db = rs["scopeSpans"][0]["spans"]
-    assert int(root["endTimeUnixNano"]) == round((1_000_000.0 + ROOT_END) * 1e9)
+    assert int(root["endTimeUnixNano"]) == round((1_000_000.0 + ROOT_END) * 1e6) * 1000
     assert db["status"] == {"code": 2}
     assert {"key": "db.pool.max", "value": {"intValue": "50"}} in db["attributes"]
+
+
+@pytest.mark.parametrize(
+    "handover", [1_796_205_232.123457, 1_796_205_232.9999995, 1_000_000.0, 1_733_000_000.5]
+)
+def test_each_span_lasts_exactly_its_declared_duration_whatever_the_handover_instant(handover: float) -> None:
+    """Whole microseconds from one base: a float sum rounded at each end was once 7 799 999 µs for a
+    declared 7.8 s (a rehearsal of the full suite caught it)."""
+    spans = _plan(TRACE_NAVIGATION).toolplane.spans
+    body = otlp_request(spans, handover)
+    sent = {s["name"]: s for rs in body["resourceSpans"] for s in rs["scopeSpans"][0]["spans"]}
+    for span in spans:
+        got = sent[span.name]
+        start, end = int(got["startTimeUnixNano"]), int(got["endTimeUnixNano"])
+        assert start % 1000 == end % 1000 == 0
+        assert end - start == round((span.end - span.start) * 1_000_000) * 1000
 
 
 #: sentence -> (a traces entry, the resource its refusal names)

@@ -166,6 +166,10 @@ def plan_traces(entry: Mapping[str, Any], name: str) -> tuple[list[PlannedSpan],
     return (out, []) if not problems else ([], problems)
 
 
+def _us(seconds: float) -> int:
+    return round(seconds * 1_000_000)
+
+
 def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any]:
     """The spans as one OTLP/HTTP JSON export request (``handover``: unix seconds), grouped by service."""
 
@@ -185,8 +189,11 @@ def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any
             "spanId": s.span_id,
             "name": s.name,
             "kind": 2,
-            "startTimeUnixNano": str(round((handover + s.start) * 1e9)),
-            "endTimeUnixNano": str(round((handover + s.end) * 1e9)),
+            # Whole microseconds (what Jaeger keeps) added to one rounded base, so a span's duration is
+            # exactly the declared one: rounding each end of a float sum separately was off by 1 µs now
+            # and then.
+            "startTimeUnixNano": str(_us(handover) + _us(s.start)) + "000",
+            "endTimeUnixNano": str(_us(handover) + _us(s.start) + _us(s.end - s.start)) + "000",
             "attributes": [{"key": k, "value": value(v)} for k, v in s.attributes],
         }
         if s.parent_span_id:
