@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import signal
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -128,11 +127,10 @@ async def _serve(
     from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender
     from oasis_operator.adapters.k8s.environment import KubeEnvironment
     from oasis_operator.core import preflight as pf
-    from oasis_operator.core.errors import AuditBarrierTimeout
     from oasis_operator.core.provider_api import conformance_document
     from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
     from oasis_operator.handlers.provider_api import ProviderApi
-    from oasis_operator.workflows.barrier import audit_barrier
+    from oasis_operator.workflows.preflight import audit_round_trip
 
     audit = FileAuditSource(audit_log)
     await audit.start()
@@ -168,17 +166,7 @@ async def _serve(
 
     # The audit round trip is made once at start (a server whose audit stream is dead says so in its
     # conformance answer) and again before every audit observation (the barrier).
-    started = time.monotonic()
-    try:
-        audit_id = await audit_barrier(audit, send, timeout=15.0)
-        trip = pf.AuditRoundTrip(
-            True,
-            time.monotonic() - started,
-            f"the probe request (Audit-ID {audit_id}) was observed in the audit stream",
-        )
-    except AuditBarrierTimeout as exc:
-        trip = pf.AuditRoundTrip(False, time.monotonic() - started, f"audit source not live: {exc}")
-    facts_box["facts"] = pf.ProviderFacts(audit=trip)
+    facts_box["facts"] = pf.ProviderFacts(audit=await audit_round_trip(audit, send, 15.0))
     service = ProviderApi(
         env=env, audit=audit, send_sentinel=send, scenarios=scenarios, conformance=conformance, token=token
     )

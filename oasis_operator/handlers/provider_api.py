@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
 import hmac
 import json
 import logging
@@ -31,7 +30,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from oasis_operator.core import provider_api as api
-from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
+from oasis_operator.core.environment.naming import owner_value, suffix_for
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
 from oasis_operator.core.errors import AuditBarrierTimeout
 from oasis_operator.core.model.errors import ModelValidationError
@@ -61,11 +60,6 @@ class Provisioned:
     audit: AuditSubscription
     before: dict[str, Any]
     created: str
-
-
-def _suffix(seed: str) -> str:
-    digest = hashlib.sha256(seed.encode()).digest()
-    return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
 
 
 def _json(status: int, body: Mapping[str, Any]) -> web.Response:
@@ -184,7 +178,7 @@ class ProviderApi:
                     429, f"{self.max_environments} environments are provisioned; tear one down first"
                 )
             environment_id = owner_value(API_RUN, f"{req.scenario_id}#{secrets.token_hex(8)}")
-            plan = plan_environment(scenario, suffix=_suffix(environment_id), owner=environment_id)
+            plan = plan_environment(scenario, suffix=suffix_for(environment_id), owner=environment_id)
             if not plan.supported:
                 return _error(422, *(f"{u.resource}: {u.reason}" for u in plan.unsupported))
             subscription = self.audit.subscribe(tuple(plan.namespaces.values()))

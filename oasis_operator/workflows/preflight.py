@@ -23,7 +23,7 @@ from oasis_operator.core.errors import AuditBarrierTimeout
 from oasis_operator.core.ports import AuditPort, BackendProber, SentinelSender, ToolPlanePort
 from oasis_operator.workflows.barrier import audit_barrier
 
-__all__ = ["PreflightRun", "run_preflight"]
+__all__ = ["PreflightRun", "audit_round_trip", "run_preflight"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,9 @@ class PreflightRun:
     seconds: float
 
 
-async def _round_trip(audit: AuditPort, send_sentinel: SentinelSender, timeout: float) -> core.AuditRoundTrip:
+async def audit_round_trip(
+    audit: AuditPort, send_sentinel: SentinelSender, timeout: float
+) -> core.AuditRoundTrip:
     started = time.monotonic()
     try:
         audit_id = await audit_barrier(audit, send_sentinel, timeout=timeout)
@@ -70,7 +72,7 @@ async def run_preflight(
     """The preflight of one run against the Profile's spec as stored; ``timeout`` bounds each self-test."""
     started = time.monotonic()
     audit_trip, probes = await asyncio.gather(
-        _round_trip(audit, send_sentinel, timeout), _probes(toolplane, timeout)
+        audit_round_trip(audit, send_sentinel, timeout), _probes(toolplane, timeout)
     )
     facts = core.ProviderFacts(audit=audit_trip, backends=frozenset(toolplane.backends), probes=probes)
     conformance = profile_spec.get("provider_conformance")

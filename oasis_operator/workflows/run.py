@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
 import json
 import logging
 import secrets
@@ -43,7 +42,7 @@ from typing import Any, Final
 from oasis_operator.core import reasons, yaml_text
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract.agent import IdentityAndConfiguration
-from oasis_operator.core.environment.naming import SUFFIX_ALPHABET, owner_value
+from oasis_operator.core.environment.naming import owner_value, suffix_for
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable
 from oasis_operator.core.evidence.codec import read_lines
@@ -117,12 +116,6 @@ class Hold:
 
 def _waiting(reason: str, message: str) -> Hold:
     return Hold(RunEvent.WAITING, reason, message)
-
-
-def _suffix(seed: str) -> str:
-    # Derived from the run, scenario and attempt, so a resumed run re-creates the same names it recorded.
-    digest = hashlib.sha256(seed.encode()).digest()
-    return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
 
 
 def _parse_time(text: str) -> dt.datetime:
@@ -715,7 +708,7 @@ class RunDriver:
         owner = owner_value(self._run["metadata"]["uid"], f"{rerun}{doc.get('id')}#{attempt}")
         plan = plan_environment(
             scenario,
-            suffix=_suffix(owner),
+            suffix=suffix_for(owner),
             owner=owner,
             node_selector=self.ports.node_selector,
             pool_taints=self.ports.pool_taints,

@@ -74,6 +74,13 @@ def status_marker(owner: str) -> str:
     return hashlib.sha256(f"config\0{owner}".encode()).hexdigest()
 
 
+def suffix_for(seed: str) -> str:
+    """A namespace suffix derived from ``seed`` (an ownership value): the same seed always gives the
+    same names, so a resumed run re-creates the names it recorded."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:SUFFIX_LENGTH])
+
+
 def physical_namespace(logical: str, suffix: str) -> str:
     """``<logical>-<suffix>``, shortened so it stays a valid namespace name (63 characters)."""
     if not suffix or any(c not in SUFFIX_ALPHABET for c in suffix):
