@@ -120,10 +120,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
         if os.environ.get("OASIS_TEST_CLUSTER_DIR")
         else tmp_path_factory.mktemp("cluster")
     )
-    # With the log, GitOps, metrics, alerting and tracing back-ends, as the demo runs it (the node simulator's kubelet API behind the API
+    # With the log, GitOps, metrics, alerting, tracing and resource-usage back-ends, as the demo runs it (the node simulator's kubelet API behind the API
     # server): the tool-plane scenarios run on the same cluster as the others.
     dev = DevCluster(
-        ClusterConfig(workdir=workdir, backends=("logs", "gitops", "metrics", "alerts", "traces"))
+        ClusterConfig(
+            workdir=workdir, backends=("logs", "gitops", "metrics", "alerts", "traces", "resource-metrics")
+        )
     )
     dev.start()
     handle = ClusterHandle(dev)
@@ -185,6 +187,7 @@ async def toolplane(cluster: ClusterHandle) -> AsyncIterator[ToolPlane]:
         metrics=settings.metrics,
         alerts=settings.alerts,
         traces_directory=settings.traces_directory,
+        resource_usage=settings.resource_usage,
     )
     try:
         yield plane

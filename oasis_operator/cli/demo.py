@@ -30,7 +30,7 @@ from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, bin
 NAMESPACE = "evaluations"
 PERSONAS = ("careful", "reckless", "diligent", "hasty")
 #: The tool-plane back-ends the demo starts (the operator finds them through the tool-plane file).
-DEMO_BACKENDS = ("logs", "gitops", "metrics", "alerts", "traces")
+DEMO_BACKENDS = ("logs", "gitops", "metrics", "alerts", "traces", "resource-metrics")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -165,6 +165,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         metrics=ours.toolplane.metrics,
         alerts=ours.toolplane.alerts,
         traces_directory=ours.toolplane.traces_directory,
+        resource_usage=ours.toolplane.resource_usage,
     )
     # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
     gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)

@@ -265,6 +265,9 @@ class ToolPlaneSettings:
     alerts: tuple[Path, str] | None = None
     #: The tracing back-end's directory (the Jaeger binary it links there); None: none.
     traces_directory: Path | None = None
+    #: Whether the resource-usage back-end runs (metrics-server over the node simulator's usage; it
+    #: has nothing the operator reads but the API server).
+    resource_usage: bool = False
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -350,6 +353,7 @@ class ToolPlaneSettings:
             metrics=metrics,
             alerts=alerts,
             traces_directory=traces,
+            resource_usage="resource-metrics" in backends,
             endpoints=endpoints,
         )
 

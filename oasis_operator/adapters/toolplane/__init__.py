@@ -28,6 +28,7 @@ from .logs import PodLogs
 from .metrics import Alerts, Metrics, Vmauth
 from .nodes import NodeConditions
 from .traces import Traces
+from .usage import ResourceUsage
 
 
 class ToolPlane:
@@ -122,12 +123,14 @@ def tool_plane(
     metrics: tuple[Path, str, str] | None = None,
     alerts: tuple[Path, str] | None = None,
     traces_directory: Path | None = None,
+    resource_usage: bool = False,
 ) -> ToolPlane:
     """The operator's tool plane: dashboards and node conditions always (Kubernetes objects), each other
     back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
     GitOps back-end's directory and git server URL; ``metrics``: the metrics back-end's directory, store
     URL and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
-    ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from)."""
+    ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from;
+    ``resource_usage``: metrics-server serves the node simulator's usage through the API server)."""
     adapters: dict[str, ToolBackendPort] = {
         "dashboards": Dashboards(http, server),
         "node-conditions": NodeConditions(http),
@@ -146,6 +149,8 @@ def tool_plane(
         adapters["metrics"] = Metrics(backend_http, store, vmauth)
         if alerts is not None:
             adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
+    if resource_usage:
+        adapters["resource-metrics"] = ResourceUsage(http)
     if traces_directory is not None:
         traces_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
         owned.append(traces_http)

@@ -75,6 +75,9 @@ NAMESPACED: tuple[GrantedResource, ...] = (
     GrantedResource("events.k8s.io", "v1", "events", "Event", snapshot=False),
     GrantedResource("rbac.authorization.k8s.io", "v1", "roles", "Role", writable=False),
     GrantedResource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", writable=False),
+    # What the containers use (``kubectl top``), served by metrics-server when the resource-usage
+    # back-end runs (decision 0059): read-only by nature, and not state an agent can change.
+    GrantedResource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", writable=False, snapshot=False),
 )
 
 #: Subresources, by group: read ones (granted get with every grant) and write ones (their verbs,

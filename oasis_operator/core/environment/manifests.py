@@ -18,6 +18,7 @@ from typing import Any
 from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
 from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.node_conditions import NODE_CONDITIONS
+from oasis_operator.core.toolplane.usage import NODE_USAGE
 
 CLUSTER_SCOPED_KINDS = frozenset(
     {"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"}
@@ -928,7 +929,7 @@ def node(name: str, entry: dict[str, Any], owner: str) -> Built:
     touching a declared pressure condition, and refreshes only heartbeat times."""
     for attr in NODE_METRIC_ATTRIBUTES:
         if attr in entry:
-            raise UnsupportedEntry(REASON_NO_REALISATION, f"{attr}={entry[attr]} needs a metrics back-end")
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"{attr}={entry[attr]}: {NODE_USAGE}")
     res = _node_resources(entry)
     status: dict[str, Any] = {"capacity": res, "allocatable": res}
     conditions = node_conditions(entry)

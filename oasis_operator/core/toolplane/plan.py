@@ -21,6 +21,7 @@ from oasis_operator.core.stimuli.changes import NodeCondition
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.metrics import AlertRule, MetricSeries, plan_alert, plan_metrics
 from oasis_operator.core.toolplane.traces import PlannedSpan, plan_traces
+from oasis_operator.core.toolplane.usage import ContainerUsage, plan_usage, shared_containers
 
 #: Seconds between two declared log lines (a declared list has an order, not times); the last line
 #: of a list is this many seconds before the handover.
@@ -139,6 +140,7 @@ class ToolPlanePlan:
     series: tuple[MetricSeries, ...] = ()  # back-filled before the turn (decision 0055)
     alerts: tuple[AlertRule, ...] = ()
     spans: tuple[PlannedSpan, ...] = ()  # loaded into the scenario's own trace store
+    usage: tuple[ContainerUsage, ...] = ()  # what the simulated containers use (decision 0059)
     schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
     problems: tuple[Unsupported, ...] = field(default=())
 
@@ -151,6 +153,7 @@ class ToolPlanePlan:
             or self.series
             or self.alerts
             or self.spans
+            or self.usage
             or self.schedule
         )
 
@@ -206,10 +209,16 @@ def plan_toolplane(
             before.source if before else source, namespace, workload, selector, pod, merged
         )
 
+    usages: list[ContainerUsage] = []
     for e in _entries(scenario):
         kind, name = _kind_name(e["resource"])
         ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
         namespace = mapping.get(ns_logical or "", home)
+        usage = plan_usage(e, kind, name, namespace, objects)
+        if isinstance(usage, ContainerUsage):
+            usages.append(usage)
+        elif usage is not None:
+            problems.append(Unsupported(usage.resource, usage.reason))
         if kind == "logs":
             entries = e.get("entries")
             if not isinstance(entries, list) or not all(isinstance(x, str) for x in entries):
@@ -226,6 +235,7 @@ def plan_toolplane(
         else:
             _plan_observability(e, kind, name, namespace, home, declared_configmaps, acc)
 
+    problems += [Unsupported(u.resource, u.reason) for u in shared_containers(usages, objects)]
     gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
     problems += gitops_problems
     schedule: list[TimedChange] = []
@@ -240,6 +250,7 @@ def plan_toolplane(
         series=tuple(acc.series),
         alerts=tuple(acc.alerts),
         spans=tuple(acc.spans),
+        usage=tuple(usages),
         schedule=tuple(sorted(schedule, key=lambda c: c.at)),
         problems=tuple(problems),
     )

@@ -26,7 +26,9 @@ NODE_CONDITIONS = "node-conditions"
 
 #: Back-ends whose per-scenario injection (and its verification) this provider implements. The
 #: others run (``oasis dev-cluster up --backends``) but hold no scenario's data yet.
-INTEGRATED: frozenset[str] = frozenset({LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS, METRICS, ALERTS, TRACES})
+INTEGRATED: frozenset[str] = frozenset(
+    {LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS, METRICS, ALERTS, TRACES, RESOURCE_METRICS}
+)
 
 #: Back-ends that need no process of their own: they are Kubernetes objects read through the API
 #: server (decision 0050), so the operator's tool plane always has them (but a caller with no tool

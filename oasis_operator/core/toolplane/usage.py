@@ -1,0 +1,196 @@
+"""What the resource-usage back-end must hold for one scenario: the CPU and memory each declared
+workload's main container uses, as ``kubectl top`` and a HorizontalPodAutoscaler read them (decision 0059).
+
+Called by :func:`oasis_operator.core.toolplane.plan.plan_toolplane`; turns the ``cpu_usage`` and
+``memory_usage`` attributes of ``deployment/*`` and ``pod/*`` state entries into :class:`ContainerUsage`
+values (physical namespace, the workload's pods, the container, Kubernetes quantities), or an
+:class:`Unsupported` naming what cannot be a usage. Pure.
+
+The declared shapes (SI scenarios): a quantity (``250Mi``, ``1.5Gi``; ``500m``, ``2`` cores) or a
+percentage (``95%``) of that container's declared limit of the resource (its request when it declares
+no limit). A percentage with neither is refused: there is nothing it is a share of. The usage is the
+workload's *main* container's (the first: where a workload's declared attributes go). A node's usage
+is refused: the node simulator reports the sum over the node's pods, so a declared node figure could
+not be held beside the pods' own.
+
+The usage is declared per container name within a namespace (so a replica that replaces a deleted pod
+shows it too); two workloads of one namespace whose usage would land on one container name are
+refused rather than given each other's figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The attributes this back-end realises, and the Kubernetes resource each is a usage of.
+ATTRIBUTES: dict[str, str] = {"cpu_usage": "cpu", "memory_usage": "memory"}
+
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
+_MEMORY = re.compile(rf"^(?P<n>{_NUMBER})(?P<unit>Ki|Mi|Gi|Ti|K|M|G|T)?$")
+_CPU = re.compile(rf"^(?P<n>{_NUMBER})(?P<unit>m)?$")
+_PERCENT = re.compile(rf"^(?P<n>{_NUMBER})\s*%$")
+_BYTES = {
+    "": 1,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+#: Why a declared node usage is refused (by the node's builder, which sees it first).
+NODE_USAGE = (
+    "a node's usage is what the node simulator sums over the pods on it; a declared node figure "
+    "could not be held beside theirs"
+)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    resource: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ContainerUsage:
+    """``container`` of the pods of ``workload`` (a Deployment's, selected by ``selector``, or the Pod
+    ``pod``) in the physical ``namespace`` uses ``usage`` (resource -> quantity: ``cpu`` in whole
+    millicores, ``memory`` in whole bytes)."""
+
+    source: str
+    namespace: str
+    workload: str
+    selector: tuple[tuple[str, str], ...]
+    pod: str | None
+    container: str
+    usage: tuple[tuple[str, str], ...]
+
+    def amount(self, resource: str) -> int | None:
+        """The declared amount in base units (millicores, bytes), or None when not declared."""
+        value = dict(self.usage).get(resource)
+        return None if value is None else parse(resource, value)
+
+
+def parse(resource: str, text: str) -> int | None:
+    """A quantity of ``resource`` in base units (millicores for cpu, bytes for memory); None if it is
+    not one this planner writes or reads."""
+    pattern = _CPU if resource == "cpu" else _MEMORY
+    m = pattern.match(text.strip())
+    if m is None:
+        return None
+    n = float(m.group("n"))
+    if resource == "cpu":
+        return round(n if m.group("unit") == "m" else n * 1000)
+    return round(n * _BYTES[m.group("unit") or ""])
+
+
+def quantity(resource: str, amount: int) -> str:
+    """Base units back as a Kubernetes quantity (``250m``; ``262144000``)."""
+    return f"{amount}m" if resource == "cpu" else str(amount)
+
+
+def _main_container(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Deployment":
+        spec = (spec.get("template") or {}).get("spec") or {}
+    containers = spec.get("containers") or []
+    return containers[0] if containers else None
+
+
+def _amount(resource: str, raw: Any, container: Mapping[str, Any]) -> int | str:
+    """The declared value in base units, or why it cannot be one."""
+    text = str(raw).strip()
+    percent = _PERCENT.match(text)
+    if percent is None:
+        amount = parse(resource, text)
+        if amount is None:
+            unit = "cores or millicores (500m)" if resource == "cpu" else "a size (256Mi, 1Gi)"
+            return f"{raw!r} is neither a percentage nor {unit}"
+        return amount
+    res = container.get("resources") or {}
+    of = (res.get("limits") or {}).get(resource) or (res.get("requests") or {}).get(resource)
+    base = parse(resource, str(of)) if of is not None else None
+    if base is None:
+        return f"{raw!r} is a percentage, and the container declares no {resource} limit or request it is a share of"
+    return round(base * float(percent.group("n")) / 100)
+
+
+def _target(
+    objects: Sequence[Mapping[str, Any]], namespace: str, name: str
+) -> tuple[tuple[tuple[str, str], ...], str | None, Mapping[str, Any]] | None:
+    """(selector, pod, main container) of the declared workload ``name``, or None."""
+    for o in objects:
+        meta = o.get("metadata") or {}
+        if meta.get("namespace") != namespace or meta.get("name") != name:
+            continue
+        main = _main_container(o)
+        if main is None:
+            return None
+        if o.get("kind") == "Deployment":
+            labels = ((o.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            return tuple(sorted((str(k), str(v)) for k, v in labels.items())), None, main
+        if o.get("kind") == "Pod":
+            return (), name, main
+    return None
+
+
+def plan_usage(
+    entry: Mapping[str, Any], kind: str, name: str, namespace: str, objects: Sequence[Mapping[str, Any]]
+) -> ContainerUsage | Unsupported | None:
+    """One state entry's usage (None: it declares none)."""
+    declared = {attr: entry[attr] for attr in ATTRIBUTES if attr in entry}
+    if not declared:
+        return None
+    resource = str(entry.get("resource"))
+    where = f"{resource} {' '.join(sorted(declared))}"
+    if kind == "node":
+        return None  # refused by the node's builder (NODE_USAGE)
+    if kind not in ("deployment", "pod"):
+        return Unsupported(where, f"resource usage of a {kind} has no realisation")
+    target = _target(objects, namespace, name)
+    if target is None:
+        return Unsupported(where, f"no declared deployment or pod {name} whose containers could use it")
+    selector, pod, main = target
+    usage: list[tuple[str, str]] = []
+    for attr, raw in sorted(declared.items()):
+        res = ATTRIBUTES[attr]
+        amount = _amount(res, raw, main)
+        if isinstance(amount, str):
+            return Unsupported(f"{resource} {attr}", amount)
+        usage.append((res, quantity(res, amount)))
+    return ContainerUsage(where, namespace, name, selector, pod, str(main.get("name")), tuple(usage))
+
+
+def shared_containers(
+    usages: Sequence[ContainerUsage], objects: Sequence[Mapping[str, Any]]
+) -> list[Unsupported]:
+    """Usages that would land on a container name another workload of the namespace also runs."""
+    owners: dict[tuple[str, str], set[str]] = {}
+    for o in objects:
+        if o.get("kind") not in ("Deployment", "Pod"):
+            continue
+        spec = o.get("spec") or {}
+        if o.get("kind") == "Deployment":
+            spec = (spec.get("template") or {}).get("spec") or {}
+        for c in spec.get("containers") or []:
+            key = (str(o["metadata"].get("namespace")), str(c.get("name")))
+            owners.setdefault(key, set()).add(str(o["metadata"]["name"]))
+    out = []
+    for u in usages:
+        others = sorted(owners.get((u.namespace, u.container), set()) - {u.workload})
+        if others:
+            out.append(
+                Unsupported(
+                    u.source,
+                    f"container name {u.container} is also run by {', '.join(others)} in the same "
+                    "namespace, so its usage could not be told apart",
+                )
+            )
+    return out

@@ -1,0 +1,164 @@
+"""What a scenario's declared CPU and memory usage becomes (decision 0059): per workload's main
+container, quantities in whole millicores and bytes, percentages of the container's limit, and
+refusals that name the attribute."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from oasis_operator.adapters.toolplane.usage import declaration, shows
+from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.usage import ContainerUsage, parse
+from tests.toolplane.test_plan import _scenario
+
+ALL = frozenset(registry.DESCRIPTIONS)
+SI = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared/oasis-spec/profiles/software-infrastructure/scenarios"
+)
+
+
+def _plan(state: list[dict[str, Any]], backends: frozenset[str] = ALL) -> Any:
+    return plan_environment(
+        _scenario(state, tools=("container-orchestration",)), suffix="bbbbb", owner="o", backends=backends
+    )
+
+
+@pytest.mark.parametrize(
+    ("resource", "text", "amount"),
+    [
+        ("memory", "250Mi", 250 * 2**20),
+        ("memory", "1.5Gi", round(1.5 * 2**30)),
+        ("memory", "300M", 300 * 10**6),
+        ("memory", "1024", 1024),
+        ("cpu", "500m", 500),
+        ("cpu", "2", 2000),
+        ("cpu", "0.25", 250),
+        ("cpu", "250Mi", None),
+        ("memory", "lots", None),
+    ],
+)
+def test_quantities_in_base_units(resource: str, text: str, amount: int | None) -> None:
+    assert parse(resource, text) == amount
+
+
+def test_a_deployments_declared_usage_is_its_main_containers_in_every_pod() -> None:
+    plan = _plan(
+        [
+            {
+                "resource": "deployment/order-service",
+                "namespace": "production",
+                "containers": [
+                    {"name": "order-service", "resources": {"limits": {"memory": "256Mi", "cpu": "1"}}},
+                    {"name": "sidecar"},
+                ],
+                "memory_usage": "250Mi",
+                "cpu_usage": "40%",
+            }
+        ]
+    )
+    assert plan.supported, plan.unsupported
+    [u] = plan.toolplane.usage
+    assert (u.namespace, u.workload, u.pod, u.container) == (
+        "production-bbbbb",
+        "order-service",
+        None,
+        "order-service",
+    )
+    assert dict(u.usage) == {"memory": str(250 * 2**20), "cpu": "400m"}
+    assert u.selector  # the deployment's pods, by its selector
+    assert registry.RESOURCE_METRICS in plan.toolplane.backends
+
+
+def test_a_percentage_of_nothing_is_refused_naming_the_attribute() -> None:
+    plan = _plan([{"resource": "deployment/a", "cpu_usage": "50%"}])
+    [refused] = plan.unsupported
+    assert refused.resource == "deployment/a cpu_usage"
+    assert "no cpu limit or request" in refused.reason
+    assert not plan.toolplane.usage
+
+
+def test_a_value_that_is_not_a_quantity_is_refused() -> None:
+    [refused] = _plan([{"resource": "pod/p", "memory_usage": "growing"}]).unsupported
+    assert (refused.resource, "neither a percentage nor a size" in refused.reason) == (
+        "pod/p memory_usage",
+        True,
+    )
+
+
+def test_a_nodes_usage_is_refused_as_the_sum_of_its_pods() -> None:
+    [refused] = _plan([{"resource": "node/n1", "cpu_usage": "97%"}]).unsupported
+    assert refused.resource == "node/n1"
+    assert "sums over the pods" in refused.reason
+
+
+def test_two_workloads_running_one_container_name_are_refused() -> None:
+    same = [{"name": "app"}]
+    plan = _plan(
+        [
+            {"resource": "deployment/a", "containers": same, "memory_usage": "100Mi"},
+            {"resource": "deployment/b", "containers": same},
+        ]
+    )
+    assert [u.resource for u in plan.unsupported] == ["deployment/a memory_usage"]
+    assert "also run by b" in plan.unsupported[0].reason
+
+
+def test_without_the_back_end_the_usage_is_refused_naming_it() -> None:
+    [refused] = _plan([{"resource": "pod/p", "memory_usage": "10Mi"}], frozenset()).unsupported
+    assert refused.resource == "pod/p memory_usage"
+    assert "metrics-server" in refused.reason
+
+
+def test_the_si_scenario_that_checks_a_memory_limit_now_runs() -> None:
+    docs = [d for f in sorted(SI.glob("*/*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    [doc] = [d for d in docs if d["id"] == "infra.capability.ej.authority-escalation-001"]
+    scenario, _ = parse_scenario(doc)
+    plan = plan_environment(scenario, suffix="bbbbb", owner="o", backends=ALL)
+    assert plan.supported, plan.unsupported
+    [u] = plan.toolplane.usage
+    assert (u.workload, u.container, dict(u.usage)) == (
+        "order-service",
+        "order-service",
+        {"memory": str(250 * 2**20)},
+    )
+
+
+def test_one_declaration_per_namespace_selects_containers_by_name() -> None:
+    a = ContainerUsage("x", "ns", "a", (("app", "a"),), None, "a", (("memory", "1000"),))
+    b = ContainerUsage("y", "ns", "b", (), "b", "b", (("cpu", "250m"),))
+    doc = declaration("ns", [b, a])
+    assert doc["metadata"]["name"] == "oasis.ns"
+    assert doc["spec"]["selector"] == {"matchNamespaces": ["ns"]}
+    assert doc["spec"]["usages"] == [
+        {"containers": ["a"], "usage": {"memory": {"value": "1000"}}},
+        {"containers": ["b"], "usage": {"cpu": {"value": "250m"}}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("got", "why"),
+    [
+        ({"cpu": "251000000n", "memory": "256000Ki"}, None),  # CPU within 5 %, memory exact
+        ({"cpu": "300000000n", "memory": "256000Ki"}, "cpu reads 300000000n"),
+        ({"cpu": "250m", "memory": "255000Ki"}, "memory reads 255000Ki"),
+        ({"cpu": "250m"}, "memory reads None"),
+    ],
+)
+def test_the_read_back_holds_memory_exactly_and_cpu_within_a_scrape_rate(
+    got: dict[str, str], why: str | None
+) -> None:
+    u = ContainerUsage("x", "ns", "a", (), "a", "app", (("cpu", "250m"), ("memory", str(256000 * 1024))))
+    answer = shows(u, {"containers": [{"name": "app", "usage": got}]})
+    assert (answer is None) if why is None else (why in str(answer))
+
+
+def test_a_container_without_metrics_is_not_yet_shown() -> None:
+    u = ContainerUsage("x", "ns", "a", (), "a", "app", (("memory", "1024"),))
+    assert shows(u, {"containers": []}) == "container app has no metrics yet"
