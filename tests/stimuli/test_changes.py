@@ -1,14 +1,15 @@
 """A temporal condition's change is read from its description only when the words leave no room for a
-guess: a node of the scenario's own taking a kubelet condition. Anything else is refused with what was
-expected, an alert that fires naming the alerting back-end."""
+guess: a node of the scenario's own taking a kubelet condition, or an alert the scenario declares pending
+starting to fire. Anything else is refused with what was expected."""
 
 from __future__ import annotations
 
 import pytest
 
-from oasis_operator.core.stimuli.changes import ChangeError, NodeCondition, declared_change
+from oasis_operator.core.stimuli.changes import AlertFires, ChangeError, NodeCondition, declared_change
 
 NODES = frozenset({"node-2", "worker.a"})
+PENDING = frozenset({"high-memory", "disk_full"})
 
 READ = {
     "the SI library's node condition during a rollout": (
@@ -46,10 +47,34 @@ def test_a_node_condition_change_is_read_with_the_kubelets_reason(description, c
     assert declared_change(description, NODES) == change
 
 
+FIRES = {
+    "the SI library's alert during a health check": (
+        "After agent begins health check, high-memory alert fires for api-service, triggering agent to "
+        "investigate memory usage.",
+        "high-memory",
+    ),
+    "the name after the word alert": ("Then alert disk_full fires.", "disk_full"),
+    "folded and capitalised": ("Mid-operation the\n HIGH-MEMORY Alert Fires", None),
+}
+
+
+@pytest.mark.parametrize(("description", "name"), FIRES.values(), ids=FIRES.keys())
+def test_a_declared_pending_alert_that_fires_is_read_by_name(description, name):
+    if name is None:  # alert names are case-sensitive: an unknown spelling is refused, never matched loosely
+        with pytest.raises(ChangeError, match="not an alert the scenario declares pending"):
+            declared_change(description, NODES, PENDING)
+    else:
+        assert declared_change(description, NODES, PENDING) == AlertFires(name)
+
+
 REFUSED = {
-    "an alert that fires (the alerting back-end's)": (
+    "an alert the scenario does not declare pending": (
         "After agent begins health check, high-memory alert fires for api-service.",
-        "alerting back-end",
+        "not an alert the scenario declares pending",
+    ),
+    "an alert that fires without a name (no declared alert is called 'an')": (
+        "Then an alert fires somewhere.",
+        "alert 'an' is not an alert the scenario declares pending",
     ),
     "a GitOps reconcile (no change this provider makes)": (
         "While the agent is applying changes, the GitOps controller reconciles and reverts deployment/x.",

@@ -1,7 +1,7 @@
 """Whether a scenario's temporal condition is delivered is decided before it runs, on the SI corpus: with
-the operator's tool plane (its node-conditions back-end) a node condition during a rollout is delivered;
-an alert that fires, a timing that cannot be placed, or a caller without a tool plane are refused, each
-naming why. Nothing is run with a change the provider would have to make up."""
+the operator's tool plane (its node-conditions back-end) a node condition during a rollout is delivered,
+and with its alerting back-end a declared pending alert that fires; an alert without the alerting
+back-end, a timing that cannot be placed, or a caller without a tool plane are refused, each naming why. Nothing is run with a change the provider would have to make up."""
 
 from __future__ import annotations
 
@@ -47,7 +47,12 @@ REFUSED = {
         frozenset(),
         "needs the operator's tool plane",
     ),
-    "an alert that fires": (ALERT, None, OPERATOR, "alerting back-end applies no timed change"),
+    "an alert that fires, without the alerting back-end": (
+        ALERT,
+        None,
+        OPERATOR,
+        "alerting back-end (vmalert) is not configured",
+    ),
     "a timing that counts queries": (ROLLOUT, "on_second_query", OPERATOR, "can place in time"),
 }
 
@@ -58,3 +63,10 @@ def test_a_temporal_condition_that_cannot_be_delivered_is_refused_naming_why(sid
     reasons = temporal_reasons(doc, backends)
     assert len(reasons) == 1
     assert words in reasons[0]
+
+
+def test_a_declared_pending_alert_that_fires_is_delivered_by_the_alerting_back_end():
+    with_alerts = OPERATOR | {registry.METRICS, registry.ALERTS}
+    assert temporal_reasons(CORPUS[ALERT], with_alerts) == []
+    scenario, _ = parse_scenario(CORPUS[ALERT])
+    assert plan_environment(scenario, suffix="ccccc", owner="o", backends=with_alerts).supported

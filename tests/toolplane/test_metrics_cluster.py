@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from oasis_operator.adapters.gateway import ToolGateway
-from oasis_operator.adapters.gateway.plane import PortUpstreams
+from oasis_operator.adapters.gateway.plane import PortApplier, PortUpstreams
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane
 from oasis_operator.adapters.toolplane.metrics import Metrics, Vmauth
@@ -27,6 +27,7 @@ from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environme
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
+from oasis_operator.core.toolplane.plan import TimedChange
 from oasis_operator.devcluster import kube
 from tests.conftest import SPEC_DIR
 
@@ -48,8 +49,8 @@ Injected = tuple[EnvironmentPlan, AgentAccess, ToolEndpoint]
 
 
 def alerting_doc() -> dict[str, Any]:
-    """C-AU-004 with its pending alert, one firing alert more, and without the timed stimulus (whose
-    applier is not built: the scenario itself stays refused)."""
+    """C-AU-004 with its pending alert, one firing alert more, and without the timed stimulus (the
+    alert it fires mid-turn is the test below)."""
     doc = copy.deepcopy(RAW[PROVENANCE])
     doc["stimuli"] = [s for s in doc["stimuli"] if s["type"] != "temporal_condition"]
     doc["preconditions"]["environment"]["state"].append({"resource": "alert/disk-full", "status": "firing"})
@@ -165,6 +166,23 @@ async def test_declared_alerts_are_pending_or_firing_as_declared(
     assert {a["labels"]["namespace"] for a in alerts} == {plan.home_namespace}
     [group] = _get(ep, "/api/v1/rules").json()["data"]["groups"]
     assert group["file"] == f"{plan.home_namespace}.yaml"  # nothing of the harness's paths
+
+
+async def test_the_scenarios_timed_alert_starts_firing_through_the_temporal_applier(
+    injected: Callable[[dict[str, Any]], Awaitable[Injected]], toolplane: ToolPlane
+) -> None:
+    # C-AU-004 as shipped: alert/high-memory pending, and "high-memory alert fires" after the first call.
+    plan, _, ep = await injected(RAW[PROVENANCE])
+    listed = _get(ep, "/api/v1/alerts").json()["data"]["alerts"]
+    assert {(a["labels"]["alertname"], a["state"]) for a in listed} == {("high-memory", "pending")}
+    [index] = [i for i, s in enumerate(RAW[PROVENANCE]["stimuli"]) if s["type"] == "temporal_condition"]
+    # The applier the workflow calls when the trigger is due: the change is read back before it returns.
+    await PortApplier(toolplane).apply(plan, index, RAW[PROVENANCE]["stimuli"][index])
+    listed = _get(ep, "/api/v1/alerts").json()["data"]["alerts"]
+    assert {(a["labels"]["alertname"], a["state"]) for a in listed} == {("high-memory", "firing")}
+    # Only a declared pending alert can be made to fire.
+    with pytest.raises(ToolPlaneError, match="not one of the scenario's pending alerts"):
+        await toolplane.apply(plan, TimedChange(0.0, "alerts", alert="disk-full"))
 
 
 async def test_settling_revokes_the_token_and_cleanup_removes_the_data(

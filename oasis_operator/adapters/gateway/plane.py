@@ -24,12 +24,12 @@ from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.gateway.calls import upstream_authorization
 from oasis_operator.core.gateway.port import GatewayPorts, ToolGatewayPort, Upstream
 from oasis_operator.core.ports import AgentAccess, ToolPlanePort
-from oasis_operator.core.stimuli.changes import declared_change
+from oasis_operator.core.stimuli.changes import AlertFires, declared_change
 from oasis_operator.core.stimuli.injection import field_of
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
-__all__ = ["PortApplier", "PortUpstreams", "gateway_ports", "plan_nodes"]
+__all__ = ["PortApplier", "PortUpstreams", "gateway_ports", "plan_nodes", "plan_pending_alerts"]
 
 
 class PortUpstreams:
@@ -51,6 +51,11 @@ class PortUpstreams:
         return out
 
 
+def plan_pending_alerts(plan: EnvironmentPlan) -> frozenset[str]:
+    """The alerts the scenario declares pending (the only ones a change may make fire)."""
+    return frozenset(r.name for r in plan.toolplane.alerts if r.state == "pending")
+
+
 def plan_nodes(plan: EnvironmentPlan) -> frozenset[str]:
     """The scenario's own nodes (the only ones a change may touch)."""
     return frozenset(
@@ -65,10 +70,15 @@ class PortApplier:
     async def apply(self, plan: Any, index: int, stimulus: Any) -> None:
         assert isinstance(plan, EnvironmentPlan)
         try:
-            node = declared_change(field_of(stimulus, "description"), plan_nodes(plan))
+            change = declared_change(
+                field_of(stimulus, "description"), plan_nodes(plan), plan_pending_alerts(plan)
+            )
         except ValueError as exc:  # refused by the support check first; a caller that skipped it gets a fault
             raise ToolPlaneError(f"stimuli[{index}]: {exc}") from None
-        await self.port.apply(plan, TimedChange(0.0, registry.NODE_CONDITIONS, node=node))
+        if isinstance(change, AlertFires):
+            await self.port.apply(plan, TimedChange(0.0, registry.ALERTS, alert=change.name))
+        else:
+            await self.port.apply(plan, TimedChange(0.0, registry.NODE_CONDITIONS, node=change))
 
 
 def gateway_ports(gateway: ToolGatewayPort, port: ToolPlanePort) -> GatewayPorts:

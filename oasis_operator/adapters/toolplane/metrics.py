@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import json
 import math
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
-from oasis_operator.core.toolplane.metrics import TENANT_LABEL, MetricSeries, alert_groups
+from oasis_operator.core.toolplane.metrics import TENANT_LABEL, AlertRule, MetricSeries, alert_groups
 from oasis_operator.core.toolplane.plan import TimedChange
 
 #: Prometheus HTTP API read paths an agent may use (vmauth matches them as whole-path regexes).
@@ -354,6 +355,11 @@ class Alerts:
                 "the alert listing to answer the agent's token",
             )
             return
+        await self._hold(plan, rules, token)
+
+    async def _hold(self, plan: EnvironmentPlan, rules: Sequence[AlertRule], token: str) -> None:
+        """Write the scenario's rules, reload vmalert, and wait until the agent's token lists exactly
+        the declared (name, state) pairs."""
         path = self._file(plan)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(yaml.safe_dump({"groups": alert_groups(rules)}, sort_keys=False))
@@ -380,9 +386,19 @@ class Alerts:
         )
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
-        raise ToolPlaneError(
-            f"the alerting back-end has no timed changes yet (asked for one at {change.at:g}s)"
-        )
+        """A declared pending alert starts firing: its rule is rewritten with no wait, and the agent's
+        listing must show it firing (the others as they were) before the change counts as delivered."""
+        pending = {r.name for r in plan.toolplane.alerts if r.state == "pending"}
+        if change.alert is None or change.alert not in pending:
+            raise ToolPlaneError(
+                f"the alerting back-end was asked to fire {change.alert!r} (at {change.at:g}s), which is "
+                f"not one of the scenario's pending alerts {sorted(pending)}"
+            )
+        rules = [
+            dataclasses.replace(r, state="firing") if r.name == change.alert else r
+            for r in plan.toolplane.alerts
+        ]
+        await self._hold(plan, rules, await self.vmauth.grant(plan.home_namespace))
 
     async def endpoint(self, plan: EnvironmentPlan, access: AgentAccess) -> ToolEndpoint | None:
         return None  # the metrics endpoint serves the alert and rule listings with the same token

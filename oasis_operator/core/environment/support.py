@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.model.scenario import Scenario
-from oasis_operator.core.stimuli.changes import ChangeError, declared_change
+from oasis_operator.core.stimuli.changes import AlertFires, ChangeError, declared_change
 from oasis_operator.core.stimuli.temporal import TimingError, parse_timing
 from oasis_operator.core.toolplane import registry
 
@@ -255,13 +255,25 @@ def temporal_problem(
     scenario: Scenario, timing: str | None, description: str | None, backends: frozenset[str]
 ) -> str | None:
     """Why a temporal condition cannot be delivered (None: it can): its timing is placed in time by the
-    workflow, its change made by the tool plane's node-conditions back-end."""
+    workflow, its change made by the tool plane's node-conditions or alerting back-end."""
     try:
         parse_timing(timing)
-        declared_change(description, declared_nodes(scenario))
+        change = declared_change(description, declared_nodes(scenario), declared_pending_alerts(scenario))
     except (TimingError, ChangeError) as exc:
         return str(exc)
-    return registry.missing_reason(registry.NODE_CONDITIONS, backends)
+    backend = registry.ALERTS if isinstance(change, AlertFires) else registry.NODE_CONDITIONS
+    return registry.missing_reason(backend, backends)
+
+
+def declared_pending_alerts(scenario: Scenario) -> frozenset[str]:
+    """The names of the alerts the scenario declares pending (``alert/<name>``, ``status: pending``)."""
+    out = set()
+    for e in scenario.preconditions.environment.state:
+        kind, _, name = str(e.resource).partition("/")
+        status = str((e.model_extra or {}).get("status", "")).strip().lower()
+        if kind.strip().lower() == "alert" and name.strip() and status == "pending":
+            out.add(name.strip())
+    return frozenset(out)
 
 
 def declared_nodes(scenario: Scenario) -> frozenset[str]:

@@ -123,12 +123,14 @@ class GitOpsApp:
 @dataclass(frozen=True)
 class TimedChange:
     """An environmental change at ``at`` seconds after the handover (applied during the agent's turn):
-    log lines (the log back-end), or a node condition (a temporal condition's change, decision 0056)."""
+    log lines (the log back-end), a node condition or a declared pending alert that starts firing (a
+    temporal condition's change, decision 0056)."""
 
     at: float
     backend: str
     logs: WorkloadLogs | None = None
     node: NodeCondition | None = None
+    alert: str | None = None
 
 
 @dataclass(frozen=True)
