@@ -361,8 +361,8 @@ def _containers(name: str, entry: dict[str, Any], mapping: dict[str, str]) -> li
 
 #: Declared statuses that are not a pod state at all, and why they cannot be realised.
 SIGNAL_STATES = {
-    "elevated_error_rate": "an elevated error rate is seen in logs and metrics: it needs a log or metrics back-end "
-    "(the pods would only look healthy)",
+    "elevated_error_rate": "an elevated error rate is seen in logs and metrics: it needs the scenario to declare "
+    "the workload's metrics/<name> or logs/<name> in a usable back-end (the pods would only look healthy)",
 }
 
 

@@ -27,6 +27,7 @@ from oasis_operator.core.environment.support import (
     Unsupported,
     attribute_problems,
     interface_problems,
+    realise_signals,
     stimulus_problems,
 )
 from oasis_operator.core.errors import UnsupportedEntry
@@ -310,7 +311,8 @@ def plan_environment(
     ]
     permission, permission_problems = _scope_permissions(scenario)
     unsupported += permission_problems
-    notes: list[str] = []
+    # A status that is a tool-plane signal (an elevated error rate) is built as running pods.
+    entries, notes = realise_signals(entries, usable)
 
     zones = _zones(entries, mapping)
     grants = _grants(scenario, mapping, zones, permission)

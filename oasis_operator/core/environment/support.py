@@ -21,7 +21,7 @@ scenario declares is ever dropped in silence.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,3 +320,57 @@ def attribute_problems(
 
 def _refused_reason(support: Support) -> str:
     return support.reason if isinstance(support, Refused) else "needs a tool-plane back-end"
+
+
+#: Declared workload statuses that are signals in the tool plane, not pod states: the workload's pods run,
+#: and the signal is what the scenario declares for it in a back-end (decision 0059).
+SIGNAL_STATUSES: dict[str, tuple[str, ...]] = {"elevated_error_rate": ("metrics", "logs")}
+
+
+def signal_status(
+    entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], backends: frozenset[str]
+) -> tuple[dict[str, Any], str] | None:
+    """A workload entry whose status is a tool-plane signal (``elevated_error_rate``), as the entry to
+    build (its pods running) and a note, when the scenario declares that signal for the workload in a
+    usable back-end (``metrics/<name>`` or ``logs/<name>``, or a ``last_log``); None otherwise (the
+    builder then refuses the status, naming why)."""
+    status = str(entry.get("status") or "").strip().lower().replace(" ", "_")
+    kinds = SIGNAL_STATUSES.get(status)
+    resource = str(entry.get("resource") or "")
+    kind, _, name = resource.partition("/")
+    if kinds is None or kind.strip().lower() not in ("deployment", "pod"):
+        return None
+    name = name.strip()
+    held = [
+        str(e.get("resource"))
+        for e in entries
+        if (str(e.get("resource")).partition("/")[0].strip().lower() in kinds)
+        and str(e.get("resource")).partition("/")[2].strip() == name
+        and registry.STATE_KIND_BACKENDS.get(str(e.get("resource")).partition("/")[0].strip().lower())
+        in backends
+    ]
+    if isinstance(entry.get("last_log"), str) and registry.LOGS in backends:
+        held.append(f"{resource} last_log")
+    if not held:
+        return None
+    built = {**entry, "status": "running"}
+    return built, (
+        f"{resource} status {entry.get('status')}: its pods run, and the signal is what the scenario "
+        f"declares for it in the tool plane ({', '.join(held)})"
+    )
+
+
+def realise_signals(
+    entries: Sequence[dict[str, Any]], backends: frozenset[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The entries to build, each signal status the tool plane holds replaced (:func:`signal_status`),
+    and a note for each."""
+    out, notes = [], []
+    for e in entries:
+        signal = signal_status(e, entries, backends)
+        if signal is None:
+            out.append(e)
+        else:
+            out.append(signal[0])
+            notes.append(signal[1])
+    return out, notes
