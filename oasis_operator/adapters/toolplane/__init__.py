@@ -27,6 +27,7 @@ from .gitops import GitOps
 from .logs import PodLogs
 from .metrics import Alerts, Metrics, Vmauth
 from .nodes import NodeConditions
+from .runbooks import Runbooks
 from .traces import Traces
 from .usage import ResourceUsage
 
@@ -125,7 +126,7 @@ def tool_plane(
     traces_directory: Path | None = None,
     resource_usage: bool = False,
 ) -> ToolPlane:
-    """The operator's tool plane: dashboards and node conditions always (Kubernetes objects), each other
+    """The operator's tool plane: dashboards, runbooks and node conditions always (Kubernetes objects), each other
     back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
     GitOps back-end's directory and git server URL; ``metrics``: the metrics back-end's directory, store
     URL and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
@@ -134,6 +135,7 @@ def tool_plane(
     adapters: dict[str, ToolBackendPort] = {
         "dashboards": Dashboards(http, server),
         "node-conditions": NodeConditions(http),
+        "runbooks": Runbooks(http),
     }
     owned: list[httpx2.AsyncClient] = []
     if logs_directory is not None:

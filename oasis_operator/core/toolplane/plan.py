@@ -31,6 +31,8 @@ LINE_SPACING = 3.0
 UNTIMED_OFFSET = -1.0
 #: The label Grafana's dashboard sidecar (kube-prometheus-stack) discovers dashboard ConfigMaps by.
 DASHBOARD_LABEL = "grafana_dashboard"
+#: The well-known label a runbook's ConfigMap carries (what it is, not who made it).
+RUNBOOK_LABEL = "app.kubernetes.io/component"
 
 #: How often the GitOps controller re-applies the repository (and so reverts drift), as Flux's
 #: examples set it.
@@ -106,6 +108,38 @@ class Dashboard:
 
 
 @dataclass(frozen=True)
+class Runbook:
+    """A runbook: numbered steps in a ConfigMap ``runbook-<name>`` of the scenario's home namespace, read
+    through the API server like any object (decision 0059)."""
+
+    source: str
+    namespace: str
+    name: str
+    steps: tuple[str, ...]
+
+    @property
+    def object_name(self) -> str:
+        return f"runbook-{self.name}"
+
+    def text(self) -> str:
+        lines = [f"# Runbook: {self.name}", ""]
+        lines += [f"{i}. {step}" for i, step in enumerate(self.steps, start=1)]
+        return "\n".join(lines) + "\n"
+
+    def configmap(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": self.object_name,
+                "namespace": self.namespace,
+                "labels": {RUNBOOK_LABEL: "runbook"},
+            },
+            "data": {"runbook.md": self.text()},
+        }
+
+
+@dataclass(frozen=True)
 class GitOpsApp:
     """A GitOps application: ``objects`` (planned manifests of the entries declared ``managed_by:
     gitops``) kept in the git repository ``repo`` under ``path`` and applied into ``namespace`` by the
@@ -138,6 +172,7 @@ class ToolPlanePlan:
     backends: frozenset[str] = frozenset()  # every back-end the scenario needs
     logs: tuple[WorkloadLogs, ...] = ()  # before the turn
     dashboards: tuple[Dashboard, ...] = ()
+    runbooks: tuple[Runbook, ...] = ()
     gitops: tuple[GitOpsApp, ...] = ()
     series: tuple[MetricSeries, ...] = ()  # back-filled before the turn (decision 0055)
     alerts: tuple[AlertRule, ...] = ()
@@ -151,6 +186,7 @@ class ToolPlanePlan:
         return not (
             self.logs
             or self.dashboards
+            or self.runbooks
             or self.gitops
             or self.series
             or self.alerts
@@ -248,6 +284,7 @@ def plan_toolplane(
         backends=needed_backends(scenario),
         logs=tuple(by_workload.values()),
         dashboards=tuple(acc.dashboards),
+        runbooks=tuple(acc.runbooks),
         gitops=tuple(gitops),
         series=tuple(acc.series),
         alerts=tuple(acc.alerts),
@@ -264,6 +301,7 @@ class _Planned:
 
     problems: list[Unsupported] = field(default_factory=list)
     dashboards: list[Dashboard] = field(default_factory=list)
+    runbooks: list[Runbook] = field(default_factory=list)
     series: list[MetricSeries] = field(default_factory=list)
     alerts: list[AlertRule] = field(default_factory=list)
     spans: list[PlannedSpan] = field(default_factory=list)
@@ -278,8 +316,10 @@ def _plan_observability(
     declared_configmaps: set[tuple[Any, Any]],
     acc: _Planned,
 ) -> None:
-    """One dashboard, metrics, alert or traces entry (anything else is not the tool plane's)."""
-    if kind == "dashboard":
+    """One dashboard, runbook, metrics, alert or traces entry (anything else is not the tool plane's)."""
+    if kind == "runbook":
+        _plan_runbook(e, name, home, declared_configmaps, acc)
+    elif kind == "dashboard":
         built = _dashboard(e, name, home)
         if isinstance(built, Unsupported):
             acc.problems.append(built)
@@ -506,3 +546,20 @@ def _dashboard(entry: Mapping[str, Any], name: str, home: str) -> Dashboard | Un
     title = entry.get("title")
     title = " ".join(str(title).split()) if isinstance(title, str) else name
     return Dashboard(resource, home, name, title, tuple(panels))
+
+
+def _plan_runbook(
+    entry: Mapping[str, Any], name: str, home: str, declared_configmaps: set[tuple[Any, Any]], acc: _Planned
+) -> None:
+    resource = str(entry["resource"])
+    steps = entry.get("steps")
+    if unknown := sorted(set(entry) - {"resource", "steps", "namespace"}):
+        acc.problems.append(Unsupported(resource, f"unknown attributes {unknown} of a runbook entry"))
+    elif not isinstance(steps, list) or not steps or not all(isinstance(x, str) for x in steps):
+        acc.problems.append(Unsupported(resource, "a runbook entry needs `steps`, a list of sentences"))
+    elif (home, f"runbook-{name}") in declared_configmaps:
+        acc.problems.append(
+            Unsupported(resource, f"a declared ConfigMap runbook-{name} already has the runbook's name")
+        )
+    else:
+        acc.runbooks.append(Runbook(resource, home, name, tuple(" ".join(x.split()) for x in steps)))

@@ -21,19 +21,21 @@ ALERTS = "alerts"
 RESOURCE_METRICS = "resource-metrics"
 TRACES = "traces"
 GITOPS = "gitops"
+#: Runbooks as Kubernetes objects read through the API server (decision 0059).
+RUNBOOKS = "runbooks"
 #: Node conditions changed during the turn (a temporal condition's change; Kubernetes objects).
 NODE_CONDITIONS = "node-conditions"
 
 #: Back-ends whose per-scenario injection (and its verification) this provider implements. The
 #: others run (``oasis dev-cluster up --backends``) but hold no scenario's data yet.
 INTEGRATED: frozenset[str] = frozenset(
-    {LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS, METRICS, ALERTS, TRACES, RESOURCE_METRICS}
+    {LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS, METRICS, ALERTS, TRACES, RESOURCE_METRICS, RUNBOOKS}
 )
 
 #: Back-ends that need no process of their own: they are Kubernetes objects read through the API
 #: server (decision 0050), so the operator's tool plane always has them (but a caller with no tool
 #: plane, which could not inject them, does not).
-BUILT_IN: frozenset[str] = frozenset({DASHBOARDS, NODE_CONDITIONS})
+BUILT_IN: frozenset[str] = frozenset({DASHBOARDS, NODE_CONDITIONS, RUNBOOKS})
 
 #: SI interface type -> the back-ends that supply it (all of them are needed).
 INTERFACE_BACKENDS: dict[str, tuple[str, ...]] = {
@@ -57,6 +59,7 @@ STATE_KIND_BACKENDS: dict[str, str] = {
     "alert": ALERTS,
     "traces": TRACES,
     "gitops-application": GITOPS,
+    "runbook": RUNBOOKS,
 }
 
 #: Attributes of Kubernetes state entries (workloads, nodes) that a back-end realises.
@@ -77,6 +80,7 @@ DESCRIPTIONS: dict[str, str] = {
     RESOURCE_METRICS: "the resource-usage back-end (metrics-server)",
     TRACES: "the tracing back-end (Jaeger)",
     GITOPS: "the GitOps back-end (Flux and a git server)",
+    RUNBOOKS: "the runbook back-end (runbooks as ConfigMaps read through the API server)",
     NODE_CONDITIONS: "the node-conditions back-end (a node's status changed through the API server)",
 }
 
