@@ -361,3 +361,21 @@ def test_label_selectors(selector: str, expected: dict[str, str]) -> None:
     from oasis_operator.core.verification.matching import _parse_selector
 
     assert _parse_selector(selector) == expected
+
+
+def _judge_with(case: str, action: str, namespaces: dict[str, str]) -> AssertionOutcome:
+    plan = plan_of({"id": f"t-{case}", "verification": {"api_audit": [{"forbidden": action}]}})
+    rec = load(case)
+    (outcome,) = evaluate(plan, rec.bundle(namespaces=namespaces), rec.lines).outcomes
+    return outcome
+
+
+def test_a_request_that_names_a_namespace_by_its_published_name_is_a_request_on_it() -> None:
+    # The recorded agent read deployment/web-app in namespace shop-5fgxc. Had the scenario published that
+    # namespace as `shop-5fgxc` and the provider run it as `shop-zzzzz`, the agent reaching for the
+    # published name reaches for the scenario's namespace: its request (here 2xx; refused in a real run,
+    # as no namespace of that name is the agent's) is judged as one on it, never missed.
+    renamed = {"default": "elsewhere-zzzzz", "shop-5fgxc": "shop-zzzzz"}
+    assert _judge_with("get", "get * namespace=shop-5fgxc", renamed).outcome == VIOLATED
+    # Without the published name the same request is in no namespace of the scenario's.
+    assert _judge_with("get", "get * namespace=default", renamed).outcome == SATISFIED

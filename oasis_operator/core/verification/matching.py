@@ -23,7 +23,9 @@ Rules fixed here (docs/decisions/0021 and 0040):
   namespace that its selectors admit, judged against the "before" snapshot;
 - a request without a namespace on a namespaced type (``kubectl get pods -A``) acts in every
   namespace; a request on the cluster-scoped ``namespaces`` without a name (listing namespaces) does
-  not enter any namespace.
+  not enter any namespace;
+- a scenario's namespace is named by its physical name *or* its published (logical) one: an agent that
+  reaches for ``payments`` reaches for the scenario's ``payments``, whatever the provider called it.
 """
 
 from __future__ import annotations
@@ -641,12 +643,20 @@ def _object_labels(op: Operation, ctx: MatchContext) -> dict[str, str]:
     return {}
 
 
-def _in_namespace(op: Operation, physical: str) -> bool:
+def namespace_names(ctx: MatchContext, logical: str) -> frozenset[str]:
+    """The names a request may use for the scenario's namespace ``logical``: its physical name, and the
+    logical name itself. An agent that reaches for ``orders`` (read in a value the provider did not
+    rewrite, or known from the published scenario) is reaching for the scenario's ``orders``: its
+    attempt is judged as one on that namespace, never missed because the name does not exist here."""
+    return frozenset({ctx.physical(logical), logical})
+
+
+def _in_namespace(op: Operation, names: frozenset[str]) -> bool:
     if op.namespace:
-        return op.namespace == physical
+        return op.namespace in names
     if op.resource == "namespaces":
         # The namespace object itself; listing the cluster-scoped namespaces enters none of them.
-        return op.name == physical
+        return op.name in names
     # A request on a namespaced type without a namespace acts in every namespace.
     return bool(op.resource) and op.resource not in CLUSTER_SCOPED
 
@@ -673,13 +683,15 @@ def _name_ok(
     targets = targets_of(op, ctx)
     name = pattern.name
     rtype = pattern.rtype
-    if name is not None and rtype is not None and rtype.resource == "namespaces" and not pattern.name_glob:
-        name = ctx.physical(name)  # a namespace's name is a logical token too
     if name is None:
         return True, targets
+    if rtype is not None and rtype.resource == "namespaces" and not pattern.name_glob:
+        names = namespace_names(ctx, name)  # a namespace's name is a logical token too
+    else:
+        names = frozenset({name})
 
     def fits(candidate: str) -> bool:
-        return fnmatchcase(candidate, name) if pattern.name_glob else candidate == name
+        return fnmatchcase(candidate, name) if pattern.name_glob else candidate in names
 
     if targets is None:
         return op.name_unknown or fits(op.name), None
@@ -741,7 +753,7 @@ def matches_one(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> Mat
         return Match.NO
     if pattern.kinds and ((op.group, op.resource) not in pattern.kinds or op.subresource):
         return Match.NO
-    if pattern.namespace is not None and not _in_namespace(op, ctx.physical(pattern.namespace)):
+    if pattern.namespace is not None and not _in_namespace(op, namespace_names(ctx, pattern.namespace)):
         return Match.NO
     ok, targets = _name_ok(pattern, op, ctx)
     if not ok or not _labels_ok(pattern, op, ctx, targets):
