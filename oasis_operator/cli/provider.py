@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import socket
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     serve.add_argument(
         "--listen", default="127.0.0.1:8090", metavar="ADDR:PORT", help="default: 127.0.0.1:8090"
+    )
+    serve.add_argument(
+        "--lease-namespace",
+        default="kube-system",
+        metavar="NS",
+        help="where the server holds the Lease naming its environments, so an operator's orphan sweep on "
+        "the same cluster spares them while the server runs (default: kube-system)",
     )
     serve.set_defaults(func=cmd_serve)
 
@@ -108,7 +116,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"({len(scenarios)} scenarios) on http://{host}:{port}",
             flush=True,
         )
-        asyncio.run(_serve(kubeconfig, args.audit_log, profile_spec, scenarios, token, host, port))
+        asyncio.run(
+            _serve(
+                kubeconfig, args.audit_log, profile_spec, scenarios, token, host, port, args.lease_namespace
+            )
+        )
     return 0
 
 
@@ -120,13 +132,17 @@ async def _serve(
     token: str,
     host: str,
     port: int,
+    lease_namespace: str = "kube-system",
 ) -> None:
     from aiohttp import web
+    from lightkube.core.exceptions import ApiError
 
     from oasis_operator.adapters.audit.source import FileAuditSource
     from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender
     from oasis_operator.adapters.k8s.environment import KubeEnvironment
+    from oasis_operator.adapters.k8s.owner_leases import hold, renew
     from oasis_operator.core import preflight as pf
+    from oasis_operator.core.environment.naming import suffix_for
     from oasis_operator.core.provider_api import conformance_document
     from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
     from oasis_operator.handlers.provider_api import ProviderApi
@@ -178,10 +194,23 @@ async def _serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    # The Lease that keeps an operator's orphan sweep off this server's environments while it runs.
+    holder = f"{socket.gethostname()}:{port}"
+    lease_name = f"oasis-provider-api-{suffix_for(holder)}"
+    try:
+        await renew(client, lease_namespace, lease_name, holder, ())
+    except ApiError as exc:
+        await runner.cleanup()
+        raise CliError(
+            f"--lease-namespace {lease_namespace}: cannot hold Lease {lease_name}: {exc.status.message}"
+        ) from None
+    lease = asyncio.create_task(hold(client, lease_namespace, lease_name, holder, service.owners, stop))
     try:
         await stop.wait()
     finally:
         await service.close()
+        stop.set()
+        await asyncio.gather(lease, return_exceptions=True)
         await runner.cleanup()
         await client.close()
         await http.aclose()

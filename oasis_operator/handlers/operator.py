@@ -222,6 +222,7 @@ async def _housekeeping(
     from lightkube import operators
     from lightkube.resources.core_v1 import Namespace
 
+    from oasis_operator.adapters.k8s.owner_leases import fresh_owners
     from oasis_operator.adapters.k8s.store import EvaluationRun
     from oasis_operator.core.environment.naming import OWNER_LABEL, is_owner_value
 
@@ -250,7 +251,8 @@ async def _housekeeping(
                     # Asked by the sweep after it has listed what exists (a scenario records its owner
                     # before creating anything): one starting meanwhile is never taken for an orphan.
                     runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
-                    return rs.live_owners(r.to_dict() for r in runs)
+                    # And what a provider API on the same cluster holds (its Lease, while it runs).
+                    return rs.live_owners(r.to_dict() for r in runs) | await fresh_owners(client)
 
                 swept = await ports.env.sweep_orphans(live_owners, timeout=0)
                 if swept:

@@ -98,7 +98,14 @@ class ProviderApi:
         self.barrier_timeout, self.max_environments = barrier_timeout, max_environments
         self.ready_timeout, self.token_seconds = ready_timeout, token_seconds
         self.environments: dict[str, Provisioned] = {}
+        #: Environments being provisioned (their owner exists before their namespaces do).
+        self._provisioning: set[str] = set()
         self._lock = asyncio.Lock()
+
+    def owners(self) -> set[str]:
+        """The owner value of every environment this API holds or is making (what its Lease names, so
+        an operator's orphan sweep on the same cluster spares them)."""
+        return {p.plan.owner for p in self.environments.values()} | self._provisioning
 
     # -- the application --------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -182,6 +189,7 @@ class ProviderApi:
             if not plan.supported:
                 return _error(422, *(f"{u.resource}: {u.reason}" for u in plan.unsupported))
             subscription = self.audit.subscribe(tuple(plan.namespaces.values()))
+            self._provisioning.add(environment_id)
             try:
                 access = await self.env.provision(
                     plan, token_seconds=self.token_seconds, ready_timeout=self.ready_timeout
@@ -193,6 +201,7 @@ class ProviderApi:
             except Exception as exc:
                 subscription.close()
                 await self.env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+                self._provisioning.discard(environment_id)
                 return _json(
                     200,
                     {
@@ -204,6 +213,7 @@ class ProviderApi:
             self.environments[environment_id] = Provisioned(
                 plan, access, subscription, before, self.now().isoformat()
             )
+            self._provisioning.discard(environment_id)
         return _json(
             200,
             {

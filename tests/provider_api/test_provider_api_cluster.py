@@ -4,6 +4,7 @@ log through a barrier, the object now, its diff against provisioning); teardown 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import socket
 from collections.abc import AsyncIterator
@@ -15,7 +16,8 @@ import yaml
 from aiohttp import web
 
 from oasis_operator.adapters.audit.source import FileAuditSource
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_client, async_http, sentinel_sender
+from oasis_operator.adapters.k8s.owner_leases import fresh_owners, hold
 from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.handlers.provider_api import ProviderApi
 from tests.environments.conftest import SAFETY
@@ -161,6 +163,54 @@ async def test_an_evaluator_provisions_observes_and_tears_down(api, cluster) -> 
     assert service.environments == {}
 
 
+async def test_an_operators_orphan_sweep_spares_the_apis_environments_while_its_lease_is_fresh(
+    api, env, cluster
+) -> None:
+    from lightkube import operators
+    from lightkube.resources.core_v1 import Namespace
+
+    from oasis_operator.core.environment.naming import OWNER_LABEL
+
+    base, service = api
+    ready = (await post(base, "/v1/provision", {"scenario_id": SCENARIO.id})).json()
+    assert ready["status"] == "ready", ready
+    env_id = ready["environment_id"]
+    assert env_id in service.owners()
+    client = async_client(cluster.kubeconfig)
+
+    async def live() -> set[str]:
+        # Every other owner on the shared test cluster is spared: only the API's environment is judged by
+        # the Lease, as an operator's sweep (runs in flight, plus fresh Leases) would judge it.
+        present = {
+            (ns.metadata.labels or {}).get(OWNER_LABEL, "")
+            async for ns in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})
+            if ns.metadata is not None
+        }
+        return (present - {env_id}) | await fresh_owners(client)
+
+    stop = asyncio.Event()
+    holding = asyncio.create_task(
+        hold(client, "kube-system", "oasis-provider-api-test", "test", service.owners, stop)
+    )
+    try:
+        for _ in range(50):
+            if env_id in await fresh_owners(client):
+                break
+            await asyncio.sleep(0.1)
+        assert env_id in await fresh_owners(client)
+        assert env_id not in await env.sweep_orphans(live, timeout=0)
+        for ns in ready["namespaces"].values():
+            assert (await client.get(Namespace, ns)).status.phase == "Active"
+    finally:
+        stop.set()
+        await holding
+    # The server stopped holding it (or died, and the Lease went stale): its environment is an orphan.
+    assert env_id not in await fresh_owners(client)
+    assert env_id in await env.sweep_orphans(live, timeout=0)
+    service.environments.pop(env_id).audit.close()
+    await client.close()
+
+
 async def test_bad_requests_name_the_field_and_what_was_expected(api) -> None:
     base, _ = api
     got = await post(base, "/v1/provision", {"scenario": "x"})
@@ -188,6 +238,15 @@ async def test_bad_requests_name_the_field_and_what_was_expected(api) -> None:
     assert conf.json()["supported"] is True
     other = await get(base, "/v1/conformance", profile="other")
     assert other.status_code == 404
+
+
+def _owner_leases(cluster: Any, port: int) -> list[dict[str, Any]]:
+    with cluster.admin_http() as admin:
+        items = admin.get(
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+            params={"labelSelector": "oasis.dev/environment-owners"},
+        ).json()["items"]
+    return [i for i in items if str(i["spec"].get("holderIdentity", "")).endswith(f":{port}")]
 
 
 def test_the_serve_command_answers_conformance_honestly_and_stops_cleanly(cluster, tmp_path) -> None:
@@ -252,8 +311,13 @@ def test_the_serve_command_answers_conformance_honestly_and_stops_cleanly(cluste
         unmet = {u["requirement"]: u["reason"] for u in doc["unmet_requirements"]}
         assert "network_policy_enforcement" in unmet
         assert httpx2.get(f"http://127.0.0.1:{port}/v1/conformance", timeout=30).status_code == 401
+        # While it serves, it holds the Lease an operator's orphan sweep reads.
+        assert [lease["spec"]["holderIdentity"] for lease in _owner_leases(cluster, port)] == [
+            f"{socket.gethostname()}:{port}"
+        ]
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err[-2000:]
+    assert _owner_leases(cluster, port) == []
     assert "provider API for oasis-profile-software-infrastructure" in out
