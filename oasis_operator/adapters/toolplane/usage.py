@@ -51,11 +51,20 @@ def declaration(namespace: str, usages: Sequence[ContainerUsage]) -> dict[str, A
         "spec": {
             "selector": {"matchNamespaces": [namespace]},
             "usages": [
-                {"containers": [u.container], "usage": {r: {"value": q} for r, q in u.usage}}
+                {"containers": [u.container], "usage": {r: {"value": q} for r, q in _with_cpu(u.usage)}}
                 for u in sorted(usages, key=lambda u: u.container)
             ],
         },
     }
+
+
+#: The CPU a container with only a declared memory figure uses: metrics-server reports no container
+#: whose CPU counter never moves, so a running process's idle share stands in (decision 0059).
+IDLE_CPU = "5m"
+
+
+def _with_cpu(usage: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return usage if any(r == "cpu" for r, _ in usage) else (("cpu", IDLE_CPU), *usage)
 
 
 def shows(usage: ContainerUsage, pod_metrics: Mapping[str, Any]) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from oasis_operator.core.environment.naming import is_owner_value
 
-#: The label that marks an owner Lease (its value: who holds it).
+#: The label that marks an owner Lease (who holds it is the Lease's ``holderIdentity``).
 LEASE_LABEL = "oasis.dev/environment-owners"
 #: The annotation holding the owner values, a JSON list.
 OWNERS_ANNOTATION = "oasis.dev/owners"
@@ -47,7 +47,7 @@ def lease_body(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {LEASE_LABEL: holder},
+            "labels": {LEASE_LABEL: "true"},
             "annotations": {OWNERS_ANNOTATION: json.dumps(sorted(set(owners)))},
         },
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds, "renewTime": _stamp(now)},
