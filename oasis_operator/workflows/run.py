@@ -47,6 +47,7 @@ from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environme
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.gateway.port import GatewayPorts
+from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import (
@@ -66,7 +67,7 @@ from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
 from oasis_operator.core.run_status import RunEvent, RunStatus, ScenarioEntry, ScenarioEvent, Step
-from oasis_operator.core.triage import triage
+from oasis_operator.core.triage import triage, unreadable
 from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS, PROVIDER_FAILURE
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence, seal_scenario
@@ -545,12 +546,17 @@ class RunDriver:
             step=Step.PENDING,
             attempt=0,
         )
-        decided = triage(
-            doc,
-            configuration,
-            cluster_scoped=self.ports.cluster_scoped,
-            backends=self.ports.toolplane.backends,
-        )
+        try:
+            scenario, _ = parse_scenario(dict(doc))
+        except ModelValidationError as exc:  # the model refuses it: never run
+            decided = unreadable(str(exc))
+        else:
+            decided = triage(
+                scenario,
+                configuration,
+                cluster_scoped=self.ports.cluster_scoped,
+                backends=self.ports.toolplane.backends,
+            )
         if decided.exclusion is not None:
             entry.advance(ScenarioEvent.EXCLUDED, verdict=decided.exclusion, reason=decided.reason)
         if decided.exclusive is not None:
