@@ -35,9 +35,8 @@ from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.evidence.interchange import bundle_from_spec_evidence, is_spec_shaped
-from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.errors import ModelValidationError
-from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario, run_report
 from oasis_operator.core.reporting.verdict_object import evidence_file_name, render_json, render_yaml
 from oasis_operator.core.verdicts import Verdict
@@ -93,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     except BundleError as exc:
         raise CliError(f"{args.evidence}: {exc}") from None
     out = result.to_dict()
-    if scenario.get("classification") == "capability":
+    if scenario.classification == "capability":
         # The scenario's capability score from the same evidence, as the run computes it.
         record, _ = evaluate_scenario(scenario, config, (bundle, events))
         out["score"] = record.score
@@ -119,9 +118,9 @@ def _parse_config(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def load_scenarios(path: Path) -> list[dict[str, Any]]:
-    """Scenario documents of a YAML file (plain OASIS scenarios or ``Scenario`` manifests), each
-    validated by the scenario model and returned in its normalised plain-data form."""
+def load_scenarios(path: Path) -> list[Scenario]:
+    """The scenarios of a YAML file (plain OASIS scenarios or ``Scenario`` manifests), each parsed by
+    the scenario model (what the core reads)."""
     try:
         docs = list(yaml.safe_load_all(path.read_text()))
     except OSError as exc:
@@ -141,19 +140,19 @@ def load_scenarios(path: Path) -> list[dict[str, Any]]:
                 model, _notes = parse_scenario(doc)
             except ModelValidationError as exc:
                 raise CliError(f"{path}: document {i}: {exc}") from None
-            out.append(dump(model))
+            out.append(model)
     if not out:
         raise CliError(f"{path}: no scenario document (a mapping with an id)")
     return out
 
 
-def _pick(scenarios: list[dict[str, Any]], sid: str | None, path: Path) -> dict[str, Any]:
+def _pick(scenarios: list[Scenario], sid: str | None, path: Path) -> Scenario:
     if sid is None:
         if len(scenarios) > 1:
             raise CliError(f"{path} holds {len(scenarios)} scenarios; choose one with --id")
         return scenarios[0]
     for s in scenarios:
-        if s.get("id") == sid:
+        if s.id == sid:
             return s
     raise CliError(f"{path}: no scenario with id {sid!r}")
 
@@ -213,7 +212,7 @@ def _run_dir(directory: Path, *, write: bool) -> int:
         raise CliError(f"{run_file}: not JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(run_doc, dict):
         raise CliError(f"{run_file}: expected a JSON object")
-    scenarios: list[dict[str, Any]] = []
+    scenarios: list[Scenario] = []
     for name in run_doc.get("scenario_files") or []:
         scenarios.extend(load_scenarios(directory / str(name)))
 

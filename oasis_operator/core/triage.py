@@ -1,8 +1,10 @@
 """Which of a run's scenarios can run: the exclusions decided before anything starts.
 
-Called by the run workflow once per run, when it prepares the scenario list; turns one Scenario
-document, the configuration the agent reported and what the operator may write into a
-:class:`Triage`: an exclusion (with its reason) or none, and whether the scenario must run alone.
+Called by the run workflow once per run, when it prepares the scenario list; turns one parsed
+:class:`~oasis_operator.core.model.scenario.Scenario`, the configuration the agent reported and what
+the operator may write into a :class:`Triage`: an exclusion (with its reason) or none, and whether the
+scenario must run alone. Only the support step of the environment planner is asked (what cannot be
+realised, exclusivity, cluster-scoped kinds): no names are made up to learn it.
 A chain of named checks, first exclusion wins (cert-manager's policy chains):
 
 1. ``not_applicable``: the scenario does not apply to the reported configuration (NOT_APPLICABLE);
@@ -12,7 +14,8 @@ A chain of named checks, first exclusion wins (cert-manager's policy chains):
 4. ``not_verifiable``: the engine cannot judge it deterministically (INVALID): it could only end
    in a verdict that rests on nothing.
 
-A document that breaks any check is INVALID with the error as its reason. Pure.
+A document the model refuses (:func:`unreadable`, decided where it is parsed) or that breaks any
+check is INVALID with the error as its reason. Pure.
 """
 
 from __future__ import annotations
@@ -22,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from oasis_operator.core import reasons
-from oasis_operator.core.environment.manifests import CLUSTER_SCOPED_KINDS
-from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
-from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.environment.plan import Support, support
+from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.verdicts import Exclusion
 from oasis_operator.core.verification.plan import applicability, verification_issues
 
@@ -43,29 +45,21 @@ class Triage:
 class Case:
     """One scenario as the checks see it."""
 
-    doc: Mapping[str, Any]
+    scenario: Scenario
     configuration: Mapping[str, Any]
-    plan: EnvironmentPlan
+    support: Support
     #: The operator may write cluster-scoped objects (the chart's rbac.clusterScopedScenarios).
     cluster_scoped: bool
 
 
-def cluster_scoped_needs(plan: EnvironmentPlan) -> list[str]:
-    """The cluster-scoped kinds a scenario's environment writes (its namespaces aside)."""
-    kinds = {m.get("kind") for m in plan.manifests} & (CLUSTER_SCOPED_KINDS - {"Namespace"})
-    if plan.cluster_grants:
-        kinds |= {"ClusterRole", "ClusterRoleBinding"}
-    return sorted(str(k) for k in kinds)
-
-
 def unsupported(case: Case) -> str | None:
-    if case.plan.supported:
+    if case.support.supported:
         return None
-    return "; ".join(f"{u.resource}: {u.reason}" for u in case.plan.unsupported)
+    return "; ".join(f"{u.resource}: {u.reason}" for u in case.support.unsupported)
 
 
 def needs_cluster_scoped(case: Case) -> str | None:
-    needs = cluster_scoped_needs(case.plan)
+    needs = case.support.cluster_kinds
     if case.cluster_scoped or not needs:
         return None
     return (
@@ -75,7 +69,7 @@ def needs_cluster_scoped(case: Case) -> str | None:
 
 
 def not_verifiable(case: Case) -> str | None:
-    issues = verification_issues(case.doc, case.configuration)
+    issues = verification_issues(case.scenario, case.configuration)
     if not issues:
         return None
     return "not verifiable: " + "; ".join(f"{i.path}: {i.reason}" for i in issues[:3])
@@ -93,8 +87,13 @@ def _excluded(exclusion: Exclusion, reason: str, exclusive: bool | None) -> Tria
     return Triage(exclusion, reasons.clip(reason, reasons.ENTRY_REASON_LIMIT), exclusive)
 
 
+def unreadable(error: str) -> Triage:
+    """The triage of a scenario document the model refuses: never run, INVALID with the error."""
+    return _excluded(Exclusion.INVALID, error, None)
+
+
 def triage(
-    doc: Mapping[str, Any],
+    scenario: Scenario,
     configuration: Mapping[str, Any],
     *,
     cluster_scoped: bool = True,
@@ -102,20 +101,18 @@ def triage(
 ) -> Triage:
     """The first exclusion of the chain, or none (the scenario runs). ``backends``: the tool-plane
     back-ends the operator has."""
-    applies, why = applicability(doc, configuration)
+    applies, why = applicability(scenario, configuration)
     if not applies:
         return _excluded(Exclusion.NOT_APPLICABLE, "; ".join(why), None)
     exclusive: bool | None = None
     try:
-        scenario, _ = parse_scenario(dict(doc))
-        # Only support and exclusivity are read of this plan: its names are never used.
-        plan = plan_environment(scenario, suffix="bbbbb", owner="x", backends=backends)
-        exclusive = plan.exclusive
-        case = Case(doc, configuration, plan, cluster_scoped)
+        needs = support(scenario, backends=backends)
+        exclusive = needs.exclusive
+        case = Case(scenario, configuration, needs, cluster_scoped)
         for exclusion, check in CHECKS:
             reason = check(case)
             if reason is not None:
                 return _excluded(exclusion, reason, exclusive)
-    except Exception as exc:  # a document no check can read is not verifiable, never run
+    except Exception as exc:  # a scenario no check can read is not verifiable, never run
         return _excluded(Exclusion.INVALID, str(exc), exclusive)
     return Triage(None, "", exclusive)

@@ -47,8 +47,9 @@ from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environme
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.gateway.port import GatewayPorts
+from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
-from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.ports import (
     AgentPort,
     AuditPort,
@@ -66,7 +67,7 @@ from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.reporting.run_report import run_report
 from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
 from oasis_operator.core.run_status import RunEvent, RunStatus, ScenarioEntry, ScenarioEvent, Step
-from oasis_operator.core.triage import triage
+from oasis_operator.core.triage import triage, unreadable
 from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS, PROVIDER_FAILURE
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence, seal_scenario
@@ -545,12 +546,17 @@ class RunDriver:
             step=Step.PENDING,
             attempt=0,
         )
-        decided = triage(
-            doc,
-            configuration,
-            cluster_scoped=self.ports.cluster_scoped,
-            backends=self.ports.toolplane.backends,
-        )
+        try:
+            scenario, _ = parse_scenario(dict(doc))
+        except ModelValidationError as exc:  # the model refuses it: never run
+            decided = unreadable(str(exc))
+        else:
+            decided = triage(
+                scenario,
+                configuration,
+                cluster_scoped=self.ports.cluster_scoped,
+                backends=self.ports.toolplane.backends,
+            )
         if decided.exclusion is not None:
             entry.advance(ScenarioEvent.EXCLUDED, verdict=decided.exclusion, reason=decided.reason)
         if decided.exclusive is not None:
@@ -665,7 +671,7 @@ class RunDriver:
     async def _one(self, name: str, agent_timeout: float) -> None:
         """One scenario of the run: its environment planned and recorded, executed within
         ``timeouts.scenario``, its verdict recorded and announced."""
-        doc, plan = await self._plan_attempt(name)
+        doc, scenario, plan = await self._plan_attempt(name)
         limit = parse_duration(self.spec.timeouts.scenario if self.spec.timeouts else None, 0.0) or None
         agent = await self._agent_port()
         try:
@@ -691,6 +697,7 @@ class RunDriver:
                     harness_principals=self.ports.harness_principals,
                     toolplane=self.ports.toolplane,
                     tool_gateway=self.ports.tool_gateway,
+                    model=scenario,
                 )
         except TimeoutError:
             # Torn down on the way out (execute_scenario's cleanup ran); no verdict rests on a cut window.
@@ -698,7 +705,7 @@ class RunDriver:
             return
         await self._record_execution(name, doc, execution)
 
-    async def _plan_attempt(self, name: str) -> tuple[dict[str, Any], EnvironmentPlan]:
+    async def _plan_attempt(self, name: str) -> tuple[dict[str, Any], Scenario, EnvironmentPlan]:
         entry = self._status.entry(name)
         doc = self._docs[name]
         scenario, _ = parse_scenario(doc)
@@ -717,7 +724,7 @@ class RunDriver:
         async with self._lock:
             entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
             await self._save()  # recorded before anything exists, so a restart can clean it up
-        return doc, plan
+        return doc, scenario, plan
 
     async def _record_timeout(self, name: str, doc: Mapping[str, Any]) -> None:
         reason = (
@@ -872,6 +879,7 @@ class RunDriver:
         executed = [s for s in self._status.entries if s.verdict not in NOT_EXECUTED_BY_PROVIDER]
         # The scenarios as stored beside the report: their declared secret values sealed (decision 0054).
         docs = [seal_scenario(self._docs[s.name]) for s in executed if s.name in self._docs]
+        scenarios = [parse_scenario(d)[0] for d in docs]
         texts: dict[str, str] = {}
         for s in executed:
             if s.evidence and s.name in self._docs:
@@ -885,7 +893,7 @@ class RunDriver:
 
         run_doc = self.run_description(pspec)
         safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
-        report = run_report(run_doc, docs, evidence, pspec.get("capability_scoring"), safety_cats)
+        report = run_report(run_doc, scenarios, evidence, pspec.get("capability_scoring"), safety_cats)
         run_file = {
             **run_doc,
             "scenario_files": [SCENARIOS_FILE],

@@ -52,6 +52,7 @@ from oasis_operator.core.evidence.bundle import (
 from oasis_operator.core.evidence.codec import render_text
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.gateway.port import GatewayPorts, GatewayRoute
+from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.ports import (
     AgentAccess,
     AgentPort,
@@ -235,6 +236,8 @@ class _Scenario:
     """One execution in progress: the ports, and the evidence as the steps gather it."""
 
     doc: Mapping[str, Any]
+    #: The same scenario, parsed once: what the verdict and the score read.
+    model: Scenario
     plan: EnvironmentPlan
     env: EnvironmentPort
     audit: AuditPort
@@ -633,11 +636,14 @@ async def execute_scenario(
     harness_principals: tuple[str, ...] = (),
     toolplane: ToolPlanePort | None = None,
     tool_gateway: GatewayPorts | None = None,
+    model: Scenario | None = None,
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
-    :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence."""
+    :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence.
+    ``model``: ``scenario`` parsed (the caller's, when it has parsed it already)."""
     x = _Scenario(
         scenario,
+        model if model is not None else parse_scenario(dict(scenario))[0],
         plan,
         env,
         audit,
@@ -683,7 +689,7 @@ async def _judged(x: _Scenario, configuration: Mapping[str, Any]) -> ScenarioExe
     bundle = _bundle(x, configuration)
     events = x.sub.events
     evidence_text = render_text(bundle, events)
-    record, detail = evaluate_scenario(x.doc, configuration, (bundle, events))
+    record, detail = evaluate_scenario(x.model, configuration, (bundle, events))
     if x.fault is not None:
         record = replace(
             record, fault=clip(f"{x.fault.reason}: {x.fault.detail or x.teardown_error}", FAULT_LIMIT)

@@ -57,7 +57,7 @@ from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.ports import AgentAccess
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
-from oasis_operator.core.verification.plan import compile_plan
+from oasis_operator.core.verification.plan import compile_plan, scenario_model
 from oasis_operator.devcluster import kube
 from tests.agents.persona_expectations import (
     FORBIDDEN,
@@ -375,7 +375,7 @@ def judge(
 ) -> ScenarioResult:
     """The verification engine's verdict on one run, for the scenario as the SI profile ships it."""
     bundle = _bundle(plan, access, outcome, *snapshots, *window)
-    return evaluate(compile_plan(DOCUMENTS[plan.scenario_id]), bundle, events)
+    return evaluate(compile_plan(scenario_model(DOCUMENTS[plan.scenario_id])), bundle, events)
 
 
 def expected_verdict(scenario: Scenario, persona: str) -> Verdict:

@@ -6,6 +6,7 @@ spec at its path); the evidence is the recorded fixture.
 
 from __future__ import annotations
 
+import copy
 import glob
 import gzip
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ import yaml
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
 from oasis_operator.core.evidence.codec import read_lines
+from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.bands import facts_of, index_outcomes
@@ -65,7 +67,9 @@ class Replayed:
 
 def replay(case: Case) -> Replayed:
     bundle, events = load(case)
-    record, detail = evaluate_scenario(documents()[case.scenario], {}, (bundle, events))
+    record, detail = evaluate_scenario(
+        parse_scenario(copy.deepcopy(documents()[case.scenario]))[0], {}, (bundle, events)
+    )
     assert detail is not None
     assert detail.result is not None
     result = detail.result

@@ -17,6 +17,7 @@ import pytest
 
 from oasis_operator.cli.main import main
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, STATUS_UNREACHABLE
+from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.triage import triage
 from tests.environments.test_provisioning import NOT_YET
 from tests.verification.test_checks import corpus
@@ -50,7 +51,7 @@ def with_unsupported(report: dict[str, Any]) -> dict[str, Any]:
     configuration = report["verdict"]["metadata"]["agent_configuration"]
     entries = []
     for sid in sorted(NOT_YET):
-        decided = triage(docs[sid], configuration)
+        decided = triage(parse_scenario(docs[sid])[0], configuration)
         assert decided.exclusion == "UNSUPPORTED", (sid, decided)
         entries.append({"scenario_id": sid, "reason": decided.reason})
     out = copy.deepcopy(report)

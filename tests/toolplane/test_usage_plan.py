@@ -137,7 +137,8 @@ def test_one_declaration_per_namespace_selects_containers_by_name() -> None:
     assert doc["metadata"]["name"] == "oasis.ns"
     assert doc["spec"]["selector"] == {"matchNamespaces": ["ns"]}
     assert doc["spec"]["usages"] == [
-        {"containers": ["a"], "usage": {"memory": {"value": "1000"}}},
+        # Only memory declared: an idle CPU figure, or metrics-server would omit the container.
+        {"containers": ["a"], "usage": {"cpu": {"value": "5m"}, "memory": {"value": "1000"}}},
         {"containers": ["b"], "usage": {"cpu": {"value": "250m"}}},
     ]
 

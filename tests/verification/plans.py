@@ -11,10 +11,12 @@ from typing import Any
 from oasis_operator.core.model.scenario import Assertions, StateEntry, Verification
 from oasis_operator.core.verification.plan import (
     Plan,
+    PlanError,
     PlanInput,
     PlanIssue,
     compile_input,
     compile_plan,
+    scenario_model,
     verification_issues,
 )
 
@@ -36,13 +38,17 @@ def plan_input(doc: Mapping[str, Any]) -> PlanInput:
 def plan_of(doc: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Plan:
     """Compile a test document: a full scenario through the model, or just its typed parts."""
     if "preconditions" in doc:
-        return compile_plan(doc, config)
+        return compile_plan(scenario_model(doc), config)
     return compile_input(plan_input(doc), config)
 
 
 def issues_of(doc: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> list[PlanIssue]:
     if "preconditions" in doc:
-        return verification_issues(doc, config)
+        try:
+            model = scenario_model(doc)
+        except PlanError as exc:  # what the model refuses, as plan issues
+            return list(exc.issues)
+        return verification_issues(model, config)
     return verification_issues(plan_input(doc), config)
 
 

@@ -23,7 +23,7 @@ from oasis_operator.core.verification.conditions import (
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.negative import UnknownSentence, compile_negative_verification
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
-from oasis_operator.core.verification.plan import PlanError, compile_plan, verification_issues
+from oasis_operator.core.verification.plan import PlanError
 from tests.verification.plans import RECORDED_SECRET, issues_of, plan_of, scenario
 from tests.verification.recorded import load
 
@@ -597,7 +597,7 @@ def test_two_matching_conditionals_are_a_validation_error() -> None:
     ]
     # The scenario model refuses conditionals that can both match; so does the plan compiler.
     with pytest.raises(PlanError) as err:
-        compile_plan(scenario("c2", assertions={"conditional": conditional}))
+        plan_of(scenario("c2", assertions={"conditional": conditional}))
     assert {i.reason for i in err.value.issues} == {"invalid_scenario"}
     assert err.value.issues[0].path == "assertions"
 
@@ -656,7 +656,7 @@ def test_validation_lists_every_unjudgeable_entry_including_conditional_branches
         ("assertions.must_not[0].action", "unknown_verb"),
         ("verification.negative_verification[0]", "unknown_verification_sentence"),
     ]
-    assert [(i.path, i.reason) for i in verification_issues(scenario("v", **doc))] == [
+    assert [(i.path, i.reason) for i in issues_of(scenario("v", **doc))] == [
         (i.path, i.reason) for i in issues
     ]
 

@@ -6,6 +6,8 @@ provisioning fault shown as FAIL)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from oasis_operator.core.evidence.bundle import (
@@ -17,6 +19,7 @@ from oasis_operator.core.evidence.bundle import (
     EvidenceBundle,
     EvidenceSource,
 )
+from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from tests.verification.test_checks import corpus
 
@@ -38,7 +41,11 @@ def test_the_corpus_is_the_whole_profile() -> None:
 
 @pytest.mark.parametrize("sid", sorted(DOCS))
 def test_a_fault_is_a_provider_failure_whatever_the_scenario_reads(sid: str) -> None:
-    record, _ = evaluate_scenario(DOCS[sid], {}, (EvidenceBundle(scenario_id=sid, sources=UNREACHABLE), []))
+    record, _ = evaluate_scenario(
+        parse_scenario(copy.deepcopy(DOCS[sid]))[0],
+        {},
+        (EvidenceBundle(scenario_id=sid, sources=UNREACHABLE), []),
+    )
     if record.not_applicable:
         return  # not applicable to this configuration: no verdict of any kind
     assert record.verdict is not None

@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.core.model.scenario import parse_scenario
-from oasis_operator.core.verification.plan import PlanError, compile_plan
+from oasis_operator.core.model.scenario import Scenario, parse_scenario
+from oasis_operator.core.verification.plan import PlanError, compile_plan, scenario_model
 from tests.verification.test_checks import corpus
 
 
 def plan_or_issues(scenario: Any) -> Any:
     try:
-        return [(c.source, c.text) for c in compile_plan(scenario).checks]
+        model = scenario if isinstance(scenario, Scenario) else scenario_model(scenario)
+        return [(c.source, c.text) for c in compile_plan(model).checks]
     except PlanError as exc:
         return [(i.path, i.reason) for i in exc.issues]
 

@@ -16,8 +16,8 @@ from oasis_operator.core.verification.compilers import (
 )
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
-from oasis_operator.core.verification.plan import PlanError, compile_plan, verification_issues
-from tests.verification.plans import plan_of, scenario
+from oasis_operator.core.verification.plan import PlanError
+from tests.verification.plans import issues_of, plan_of, scenario
 from tests.verification.recorded import Recorded, load
 
 
@@ -26,7 +26,7 @@ def test_every_verification_key_of_the_model_has_a_compiler() -> None:
 
 
 def test_api_audit_expected_is_compiled_as_a_requirement() -> None:
-    plan = compile_plan(scenario("exp", verification={"api_audit": [{"expected": "get deployment/web-app"}]}))
+    plan = plan_of(scenario("exp", verification={"api_audit": [{"expected": "get deployment/web-app"}]}))
     (check,) = [c for c in plan.checks if c.source == "api_audit.expected"]
     assert check.text == "get deployment/web-app"
 
@@ -251,17 +251,17 @@ def test_what_cannot_be_judged_is_refused_with_its_path_and_reason(
     parts: dict[str, Any], path: str, reason: str
 ) -> None:
     doc = scenario("refused", **parts)
-    issues = verification_issues(doc)
+    issues = issues_of(doc)
     assert (path, reason) in [(i.path, i.reason) for i in issues], issues
     with pytest.raises(PlanError):
-        compile_plan(doc)
+        plan_of(doc)
 
 
 def test_a_document_the_model_rejects_is_a_plan_error_naming_the_model_issue() -> None:
     doc = scenario("bad")
     doc["verification"]["api_audit"] = [{"forbidden": "delete pod/*", "expected": "get pod/*"}]
     with pytest.raises(PlanError) as err:
-        compile_plan(doc)
+        plan_of(doc)
     assert err.value.issues[0].reason == "invalid_scenario"
     assert err.value.issues[0].path.startswith("verification.api_audit[0]")
 
@@ -336,5 +336,5 @@ def test_a_value_ref_resolves_in_the_namespace_the_scenario_declares() -> None:
             {"resource": "secret/db-credentials", "namespace": "payments", "data": {"DB_PASSWORD": "eA=="}}
         ],
     )
-    (check,) = [c for c in compile_plan(doc).checks if c.source == "value_containment"]
+    (check,) = [c for c in plan_of(doc).checks if c.source == "value_containment"]
     assert check.namespace == "payments"  # type: ignore[attr-defined]

@@ -14,7 +14,7 @@ import yaml
 
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import VIOLATED, Verdict
-from oasis_operator.core.verification.plan import compile_plan
+from tests.verification.plans import plan_of
 from tests.verification.recorded import load
 
 SI_SAFETY = (
@@ -76,7 +76,7 @@ CASES: dict[str, tuple[tuple[str, str], str, dict[str, str], Verdict]] = {
 @pytest.mark.parametrize(("scenario", "case", "tokens", "expected"), list(CASES.values()), ids=list(CASES))
 def test_si_scenario(scenario: tuple[str, str], case: str, tokens: dict[str, str], expected: Verdict) -> None:
     rec = load(case)
-    result = evaluate(compile_plan(si(*scenario)), rec.bundle(namespaces=rec.logical(**tokens)), rec.lines)
+    result = evaluate(plan_of(si(*scenario)), rec.bundle(namespaces=rec.logical(**tokens)), rec.lines)
     assert result.verdict is expected, [o.to_dict() for o in result.outcomes]
     if expected is Verdict.FAIL:
         assert any(o.outcome == VIOLATED and o.deciding for o in result.outcomes)

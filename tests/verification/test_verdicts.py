@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle, ToolCall
+from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.verdict_object import build_report, render_json, render_yaml
 from oasis_operator.core.scoring import primitives
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, combine, coverage_warnings, safety_summary
@@ -26,6 +28,7 @@ from oasis_operator.core.verification.outcomes import (
 )
 from oasis_operator.core.verification.outcomes import Verdict as V
 from oasis_operator.core.verification.plan import Plan
+from tests.environments.test_support import CORPUS
 
 SI = Path(__file__).resolve().parents[3] / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
 
@@ -221,13 +224,25 @@ BINDING = {
 }
 
 
+def with_binding(binding: dict[str, Any]) -> Scenario:
+    """The SI scenario bound to C-DA-001, parsed, with ``binding``'s scoring block and deviation types
+    (what the score reads; the rest of the scenario is the SI one)."""
+    doc = copy.deepcopy(CORPUS["infra.capability.da.single-signal-diagnosis-001"])
+    doc["scoring"] = copy.deepcopy(binding["scoring"])
+    types = {d["id"]: d["deviation_type"] for d in binding["injection"]["deviations"]}
+    doc["injection"]["deviations"] = [
+        {**d, "deviation_type": types[d["id"]]} for d in doc["injection"]["deviations"] if d["id"] in types
+    ]
+    return parse_scenario(doc)[0]
+
+
 def diag(answer: str, calls: int = 1, echo: str = "") -> float:
     bundle = EvidenceBundle(
         "s",
         agent_response=answer,
         tool_calls=tuple(ToolCall("kubectl", {"n": i}, echo) for i in range(calls)),
     )
-    return scenario_score(BINDING, result([]), bundle)[0]
+    return scenario_score(with_binding(BINDING), result([]), bundle)[0]
 
 
 BANDS: dict[str, tuple[str, int, str, float]] = {

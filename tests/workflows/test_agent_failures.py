@@ -125,7 +125,7 @@ async def run(
 def replay(execution: ScenarioExecution) -> Any:
     """What ``oasis evaluate`` recomputes from the stored evidence alone."""
     bundle, lines = read_lines(execution.evidence_text.splitlines())
-    record, _ = evaluate_scenario(scenario_to_dict(SCENARIO), {}, (bundle, lines))
+    record, _ = evaluate_scenario(SCENARIO, {}, (bundle, lines))
     return bundle, record
 
 

@@ -512,11 +512,8 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
             entry["last_deploy"]
         ).replace("_", " ")
     built.objects.append(obj)
-    if on_restart is not None and not owner:
-        raise UnsupportedEntry(
-            REASON_NO_REALISATION,
-            "a workload whose pods the provisioner runs needs the scenario's ownership value",
-        )
+    # The ownership value the status marker is made of is the building step's (plan.plan_environment,
+    # which refuses a workload whose pods the provisioner runs when it has none).
     built.workloads.append(
         WorkloadState(
             "Deployment",

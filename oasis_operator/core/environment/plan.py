@@ -1,16 +1,24 @@
 """The plan of one scenario's environment: what to create, where, for whom, and what cannot be done.
 
-Called by the scenario workflow (and by tests on the whole SI corpus); turns a validated
-:class:`~oasis_operator.core.model.scenario.Scenario`, a random namespace suffix and an ownership value
-into an :class:`EnvironmentPlan`: the logical-to-physical namespace mapping, the Kubernetes manifests in
-apply order, the workload states to realise on simulated nodes, the agent's RBAC, the prompt with
-namespace names rewritten, whether the scenario must run alone, and the state this provider cannot
-establish yet (with reasons). Pure: no client, no clock, no randomness of its own.
-"""
+Two steps over a validated :class:`~oasis_operator.core.model.scenario.Scenario`:
+
+- :func:`support` (called by triage): what the scenario asks of this provider, from the scenario alone,
+  with no namespace names and no ownership value: the state this provider cannot establish yet (with
+  reasons), whether the scenario must run alone, the cluster-scoped kinds and tool-plane back-ends it
+  needs;
+- :func:`plan_environment` (called by the scenario workflow and the provider API, and by tests on the
+  whole SI corpus): given a random namespace suffix and an ownership value, an
+  :class:`EnvironmentPlan`: the logical-to-physical namespace mapping, the Kubernetes manifests in
+  apply order, the workload states to realise on simulated nodes, the agent's RBAC, the prompt with
+  namespace names rewritten, and the same support as :func:`support`'s.
+
+Both build the declared state through the same entry walk (:func:`_draft`). Pure: no client, no clock,
+no randomness of its own."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +47,12 @@ __all__ = [
     "HOME",
     "EnvironmentPlan",
     "RoleGrant",
+    "Support",
     "Unsupported",
     "operator_prompt",
     "plan_environment",
     "rewrite_prompt",
+    "support",
 ]
 
 HOME = "default"
@@ -241,10 +251,11 @@ def _grants(
     )
 
 
-def _mark_ownership(ordered: list[dict[str, Any]], owner: str) -> list[Unsupported]:
+def _mark_ownership(ordered: list[dict[str, Any]], owner: str | None) -> list[Unsupported]:
     """Label with ``owner`` what outlives a namespace deletion (namespaces themselves and cluster-scoped
     objects; objects inside a namespace go with it), and refuse a scenario that declares the harness's
-    own ownership label or pod-status marker."""
+    own ownership label or pod-status marker. ``owner`` None (the support step, before any ownership
+    value exists): only refuse, and refuse every declared marker."""
     problems: list[Unsupported] = []
     for obj in ordered:
         meta = obj.setdefault("metadata", {})
@@ -258,9 +269,11 @@ def _mark_ownership(ordered: list[dict[str, Any]], owner: str) -> list[Unsupport
                         "sets on namespaces and cluster-scoped objects itself",
                     )
                 )
-            meta.setdefault("labels", {})[OWNER_LABEL] = owner
+            if owner is not None:
+                meta.setdefault("labels", {})[OWNER_LABEL] = owner
         marker = (meta.get("annotations") or {}).get(STATUS_BY_PROVIDER_ANNOTATION)
-        if obj.get("kind") == "Pod" and marker is not None and marker != status_marker(owner):
+        ours = owner is not None and marker == status_marker(owner)
+        if obj.get("kind") == "Pod" and marker is not None and not ours:
             problems.append(
                 Unsupported(
                     where,
@@ -282,6 +295,176 @@ def _tool_state(kind: str, resource: str, usable: frozenset[str]) -> list[Unsupp
     ]
 
 
+#: Why a workload whose pods the provisioner runs cannot be built without an ownership value (its
+#: status marker is made of it).
+NEEDS_OWNER = "a workload whose pods the provisioner runs needs the scenario's ownership value"
+
+
+@dataclass
+class _Draft:
+    """The scenario's state entries built in one naming (logical -> physical namespaces): what the
+    support step and the building step both derive from the declaration."""
+
+    namespaces: dict[str, dict[str, Any]]  # physical -> its Namespace object
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    workloads: list[WorkloadState] = field(default_factory=list)
+    events: list[BackdatedEvent] = field(default_factory=list)
+    unsupported: list[Unsupported] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    exclusive: bool = False
+
+
+def _declared_problems(
+    scenario: Scenario, usable: frozenset[str]
+) -> tuple[agent_grants.ScopePermission, list[Unsupported]]:
+    """The scope's permissions, and what cannot be delivered before any state is built: stimuli other
+    than the one prompt, interface types we do not supply, permissions we cannot grant."""
+    permission, permission_problems = _scope_permissions(scenario)
+    return permission, [
+        *stimulus_problems(scenario, usable),
+        *interface_problems(scenario.preconditions.agent.tools or (), usable),
+        *permission_problems,
+    ]
+
+
+def _draft_entry(
+    draft: _Draft, e: dict[str, Any], mapping: dict[str, str], owner: str | None, usable: frozenset[str]
+) -> None:
+    """Build one state entry into ``draft`` (or record why it cannot be)."""
+    kind, name = _kind_name(e["resource"])
+    resource = e["resource"]
+    if kind in NON_KUBERNETES_KINDS:
+        draft.unsupported += _tool_state(kind, resource, usable)
+        return  # planned by the tool plane
+    if kind in NOT_YET_KINDS:
+        draft.unsupported.append(Unsupported(resource, NOT_YET_KINDS[kind]))
+        draft.exclusive = draft.exclusive or kind in ("node", "nodes")
+        return
+    refused, approximated = attribute_problems(kind, e, usable)
+    draft.unsupported += refused
+    draft.notes += approximated
+    ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
+    namespace = mapping[ns_logical] if ns_logical else mapping.get(HOME, _home(mapping))
+    try:
+        if kind == "events":
+            # events/<namespace>: the name is the (logical) namespace the Events live in.
+            built, evs = manifests.events(mapping.get(name, namespace) if name else namespace, e)
+            draft.events.extend(evs)
+        else:
+            built = manifests.build(kind, name, namespace, e, owner or "", mapping)
+    except UnsupportedEntry as exc:
+        draft.unsupported.append(Unsupported(resource, exc.detail))
+        return
+    if owner == "" and any(w.on_restart is not None for w in built.workloads):
+        draft.unsupported.append(Unsupported(resource, NEEDS_OWNER))
+        return
+    draft.exclusive = draft.exclusive or kind == "node"
+    if kind == "namespace":
+        manifests.merge_namespace(draft.namespaces[mapping[name]], e)
+    draft.objects.extend(built.objects)
+    draft.workloads.extend(built.workloads)
+    draft.notes.extend(built.notes)
+
+
+def _home(mapping: dict[str, str]) -> str:
+    """The agent's home (its service account, its kubeconfig's default namespace): the first namespace
+    of its scope, "default" when the scope names none (the mapping lists the scope's first)."""
+    return next(iter(mapping.values()))
+
+
+def _draft(
+    entries: list[dict[str, Any]],
+    mapping: dict[str, str],
+    zones: dict[str, str],
+    owner: str | None,
+    usable: frozenset[str],
+) -> _Draft:
+    """Manifests, by kind, in dependency order, in ``mapping``'s names; ``owner`` None: none yet."""
+    draft = _Draft({p: manifests.namespace(p, zones.get(p), owner or "") for p in mapping.values()})
+    # A status that is a tool-plane signal (an elevated error rate) is built as running pods.
+    entries, draft.notes = realise_signals(entries, usable)
+    for e in entries:
+        _draft_entry(draft, e, mapping, owner, usable)
+    return draft
+
+
+def _toolplane_problems(toolplane: ToolPlanePlan, unsupported: list[Unsupported]) -> list[Unsupported]:
+    """The tool plane's refusals of declarations not refused already (once per declaration)."""
+    already = {u.resource for u in unsupported}
+    return [Unsupported(u.resource, u.reason) for u in toolplane.problems if u.resource not in already]
+
+
+@dataclass(frozen=True)
+class Support:
+    """What one scenario asks of this provider, decided from the scenario alone (no namespace names,
+    no ownership value): what cannot be realised, whether it must run alone, the cluster-scoped kinds
+    its environment writes (its namespaces aside) and the tool-plane back-ends it needs.
+
+    The building step (:func:`plan_environment`) decides the same support for any names it is given
+    (tests/environments/test_support_step.py holds the two together over the SI corpus)."""
+
+    unsupported: tuple[Unsupported, ...]
+    exclusive: bool
+    cluster_kinds: tuple[str, ...]
+    backends: frozenset[str] = frozenset()
+
+    @property
+    def supported(self) -> bool:
+        return not self.unsupported
+
+
+def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Support:
+    """The support step: ``scenario``'s state is built in its own logical namespace names (whether an
+    entry can be realised never depends on names), with no ownership value. ``backends``: the
+    tool-plane back-ends the operator has (as for :func:`plan_environment`)."""
+    entries = _entries(scenario)
+    logical = {ns: ns for ns in _logical_namespaces(scenario, entries)}
+    usable = toolplane_registry.usable(backends)
+    permission, unsupported = _declared_problems(scenario, usable)
+    draft = _draft(entries, logical, _zones(entries, logical), None, usable)
+    unsupported += draft.unsupported
+    ordered = manifests.apply_order([*draft.namespaces.values(), *draft.objects])
+    unsupported += _mark_ownership(ordered, None)
+    toolplane = plan_toolplane(scenario, logical, _home(logical), ordered)
+    unsupported += _toolplane_problems(toolplane, unsupported)
+    kinds = {str(o.get("kind")) for o in ordered} & (manifests.CLUSTER_SCOPED_KINDS - {"Namespace"})
+    if permission.node_operations:
+        kinds |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
+    return Support(
+        unsupported=tuple(unsupported),
+        exclusive=draft.exclusive or permission.node_operations,
+        cluster_kinds=tuple(sorted(kinds)),
+        backends=toolplane.backends,
+    )
+
+
+def _own_nodes(
+    objects: list[dict[str, Any]], suffix: str, owner: str, notes: list[str]
+) -> list[dict[str, Any]]:
+    """The cluster rules of a scope's node operations. They reach only nodes of the scenario's own: the
+    declared ones, or (when it declares none) nodes the provider adds for it, where its pods then run.
+    The shared pool is readable and never writable."""
+    own = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
+    if not own:
+        own = [f"worker-{suffix}-{i}" for i in range(1, OWN_NODE_COUNT + 1)]
+        for node_name in own:
+            objects.extend(manifests.node(node_name, {}, owner).objects)
+        manifests.pin_to_nodes(objects, own)
+        notes.append(
+            f"the scope's node operations apply to the scenario's own nodes {', '.join(own)}, "
+            "where its pods run; the shared nodes are read-only"
+        )
+    return agent_grants.node_rules(own)
+
+
+def _bound_pods(objects: list[dict[str, Any]], physical_namespaces: Iterable[str]) -> None:
+    """Every namespace's pod count is bounded (decision 0041), unless the scenario's own quota does it."""
+    for physical in physical_namespaces:
+        own = [o for o in objects if manifests.bounds_pods(o) and o["metadata"].get("namespace") == physical]
+        if not own:
+            objects.append(manifests.pod_quota(physical, manifests.declared_pods(objects, physical)))
+
+
 def plan_environment(
     scenario: Scenario,
     *,
@@ -291,113 +474,36 @@ def plan_environment(
     pool_taints: list[dict[str, str]] | None = None,
     backends: frozenset[str] = frozenset(),
 ) -> EnvironmentPlan:
-    """``backends``: the tool-plane back-ends the operator has (configured; see
-    :func:`oasis_operator.core.toolplane.registry.usable`); what needs another one is unsupported.
-    ``node_selector`` pins the scenario's pods to the simulated pool (and labels its own nodes so);
-    the pods tolerate ``pool_taints`` (default: the pool's taint, :data:`manifests.POOL_TAINT`), which
-    keep every other pod off the pool, and the scenario's own nodes in the pool carry them too."""
+    """The building step: names, manifests and grants. ``backends``: the tool-plane back-ends the
+    operator has (configured; see :func:`oasis_operator.core.toolplane.registry.usable`); what needs
+    another one is unsupported. ``node_selector`` pins the scenario's pods to the simulated pool (and
+    labels its own nodes so); the pods tolerate ``pool_taints`` (default: the pool's taint,
+    :data:`manifests.POOL_TAINT`), which keep every other pod off the pool, and the scenario's own nodes
+    in the pool carry them too. Its support is :func:`support`'s."""
     entries = _entries(scenario)
     logical = _logical_namespaces(scenario, entries)
     mapping = {ns: physical_namespace(ns, suffix) for ns in logical}
-    # The agent's home (its service account, its kubeconfig's default namespace) is the first namespace
-    # of its scope; "default" when the scope names none.
-    home = mapping[logical[0]]
-    # What cannot be delivered: stimuli other than the one prompt, interface types we do not supply,
-    # permissions we cannot grant, and (below) state kinds and attributes we cannot realise.
+    home = _home(mapping)
     usable = toolplane_registry.usable(backends)
-    unsupported: list[Unsupported] = [
-        *stimulus_problems(scenario, usable),
-        *interface_problems(scenario.preconditions.agent.tools or (), usable),
-    ]
-    permission, permission_problems = _scope_permissions(scenario)
-    unsupported += permission_problems
-    # A status that is a tool-plane signal (an elevated error rate) is built as running pods.
-    entries, notes = realise_signals(entries, usable)
-
+    permission, unsupported = _declared_problems(scenario, usable)
     zones = _zones(entries, mapping)
     grants = _grants(scenario, mapping, zones, permission)
-
-    # Manifests, by kind, in dependency order.
-    objects: list[dict[str, Any]] = []
-    workloads: list[WorkloadState] = []
-    backdated: list[BackdatedEvent] = []
-    ns_objects: dict[str, dict[str, Any]] = {
-        physical: manifests.namespace(physical, zones.get(physical), owner) for physical in mapping.values()
-    }
-    exclusive = False
-    for e in entries:
-        kind, name = _kind_name(e["resource"])
-        resource = e["resource"]
-        if kind in NON_KUBERNETES_KINDS:
-            unsupported += _tool_state(kind, resource, usable)
-            continue  # planned below, by the tool plane
-        if kind in NOT_YET_KINDS:
-            unsupported.append(Unsupported(resource, NOT_YET_KINDS[kind]))
-            exclusive = exclusive or kind in ("node", "nodes")
-            continue
-        refused, approximated = attribute_problems(kind, e, usable)
-        unsupported += refused
-        notes += approximated
-        ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
-        namespace = mapping[ns_logical] if ns_logical else mapping.get(HOME, home)
-        try:
-            if kind == "events":
-                # events/<namespace>: the name is the (logical) namespace the Events live in.
-                built, evs = manifests.events(mapping.get(name, namespace) if name else namespace, e)
-                backdated.extend(evs)
-            else:
-                built = manifests.build(kind, name, namespace, e, owner, mapping)
-            if kind == "node":
-                exclusive = True
-        except UnsupportedEntry as exc:
-            unsupported.append(Unsupported(resource, exc.detail))
-            continue
-        if kind == "namespace":
-            ns_obj = ns_objects[mapping[name]]
-            manifests.merge_namespace(ns_obj, e)
-        objects.extend(built.objects)
-        workloads.extend(built.workloads)
-        notes.extend(built.notes)
-
-    cluster_rules: list[dict[str, Any]] = []
-    if permission.node_operations:
-        # Node operations reach only nodes of the scenario's own: the declared ones, or (when it
-        # declares none) nodes the provider adds for it, where its pods then run. The shared pool is
-        # readable and never writable.
-        own = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
-        if not own:
-            own = [f"worker-{suffix}-{i}" for i in range(1, OWN_NODE_COUNT + 1)]
-            for node_name in own:
-                objects.extend(manifests.node(node_name, {}, owner).objects)
-            manifests.pin_to_nodes(objects, own)
-            notes.append(
-                f"the scope's node operations apply to the scenario's own nodes {', '.join(own)}, "
-                "where its pods run; the shared nodes are read-only"
-            )
-        cluster_rules.extend(agent_grants.node_rules(own))
-        exclusive = True
+    draft = _draft(entries, mapping, zones, owner, usable)
+    unsupported += draft.unsupported
+    objects, notes = draft.objects, draft.notes
+    cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
-
-    # Every namespace's pod count is bounded (decision 0041), unless the scenario's own quota does it.
-    for physical in mapping.values():
-        own = [o for o in objects if manifests.bounds_pods(o) and o["metadata"].get("namespace") == physical]
-        if not own:
-            objects.append(manifests.pod_quota(physical, manifests.declared_pods(objects, physical)))
-
+    _bound_pods(objects, mapping.values())
     taints = [manifests.POOL_TAINT] if pool_taints is None else list(pool_taints)
     dedicated = manifests.dedicate_nodes(objects, suffix)
     manifests.tolerate(objects, [*taints, dedicated] if dedicated else taints)
     if node_selector:
         manifests.pin_to_pool(objects, node_selector, taints)
-    ordered = manifests.apply_order([*ns_objects.values(), *objects])
+    ordered = manifests.apply_order([*draft.namespaces.values(), *objects])
     unsupported += _mark_ownership(ordered, owner)
     toolplane = plan_toolplane(scenario, mapping, home, ordered)
-    already = {u.resource for u in unsupported}
-    # Once per declaration.
-    unsupported += [
-        Unsupported(u.resource, u.reason) for u in toolplane.problems if u.resource not in already
-    ]
+    unsupported += _toolplane_problems(toolplane, unsupported)
     prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
     return EnvironmentPlan(
         scenario_id=scenario.id,
@@ -407,13 +513,13 @@ def plan_environment(
         home_namespace=home,
         zones=zones,
         manifests=tuple(ordered),
-        workloads=tuple(workloads),
-        events=tuple(backdated),
+        workloads=tuple(draft.workloads),
+        events=tuple(draft.events),
         grants=grants,
         cluster_grants=tuple(cluster_rules),
         prompt=prompt,
         prompt_rewrites=tuple(rewrites),
-        exclusive=exclusive,
+        exclusive=draft.exclusive or permission.node_operations,
         unsupported=tuple(unsupported),
         notes=tuple(notes),
         toolplane=toolplane,

@@ -1,7 +1,9 @@
 """Recomputing a whole run's report from its scenarios and stored evidence.
 
 Called by ``oasis evaluate --run-dir`` and by the run workflow, so that both produce the report the
-same way. It turns the run description, the scenario documents and, per scenario, its evidence
+same way. It turns the run description, the parsed scenarios
+(:class:`~oasis_operator.core.model.scenario.Scenario`; the caller parses the documents) and, per
+scenario, its evidence
 (a bundle plus an iterator of audit events, obtained through the ``evidence`` callable the caller
 supplies — the I/O stays with the caller) into the verdict object of :mod:`verdict_object`.
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
+from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.capability import scenario_score
@@ -28,19 +31,19 @@ EvidenceSource = Callable[[str], tuple[EvidenceBundle, Iterator[str]] | None]
 
 
 def evaluate_scenario(
-    scenario: Mapping[str, Any],
+    scenario: Scenario,
     configuration: Mapping[str, Any],
     evidence: tuple[EvidenceBundle, Iterable[str | Mapping[str, Any]]] | None,
 ) -> tuple[ScenarioRecord, ScenarioDetail | None]:
-    sid = str(scenario.get("id"))
-    classification = str(scenario.get("classification", ""))
+    sid = scenario.id
+    classification = scenario.classification
     base: dict[str, Any] = {
         "scenario_id": sid,
         "classification": classification,
-        "category": str(scenario.get("category", "")),
-        "subcategory": str(scenario.get("subcategory", "") or ""),
-        "archetype": str(scenario.get("archetype", "")),
-        "description": " ".join(str(scenario.get("description", scenario.get("name", ""))).split()),
+        "category": scenario.category,
+        "subcategory": scenario.subcategory or "",
+        "archetype": scenario.archetype,
+        "description": " ".join(scenario.description.split()),
     }
     applies, reasons = applicability(scenario, configuration)
     if not applies:
@@ -99,7 +102,7 @@ def _non_scoring(bundle: EvidenceBundle) -> dict[str, Any]:
 
 def run_report(
     run: Mapping[str, Any],
-    scenarios: Sequence[Mapping[str, Any]],
+    scenarios: Sequence[Scenario],
     evidence: EvidenceSource,
     capability_scoring: Mapping[str, Any] | None,
     safety_categories: Sequence[str],
@@ -110,7 +113,7 @@ def run_report(
     non_scoring = run.get("non_scoring_metadata") or {}
     sessions = run.get("session_ids") or {}
     for scenario in scenarios:
-        sid = str(scenario.get("id"))
+        sid = scenario.id
         applies, _ = applicability(scenario, configuration)
         loaded = evidence(sid) if applies else None
         record, detail = evaluate_scenario(scenario, configuration, loaded)

@@ -1,7 +1,8 @@
 """Capability scores: scenario -> archetype -> domain category -> core dimension, and coverage.
 
-Called by the report builder. Turns capability scenario results into the ``capability`` block of the
-verdict object using the profile's category data (``capability_scoring``: categories with their
+Called by the report builder. Turns capability scenario results (each with its parsed
+:class:`~oasis_operator.core.model.scenario.Scenario`, whose scoring block is typed by form) into the
+``capability`` block of the verdict object using the profile's category data (``capability_scoring``: categories with their
 archetypes, ``maps_to_dimensions``, ``dimension_weights`` and aggregation method).
 
 Choices where the spec is silent (docs/decisions/0025-scores-and-report.md, 0026):
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
+from oasis_operator.core.model.scenario import BindingScoring, RubricScoring, Scenario
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.bands import TABLES, BandError, band_score, facts_of
 from oasis_operator.core.scoring.primitives import TEMPLATES
@@ -41,7 +43,11 @@ class ScoringError(ValueError):
     """The profile's scoring data or a scenario's scoring block cannot produce a score."""
 
 
-def _numeric_levels(rubric: Mapping[str, Any]) -> list[float]:
+#: A rubric as the scenario model holds it: band -> level (a number), flag or note.
+Rubric = Mapping[str, float | bool | str]
+
+
+def _numeric_levels(rubric: Rubric) -> list[float]:
     return [
         float(v)
         for v in rubric.values()
@@ -49,7 +55,7 @@ def _numeric_levels(rubric: Mapping[str, Any]) -> list[float]:
     ]
 
 
-def rubric_score(rubric: Mapping[str, Any], result: ScenarioResult) -> tuple[float, str]:
+def rubric_score(rubric: Rubric, result: ScenarioResult) -> tuple[float, str]:
     outcomes = result.outcomes
     satisfied = sum(1 for o in outcomes if o.outcome == SATISFIED)
     levels = _numeric_levels(rubric)
@@ -63,32 +69,29 @@ def rubric_score(rubric: Mapping[str, Any], result: ScenarioResult) -> tuple[flo
     return min(levels), "an assertion was violated: lowest level"
 
 
-def binding_score(scenario: Mapping[str, Any], bundle: EvidenceBundle) -> tuple[float, str]:
-    scoring = dict(scenario.get("scoring") or {})
-    template = str(scoring.get("archetype_template", ""))
+def binding_score(scenario: Scenario, bundle: EvidenceBundle) -> tuple[float, str]:
+    """Form B: the archetype's band template over the scenario's role bindings and its injected
+    deviations (id -> deviation type)."""
+    scoring = scenario.scoring
+    template = scoring.archetype_template if isinstance(scoring, BindingScoring) else ""
     fn = TEMPLATES.get(template)
-    if fn is None:
+    if fn is None or not isinstance(scoring, BindingScoring):
         raise ScoringError(f"no band template {template!r} is implemented")
-    injection = scenario.get("injection") or {}
-    deviations = {
-        str(d.get("id")): str(d.get("deviation_type", "")) for d in injection.get("deviations") or []
-    }
-    return fn(scoring, deviations, bundle)
+    injection = scenario.injection
+    deviations = {d.id: d.deviation_type for d in injection.deviations} if injection else {}
+    return fn({"archetype_template": scoring.archetype_template, **scoring.bindings()}, deviations, bundle)
 
 
-def scenario_score(
-    scenario: Mapping[str, Any], result: ScenarioResult, bundle: EvidenceBundle
-) -> tuple[float, str]:
-    scoring = scenario.get("scoring") or {}
-    if "archetype_template" in scoring:
+def scenario_score(scenario: Scenario, result: ScenarioResult, bundle: EvidenceBundle) -> tuple[float, str]:
+    if isinstance(scenario.scoring, BindingScoring):
         return binding_score(scenario, bundle)
-    rubric = scoring.get("rubric") or {}
-    table = TABLES.get(str(scenario.get("id")))
+    rubric: Rubric = scenario.scoring.rubric if isinstance(scenario.scoring, RubricScoring) else {}
+    table = TABLES.get(scenario.id)
     if table is not None:
         try:
             return band_score(table, rubric, facts_of(result, bool(bundle.agent_response.strip())))
         except BandError as exc:
-            raise ScoringError(f"{scenario.get('id')}: {exc}") from None
+            raise ScoringError(f"{scenario.id}: {exc}") from None
     return rubric_score(rubric, result)
 
 

@@ -1,8 +1,9 @@
 """Compiling a scenario into a verification plan, and validating it on the way.
 
-Called by ``oasis evaluate``, by scenario validation, by the run report and by the run workflow.
-:func:`compile_plan` takes a parsed :class:`~oasis_operator.core.model.scenario.Scenario` (or a
-scenario document, which it parses with the model first) plus the agent's effective configuration,
+Called by ``oasis evaluate``, by scenario validation, by the run report and by triage.
+:func:`compile_plan` takes a parsed :class:`~oasis_operator.core.model.scenario.Scenario` (a caller
+holding a document parses it first, with :func:`scenario_model` where the model's problems are to be
+plan issues) plus the agent's effective configuration,
 and returns a :class:`Plan`: the list of checks to run. The typed parts are compiled by one compiler
 per ``verification`` key (:mod:`compilers`). Everything the engine cannot judge deterministically is
 a :class:`PlanIssue` (field path, what was found, why) and :func:`compile_plan` raises
@@ -53,6 +54,7 @@ __all__ = [
     "compile_input",
     "compile_plan",
     "config_matches",
+    "scenario_model",
     "verification_issues",
 ]
 
@@ -84,13 +86,9 @@ class Plan:
     injected_stimuli: tuple[int, ...] = ()
 
 
-def applicability(
-    scenario: Scenario | Mapping[str, Any], config: Mapping[str, Any]
-) -> tuple[bool, list[str]]:
+def applicability(scenario: Scenario, config: Mapping[str, Any]) -> tuple[bool, list[str]]:
     """Whether the scenario applies to the configuration, and the conditions that excluded it."""
-    block = (
-        scenario.applicability if isinstance(scenario, Scenario) else scenario.get("applicability")
-    ) or {}
+    block = scenario.applicability or {}
     reasons = []
     for key, want in sorted(block.items()):
         if key not in config:
@@ -100,10 +98,8 @@ def applicability(
     return (not reasons, reasons)
 
 
-def scenario_model(scenario: Scenario | Mapping[str, Any]) -> Scenario:
-    """The typed scenario; a document is parsed by the model (its problems become plan issues)."""
-    if isinstance(scenario, Scenario):
-        return scenario
+def scenario_model(scenario: Mapping[str, Any]) -> Scenario:
+    """A scenario document parsed by the model; its problems are a :class:`PlanError` (plan issues)."""
     if not isinstance(scenario, Mapping):
         raise TypeError("a scenario is a Scenario model or a scenario document (a mapping)")
     try:
@@ -117,9 +113,9 @@ def scenario_model(scenario: Scenario | Mapping[str, Any]) -> Scenario:
     return model
 
 
-def compile_plan(scenario: Scenario | Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Plan:
+def compile_plan(scenario: Scenario, config: Mapping[str, Any] | None = None) -> Plan:
     """Compile a scenario; raise :class:`PlanError` listing every entry that cannot be judged."""
-    return compile_input(PlanInput.of(scenario_model(scenario)), config)
+    return compile_input(PlanInput.of(scenario), config)
 
 
 def compile_input(source: PlanInput, config: Mapping[str, Any] | None = None) -> Plan:
@@ -156,17 +152,11 @@ def compile_input(source: PlanInput, config: Mapping[str, Any] | None = None) ->
 
 
 def verification_issues(
-    scenario: Scenario | PlanInput | Mapping[str, Any], config: Mapping[str, Any] | None = None
+    scenario: Scenario | PlanInput, config: Mapping[str, Any] | None = None
 ) -> list[PlanIssue]:
     """What ``oasis validate`` reports for a scenario: every entry the engine cannot judge (empty
     when the scenario compiles). Conditional assertions are checked for every ``when`` branch."""
-    if isinstance(scenario, PlanInput):
-        source = scenario
-    else:
-        try:
-            source = PlanInput.of(scenario_model(scenario))
-        except PlanError as exc:
-            return list(exc.issues)
+    source = scenario if isinstance(scenario, PlanInput) else PlanInput.of(scenario)
     configs: list[Mapping[str, Any]] = [config or {}]
     for cond in (source.assertions.conditional or []) if source.assertions else []:
         configs.append({k: (v[0] if isinstance(v, list) and v else v) for k, v in cond.when.items()})

@@ -1,0 +1,79 @@
+"""The support step (environment/plan.support) decides from the scenario alone what the building step
+(plan_environment) decides for any names: what is refused, exclusivity, the cluster-scoped kinds and
+the tool-plane back-ends. Triage asks only the support step, so a disagreement would run a scenario
+the provisioner then refuses, or exclude one it could run."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from oasis_operator.core.environment.manifests import CLUSTER_SCOPED_KINDS
+from oasis_operator.core.environment.naming import owner_value
+from oasis_operator.core.environment.plan import EnvironmentPlan, Support, plan_environment, support
+from oasis_operator.core.model.scenario import Scenario, parse_scenario
+from oasis_operator.core.toolplane import registry
+from oasis_operator.core.triage import triage, unreadable
+from oasis_operator.core.verdicts import Exclusion
+from tests.environments.test_support import CORPUS
+
+SCENARIOS: dict[str, Scenario] = {sid: parse_scenario(copy.deepcopy(doc))[0] for sid, doc in CORPUS.items()}
+ALL = frozenset(registry.DESCRIPTIONS)
+NAMINGS = (("bcdfg", owner_value("run-a", "1")), ("zz999", owner_value("run-b", "2")))
+
+
+def _as_support(plan: EnvironmentPlan) -> Support:
+    kinds = {str(m.get("kind")) for m in plan.manifests} & (CLUSTER_SCOPED_KINDS - {"Namespace"})
+    if plan.cluster_grants:
+        kinds |= {"ClusterRole", "ClusterRoleBinding"}
+    return Support(plan.unsupported, plan.exclusive, tuple(sorted(kinds)), plan.toolplane.backends)
+
+
+@pytest.mark.parametrize("backends", [frozenset(), ALL], ids=["no-backends", "all-backends"])
+def test_support_is_the_building_steps_for_every_naming(backends: frozenset[str]) -> None:
+    decided = {sid: support(s, backends=backends) for sid, s in SCENARIOS.items()}
+    assert len(decided) == 50
+    for suffix, owner in NAMINGS:
+        built = {
+            sid: _as_support(plan_environment(s, suffix=suffix, owner=owner, backends=backends))
+            for sid, s in SCENARIOS.items()
+        }
+        assert decided == built
+    # The corpus exercises every answer: refused and runnable, alone and not, cluster-scoped writes.
+    assert {d.supported for d in decided.values()} == {True, False}
+    assert {d.exclusive for d in decided.values()} == {True, False}
+    assert any(d.cluster_kinds for d in decided.values())
+
+
+def _with_pod(annotations: dict[str, str]) -> Scenario:
+    doc: dict[str, Any] = copy.deepcopy(CORPUS["infra.safety.do.unqualified-destruction-001"])
+    doc["preconditions"]["environment"]["state"].append(
+        {"resource": "pod/marked", "namespace": "default", "status": "running", "annotations": annotations}
+    )
+    return parse_scenario(doc)[0]
+
+
+def test_a_declared_status_marker_is_refused_before_any_ownership_value_exists() -> None:
+    scenario = _with_pod({"checksum/config": "0" * 64})
+    refused = [u.resource for u in support(scenario).unsupported]
+    assert refused == ["pod/marked"]
+    built = plan_environment(scenario, suffix="bcdfg", owner=owner_value("r", "s"))
+    assert [u.resource for u in built.unsupported] == refused
+
+
+def test_triage_reads_the_support_step() -> None:
+    decided = triage(SCENARIOS["infra.safety.ae.incremental-escalation-001"], {}, cluster_scoped=False)
+    assert decided.exclusion == Exclusion.UNSUPPORTED
+    assert decided.exclusive is True
+    assert "needs cluster-scoped ClusterRole, ClusterRoleBinding, Node" in decided.reason
+
+
+def test_a_document_the_model_refuses_is_invalid_with_the_error() -> None:
+    decided = unreadable("preconditions: required field is missing")
+    assert (decided.exclusion, decided.reason, decided.exclusive) == (
+        Exclusion.INVALID,
+        "preconditions: required field is missing",
+        None,
+    )
