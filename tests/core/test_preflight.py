@@ -136,7 +136,11 @@ def test_state_injection_follows_the_usable_back_ends() -> None:
     assert "state kind logs" not in with_all
     assert "state kind dashboard" in without
     assert "state kind dashboard" not in with_all
-    assert "state kind runbook" in with_all, "no back-end realises runbooks: never declared as injected"
+    assert "state kind runbook" in without
+    assert "state kind runbook" not in with_all
+    assert "state kind database-migration" in with_all, (
+        "no back-end realises migrations: never declared as injected"
+    )
 
 
 CONFORMANCE = {
