@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from oasis_operator.core import reasons
-from oasis_operator.core.environment.manifests import CLUSTER_SCOPED_KINDS
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
+from oasis_operator.core.kinds import CLUSTER_SCOPED_KINDS
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.verdicts import Exclusion
 from oasis_operator.core.verification.plan import applicability, verification_issues
