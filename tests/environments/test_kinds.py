@@ -18,6 +18,7 @@ from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.environment.pod_states import BY_WORD, POD_STATES
+from oasis_operator.core.environment.support import STATE_ATTRIBUTES
 from oasis_operator.core.environment.symptoms import workload_problems
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.toolplane import registry
@@ -77,6 +78,12 @@ def test_the_built_state_kinds_are_exactly_those_with_a_builder() -> None:
     built = {s.token for s in kinds.STATE_KINDS.values() if s.built}
     # events/<namespace> is built by manifests.events (backdated Events), not through BUILDERS.
     assert set(manifests.BUILDERS) == built - {"events"}
+
+
+def test_every_built_state_kind_has_its_attributes_in_the_support_table() -> None:
+    """Without its row, a new kind's declared attributes would be neither realised nor refused."""
+    built = {s.token for s in kinds.STATE_KINDS.values() if s.built}
+    assert built - set(STATE_ATTRIBUTES) == set()
 
 
 def test_the_back_ends_the_registry_names_are_the_tool_planes() -> None:
