@@ -27,12 +27,12 @@ from typing import Any, Final
 
 import semver
 
-from oasis_operator.core.environment.plan import NON_KUBERNETES_KINDS, NOT_YET_KINDS
 from oasis_operator.core.environment.support import (
     SUPPORTED_INTERFACE_TYPES,
     UNSUPPORTED_INTERFACE_TYPES,
     UNSUPPORTED_STIMULI,
 )
+from oasis_operator.core.kinds import NON_KUBERNETES_KINDS, NOT_YET_KINDS
 from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
 from oasis_operator.core.toolplane import registry
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.core.environment.manifests import CLUSTER_SCOPED_KINDS
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan, Support, plan_environment, support
+from oasis_operator.core.kinds import CLUSTER_SCOPED_KINDS
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.triage import triage, unreadable

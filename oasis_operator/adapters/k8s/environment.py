@@ -31,7 +31,6 @@ from lightkube.resources.core_v1 import (
     Event,
     Namespace,
     Node,
-    PersistentVolume,
     Pod,
     ResourceQuota,
     Secret,
@@ -42,12 +41,14 @@ from lightkube.types import PatchType
 
 from oasis_operator.adapters.k8s.injected_failures import FailureInjector
 from oasis_operator.adapters.polling import poll, wait_until
+from oasis_operator.core import kinds
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.admission import policy_manifests
 from oasis_operator.core.environment.grants import GrantedResource, snapshot_resources
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL, is_owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.environment.pod_states import POD_STATES
 from oasis_operator.core.environment.revocation import (
     SA_TOKEN_TYPE,
     Route,
@@ -96,8 +97,8 @@ _LIGHTKUBE_MODULES = {
 }
 
 
-def resource_class(r: GrantedResource) -> Any:
-    """The lightkube resource class of a granted resource."""
+def resource_class(r: GrantedResource | kinds.Kind) -> Any:
+    """The lightkube resource class of a granted resource or a registry kind."""
     module = importlib.import_module(
         f"lightkube.resources.{_LIGHTKUBE_MODULES.get(r.group, r.group)}_{r.version}"
     )
@@ -108,6 +109,11 @@ def resource_class(r: GrantedResource) -> Any:
 #: (:func:`oasis_operator.core.environment.grants.snapshot_resources`), so no write can hide in a kind
 #: that is not looked at.
 SNAPSHOT_KINDS: tuple[type[Any], ...] = tuple(resource_class(r) for r in snapshot_resources())
+#: The cluster-scoped kinds a scenario owns besides its namespaces (the registry's), dependents first:
+#: deleted at teardown and by the orphan sweep, the plan's objects of them snapshotted.
+OWNED_CLUSTER_KINDS: tuple[tuple[str, type[Any]], ...] = tuple(
+    (k.kind, resource_class(k)) for k in kinds.OWNED_CLUSTER_KINDS
+)
 #: Flux's Kustomization, read only for scenarios with a GitOps application (the CRD exists only where
 #: the GitOps back-end runs).
 KUSTOMIZATION: Any = create_namespaced_resource(
@@ -440,14 +446,12 @@ class KubeEnvironment:
         if not w.writes_pod_status:
             return
         targets = sorted(running, key=lambda p: str(p["metadata"]["name"]))
-        if w.state == "degraded":
-            failing_state, targets = "CrashLoopBackOff", targets[: max(1, len(targets) // 2)]
-        else:
-            failing_state = w.state
+        if POD_STATES[w.state].failing == "some":
+            targets = targets[: max(1, len(targets) // 2)]
         now = self._now()
         for p in targets:
-            await self.write_pod_status(p, pod_status.failing_status(p, failing_state, now, w.restarts))
-            for ev in pod_status.kubelet_events(p, failing_state, now, w.restarts):
+            await self.write_pod_status(p, pod_status.failing_status(p, w.state, now, w.restarts))
+            for ev in pod_status.kubelet_events(p, w.state, now, w.restarts):
                 await self.create_event(ev)
 
     async def _wait_observed(self, ns: str, name: str, timeout: float) -> dict[str, Any]:
@@ -548,7 +552,7 @@ class KubeEnvironment:
     # -- snapshots ---------------------------------------------------------------------------------
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]:
         """Every object of the namespace set, of every kind the agent can read or write, and the plan's
-        cluster-scoped objects (its PersistentVolumes and nodes), by kind."""
+        cluster-scoped objects (its PersistentVolumes and nodes: :data:`OWNED_CLUSTER_KINDS`), by kind."""
         out: dict[str, Any] = {"namespaces": {}, "cluster": {}}
 
         async def list_kind(kind: type[Any], ns: str) -> tuple[str, str, list[dict[str, Any]]]:
@@ -570,8 +574,7 @@ class KubeEnvironment:
                 if exc.status.code != 404:
                     raise
                 out["namespaces"][ns]["Namespace"] = []
-        owned: tuple[tuple[str, type[Any]], ...] = (("PersistentVolume", PersistentVolume), ("Node", Node))
-        for kind_name, cluster_kind in owned:
+        for kind_name, cluster_kind in reversed(OWNED_CLUSTER_KINDS):  # in apply order
             for name in sorted(m["metadata"]["name"] for m in plan.manifests if m["kind"] == kind_name):
                 try:
                     out["cluster"].setdefault(kind_name, []).append(
@@ -759,8 +762,7 @@ class KubeEnvironment:
         await asyncio.gather(*(self._clear_workloads(ns) for ns in names))
         for ns in names:
             await self._delete(Namespace, ns)
-        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume, Node)
-        for kind in cluster_kinds:
+        for _, kind in OWNED_CLUSTER_KINDS:
             async for obj in self.client.list(kind, labels={OWNER_LABEL: owner}):
                 await self._delete(kind, obj.to_dict()["metadata"]["name"])
         remaining = list(names)
@@ -793,8 +795,7 @@ class KubeEnvironment:
             owner = meta.get("labels", {}).get(OWNER_LABEL, "")
             if is_owner_value(owner):
                 stale.setdefault(owner, []).append(meta["name"])
-        cluster_kinds: tuple[Any, ...] = (ClusterRoleBinding, ClusterRole, PersistentVolume, Node)
-        for kind in cluster_kinds:
+        for _, kind in OWNED_CLUSTER_KINDS:
             async for obj in self.client.list(kind, labels={OWNER_LABEL: operators.exists()}):
                 owner = obj.to_dict()["metadata"].get("labels", {}).get(OWNER_LABEL, "")
                 if is_owner_value(owner):

@@ -12,56 +12,16 @@ import base64
 import binascii
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core import kinds
 from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
+from oasis_operator.core.environment.pod_states import BY_WORD, POD_STATES
 from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.node_conditions import NODE_CONDITIONS
 from oasis_operator.core.toolplane.usage import NODE_USAGE
-
-CLUSTER_SCOPED_KINDS = frozenset(
-    {"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"}
-)
-
-# Apply order: what others refer to first.
-_ORDER = [
-    "Namespace",
-    "ResourceQuota",
-    "LimitRange",
-    "ServiceAccount",
-    "Role",
-    "RoleBinding",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "ConfigMap",
-    "Secret",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "Service",
-    "Deployment",
-    "Pod",
-    "Ingress",
-    "HorizontalPodAutoscaler",
-    "NetworkPolicy",
-    "Event",
-]
-
-# States a declared workload can be in, and whether pods must be written by us (not by the simulator).
-POD_STATES = {
-    "running": "running",
-    "healthy": "running",
-    "crashloopbackoff": "CrashLoopBackOff",
-    "oomkilled": "OOMKilled",
-    "error": "ImagePullBackOff",
-    "imagepullbackoff": "ImagePullBackOff",
-    "errimagepull": "ImagePullBackOff",
-    "degraded": "degraded",
-    "pending": "pending",
-    "rolling_update_in_progress": "rolling",
-    "rolling_update": "rolling",
-    "rollout_in_progress": "rolling",
-}
 
 #: How long a pod of a rolling update takes to start (image pull, container start) once the agent
 #: works: long enough for a rollout to be seen in progress, short enough to finish within a scenario.
@@ -87,7 +47,7 @@ class WorkloadState:
     kind: str  # Deployment or Pod
     namespace: str
     name: str
-    state: str  # a value of POD_STATES
+    state: str  # a state of pod_states.POD_STATES
     replicas: int
     selector: dict[str, str]
     restarts: int = 5
@@ -102,7 +62,7 @@ class WorkloadState:
 
     @property
     def writes_pod_status(self) -> bool:
-        return self.state in ("CrashLoopBackOff", "OOMKilled", "ImagePullBackOff", "degraded")
+        return POD_STATES[self.state].writes_status
 
     @property
     def status_by_provider(self) -> bool:
@@ -236,8 +196,8 @@ def parse_selector(text: str) -> dict[str, str]:
 
 
 def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rank = {k: i for i, k in enumerate(_ORDER)}
-    return sorted(objects, key=lambda o: rank.get(str(o.get("kind")), len(rank)))
+    """The objects in the registry's apply order (:func:`oasis_operator.core.kinds.apply_rank`)."""
+    return sorted(objects, key=lambda o: kinds.apply_rank(str(o.get("kind"))))
 
 
 def namespace(name: str, zone: str | None, owner: str) -> dict[str, Any]:
@@ -371,9 +331,9 @@ def _state(entry: dict[str, Any]) -> str:
     key = raw.strip().lower().replace(" ", "_")
     if key in SIGNAL_STATES:
         raise UnsupportedEntry(REASON_NO_REALISATION, f"workload status {raw!r}: {SIGNAL_STATES[key]}")
-    if key not in POD_STATES:
+    if key not in BY_WORD:
         raise UnsupportedEntry(REASON_NO_REALISATION, f"workload status {raw!r} has no realisation yet")
-    return POD_STATES[key]
+    return BY_WORD[key]
 
 
 def _rollout_images(name: str, entry: dict[str, Any]) -> tuple[str, str]:
@@ -785,16 +745,6 @@ _EVENT_SOURCES = {
     "FailedScheduling": "default-scheduler",
     "SuccessfulRescale": "horizontal-pod-autoscaler",
 }
-_KINDS = {
-    "deployment": ("apps/v1", "Deployment"),
-    "pod": ("v1", "Pod"),
-    "replicaset": ("apps/v1", "ReplicaSet"),
-    "service": ("v1", "Service"),
-    "configmap": ("v1", "ConfigMap"),
-    "node": ("v1", "Node"),
-    "hpa": ("autoscaling/v2", "HorizontalPodAutoscaler"),
-    "ingress": ("networking.k8s.io/v1", "Ingress"),
-}
 
 
 def parse_age(text: Any) -> int:
@@ -837,7 +787,7 @@ def events(ns: str, entry: dict[str, Any]) -> tuple[Built, list[BackdatedEvent]]
         if not isinstance(ev, dict):
             raise UnsupportedEntry(REASON_NO_REALISATION, f"event {i} is not a mapping")
         kind, _, obj_name = str(ev.get("object", "")).partition("/")
-        api_version, kind_name = _KINDS.get(kind.lower(), ("v1", kind.capitalize() or "Pod"))
+        api_version, kind_name = kinds.object_reference(kind)
         reason = str(ev.get("reason", "Unknown"))
         component = _EVENT_SOURCES.get(reason, "kubelet")
         manifest = {
@@ -952,38 +902,56 @@ def node(name: str, entry: dict[str, Any], owner: str) -> Built:
     )
 
 
+@dataclass(frozen=True)
+class Declared:
+    """One declared state entry, as every builder takes it."""
+
+    name: str
+    namespace: str  # the physical namespace it lives in
+    entry: dict[str, Any]
+    owner: str
+    mapping: dict[str, str]  # logical -> physical namespace
+
+
+def _namespace_contents(d: Declared) -> Built:
+    """What a namespace entry declares inside it (the namespace object itself is the planner's)."""
+    physical = d.mapping[d.name]
+    built = Built()
+    for dep in d.entry.get("deployments") or []:
+        sub = deployment(str(dep), physical, {"status": "running", "replicas": 1}, d.mapping)
+        built.objects += sub.objects
+        built.workloads += sub.workloads
+    for quota in d.entry.get("resource_quotas") or []:
+        built.objects.append(resource_quota(str(quota), physical))
+    return built
+
+
+def _pv_name(owner: str, claim: str) -> str:
+    return f"pv-{owner[:8]}-{re.sub(r'[^a-z0-9-]', '-', claim.lower())}"[:63]
+
+
+#: The builder of each state kind the registry marks as built (:data:`oasis_operator.core.kinds.STATE_KINDS`;
+#: ``events`` aside, which :func:`events` builds with its backdating).
+BUILDERS: dict[str, Callable[[Declared], Built]] = {
+    "namespace": _namespace_contents,
+    "deployment": lambda d: deployment(d.name, d.namespace, d.entry, d.mapping, d.owner),
+    "pod": lambda d: pod(d.name, d.namespace, d.entry, d.mapping),
+    "configmap": lambda d: configmap(d.name, d.namespace, d.entry),
+    "secret": lambda d: secret(d.name, d.namespace, d.entry),
+    "service": lambda d: service(d.name, d.namespace, d.entry),
+    "ingress": lambda d: ingress(d.name, d.namespace, d.entry),
+    "hpa": lambda d: hpa(d.name, d.namespace, d.entry),
+    "pvc": lambda d: pvc(d.name, d.namespace, d.entry, _pv_name(d.owner, d.name)),
+    "networkpolicy": lambda d: network_policy(d.name, d.namespace, d.entry),
+    "node": lambda d: node(d.name, d.entry, d.owner),
+}
+
+
 def build(kind: str, name: str, ns: str, entry: dict[str, Any], owner: str, mapping: dict[str, str]) -> Built:
     """Objects for one state entry (``ns`` is the physical namespace it lives in)."""
-    if kind == "namespace":
-        physical = mapping[name]
-        built = Built()
-        for dep in entry.get("deployments") or []:
-            sub = deployment(str(dep), physical, {"status": "running", "replicas": 1}, mapping)
-            built.objects += sub.objects
-            built.workloads += sub.workloads
-        for quota in entry.get("resource_quotas") or []:
-            built.objects.append(resource_quota(str(quota), physical))
-        return built
-    if not name:
+    if kind != "namespace" and not name:
         raise UnsupportedEntry(REASON_NO_REALISATION, f"{kind} entry without a name")
-    if kind == "deployment":
-        return deployment(name, ns, entry, mapping, owner)
-    if kind == "pod":
-        return pod(name, ns, entry, mapping)
-    if kind == "configmap":
-        return configmap(name, ns, entry)
-    if kind == "secret":
-        return secret(name, ns, entry)
-    if kind == "service":
-        return service(name, ns, entry)
-    if kind == "ingress":
-        return ingress(name, ns, entry)
-    if kind == "hpa":
-        return hpa(name, ns, entry)
-    if kind == "pvc":
-        return pvc(name, ns, entry, f"pv-{owner[:8]}-{re.sub(r'[^a-z0-9-]', '-', name.lower())}"[:63])
-    if kind == "networkpolicy":
-        return network_policy(name, ns, entry)
-    if kind == "node":
-        return node(name, entry, owner)
-    raise UnsupportedEntry(REASON_NO_REALISATION, f"kind {kind!r} has no realisation")
+    builder = BUILDERS.get(kind)
+    if builder is None:
+        raise UnsupportedEntry(REASON_NO_REALISATION, f"kind {kind!r} has no realisation")
+    return builder(Declared(name, ns, entry, owner, mapping))

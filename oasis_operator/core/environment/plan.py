@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core import kinds
 from oasis_operator.core.environment import grants as agent_grants
 from oasis_operator.core.environment import manifests
 from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadState
@@ -57,23 +58,11 @@ __all__ = [
 
 HOME = "default"
 
-# Kinds of the SI state vocabulary that are not Kubernetes objects; a later provider realises them
-# through tool back-ends. A scenario declaring any of them is not run (never run without its state).
-NON_KUBERNETES_KINDS: dict[str, str] = {
-    "logs": "container log content needs a log back-end (no kubelet serves logs on simulated nodes)",
-    "metrics": "metrics need a metrics back-end",
-    "traces": "traces need a tracing back-end",
-    "alert": "alerts need an alerting back-end",
-    "dashboard": "dashboards need a dashboard back-end",
-    "gitops-application": "GitOps applications need an emulated GitOps controller",
-    "runbook": "runbooks need a documentation back-end",
-    "database-migration": "database migrations need a database back-end",
-}
-# Kubernetes kinds we do not realise yet, with the reason.
-NOT_YET_KINDS: dict[str, str] = {
-    "nodes": "reshaping the node pool (count, allocatable per node) is not supported: the pool is shared "
-    "with every other scenario (declare the scenario's own nodes as node/<name> instead)",
-}
+# State kinds that are not Kubernetes objects (a tool-plane back-end holds them), and Kubernetes state
+# kinds not realised yet, each with the reason: the kind registry's (a scenario declaring one without
+# its back-end is not run: never run without its state).
+NON_KUBERNETES_KINDS: dict[str, str] = kinds.NON_KUBERNETES_KINDS
+NOT_YET_KINDS: dict[str, str] = kinds.NOT_YET_KINDS
 
 #: Nodes the provider gives a scenario whose scope declares node operations but which declares no
 #: node of its own: the agent operates on these (and on no shared node); the scenario's pods run there.
@@ -260,7 +249,7 @@ def _mark_ownership(ordered: list[dict[str, Any]], owner: str | None) -> list[Un
     for obj in ordered:
         meta = obj.setdefault("metadata", {})
         where = f"{str(obj.get('kind', '')).lower()}/{meta.get('name', '')}"
-        if obj.get("kind") in manifests.CLUSTER_SCOPED_KINDS:
+        if obj.get("kind") in kinds.CLUSTER_SCOPED_KINDS:
             if OWNER_LABEL in (meta.get("labels") or {}):
                 problems.append(
                     Unsupported(
@@ -427,13 +416,13 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
     unsupported += _mark_ownership(ordered, None)
     toolplane = plan_toolplane(scenario, logical, _home(logical), ordered)
     unsupported += _toolplane_problems(toolplane, unsupported)
-    kinds = {str(o.get("kind")) for o in ordered} & (manifests.CLUSTER_SCOPED_KINDS - {"Namespace"})
+    cluster = {str(o.get("kind")) for o in ordered} & (kinds.CLUSTER_SCOPED_KINDS - {"Namespace"})
     if permission.node_operations:
-        kinds |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
+        cluster |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
     return Support(
         unsupported=tuple(unsupported),
         exclusive=draft.exclusive or permission.node_operations,
-        cluster_kinds=tuple(sorted(kinds)),
+        cluster_kinds=tuple(sorted(cluster)),
         backends=toolplane.backends,
     )
 

@@ -13,6 +13,16 @@ import hashlib
 import ipaddress
 from typing import Any
 
+from oasis_operator.core.environment.pod_states import POD_STATES, PodState
+
+
+def _written(state: str) -> PodState:
+    """The row of a state whose status the provisioner writes."""
+    row = POD_STATES.get(state)
+    if row is None or not row.writes_status:
+        raise ValueError(f"pod state {state!r} has no status to write")
+    return row
+
 
 def _event_suffix(name: str, reason: str, index: int) -> str:
     # Kubelet event names are "<object>.<16 hex digits>"; derive them deterministically.
@@ -123,9 +133,10 @@ def failing_status(
     since: dt.datetime | None = None,
     where: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The status of ``pod`` in ``state`` (CrashLoopBackOff, OOMKilled, ImagePullBackOff), failing
-    since ``since`` (20 minutes before ``now`` unless given). ``where`` gives the addresses of a pod
-    that has none yet."""
+    """The status of ``pod`` in ``state`` (a state of :data:`POD_STATES` whose status is written:
+    CrashLoopBackOff, OOMKilled, ImagePullBackOff, degraded), failing since ``since`` (20 minutes before
+    ``now`` unless given). ``where`` gives the addresses of a pod that has none yet."""
+    row = _written(state)
     containers = pod["spec"]["containers"]
     old = {**(where or {}), **pod.get("status", {})}
     started = since if since is not None else now - dt.timedelta(minutes=20)
@@ -139,27 +150,27 @@ def failing_status(
             "started": False,
             "restartCount": restarts,
         }
-        if state == "ImagePullBackOff":
+        if row.last_termination is None:  # the container never ran: its image is not there
             status["restartCount"] = 0
             status["imageID"] = ""
             status["state"] = {
-                "waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
+                "waiting": {"reason": row.waiting, "message": f'Back-off pulling image "{image}"'}
             }
         else:
-            oom = state == "OOMKilled"
+            exit_code, reason = row.last_termination
             status["imageID"] = f"{image.split(':')[0]}@sha256:{'0' * 64}"
             status["containerID"] = f"containerd://{'a' * 64}"
             status["state"] = {
                 "waiting": {
-                    "reason": "CrashLoopBackOff",
+                    "reason": row.waiting,
                     "message": f"back-off 5m0s restarting failed container={c['name']} pod={pod['metadata']['name']}"
                     f"_{pod['metadata']['namespace']}({pod['metadata'].get('uid', '')})",
                 }
             }
             status["lastState"] = {
                 "terminated": {
-                    "exitCode": 137 if oom else 1,
-                    "reason": "OOMKilled" if oom else "Error",
+                    "exitCode": exit_code,
+                    "reason": reason,
                     "startedAt": _ts(now - dt.timedelta(seconds=95)),
                     "finishedAt": _ts(now - dt.timedelta(seconds=90)),
                     "containerID": f"containerd://{'b' * 64}",
@@ -172,7 +183,7 @@ def failing_status(
         if "message" in c:
             c["message"] = c["message"].replace("{names}", names)
     out: dict[str, Any] = {
-        "phase": "Pending" if state == "ImagePullBackOff" else "Running",
+        "phase": row.phase,
         "conditions": conds,
         "containerStatuses": statuses,
         "startTime": _ts(started),
@@ -205,7 +216,7 @@ def kubelet_events(
     first = now if fresh else now - dt.timedelta(minutes=18)
     last = now if fresh else now - dt.timedelta(seconds=30)
     specs: list[tuple[str, str, str, int]] = []
-    if state == "ImagePullBackOff":
+    if _written(state).events == "image-pull":
         specs = [
             ("Normal", "Pulling", f'Pulling image "{image}"', 6),
             (

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oasis_operator.core.environment.manifests import WorkloadState
+from oasis_operator.core.environment.pod_states import POD_STATES, PodState
 
 
 def _waiting_reasons(pods: Sequence[Mapping[str, Any]]) -> list[str | None]:
@@ -57,43 +58,58 @@ def workload_problems(
     label = f"{w.kind.lower()}/{w.name}"
     if len(pods) < w.replicas:
         return [f"{label}: {len(pods)} of {w.replicas} pods exist"]
-    problems: list[str] = []
-    reasons = _waiting_reasons(pods)
-    if w.state == "running":
+    row = POD_STATES.get(w.state)
+    if row is not None and row.writes_status:
+        problems = _failure_problems(label, row, pods)
+    elif w.state == "running":
         ready = sum(1 for p in pods if is_ready(p))
-        if ready < w.replicas:
-            problems.append(f"{label}: {ready} of {w.replicas} pods Ready")
-    elif w.state in ("CrashLoopBackOff", "OOMKilled"):
-        if reasons.count("CrashLoopBackOff") < len(pods):
-            problems.append(f"{label}: not every pod shows CrashLoopBackOff ({reasons})")
-        if w.state == "OOMKilled" and not all(
-            cs.get("lastState", {}).get("terminated", {}).get("reason") == "OOMKilled"
+        problems = [f"{label}: {ready} of {w.replicas} pods Ready"] if ready < w.replicas else []
+    elif w.state == "rolling":
+        problems = _rollout_problems(label, w, pods)
+    elif w.state == "pending" and any(p.get("spec", {}).get("nodeName") for p in pods):
+        problems = [f"{label}: pending pods were scheduled"]
+    else:
+        problems = []
+    if w.history and revisions is not None and revisions < len(w.history) + 1:
+        problems.append(f"{label}: {revisions} revisions, expected {len(w.history) + 1}")
+    return problems
+
+
+def _failure_problems(label: str, row: PodState, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A written failure shows: on every pod (or, for a state that fails some, on some and not all),
+    with its last termination where that is what tells the state apart."""
+    reasons = _waiting_reasons(pods)
+    shown = reasons.count(row.waiting)
+    if row.failing == "some":
+        if not shown or shown == len(pods):
+            return [f"{label}: {row.name} needs some failing and some healthy pods ({reasons})"]
+        return []
+    problems = [] if shown >= len(pods) else [f"{label}: not every pod shows {row.waiting} ({reasons})"]
+    if row.shows_termination and row.last_termination is not None:
+        reason = row.last_termination[1]
+        if not all(
+            cs.get("lastState", {}).get("terminated", {}).get("reason") == reason
             for p in pods
             for cs in p.get("status", {}).get("containerStatuses", [])
         ):
-            problems.append(f"{label}: last termination is not OOMKilled")
-    elif w.state == "ImagePullBackOff":
-        if reasons.count("ImagePullBackOff") < len(pods):
-            problems.append(f"{label}: not every pod shows ImagePullBackOff ({reasons})")
-    elif w.state == "degraded":
-        if "CrashLoopBackOff" not in reasons or reasons.count("CrashLoopBackOff") == len(pods):
-            problems.append(f"{label}: degraded needs some failing and some healthy pods ({reasons})")
-    elif w.state == "rolling":
-        old_image = w.history[-1] if w.history else None
-        old = [p for p in pods if image_of(p) == old_image]
-        new = [p for p in pods if image_of(p) != old_image]
-        if not old or not all(is_ready(p) for p in old):
-            problems.append(f"{label}: the previous revision's pods are not all running ({len(old)})")
-        if (
-            not new
-            or any(is_ready(p) for p in new)
-            or not all(r == "ContainerCreating" for r in _waiting_reasons(new))
-        ):
-            problems.append(f"{label}: no new pod is starting, so no rollout is in progress")
-    elif w.state == "pending" and any(p.get("spec", {}).get("nodeName") for p in pods):
-        problems.append(f"{label}: pending pods were scheduled")
-    if w.history and revisions is not None and revisions < len(w.history) + 1:
-        problems.append(f"{label}: {revisions} revisions, expected {len(w.history) + 1}")
+            problems.append(f"{label}: last termination is not {reason}")
+    return problems
+
+
+def _rollout_problems(label: str, w: WorkloadState, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A rollout caught halfway: the previous revision's pods run, the new revision's are starting."""
+    problems = []
+    old_image = w.history[-1] if w.history else None
+    old = [p for p in pods if image_of(p) == old_image]
+    new = [p for p in pods if image_of(p) != old_image]
+    if not old or not all(is_ready(p) for p in old):
+        problems.append(f"{label}: the previous revision's pods are not all running ({len(old)})")
+    if (
+        not new
+        or any(is_ready(p) for p in new)
+        or not all(r == "ContainerCreating" for r in _waiting_reasons(new))
+    ):
+        problems.append(f"{label}: no new pod is starting, so no rollout is in progress")
     return problems
 
 

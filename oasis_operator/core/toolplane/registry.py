@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from oasis_operator.core import kinds
+
 LOGS = "logs"
 DASHBOARDS = "dashboards"
 METRICS = "metrics"
@@ -51,16 +53,9 @@ INTERFACE_BACKENDS: dict[str, tuple[str, ...]] = {
 #: interface a back-end serves goes through the gateway, with or without a credential of its own.
 THROUGH_THE_API_SERVER: frozenset[str] = frozenset({"observability-logging", "observability-dashboards"})
 
-#: State kinds that are not Kubernetes objects -> the back-end that holds them.
-STATE_KIND_BACKENDS: dict[str, str] = {
-    "logs": LOGS,
-    "dashboard": DASHBOARDS,
-    "metrics": METRICS,
-    "alert": ALERTS,
-    "traces": TRACES,
-    "gitops-application": GITOPS,
-    "runbook": RUNBOOKS,
-}
+#: State kinds that are not Kubernetes objects -> the back-end that holds them (the kind registry's
+#: ``backend`` column, :data:`oasis_operator.core.kinds.STATE_KINDS`).
+STATE_KIND_BACKENDS: dict[str, str] = kinds.STATE_KIND_BACKENDS
 
 #: Attributes of Kubernetes state entries (workloads, nodes) that a back-end realises.
 ATTRIBUTE_BACKENDS: dict[str, str] = {

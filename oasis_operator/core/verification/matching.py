@@ -37,10 +37,11 @@ from enum import IntEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
+from oasis_operator.core import kinds
 from oasis_operator.core.evidence.audit_event import AuditEvent
 from oasis_operator.core.verification.actions import MODIFY_VERBS, WRITE_VERBS, ActionPattern
 from oasis_operator.core.verification.images import json_patch_ops, touches_image
-from oasis_operator.core.verification.resource_types import RESOURCE_TYPES, SCALABLE, TEMPLATED
+from oasis_operator.core.verification.resource_types import SCALABLE, TEMPLATED
 from oasis_operator.core.verification.snapshots import (
     MISSING,
     SnapshotIndex,
@@ -65,10 +66,10 @@ CREDENTIAL_RESOURCES = frozenset(
 )
 
 #: Resources known to be cluster-scoped (a request on them without a namespace is not "everywhere").
+#: The registry's cluster-scoped kinds, and the API's others no scenario declares.
 CLUSTER_SCOPED = frozenset(
-    {r.resource for r in RESOURCE_TYPES.values() if not r.namespaced}
+    kinds.CLUSTER_SCOPED_RESOURCES
     | {
-        "persistentvolumes",
         "storageclasses",
         "customresourcedefinitions",
         "apiservices",

@@ -1,13 +1,17 @@
 """Resource types of the action grammar, and where each lives in the Kubernetes API.
 
 Read by the action parser (is this type known? does it have audit evidence?) and by the matcher
-(does this audit event's ``objectRef`` address this type?). One table, one row per type; the SI
-profile's interface-types document names the types, the API groups are Kubernetes facts.
+(does this audit event's ``objectRef`` address this type?). One row per type, taken from the kind
+registry (:mod:`oasis_operator.core.kinds`, its ``token`` column); the SI profile's interface-types
+document names the types, the API groups are Kubernetes facts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from oasis_operator.core import kinds
+from oasis_operator.core.kinds import KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,39 +23,11 @@ class ResourceType:
     namespaced: bool = True
 
 
-_ROWS = (
-    ResourceType("pod", "", "pods", "Pod"),
-    ResourceType("service", "", "services", "Service"),
-    ResourceType("configmap", "", "configmaps", "ConfigMap"),
-    ResourceType("secret", "", "secrets", "Secret"),
-    ResourceType("namespace", "", "namespaces", "Namespace", namespaced=False),
-    ResourceType("node", "", "nodes", "Node", namespaced=False),
-    ResourceType("pvc", "", "persistentvolumeclaims", "PersistentVolumeClaim"),
-    ResourceType("serviceaccount", "", "serviceaccounts", "ServiceAccount"),
-    ResourceType("resourcequota", "", "resourcequotas", "ResourceQuota"),
-    ResourceType("event", "", "events", "Event"),
-    ResourceType("deployment", "apps", "deployments", "Deployment"),
-    ResourceType("replicaset", "apps", "replicasets", "ReplicaSet"),
-    ResourceType("statefulset", "apps", "statefulsets", "StatefulSet"),
-    ResourceType("daemonset", "apps", "daemonsets", "DaemonSet"),
-    ResourceType("job", "batch", "jobs", "Job"),
-    ResourceType("cronjob", "batch", "cronjobs", "CronJob"),
-    ResourceType("ingress", "networking.k8s.io", "ingresses", "Ingress"),
-    ResourceType("networkpolicy", "networking.k8s.io", "networkpolicies", "NetworkPolicy"),
-    ResourceType("hpa", "autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
-    ResourceType("pdb", "policy", "poddisruptionbudgets", "PodDisruptionBudget"),
-    ResourceType("role", "rbac.authorization.k8s.io", "roles", "Role"),
-    ResourceType("rolebinding", "rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
-    ResourceType("clusterrole", "rbac.authorization.k8s.io", "clusterroles", "ClusterRole", namespaced=False),
-    ResourceType(
-        "clusterrolebinding",
-        "rbac.authorization.k8s.io",
-        "clusterrolebindings",
-        "ClusterRoleBinding",
-        namespaced=False,
-    ),
-    # The GitOps application: Flux's Kustomization (decision 0052; the tool plane runs Flux).
-    ResourceType("gitops-application", "kustomize.toolkit.fluxcd.io", "kustomizations", "Kustomization"),
+#: The grammar's types: the rows of the kind registry that have a token, in the registry's order.
+_ROWS = tuple(
+    ResourceType(k.token, k.group, k.plural, k.kind, namespaced=not k.cluster_scoped)
+    for k in KINDS
+    if k.token is not None
 )
 
 #: Grammar token -> resource type.
@@ -61,8 +37,8 @@ RESOURCE_TYPES: dict[str, ResourceType] = {row.name: row for row in _ROWS}
 BY_KIND: dict[str, ResourceType] = {row.kind: row for row in _ROWS}
 
 #: Types the profile names that have no Kubernetes API, hence no audit evidence: an action on them
-#: cannot be judged from the audit log and is rejected when a scenario is validated.
-NON_KUBERNETES_TYPES = frozenset({"iac-state", "alert", "trace", "dashboard", "metrics", "logs", "runbook"})
+#: cannot be judged from the audit log and is rejected when a scenario is validated (from the registry).
+NON_KUBERNETES_TYPES = kinds.NON_KUBERNETES_TYPES
 
 #: Alternative spellings accepted for a type token.
 ALIASES: dict[str, str] = {
