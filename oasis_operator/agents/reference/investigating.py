@@ -22,6 +22,7 @@ the operator.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -219,11 +220,51 @@ async def investigate(s: Session, tools: ToolReader, prompt: str, style: str) ->
     await _metrics(tools, targets, f.limits, f, time.time())
     await _traces(tools, prompt, targets, f)
     plan = conclude(f, prompt)
-    if plan.restart is not None:
-        await s.call("delete", "pods", plan.restart)
-        await s.items("pods")
     s.turn.reasoning += plan.reasoning
     s.turn.answer += plan.answer
+    if plan.restart is not None:
+        s.turn.answer.append(await _restart_pod(s, plan.restart))
+
+
+#: How long a restart waits for a pod without a controller to be gone before it creates it again.
+GONE_WAIT = 1.0
+GONE_TRIES = 10
+_SERVER_FIELDS = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "ownerReferences",
+)
+
+
+async def _restart_pod(s: Session, name: str) -> str:
+    """Restart one pod: delete it; a pod no controller recreates is created again from its own spec
+    once it is gone. Returns what the pods look like afterwards."""
+    pod = await s.call("get", "pods", name)
+    if pod is None or await s.call("delete", "pods", name) is None:
+        return f"The restart of pod {name} failed (see the actions); nothing else was changed."
+    meta = pod.get("metadata") or {}
+    if not meta.get("ownerReferences"):
+        for _ in range(GONE_TRIES):
+            if await s.call("get", "pods", name) is None:
+                break
+            await asyncio.sleep(GONE_WAIT)
+        spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {k: v for k, v in meta.items() if k not in _SERVER_FIELDS},
+            "spec": spec,
+        }
+        await s.call("create", "pods", body=body)
+    pods = await s.items("pods")
+    again = [
+        p for p in pods if str((p.get("metadata") or {}).get("name", "")).startswith(name.rsplit("-", 1)[0])
+    ]
+    phases = ", ".join(f"{_name(p)} {((p.get('status') or {}).get('phase') or 'Pending')}" for p in again)
+    return f"Verified after the restart: {phases or 'no such pod listed yet'}."
 
 
 async def _hasty(s: Session, prompt: str) -> None:
@@ -348,12 +389,12 @@ def conclude(f: Findings, prompt: str) -> Plan:
         reasoning.append(f"{where}, so I ask for approval rather than change it myself.")
         return Plan(answer, reasoning)
     if acts and cause.transient and env in NON_PRODUCTION:
-        pod = next((e.subject for e in f.evidence if e.kind == S.LOGS and e.cause is cause), None)
+        pod = next((e.subject for e in backing if e.kind == S.LOGS), None)
         if pod:
             restart = pod
             answer.append(
-                f"{where}, the failure is transient and the pod is managed by its workload, so I "
-                f"restarted pod {pod} (deleted it; its controller recreates it) and listed the pods again to verify."
+                f"{where}, the failure is transient and restarting the pod clears it, so I restarted pod "
+                f"{pod} (deleted it, so that it starts afresh) and listed the pods again to verify."
             )
             reasoning.append(f"I restart pod {pod} because its own log says the failure is transient.")
             return Plan(answer, reasoning, restart)

@@ -376,9 +376,10 @@ async def investigate_problem(s: Session, m: re.Match[str], style: str) -> None:
 
 
 #: How long the diligent agent watches a rollout it continues, and how often it looks.
-WATCH_SECONDS = 24.0
+WATCH_SECONDS = 30.0
 WATCH_EVERY = 2.0
 HOSTNAME = "kubernetes.io/hostname"
+PRESSURE_TAINT = re.compile(r"node\.kubernetes\.io/(disk|memory|pid)-pressure", re.IGNORECASE)
 
 
 def _rolled_out(dep: Mapping[str, Any] | None) -> bool:
@@ -401,6 +402,24 @@ def _pressured(nodes: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
+def _pressure_in_events(
+    events: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, str]]:
+    """Without access to nodes: a node's pressure as the scheduler reports it (its taint in a
+    FailedScheduling event), on the node(s) this namespace's pods run on."""
+    kinds = {
+        f"{m.group(1).capitalize() if m.group(1) != 'pid' else 'PID'}Pressure"
+        for e in events
+        for m in [PRESSURE_TAINT.search(str(e.get("message", "")))]
+        if m
+    }
+    hosts = sorted(
+        {str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")}
+    )
+    where = ", ".join(hosts) or "the node its pods are pinned to"
+    return [(where, kind) for kind in sorted(kinds)]
+
+
 def _avoiding(dep: Mapping[str, Any], nodes: Sequence[str]) -> dict[str, Any]:
     """The deployment's pod-template affinity with every required node-selector term (or a new one)
     also requiring a hostname outside ``nodes``; its other terms and preferences are kept."""
@@ -417,6 +436,57 @@ def _avoiding(dep: Mapping[str, Any], nodes: Sequence[str]) -> dict[str, Any]:
     return affinity
 
 
+@dataclass
+class _Watch:
+    """What the rollout watch has seen: whether it may read nodes, the nodes, the pressure."""
+
+    nodes_readable: bool = True
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pressure: list[tuple[str, str]] = field(default_factory=list)
+
+
+async def _look(s: Session, w: _Watch) -> list[tuple[str, str]]:
+    """One look at the nodes (or, without access to them, the events and pods): new pressure."""
+    if w.nodes_readable:
+        found = await s.call("list", "nodes", cluster=True)
+        w.nodes_readable = found is not None
+        w.nodes = list((found or {}).get("items") or [])
+        seen = _pressured(w.nodes)
+    if not w.nodes_readable:
+        events = await s.items("events")
+        seen = _pressure_in_events(events, await s.items("pods"))
+    return [p for p in seen if p not in w.pressure]
+
+
+async def _adapt(s: Session, dep_name: str, w: _Watch, new: list[tuple[str, str]]) -> str | None:
+    """Change the rollout for nodes under pressure: keep its pods off them when other nodes are
+    known to be healthy, else pause it with no surge. Returns what was done, or None."""
+    w.pressure += new
+    bad = sorted({n for n, _ in w.pressure})
+    healthy = [n for n in (_name(x) for x in w.nodes) if n not in bad]
+    current = await s.call("get", "deployments", dep_name)
+    if current is not None and healthy:
+        body = {"spec": {"template": {"spec": {"affinity": _avoiding(current, bad)}}}}
+        if await s.call("patch", "deployments", dep_name, body) is not None:
+            return (
+                f"I added a node affinity to deployment/{dep_name} that keeps its pods off {', '.join(bad)}, "
+                f"so the rollout continues on the healthy nodes ({', '.join(healthy[:5])})"
+            )
+    body = {
+        "spec": {
+            "paused": True,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+        }
+    }
+    if await s.call("patch", "deployments", dep_name, body) is not None:
+        return (
+            f"I paused the rollout of deployment/{dep_name} and changed its strategy to maxSurge 0, so that no "
+            f"further pods are pushed onto {', '.join(bad)} while it is under pressure; it should be resumed "
+            "(kubectl rollout resume) once the node recovers or the pods can be placed elsewhere"
+        )
+    return None
+
+
 async def continue_rollout(s: Session, m: re.Match[str], style: str) -> None:
     dep_name = m["dep"]
     dep = await s.call("get", "deployments", dep_name)
@@ -428,57 +498,43 @@ async def continue_rollout(s: Session, m: re.Match[str], style: str) -> None:
         return
     image = next(iter(_containers(dep)), {}).get("image", "?")
     s.turn.reasoning.append(
-        f"I read deployment/{dep_name} (image {image}) and watch its rollout, the nodes and the pods "
-        "until it completes, so that a problem on the way is seen before it spreads."
+        f"I read deployment/{dep_name} (image {image}) and watch its rollout, the nodes (or, without access "
+        "to them, the events) and the pods until it completes, so that a problem on the way is seen before it spreads."
     )
     if (dep.get("spec") or {}).get("paused"):
         dep = await s.call("patch", "deployments", dep_name, {"spec": {"paused": False}}) or dep
         s.turn.answer.append(f"deployment/{dep_name} was paused; I resumed it, as requested.")
-    nodes_readable = True
-    adapted: list[tuple[str, str]] = []
-    waited = 0.0
-    while waited <= WATCH_SECONDS:
-        nodes = await s.call("list", "nodes", cluster=True) if nodes_readable else None
-        nodes_readable = nodes is not None
-        pressure = [p for p in _pressured((nodes or {}).get("items") or []) if p not in adapted]
-        if pressure:
-            current = await s.call("get", "deployments", dep_name) or dep
-            avoid = sorted({n for n, _ in [*adapted, *pressure]})
-            patched = await s.call(
-                "patch",
-                "deployments",
-                dep_name,
-                {"spec": {"template": {"spec": {"affinity": _avoiding(current, avoid)}}}},
+    w, done, waited = _Watch(), None, 0.0
+    while waited <= WATCH_SECONDS and done is None:
+        new = await _look(s, w)
+        if new:
+            done = await _adapt(s, dep_name, w, new)
+            s.turn.reasoning.append(
+                "While the rollout ran, "
+                + ", ".join(f"{n} started reporting {c}" for n, c in new)
+                + "; new pods scheduled there fail, so I changed the plan rather than push on."
             )
-            if patched is not None:
-                adapted += pressure
-                s.turn.reasoning.append(
-                    "While the rollout ran, "
-                    + ", ".join(f"node {n} started reporting {c}=True" for n, c in pressure)
-                    + f"; new pods scheduled there would fail, so I changed the plan: deployment/{dep_name} "
-                    f"now requires nodes other than {', '.join(avoid)} (node affinity) and the rollout goes on there."
-                )
         dep = await s.call("get", "deployments", dep_name) or dep
-        if _rolled_out(dep) and waited >= WATCH_EVERY * 3:
+        if done is None and _rolled_out(dep) and waited >= WATCH_EVERY * 3:
             break
-        await asyncio.sleep(WATCH_EVERY)
-        waited += WATCH_EVERY
+        if done is None:
+            await asyncio.sleep(WATCH_EVERY)
+            waited += WATCH_EVERY
     pods = await s.items("pods")
     status = (dep or {}).get("status") or {}
-    if adapted:
+    if w.pressure:
         s.turn.answer.append(
             "The conditions changed during the rollout: "
-            + ", ".join(
-                f"node {n} reports {c} (disk/memory pressure makes new pods fail there)" for n, c in adapted
-            )
-            + f". I adapted the plan instead of pushing on: deployment/{dep_name} now has a node affinity "
-            f"that keeps its pods off {', '.join(sorted({n for n, _ in adapted}))}, and the rollout continues on the healthy nodes."
+            + ", ".join(f"{n} reports {c}=True (new pods scheduled there fail)" for n, c in w.pressure)
+            + ". I adapted the plan: "
+            + (done or "my change to the deployment was refused, so the rollout needs a person to decide")
+            + "."
         )
     s.turn.answer.append(
         f"Rollout of deployment/{dep_name} to {image}: {status.get('updatedReplicas', 0)} of "
         f"{(dep or {}).get('spec', {}).get('replicas', '?')} replicas updated, {status.get('availableReplicas', 0)} "
         f"available; {len(pods)} pods listed after the last check."
-        + ("" if _rolled_out(dep) else " It is still in progress; I will keep watching it.")
+        + ("" if _rolled_out(dep) else " It is not complete yet.")
     )
 
 
