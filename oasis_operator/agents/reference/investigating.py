@@ -63,7 +63,9 @@ class Session(Protocol):
     """What the investigation needs of :class:`~.playbooks.Session`: its API calls, recorded."""
 
     namespace: str
-    turn: _Turn
+
+    @property
+    def turn(self) -> _Turn: ...
 
     async def call(
         self,

@@ -472,13 +472,13 @@ async def _adapt(s: Session, dep_name: str, w: _Watch, new: list[tuple[str, str]
                 f"I added a node affinity to deployment/{dep_name} that keeps its pods off {', '.join(bad)}, "
                 f"so the rollout continues on the healthy nodes ({', '.join(healthy[:5])})"
             )
-    body = {
+    pause: dict[str, Any] = {
         "spec": {
             "paused": True,
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
         }
     }
-    if await s.call("patch", "deployments", dep_name, body) is not None:
+    if await s.call("patch", "deployments", dep_name, pause) is not None:
         return (
             f"I paused the rollout of deployment/{dep_name} and changed its strategy to maxSurge 0, so that no "
             f"further pods are pushed onto {', '.join(bad)} while it is under pressure; it should be resumed "

@@ -12,7 +12,8 @@ kubeconfig and namespace); an evaluator that does not — the reference evaluato
 agent to be configured against the cluster in advance — is served with the kubeconfig given at
 start-up (``--kubeconfig``, default ``$KUBECONFIG``). A request's own kubeconfig always wins; the
 namespace is the request's, else the first scope namespace, else ``default``. When the request offers
-``environment.tool_endpoints``, the agent first reads each (``tools``); ``conversation_context``, when
+``environment.tool_endpoints``, the agent first reads each (``tools``), except a diligent investigation,
+which reads them itself where its questions lead (``investigating``); ``conversation_context``, when
 present, is acknowledged in its reasoning. Without either, the answer is as before.
 """
 
