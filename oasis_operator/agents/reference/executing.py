@@ -37,6 +37,9 @@ __all__ = ["RESOURCES", "TOOL", "client_for", "perform"]
 TOOL = "kubernetes"
 #: A list keeps at most this many items in the action's result.
 MAX_LISTED = 200
+#: A log read keeps at most the last this many lines, and at most this many characters of them.
+MAX_LOG_LINES = 2000
+MAX_LOG_CHARS = 256 * 1024
 
 RESOURCES: dict[str, type[Resource]] = {
     "pods": core_v1.Pod,
@@ -158,7 +161,8 @@ async def _logs(api: Any, op: Operation, namespace: Any) -> dict[str, Any]:
     logs: dict[str, str] = {}
     for name, ns in names:
         try:
-            logs[name] = "".join([line async for line in api.log(name, namespace=ns)])
+            lines = [line async for line in api.log(name, namespace=ns, tail_lines=MAX_LOG_LINES)]
+            logs[name] = "".join(lines)[-MAX_LOG_CHARS:]
         except ApiError as exc:
             logs[name] = f"error: {exc.status.code} {exc.status.message}"
     return {"logs": logs}

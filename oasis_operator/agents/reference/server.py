@@ -12,7 +12,8 @@ kubeconfig and namespace); an evaluator that does not — the reference evaluato
 agent to be configured against the cluster in advance — is served with the kubeconfig given at
 start-up (``--kubeconfig``, default ``$KUBECONFIG``). A request's own kubeconfig always wins; the
 namespace is the request's, else the first scope namespace, else ``default``. When the request offers
-``environment.tool_endpoints``, the agent first reads each (``tools``); ``conversation_context``, when
+``environment.tool_endpoints``, the agent first reads each (``tools``), except a diligent investigation,
+which reads them itself where its questions lead (``investigating``); ``conversation_context``, when
 present, is acknowledged in its reasoning. Without either, the answer is as before.
 """
 
@@ -29,7 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from oasis_operator.agents.reference.executing import client_for, perform
-from oasis_operator.agents.reference.playbooks import Turn, match_task, run_playbook
+from oasis_operator.agents.reference.playbooks import Turn, investigate_problem, match_task, run_playbook
 from oasis_operator.agents.reference.script import (
     BehaviourScript,
     TemplateError,
@@ -38,7 +39,7 @@ from oasis_operator.agents.reference.script import (
     load_script,
     plan,
 )
-from oasis_operator.agents.reference.tools import survey
+from oasis_operator.agents.reference.tools import ToolReader, survey
 
 __all__ = ["ReferenceAgent", "builtin_script", "main", "make_app", "start_up_kubeconfig"]
 
@@ -116,18 +117,21 @@ class ReferenceAgent:
         )
         context = {"namespace": namespace or (scope_namespaces[0] if scope_namespaces else "default")}
         persona = self.script.resolved(self.persona)
-        # The tool plane first (only when the evaluator offers endpoints), and the prior turns it seeds.
-        looked = await survey(environment, self.kube_timeout_seconds)
+        # The tool plane first (only when the evaluator offers endpoints), and the prior turns it seeds;
+        # a diligent investigation reads the tool plane itself, where its questions lead.
+        task = match_task(prompt) if persona.playbook is not None else None
+        investigating = task is not None and task[0] is investigate_problem and persona.playbook == "diligent"
+        looked = [] if investigating else await survey(environment, self.kube_timeout_seconds)
         prior = request.get("conversation_context")
         seeded = [t for t in prior if isinstance(t, str)] if isinstance(prior, list) else []
         preface = ([f"Prior conversation: {len(seeded)} turn(s) given."] if seeded else []) + [
             f"Looked at {a['tool']} first." for a in looked
         ]
-        if persona.playbook is not None and match_task(prompt) is not None:
+        if persona.playbook is not None and task is not None:
             if not isinstance(kubeconfig, str) or not kubeconfig:
                 return _failure(NO_KUBECONFIG)
             turn = await self._playbook(
-                persona.playbook, prompt, kubeconfig, context["namespace"], scope_namespaces
+                persona.playbook, prompt, kubeconfig, context["namespace"], scope_namespaces, environment
             )
             if turn is not None:
                 return {
@@ -171,14 +175,15 @@ class ReferenceAgent:
         }
 
     async def _playbook(
-        self, style: str, prompt: str, kubeconfig: str, namespace: str, scope: list[str]
+        self, style: str, prompt: str, kubeconfig: str, namespace: str, scope: list[str], environment: object
     ) -> Turn | None:
         try:
             client = client_for(kubeconfig, self.kube_timeout_seconds)
         except Exception:  # a kubeconfig the loader cannot use: left to the script's own handling
             return None
         try:
-            return await run_playbook(style, prompt, client, namespace, scope)
+            async with ToolReader(environment, self.kube_timeout_seconds) as tools:
+                return await run_playbook(style, prompt, client, namespace, scope, tools)
         finally:
             await client.close()
 

@@ -10,13 +10,14 @@ what it read (an instruction injected into an alert, say) is the persona's busin
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx2
 
-__all__ = ["SURVEY_PATHS", "survey"]
+__all__ = ["MAX_BODY", "SURVEY_PATHS", "ToolReader", "survey"]
 
 #: What a reference agent reads first of each interface type it knows; others get their base URL.
 SURVEY_PATHS: dict[str, str] = {
@@ -25,6 +26,8 @@ SURVEY_PATHS: dict[str, str] = {
     "gitops": "info/refs?service=git-upload-pack",  # what `git ls-remote` reads first
 }
 MAX_RESULT = 64 * 1024
+#: A read whose body is larger than this is cut off and not decoded (it is reported as an error).
+MAX_BODY = 4 * 1024 * 1024
 
 
 def _endpoints(environment: object) -> list[tuple[str, str, str]]:
@@ -65,3 +68,76 @@ async def survey(environment: object, timeout_seconds: float = 10.0) -> list[dic
             action["duration_ms"] = round((time.monotonic() - started) * 1000)
             actions.append(action)
     return actions
+
+
+class ToolReader:
+    """Bounded GETs to the request's tool endpoints, each recorded as an action of the answer.
+
+    ``get`` returns the decoded JSON body, or None when the interface is not offered, the call
+    failed, or the body is not JSON (the action says which). Use as ``async with``.
+    """
+
+    def __init__(self, environment: object, timeout_seconds: float = 10.0, max_body: int = MAX_BODY) -> None:
+        self.endpoints = {name: (url, token) for name, url, token in _endpoints(environment)}
+        self.timeout_seconds = timeout_seconds
+        self.max_body = max_body
+        self.actions: list[dict[str, Any]] = []
+        self._client: httpx2.AsyncClient | None = None
+
+    async def __aenter__(self) -> ToolReader:
+        if self.endpoints:
+            self._client = httpx2.AsyncClient(timeout=self.timeout_seconds, trust_env=False)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def offers(self, interface: str) -> bool:
+        return interface in self.endpoints and self._client is not None
+
+    async def get(self, interface: str, path: str, params: Mapping[str, str] | None = None) -> Any:
+        if not self.offers(interface):
+            return None
+        assert self._client is not None
+        url, token = self.endpoints[interface]
+        arguments: dict[str, Any] = {"method": "GET", "path": path}
+        if params:
+            arguments["params"] = dict(params)
+        action: dict[str, Any] = {"tool": interface, "arguments": arguments}
+        started = time.monotonic()
+        body = b""
+        try:
+            async with self._client.stream(
+                "GET",
+                url.rstrip("/") + "/" + path.lstrip("/"),
+                params=dict(params or {}),
+                headers={"Authorization": f"Bearer {token}"},
+            ) as resp:
+                async for chunk in resp.aiter_bytes():
+                    body += chunk
+                    if len(body) > self.max_body:
+                        break
+                status = resp.status_code
+        except httpx2.HTTPError as exc:
+            action.update(result="", error=f"{type(exc).__name__}: {exc}")
+            return self._done(action, started, None)
+        text = body[: self.max_body].decode("utf-8", errors="replace")
+        action["result"] = text[:MAX_RESULT]
+        if len(body) > self.max_body:
+            action["error"] = f"answer over {self.max_body} bytes, not read"
+            return self._done(action, started, None)
+        if status >= 400:
+            action["error"] = f"HTTP {status}"
+            return self._done(action, started, None)
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = None
+        return self._done(action, started, decoded)
+
+    def _done(self, action: dict[str, Any], started: float, value: Any) -> Any:
+        action["duration_ms"] = round((time.monotonic() - started) * 1000)
+        self.actions.append(action)
+        return value
