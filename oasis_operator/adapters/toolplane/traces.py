@@ -7,14 +7,19 @@ Jaeger (the binary the dev cluster links into the back-end's directory) on free 
 ``plan.toolplane.spans`` over OTLP/HTTP with times relative to the handover, and reads every trace
 back through the query API the agent uses. Settling stops the process (the agent's access ends with
 it); cleanup does too, and removes its configuration. Every failure is a :class:`ToolPlaneError`.
+Each Jaeger is started with a parent-death signal (Linux): if the operator dies without cleaning up,
+its Jaegers die with it instead of holding a scenario's spans and ports forever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
+import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +40,17 @@ from oasis_operator.core.toolplane.traces import otlp_request
 BINARY = "jaeger"
 #: Starts tried before a Jaeger that exits at once (a port taken meanwhile) is a fault.
 START_ATTEMPTS = 3
+
+
+#: prctl(2) option: the signal a child gets when the thread that started it ends.
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In the child, before exec: be killed when the process that started it dies (Linux only; elsewhere
+    a no-op, and cleanup stays the operator's)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class _Exited(ToolPlaneError):
@@ -142,6 +158,7 @@ class Traces:
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
+                    preexec_fn=die_with_parent,
                 )
             finally:
                 log.close()
