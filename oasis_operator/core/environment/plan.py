@@ -32,6 +32,7 @@ from oasis_operator.core.environment.naming import (
     physical_namespace,
     status_marker,
 )
+from oasis_operator.core.environment.references import rewrite_references
 from oasis_operator.core.environment.support import (
     Unsupported,
     attribute_problems,
@@ -480,6 +481,7 @@ def plan_environment(
     draft = _draft(entries, mapping, zones, owner, usable)
     unsupported += draft.unsupported
     objects, notes = draft.objects, draft.notes
+    rewrite_references(objects, mapping)  # service DNS names in values follow the namespaces' real names
     cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
