@@ -262,14 +262,16 @@ async def test_identity_from_a_failing_command_makes_the_agent_unavailable(tmp_p
     assert caught.value.reason == PROCESS_FAILED
 
 
-def test_the_kubeconfig_file_is_gone_after_the_run(tmp_path: Path) -> None:
-    # The private directory is created under the system temp dir; none of ours may remain.
+def test_the_kubeconfig_file_is_gone_after_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The private directory is created under the temp dir; none of ours may remain. The temp dir is this
+    # test's own: under the shared one, other processes' agents come and go meanwhile.
     import tempfile
 
-    before = {p.name for p in Path(tempfile.gettempdir()).glob("agent-*")}
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     asyncio.run(run(write(tmp_path, GOOD)))
-    after = {p.name for p in Path(tempfile.gettempdir()).glob("agent-*")}
-    assert after <= before
+    assert list(private.glob("agent-*")) == []
 
 
 @pytest.mark.parametrize(

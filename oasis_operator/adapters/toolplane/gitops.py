@@ -98,7 +98,8 @@ class GitOps:
             f"{self.git_url}/{app.namespace}/{app.repo}.git",
             f"{user}:{password}",
             "git over HTTP with this user:password; Flux Kustomizations and GitRepositories "
-            f"in {app.namespace} apply the repository to the cluster",
+            f"in {app.namespace} apply the repository to the cluster (readable with your kubeconfig: "
+            f"kubectl get kustomizations,gitrepositories -n {app.namespace})",
         )
 
     async def settle(self, plan: EnvironmentPlan) -> None:

@@ -78,6 +78,15 @@ NAMESPACED: tuple[GrantedResource, ...] = (
     # What the containers use (``kubectl top``), served by metrics-server when the resource-usage
     # back-end runs (decision 0059): read-only by nature, and not state an agent can change.
     GrantedResource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", writable=False, snapshot=False),
+    # The GitOps controller's objects (Flux), when the GitOps back-end runs: read, never written: a
+    # change goes through the repository, and suspending the controller is not the agent's to do. They
+    # are the harness's objects, not state the agent can change, so they are not snapshotted.
+    GrantedResource(
+        "kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "Kustomization", writable=False, snapshot=False
+    ),
+    GrantedResource(
+        "source.toolkit.fluxcd.io", "v1", "gitrepositories", "GitRepository", writable=False, snapshot=False
+    ),
 )
 
 #: Subresources, by group: read ones (granted get with every grant) and write ones (their verbs,
