@@ -62,6 +62,8 @@ def test_the_agent_was_given_the_gitops_endpoint_and_its_call_is_the_gateways_ev
     # the agent) was accepted, and the agent got the repository's refs.
     assert call.status == 200, call
     assert call.request["path"] == "/info/refs"
+    # The upstream is the repository's own URL: the record still names the repository it read.
+    assert call.target.removeprefix("repository/") not in ("", call.target), call.target
     assert call.request["query"] == {"service": ["git-upload-pack"]}
     assert call.response_meta["content_type"] == "application/x-git-upload-pack-advertisement"
     assert call.response_meta["bytes"] > 0

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -374,7 +375,13 @@ class ToolGateway:
     ) -> web.StreamResponse:
         """Record the call, then hand back the answer; a call that cannot be recorded is not answered."""
         try:
-            operation, target = classify(interface, request.method, "/" + tail, request.rel_url.query_string)
+            # Classified on the path the back-end sees: an upstream may be a repository's own URL
+            # (gitops), whose name is then in the upstream's path, not in the agent's.
+            upstream = route.upstreams.get(interface)
+            base = urlsplit(upstream.url).path.rstrip("/") if upstream is not None else ""
+            operation, target = classify(
+                interface, request.method, f"{base}/{tail}", request.rel_url.query_string
+            )
             sent = body_evidence(
                 body,
                 request.headers.get("Content-Type", ""),
