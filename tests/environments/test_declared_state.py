@@ -253,6 +253,6 @@ def test_node_metrics_and_unholdable_conditions_are_refused_with_reasons():
         owner="o",
     )
     reasons = {u.resource: u.reason for u in plan.unsupported}
-    assert "metrics back-end" in reasons["node/node-1"]
+    assert "sums over the pods on it" in reasons["node/node-1"]  # refused by design (decision 0059)
     assert "not Ready cannot be held" in reasons["node/node-3"]
     assert "'Overheated' has no realisation" in reasons["node/node-4"]
