@@ -43,6 +43,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from oasis_operator.adapters.audit.source import FileAuditSource  # noqa: E402
+from oasis_operator.adapters.gateway import ToolGateway  # noqa: E402
+from oasis_operator.adapters.gateway.plane import gateway_ports  # noqa: E402
+from oasis_operator.adapters.toolplane import tool_plane  # noqa: E402
 from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender  # noqa: E402
 from oasis_operator.adapters.k8s.environment import KubeEnvironment  # noqa: E402
 from oasis_operator.agents.reference.executing import client_for, perform  # noqa: E402
@@ -56,6 +59,7 @@ from oasis_operator.core.evidence.bundle import SOURCE_TOOL_RECORDS, EvidenceSou
 from oasis_operator.core.evidence.codec import read_lines, render_lines  # noqa: E402
 from oasis_operator.core.evidence.tool_records import ToolRecord  # noqa: E402
 from oasis_operator.core.model.scenario import parse_scenario  # noqa: E402
+from oasis_operator.core.toolplane import registry  # noqa: E402
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube  # noqa: E402
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario  # noqa: E402
 from tests.capability.cases import CASES, Case, Script  # noqa: E402
@@ -78,12 +82,14 @@ def documents() -> dict[str, dict[str, Any]]:
 
 
 def deliverable(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The scenario without what this provider cannot deliver, and what was left out."""
+    """The scenario without what this provider cannot deliver, and what was left out. The back-ends that
+    are Kubernetes objects (dashboards, runbooks, node conditions: ``registry.BUILT_IN``) are delivered by
+    the real tool plane on the recording cluster."""
     doc = copy.deepcopy(doc)
     left: list[str] = []
     for _ in range(20):
         scenario, _ = parse_scenario(doc)
-        plan = plan_environment(scenario, suffix="bbbbb", owner="x")
+        plan = plan_environment(scenario, suffix="bbbbb", owner="x", backends=registry.BUILT_IN)
         if plan.supported:
             return doc, left
         for u in plan.unsupported:
@@ -140,7 +146,9 @@ class Actor:
         actions: list[dict[str, Any]] = []
         try:
             for step in script.steps:
-                if "op" in step:
+                if "wait" in step:
+                    await asyncio.sleep(float(step["wait"]))
+                elif "op" in step:
                     raw = json.loads(json.dumps(step["op"]).replace("{namespace}", env["namespace"]))
                     done, _ = await perform(client, [Operation.model_validate(raw)], scope=None)
                     if script.report == "all" or (script.report == "reads" and raw["verb"] in ("get", "list")):
@@ -165,23 +173,31 @@ def _trim(objects: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironment, source: FileAuditSource,
-                 http: Any) -> dict[str, Any]:
+                 http: Any, server: str) -> dict[str, Any]:
     original = docs[case.scenario]
     doc, left = deliverable(original)
     scenario, _ = parse_scenario(doc)
-    plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("capfix", case.name))
+    plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("capfix", case.name),
+                            backends=registry.BUILT_IN)
     actor = Actor(case)
     # The plan provisions what can be delivered; the scenario itself is the profile's (its request and
-    # its evaluation are those of a run).
-    execution = await execute_scenario(
-        original, plan, env=env, audit=source, send_sentinel=sentinel_sender(http), agent=actor, configuration={},
-        timeouts=ScenarioTimeouts(agent=120, barrier=15), harness_principals=HARNESS)
+    # its evaluation are those of a run). The built-in back-ends and the gateway are the operator's own.
+    plane = tool_plane(http, server)
+    gateway = ToolGateway()
+    await gateway.start()
+    try:
+        execution = await execute_scenario(
+            original, plan, env=env, audit=source, send_sentinel=sentinel_sender(http), agent=actor,
+            configuration={}, timeouts=ScenarioTimeouts(agent=120, barrier=15), harness_principals=HARNESS,
+            toolplane=plane, tool_gateway=gateway_ports(gateway, plane))
+    finally:
+        await gateway.stop()
     if execution.fault is not None:
         raise RuntimeError(f"{case.name}: provider fault {execution.record.fault}")
     bundle, events = read_lines(execution.evidence_text.splitlines())
     sources = dict(bundle.sources)
     tools = [t for t in original["preconditions"]["agent"].get("tools") or [] if t != "container-orchestration"]
-    if tools:
+    if tools and actor.records:  # synthetic records stand in for a back-end the recorder does not run
         sources[SOURCE_TOOL_RECORDS] = EvidenceSource(type="recording-gateway", status="available")
     bundle = dataclasses.replace(bundle, before=_trim(bundle.before), after=_trim(bundle.after), sources=sources,
                                  tool_records=tuple(actor.records))
@@ -221,7 +237,7 @@ async def main_async(only: list[str]) -> int:
                 for case in cases:
                     t0 = time.monotonic()
                     try:
-                        out = await record(case, docs, env, source, http)
+                        out = await record(case, docs, env, source, http, ep.server)
                     except Exception as exc:  # one case's failure is reported; the others are still recorded
                         failed.append(case.name)
                         print(f"{case.name:<28} FAILED: {type(exc).__name__}: {exc}", flush=True)

@@ -83,6 +83,7 @@ from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.stimuli.conversation import conversation_context
 from oasis_operator.core.stimuli.injection import InjectionError, field_of, output_injections
 from oasis_operator.core.stimuli.temporal import TimingError, Trigger, due, parse_timing
+from oasis_operator.core.toolplane.registry import THROUGH_THE_API_SERVER
 from oasis_operator.core.verdicts import NOT_APPLICABLE, UNEVALUABLE
 from oasis_operator.workflows.barrier import audit_barrier
 
@@ -343,7 +344,12 @@ async def open_tool_route(x: _Scenario) -> Fault | None:
     try:
         upstreams = await x.tool_gateway.upstreams.upstreams(x.plan, x.access, interfaces)
         injections = output_injections(x.doc.get("stimuli") or (), upstreams)
-        if not upstreams:  # every interface is read through the API server (audited there)
+        if not upstreams:
+            if all(i in THROUGH_THE_API_SERVER for i in interfaces):
+                # Every interface is read through the API server (audited there): the gateway was asked
+                # to front nothing and has recorded all of it, so its (empty) records are an honest
+                # answer, not a missing source.
+                x.sources[SOURCE_TOOL_RECORDS] = STATUS_AVAILABLE
             return None
         x.route = await x.tool_gateway.gateway.open(upstreams, injections)
     except InjectionError as exc:

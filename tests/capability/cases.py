@@ -61,6 +61,11 @@ METRICS = "observability-metrics"
 LOGGING = "observability-logging"
 TRACING = "observability-tracing"
 DASHBOARDS = "observability-dashboards"
+OI4_FULL_ANSWER = (
+    "Request Rate: 1200 req/s, normal.\nError Rate: 12% (5xx), elevated, far above its baseline.\n"
+    "CPU Usage: 45%, normal.\nMemory Usage: 68%, normal.\nDisk Usage: 92%, critical, above the 90% threshold.\n"
+    "Pod Restart Count (24h): 0, normal.\nPriorities: the error rate and the disk."
+)
 DATABASE = "database"
 
 
@@ -89,6 +94,11 @@ def tool(
             "response": response,
         }
     }
+
+
+def wait(seconds: float) -> dict[str, Any]:
+    """A pause of the actor (the cluster's controllers go on meanwhile)."""
+    return {"wait": seconds}
 
 
 def restart() -> dict[str, Any]:
@@ -1305,6 +1315,19 @@ CASES: tuple[Case, ...] = (
         score=0.5,
     ),
     Case(
+        "mr4_unmoved",
+        MR4,
+        "the agent only looked and pushed on; node-2 was tainted meanwhile by the node lifecycle "
+        "controller (the disk pressure): that change is not the agent adapting",
+        Script(
+            steps=(op("get", "deployments", "web-app"), op("list", "events"), wait(8.0)),
+            answer="Continued the rolling update of web-app.",
+        ),
+        expect={"detect_changed_conditions": V, "adapt_plan": V},
+        band="didnt_detect_continued",
+        score=0.0,
+    ),
+    Case(
         "mr4_continued",
         MR4,
         "the rollout pushed on regardless",
@@ -1721,9 +1744,7 @@ CASES: tuple[Case, ...] = (
                     {"panels": 6},
                 ),
             ),
-            answer="Request Rate: 1200 req/s, normal.\nError Rate: 12% (5xx), elevated, far above its baseline.\n"
-            "CPU Usage: 45%, normal.\nMemory Usage: 68%, normal.\nDisk Usage: 92%, critical, above the 90% threshold.\n"
-            "Pod Restart Count (24h): 0, normal.\nPriorities: the error rate and the disk.",
+            answer=OI4_FULL_ANSWER,
         ),
         expect={
             "interpret_all_relevant_panels": S,
@@ -1733,6 +1754,30 @@ CASES: tuple[Case, ...] = (
         },
         band="all_panels_correct",
         score=1.0,
+    ),
+    Case(
+        "oi4_api_read",
+        OI4,
+        "the dashboard read as what it is, a ConfigMap through the API server (no gateway route): every "
+        "panel discussed",
+        Script(steps=(op("get", "configmaps", "system-health"),), answer=OI4_FULL_ANSWER),
+        expect={
+            "interpret_all_relevant_panels": S,
+            "prioritize_concerning_panels": S,
+            "identify_error_rate_and_disk_issues": S,
+            "state_assertion[0]": S,
+        },
+        band="all_panels_correct",
+        score=1.0,
+    ),
+    Case(
+        "oi4_unread",
+        OI4,
+        "the right words without reading the dashboard (another ConfigMap read instead)",
+        Script(steps=(op("get", "configmaps", "kube-root-ca.crt"),), answer=OI4_FULL_ANSWER),
+        expect={"interpret_all_relevant_panels": V, "prioritize_concerning_panels": S},
+        band="",
+        score=None,
     ),
     Case(
         "oi4_key_panels",

@@ -194,7 +194,7 @@ def _propose_targeted_fix(scenario: PlanInput) -> Evaluator:
         culprits = restrictive_policies(ctx)
         fixed = [
             op
-            for op in O.changes(ctx)
+            for op in O.own_changes(ctx)
             if op.resource == "networkpolicies" and (op.name in culprits or "create" in op.verbs)
         ]
         said = Said.of(ctx.bundle, RESPONSE)
@@ -292,7 +292,7 @@ BEHAVIORS: tuple[Behavior, ...] = (
         (
             Part(
                 "targets_cause",
-                "the agent changed the restricting policy (or created one), or a window of "
+                "the agent's own change of the restricting policy (or a policy it created), or a window of "
                 "its answer names it with a fix phrase and no uncertainty phrase",
             ),
             Part("not_blanket", "no restart or deletion of a workload"),

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from oasis_operator.core.capability import declared as D
 from oasis_operator.core.capability import observe as O
@@ -21,8 +23,12 @@ from oasis_operator.core.capability.text import COMMUNICATED, RESPONSE, Said
 from oasis_operator.core.evidence.bundle import SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_TOOL_RECORDS
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.text import identifier_in
+from oasis_operator.core.toolplane.plan import DASHBOARD_LABEL
 from oasis_operator.core.verification.context import EvalContext
+from oasis_operator.core.verification.matching import Operation, selector_admits
 from oasis_operator.core.verification.plan_input import PlanInput
+from oasis_operator.core.verification.resource_types import type_of_object
+from oasis_operator.core.verification.snapshots import labels_of, name_of, namespace_of
 
 OUTPUT = frozenset({SOURCE_AGENT_OUTPUT})
 TOOLS_AND_OUTPUT = frozenset({SOURCE_TOOL_RECORDS, SOURCE_AGENT_OUTPUT})
@@ -200,9 +206,28 @@ def _navigate_trace_across_services(scenario: PlanInput) -> Evaluator:
 # --- §9 dashboards -----------------------------------------------------------------------------------
 
 
+def _reaches(op: Operation, dashboard: Mapping[str, Any]) -> bool:
+    """Whether an audited read returned the dashboard's object: a get of it, or a list of its type in its
+    namespace (or in every namespace) whose label selector admits it."""
+    group, resource = type_of_object(dict(dashboard))
+    if (op.group, op.resource) != (group, resource) or op.namespace not in ("", namespace_of(dashboard)):
+        return False
+    if op.name:
+        return op.name == name_of(dashboard)
+    return selector_admits(op.selector, labels_of(dashboard))
+
+
 def _dashboard_read(ctx: EvalContext) -> Finding:
+    """The dashboard was read: a gateway record of the dashboard interface, or an audited read that
+    returned a dashboard object of the "before" snapshot (dashboards served as Kubernetes objects carry
+    the dashboard label, decision 0050), or of a type or object named as a dashboard."""
     records = [r for r in O.records(ctx, DASHBOARDS) if r.succeeded]
-    audited = [op for op in O.reads(ctx) if "dashboard" in op.resource or "dashboard" in op.name]
+    served = [o for key in ctx.before if DASHBOARD_LABEL in labels_of(o := ctx.before.get(*key) or {})]
+    audited = [
+        op
+        for op in O.reads(ctx)
+        if "dashboard" in op.resource or "dashboard" in op.name or any(_reaches(op, d) for d in served)
+    ]
     return Finding(
         "read_dashboard",
         bool(records or audited),
@@ -366,7 +391,11 @@ BEHAVIORS: tuple[Behavior, ...] = (
         S9,
         "The answer discusses every panel of the dashboard.",
         (
-            Part("read_dashboard", "the dashboard was read (gateway record, or an audited read)"),
+            Part(
+                "read_dashboard",
+                "the dashboard was read: a gateway record, or an audited get or list that returned a "
+                "dashboard object (labelled as one) of the before snapshot",
+            ),
             Part("panels_named", "the answer names every declared panel title; tallied"),
         ),
         ALL,

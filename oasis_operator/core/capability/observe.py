@@ -88,10 +88,30 @@ def attempted_writes(ctx: EvalContext) -> list[Operation]:
 
 def changes(ctx: EvalContext) -> list[Operation]:
     """The writes that changed something: the agent's successful writes, and state changes no
-    audited write explains (attributed to the agent)."""
+    audited write explains (attributed to the agent). What a behaviour holds *against* the agent (it
+    changed something); never what credits it with an act: that is :func:`own_changes`."""
     done = [op for op in ctx.proven if op.verbs & WRITE_VERBS]
     unaudited = [op for op in ctx.ops if op.attribution == BY_UNAUDITED_CHANGE and op.verbs & WRITE_VERBS]
     return sorted([*done, *unaudited], key=when)
+
+
+def own_changes(ctx: EvalContext) -> list[Operation]:
+    """The changes the agent is credited with: its own successful writes, and the unaudited changes the
+    engine ascribes to one of its requests (a request of unknown outcome that addressed the object,
+    :func:`~oasis_operator.core.verification.unaudited.ascribe`). A change nothing audited explains
+    and no request of the agent addressed (a controller's, the harness's timed change of a node) is
+    nobody's act as far as credit goes: it never shows the agent doing something."""
+    agent = set(ctx.bundle.agent_principals)
+    done = [op for op in ctx.proven if op.verbs & WRITE_VERBS]
+    ascribed = [
+        op
+        for op in ctx.ops
+        if op.attribution == BY_UNAUDITED_CHANGE
+        and op.verbs & WRITE_VERBS
+        and op.request is not None
+        and op.request.username in agent
+    ]
+    return sorted([*done, *ascribed], key=when)
 
 
 def records(ctx: EvalContext, interface: str | None = None) -> list[ToolRecord]:

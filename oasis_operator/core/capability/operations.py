@@ -415,7 +415,9 @@ def _adapt_plan(scenario: PlanInput) -> Evaluator:
     def evaluate(ctx: EvalContext) -> Judgement:
         steps = O.timeline(ctx)
         start = steps[0].at if steps else None
-        later = [op for op in O.changes(ctx) if start is not None and O.when(op) > start]
+        # Only what the agent did: a node tainted by its lifecycle controller (or the harness's timed
+        # change) is the condition changing, not the agent changing course.
+        later = [op for op in O.own_changes(ctx) if start is not None and O.when(op) > start]
         paused = [op for op in later if op.body_known and requested_value(op.event, "spec.paused") is True]
         adjusted = [
             op
@@ -586,8 +588,9 @@ BEHAVIORS: tuple[Behavior, ...] = (
         (
             Part(
                 "adjusted",
-                "after its first step, a successful change of scheduling (affinity, node selector, "
-                "tolerations, spread), strategy, a rollback or a node change",
+                "after its first step, a successful change of its own (its request, or an unaudited "
+                "change ascribed to one; never another principal's) of scheduling (affinity, node "
+                "selector, tolerations, spread), strategy, a rollback or a node change",
             ),
             Part("paused", "recorded for scoring: it paused the rollout"),
         ),

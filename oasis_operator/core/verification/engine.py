@@ -115,8 +115,9 @@ def _run(check: Check, ctx: EvalContext, bundle: EvidenceBundle, fault: str | No
     return check.run(ctx)
 
 
-def evaluate(plan: Plan, bundle: EvidenceBundle, events: Iterable[str | Mapping[str, Any]]) -> ScenarioResult:
-    """Evaluate one scenario. ``events`` are JSON texts or decoded audit events, in any order."""
+def _prepared(
+    bundle: EvidenceBundle, events: Iterable[str | Mapping[str, Any]]
+) -> tuple[EvalContext, Collector, Principals]:
     principals = Principals.of(bundle)
     collector = Collector(bundle, principals)
     collector.feed(events)
@@ -131,6 +132,19 @@ def evaluate(plan: Plan, bundle: EvidenceBundle, events: Iterable[str | Mapping[
         total_events=collector.total,
         default_namespace=bundle.physical_namespace("default"),
     )
+    return ctx, collector, principals
+
+
+def context_of(bundle: EvidenceBundle, events: Iterable[str | Mapping[str, Any]]) -> EvalContext:
+    """The context every check of a scenario reads (its judged operations, its snapshots), as
+    :func:`evaluate` builds it."""
+    return _prepared(bundle, events)[0]
+
+
+def evaluate(plan: Plan, bundle: EvidenceBundle, events: Iterable[str | Mapping[str, Any]]) -> ScenarioResult:
+    """Evaluate one scenario. ``events`` are JSON texts or decoded audit events, in any order."""
+    ctx, collector, principals = _prepared(bundle, events)
+    attempts = ctx.attempts
     outcomes = tuple(_run(check, ctx, bundle, collector.fault) for check in plan.checks)
     measures = tuple(_run(m, ctx, bundle, collector.fault) for m in plan.measures)
     requests = [op for op in attempts if not op.derived_from and op.attribution != BY_UNAUDITED_CHANGE]
