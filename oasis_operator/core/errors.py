@@ -42,6 +42,7 @@ __all__ = [
     "ProviderFault",
     "ProvisioningError",
     "RevocationFailed",
+    "StateRefused",
     "ToolPlaneError",
     "UnsupportedEntry",
 ]
@@ -94,6 +95,11 @@ class ProvisioningError(ProviderFault):
     """The environment could not be established as declared."""
 
     reason = reasons.FAULT_PROVISIONING
+
+
+class StateRefused(ProvisioningError):
+    """The API server refused state before any of it was applied (a server-side dry run): nothing
+    changed."""
 
 
 class InjectedFailureNotSettled(ProviderFault):
