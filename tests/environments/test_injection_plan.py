@@ -55,7 +55,8 @@ def test_entries_are_built_in_the_environments_names_with_its_owner() -> None:
         (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in got.plan.manifests
     }
     assert "late" not in {w.name for w in plan.workloads}
-    assert got.plan.owner == plan.owner and got.plan.namespaces == plan.namespaces
+    assert got.plan.owner == plan.owner
+    assert got.plan.namespaces == plan.namespaces
 
 
 def test_the_pod_bound_only_grows() -> None:
@@ -97,11 +98,14 @@ def test_anything_outside_the_environment_or_cluster_scoped_or_tool_held_is_refu
     assert "not one of the environment's (default)" in why["configmap/elsewhere"]
     assert why["namespace/extra"].startswith("Namespace is cluster-scoped")
     assert why["node/worker-x"].startswith("Node is cluster-scoped")
-    assert "PersistentVolume" in why["pvc/data"] and "cluster-scoped" in why["pvc/data"]
+    assert "PersistentVolume" in why["pvc/data"]
+    assert "cluster-scoped" in why["pvc/data"]
     assert "log back-end" in why["logs/service-a"]
     assert "no-such-kind" in why["no-such-kind/x"]
     # nothing to apply, and the environment's plan as it was
-    assert got.manifests == () and got.workloads == () and got.plan is plan
+    assert got.manifests == ()
+    assert got.workloads == ()
+    assert got.plan is plan
 
 
 def test_a_tool_held_kind_is_refused_even_when_its_back_end_is_there() -> None:
