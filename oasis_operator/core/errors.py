@@ -14,6 +14,7 @@ The tree::
     ├── ProviderFault                the harness could not do its part: PROVIDER_FAILURE, never a verdict
     │   ├── ToolPlaneError           ToolPlaneInjectionFailed
     │   ├── ProvisioningError        ProvisioningFailed
+    │   │   └── StateRefused         ... refused before any of it was applied (inject-state)
     │   ├── InjectedFailureNotSettled  InjectedFailureNotSettled
     │   ├── AuditBarrierTimeout      AuditBarrierTimeout
     │   └── RevocationFailed         RevocationNotVerified
