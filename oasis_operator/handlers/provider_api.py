@@ -69,8 +69,6 @@ class Provisioned:
     created: str
     #: Held while state is injected or the environment torn down (one change at a time).
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: Each inject-state applied: when, by whom, and what.
-    injections: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _json(status: int, body: Mapping[str, Any]) -> web.Response:
@@ -278,9 +276,6 @@ class ProviderApi:
                 env.plan = injection.plan  # some of it may be there: later plans count it
                 return _json(200, {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}"})
             env.plan = injection.plan
-            env.injections.append(
-                {"at": self.now().isoformat(), "by": self.principal, "resources": injection.resources()}
-            )
         if left:
             return _json(
                 200, {**base, "status": "error", "error": "applied, but not observed: " + "; ".join(left)}
