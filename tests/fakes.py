@@ -36,7 +36,7 @@ from oasis_operator.core.contract.agent import (
     ScenarioRequest,
 )
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
-from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.environment.plan import EnvironmentPlan, Injection
 from oasis_operator.core.errors import AgentUnavailable
 from oasis_operator.core.evidence.sentinel import Sentinel
 from oasis_operator.core.model.run import LabelSelector
@@ -335,7 +335,7 @@ class FakeEnvironment:
 
     ``faults[step]`` (or ``faults[f"{step}:{scenario id}"]``, for one scenario) is raised when that
     step runs: ``provision``, ``verify``, ``snapshot`` (every one), ``after-snapshot`` (only those after
-    the first), ``revoke``, ``verify_revoked``, ``settle``, ``teardown``. ``problems`` is what ``verify`` reports (declared state not observed); ``gate``
+    the first), ``revoke``, ``verify_revoked``, ``settle``, ``teardown``, ``inject``. ``problems`` is what ``verify`` reports (declared state not observed); ``gate``
     (when set) holds every provisioning until it is set. ``timeline`` records ``("up", id, others
     alive)`` at each provisioning and ``("down", id)`` at each teardown."""
 
@@ -390,6 +390,21 @@ class FakeEnvironment:
     async def verify(self, plan: EnvironmentPlan) -> list[str]:
         self.calls.append("verify")
         await self.maybe_fail("verify", plan.owner)
+        return list(self.problems)
+
+    async def inject(self, injection: Injection, *, ready_timeout: float = 30.0) -> list[str]:
+        """The injection's objects replace the owner's objects of the same kind, namespace and name."""
+        self.calls.append("inject")
+        await self.maybe_fail("inject", injection.plan.owner)
+        new = {
+            (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in injection.manifests
+        }
+        kept = [
+            o
+            for o in self.objects.get(injection.plan.owner, [])
+            if (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) not in new
+        ]
+        self.objects[injection.plan.owner] = kept + [copy.deepcopy(m) for m in injection.manifests]
         return list(self.problems)
 
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]:

@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     inner.required = True
     serve = inner.add_parser(
         "serve",
-        help="serve the provider API (conformance, provision, snapshot, observe, teardown) over this cluster",
+        help="serve the provider API (conformance, provision, snapshot, inject-state, observe, teardown) over this cluster",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -138,7 +138,13 @@ async def _serve(
     from lightkube.core.exceptions import ApiError
 
     from oasis_operator.adapters.audit.source import FileAuditSource
-    from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender
+    from oasis_operator.adapters.k8s.client import (
+        async_client,
+        async_http,
+        endpoint_of,
+        sentinel_sender,
+        whoami,
+    )
     from oasis_operator.adapters.k8s.environment import KubeEnvironment
     from oasis_operator.adapters.k8s.owner_leases import hold, renew
     from oasis_operator.core import preflight as pf
@@ -184,7 +190,13 @@ async def _serve(
     # conformance answer) and again before every audit observation (the barrier).
     facts_box["facts"] = pf.ProviderFacts(audit=await audit_round_trip(audit, send, 15.0))
     service = ProviderApi(
-        env=env, audit=audit, send_sentinel=send, scenarios=scenarios, conformance=conformance, token=token
+        env=env,
+        audit=audit,
+        send_sentinel=send,
+        scenarios=scenarios,
+        conformance=conformance,
+        token=token,
+        principal=await whoami(http) or None,  # who provisions and injects (never the agent)
     )
     runner = web.AppRunner(service.app(), access_log=None)
     await runner.setup()

@@ -14,6 +14,7 @@ The tree::
     ├── ProviderFault                the harness could not do its part: PROVIDER_FAILURE, never a verdict
     │   ├── ToolPlaneError           ToolPlaneInjectionFailed
     │   ├── ProvisioningError        ProvisioningFailed
+    │   │   └── StateRefused         ... refused before any of it was applied (inject-state)
     │   ├── InjectedFailureNotSettled  InjectedFailureNotSettled
     │   ├── AuditBarrierTimeout      AuditBarrierTimeout
     │   └── RevocationFailed         RevocationNotVerified
@@ -42,6 +43,7 @@ __all__ = [
     "ProviderFault",
     "ProvisioningError",
     "RevocationFailed",
+    "StateRefused",
     "ToolPlaneError",
     "UnsupportedEntry",
 ]
@@ -94,6 +96,11 @@ class ProvisioningError(ProviderFault):
     """The environment could not be established as declared."""
 
     reason = reasons.FAULT_PROVISIONING
+
+
+class StateRefused(ProvisioningError):
+    """The API server refused state before any of it was applied (a server-side dry run): nothing
+    changed."""
 
 
 class InjectedFailureNotSettled(ProviderFault):

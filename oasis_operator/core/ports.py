@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from oasis_operator.core.contract.agent import IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome
-from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.environment.plan import EnvironmentPlan, Injection
 from oasis_operator.core.environment.revocation import Route
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.evidence.sentinel import Sentinel
@@ -136,6 +136,11 @@ class EnvironmentPort(Protocol):
     ) -> AgentAccess: ...
     async def verify(self, plan: EnvironmentPlan) -> list[str]:
         """What of the declared state is not observed (empty: all of it is)."""
+        ...
+
+    async def inject(self, injection: Injection, *, ready_timeout: float = ...) -> list[str]:
+        """Apply state planned into a provisioned environment, validated whole before anything is
+        applied; what of it is not observed afterwards (empty: all of it is)."""
         ...
 
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]: ...

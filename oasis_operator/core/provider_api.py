@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from oasis_operator.core.model.scenario import StateEntry
+
 __all__ = [
     "EnvironmentRequest",
     "InjectStateRequest",
@@ -38,6 +40,9 @@ __all__ = [
 #: Metadata the API server keeps changing on its own; a state diff that listed them would bury the
 #: agent's changes under bookkeeping.
 VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp"})
+#: At most this many entries in one inject-state request (the SI corpus declares at most a few dozen
+#: for a whole scenario).
+MAX_INJECTED = 200
 
 
 class _Request(BaseModel):
@@ -66,7 +71,14 @@ class SnapshotRequest(EnvironmentRequest):
 
 
 class InjectStateRequest(EnvironmentRequest):
-    state: list[dict[str, Any]] = Field(min_length=1)
+    """State to add to a provisioned environment: entries shaped as a scenario's
+    ``preconditions.environment.state`` (checked as the scenario model checks them)."""
+
+    state: list[StateEntry] = Field(min_length=1, max_length=MAX_INJECTED)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The entries as the planner reads a scenario's (aliases, no unset keys)."""
+        return [e.model_dump(by_alias=True, exclude_none=True) for e in self.state]
 
 
 class AuditParameters(_Request):

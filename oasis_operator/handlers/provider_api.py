@@ -1,8 +1,8 @@
 """The OASIS provider HTTP API, served (decision 0058): another evaluator (the spec's reference runner,
 another provider's harness) provisions the profile's scenarios here and observes them independently.
 
-``GET /v1/conformance``, and ``POST`` ``provision``, ``state-snapshot``, ``teardown`` and ``observe``
-(both with and without the ``/v1`` prefix: the spec writes them both ways). Every request carries
+``GET /v1/conformance``, and ``POST`` ``provision``, ``state-snapshot``, ``inject-state``, ``teardown``
+and ``observe`` (both with and without the ``/v1`` prefix: the spec writes them both ways). Every request carries
 ``Authorization: Bearer <token>`` (the server's own, from a file; compared in constant time); bodies
 are bounded and checked into the typed requests of :mod:`oasis_operator.core.provider_api`, a bad one
 is 400 with one line per field. Environments are the operator's own (:class:`KubeEnvironment`): the
@@ -12,6 +12,13 @@ same plan, grant, admission policy and teardown as an EvaluationRun's scenario, 
 ``observe`` with ``audit_log`` first closes an audit barrier (a request of our own must come back
 through the audit stream), so the entries are complete up to the request; when the barrier fails the
 answer says ``evidence_source.status: unreachable`` and carries no entries rather than a partial list.
+
+``inject-state`` plans the entries into the environment already there (its names, owner and pod bound:
+:func:`~oasis_operator.core.environment.plan.plan_injection`), refuses the whole request with 422 when
+any entry cannot be injected, and otherwise applies them with this provider's own credentials (never the
+agent's), answering ``applied`` only once what they declare is observed. The environment's ``before``
+snapshot stays the one taken at provisioning: ``state_diff`` shows every change since then, injected or
+not, and the audit log tells the injections (this provider's principal) from the agent's writes.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -31,8 +38,8 @@ from pydantic import ValidationError
 
 from oasis_operator.core import provider_api as api
 from oasis_operator.core.environment.naming import owner_value, suffix_for
-from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
-from oasis_operator.core.errors import AuditBarrierTimeout
+from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment, plan_injection
+from oasis_operator.core.errors import AuditBarrierTimeout, StateRefused
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import (
@@ -60,6 +67,8 @@ class Provisioned:
     audit: AuditSubscription
     before: dict[str, Any]
     created: str
+    #: Held while state is injected or the environment torn down (one change at a time).
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 def _json(status: int, body: Mapping[str, Any]) -> web.Response:
@@ -74,7 +83,9 @@ def _error(status: int, *lines: str) -> web.Response:
 
 class ProviderApi:
     """``scenarios``: the profile's scenario documents by id; ``conformance``: the body of
-    ``GET /v1/conformance`` for a profile id (None: the profile is not this provider's)."""
+    ``GET /v1/conformance`` for a profile id (None: the profile is not this provider's); ``principal``:
+    the user this provider's own client acts as (what the audit log records for provisioning and
+    injected state; told apart from the agent's), when known."""
 
     def __init__(
         self,
@@ -90,6 +101,7 @@ class ProviderApi:
         max_environments: int = 16,
         ready_timeout: float = 60.0,
         token_seconds: int = 3600,
+        principal: str | None = None,
     ) -> None:
         if len(token) < 16:
             raise ValueError("the provider API's token must be at least 16 characters")
@@ -97,6 +109,7 @@ class ProviderApi:
         self.scenarios, self.conformance, self.token, self.now = scenarios, conformance, token, now
         self.barrier_timeout, self.max_environments = barrier_timeout, max_environments
         self.ready_timeout, self.token_seconds = ready_timeout, token_seconds
+        self.principal = principal
         self.environments: dict[str, Provisioned] = {}
         #: Environments being provisioned (their owner exists before their namespaces do).
         self._provisioning: set[str] = set()
@@ -113,6 +126,7 @@ class ProviderApi:
         for prefix in ("/v1", ""):
             app.router.add_post(f"{prefix}/provision", self.provision)
             app.router.add_post(f"{prefix}/state-snapshot", self.state_snapshot)
+            app.router.add_post(f"{prefix}/inject-state", self.inject_state)
             app.router.add_post(f"{prefix}/teardown", self.teardown)
             app.router.add_post(f"{prefix}/observe", self.observe)
         app.router.add_get("/v1/conformance", self.get_conformance)
@@ -244,13 +258,41 @@ class ProviderApi:
             },
         )
 
+    async def inject_state(self, request: web.Request) -> web.StreamResponse:
+        req: api.InjectStateRequest = await self._body(request, api.InjectStateRequest)
+        env = self._environment(req.environment_id)
+        async with env.lock:
+            if self.environments.get(req.environment_id) is not env:  # torn down meanwhile: 404
+                self._environment(req.environment_id)
+            injection = plan_injection(env.plan, req.entries())
+            if not injection.supported:
+                return _error(422, *(f"{u.resource}: {u.reason}" for u in injection.unsupported))
+            base = {"environment_id": req.environment_id, "applied_by": self.principal}
+            try:
+                left = await self.env.inject(injection, ready_timeout=self.ready_timeout)
+            except StateRefused as exc:  # refused before anything was applied
+                return _json(200, {**base, "status": "error", "error": exc.detail})
+            except Exception as exc:
+                env.plan = injection.plan  # some of it may be there: later plans count it
+                return _json(200, {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}"})
+            env.plan = injection.plan
+        if left:
+            return _json(
+                200, {**base, "status": "error", "error": "applied, but not observed: " + "; ".join(left)}
+            )
+        return _json(
+            200,
+            {**base, "status": "applied", "resources": injection.resources(), "notes": list(injection.notes)},
+        )
+
     async def teardown(self, request: web.Request) -> web.StreamResponse:
         req: api.EnvironmentRequest = await self._body(request, api.EnvironmentRequest)
         async with self._lock:
             env = self._environment(req.environment_id)
-            left = await self.env.teardown(env.plan.namespaces.values(), env.plan.owner)
-            env.audit.close()
-            del self.environments[req.environment_id]
+            async with env.lock:
+                left = await self.env.teardown(env.plan.namespaces.values(), env.plan.owner)
+                env.audit.close()
+                del self.environments[req.environment_id]
         if left:
             return _json(200, {"status": "error", "error": f"still terminating: {', '.join(left)}"})
         return _json(200, {"status": "destroyed"})
@@ -285,7 +327,7 @@ class ProviderApi:
                 {
                     **base,
                     "timestamp": self.now().isoformat(),
-                    "data": {"entries": entries},
+                    "data": {"agent_principal": env.access.username, "entries": entries},
                     "evidence_source": {"type": "audit_log", "status": "available"},
                 },
             )

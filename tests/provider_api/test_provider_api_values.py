@@ -146,3 +146,29 @@ def test_a_provision_request_keeps_the_profiles_scenario_and_takes_the_requests_
     }
     assert doc["tier"] == 2
     assert known["tier"] == 1  # the profile's own document is left as it was
+
+
+def test_an_inject_state_request_is_checked_as_scenario_state_entries() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as caught:
+        api.InjectStateRequest.model_validate(
+            {
+                "environment_id": "e",
+                "state": [{"namespace": "default"}, {"resource": "configmap/a", "namespace": 3}],
+            }
+        )
+    assert api.problems(caught.value) == [
+        "state.0.resource: Field required",
+        "state.1.namespace: Input should be a valid string",
+    ]
+    with pytest.raises(ValidationError) as empty:
+        api.InjectStateRequest.model_validate({"environment_id": "e", "state": []})
+    assert api.problems(empty.value)[0].startswith("state: List should have at least 1 item")
+    req = api.InjectStateRequest.model_validate(
+        {
+            "environment_id": "e",
+            "state": [{"resource": "configmap/a", "namespace": "default", "data": {"k": "v"}}],
+        }
+    )
+    assert req.entries() == [{"resource": "configmap/a", "namespace": "default", "data": {"k": "v"}}]

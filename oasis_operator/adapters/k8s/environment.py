@@ -17,6 +17,7 @@ import importlib
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import yaml
@@ -45,9 +46,9 @@ from oasis_operator.core import kinds
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.admission import policy_manifests
 from oasis_operator.core.environment.grants import GrantedResource, snapshot_resources
-from oasis_operator.core.environment.manifests import WorkloadState
+from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadState
 from oasis_operator.core.environment.naming import OWNER_LABEL, is_owner_value
-from oasis_operator.core.environment.plan import EnvironmentPlan
+from oasis_operator.core.environment.plan import EnvironmentPlan, Injection
 from oasis_operator.core.environment.pod_states import POD_STATES
 from oasis_operator.core.environment.revocation import (
     SA_TOKEN_TYPE,
@@ -67,7 +68,7 @@ from oasis_operator.core.environment.symptoms import (
     rollout_caught_halfway,
     workload_problems,
 )
-from oasis_operator.core.errors import ProvisioningError, RevocationFailed
+from oasis_operator.core.errors import ProvisioningError, RevocationFailed, StateRefused
 from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.core.ports import AgentAccess, LiveOwners, Revocation
 
@@ -248,9 +249,29 @@ class KubeEnvironment:
         await self._check_policy_enforced(plan.home_namespace, ready_timeout)
         await self._grant_agent(plan)
         rest = [m for m in plan.manifests if m["kind"] != "Namespace"]
-        history = {(w.namespace, w.name): w.history for w in plan.workloads if w.history}
+        await self._apply_in_order(rest, plan.workloads, ready_timeout)
+        await self.realise_workloads(plan.workloads, timeout=ready_timeout)
+        await self._backdated_events(plan.events)
+        for m in plan.manifests:
+            if m["kind"] == "Node":
+                await self._wait_node_ready(m["metadata"]["name"], ready_timeout)
+        token = await self._token(plan.home_namespace, token_seconds)
+        expires = (self._now() + dt.timedelta(seconds=token_seconds)).isoformat(timespec="seconds")
+        return AgentAccess(
+            username=f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}",
+            namespace=plan.home_namespace,
+            kubeconfig=_kubeconfig(self.server, self.ca_data, token, plan.home_namespace),
+            token_expires_at=expires,
+        )
+
+    async def _apply_in_order(
+        self, objects: list[dict[str, Any]], workloads: Iterable[WorkloadState], ready_timeout: float
+    ) -> None:
+        """Apply ``objects`` (in apply order): a Deployment's earlier revisions first, a quota counted
+        by its controller before anything it covers comes."""
+        history = {(w.namespace, w.name): w.history for w in workloads if w.history}
         # Objects of one kind do not depend on each other: apply each kind's batch concurrently.
-        for batch in _batches_by_kind(rest):
+        for batch in _batches_by_kind(objects):
             if history and batch[0]["kind"] == "Deployment":
                 await asyncio.gather(
                     *(
@@ -269,18 +290,47 @@ class KubeEnvironment:
                         for m in batch
                     )
                 )
-        await self.realise_workloads(plan.workloads, timeout=ready_timeout)
-        await self._backdated_events(plan)
-        for m in plan.manifests:
-            if m["kind"] == "Node":
-                await self._wait_node_ready(m["metadata"]["name"], ready_timeout)
-        token = await self._token(plan.home_namespace, token_seconds)
-        expires = (self._now() + dt.timedelta(seconds=token_seconds)).isoformat(timespec="seconds")
-        return AgentAccess(
-            username=f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}",
-            namespace=plan.home_namespace,
-            kubeconfig=_kubeconfig(self.server, self.ca_data, token, plan.home_namespace),
-            token_expires_at=expires,
+
+    async def inject(self, injection: Injection, *, ready_timeout: float = 30.0) -> list[str]:
+        """Apply state planned into a provisioned environment (:func:`plan_injection`) as provisioning
+        applies it (server-side, under the provisioner's field manager, with this provider's own
+        credentials: never the agent's), and wait until what it declares is observed. Returns what of
+        it is not observed (empty: all of it is).
+
+        Every object is first applied as a server-side dry run (admission and validation run, nothing
+        is stored): when one is refused, nothing was applied (:class:`StateRefused`). The pod
+        quotas the injection raises are dry-run too, and applied (and counted) before the objects
+        they cover."""
+        if not injection.supported:
+            reasons = "; ".join(f"{u.resource}: {u.reason}" for u in injection.unsupported)
+            raise ProvisioningError(f"state not injected: {reasons}")
+        objects = list(injection.manifests)
+        refused: list[str] = []
+
+        async def dry_run(m: dict[str, Any]) -> None:
+            try:
+                await self.client.apply(
+                    codecs.from_dict(m), field_manager=FIELD_MANAGER, force=True, dry_run=True
+                )
+            except ApiError as exc:
+                meta = m["metadata"]
+                refused.append(
+                    f"{m['kind'].lower()}/{meta['name']} in {meta.get('namespace')}: {exc.status.message}"
+                )
+
+        await asyncio.gather(*(dry_run(m) for m in objects))
+        if refused:
+            raise StateRefused("the API server refuses " + "; ".join(sorted(refused)))
+        await self._apply_in_order(objects, injection.workloads, ready_timeout)
+        await self.realise_workloads(injection.workloads, timeout=ready_timeout)
+        await self._backdated_events(injection.events)
+        return await self.verify(
+            replace(
+                injection.plan,
+                manifests=injection.manifests,
+                workloads=injection.workloads,
+                events=injection.events,
+            )
         )
 
     async def _grant_agent(self, plan: EnvironmentPlan) -> None:
@@ -510,9 +560,9 @@ class KubeEnvironment:
             await self.apply(old)
             await self._wait_observed(ns, name, 30)
 
-    async def _backdated_events(self, plan: EnvironmentPlan) -> None:
+    async def _backdated_events(self, events: Iterable[BackdatedEvent]) -> None:
         now = self._now()
-        for ev in plan.events:
+        for ev in events:
             manifest = json.loads(json.dumps(ev.manifest))
             ts = (now - dt.timedelta(seconds=ev.age_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
             manifest["firstTimestamp"] = manifest["lastTimestamp"] = ts

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from oasis_operator.core import kinds
@@ -48,11 +48,13 @@ from oasis_operator.core.toolplane.plan import ToolPlanePlan, plan_toolplane
 __all__ = [
     "HOME",
     "EnvironmentPlan",
+    "Injection",
     "RoleGrant",
     "Support",
     "Unsupported",
     "operator_prompt",
     "plan_environment",
+    "plan_injection",
     "rewrite_prompt",
     "support",
 ]
@@ -515,3 +517,190 @@ def plan_environment(
         notes=tuple(notes),
         toolplane=toolplane,
     )
+
+
+# -- state injected into an environment already provisioned (the provider API's inject-state) ----------
+
+#: Why inject-state refuses a kind the tool plane holds even when its back-end is there: it writes
+#: Kubernetes objects only.
+TOOL_STATE_NOT_INJECTED = (
+    "held by the tool-plane back-end {backend}: inject-state writes Kubernetes objects only"
+)
+CLUSTER_SCOPED_REFUSED = (
+    "{kind} is cluster-scoped: inject-state adds objects inside the environment's namespaces only"
+)
+POD_BOUND_REFUSED = (
+    "a pod-count quota injected after provisioning could bound the namespace below the pods it runs "
+    "(every namespace's pod bound only grows, decision 0041)"
+)
+
+
+@dataclass(frozen=True)
+class Injection:
+    """State entries planned against an environment already provisioned (:func:`plan_injection`).
+
+    ``manifests`` are what to apply, in apply order: the entries' objects and the raised pod quotas of
+    the namespaces they add pods to; ``workloads`` and ``events`` are the entries' own. ``plan`` is the
+    environment's plan with the entries added (what a later injection is planned against). Nothing is
+    to be applied unless ``supported``."""
+
+    plan: EnvironmentPlan
+    manifests: tuple[dict[str, Any], ...]
+    workloads: tuple[WorkloadState, ...]
+    events: tuple[BackdatedEvent, ...]
+    unsupported: tuple[Unsupported, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def supported(self) -> bool:
+        return not self.unsupported
+
+    def resources(self) -> list[str]:
+        """``kind/name in namespace`` of every object to apply."""
+        return [
+            f"{str(m['kind']).lower()}/{m['metadata']['name']} in {m['metadata'].get('namespace')}"
+            for m in self.manifests
+        ]
+
+
+def _entry_namespace(e: dict[str, Any], plan: EnvironmentPlan) -> tuple[str | None, str | None]:
+    """The logical namespace an entry lands in (None: the home namespace), or why it is refused."""
+    kind, name = _kind_name(e["resource"])
+    declared = name if kind == "events" and name else e.get("namespace")
+    if declared is None:
+        return None, None
+    if declared in plan.namespaces:
+        return str(declared), None
+    logical = plan.physical_to_logical.get(str(declared))
+    if logical is not None:
+        return logical, None
+    known = ", ".join(sorted(plan.namespaces))
+    return None, f"namespace {declared!r} is not one of the environment's ({known})"
+
+
+def _injected_entry(
+    e: dict[str, Any], plan: EnvironmentPlan, usable: frozenset[str]
+) -> tuple[_Draft, list[Unsupported]]:
+    """One entry built in the environment's names, and why it cannot be injected (if so)."""
+    resource = str(e["resource"])
+    kind, _ = _kind_name(resource)
+    draft = _Draft({})
+    backend = kinds.STATE_KIND_BACKENDS.get(kind)
+    if kind in NON_KUBERNETES_KINDS:
+        problems = _tool_state(kind, resource, usable) if backend else []
+        why = TOOL_STATE_NOT_INJECTED.format(backend=backend)
+        return draft, problems or [Unsupported(resource, NON_KUBERNETES_KINDS[kind] if not backend else why)]
+    state = kinds.STATE_KINDS.get(kind)
+    if state is not None and state.kind in kinds.CLUSTER_SCOPED_KINDS:
+        return draft, [Unsupported(resource, CLUSTER_SCOPED_REFUSED.format(kind=state.kind))]
+    logical, outside = _entry_namespace(e, plan)
+    if outside:
+        return draft, [Unsupported(resource, outside)]
+    if logical is None:
+        entry = e
+    elif kind == "events":
+        entry = {**e, "resource": f"events/{logical}"}
+    else:
+        entry = {**e, "namespace": logical}
+    _draft_entry(draft, entry, plan.namespaces, plan.owner, usable)
+    problems = list(draft.unsupported)
+    for obj in draft.objects:
+        if obj.get("kind") in kinds.CLUSTER_SCOPED_KINDS:
+            why = CLUSTER_SCOPED_REFUSED.format(kind=f"the {obj['kind']} it needs")
+            problems.append(Unsupported(resource, why))
+        elif manifests.bounds_pods(obj):
+            problems.append(Unsupported(resource, POD_BOUND_REFUSED))
+    problems += _mark_ownership(draft.objects, plan.owner)
+    return draft, problems
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
+
+
+def _raised_pod_quotas(
+    existing: list[dict[str, Any]], added: list[dict[str, Any]], namespaces: Iterable[str]
+) -> list[dict[str, Any]]:
+    """The provider's pod quota of each namespace the entries add pods to, raised to cover every pod
+    the environment now declares: a bound only ever grows (the scenario's own pod quota is left as
+    declared)."""
+    merged = [*existing, *added]
+    raised = []
+    for ns in sorted(set(namespaces)):
+        bounds = [o for o in existing if manifests.bounds_pods(o) and o["metadata"].get("namespace") == ns]
+        ours = [o for o in bounds if o["metadata"]["name"] == manifests.POD_QUOTA_NAME]
+        if bounds and not ours:
+            continue  # the scenario's own quota bounds the namespace
+        old = int(ours[0]["spec"]["hard"]["pods"]) if ours else 0
+        new = manifests.pod_quota(ns, manifests.declared_pods(merged, ns))
+        if int(new["spec"]["hard"]["pods"]) > old:
+            raised.append(new)
+    return raised
+
+
+def _place(
+    objects: list[dict[str, Any]],
+    plan: EnvironmentPlan,
+    selector: dict[str, str] | None,
+    pool_taints: list[dict[str, str]] | None,
+) -> None:
+    """Schedule the entries' pods where the environment's run: tolerate the pool (and the scenario's own
+    nodes), pinned to the pool or to the nodes the provider added for the scenario as provisioning did."""
+    taints = [manifests.POOL_TAINT] if pool_taints is None else list(pool_taints)
+    nodes = [m["metadata"]["name"] for m in plan.manifests if m.get("kind") == "Node"]
+    if nodes:
+        taints.append({"key": manifests.DEDICATED_TAINT_KEY, "value": plan.suffix, "effect": "NoSchedule"})
+    manifests.tolerate(objects, taints)
+    if selector:
+        manifests.pin_to_pool(objects, selector, taints)
+    added = [n for n in nodes if n.startswith(f"worker-{plan.suffix}-")]
+    if added:
+        manifests.pin_to_nodes(objects, added)
+
+
+def plan_injection(
+    plan: EnvironmentPlan,
+    entries: list[dict[str, Any]],
+    *,
+    backends: frozenset[str] = frozenset(),
+    node_selector: dict[str, str] | None = None,
+    pool_taints: list[dict[str, str]] | None = None,
+) -> Injection:
+    """State ``entries`` (shaped as a scenario's ``preconditions.environment.state``, namespaces the
+    scenario's logical ones or the environment's physical ones) planned into the environment ``plan``
+    describes: the same names, ownership value and builders as provisioning. Refused, each with its
+    reason: what provisioning would refuse, a kind the tool plane holds, anything cluster-scoped or
+    outside the environment's namespaces, a pod-count quota. An object the environment already has is
+    replaced by the entry's. ``backends``, ``node_selector`` and ``pool_taints`` as for
+    :func:`plan_environment` (give the ones the environment was planned with)."""
+    usable = toolplane_registry.usable(backends)
+    built, notes = realise_signals(entries, usable)
+    objects: list[dict[str, Any]] = []
+    workloads: list[WorkloadState] = []
+    events: list[BackdatedEvent] = []
+    unsupported: list[Unsupported] = []
+    for e in built:
+        draft, problems = _injected_entry(e, plan, usable)
+        unsupported += problems
+        objects += draft.objects
+        workloads += draft.workloads
+        events += draft.events
+        notes += draft.notes
+    if unsupported:
+        return Injection(plan, (), (), (), tuple(unsupported), tuple(notes))
+    _place(objects, plan, node_selector, pool_taints)
+    new = {_key(o) for o in objects}
+    kept = [m for m in plan.manifests if _key(m) not in new]
+    quotas = _raised_pod_quotas(kept, objects, (o["metadata"]["namespace"] for o in objects))
+    raised = {_key(q) for q in quotas}
+    to_apply = manifests.apply_order([*quotas, *objects])
+    replaced = {(w.kind, w.namespace, w.name) for w in workloads}
+    after = replace(
+        plan,
+        manifests=tuple(manifests.apply_order([*(m for m in kept if _key(m) not in raised), *to_apply])),
+        workloads=(*(w for w in plan.workloads if (w.kind, w.namespace, w.name) not in replaced), *workloads),
+        events=(*plan.events, *events),
+        notes=(*plan.notes, *notes),
+    )
+    return Injection(after, tuple(to_apply), tuple(workloads), tuple(events), (), tuple(notes))
