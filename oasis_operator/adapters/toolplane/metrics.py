@@ -202,6 +202,21 @@ class Vmauth:
             await asyncio.sleep(0.1)
 
 
+async def _connected(request: Callable[[], Any], timeout: float) -> httpx2.Response:
+    """``request()``, asked again while the connection itself is refused (the request was never sent),
+    until ``timeout``; any other failure is raised at once."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            resp: httpx2.Response = await request()
+            return resp
+        except httpx2.ConnectError:
+            if loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
 def _samples_read(resp: httpx2.Response) -> list[list[tuple[float, float]]] | None:
     body = resp.json() if resp.status_code == 200 else {}
     if body.get("status") != "success":
@@ -234,12 +249,19 @@ class Metrics:
             return
         start = self.now()
         body = "\n".join(json.dumps(import_line(s, start)) for s in series) + "\n"
-        resp = await self.http.post(f"{self.store_url}/api/v1/import", content=body.encode())
+        # A refused connection never reached the store: asked again (a request that was sent is not, so
+        # nothing is imported twice). Seen under load as "All connection attempts failed".
+        resp = await _connected(
+            lambda: self.http.post(f"{self.store_url}/api/v1/import", content=body.encode()),
+            self.vmauth.timeout,
+        )
         if resp.status_code != 204:
             raise ToolPlaneError(
                 f"importing the series of {plan.scenario_id}: HTTP {resp.status_code}: {resp.text[:200]}"
             )
-        flushed = await self.http.get(f"{self.store_url}/internal/force_flush")
+        flushed = await _connected(
+            lambda: self.http.get(f"{self.store_url}/internal/force_flush"), self.vmauth.timeout
+        )
         if flushed.status_code != 200:
             raise ToolPlaneError(f"flushing the metrics store: HTTP {flushed.status_code}")
         for s in series:
