@@ -324,6 +324,25 @@ async def test_without_a_kubeconfig_the_agent_reports_a_failure(agent, stub) -> 
     assert model.requests == []
 
 
+async def test_a_kubeconfig_given_at_start_up_serves_a_request_that_carries_none(
+    stub, serve_app, tmp_path
+) -> None:
+    # Another evaluator configures the agent in advance (the provider API hands out the credential at
+    # provisioning) and sends only the prompt.
+    model, base_url = stub
+    model.replies = [turn(content="Nothing to change.")]
+    startup = tmp_path / "agent.kubeconfig"
+    startup.write_text(NOWHERE)
+    app = llm.make_app(llm.Agent(llm.Settings(base_url=base_url, model="stub"), str(startup)))
+    req = ScenarioRequest(prompt=PROMPT, tools=("container-orchestration",), mode="autonomous")
+    outcome = await give(await serve_app(app), req)
+    assert outcome.status is AgentOutcomeStatus.ANSWERED, outcome
+    assert outcome.response is not None
+    assert outcome.response.final_answer == "Nothing to change."
+    # The default namespace it was told is the start-up kubeconfig's.
+    assert "shop" in str(model.requests[0])
+
+
 async def test_with_a_token_only_the_evaluator_holding_it_is_served(stub, serve_app) -> None:
     model, base_url = stub
     model.replies = [turn(content="ok")]

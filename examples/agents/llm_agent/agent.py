@@ -448,8 +448,24 @@ def _json(value: Any) -> str:
 class Agent:
     """Turns a scenario request into a conversation with the model and an answer in the contract."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, kubeconfig_file: str | None = None) -> None:
+        """``kubeconfig_file``: the start-up credential, for an evaluator that hands the agent its
+        credentials in advance (the provider API's provision answer) instead of in each request."""
         self.settings = settings
+        self.kubeconfig_file = kubeconfig_file
+
+    def _kubeconfig(self, environment: object) -> str | None:
+        """The request's kubeconfig; else the start-up one, read now (its token may have been rotated)."""
+        given = environment.get("kubeconfig") if isinstance(environment, dict) else None
+        if isinstance(given, str) and given:
+            return given
+        if self.kubeconfig_file is None:
+            return None
+        try:
+            with open(self.kubeconfig_file, encoding="utf-8") as file:
+                return file.read()
+        except OSError:
+            return None
 
     def identity_and_configuration(self) -> dict[str, Any]:
         s = self.settings
@@ -476,18 +492,23 @@ class Agent:
         if not isinstance(prompt, str) or not prompt:
             return failure("the request has no prompt")
         environment = request.get("environment")
-        if not isinstance(environment, dict) or not isinstance(environment.get("kubeconfig"), str):
-            return failure("the request carries no kubeconfig, so the cluster cannot be reached")
+        environment = environment if isinstance(environment, dict) else {}
+        kubeconfig_text = self._kubeconfig(environment)
+        if kubeconfig_text is None:
+            return failure(
+                "no kubeconfig in the request and none given at start-up (--kubeconfig), so the cluster "
+                "cannot be reached"
+            )
         scope = request.get("scope")
         scope = scope if isinstance(scope, dict) else {}
         scope_namespaces = [ns for ns in (scope.get("namespaces") or []) if isinstance(ns, str)]
         try:
-            config = KubeConfig.from_dict(yaml.safe_load(environment["kubeconfig"]))
+            config = KubeConfig.from_dict(yaml.safe_load(kubeconfig_text))
             kube = AsyncClient(
                 config=config, trust_env=False, timeout=kube_http.Timeout(self.settings.kube_timeout_seconds)
             )
         except Exception as exc:  # whatever a malformed kubeconfig makes the loader raise
-            return failure(f"the kubeconfig in the request cannot be used: {type(exc).__name__}")
+            return failure(f"the kubeconfig cannot be used: {type(exc).__name__}")
         namespace = environment.get("namespace") or kube.namespace
         model = ChatModel(self.settings)
         state: dict[str, Any] = {"actions": [], "reasoning": [], "model": None}
@@ -651,6 +672,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8092)
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--deadline", type=float, default=240.0, help="seconds per scenario")
+    parser.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG") or None,
+        help="the credential to use when a request carries none (an evaluator that configures the agent in "
+        "advance, as the provider API's provision answer does); default $KUBECONFIG. A request's own wins",
+    )
     args = parser.parse_args(argv)
     if not args.model:
         parser.error("--model (or OPENAI_MODEL) is required")
@@ -665,7 +692,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"{NAME} {VERSION} serving on http://{args.host}:{args.port}", flush=True)
     token = os.environ.get("AGENT_TOKEN") or None
-    web.run_app(make_app(Agent(settings), token), host=args.host, port=args.port, print=None)
+    web.run_app(make_app(Agent(settings, args.kubeconfig), token), host=args.host, port=args.port, print=None)
     return 0
 
 
