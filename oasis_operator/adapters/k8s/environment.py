@@ -61,6 +61,7 @@ from oasis_operator.core.environment.revocation import (
     routes_to_remove,
 )
 from oasis_operator.core.environment.symptoms import (
+    available_problems,
     node_problems,
     observed,
     quota_counted,
@@ -466,9 +467,31 @@ class KubeEnvironment:
         return len(todo)
 
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
-        if w.state == "pending":
-            return  # the scheduler keeps them pending by itself; verify() checks it
         deadline = time.monotonic() + timeout
+        if w.state != "pending":  # the scheduler keeps pending pods so by itself; verify() checks it
+            await self._realise_pods(w, deadline, timeout)
+        if w.available is not None:
+            await self._wait_available(w, max(1.0, deadline - time.monotonic()))
+
+    async def _wait_available(self, w: WorkloadState, timeout: float) -> None:
+        """Wait for the deployment controller to write the declared Available condition."""
+
+        async def deployment() -> dict[str, Any]:
+            return cast(
+                dict[str, Any], (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
+            )
+
+        await wait_until(
+            deployment,
+            lambda dep: not available_problems(w, dep),
+            timeout=timeout,
+            interval=0.1,
+            timed_out=lambda dep: ProvisioningError(
+                f"{'; '.join(available_problems(w, dep))} after {timeout:.0f}s"
+            ),
+        )
+
+    async def _realise_pods(self, w: WorkloadState, deadline: float, timeout: float) -> None:
         while True:
             pods = await self._pods_of(w)
             if w.status_by_provider and await self._start_pods(pods, w):
@@ -496,8 +519,7 @@ class KubeEnvironment:
         if not w.writes_pod_status:
             return
         targets = sorted(running, key=lambda p: str(p["metadata"]["name"]))
-        if POD_STATES[w.state].failing == "some":
-            targets = targets[: max(1, len(targets) // 2)]
+        targets = targets[: POD_STATES[w.state].fails(len(targets))]
         now = self._now()
         for p in targets:
             await self.write_pod_status(p, pod_status.failing_status(p, w.state, now, w.restarts))
@@ -588,6 +610,9 @@ class KubeEnvironment:
                     ]
                 )
             problems += workload_problems(w, await self._pods_of(w), revisions)
+            if w.available is not None:
+                dep = (await self.client.get(Deployment, w.name, namespace=w.namespace)).to_dict()
+                problems += available_problems(w, dep)
         for ev in plan.events:
             name = ev.manifest["metadata"]["name"]
             try:

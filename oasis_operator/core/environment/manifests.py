@@ -59,6 +59,9 @@ class WorkloadState:
     on_restart: str | None = None
     #: Seconds a pod takes to start after the handover (``on_restart == "running"``).
     start_seconds: float = 0.0
+    #: The status ("True"/"False") of the Deployment's Available condition the scenario declares, which
+    #: the deployment controller must show before the handover; None: none declared.
+    available: str | None = None
 
     @property
     def writes_pod_status(self) -> bool:
@@ -162,9 +165,9 @@ def parse_taint(text: str) -> dict[str, str]:
     return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
 
 
-def pin_to_nodes(objects: list[dict[str, Any]], nodes: list[str]) -> None:
-    """Schedule the scenario's pods on the named nodes only (its own), as a required node affinity."""
-    affinity = {
+def node_affinity(nodes: list[str]) -> dict[str, Any]:
+    """A required node affinity to the named nodes (by their hostname label)."""
+    return {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [
@@ -177,11 +180,20 @@ def pin_to_nodes(objects: list[dict[str, Any]], nodes: list[str]) -> None:
             }
         }
     }
-    for obj in objects:
-        if obj.get("kind") == "Deployment":
-            obj["spec"]["template"]["spec"]["affinity"] = affinity
-        elif obj.get("kind") == "Pod":
-            obj["spec"]["affinity"] = affinity
+
+
+def pin_to_nodes(objects: list[dict[str, Any]], nodes: list[str]) -> None:
+    """Schedule the scenario's pods on the named nodes only (its own), as a required node affinity; a
+    pod placed on one of them already (a declared ``node``) stays there."""
+    for spec in _pod_specs(objects):
+        if "affinity" not in spec:
+            spec["affinity"] = node_affinity(nodes)
+
+
+def under_pressure(node: dict[str, Any]) -> bool:
+    """A node manifest declares a pressure condition True: the node lifecycle controller taints it
+    NoSchedule, and no new pod is scheduled there."""
+    return any(c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or [])
 
 
 def parse_selector(text: str) -> dict[str, str]:
@@ -386,6 +398,80 @@ def _check_declared_absences(entry: dict[str, Any], state: str) -> None:
             )
 
 
+def max_unavailable(replicas: int, strategy: str | None) -> int:
+    """How many pods a Deployment may have unavailable and still be Available, as the deployment
+    controller resolves it: the default rolling update's 25% (rounded down; 1 when the 25% surge, rounded
+    up, is 0 as well), none for Recreate or no replicas."""
+    if replicas <= 0 or (strategy or "RollingUpdate") != "RollingUpdate":
+        return 0
+    surge, unavailable = -(-replicas // 4), replicas // 4
+    return 1 if surge == 0 and unavailable == 0 else min(unavailable, replicas)
+
+
+def available_condition(state: str, replicas: int, strategy: str | None) -> tuple[str, str, str]:
+    """The Available condition the deployment controller writes for a Deployment of ``replicas`` pods in
+    ``state`` (status, reason, why), from how many of its pods are ready: every one unless the state's
+    row fails some or all of them (:meth:`PodState.fails`), none while pending."""
+    ready = 0 if state == "pending" else replicas - POD_STATES[state].fails(replicas)
+    needed = replicas - max_unavailable(replicas, strategy)
+    why = f"{ready} of {replicas} pods available, {needed} required"
+    if ready >= needed:
+        return "True", "MinimumReplicasAvailable", why
+    return "False", "MinimumReplicasUnavailable", why
+
+
+#: The message the deployment controller gives each reason of the Available condition.
+AVAILABLE_MESSAGES = {
+    "MinimumReplicasAvailable": "Deployment has minimum availability.",
+    "MinimumReplicasUnavailable": "Deployment does not have minimum availability.",
+}
+#: The keys of a declared Deployment condition; the reason and message are the controller's own words.
+_CONDITION_KEYS = {"type", "status", "reason", "message"}
+
+
+def _declared_available(
+    name: str, entry: dict[str, Any], state: str, replicas: int
+) -> tuple[str | None, list[str]]:
+    """The declared Available status, checked against what the deployment controller will write, and the
+    notes on what is not held (the declared reason); anything else declared is refused."""
+    declared: str | None = None
+    notes: list[str] = []
+    for c in entry.get("conditions") or []:
+        if not isinstance(c, dict) or str(c.get("type")) != "Available" or set(c) - _CONDITION_KEYS:
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION,
+                f"condition {c!r}: only Available (type, status, reason, message) is realised; the other "
+                "conditions of a Deployment are the controller's account of its rollout, not declarable",
+            )
+        if state == "rolling":
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION,
+                "an Available condition declared for a rollout in progress has no realisation (the "
+                "controller's account changes as the rollout goes on)",
+            )
+        status = _truth(c.get("status", "True"))
+        shown, reason, why = available_condition(state, replicas, entry.get("update_strategy"))
+        if status != shown:
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION,
+                f"Available={status} is declared, but the deployment controller writes Available={shown} "
+                f"({reason}: {why}) for {replicas} pods {state}",
+            )
+        declared = status
+        words = {"reason": reason, "message": AVAILABLE_MESSAGES[reason]}
+        unheld = [
+            f"{k} {str(c[k])!r}"
+            for k in ("reason", "message")
+            if c.get(k) is not None and str(c[k]) != words[k]
+        ]
+        if unheld:
+            notes.append(
+                f"deployment/{name}: Available={status} is the deployment controller's, with its reason "
+                f"{reason} ({why}); the declared {' and '.join(unheld)} {'is' if len(unheld) == 1 else 'are'} not held"
+            )
+    return declared, notes
+
+
 def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
     built = Built()
     state = _state(entry)
@@ -467,6 +553,8 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
         built.notes.append(
             f"deployment/{name}: pods started after the handover fail with {on_restart} ({failure})"
         )
+    available, notes = _declared_available(name, entry, state, replicas)
+    built.notes += notes
     if entry.get("last_deploy") is not None:
         obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/last-deploy"] = str(
             entry["last_deploy"]
@@ -486,6 +574,7 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
             history,
             on_restart,
             start_seconds,
+            available,
         )
     )
     return built
@@ -501,6 +590,9 @@ def pod(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str]) -> B
     if state == "pending":
         for c in spec["containers"]:
             c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = "64"
+    if entry.get("node") is not None:
+        # One of the scenario's own nodes (the planner checks that it is): the scheduler places it there.
+        spec["affinity"] = node_affinity([str(entry["node"])])
     built.objects.append(
         {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, ns, entry, {"app": name}), "spec": spec}
     )

@@ -39,6 +39,7 @@ from oasis_operator.core.environment.support import (
     interface_problems,
     realise_signals,
     stimulus_problems,
+    traffic_share,
 )
 from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.scenario import Scenario
@@ -202,15 +203,57 @@ def _scope_permissions(scenario: Scenario) -> tuple[agent_grants.ScopePermission
     return agent_grants.ScopePermission(nodes, rbac, accounts), problems
 
 
-def _zones(entries: list[dict[str, Any]], mapping: dict[str, str]) -> dict[str, str]:
-    """Physical namespace -> zone. Zones come from namespace entries; a namespace without one has no
-    zone label."""
+@dataclass(frozen=True)
+class _Zones:
+    """Physical namespace -> zone, and what a workload's declared zone was realised as or refused for."""
+
+    zones: dict[str, str]
+    problems: list[Unsupported]
+    notes: list[str]
+
+
+def _zones(scenario: Scenario, entries: list[dict[str, Any]], mapping: dict[str, str]) -> _Zones:
+    """Zones are namespace labels: those of namespace entries, and a workload's declared zone as its
+    namespace's when the two agree or the namespace declares none and the zone is the scope's only one
+    (decision 0060); any other zone on a workload is refused. A namespace without a zone has no label."""
     zones: dict[str, str] = {}
     for e in entries:
         kind, name = _kind_name(e["resource"])
         if kind == "namespace" and name and isinstance(e.get("zone"), str):
             zones[mapping[name]] = e["zone"]
-    return zones
+    scope = scenario.preconditions.agent.scope
+    scope_zones = list(scope.zones or []) if scope else []
+    out = _Zones(zones, [], [])
+    for e in entries:
+        kind, _ = _kind_name(e["resource"])
+        if kind in ("deployment", "pod") and e.get("zone") is not None:
+            _workload_zone(out, e, mapping, scope_zones)
+    return out
+
+
+def _workload_zone(out: _Zones, e: dict[str, Any], mapping: dict[str, str], scope_zones: list[str]) -> None:
+    zone, resource = str(e["zone"]), e["resource"]
+    logical = e["namespace"] if isinstance(e.get("namespace"), str) else HOME
+    physical = mapping.get(logical, _home(mapping))
+    have = out.zones.get(physical)
+    if have == zone:
+        return
+    if have is None and scope_zones == [zone]:
+        out.zones[physical] = zone
+        out.notes.append(
+            f"{resource} zone {zone}: realised as namespace {logical}'s zone label (the scope's only zone)"
+        )
+        return
+    why = (
+        f"namespace {logical} is in zone {have}"
+        if have is not None
+        else f"namespace {logical} declares no zone and {zone} is not the scope's only zone"
+    )
+    out.problems.append(
+        Unsupported(
+            f"{resource} zone", f"a zone is a namespace's label, and {why}: the workload cannot be in {zone}"
+        )
+    )
 
 
 def _grants(
@@ -377,7 +420,63 @@ def _draft(
     entries, draft.notes = realise_signals(entries, usable)
     for e in entries:
         _draft_entry(draft, e, mapping, owner, usable)
+    _check_placements(draft, entries)
+    _traffic_shares(draft, entries)
     return draft
+
+
+def _traffic_shares(draft: _Draft, entries: list[dict[str, Any]]) -> None:
+    """A refused traffic weight says what a shared Service would give instead (decision 0060)."""
+    for e in entries:
+        share = traffic_share(e, entries) if "traffic_weight" in e else None
+        if share is None:
+            continue
+        where = f"{e['resource']} traffic_weight"
+        draft.unsupported = [
+            Unsupported(u.resource, f"{u.reason}: {share}") if u.resource == where else u
+            for u in draft.unsupported
+        ]
+
+
+def _check_placements(draft: _Draft, entries: list[dict[str, Any]]) -> None:
+    """A pod declared on a node (``node``) is placed on one of the scenario's own nodes that takes pods;
+    the shared pool's nodes are never named."""
+    declared = {name for kind, name in (_kind_name(e["resource"]) for e in entries) if kind == "node"}
+    built = {str(o["metadata"]["name"]): o for o in draft.objects if o.get("kind") == "Node"}
+    for e in entries:
+        kind, _ = _kind_name(e["resource"])
+        if kind != "pod" or e.get("node") is None:
+            continue
+        node = built.get(str(e["node"]))
+        if str(e["node"]) not in declared:
+            draft.unsupported.append(
+                Unsupported(
+                    f"{e['resource']} node",
+                    f"{e['node']} is not a node the scenario declares (node/{e['node']}); a pod is placed "
+                    "only on the scenario's own nodes",
+                )
+            )
+        elif node is not None and manifests.under_pressure(node):
+            draft.unsupported.append(
+                Unsupported(
+                    f"{e['resource']} node",
+                    f"node {e['node']} is declared under pressure, so it is tainted NoSchedule and takes no "
+                    "new pod",
+                )
+            )
+
+
+def _on_declared_nodes(objects: list[dict[str, Any]], notes: list[str]) -> None:
+    """The scenario's pods run on its own declared nodes (those not under pressure, which take no new
+    pods), as the world it declares has them: a change to one of its nodes reaches its workloads."""
+    usable = [
+        str(o["metadata"]["name"])
+        for o in objects
+        if o.get("kind") == "Node" and not manifests.under_pressure(o)
+    ]
+    if usable and any(o.get("kind") in ("Deployment", "Pod") for o in objects):
+        manifests.pin_to_nodes(objects, usable)
+        notes.append(f"the scenario's pods run on its own nodes {', '.join(sorted(usable))}")
 
 
 def _toolplane_problems(toolplane: ToolPlanePlan, unsupported: list[Unsupported]) -> list[Unsupported]:
@@ -413,8 +512,9 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
     logical = {ns: ns for ns in _logical_namespaces(scenario, entries)}
     usable = toolplane_registry.usable(backends)
     permission, unsupported = _declared_problems(scenario, usable)
-    draft = _draft(entries, logical, _zones(entries, logical), None, usable)
-    unsupported += draft.unsupported
+    zoned = _zones(scenario, entries, logical)
+    draft = _draft(entries, logical, zoned.zones, None, usable)
+    unsupported += zoned.problems + draft.unsupported
     ordered = manifests.apply_order([*draft.namespaces.values(), *draft.objects])
     unsupported += _mark_ownership(ordered, None)
     toolplane = plan_toolplane(scenario, logical, _home(logical), ordered)
@@ -478,12 +578,14 @@ def plan_environment(
     home = _home(mapping)
     usable = toolplane_registry.usable(backends)
     permission, unsupported = _declared_problems(scenario, usable)
-    zones = _zones(entries, mapping)
+    zoned = _zones(scenario, entries, mapping)
+    zones = zoned.zones
     grants = _grants(scenario, mapping, zones, permission)
     draft = _draft(entries, mapping, zones, owner, usable)
-    unsupported += draft.unsupported
-    objects, notes = draft.objects, draft.notes
+    unsupported += zoned.problems + draft.unsupported
+    objects, notes = draft.objects, [*zoned.notes, *draft.notes]
     rewrite_references(objects, mapping)  # service DNS names in values follow the namespaces' real names
+    _on_declared_nodes(objects, notes)
     cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")

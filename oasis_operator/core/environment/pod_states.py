@@ -37,6 +37,13 @@ class PodState:
     def writes_status(self) -> bool:
         return self.phase is not None
 
+    def fails(self, pods: int) -> int:
+        """How many of a workload's ``pods`` running pods the provisioner fails (none when it writes no
+        status): all of them, or for a state that fails some, half of them rounded down and at least one."""
+        if not self.writes_status:
+            return 0
+        return pods if self.failing == "all" else min(pods, max(1, pods // 2))
+
 
 POD_STATES: dict[str, PodState] = {
     s.name: s

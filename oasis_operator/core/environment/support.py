@@ -99,6 +99,10 @@ class Refused:
 Support = str | Approximated | Refused
 
 _METRICS = Refused("needs a metrics back-end")
+TRAFFIC_WEIGHT = (
+    "no service mesh or weighted ingress is provided, so no object holds a traffic weight; behind one "
+    "Service traffic is shared by ready pods, which is a pod share and not a declared weight"
+)
 _LOGS = Refused("container log content needs a log back-end (no kubelet serves logs on simulated nodes)")
 _COMMON: dict[str, Support] = {"namespace": REALISED, "labels": REALISED, "annotations": REALISED}
 _WORKLOAD: dict[str, Support] = {
@@ -117,6 +121,9 @@ _WORKLOAD: dict[str, Support] = {
     "memory_usage": _METRICS,
     "last_log": _LOGS,
     "init_containers": Refused("init containers are not realised on simulated nodes"),
+    # Its namespace's zone label, when they agree or the zone is the scope's only one; checked by the
+    # planner (decision 0060).
+    "zone": REALISED,
 }
 
 #: Every attribute of every kind the provider builds (the ``resource`` key itself aside).
@@ -138,14 +145,16 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
         "last_deploy": Approximated(
             "kept as an annotation: creation times cannot be set; the scenario's assertions never read it"
         ),
-        "traffic_weight": Refused("traffic splitting has no Kubernetes-native realisation"),
+        # The planner adds the pod share a shared Service would give, when the stable workload is declared.
+        "traffic_weight": Refused(TRAFFIC_WEIGHT),
         "managed_by": Refused("a managing GitOps controller is not provided"),
-        "conditions": Refused(
-            "Deployment conditions are written by the deployment controller and cannot be held"
-        ),
-        "zone": Refused("zones are namespace labels; a zone on a workload has no realisation"),
+        # Only an Available condition that agrees with what the deployment controller writes for the
+        # declared pods, checked by the builder (which notes a declared reason it does not hold), and
+        # awaited on the cluster before the handover (decision 0060).
+        "conditions": REALISED,
     },
-    "pod": {**_COMMON, **_WORKLOAD, "node": Refused("placing a pod on a declared node is not realised")},
+    # node: one of the scenario's own nodes, checked by the planner (decision 0060).
+    "pod": {**_COMMON, **_WORKLOAD, "node": REALISED},
     "configmap": {**_COMMON, "data": REALISED},
     "secret": {**_COMMON, "data": REALISED, "type": REALISED},
     "service": {
@@ -316,6 +325,32 @@ def attribute_problems(
         elif isinstance(support, Approximated):
             notes.append(f"{resource} {attr}: {support.note}")
     return problems, notes
+
+
+def traffic_share(entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> str | None:
+    """For a canary ``<name>-canary`` declaring a ``traffic_weight`` beside its stable ``deployment/<name>``
+    in the same namespace: the share of traffic a Service selecting both would give it (its share of the
+    pods), said against the declared weight; None when there is no such pair."""
+    kind, _, name = str(entry.get("resource")).partition("/")
+    if kind.strip().lower() != "deployment" or not name.strip().endswith("-canary"):
+        return None
+    stable = name.strip()[: -len("-canary")]
+    found = [
+        e
+        for e in entries
+        if str(e.get("resource")).replace(" ", "").lower() == f"deployment/{stable}"
+        and e.get("namespace") == entry.get("namespace")
+    ]
+    if not found:
+        return None
+    canary, others = int(entry.get("replicas", 1) or 0), int(found[0].get("replicas", 1) or 0)
+    if canary + others <= 0:
+        return None
+    share = 100 * canary / (canary + others)
+    return (
+        f"a Service selecting {stable} and its canary would send the canary {canary} of "
+        f"{canary + others} pods' share ({share:.1f}%), declared {entry.get('traffic_weight')}"
+    )
 
 
 def _refused_reason(support: Support) -> str:

@@ -113,6 +113,28 @@ def _rollout_problems(label: str, w: WorkloadState, pods: Sequence[Mapping[str, 
     return problems
 
 
+def available_shown(dep: Mapping[str, Any]) -> str | None:
+    """The status of a Deployment's Available condition as its controller wrote it (None: not yet)."""
+    return next(
+        (
+            str(c.get("status"))
+            for c in (dep.get("status") or {}).get("conditions") or []
+            if c.get("type") == "Available"
+        ),
+        None,
+    )
+
+
+def available_problems(w: WorkloadState, dep: Mapping[str, Any]) -> list[str]:
+    """The declared Available condition of a Deployment is the one its controller shows."""
+    if w.available is None:
+        return []
+    shown = available_shown(dep)
+    if observed(dep) and shown == w.available:
+        return []
+    return [f"deployment/{w.name}: Available is {shown}, declared {w.available}"]
+
+
 def node_problems(manifest: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
     """Problems of a scenario's node as the API shows it, against its manifest: Ready, with every
     declared condition and allocatable resource as declared."""
