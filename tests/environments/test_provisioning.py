@@ -11,6 +11,7 @@ import pytest
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.core.environment.naming import OWNER_LABEL, owner_value
 from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.environment.references import rewrite_service_names
 from oasis_operator.core.errors import ProvisioningError
 from oasis_operator.devcluster import kube
 from tests.environments.conftest import SAFETY
@@ -106,7 +107,8 @@ async def test_provision_snapshot_teardown(scenario, env: KubeEnvironment, admin
             elif kind == "configmap":
                 cm = _items(snap, ns, "ConfigMap")[name]
                 for key, value in (entry.get("data") or {}).items():
-                    assert cm["data"][key] == str(value)
+                    # A service's DNS name follows the namespace's real name (decision 0059).
+                    assert cm["data"][key] == rewrite_service_names(str(value), plan.namespaces)
             elif kind == "secret":
                 secret = _items(snap, ns, "Secret")[name]
                 for key, value in (entry.get("data") or {}).items():
