@@ -24,6 +24,7 @@ MAPPING = {"orders": "orders-bcdfg", "default": "default-bcdfg"}
         ("QUEUE=orders", "QUEUE=orders"),  # a bare word may mean anything
         ("orders.svc", "orders.svc"),  # no service in front: not a service's DNS name
         ("x.billing.svc.cluster.local", "x.billing.svc.cluster.local"),  # not the scenario's namespace
+        ("https://kubernetes.default.svc", "https://kubernetes.default.svc"),  # the API server's own
     ],
 )
 def test_only_the_dns_form_of_a_scenario_namespace_is_rewritten(text: str, rewritten: str) -> None:

@@ -15,12 +15,23 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_SVC = re.compile(r"(?<=\.)(?P<ns>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)(?=\.svc\b)")
+_SVC = re.compile(
+    r"(?P<svc>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)\.(?P<ns>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)(?=\.svc\b)"
+)
+#: The API server's own Service, which every cluster has in its real ``default`` namespace.
+API_SERVER = ("kubernetes", "default")
 
 
 def rewrite_service_names(text: str, mapping: Mapping[str, str]) -> str:
-    """``<service>.<logical>.svc...`` -> ``<service>.<physical>.svc...`` for every mapped namespace."""
-    return _SVC.sub(lambda m: mapping.get(m["ns"], m["ns"]), text)
+    """``<service>.<logical>.svc...`` -> ``<service>.<physical>.svc...`` for every mapped namespace
+    (never ``kubernetes.default.svc``: the API server's own name)."""
+
+    def one(m: re.Match[str]) -> str:
+        if (m["svc"], m["ns"]) == API_SERVER:
+            return m[0]
+        return f"{m['svc']}.{mapping.get(m['ns'], m['ns'])}"
+
+    return _SVC.sub(one, text)
 
 
 def _containers(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
