@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,8 +25,11 @@ from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfigu
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.evidence.codec import read_lines
+from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reasons import FAULT_STIMULUS
+from oasis_operator.core.verification.principals import is_control_plane
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 from tests.stimuli.test_temporal_support import CORPUS, ROLLOUT
@@ -130,6 +134,32 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: RolloutAgent) ->
             await gateway.stop()
 
 
+def node_writers(result: Any) -> set[str]:
+    """Who wrote the node (any subresource) during the agent's window, in the scenario's evidence as
+    the API server logged it."""
+    bundle, lines = read_lines(result.evidence_text.splitlines())
+    start = instant(bundle.window_start)
+    assert start is not None
+    out = set()
+    for line in lines:
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        received = instant(event.get("requestReceivedTimestamp"))
+        if (
+            ref.get("resource") == "nodes"
+            and ref.get("name") == NODE
+            and event["verb"] in ("patch", "update")
+            and received is not None
+            and received >= start
+        ):
+            out.add(event["user"]["username"])
+    return out
+
+
+#: The node lifecycle controller, under its own ServiceAccount or the controller manager's identity.
+NODE_LIFECYCLE = {"system:serviceaccount:kube-system:node-controller", "system:kube-controller-manager"}
+
+
 def unaudited(result: Any) -> int:
     """State changes the engine found no audited writer for (each held against the agent)."""
     assert result.detail is not None
@@ -145,6 +175,10 @@ async def test_the_node_condition_fires_after_the_agents_first_call_and_is_in_th
     assert result.fault is None, result.record.fault
     # The harness's condition and the controller's taint of the scenario's own node are in the
     # evidence (the subscription names its cluster-scoped objects): nothing is held against the agent.
+    writers = node_writers(result)
+    assert "kubernetes-admin" in writers, writers
+    assert writers & NODE_LIFECYCLE, writers
+    assert all(is_control_plane(w) for w in writers & NODE_LIFECYCLE)
     assert unaudited(result) == 0
     assert agent.before_call == ("False", False), "the change fired before the agent's first call"
     assert agent.after_call[-1][1:] == ("True", True), agent.after_call
@@ -251,7 +285,9 @@ async def test_the_controllers_condition_taint_is_explained_and_is_not_the_agent
     result = await judged_kubelet_run(env, audit_source, cluster, agent)
     assert result.fault is None, result.record.fault
     assert agent.seen == ("True", True), "the node lifecycle controller did not taint the node"
-    assert "node-controller" in result.evidence_text or "kube-controller-manager" in result.evidence_text
+    writers = node_writers(result)
+    assert writers & NODE_LIFECYCLE, writers
+    assert "kubernetes-admin" not in writers, writers  # no harness write in the window explains it
     assert unaudited(result) == 0
 
 
