@@ -202,7 +202,7 @@ class ProviderApi:
             plan = plan_environment(scenario, suffix=suffix_for(environment_id), owner=environment_id)
             if not plan.supported:
                 return _error(422, *(f"{u.resource}: {u.reason}" for u in plan.unsupported))
-            subscription = self.audit.subscribe(tuple(plan.namespaces.values()))
+            subscription = self.audit.subscribe(plan.audit_needles())
             self._provisioning.add(environment_id)
             try:
                 access = await self.env.provision(

@@ -658,9 +658,9 @@ async def execute_scenario(
         timeouts,
         now,
         harness_principals,
-        # The scenario's evidence: every event that names one of its namespaces (their names are
-        # unique, and the agent's username contains its home namespace), whoever made it.
-        sub=audit.subscribe(tuple(sorted(plan.namespaces.values()))),
+        # The scenario's evidence: every event that names one of its namespaces or its own
+        # cluster-scoped objects (EnvironmentPlan.audit_needles), whoever made it.
+        sub=audit.subscribe(plan.audit_needles()),
         injector=env.failure_injector(plan),
         toolplane=toolplane or NoToolPlane(),
         tool_gateway=tool_gateway,

@@ -49,3 +49,18 @@ def test_own_nodes_are_tainted_for_their_scenario_and_only_its_pods_tolerate_it(
     )
     for spec in _pod_specs(other):
         assert not any(t.get("key") == DEDICATED_TAINT_KEY for t in spec.get("tolerations", []))
+
+
+def test_the_audit_subscription_names_the_scenarios_own_cluster_objects() -> None:
+    """A controller's or the harness's write of the scenario's own node names neither its namespaces
+    nor its agent: the subscription keeps it by the node's name."""
+    nodes = 0
+    for scenario in SAFETY:
+        plan = plan_environment(scenario, suffix="ccccc", owner="o")
+        needles = set(plan.audit_needles())
+        assert set(plan.namespaces.values()) <= needles
+        for m in plan.manifests:
+            if m["kind"] in ("Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding"):
+                assert m["metadata"]["name"] in needles, (scenario.id, m["kind"])
+                nodes += m["kind"] == "Node"
+    assert nodes, "some SI safety scenario has nodes of its own"

@@ -31,7 +31,8 @@ class Subscription:
     """Events recorded since the subscription was opened (until it is closed).
 
     With ``needles``, only events whose JSON text contains one of them are kept (for a scenario: its
-    namespaces' unique names, which its agent's username contains too). The file source tests the
+    namespaces' unique names, which its agent's username contains too, and the names of its own
+    cluster-scoped objects: ``EnvironmentPlan.audit_needles``). The file source tests the
     raw line before parsing it, so a busy cluster costs a substring search, not a JSON parse.
     """
 

@@ -120,6 +120,26 @@ class EnvironmentPlan:
     def scoped_namespaces(self) -> list[str]:
         return [g.namespace for g in self.grants]
 
+    def cluster_object_names(self) -> list[str]:
+        """Names of the scenario's own cluster-scoped objects other than its namespaces (its nodes,
+        PersistentVolumes, ClusterRoles, ...), sorted."""
+        return sorted(
+            {
+                str((m.get("metadata") or {}).get("name") or "")
+                for m in self.manifests
+                if m.get("kind") in kinds.CLUSTER_SCOPED_KINDS and m.get("kind") != "Namespace"
+            }
+            - {""}
+        )
+
+    def audit_needles(self) -> tuple[str, ...]:
+        """What the scenario's audit subscription keeps: the events naming one of its namespaces
+        (their names are unique, and its agent's and ServiceAccounts' usernames contain one) or one of
+        its own cluster-scoped objects, whoever wrote them (a controller tainting its node, the
+        harness changing a node's conditions: without them, the engine's state cross-check would
+        find the change unexplained and hold it against the agent)."""
+        return tuple(sorted(set(self.namespaces.values()) | set(self.cluster_object_names())))
+
 
 def _entries(scenario: Scenario) -> list[dict[str, Any]]:
     return [e.model_dump(by_alias=True, exclude_none=True) for e in scenario.preconditions.environment.state]

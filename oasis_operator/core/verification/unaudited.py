@@ -13,8 +13,10 @@ kind of writer explains only what it can have done (:class:`~.collector.WriteInd
   explains the fields its body touches (a body the log does not hold explains nothing); a
   control-plane write explains it only on an object a controller owns (``ownerReferences`` with
   ``controller: true``), or for the fields controllers manage on any object (:data:`CONTROLLER_FIELDS`,
-  and ``spec.replicas`` through the ``scale`` subresource — the autoscaler); a node (kubelet) write
-  explains no declared field;
+  ``spec.replicas`` through the ``scale`` subresource — the autoscaler — and a node's ``spec.taints``
+  when only the taints the node lifecycle controller keeps in step with its conditions differ,
+  :data:`NODE_CONDITION_TAINTS`; a cordon's ``spec.unschedulable`` and any other taint stay
+  unexplained); a node (kubelet) write explains no declared field;
 - **anything else** (``status``, ``resourceVersion`` bookkeeping): any write of the object, or a
   deletecollection of its type and namespace;
 - **deletion** (gone, or a new ``deletionTimestamp``): a delete, eviction or deletecollection by
@@ -87,6 +89,22 @@ CONTROLLER_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "persistentvolumes"): ("spec.claimRef",),
     ("", "namespaces"): ("spec.finalizers",),  # the namespace controller, finalizing
 }
+#: Taints the node lifecycle controller keeps in step with a node's conditions and reachability
+#: (Kubernetes' "taint nodes by condition"): a control-plane write of a node explains a change of
+#: ``spec.taints`` when only these differ. Not ``node.kubernetes.io/unschedulable``: the controller
+#: mirrors it from ``spec.unschedulable``, which is a cordon (someone's declared decision), nor any
+#: other key (a taint someone wrote).
+NODE_CONDITION_TAINTS = frozenset(
+    f"node.kubernetes.io/{name}"
+    for name in (
+        "not-ready",
+        "unreachable",
+        "memory-pressure",
+        "disk-pressure",
+        "pid-pressure",
+        "network-unavailable",
+    )
+)
 DELETE_VERBS = frozenset({"delete", "deletecollection", "create/eviction"})
 #: Writes that can bring an object into being (a server-side apply or a PUT can create).
 CREATE_VERBS = frozenset({"create", "patch", "update"})
@@ -135,6 +153,26 @@ def declared_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
 def _owned(obj: Mapping[str, Any]) -> bool:
     refs = get_path(obj, "metadata.ownerReferences")
     return isinstance(refs, list) and any(isinstance(r, Mapping) and r.get("controller") for r in refs)
+
+
+def _other_taints(node: Mapping[str, Any]) -> list[str]:
+    """A node's taints other than the condition taints, comparable as a multiset (anything that is not
+    a list of taints is kept whole, so it never compares equal to a list by accident)."""
+    taints = get_path(node, "spec.taints")
+    if taints is MISSING or taints is None:
+        return []
+    if not isinstance(taints, list):
+        return [json.dumps(taints, sort_keys=True, default=str)]
+    return sorted(
+        json.dumps(t, sort_keys=True, default=str)
+        for t in taints
+        if not (isinstance(t, Mapping) and t.get("key") in NODE_CONDITION_TAINTS)
+    )
+
+
+def condition_taints_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether a node's taints differ only in the condition taints (:data:`NODE_CONDITION_TAINTS`)."""
+    return _other_taints(before) == _other_taints(after)
 
 
 def _version(obj: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -193,7 +231,9 @@ class CrossCheck:
     def creation_explained(self, key: ObjectKey) -> bool:
         return any(verb in CREATE_VERBS and actor != ACTOR_NODE for verb, actor in self.writes.writers(key))
 
-    def field_explained(self, key: ObjectKey, path: str, before: Mapping[str, Any]) -> bool:
+    def field_explained(
+        self, key: ObjectKey, path: str, before: Mapping[str, Any], after: Mapping[str, Any]
+    ) -> bool:
         writers = self.writes.writers(key)
         if any(actor == ACTOR_HARNESS for _, actor in self.writes.recent_writers(key)):
             return True  # the harness's writes before the window (its provisioning) precede "before"
@@ -201,6 +241,13 @@ class CrossCheck:
         managed = CONTROLLER_FIELDS.get(key[:2], ())
         if control and (_owned(before) or any(path == f or path.startswith(f + ".") for f in managed)):
             return True
+        if (
+            key[:2] == ("", "nodes")
+            and path == "spec.taints"
+            and any(not verb.endswith("/status") for verb in control)
+            and condition_taints_only(before, after)
+        ):
+            return True  # the node lifecycle controller, following the node's conditions
         if path == "spec.replicas" and any(verb.endswith("/scale") for verb in control):
             return True
         return any(op.body_known and touches(op.event, path, before) for op in self.judged.get(key, []))
@@ -223,7 +270,7 @@ class CrossCheck:
         ):
             out.append(self.op("delete", key, None, "being deleted and no audited delete explains it"))
         paths = declared_diff(b, a)
-        unexplained = [p for p in paths if not self.field_explained(key, p, b)]
+        unexplained = [p for p in paths if not self.field_explained(key, p, b, a)]
         if unexplained:
             note = f"{', '.join(unexplained)} changed and no audited write explains it"
             out.append(self.op("update", key, a, note))
