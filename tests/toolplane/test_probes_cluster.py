@@ -20,7 +20,17 @@ pytestmark = pytest.mark.cluster
 
 async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: ToolPlane) -> None:
     probes = {p.name: p for p in await toolplane.probe(timeout=10)}
-    assert set(probes) == {"logs", "dashboards", "gitops", "node-conditions", "metrics", "alerts", "traces"}
+    assert set(probes) == {
+        "logs",
+        "dashboards",
+        "runbooks",
+        "gitops",
+        "node-conditions",
+        "metrics",
+        "alerts",
+        "traces",
+        "resource-metrics",
+    }
     for p in probes.values():
         assert p.reachable is True, p
     assert "configmaps served at /api/v1" in probes["dashboards"].detail
@@ -32,6 +42,9 @@ async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: To
     assert "clusterlogs served at /apis/kwok.x-k8s.io/v1alpha1" in probes["logs"].detail
     assert "gitrepositories served" in probes["gitops"].detail
     assert "kustomizations served" in probes["gitops"].detail
+    assert "configmaps served at /api/v1" in probes["runbooks"].detail
+    assert "pods served at /apis/metrics.k8s.io/v1beta1" in probes["resource-metrics"].detail
+    assert "clusterresourceusages served" in probes["resource-metrics"].detail
 
 
 class NoSelfTest:
