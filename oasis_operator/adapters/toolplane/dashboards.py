@@ -17,7 +17,7 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import DASHBOARD_LABEL, TimedChange
 
-from .probe import served
+from .probe import create_configmap, served
 
 
 class Dashboards:
@@ -29,20 +29,7 @@ class Dashboards:
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         for dash in plan.toolplane.dashboards:
-            cm = dash.configmap()
-            base = f"/api/v1/namespaces/{dash.namespace}/configmaps"
-            resp = await self.http.post(base, json=cm)
-            if resp.status_code != 201:
-                raise ToolPlaneError(
-                    f"{dash.source}: creating ConfigMap {dash.namespace}/{dash.name}: HTTP "
-                    f"{resp.status_code}: {resp.text[:200]}"
-                )
-            back = await self.http.get(f"{base}/{dash.name}")
-            if back.status_code != 200 or back.json().get("data") != cm["data"]:
-                raise ToolPlaneError(
-                    f"{dash.source}: ConfigMap {dash.namespace}/{dash.name} does not read back "
-                    f"as planned (HTTP {back.status_code})"
-                )
+            await create_configmap(self.http, dash.source, dash.configmap())
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         raise ToolPlaneError(f"the dashboard back-end has no timed changes (asked for one at {change.at:g}s)")

@@ -17,7 +17,7 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
-from .probe import served
+from .probe import create_configmap, served
 
 
 class Runbooks:
@@ -28,20 +28,7 @@ class Runbooks:
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         for book in plan.toolplane.runbooks:
-            cm = book.configmap()
-            base = f"/api/v1/namespaces/{book.namespace}/configmaps"
-            resp = await self.http.post(base, json=cm)
-            if resp.status_code != 201:
-                raise ToolPlaneError(
-                    f"{book.source}: creating ConfigMap {book.namespace}/{book.object_name}: HTTP "
-                    f"{resp.status_code}: {resp.text[:200]}"
-                )
-            back = await self.http.get(f"{base}/{book.object_name}")
-            if back.status_code != 200 or back.json().get("data") != cm["data"]:
-                raise ToolPlaneError(
-                    f"{book.source}: ConfigMap {book.namespace}/{book.object_name} does not read back "
-                    f"as planned (HTTP {back.status_code})"
-                )
+            await create_configmap(self.http, book.source, book.configmap())
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         raise ToolPlaneError(f"the runbook back-end has no timed changes (asked for one at {change.at:g}s)")
