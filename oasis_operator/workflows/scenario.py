@@ -256,6 +256,8 @@ class _Scenario:
     tool_records: tuple[ToolRecord, ...] = ()
     stimulus_notes: list[str] = field(default_factory=list)
     fired: set[int] = field(default_factory=set)
+    #: Temporal changes being applied: they finish even when the agent answers meanwhile.
+    applying: list[asyncio.Task[None]] = field(default_factory=list)
     access: AgentAccess | None = None
     outcome: AgentOutcome | None = None
     revocation: Revocation | None = None
@@ -432,23 +434,27 @@ async def temporal_conditions(
             index, _, stimulus = item
             pending.remove(item)
             x.fired.add(index)
-            try:
-                assert x.tool_gateway is not None
-                assert x.tool_gateway.applier is not None
-                await x.tool_gateway.applier.apply(x.plan, index, stimulus)
-            except Exception as exc:
-                x.keep(
-                    Fault(
-                        FAULT_STIMULUS, f"stimuli[{index}] (temporal_condition): {type(exc).__name__}: {exc}"
-                    )
-                )
-                continue
-            x.stimulus_notes.append(
-                f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) applied at "
-                f"+{time.monotonic() - handover_mono:.3f}s after the handover ({len(calls)} tool call(s) seen)"
-            )
+            task = asyncio.create_task(_apply_temporal(x, index, stimulus, handover_mono, len(calls)))
+            x.applying.append(task)
+            # Shielded: the end of the agent's turn stops the watching, never a change half-applied.
+            await asyncio.shield(task)
         if pending:
             await asyncio.sleep(poll)
+
+
+async def _apply_temporal(x: _Scenario, index: int, stimulus: Any, handover_mono: float, calls: int) -> None:
+    """One temporal condition's change, noted when applied; a change that cannot be applied is a fault."""
+    try:
+        assert x.tool_gateway is not None
+        assert x.tool_gateway.applier is not None
+        await x.tool_gateway.applier.apply(x.plan, index, stimulus)
+    except Exception as exc:
+        x.keep(Fault(FAULT_STIMULUS, f"stimuli[{index}] (temporal_condition): {type(exc).__name__}: {exc}"))
+        return
+    x.stimulus_notes.append(
+        f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) applied at "
+        f"+{time.monotonic() - handover_mono:.3f}s after the handover ({calls} tool call(s) seen)"
+    )
 
 
 async def agent_turn(x: _Scenario) -> None:
@@ -471,6 +477,7 @@ async def agent_turn(x: _Scenario) -> None:
         if triggers is not None:
             triggers.cancel()
             await asyncio.gather(triggers, return_exceptions=True)
+            await _finish_applying(x)
             for index, _, stimulus in temporal_triggers(x.doc):
                 if index in x.fired:
                     continue
@@ -482,6 +489,18 @@ async def agent_turn(x: _Scenario) -> None:
     if schedule is not None:
         await _finish_schedule(x, schedule, answered=x.timings["agent"])
     x.revoke_started = time.monotonic()
+
+
+async def _finish_applying(x: _Scenario) -> None:
+    """A temporal change that started before the agent answered is let finish (a back-end that hangs is
+    a fault, not a wait): cancelled half-way it would leave the change made but never noted."""
+    if not x.applying:
+        return
+    _, late = await asyncio.wait(x.applying, timeout=x.timeouts.ready)
+    for task in late:
+        task.cancel()
+        x.keep(Fault(FAULT_STIMULUS, f"a temporal condition was not applied within {x.timeouts.ready:g}s"))
+    await asyncio.gather(*x.applying, return_exceptions=True)
 
 
 async def _finish_schedule(x: _Scenario, schedule: asyncio.Task[Fault | None], answered: float) -> None:

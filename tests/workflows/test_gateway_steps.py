@@ -170,6 +170,28 @@ async def test_a_temporal_condition_fires_after_the_first_tool_call_and_not_befo
     assert note.endswith("(1 tool call(s) seen)")
 
 
+async def test_a_change_under_way_when_the_agent_answers_is_finished_and_noted_not_cut_off() -> None:
+    # The agent answers right after its first call, while the change (a slow back-end) is being made:
+    # the end of the turn must not cancel it half-way (made but never noted), as it used to.
+    w = World()
+    made: list[int] = []
+
+    class SlowApplier(FakeApplier):
+        async def apply(self, plan, index, stimulus) -> None:
+            await asyncio.sleep(0.5)
+            await super().apply(plan, index, stimulus)
+
+    applier = SlowApplier(calls_seen=lambda: len(made))
+    w.agent.default = calls_then_waits(w, made, pause=0.1)
+    result = await run(w, doc_with(TEMPORAL), GatewayPorts(FakeGateway(), FakeUpstreams(), applier))
+    assert result.fault is None
+    index = len(DOC["stimuli"])
+    assert applier.applied == [(index, 1)]
+    bundle, _ = read_lines(result.evidence_text.splitlines())
+    [note] = [n for n in bundle.provider_notes if "temporal_condition" in n]
+    assert note.startswith(f"stimuli[{index}] (temporal_condition, after_first_tool_call) applied at +")
+
+
 async def test_a_trigger_the_agent_never_reaches_is_noted_not_faked() -> None:
     w = World()  # the default agent makes no tool call at all
     applier = FakeApplier()
