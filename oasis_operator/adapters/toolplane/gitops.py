@@ -23,6 +23,7 @@ from typing import Any
 import httpx2
 import yaml
 
+from oasis_operator.adapters.k8s.apply import server_side_apply
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
@@ -31,7 +32,6 @@ from oasis_operator.core.toolplane.plan import GitOpsApp, TimedChange
 
 from .probe import served
 
-APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-gitops"
 KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations"
 GIT_REPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/{ns}/gitrepositories"
@@ -248,17 +248,9 @@ class GitOps:
             ),
         ]
         for url, doc in docs:
-            resp = await self.http.patch(
-                url,
-                params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                content=json.dumps(doc),
-                headers=APPLY,
-            )
-            if resp.status_code not in (200, 201):
-                raise ToolPlaneError(
-                    f"{app.source}: applying {doc['kind']} {ns}/{name}: HTTP {resp.status_code}: "
-                    f"{resp.text[:200]}"
-                )
+            refused = await server_side_apply(self.http, url, doc, FIELD_MANAGER)
+            if refused:
+                raise ToolPlaneError(f"{app.source}: applying {doc['kind']} {ns}/{name}: {refused}")
 
     async def _wait_applied(self, app: GitOpsApp, commit: str) -> None:
         """The Kustomization is Ready with the pushed commit applied, and every object carries the

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import os
 import shutil
 from collections.abc import Callable, Mapping
@@ -22,6 +21,7 @@ from typing import Any
 
 import httpx2
 
+from oasis_operator.adapters.k8s.apply import server_side_apply
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
@@ -31,7 +31,6 @@ from oasis_operator.core.toolplane.plan import LogLine, TimedChange, WorkloadLog
 from .probe import served
 
 CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
-APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-pod-logs"
 
 
@@ -185,16 +184,11 @@ class PodLogs:
             "metadata": {"name": object_name(namespace, pod)},
             "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries},
         }
-        resp = await self.http.patch(
-            f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
-            params={"fieldManager": FIELD_MANAGER, "force": "true"},
-            content=json.dumps(doc),
-            headers=APPLY,
+        refused = await server_side_apply(
+            self.http, f"{CLUSTER_LOGS}/{object_name(namespace, pod)}", doc, FIELD_MANAGER
         )
-        if resp.status_code not in (200, 201):
-            raise ToolPlaneError(
-                f"declaring the logs of {namespace}/{pod}: HTTP {resp.status_code}: {resp.text[:200]}"
-            )
+        if refused:
+            raise ToolPlaneError(f"declaring the logs of {namespace}/{pod}: {refused}")
 
     async def _read_back(
         self,

@@ -13,12 +13,12 @@ agent's sight; the agent reads usage with its own kubeconfig, audited like any r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx2
 
+from oasis_operator.adapters.k8s.apply import server_side_apply
 from oasis_operator.adapters.polling import poll
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
@@ -31,7 +31,6 @@ from .probe import served
 
 CLUSTER_USAGES = "/apis/kwok.x-k8s.io/v1alpha1/clusterresourceusages"
 METRICS_API = "/apis/metrics.k8s.io/v1beta1"
-APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-resource-usage"
 #: How far a CPU figure may stray from the declared one: metrics-server reports a rate over its
 #: scrape window, which the simulator's counter meets within a few per cent.
@@ -110,16 +109,11 @@ class ResourceUsage:
             by_namespace.setdefault(u.namespace, []).append(u)
         for namespace, usages in sorted(by_namespace.items()):
             doc = declaration(namespace, usages)
-            resp = await self.http.patch(
-                f"{CLUSTER_USAGES}/{object_name(namespace)}",
-                params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                content=json.dumps(doc),
-                headers=APPLY,
+            refused = await server_side_apply(
+                self.http, f"{CLUSTER_USAGES}/{object_name(namespace)}", doc, FIELD_MANAGER
             )
-            if resp.status_code not in (200, 201):
-                raise ToolPlaneError(
-                    f"declaring the resource usage of {namespace}: HTTP {resp.status_code}: {resp.text[:200]}"
-                )
+            if refused:
+                raise ToolPlaneError(f"declaring the resource usage of {namespace}: {refused}")
         for u in plan.toolplane.usage:
             await self._read_back(u)
 

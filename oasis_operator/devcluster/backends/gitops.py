@@ -11,7 +11,6 @@ own identity). A credential reaches only its namespace's repositories.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import secrets
 import subprocess
 import tempfile
@@ -22,6 +21,7 @@ from typing import Any
 import httpx2
 import yaml
 
+from oasis_operator.adapters.k8s.apply import server_side_apply_sync
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 
@@ -29,7 +29,6 @@ SYSTEM_NAMESPACE = "flux-system"
 # Identities as a Flux installation's service accounts have them (both are cluster admins there).
 SOURCE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:source-controller"
 KUSTOMIZE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:kustomize-controller"
-APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-gitops"
 
 
@@ -229,16 +228,9 @@ class GitOpsBackend(Backend):
                 f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{namespace}/kustomizations/{name}",
             ),
         ):
-            resp = http.patch(
-                url,
-                params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                content=json.dumps(doc),
-                headers=APPLY,
-            )
-            if resp.status_code not in (200, 201):
-                raise SetupError(
-                    f"applying {doc['kind']} {namespace}/{name}: HTTP {resp.status_code}: {resp.text[:300]}"
-                )
+            refused = server_side_apply_sync(http, url, doc, FIELD_MANAGER)
+            if refused:
+                raise SetupError(f"applying {doc['kind']} {namespace}/{name}: {refused}")
 
 
 def manifests(*docs: dict[str, Any]) -> str:

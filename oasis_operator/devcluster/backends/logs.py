@@ -15,7 +15,6 @@ side of the wiring is in :mod:`oasis_operator.devcluster.cluster` (``backends=("
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +22,11 @@ from typing import Any, Literal
 
 import httpx2
 
+from oasis_operator.adapters.k8s.apply import server_side_apply_sync
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, http_ok
 from oasis_operator.devcluster.errors import SetupError
 
 CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
-APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-pod-logs"
 
 
@@ -120,16 +119,11 @@ class PodLogsBackend(Backend):
             "metadata": {"name": object_name(namespace, pod)},
             "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries},
         }
-        resp = http.patch(
-            f"{CLUSTER_LOGS}/{object_name(namespace, pod)}",
-            params={"fieldManager": FIELD_MANAGER, "force": "true"},
-            content=json.dumps(doc),
-            headers=APPLY,
+        refused = server_side_apply_sync(
+            http, f"{CLUSTER_LOGS}/{object_name(namespace, pod)}", doc, FIELD_MANAGER
         )
-        if resp.status_code not in (200, 201):
-            raise SetupError(
-                f"declaring logs of {namespace}/{pod}: HTTP {resp.status_code}: {resp.text[:300]}"
-            )
+        if refused:
+            raise SetupError(f"declaring logs of {namespace}/{pod}: {refused}")
 
     def append(self, namespace: str, pod: str, container: str, lines: Sequence[LogLine]) -> None:
         """Add lines to a container's current log (a follower sees them as they are written)."""

@@ -23,6 +23,7 @@ from typing import Any
 import httpx2
 import yaml
 
+from oasis_operator.adapters.k8s.apply import server_side_apply_sync
 from oasis_operator.devcluster.backends.base import Backend, BackendContext
 from oasis_operator.devcluster.errors import SetupError
 
@@ -32,7 +33,6 @@ ENDPOINT_ADDRESS = "10.244.255.10"
 ENDPOINT_PORT = 4443
 USER = "system:serviceaccount:kube-system:metrics-server"
 CLUSTER_USAGES = "/apis/kwok.x-k8s.io/v1alpha1/clusterresourceusages"
-APPLY = {"Content-Type": "application/apply-patch+yaml"}
 FIELD_MANAGER = "oasis-resource-usage"
 # metrics-server reads a node's resource-metrics path from this annotation (it exists for simulators);
 # kwok serves each node's endpoint under the node's name.
@@ -40,13 +40,9 @@ PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
 
 
 def _apply(http: httpx2.Client, path: str, doc: dict[str, Any]) -> None:
-    resp = http.patch(
-        path, params={"fieldManager": FIELD_MANAGER, "force": "true"}, content=json.dumps(doc), headers=APPLY
-    )
-    if resp.status_code not in (200, 201):
-        raise SetupError(
-            f"applying {doc['kind']} {doc['metadata']['name']}: HTTP {resp.status_code}: {resp.text[:300]}"
-        )
+    refused = server_side_apply_sync(http, path, doc, FIELD_MANAGER)
+    if refused:
+        raise SetupError(f"applying {doc['kind']} {doc['metadata']['name']}: {refused}")
 
 
 class ResourceMetricsBackend(Backend):
