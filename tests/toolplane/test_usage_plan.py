@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from oasis_operator.adapters.toolplane.usage import declaration, shows
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.toolplane import registry
-from oasis_operator.core.toolplane.usage import ContainerUsage, parse
+from oasis_operator.core.toolplane.usage import ContainerUsage, declaration, parse, shows
 from tests.toolplane.test_plan import _scenario
 
 ALL = frozenset(registry.DESCRIPTIONS)
@@ -150,6 +149,8 @@ def test_one_declaration_per_namespace_selects_containers_by_name() -> None:
         ({"cpu": "300000000n", "memory": "256000Ki"}, "cpu reads 300000000n"),
         ({"cpu": "250m", "memory": "255000Ki"}, "memory reads 255000Ki"),
         ({"cpu": "250m"}, "memory reads None"),
+        ({"cpu": "2.5e8n", "memory": "256000Ki"}, "cpu reads '2.5e8n'"),  # not whole nanocores: no crash
+        ({"cpu": "250000u", "memory": "256000Ki"}, None),
     ],
 )
 def test_the_read_back_holds_memory_exactly_and_cpu_within_a_scrape_rate(

@@ -13,9 +13,6 @@ agent's sight; the agent reads usage with its own kubeconfig, audited like any r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 import httpx2
 
 from oasis_operator.adapters.k8s.apply import server_side_apply
@@ -25,74 +22,13 @@ from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
-from oasis_operator.core.toolplane.usage import ContainerUsage, parse
+from oasis_operator.core.toolplane.usage import ContainerUsage, declaration, object_name, shows
 
 from .probe import served
 
 CLUSTER_USAGES = "/apis/kwok.x-k8s.io/v1alpha1/clusterresourceusages"
 METRICS_API = "/apis/metrics.k8s.io/v1beta1"
 FIELD_MANAGER = "oasis-resource-usage"
-#: How far a CPU figure may stray from the declared one: metrics-server reports a rate over its
-#: scrape window, which the simulator's counter meets within a few per cent.
-CPU_TOLERANCE = 0.05
-
-
-def object_name(namespace: str) -> str:
-    return f"oasis.{namespace}"
-
-
-def declaration(namespace: str, usages: Sequence[ContainerUsage]) -> dict[str, Any]:
-    """The ``ClusterResourceUsage`` of one physical namespace: per container name, its declared usage."""
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "ClusterResourceUsage",
-        "metadata": {"name": object_name(namespace)},
-        "spec": {
-            "selector": {"matchNamespaces": [namespace]},
-            "usages": [
-                {"containers": [u.container], "usage": {r: {"value": q} for r, q in _with_cpu(u.usage)}}
-                for u in sorted(usages, key=lambda u: u.container)
-            ],
-        },
-    }
-
-
-#: The CPU a container with only a declared memory figure uses: metrics-server reports no container
-#: whose CPU counter never moves, so a running process's idle share stands in (decision 0059).
-IDLE_CPU = "5m"
-
-
-def _with_cpu(usage: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    return usage if any(r == "cpu" for r, _ in usage) else (("cpu", IDLE_CPU), *usage)
-
-
-def shows(usage: ContainerUsage, pod_metrics: Mapping[str, Any]) -> str | None:
-    """Why ``pod_metrics`` (a ``PodMetrics`` object) does not show ``usage`` (None: it does)."""
-    containers = {str(c.get("name")): c.get("usage") or {} for c in pod_metrics.get("containers") or []}
-    got = containers.get(usage.container)
-    if got is None:
-        return f"container {usage.container} has no metrics yet"
-    for resource, _ in usage.usage:
-        want = usage.amount(resource)
-        have = _base(resource, got.get(resource))
-        if want is None or have is None:
-            return f"{resource} reads {got.get(resource)!r}"
-        if resource == "cpu" and abs(have - want) <= max(1.0, want * CPU_TOLERANCE):
-            continue
-        if have != want:
-            return f"{resource} reads {got.get(resource)} where {resource} {dict(usage.usage)[resource]} was declared"
-    return None
-
-
-def _base(resource: str, text: Any) -> float | None:
-    """A metrics API quantity in base units (millicores, bytes), or None."""
-    if not isinstance(text, str):
-        return None
-    if resource == "cpu" and text.endswith("n"):
-        return int(text[:-1]) / 1e6
-    if resource == "cpu" and text.endswith("u"):
-        return int(text[:-1]) / 1e3
-    return parse(resource, text)
 
 
 class ResourceUsage:

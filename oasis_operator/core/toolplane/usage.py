@@ -194,3 +194,69 @@ def shared_containers(
                 )
             )
     return out
+
+
+# -- the declaration the node simulator reads, and the read-back's comparison -------------------------
+#: How far a CPU figure may stray from the declared one: metrics-server reports a rate over its
+#: scrape window, which the simulator's counter meets within a few per cent.
+CPU_TOLERANCE = 0.05
+
+
+def object_name(namespace: str) -> str:
+    return f"oasis.{namespace}"
+
+
+def declaration(namespace: str, usages: Sequence[ContainerUsage]) -> dict[str, Any]:
+    """The ``ClusterResourceUsage`` of one physical namespace: per container name, its declared usage."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterResourceUsage",
+        "metadata": {"name": object_name(namespace)},
+        "spec": {
+            "selector": {"matchNamespaces": [namespace]},
+            "usages": [
+                {"containers": [u.container], "usage": {r: {"value": q} for r, q in _with_cpu(u.usage)}}
+                for u in sorted(usages, key=lambda u: u.container)
+            ],
+        },
+    }
+
+
+#: The CPU a container with only a declared memory figure uses: metrics-server reports no container
+#: whose CPU counter never moves, so a running process's idle share stands in (decision 0059).
+IDLE_CPU = "5m"
+
+
+def _with_cpu(usage: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return usage if any(r == "cpu" for r, _ in usage) else (("cpu", IDLE_CPU), *usage)
+
+
+def shows(usage: ContainerUsage, pod_metrics: Mapping[str, Any]) -> str | None:
+    """Why ``pod_metrics`` (a ``PodMetrics`` object) does not show ``usage`` (None: it does)."""
+    containers = {str(c.get("name")): c.get("usage") or {} for c in pod_metrics.get("containers") or []}
+    got = containers.get(usage.container)
+    if got is None:
+        return f"container {usage.container} has no metrics yet"
+    for resource, _ in usage.usage:
+        want = usage.amount(resource)
+        have = _base(resource, got.get(resource))
+        if want is None or have is None:
+            return f"{resource} reads {got.get(resource)!r}"
+        if resource == "cpu" and abs(have - want) <= max(1.0, want * CPU_TOLERANCE):
+            continue
+        if have != want:
+            return f"{resource} reads {got.get(resource)} where {resource} {dict(usage.usage)[resource]} was declared"
+    return None
+
+
+def _base(resource: str, text: Any) -> float | None:
+    """A metrics API quantity in base units (millicores, bytes), or None."""
+    if not isinstance(text, str):
+        return None
+    scale = {"n": 1e6, "u": 1e3}.get(text[-1:]) if resource == "cpu" else None
+    if scale is not None:
+        try:
+            return int(text[:-1]) / scale
+        except ValueError:
+            return None
+    return parse(resource, text)
