@@ -25,6 +25,7 @@ from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess
 from oasis_operator.devcluster import kube
 from tests.environments.conftest import SAFETY
+from tests.toolplane.conftest import MakeEnvironment
 
 pytestmark = pytest.mark.cluster
 
@@ -42,29 +43,10 @@ def token_of(kubeconfig: str) -> str:
 
 
 @pytest.fixture
-async def provisioned(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
-    """Provision a scenario and inject its tool-plane part, as the run does before the turn; every
-    environment is torn down (and the tool plane cleaned up) at the end."""
-    made: list[EnvironmentPlan] = []
-
-    async def make(sid: str) -> Provisioned:
-        suffix = kube.random_suffix()
-        plan = plan_environment(
-            BY_ID[sid],
-            suffix=suffix,
-            owner=owner_value("toolplane", f"{sid}/{suffix}"),
-            backends=toolplane.backends,
-        )
-        assert plan.supported, plan.unsupported
-        made.append(plan)
-        access = await env.provision(plan)
-        await toolplane.inject(plan)
-        return plan, access
-
-    yield make
-    for plan in made:
-        await toolplane.cleanup(plan)
-        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+def provisioned(environments: MakeEnvironment) -> Callable[[str], Awaitable[Provisioned]]:
+    """Provision an SI safety scenario by id and inject its tool-plane part, as the run does before the
+    turn; torn down at the end."""
+    return lambda sid: environments(BY_ID[sid])
 
 
 def _agent_http(cluster: Any, access: AgentAccess) -> httpx2.Client:

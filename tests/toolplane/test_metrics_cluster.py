@@ -7,39 +7,29 @@ token and cleanup removes what was injected; an injection that cannot be verifie
 from __future__ import annotations
 
 import copy
-import glob
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
-import yaml
 
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import PortApplier, PortUpstreams
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane
 from oasis_operator.adapters.toolplane.metrics import Metrics, Vmauth
-from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane.plan import TimedChange
 from oasis_operator.devcluster import kube
-from tests.conftest import SPEC_DIR
+from tests.toolplane.conftest import CAPABILITY_DOCS, MakeEnvironment
 
 pytestmark = pytest.mark.cluster
 
-CAPABILITY_DIR = SPEC_DIR / "profiles" / "software-infrastructure" / "scenarios" / "capability"
-RAW = {
-    d["id"]: d
-    for p in sorted(glob.glob(str(CAPABILITY_DIR / "*.yaml")))
-    for d in yaml.safe_load_all(Path(p).read_text())
-    if isinstance(d, dict) and "id" in d
-}
+RAW = CAPABILITY_DOCS
 MEMORY_TREND = "infra.capability.oi.metric-interpretation-001"
 BASELINE = "infra.capability.ej.confidence-escalation-001"
 PROVENANCE = "infra.capability.au.provenance-tracking-001"
@@ -58,30 +48,17 @@ def alerting_doc() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
+def injected(
+    environments: MakeEnvironment, toolplane: ToolPlane
+) -> Callable[[dict[str, Any]], Awaitable[Injected]]:
     """Provision a scenario document and inject its tool-plane part as the run does before the turn;
     every one is cleaned up and torn down at the end."""
-    made: list[EnvironmentPlan] = []
 
     async def make(doc: dict[str, Any]) -> Injected:
-        suffix = kube.random_suffix()
-        plan = plan_environment(
-            parse_scenario(copy.deepcopy(doc))[0],
-            suffix=suffix,
-            owner=owner_value("toolplane", f"{doc['id']}/{suffix}"),
-            backends=toolplane.backends,
-        )
-        assert plan.supported, plan.unsupported
-        made.append(plan)
-        access = await env.provision(plan)
-        await toolplane.inject(plan)
-        endpoints = await toolplane.endpoints(plan, access)
-        return plan, access, endpoints["observability-metrics"]
+        plan, access = await environments(doc)
+        return plan, access, (await toolplane.endpoints(plan, access))["observability-metrics"]
 
-    yield make
-    for plan in made:
-        await toolplane.cleanup(plan)
-        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+    return make
 
 
 def _get(ep: ToolEndpoint, path: str, **params: Any) -> httpx2.Response:

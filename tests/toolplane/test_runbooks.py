@@ -4,18 +4,17 @@ steps numbered in order, what the agent's own kubeconfig reads; a malformed one 
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
-from oasis_operator.core.ports import AgentAccess
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import RUNBOOK_LABEL
 from tests.conftest import ClusterHandle
-from tests.toolplane.test_usage_cluster import RAW, _token, provisioned  # noqa: F401 (a fixture)
+from tests.toolplane.conftest import CAPABILITY_DOCS as RAW
+from tests.toolplane.conftest import MakeEnvironment, agent_token
 
 RUNBOOK = "infra.capability.mr.runbook-execution-001"
 ALL = frozenset(registry.DESCRIPTIONS)
@@ -69,14 +68,12 @@ def test_without_a_tool_plane_a_runbook_is_refused_naming_the_back_end() -> None
 
 @pytest.mark.cluster
 async def test_the_agent_reads_the_runbook_with_its_own_kubeconfig(
-    provisioned: Callable[[dict[str, Any]], Awaitable[tuple[EnvironmentPlan, AgentAccess]]],  # noqa: F811
-    toolplane: Any,
+    environments: MakeEnvironment,
     cluster: ClusterHandle,
 ) -> None:
-    plan, access = await provisioned(RAW[RUNBOOK])
-    await toolplane.inject(plan)
+    plan, access = await environments(RAW[RUNBOOK])
     [book] = plan.toolplane.runbooks
-    with cluster.token_http(_token(access)) as agent:
+    with cluster.token_http(agent_token(access)) as agent:
         resp = agent.get(f"/api/v1/namespaces/{plan.home_namespace}/configmaps/{book.object_name}")
         assert resp.status_code == 200, resp.text
         assert resp.json()["data"] == book.configmap()["data"]

@@ -4,7 +4,6 @@ attributes; another scenario's endpoint shows none of them; settling ends the ag
 
 from __future__ import annotations
 
-import copy
 import itertools
 import time
 from collections.abc import Awaitable, Callable
@@ -13,15 +12,12 @@ from typing import Any
 import httpx2
 import pytest
 
-from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane
-from oasis_operator.core.environment.naming import owner_value
-from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
-from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.ports import ToolEndpoint
 from oasis_operator.core.toolplane.traces import ROOT_END
-from oasis_operator.devcluster import kube
-from tests.toolplane.test_metrics_cluster import RAW
+from tests.toolplane.conftest import CAPABILITY_DOCS as RAW
+from tests.toolplane.conftest import MakeEnvironment
 
 pytestmark = pytest.mark.cluster
 
@@ -36,27 +32,12 @@ def _get(url: str, timeout: float = 30, **params: Any) -> httpx2.Response:
 
 
 @pytest.fixture
-async def injected(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
-    made: list[EnvironmentPlan] = []
-
+def injected(environments: MakeEnvironment, toolplane: ToolPlane) -> Callable[[str], Awaitable[Injected]]:
     async def make(sid: str) -> Injected:
-        suffix = kube.random_suffix()
-        plan = plan_environment(
-            parse_scenario(copy.deepcopy(RAW[sid]))[0],
-            suffix=suffix,
-            owner=owner_value("toolplane", f"{sid}/{suffix}"),
-            backends=toolplane.backends,
-        )
-        assert plan.supported, plan.unsupported
-        made.append(plan)
-        access = await env.provision(plan)
-        await toolplane.inject(plan)
+        plan, access = await environments(RAW[sid])
         return plan, (await toolplane.endpoints(plan, access))["observability-tracing"]
 
-    yield make
-    for plan in made:
-        await toolplane.cleanup(plan)
-        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+    return make
 
 
 async def test_the_trace_the_prompt_names_is_read_by_its_id_with_the_declared_tree(

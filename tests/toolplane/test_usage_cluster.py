@@ -5,68 +5,36 @@ shows is a fault, not a turn."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import glob
+import functools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
-import yaml
 
-from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane
 from oasis_operator.adapters.toolplane.usage import CLUSTER_USAGES, ResourceUsage, object_name
-from oasis_operator.core.environment.naming import owner_value
-from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
+from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
-from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentAccess
 from oasis_operator.core.toolplane.usage import parse
-from oasis_operator.devcluster import kube
 from oasis_operator.handlers.settings import ClusterAccess
-from tests.conftest import SPEC_DIR, ClusterHandle
+from tests.conftest import ClusterHandle
+from tests.toolplane.conftest import CAPABILITY_DOCS, MakeEnvironment, agent_token
 
 pytestmark = pytest.mark.cluster
 
-CAPABILITY_DIR = SPEC_DIR / "profiles" / "software-infrastructure" / "scenarios" / "capability"
-RAW = {
-    d["id"]: d
-    for p in sorted(glob.glob(str(CAPABILITY_DIR / "*.yaml")))
-    for d in yaml.safe_load_all(Path(p).read_text())
-    if isinstance(d, dict) and "id" in d
-}
+RAW = CAPABILITY_DOCS
 OOM = "infra.capability.ej.authority-escalation-001"
 METRICS = "/apis/metrics.k8s.io/v1beta1"
 
 
 @pytest.fixture
-async def provisioned(env: KubeEnvironment, toolplane: ToolPlane) -> Any:
-    made: list[EnvironmentPlan] = []
-
-    async def make(doc: dict[str, Any]) -> tuple[EnvironmentPlan, AgentAccess]:
-        suffix = kube.random_suffix()
-        plan = plan_environment(
-            parse_scenario(copy.deepcopy(doc))[0],
-            suffix=suffix,
-            owner=owner_value("usage", f"{doc['id']}/{suffix}"),
-            backends=toolplane.backends,
-        )
-        assert plan.supported, plan.unsupported
-        made.append(plan)
-        return plan, await env.provision(plan)
-
-    yield make
-    for plan in made:
-        await toolplane.cleanup(plan)
-        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
-
-
-def _token(access: AgentAccess) -> str:
-    doc = yaml.safe_load(access.kubeconfig)
-    return str(doc["users"][0]["user"]["token"])
+def provisioned(environments: MakeEnvironment) -> MakeEnvironment:
+    """Provisioned only: each test injects the usage itself."""
+    return functools.partial(environments, inject=False)
 
 
 async def test_the_declared_memory_is_what_the_agent_reads_with_its_own_kubeconfig(
@@ -79,7 +47,7 @@ async def test_the_declared_memory_is_what_the_agent_reads_with_its_own_kubeconf
     assert "resource-metrics" in plan.toolplane.backends
     await toolplane.inject(plan)
     ns = plan.namespaces["production"]
-    with cluster.token_http(_token(access)) as agent:
+    with cluster.token_http(agent_token(access)) as agent:
         resp = agent.get(f"{METRICS}/namespaces/{ns}/pods")
         assert resp.status_code == 200, resp.text
         items = resp.json()["items"]
