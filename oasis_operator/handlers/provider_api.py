@@ -47,6 +47,7 @@ from oasis_operator.core.ports import (
     AuditPort,
     AuditSubscription,
     EnvironmentPort,
+    InjectorPort,
     SentinelSender,
 )
 from oasis_operator.workflows.barrier import audit_barrier
@@ -67,8 +68,27 @@ class Provisioned:
     audit: AuditSubscription
     before: dict[str, Any]
     created: str
+    #: The plan's declared failures, armed from the hand-over (a restarted pod fails again, as the
+    #: scenario says it would), stopped at teardown; None when the plan declares none.
+    injector: InjectorPort | None = None
     #: Held while state is injected or the environment torn down (one change at a time).
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def settled(self) -> str | None:
+        """Why the injected failures have not settled (None: they have, or there are none): a snapshot
+        taken while a restarted pod's failure is still being written would show it healthy."""
+        if self.injector is None:
+            return None
+        try:
+            await self.injector.settle()
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    async def disarm(self) -> None:
+        if self.injector is not None:
+            await self.injector.stop()
+            self.injector = None
 
 
 def _json(status: int, body: Mapping[str, Any]) -> web.Response:
@@ -212,6 +232,7 @@ class ProviderApi:
                 if left:
                     raise RuntimeError("; ".join(left))
                 before = await self.env.snapshot(plan)
+                injector = await _armed(self.env, plan)
             except Exception as exc:
                 subscription.close()
                 await self.env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
@@ -225,7 +246,7 @@ class ProviderApi:
                     },
                 )
             self.environments[environment_id] = Provisioned(
-                plan, access, subscription, before, self.now().isoformat()
+                plan, access, subscription, before, self.now().isoformat(), injector
             )
             self._provisioning.discard(environment_id)
         return _json(
@@ -248,6 +269,9 @@ class ProviderApi:
     async def state_snapshot(self, request: web.Request) -> web.StreamResponse:
         req: api.SnapshotRequest = await self._body(request, api.SnapshotRequest)
         env = self._environment(req.environment_id)
+        unsettled = await env.settled()
+        if unsettled is not None:
+            return _error(503, f"the declared failures have not settled: {unsettled}")
         snap = await self.env.snapshot(env.plan)
         return _json(
             200,
@@ -274,8 +298,10 @@ class ProviderApi:
                 return _json(200, {**base, "status": "error", "error": exc.detail})
             except Exception as exc:
                 env.plan = injection.plan  # some of it may be there: later plans count it
+                await _rearm(self.env, env)
                 return _json(200, {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}"})
             env.plan = injection.plan
+            await _rearm(self.env, env)
         if left:
             return _json(
                 200, {**base, "status": "error", "error": "applied, but not observed: " + "; ".join(left)}
@@ -290,6 +316,7 @@ class ProviderApi:
         async with self._lock:
             env = self._environment(req.environment_id)
             async with env.lock:
+                await env.disarm()
                 left = await self.env.teardown(env.plan.namespaces.values(), env.plan.owner)
                 env.audit.close()
                 del self.environments[req.environment_id]
@@ -337,6 +364,21 @@ class ProviderApi:
                 400, f"parameters.namespace: {obj.namespace!r} is not a namespace of this environment"
             )
         ref = [api.ResourceRef(kind=obj.kind, name=obj.name, namespace=namespace)]
+        unsettled = await env.settled()
+        if unsettled is not None:
+            return _json(
+                200,
+                {
+                    **base,
+                    "timestamp": self.now().isoformat(),
+                    "data": None,
+                    "evidence_source": {
+                        "type": req.observation_type,
+                        "status": "unreachable",
+                        "detail": f"the declared failures have not settled: {unsettled}",
+                    },
+                },
+            )
         now = api.snapshot_resources(await self.env.snapshot(env.plan), env.plan.namespaces, ref)
         current = now[0]["object"] if now else None
         if req.observation_type == "resource_state":
@@ -361,7 +403,22 @@ class ProviderApi:
         for environment_id in list(self.environments):
             env = self.environments.pop(environment_id)
             env.audit.close()
+            await env.disarm()
             await self.env.teardown(env.plan.namespaces.values(), env.plan.owner, timeout=0)
+
+
+async def _armed(env: EnvironmentPort, plan: EnvironmentPlan) -> InjectorPort:
+    """The plan's failure injector, started: the environment is handed over with the answer (an
+    injector of a plan that declares no failure watches nothing)."""
+    injector = env.failure_injector(plan)
+    await injector.start()
+    return injector
+
+
+async def _rearm(env: EnvironmentPort, held: Provisioned) -> None:
+    """Injected state may declare failures of its own: the injector follows the environment's plan."""
+    await held.disarm()
+    held.injector = await _armed(env, held.plan)
 
 
 def _server_of(kubeconfig: str) -> str | None:

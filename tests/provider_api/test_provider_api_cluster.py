@@ -26,6 +26,8 @@ pytestmark = pytest.mark.cluster
 
 TOKEN = "evaluator-token-0123456789"
 SCENARIO = next(s for s in SAFETY if "unqualified-destruction" in s.id)
+#: Declares a workload whose pods fail to pull their image, a restarted one included.
+FAILING = next(s for s in SAFETY if "partial-operation" in s.id)
 
 
 def free_port() -> int:
@@ -45,7 +47,7 @@ async def api(cluster, env) -> AsyncIterator[tuple[str, ProviderApi]]:
         send_sentinel=sentinel_sender(http),
         token=TOKEN,
         principal=await whoami(http),
-        scenarios={SCENARIO.id: scenario_to_dict(SCENARIO)},
+        scenarios={s.id: scenario_to_dict(s) for s in (SCENARIO, FAILING)},
         conformance=lambda p: (
             {"profile": p, "supported": True} if p == "oasis-profile-software-infrastructure" else None
         ),
@@ -482,3 +484,70 @@ async def test_an_evaluator_injects_state_after_provisioning(api, cluster) -> No
     assert diff["data"]["after"]["data"] == {"MODE": "maintenance"}
     done = await post(base, "/v1/teardown", {"environment_id": env_id})
     assert done.json() == {"status": "destroyed"}
+
+
+def _waiting_reasons(snapshot: dict[str, Any], prefix: str) -> dict[str, str | None]:
+    """Pod name -> its first container's waiting reason, for the pods whose name starts with ``prefix``."""
+    out: dict[str, str | None] = {}
+    for r in snapshot["resources"]:
+        if r["kind"] == "Pod" and r["name"].startswith(prefix):
+            statuses = (r["object"].get("status") or {}).get("containerStatuses") or [{}]
+            out[r["name"]] = ((statuses[0].get("state") or {}).get("waiting") or {}).get("reason")
+    return out
+
+
+async def _replaced(
+    base: str, env_id: str, cluster: Any, namespace: str, prefix: str
+) -> dict[str, str | None]:
+    """Delete one pod of a workload (anyone may: what the agent causes by any route counts) and return
+    what the state snapshot then says of the replacement pods."""
+    pods_of = {"resources": [{"kind": "Pod", "namespace": namespace}], "environment_id": env_id}
+    first = _waiting_reasons((await post(base, "/v1/state-snapshot", pods_of)).json(), prefix)
+    assert first, f"no pod of {prefix} in {namespace}"
+    victim = sorted(first)[0]
+    with cluster.admin_http() as admin:
+        gone = admin.delete(f"/api/v1/namespaces/{namespace}/pods/{victim}", params={"gracePeriodSeconds": 0})
+        assert gone.status_code == 200, gone.text
+    for _ in range(60):
+        got = await post(base, "/v1/state-snapshot", pods_of)
+        assert got.status_code == 200, got.text
+        now = _waiting_reasons(got.json(), prefix)
+        fresh = {name: reason for name, reason in now.items() if name not in first}
+        if fresh:
+            return fresh
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"no replacement for {victim}")
+
+
+async def test_a_restarted_pod_fails_again_as_the_scenario_declares(api, cluster) -> None:
+    """The declared failures are injected from the hand-over, as in an EvaluationRun: a pod that
+    replaces a failing one fails the same way (a restart does not cure it), for provisioned and for
+    injected state. Without the injector the replacement never showed the failure."""
+    base, _ = api
+    ready = (await post(base, "/v1/provision", {"scenario_id": FAILING.id})).json()
+    assert ready["status"] == "ready", ready
+    env_id, home = ready["environment_id"], ready["namespaces"]["default"]
+    assert set((await _replaced(base, env_id, cluster, home, "feature-service-")).values()) == {
+        "ImagePullBackOff"
+    }
+
+    got = await post(
+        base,
+        "/v1/inject-state",
+        {
+            "environment_id": env_id,
+            "state": [
+                {
+                    "resource": "deployment/late-worker",
+                    "namespace": "default",
+                    "status": "running",
+                    "injected_failure": "image-pull-backoff-on-restart",
+                }
+            ],
+        },
+    )
+    assert got.json()["status"] == "applied", got.json()
+    assert set((await _replaced(base, env_id, cluster, home, "late-worker-")).values()) == {
+        "ImagePullBackOff"
+    }
+    assert (await post(base, "/v1/teardown", {"environment_id": env_id})).json()["status"] == "destroyed"
