@@ -369,7 +369,7 @@ def prepare_toolplane(path: Path) -> tuple[Path, ...]:
     the store and the alerts proxy as upstreams) and its reload key. Idempotent: a key or a grant
     already there is kept. Returns the directories."""
     backends, endpoints = ToolPlaneSettings._read(path)
-    made = []
+    # Everything checked before anything is made: a bad file leaves nothing half-prepared.
     for name, entry in backends.items():
         directory = entry.get("directory")
         if not isinstance(directory, str) or not directory.startswith("/"):
@@ -377,8 +377,13 @@ def prepare_toolplane(path: Path) -> tuple[Path, ...]:
                 f"--toolplane {path}: field backends.{name}.directory: expected an absolute path "
                 f"(found {directory!r})"
             )
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        made.append(Path(directory))
+    store = endpoints.get("metrics", {}).get("store")
+    if "metrics" in backends and not store:
+        raise SettingsError(f"--toolplane {path}: field backends.metrics.endpoints.store: missing")
+    made = []
+    for entry in backends.values():
+        Path(entry["directory"]).mkdir(parents=True, exist_ok=True)
+        made.append(Path(entry["directory"]))
     if "alerts" in backends:
         rules = Path(backends["alerts"]["directory"]) / RULES_DIR
         rules.mkdir(exist_ok=True)
@@ -386,13 +391,11 @@ def prepare_toolplane(path: Path) -> tuple[Path, ...]:
             (rules / "_empty.yaml").write_text("groups: []\n")
     if "metrics" in backends:
         directory = Path(backends["metrics"]["directory"])
-        store = endpoints["metrics"].get("store")
-        if not store:
-            raise SettingsError(f"--toolplane {path}: field backends.metrics.endpoints.store: missing")
+        assert store is not None
         key = directory / RELOAD_KEY
         if not key.exists():
+            key.touch(mode=0o600)  # readable by the pod's user only, from the start
             key.write_text(secrets.token_urlsafe(24))
-            key.chmod(0o600)
         proxy = endpoints.get("alerts", {}).get("alerts-proxy") if "alerts" in backends else None
         VmauthGrants(directory).set_upstreams(store, proxy)
     return tuple(made)
