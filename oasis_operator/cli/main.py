@@ -50,6 +50,8 @@ EXAMPLES: dict[tuple[str, ...], str] = {
     ("operator",): "oasis operator run --audit-log /var/log/kube-audit/audit.log --namespace evals",
     ("operator", "run"): "oasis operator run --audit-log /var/log/kube-audit/audit.log --namespace evals\n"
     "oasis operator run --audit-webhook-port 8443 --tls-cert tls.crt --tls-key tls.key",
+    ("operator", "prepare-toolplane"): "oasis operator prepare-toolplane --toolplane "
+    "/etc/oasis/toolplane/toolplane.json   the chart's init container",
     (
         "check",
     ): "oasis check                                   in-cluster operator, audit through its webhook\n"

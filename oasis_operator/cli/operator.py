@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.handlers.settings import (
@@ -18,6 +19,7 @@ from oasis_operator.handlers.settings import (
     SERVICE_ACCOUNT_DIR,
     OperatorSettings,
     SettingsError,
+    prepare_toolplane,
 )
 
 
@@ -140,6 +142,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--log-format", choices=["plain", "full", "json"], default="plain")
     run.add_argument("--verbose", action="store_true")
     run.set_defaults(func=cmd_run)
+    prepare = actions.add_parser(
+        "prepare-toolplane",
+        help="make the files the tool-plane back-ends of a --toolplane file need before they start "
+        "(the Helm chart's init container)",
+    )
+    prepare.add_argument("--toolplane", required=True, help="the tool-plane file (toolplane.json)")
+    prepare.set_defaults(func=cmd_prepare_toolplane)
+
+
+def cmd_prepare_toolplane(args: argparse.Namespace) -> int:
+    try:
+        made = prepare_toolplane(Path(args.toolplane))
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    print(f"prepared {len(made)} tool-plane back-end directories: {', '.join(map(str, made))}")
+    return 0
 
 
 def settings_from(args: argparse.Namespace) -> OperatorSettings:

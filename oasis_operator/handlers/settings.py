@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import ssl
 import tempfile
 from collections.abc import Generator, Mapping
@@ -25,6 +26,7 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.client import ClusterEndpoint
+from oasis_operator.adapters.toolplane.metrics import RELOAD_KEY, RULES_DIR, VmauthGrants
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector, parse_taint
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "OperatorSettings",
     "SettingsError",
     "ToolPlaneSettings",
+    "prepare_toolplane",
 ]
 
 #: Where Kubernetes mounts a pod's ServiceAccount credentials.
@@ -356,6 +359,46 @@ class ToolPlaneSettings:
             resource_usage="resource-metrics" in backends,
             endpoints=endpoints,
         )
+
+
+def prepare_toolplane(path: Path) -> tuple[Path, ...]:
+    """Make the files the back-ends named in the tool-plane file ``path`` need before they start, as
+    the dev cluster does when it starts them (``oasis operator prepare-toolplane``, the chart's init
+    container; decision 0061): every back-end's directory; vmalert's rules directory with an empty
+    rule file (vmalert refuses a pattern that matches nothing); vmauth's configuration (no user yet,
+    the store and the alerts proxy as upstreams) and its reload key. Idempotent: a key or a grant
+    already there is kept. Returns the directories."""
+    backends, endpoints = ToolPlaneSettings._read(path)
+    # Everything checked before anything is made: a bad file leaves nothing half-prepared.
+    for name, entry in backends.items():
+        directory = entry.get("directory")
+        if not isinstance(directory, str) or not directory.startswith("/"):
+            raise SettingsError(
+                f"--toolplane {path}: field backends.{name}.directory: expected an absolute path "
+                f"(found {directory!r})"
+            )
+    store = endpoints.get("metrics", {}).get("store")
+    if "metrics" in backends and not store:
+        raise SettingsError(f"--toolplane {path}: field backends.metrics.endpoints.store: missing")
+    made = []
+    for entry in backends.values():
+        Path(entry["directory"]).mkdir(parents=True, exist_ok=True)
+        made.append(Path(entry["directory"]))
+    if "alerts" in backends:
+        rules = Path(backends["alerts"]["directory"]) / RULES_DIR
+        rules.mkdir(exist_ok=True)
+        if not any(rules.glob("*.yaml")):
+            (rules / "_empty.yaml").write_text("groups: []\n")
+    if "metrics" in backends:
+        directory = Path(backends["metrics"]["directory"])
+        assert store is not None
+        key = directory / RELOAD_KEY
+        if not key.exists():
+            key.touch(mode=0o600)  # readable by the pod's user only, from the start
+            key.write_text(secrets.token_urlsafe(24))
+        proxy = endpoints.get("alerts", {}).get("alerts-proxy") if "alerts" in backends else None
+        VmauthGrants(directory).set_upstreams(store, proxy)
+    return tuple(made)
 
 
 #: Addresses that listen on every interface: an agent cannot be told to call one of them.

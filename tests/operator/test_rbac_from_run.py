@@ -17,10 +17,11 @@ from tests.shipping.conftest import REPO, Tools, helm_template
 
 pytestmark = pytest.mark.cluster
 
-# The chart deploys no tool-plane back-end yet (issue 15): its operator runs without one, and so does this
-# module's. Operators of other modules in the session run with the dev cluster's tool plane; their requests
-# to the back-ends' own API groups are the known gap (chart values and rules for the back-ends, issue 15),
-# listed here by group so that anything else the chart lacks still fails.
+# The chart's back-ends (metrics, alerts, traces; decision 0061) are called over HTTP only, so this
+# module's operator runs without a tool plane. Operators of other modules in the session run with the dev
+# cluster's whole tool plane; their requests to the API groups of the back-ends the chart does not deploy
+# (logs and resource usage: kwok's; GitOps: Flux's) are the known gap, listed here by group so that
+# anything else the chart lacks still fails.
 OPERATOR_TOOLPLANE = False
 TOOLPLANE_GROUPS = {"kwok.x-k8s.io", "source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io"}
 

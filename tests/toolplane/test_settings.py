@@ -107,3 +107,55 @@ def test_a_bad_file_is_an_error_naming_the_file_and_field(sentence: str, tmp_pat
 def test_a_missing_file_is_an_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="cannot read it"):
         ToolPlaneSettings.load(tmp_path / "none.json")
+
+
+def test_preparing_a_file_makes_what_its_back_ends_read_at_start(tmp_path: Path) -> None:
+    """`oasis operator prepare-toolplane` (the chart's init container): the directories, vmalert's
+    rules, vmauth's configuration and key; then the file loads."""
+    from oasis_operator.handlers.settings import prepare_toolplane
+
+    f = tmp_path / "toolplane.json"
+    store, proxy = "http://127.0.0.1:8428", "http://127.0.0.1:9095"
+    f.write_text(
+        json.dumps(
+            {
+                "backends": {
+                    "metrics": {
+                        "directory": str(tmp_path / "v" / "metrics"),
+                        "endpoints": {"store": store, "prometheus": "http://127.0.0.1:8427"},
+                    },
+                    "alerts": {
+                        "directory": str(tmp_path / "v" / "alerts"),
+                        "endpoints": {"vmalert": "http://127.0.0.1:8880", "alerts-proxy": proxy},
+                    },
+                }
+            }
+        )
+    )
+    with pytest.raises(SettingsError, match=r"backends\.metrics"):
+        ToolPlaneSettings.load(f)
+    assert prepare_toolplane(f) == (tmp_path / "v" / "metrics", tmp_path / "v" / "alerts")
+    settings = ToolPlaneSettings.load(f)
+    assert settings.alerts == (tmp_path / "v" / "alerts" / "rules", "http://127.0.0.1:8880")
+    grants = json.loads((tmp_path / "v" / "metrics" / "grants.json").read_text())
+    assert (grants["store"], grants["alerts"], grants["grants"]) == (store, proxy, {})
+    assert (tmp_path / "v" / "metrics" / "reload-key").read_text()
+
+
+@pytest.mark.parametrize(
+    ("backends", "field"),
+    [
+        ({"traces": {"directory": "traces"}}, "backends.traces.directory"),
+        ({"metrics": {"directory": "{tmp}/metrics", "endpoints": {}}}, "backends.metrics.endpoints.store"),
+    ],
+)
+def test_preparing_a_bad_file_names_the_field(
+    backends: dict[str, object], field: str, tmp_path: Path
+) -> None:
+    from oasis_operator.handlers.settings import prepare_toolplane
+
+    f = tmp_path / "toolplane.json"
+    f.write_text(json.dumps({"backends": backends}).replace("{tmp}", str(tmp_path)))
+    with pytest.raises(SettingsError, match=field.replace(".", r"\.")):
+        prepare_toolplane(f)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toolplane.json"], "nothing made"

@@ -82,3 +82,74 @@ nodeAffinity:
 http://{{ include "oasis-operator.fullname" . }}-tool-gateway.{{ .Release.Namespace }}.svc:{{ .Values.toolGateway.service.port }}
 {{- end -}}
 {{- end }}
+
+{{/* Tool-plane back-ends (decision 0061): "true" when any is enabled. */}}
+{{- define "oasis-operator.toolPlaneOn" -}}
+{{- $tp := .Values.toolPlane -}}
+{{- if or $tp.metrics.enabled $tp.alerts.enabled $tp.traces.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* The gateway is served when asked for, and always with a back-end: agents reach back-ends only
+through it. */}}
+{{- define "oasis-operator.toolGatewayOn" -}}
+{{- if or .Values.toolGateway.enabled (include "oasis-operator.toolPlaneOn" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Where the back-ends' shared volume is mounted (in every container that uses it), and the
+operator's tool-plane file. */}}
+{{- define "oasis-operator.toolPlaneRoot" -}}/var/lib/oasis/toolplane{{- end -}}
+{{- define "oasis-operator.toolPlaneFile" -}}/etc/oasis/toolplane/toolplane.json{{- end -}}
+
+{{/* The operator's tool-plane file (handlers/settings.py ToolPlaneSettings): per enabled back-end its
+directory on the shared volume and its endpoints on localhost. Ports must differ from each other and
+from the operator's own. */}}
+{{- define "oasis-operator.toolPlaneJson" -}}
+{{- $root := include "oasis-operator.toolPlaneRoot" . -}}
+{{- $tp := .Values.toolPlane -}}
+{{- $ports := dict -}}
+{{- $taken := list (int .Values.metrics.port) (int .Values.health.port) (int .Values.toolGateway.port) -}}
+{{- if .Values.auditWebhook.enabled }}{{ $taken = append $taken (int .Values.auditWebhook.port) }}{{ end -}}
+{{- $backends := dict -}}
+{{- if $tp.metrics.enabled -}}
+{{- $_ := set $ports "toolPlane.metrics.store.port" (int $tp.metrics.store.port) -}}
+{{- $_ := set $ports "toolPlane.metrics.vmauth.port" (int $tp.metrics.vmauth.port) -}}
+{{- $_ := set $backends "metrics" (dict
+  "directory" (printf "%s/metrics" $root)
+  "endpoints" (dict
+    "store" (printf "http://127.0.0.1:%d" (int $tp.metrics.store.port))
+    "prometheus" (printf "http://127.0.0.1:%d" (int $tp.metrics.vmauth.port)))) -}}
+{{- end -}}
+{{- if $tp.alerts.enabled -}}
+{{- if not $tp.metrics.enabled -}}
+{{- fail "toolPlane.alerts.enabled needs toolPlane.metrics.enabled (vmalert evaluates over the metrics store)" -}}
+{{- end -}}
+{{- $_ := set $ports "toolPlane.alerts.vmalert.port" (int $tp.alerts.vmalert.port) -}}
+{{- $_ := set $ports "toolPlane.alerts.labelProxy.port" (int $tp.alerts.labelProxy.port) -}}
+{{- $_ := set $backends "alerts" (dict
+  "directory" (printf "%s/alerts" $root)
+  "endpoints" (dict
+    "vmalert" (printf "http://127.0.0.1:%d" (int $tp.alerts.vmalert.port))
+    "alerts-proxy" (printf "http://127.0.0.1:%d" (int $tp.alerts.labelProxy.port)))) -}}
+{{- end -}}
+{{- if $tp.traces.enabled -}}
+{{- $_ := set $backends "traces" (dict "directory" (printf "%s/traces" $root) "endpoints" (dict)) -}}
+{{- end -}}
+{{- range $name, $port := $ports -}}
+{{- if has $port $taken -}}
+{{- fail (printf "%s: port %d is already used in the operator's pod (every container of it shares the pod's addresses)" $name $port) -}}
+{{- end -}}
+{{- $taken = append $taken $port -}}
+{{- end -}}
+{{- dict "backends" $backends | toPrettyJson -}}
+{{- end -}}
+
+{{/* The security context of every container of the chart's pods. */}}
+{{- define "oasis-operator.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}

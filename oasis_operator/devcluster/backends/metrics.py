@@ -28,6 +28,7 @@ import yaml
 
 from oasis_operator.adapters.toolplane.metrics import (  # noqa: F401  (re-exported: the paths)
     ALERT_PATHS,
+    AUTH_CONFIG,
     GRANTS_FILE,
     QUERY_PATHS,
     RELOAD_KEY,
@@ -40,6 +41,66 @@ from oasis_operator.devcluster.processes import Component
 
 # The label every series, rule and alert of a scenario carries, and that the proxies enforce.
 TENANT_LABEL = "namespace"
+
+
+# -- the command lines, shared with the Helm chart ----------------------------------------------------
+# The chart (charts/oasis-operator, decision 0061) runs the same components as sidecars of the
+# operator's pod; tests/shipping/test_chart_toolplane.py checks that its arguments are these.
+def store_args(directory: Path, listen: str) -> list[str]:
+    """VictoriaMetrics single-node: its data under ``directory/data``, listening on ``listen``."""
+    return [
+        f"-storageDataPath={directory / 'data'}",
+        f"-httpListenAddr={listen}",
+        # Declared series may lie far in the past; nothing is ever too old to keep.
+        "-retentionPeriod=100y",
+        # Serve what was just written: no 30 s hold-back of recent samples, no result cache that
+        # would hide a later back-fill.
+        "-search.latencyOffset=0s",
+        "-search.disableCache",
+        "-loggerLevel=WARN",
+    ]
+
+
+def vmauth_args(directory: Path, listen: str) -> list[str]:
+    """vmauth reading its users from ``directory/vmauth.yml``. Its own pages (/flags shows its command
+    line, /metrics its internals) and its reload answer only with the key in ``directory/reload-key``
+    (read from the file, so the key never appears on a command line)."""
+    key = f"file://{directory / RELOAD_KEY}"
+    return [
+        f"-auth.config={directory / AUTH_CONFIG}",
+        f"-httpListenAddr={listen}",
+        "-loggerLevel=WARN",
+        *(f"-{page}AuthKey={key}" for page in ("flags", "metrics", "pprof", "reload")),
+    ]
+
+
+def vmalert_args(store_url: str, listen: str) -> list[str]:
+    """vmalert over the store; run in its rules directory (``-rule=*.yaml`` is relative to it)."""
+    return [
+        "-rule=*.yaml",
+        f"-datasource.url={store_url}",
+        # Alert state is written back as ALERTS / ALERTS_FOR_STATE series (queryable by the agent like
+        # any series of its namespace) and restored from there after a restart.
+        f"-remoteWrite.url={store_url}",
+        # Written within a second (the default is 5 s): a scenario's cleanup waits that long for a
+        # last ALERTS sample before it checks that nothing of the namespace is left.
+        "-remoteWrite.flushInterval=1s",
+        f"-remoteRead.url={store_url}",
+        "-notifier.blackhole",
+        "-evaluationInterval=1s",
+        f"-httpListenAddr={listen}",
+        "-loggerLevel=WARN",
+    ]
+
+
+def label_proxy_args(vmalert_url: str, listen: str) -> list[str]:
+    """prom-label-proxy confining vmalert's alert and rule listings to one namespace."""
+    return [
+        f"-label={TENANT_LABEL}",
+        f"-query-param={TENANT_LABEL}",
+        f"-upstream={vmalert_url}",
+        f"-insecure-listen-address={listen}",
+    ]
 
 
 @dataclass(frozen=True)
@@ -82,23 +143,12 @@ class MetricsBackend(Backend):
         self._run(
             ctx,
             "victoria-metrics",
-            [
-                str(ctx.bins.path("victoria-metrics")),
-                f"-storageDataPath={d / 'data'}",
-                f"-httpListenAddr=127.0.0.1:{port}",
-                # Declared series may lie far in the past; nothing is ever too old to keep.
-                "-retentionPeriod=100y",
-                # Serve what was just written: no 30 s hold-back of recent samples, no result cache
-                # that would hide a later back-fill.
-                "-search.latencyOffset=0s",
-                "-search.disableCache",
-                "-loggerLevel=WARN",
-            ],
+            [str(ctx.bins.path("victoria-metrics")), *store_args(d, f"127.0.0.1:{port}")],
             http_ok(f"{self.store_url}/health"),
             "VictoriaMetrics /health",
         )
 
-        self._auth_config = d / "vmauth.yml"
+        self._auth_config = d / AUTH_CONFIG
         (d / GRANTS_FILE).unlink(missing_ok=True)  # no token of an earlier start survives
         self._grants_file = VmauthGrants(d)
         # The operator's tool plane (another process) makes vmauth re-read its users with this key.
@@ -110,15 +160,7 @@ class MetricsBackend(Backend):
         self._vmauth = self._run(
             ctx,
             "vmauth",
-            [
-                str(ctx.bins.path("vmauth")),
-                f"-auth.config={self._auth_config}",
-                f"-httpListenAddr=127.0.0.1:{auth_port}",
-                "-loggerLevel=WARN",
-                # vmauth's own pages (/flags shows its command line, /metrics its internals) answer only
-                # with a key nobody outside the harness has.
-                *(f"-{page}AuthKey={self._internal_key}" for page in ("flags", "metrics", "pprof", "reload")),
-            ],
+            [str(ctx.bins.path("vmauth")), *vmauth_args(d, f"127.0.0.1:{auth_port}")],
             http_ok(f"{self.url}/health"),
             "vmauth /health",
         )
@@ -217,22 +259,7 @@ class AlertsBackend(Backend):
         self._vmalert = self._run(
             ctx,
             "vmalert",
-            [
-                str(ctx.bins.path("vmalert")),
-                "-rule=*.yaml",
-                f"-datasource.url={metrics.store_url}",
-                # Alert state is written back as ALERTS / ALERTS_FOR_STATE series (queryable by the
-                # agent like any series of its namespace) and restored from there after a restart.
-                f"-remoteWrite.url={metrics.store_url}",
-                # Written within a second (the default is 5 s): a scenario's cleanup waits that long
-                # for a last ALERTS sample before it checks that nothing of the namespace is left.
-                "-remoteWrite.flushInterval=1s",
-                f"-remoteRead.url={metrics.store_url}",
-                "-notifier.blackhole",
-                "-evaluationInterval=1s",
-                f"-httpListenAddr=127.0.0.1:{port}",
-                "-loggerLevel=WARN",
-            ],
+            [str(ctx.bins.path("vmalert")), *vmalert_args(metrics.store_url, f"127.0.0.1:{port}")],
             http_ok(f"{self.url}/health"),
             "vmalert /health",
             cwd=self._rules_dir,
@@ -242,13 +269,7 @@ class AlertsBackend(Backend):
         self._run(
             ctx,
             "prom-label-proxy",
-            [
-                str(ctx.bins.path("prom-label-proxy")),
-                f"-label={TENANT_LABEL}",
-                f"-query-param={TENANT_LABEL}",
-                f"-upstream={self.url}",
-                f"-insecure-listen-address=127.0.0.1:{proxy_port}",
-            ],
+            [str(ctx.bins.path("prom-label-proxy")), *label_proxy_args(self.url, f"127.0.0.1:{proxy_port}")],
             http_ok(f"{self.proxy_url}/api/v1/alerts?{TENANT_LABEL}=_"),
             "prom-label-proxy",
         )
