@@ -35,6 +35,7 @@ import httpx2
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
 from oasis_operator.cli.main import CliError
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector
+from oasis_operator.core.kinds import OWNED_CLUSTER_KINDS
 from oasis_operator.handlers.settings import SERVICE_ACCOUNT_DIR, ClusterAccess, SettingsError
 
 #: Every request the operator makes, as (verb, API group, resource[/subresource]); namespaced ones
@@ -70,12 +71,13 @@ REQUIRED: tuple[tuple[str, str, str], ...] = (
     ("list", "", "nodes"),
     ("create", "authentication.k8s.io", "selfsubjectreviews"),
 )
-#: What only scenarios with cluster-scoped objects need (chart: rbac.clusterScopedScenarios).
+#: What only scenarios with cluster-scoped objects need (chart: rbac.clusterScopedScenarios): creating
+#: every cluster-scoped kind a scenario may own (the kind registry's), and granting in a scenario's
+#: ClusterRole rights the operator does not hold.
 CLUSTER_SCOPED: tuple[tuple[str, str, str], ...] = (
-    ("create", "", "persistentvolumes"),
-    ("create", "rbac.authorization.k8s.io", "clusterroles"),
+    *(("create", k.group, k.plural) for k in OWNED_CLUSTER_KINDS),
     ("escalate", "rbac.authorization.k8s.io", "clusterroles"),
-    ("create", "", "nodes"),
+    ("bind", "rbac.authorization.k8s.io", "clusterroles"),
 )
 
 
