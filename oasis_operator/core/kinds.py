@@ -167,12 +167,8 @@ STATE_KINDS: dict[str, StateKind] = {
         StateKind("networkpolicy", "NetworkPolicy"),
         StateKind("node", "Node"),
         StateKind("events", "Event"),
-        StateKind(
-            "nodes",
-            "Node",
-            refused="reshaping the node pool (count, allocatable per node) is not supported: the pool is "
-            "shared with every other scenario (declare the scenario's own nodes as node/<name> instead)",
-        ),
+        # A node pool declaration: that many nodes of the scenario's own (decision 0061).
+        StateKind("nodes", "Node"),
         # Not Kubernetes objects: a tool-plane back-end holds them; without it the scenario is not run
         # (never run without its state).
         StateKind(

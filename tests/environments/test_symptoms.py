@@ -35,6 +35,20 @@ def pod(
     }
 
 
+INSUFFICIENT = (
+    "0/6 nodes are available: 3 Insufficient cpu, 3 node(s) didn't match Pod's node affinity/selector."
+)
+
+
+def unschedulable(message: str) -> dict[str, Any]:
+    """A pod the scheduler could not place, with its PodScheduled condition as the scheduler writes it."""
+    out = pod(False, node="")
+    out["status"]["conditions"].append(
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    )
+    return out
+
+
 def w(state: str, replicas: int = 2, history: tuple[str, ...] = ()) -> WorkloadState:
     return WorkloadState("Deployment", "ns", "web", state, replicas, {"app": "web"}, 5, history)
 
@@ -80,7 +94,19 @@ CASES = {
         None,
         1,
     ),
-    "pending pods must not be scheduled": (w("pending"), [pod(False, node="")] * 2, None, 0),
+    "pending pods must not be scheduled": (w("pending"), [unschedulable(INSUFFICIENT)] * 2, None, 0),
+    "a pending pod the scheduler has not judged yet is not pending yet": (
+        w("pending"),
+        [unschedulable(INSUFFICIENT), pod(False, node="")],
+        None,
+        1,
+    ),
+    "a pending pod kept off for another reason than CPU is not the declared one": (
+        w("pending"),
+        [unschedulable("0/3 nodes are available: 3 node(s) had untolerated taint(s).")] * 2,
+        None,
+        1,
+    ),
     "a scheduled pending pod is a problem": (w("pending"), [pod(False), pod(False, node="")], None, 1),
     "a rollout history needs one revision per image": (w("running", history=("v1",)), [pod(), pod()], 1, 1),
     "two revisions for one earlier image is the history": (

@@ -468,10 +468,24 @@ class KubeEnvironment:
 
     async def _realise(self, w: WorkloadState, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        if w.state != "pending":  # the scheduler keeps pending pods so by itself; verify() checks it
+        if w.state == "pending":  # the scheduler keeps them so; wait until it has said why
+            await self._wait_pending(w, timeout)
+        else:
             await self._realise_pods(w, deadline, timeout)
         if w.available is not None:
             await self._wait_available(w, max(1.0, deadline - time.monotonic()))
+
+    async def _wait_pending(self, w: WorkloadState, timeout: float) -> None:
+        """Wait until every pod of a pending workload exists and the scheduler reports Insufficient cpu."""
+        await wait_until(
+            lambda: self._pods_of(w),
+            lambda pods: not workload_problems(w, pods),
+            timeout=timeout,
+            interval=0.1,
+            timed_out=lambda pods: ProvisioningError(
+                f"{'; '.join(workload_problems(w, pods))} after {timeout:.0f}s"
+            ),
+        )
 
     async def _wait_available(self, w: WorkloadState, timeout: float) -> None:
         """Wait for the deployment controller to write the declared Available condition."""

@@ -9,7 +9,8 @@ The rule (decision 0041): the agent acts inside its namespaces on workloads, con
 and their events, and gets no way to mint a credential or widen its own access. So it is never granted
 ``bind``, ``escalate`` or ``impersonate``, no write on Roles, RoleBindings or ServiceAccounts, no
 ``serviceaccounts/token``, no CertificateSigningRequests, nothing cluster-scoped except reading nodes
-and patching the scenario's own nodes when the scope declares node operations. Secrets of type
+(when the scope declares node operations or the scenario declares a node pool) and patching the
+scenario's own nodes when the scope declares node operations. Secrets of type
 ``kubernetes.io/service-account-token`` (which the token controller would fill with a token) cannot be
 told apart by RBAC; the provider's admission policy (:mod:`admission`) refuses them. A scope that
 declares RBAC or service-account management widens the grant, still without bind/escalate/impersonate.
@@ -206,6 +207,16 @@ def node_rules(own_nodes: Iterable[str]) -> list[dict[str, Any]]:
             {"apiGroups": [""], "resources": ["nodes"], "resourceNames": names, "verbs": ["patch", "update"]}
         )
     return rules
+
+
+def pool_rules() -> list[dict[str, Any]]:
+    """Cluster rules for a scenario that declares a node pool (decision 0061): read every node, and the
+    nodes' resource usage (``kubectl top node``), as an operator sizing a workload reads them. Nothing
+    is writable."""
+    return [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": list(READ_VERBS)},
+        {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes"], "verbs": list(READ_VERBS)},
+    ]
 
 
 def snapshot_resources() -> tuple[GrantedResource, ...]:

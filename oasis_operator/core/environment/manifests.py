@@ -994,6 +994,74 @@ def node(name: str, entry: dict[str, Any], owner: str) -> Built:
     )
 
 
+#: A node pool declaration (``resource: nodes``) is at most this many nodes of the scenario's own.
+MAX_POOL_NODES = 10
+#: What a qualitative allocatable figure of a node pool is realised as, per node. ``low`` CPU: one core,
+#: an eighth of a pool node's, below the request a pending workload is given (so the scheduler reports
+#: Insufficient cpu on each node, decision 0061).
+QUALITATIVE_ALLOCATABLE: dict[tuple[str, str], str] = {("cpu", "low"): "1"}
+#: The declared pool attributes that are per-node allocatable figures -> the node resource.
+POOL_ALLOCATABLE = {
+    "allocatable_cpu": "cpu",
+    "allocatable_memory": "memory",
+    "allocatable_pods": "pods",
+    "allocatable_cpu_per_node": "cpu",
+    "allocatable_memory_per_node": "memory",
+    "allocatable_pods_per_node": "pods",
+}
+
+
+def pool_node_names(prefix: str, entry: dict[str, Any]) -> list[str]:
+    """The names of a pool declaration's nodes: ``<prefix>-1`` to ``<prefix>-<count>``."""
+    raw = entry.get("count")
+    if isinstance(raw, bool) or not isinstance(raw, int | str) or not str(raw).strip().isdigit():
+        raise UnsupportedEntry(REASON_NO_REALISATION, f"count {raw!r} is not a number of nodes")
+    count = int(str(raw).strip())
+    if not 1 <= count <= MAX_POOL_NODES:
+        raise UnsupportedEntry(
+            REASON_NO_REALISATION, f"count {count}: a pool of 1 to {MAX_POOL_NODES} nodes is realised"
+        )
+    return [f"{prefix}-{i}" for i in range(1, count + 1)]
+
+
+def _pool_node_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """One node's entry of a pool declaration: its allocatable figures, qualitative ones made concrete."""
+    out: dict[str, Any] = {}
+    for attr, resource in POOL_ALLOCATABLE.items():
+        if attr not in entry:
+            continue
+        value = str(entry[attr]).strip()
+        concrete = QUALITATIVE_ALLOCATABLE.get((resource, value.lower()))
+        if concrete is None and not re.fullmatch(r"\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?", value):
+            raise UnsupportedEntry(
+                REASON_NO_REALISATION,
+                f"{attr} {entry[attr]!r} is neither a quantity nor a qualitative figure realised "
+                f"({', '.join(sorted(f'{r} {q}' for r, q in QUALITATIVE_ALLOCATABLE))})",
+            )
+        if out.get(f"allocatable_{resource}") not in (None, concrete or value):
+            raise UnsupportedEntry(REASON_NO_REALISATION, f"two different allocatable {resource} figures")
+        out[f"allocatable_{resource}"] = concrete or value
+    return out
+
+
+def node_pool(prefix: str, entry: dict[str, Any], owner: str) -> Built:
+    """A node pool declaration (``resource: nodes``, ``count``, allocatable per node) as that many nodes
+    of the scenario's own, named ``<prefix>-<i>``, each with the declared allocatable figures (decision
+    0061). ``current_utilization`` is not built (the support table notes it)."""
+    per_node = _pool_node_entry(entry)
+    built = Built()
+    for name in pool_node_names(prefix, entry):
+        built.objects += node(name, per_node, owner).objects
+    concrete = [
+        f"{attr} {entry[attr]} is {per_node[f'allocatable_{POOL_ALLOCATABLE[attr]}']} per node"
+        for attr in POOL_ALLOCATABLE
+        if attr in entry and str(entry[attr]).strip() != per_node[f"allocatable_{POOL_ALLOCATABLE[attr]}"]
+    ]
+    if concrete:
+        built.notes.append(f"nodes: {'; '.join(concrete)}")
+    return built
+
+
 @dataclass(frozen=True)
 class Declared:
     """One declared state entry, as every builder takes it."""
@@ -1036,6 +1104,8 @@ BUILDERS: dict[str, Callable[[Declared], Built]] = {
     "pvc": lambda d: pvc(d.name, d.namespace, d.entry, _pv_name(d.owner, d.name)),
     "networkpolicy": lambda d: network_policy(d.name, d.namespace, d.entry),
     "node": lambda d: node(d.name, d.entry, d.owner),
+    # ``resource: nodes`` has no name: the planner gives the pool's name prefix (decision 0061).
+    "nodes": lambda d: node_pool(d.name, d.entry, d.owner),
 }
 
 

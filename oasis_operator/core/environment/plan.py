@@ -68,6 +68,12 @@ HOME = "default"
 NON_KUBERNETES_KINDS: dict[str, str] = kinds.NON_KUBERNETES_KINDS
 NOT_YET_KINDS: dict[str, str] = kinds.NOT_YET_KINDS
 
+#: The name prefix of a node pool declaration's nodes (``<prefix>-<suffix>-<i>``, decision 0061).
+POOL_PREFIX = "node"
+#: State assertion conditions that read a workload's declared replica count (``spec.replicas``), not
+#: where or whether its pods run: a pool's declared utilisation cannot change them (decision 0061).
+_REPLICA_COUNT = re.compile(r"^replicas between \d+ and \d+$")
+
 #: Nodes the provider gives a scenario whose scope declares node operations but which declares no
 #: node of its own: the agent operates on these (and on no shared node); the scenario's pods run there.
 OWN_NODE_COUNT = 2
@@ -367,6 +373,9 @@ class _Draft:
     unsupported: list[Unsupported] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exclusive: bool = False
+    #: The name prefix of the nodes of a pool declaration (``resource: nodes``): ``node-<suffix>``, or
+    #: ``node`` in the support step, which has no suffix (names never decide support).
+    pool_prefix: str = POOL_PREFIX
 
 
 def _declared_problems(
@@ -379,6 +388,36 @@ def _declared_problems(
         *stimulus_problems(scenario, usable),
         *interface_problems(scenario.preconditions.agent.tools or (), usable),
         *permission_problems,
+        *_pool_utilization_problems(scenario),
+    ]
+
+
+def _pool_utilization_problems(scenario: Scenario) -> list[Unsupported]:
+    """A node pool's declared utilisation is not held (the nodes look roomier than declared: decision
+    0061), which cannot change a verdict that reads only replica counts and what the agent read and did.
+    It is refused when the scenario declares a pending workload (whether pods fit is its point) or
+    verifies anything else about its resources' state (a pod that fits only for the room could pass)."""
+    entries = _entries(scenario)
+    pools = [
+        e for e in entries if _kind_name(str(e["resource"]))[0] == "nodes" and "current_utilization" in e
+    ]
+    if not pools:
+        return []
+    pending = [str(e["resource"]) for e in entries if str(e.get("status", "")).strip().lower() == "pending"]
+    checks = [
+        str(a.condition or a.description or "")
+        for a in (scenario.verification.state_assertions or [])
+        if not _REPLICA_COUNT.match(str(a.condition or ""))
+    ]
+    if not pending and not checks:
+        return []
+    why = f"{', '.join(pending)} declared pending" if pending else f"the scenario verifies {checks[0]!r}"
+    return [
+        Unsupported(
+            "nodes current_utilization",
+            f"the declared utilisation is not held (the nodes would look roomier than declared) and {why}: "
+            "whether pods fit the pool could decide the verdict",
+        )
     ]
 
 
@@ -393,7 +432,6 @@ def _draft_entry(
         return  # planned by the tool plane
     if kind in NOT_YET_KINDS:
         draft.unsupported.append(Unsupported(resource, NOT_YET_KINDS[kind]))
-        draft.exclusive = draft.exclusive or kind in ("node", "nodes")
         return
     refused, approximated = attribute_problems(kind, e, usable)
     draft.unsupported += refused
@@ -406,6 +444,7 @@ def _draft_entry(
             built, evs = manifests.events(mapping.get(name, namespace) if name else namespace, e)
             draft.events.extend(evs)
         else:
+            name = draft.pool_prefix if kind == "nodes" else name
             built = manifests.build(kind, name, namespace, e, owner or "", mapping)
     except UnsupportedEntry as exc:
         draft.unsupported.append(Unsupported(resource, exc.detail))
@@ -413,7 +452,7 @@ def _draft_entry(
     if owner == "" and any(w.on_restart is not None for w in built.workloads):
         draft.unsupported.append(Unsupported(resource, NEEDS_OWNER))
         return
-    draft.exclusive = draft.exclusive or kind == "node"
+    draft.exclusive = draft.exclusive or kind in ("node", "nodes")
     if kind == "namespace":
         manifests.merge_namespace(draft.namespaces[mapping[name]], e)
     draft.objects.extend(built.objects)
@@ -433,9 +472,13 @@ def _draft(
     zones: dict[str, str],
     owner: str | None,
     usable: frozenset[str],
+    suffix: str | None = None,
 ) -> _Draft:
-    """Manifests, by kind, in dependency order, in ``mapping``'s names; ``owner`` None: none yet."""
+    """Manifests, by kind, in dependency order, in ``mapping``'s names; ``owner`` None: none yet;
+    ``suffix`` None: the support step's (a node pool's nodes are then named without one)."""
     draft = _Draft({p: manifests.namespace(p, zones.get(p), owner or "") for p in mapping.values()})
+    if suffix is not None:
+        draft.pool_prefix = f"{POOL_PREFIX}-{suffix}"
     # A status that is a tool-plane signal (an elevated error rate) is built as running pods.
     entries, draft.notes = realise_signals(entries, usable)
     for e in entries:
@@ -542,6 +585,8 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
     cluster = {str(o.get("kind")) for o in ordered} & (kinds.CLUSTER_SCOPED_KINDS - {"Namespace"})
     if permission.node_operations:
         cluster |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
+    if _declares_pool(entries):
+        cluster |= {"ClusterRole", "ClusterRoleBinding"}  # the agent's read of the nodes
     return Support(
         unsupported=tuple(unsupported),
         exclusive=draft.exclusive or permission.node_operations,
@@ -567,6 +612,11 @@ def _own_nodes(
             "where its pods run; the shared nodes are read-only"
         )
     return agent_grants.node_rules(own)
+
+
+def _declares_pool(entries: list[dict[str, Any]]) -> bool:
+    """The scenario declares a node pool (``resource: nodes``), which the agent may read (decision 0061)."""
+    return any(_kind_name(str(e["resource"]))[0] == "nodes" for e in entries)
 
 
 def _bound_pods(objects: list[dict[str, Any]], physical_namespaces: Iterable[str]) -> None:
@@ -601,12 +651,14 @@ def plan_environment(
     zoned = _zones(scenario, entries, mapping)
     zones = zoned.zones
     grants = _grants(scenario, mapping, zones, permission)
-    draft = _draft(entries, mapping, zones, owner, usable)
+    draft = _draft(entries, mapping, zones, owner, usable, suffix)
     unsupported += zoned.problems + draft.unsupported
     objects, notes = draft.objects, [*zoned.notes, *draft.notes]
     rewrite_references(objects, mapping)  # service DNS names in values follow the namespaces' real names
     _on_declared_nodes(objects, notes)
     cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
+    if not cluster_rules and _declares_pool(entries):
+        cluster_rules = agent_grants.pool_rules()
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
     _bound_pods(objects, mapping.values())

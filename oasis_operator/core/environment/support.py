@@ -104,6 +104,15 @@ TRAFFIC_WEIGHT = (
     "Service traffic is shared by ready pods, which is a pod share and not a declared weight"
 )
 _LOGS = Refused("container log content needs a log back-end (no kubelet serves logs on simulated nodes)")
+#: A node pool's declared utilisation (decision 0061). The simulator reports a node's usage as the sum of
+#: its pods' and its allocation as the sum of their requests: a share of the nodes used by nothing the
+#: scenario declares could only be held by pods it does not declare.
+POOL_UTILIZATION = (
+    "not held: the nodes show what the scenario's own pods request and use, no more (filling them to the "
+    "declared share would need pods the scenario does not declare), so they look roomier than declared; "
+    "a scenario whose verdict depends on pods not fitting the pool would need it, so the planner refuses "
+    "it beside a pending workload, and a replica count or the agent's reads do not depend on it"
+)
 _COMMON: dict[str, Support] = {"namespace": REALISED, "labels": REALISED, "annotations": REALISED}
 _WORKLOAD: dict[str, Support] = {
     "status": REALISED,  # every value is checked by the builder; an unknown one is refused there
@@ -197,6 +206,18 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
         "cpu_usage": _METRICS,
         "memory_usage": _METRICS,
         "current_utilization": _METRICS,
+    },
+    # A node pool: ``count`` nodes of the scenario's own, with the allocatable figures per node (a
+    # qualitative one made concrete, noted), checked by the builder (decision 0061).
+    "nodes": {
+        "count": REALISED,
+        "allocatable_cpu": REALISED,
+        "allocatable_memory": REALISED,
+        "allocatable_pods": REALISED,
+        "allocatable_cpu_per_node": REALISED,
+        "allocatable_memory_per_node": REALISED,
+        "allocatable_pods_per_node": REALISED,
+        "current_utilization": Approximated(POOL_UTILIZATION),
     },
     "events": {"recent": REALISED},
 }
@@ -308,7 +329,7 @@ def attribute_problems(
     notes: list[str] = []
     for attr in sorted(k for k in entry if k != "resource"):
         support = table.get(attr)
-        backend = registry.ATTRIBUTE_BACKENDS.get(attr)
+        backend = registry.attribute_backend(kind, attr)
         if support is not None and backend is not None:
             reason = registry.missing_reason(backend, backends) if backend not in backends else None
             support = REALISED if reason is None else Refused(f"{_refused_reason(support)}: {reason}")

@@ -13,6 +13,7 @@ from typing import Any
 
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.pod_states import POD_STATES, PodState
+from oasis_operator.core.toolplane import usage
 
 
 def _waiting_reasons(pods: Sequence[Mapping[str, Any]]) -> list[str | None]:
@@ -66,13 +67,37 @@ def workload_problems(
         problems = [f"{label}: {ready} of {w.replicas} pods Ready"] if ready < w.replicas else []
     elif w.state == "rolling":
         problems = _rollout_problems(label, w, pods)
-    elif w.state == "pending" and any(p.get("spec", {}).get("nodeName") for p in pods):
-        problems = [f"{label}: pending pods were scheduled"]
+    elif w.state == "pending":
+        problems = _pending_problems(label, pods)
     else:
         problems = []
     if w.history and revisions is not None and revisions < len(w.history) + 1:
         problems.append(f"{label}: {revisions} revisions, expected {len(w.history) + 1}")
     return problems
+
+
+#: What the scheduler says of a pod no node has the CPU for (its PodScheduled condition's message, as in
+#: "0/6 nodes are available: 3 Insufficient cpu, ..."): a pending workload shows it before the handover.
+INSUFFICIENT_CPU = "Insufficient cpu"
+
+
+def _pending_problems(label: str, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Pending pods are unscheduled, and the scheduler has said why: no node has the CPU they request."""
+    if any(p.get("spec", {}).get("nodeName") for p in pods):
+        return [f"{label}: pending pods were scheduled"]
+    unsaid = [
+        str(p.get("metadata", {}).get("name"))
+        for p in pods
+        if not any(
+            c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and INSUFFICIENT_CPU in str(c.get("message", ""))
+            for c in (p.get("status") or {}).get("conditions") or []
+        )
+    ]
+    if unsaid:
+        return [f"{label}: the scheduler has not reported {INSUFFICIENT_CPU} for {', '.join(sorted(unsaid))}"]
+    return []
 
 
 def _failure_problems(label: str, row: PodState, pods: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -146,9 +171,19 @@ def node_problems(manifest: Mapping[str, Any], node: Mapping[str, Any]) -> list[
             problems.append(f"node/{name}: {c['type']} is {shown.get(c['type'])}, declared {c['status']}")
     allocatable = node.get("status", {}).get("allocatable", {})
     for key, value in manifest.get("status", {}).get("allocatable", {}).items():
-        if allocatable.get(key) != value:
+        if not _same_quantity(key, allocatable.get(key), value):
             problems.append(f"node/{name}: allocatable {key} is {allocatable.get(key)}, declared {value}")
     return problems
+
+
+def _same_quantity(resource: str, shown: Any, declared: Any) -> bool:
+    """The API server writes a quantity in its canonical form (``4000m`` is shown as ``4``)."""
+    if shown == declared:
+        return True
+    if resource not in ("cpu", "memory") or shown is None:
+        return False
+    amount = usage.parse(resource, str(declared))
+    return amount is not None and amount == usage.parse(resource, str(shown))
 
 
 def observed(obj: Mapping[str, Any]) -> bool:

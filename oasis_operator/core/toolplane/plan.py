@@ -206,7 +206,7 @@ def needed_backends(scenario: Scenario) -> frozenset[str]:
         kind, _ = _kind_name(e["resource"])
         if kind in registry.STATE_KIND_BACKENDS:
             out.add(registry.STATE_KIND_BACKENDS[kind])
-        out.update(registry.ATTRIBUTE_BACKENDS[a] for a in e if a in registry.ATTRIBUTE_BACKENDS)
+        out.update(b for b in (registry.attribute_backend(kind, a) for a in e) if b is not None)
     for s in scenario.stimuli:
         if s.type == "environmental_state" and _is_log_target(s.target):
             out.add(registry.LOGS)

@@ -66,6 +66,18 @@ ATTRIBUTE_BACKENDS: dict[str, str] = {
     "managed_by": GITOPS,
 }
 
+#: (state kind, attribute) pairs that no back-end holds although a back-end realises the attribute on
+#: other kinds: a node pool's utilisation is the pods' sum, not a figure to declare (decision 0061).
+NOT_HELD_BY_BACKEND: frozenset[tuple[str, str]] = frozenset({("nodes", "current_utilization")})
+
+
+def attribute_backend(kind: str, attribute: str) -> str | None:
+    """The back-end that realises ``attribute`` of a ``kind`` state entry (None: none does)."""
+    if (kind, attribute) in NOT_HELD_BY_BACKEND:
+        return None
+    return ATTRIBUTE_BACKENDS.get(attribute)
+
+
 #: What each back-end is, for reasons shown to a user.
 DESCRIPTIONS: dict[str, str] = {
     LOGS: "the log back-end (container logs through the API server)",
