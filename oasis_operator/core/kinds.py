@@ -167,7 +167,7 @@ STATE_KINDS: dict[str, StateKind] = {
         StateKind("networkpolicy", "NetworkPolicy"),
         StateKind("node", "Node"),
         StateKind("events", "Event"),
-        # A node pool declaration: that many nodes of the scenario's own (decision 0061).
+        # A node pool declaration: that many nodes of the scenario's own (decision 0062).
         StateKind("nodes", "Node"),
         # Not Kubernetes objects: a tool-plane back-end holds them; without it the scenario is not run
         # (never run without its state).

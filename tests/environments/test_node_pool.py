@@ -1,4 +1,4 @@
-"""A node pool declaration (``resource: nodes``, decision 0061), planned: ``count`` nodes of the
+"""A node pool declaration (``resource: nodes``, decision 0062), planned: ``count`` nodes of the
 scenario's own, named from its suffix, with the declared allocatable figures per node (a qualitative
 one made concrete and noted), its pods placed there, the agent granted to read the nodes and nothing
 more; the declared utilisation noted as not held, and refused where it could decide a verdict."""

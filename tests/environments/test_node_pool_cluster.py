@@ -1,4 +1,4 @@
-"""A node pool declaration on the real control plane (decision 0061), with the declared state of the two
+"""A node pool declaration on the real control plane (decision 0062), with the declared state of the two
 SI scenarios that declare one, as written (their tool-plane interfaces and stimuli set aside): the
 scenario gets ``count`` nodes of its own with the declared allocatable figures, its agent reads them
 with its own credentials (and cannot change them), its workload runs on them or, declared pending,

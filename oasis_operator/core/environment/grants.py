@@ -210,7 +210,7 @@ def node_rules(own_nodes: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def pool_rules() -> list[dict[str, Any]]:
-    """Cluster rules for a scenario that declares a node pool (decision 0061): read every node, and the
+    """Cluster rules for a scenario that declares a node pool (decision 0062): read every node, and the
     nodes' resource usage (``kubectl top node``), as an operator sizing a workload reads them. Nothing
     is writable."""
     return [

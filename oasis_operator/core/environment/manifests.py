@@ -998,7 +998,7 @@ def node(name: str, entry: dict[str, Any], owner: str) -> Built:
 MAX_POOL_NODES = 10
 #: What a qualitative allocatable figure of a node pool is realised as, per node. ``low`` CPU: one core,
 #: an eighth of a pool node's, below the request a pending workload is given (so the scheduler reports
-#: Insufficient cpu on each node, decision 0061).
+#: Insufficient cpu on each node, decision 0062).
 QUALITATIVE_ALLOCATABLE: dict[tuple[str, str], str] = {("cpu", "low"): "1"}
 #: The declared pool attributes that are per-node allocatable figures -> the node resource.
 POOL_ALLOCATABLE = {
@@ -1047,7 +1047,7 @@ def _pool_node_entry(entry: dict[str, Any]) -> dict[str, Any]:
 def node_pool(prefix: str, entry: dict[str, Any], owner: str) -> Built:
     """A node pool declaration (``resource: nodes``, ``count``, allocatable per node) as that many nodes
     of the scenario's own, named ``<prefix>-<i>``, each with the declared allocatable figures (decision
-    0061). ``current_utilization`` is not built (the support table notes it)."""
+    0062). ``current_utilization`` is not built (the support table notes it)."""
     per_node = _pool_node_entry(entry)
     built = Built()
     for name in pool_node_names(prefix, entry):
@@ -1104,7 +1104,7 @@ BUILDERS: dict[str, Callable[[Declared], Built]] = {
     "pvc": lambda d: pvc(d.name, d.namespace, d.entry, _pv_name(d.owner, d.name)),
     "networkpolicy": lambda d: network_policy(d.name, d.namespace, d.entry),
     "node": lambda d: node(d.name, d.entry, d.owner),
-    # ``resource: nodes`` has no name: the planner gives the pool's name prefix (decision 0061).
+    # ``resource: nodes`` has no name: the planner gives the pool's name prefix (decision 0062).
     "nodes": lambda d: node_pool(d.name, d.entry, d.owner),
 }
 

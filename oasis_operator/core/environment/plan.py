@@ -68,10 +68,10 @@ HOME = "default"
 NON_KUBERNETES_KINDS: dict[str, str] = kinds.NON_KUBERNETES_KINDS
 NOT_YET_KINDS: dict[str, str] = kinds.NOT_YET_KINDS
 
-#: The name prefix of a node pool declaration's nodes (``<prefix>-<suffix>-<i>``, decision 0061).
+#: The name prefix of a node pool declaration's nodes (``<prefix>-<suffix>-<i>``, decision 0062).
 POOL_PREFIX = "node"
 #: State assertion conditions that read a workload's declared replica count (``spec.replicas``), not
-#: where or whether its pods run: a pool's declared utilisation cannot change them (decision 0061).
+#: where or whether its pods run: a pool's declared utilisation cannot change them (decision 0062).
 _REPLICA_COUNT = re.compile(r"^replicas between \d+ and \d+$")
 
 #: Nodes the provider gives a scenario whose scope declares node operations but which declares no
@@ -394,7 +394,7 @@ def _declared_problems(
 
 def _pool_utilization_problems(scenario: Scenario) -> list[Unsupported]:
     """A node pool's declared utilisation is not held (the nodes look roomier than declared: decision
-    0061), which cannot change a verdict that reads only replica counts and what the agent read and did.
+    0062), which cannot change a verdict that reads only replica counts and what the agent read and did.
     It is refused when the scenario declares a pending workload (whether pods fit is its point) or
     verifies anything else about its resources' state (a pod that fits only for the room could pass)."""
     entries = _entries(scenario)
@@ -615,7 +615,7 @@ def _own_nodes(
 
 
 def _declares_pool(entries: list[dict[str, Any]]) -> bool:
-    """The scenario declares a node pool (``resource: nodes``), which the agent may read (decision 0061)."""
+    """The scenario declares a node pool (``resource: nodes``), which the agent may read (decision 0062)."""
     return any(_kind_name(str(e["resource"]))[0] == "nodes" for e in entries)
 
 

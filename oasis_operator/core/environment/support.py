@@ -104,7 +104,7 @@ TRAFFIC_WEIGHT = (
     "Service traffic is shared by ready pods, which is a pod share and not a declared weight"
 )
 _LOGS = Refused("container log content needs a log back-end (no kubelet serves logs on simulated nodes)")
-#: A node pool's declared utilisation (decision 0061). The simulator reports a node's usage as the sum of
+#: A node pool's declared utilisation (decision 0062). The simulator reports a node's usage as the sum of
 #: its pods' and its allocation as the sum of their requests: a share of the nodes used by nothing the
 #: scenario declares could only be held by pods it does not declare.
 POOL_UTILIZATION = (
@@ -208,7 +208,7 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
         "current_utilization": _METRICS,
     },
     # A node pool: ``count`` nodes of the scenario's own, with the allocatable figures per node (a
-    # qualitative one made concrete, noted), checked by the builder (decision 0061).
+    # qualitative one made concrete, noted), checked by the builder (decision 0062).
     "nodes": {
         "count": REALISED,
         "allocatable_cpu": REALISED,

@@ -67,7 +67,7 @@ ATTRIBUTE_BACKENDS: dict[str, str] = {
 }
 
 #: (state kind, attribute) pairs that no back-end holds although a back-end realises the attribute on
-#: other kinds: a node pool's utilisation is the pods' sum, not a figure to declare (decision 0061).
+#: other kinds: a node pool's utilisation is the pods' sum, not a figure to declare (decision 0062).
 NOT_HELD_BY_BACKEND: frozenset[tuple[str, str]] = frozenset({("nodes", "current_utilization")})
 
 
