@@ -72,7 +72,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("HorizontalPodAutoscaler", "autoscaling", "v2", "horizontalpodautoscalers", token="hpa", rank=170),
     Kind("NetworkPolicy", _NET, "v1", "networkpolicies", token="networkpolicy", rank=180),
     Kind("Event", "", "v1", "events", token="event", rank=190),
-    Kind("Node", "", "v1", "nodes", cluster_scoped=True, token="node"),
+    # A scenario's own nodes come before what runs on them: a pending pod's scheduler message counts them
+    # all (``0/6 nodes are available: 3 Insufficient cpu``), and pinned pods do not wait for a node.
+    Kind("Node", "", "v1", "nodes", cluster_scoped=True, token="node", rank=125),
     Kind("ReplicaSet", "apps", "v1", "replicasets", token="replicaset"),
     Kind("StatefulSet", "apps", "v1", "statefulsets", token="statefulset"),
     Kind("DaemonSet", "apps", "v1", "daemonsets", token="daemonset"),

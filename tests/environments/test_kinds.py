@@ -172,6 +172,8 @@ REFERENCES = [
     ("Deployment", "HorizontalPodAutoscaler"),
     ("Deployment", "Event"),
     ("Pod", "Event"),
+    ("Node", "Deployment"),  # the scenario's own nodes exist (and are Ready) before their pods
+    ("Node", "Pod"),
 ]
 
 

@@ -282,6 +282,10 @@ class KubeEnvironment:
                     )
                 )
             await asyncio.gather(*(self.apply(m) for m in batch))
+            if batch[0]["kind"] == "Node":  # Ready before anything is scheduled on them
+                await asyncio.gather(
+                    *(self._wait_node_ready(m["metadata"]["name"], ready_timeout) for m in batch)
+                )
             if batch[0]["kind"] == "ResourceQuota":
                 await asyncio.gather(
                     *(
