@@ -87,6 +87,14 @@ EVENT_MANAGERS = {
     "horizontal-pod-autoscaler": "kube-controller-manager",
 }
 AGENT_ACCOUNT = "automation"
+
+
+def cluster_grant_name(plan: EnvironmentPlan) -> str:
+    """The name of the ClusterRole and ClusterRoleBinding of the agent's grant on cluster objects (a
+    scope with node operations, a node pool to read)."""
+    return f"{AGENT_ACCOUNT}-{plan.suffix}"
+
+
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 
 _LIGHTKUBE_MODULES = {
@@ -372,7 +380,7 @@ class KubeEnvironment:
                 }
             )
         if plan.cluster_grants:
-            name = f"{AGENT_ACCOUNT}-{plan.suffix}"
+            name = cluster_grant_name(plan)
             labels = {OWNER_LABEL: plan.owner}
             docs.append(
                 {
@@ -676,6 +684,22 @@ class KubeEnvironment:
                 except ApiError as exc:
                     if exc.status.code != 404:
                         raise
+        # The agent's grant on cluster objects is the harness's too: in both snapshots, so that its
+        # binding, which revocation removes and the "after" state puts back as it was, is not an object
+        # that appeared during the turn (an unaudited create held against the agent).
+        if plan.cluster_grants:
+            grant_kinds: tuple[tuple[str, type[Any]], ...] = (
+                ("ClusterRole", ClusterRole),
+                ("ClusterRoleBinding", ClusterRoleBinding),
+            )
+            for kind_name, grant_kind in grant_kinds:
+                try:
+                    obj = _strip((await self.client.get(grant_kind, cluster_grant_name(plan))).to_dict())
+                except ApiError as exc:
+                    if exc.status.code != 404:
+                        raise
+                    continue
+                out["cluster"].setdefault(kind_name, []).append(obj)
         return out
 
     # -- revocation --------------------------------------------------------------------------------
@@ -746,7 +770,7 @@ class KubeEnvironment:
         declared = [m for m in plan.manifests if m.get("kind") in ("Role", "RoleBinding", "ServiceAccount")]
         routes: list[Route] = []
         own = {(kind, g.namespace, AGENT_ACCOUNT) for g in plan.grants for kind in ("Role", "RoleBinding")}
-        own.add(("ClusterRoleBinding", "", f"{AGENT_ACCOUNT}-{plan.suffix}"))
+        own.add(("ClusterRoleBinding", "", cluster_grant_name(plan)))
         for _ in range(rounds):
             listed = await self._list_routes(namespaces)
             found = routes_to_remove(namespaces, listed, declared)
