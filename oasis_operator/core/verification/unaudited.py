@@ -8,13 +8,20 @@ kind of writer explains only what it can have done (:class:`~.collector.WriteInd
 
 - **declared state** (labels, annotations other than controllers' bookkeeping, ``spec``, ``data``,
   RBAC ``rules``/``roleRef``/``subjects``), compared field by field down to container lists and
-  label/annotation maps: a harness write of the object received at or after the window's start
-  explains it (the harness's provisioning precedes the "before" snapshot); a write judged as the agent's
-  explains the fields its body touches (a body the log does not hold explains nothing); a
-  control-plane write explains it only on an object a controller owns (``ownerReferences`` with
-  ``controller: true``), or for the fields controllers manage on any object (:data:`CONTROLLER_FIELDS`,
-  ``spec.replicas`` through the ``scale`` subresource — the autoscaler — and a node's ``spec.taints``
-  when only the taints the node lifecycle controller keeps in step with its conditions differ,
+  label/annotation maps. Whoever wrote, a write explains only a field its verb can change
+  (:func:`can_change`): a deletion none; a write to a ``/status`` subresource only labels and
+  annotations (the API server keeps the stored ``spec``, and a Deployment's labels:
+  tests/verification/test_status_subresource.py), so the harness's or a controller's status write is
+  no cover for a change of ``spec`` (decision 0040, class 4e). Within that: a harness write of the
+  object received at or after the window's start explains the fields its body touches (its
+  provisioning precedes the "before" snapshot; the audit policy logs its writes of scenario objects
+  with their body, and one a provider's policy logs without explains any field its verb can
+  change); a write judged as the agent's explains the fields its body touches (a body the log does
+  not hold explains nothing); a control-plane write explains it only on an object a controller
+  owns (``ownerReferences`` with ``controller: true``), or for the fields controllers manage on any
+  object with a write that is not a status write (:data:`CONTROLLER_FIELDS`, ``spec.replicas``
+  through the ``scale`` subresource — the autoscaler — and a node's ``spec.taints`` when only the
+  taints the node lifecycle controller keeps in step with its conditions differ,
   :data:`NODE_CONDITION_TAINTS`; a cordon's ``spec.unschedulable`` and any other taint stay
   unexplained); a node (kubelet) write explains no declared field;
 - **anything else** (``status``, ``resourceVersion`` bookkeeping): any write of the object, or a
