@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -234,3 +235,32 @@ def test_the_operators_writes_of_scenario_objects_carry_their_body_its_bookkeepi
         assert event["level"] == "Metadata", kept
         assert "requestObject" not in event, kept
     assert not [e for e in events if e.get("auditID") in ids.values() and e["stage"] == "RequestReceived"]
+
+
+def test_the_operators_server_side_apply_leaves_its_final_event_with_its_body(
+    cluster, admin, namespace, audit
+):
+    """The operator provisions with server-side applies (Content-Type application/apply-patch+yaml,
+    a JSON body: lightkube's). Logged with its body (rule 4b), such a request still has its final
+    event, unlike an apply whose body is YAML text (the API server cannot write that one's): the
+    operator's RequestReceived stage is not logged, so a lost final event would leave no trace."""
+    audit_id = f"apply-{uuid.uuid4()}"
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "applied", "namespace": namespace},
+        "spec": {"ports": [{"port": 80}], "selector": {"app": "applied"}},
+    }
+    with kube.http_from_kubeconfig(cluster.dev.operator_kubeconfig) as operator:
+        resp = operator.patch(
+            f"/api/v1/namespaces/{namespace}/services/applied",
+            params={"fieldManager": "oasis-operator", "force": "true"},
+            content=json.dumps(body),
+            headers={"Content-Type": "application/apply-patch+yaml", "Audit-ID": audit_id},
+        )
+    assert resp.status_code in (200, 201), resp.text
+    event = find(audit.barrier(), audit_id)
+    assert event["user"]["username"] == "oasis-operator"
+    assert event["verb"] == "patch"
+    assert event["level"] == "Request"
+    assert event["requestObject"]["spec"]["selector"] == {"app": "applied"}
