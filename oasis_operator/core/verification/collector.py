@@ -334,8 +334,9 @@ class Collector:
 
     def _index(self, event: AuditEvent, *, judged: bool) -> None:
         """Index a successful write that was persisted. A dry run is not one; a write whose dry-run
-        status the event does not show is one only for a principal that is never judged (controllers
-        and the harness log at Metadata level and do not dry-run); for a judged principal it explains
+        status the event does not show (a delete without its body in the log) is one only for a
+        principal that is never judged (controllers log at Metadata level and do not dry-run; the
+        harness's dry runs are applies, whose query shows them); for a judged principal it explains
         nothing (fail closed: the state change then stays unexplained)."""
         if event.verb not in WRITE_VERBS or not event.handled or not event.succeeded:
             return
