@@ -15,8 +15,8 @@ kind of writer explains only what it can have done (:class:`~.collector.WriteInd
   no cover for a change of ``spec`` (decision 0040, class 4e). Within that: a harness write of the
   object received at or after the window's start explains the fields its body touches (its
   provisioning precedes the "before" snapshot; the audit policy logs its writes of scenario objects
-  with their body, and one a provider's policy logs without explains any field its verb can
-  change); a write judged as the agent's explains the fields its body touches (a body the log does
+  with their body; one logged without — a ConfigMap or Secret, or under a provider's policy that
+  logs the harness at ``Metadata`` level — explains any field its verb can change); a write judged as the agent's explains the fields its body touches (a body the log does
   not hold explains nothing); a control-plane write explains it only on an object a controller
   owns (``ownerReferences`` with ``controller: true``), or for the fields controllers manage on any
   object with a write that is not a status write (:data:`CONTROLLER_FIELDS`, ``spec.replicas``
