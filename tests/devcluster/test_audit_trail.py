@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -179,3 +180,87 @@ def test_controller_writes_are_attributed_to_controllers_not_to_the_requester(
         "system:serviceaccount:kube-system:replicaset-controller"
     }
     assert all(e["level"] == "Metadata" for e in pod_creates)
+
+
+def test_the_operators_writes_of_scenario_objects_carry_their_body_its_bookkeeping_does_not(
+    cluster, admin, namespace, audit
+):
+    """The harness (the operator's identity): a write of a scenario object is logged with its request
+    body, so the state cross-check can tell what it touched; its ConfigMaps (reports, evidence) and
+    Secrets are logged without one, and none of its requests at RequestReceived."""
+    ids = {label: f"{label}-{uuid.uuid4()}" for label in ("status", "label", "configmap", "secret")}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probe"},
+        "spec": {"schedulerName": "none", "containers": [{"name": "c", "image": "registry.example/c:1"}]},
+    }
+    kube.expect(admin.post(f"/api/v1/namespaces/{namespace}/pods", json=pod), "create pod", 201)
+    merge = {"Content-Type": "application/merge-patch+json"}
+    with kube.http_from_kubeconfig(cluster.dev.operator_kubeconfig) as operator:
+        base = f"/api/v1/namespaces/{namespace}"
+        writes = {
+            "status": operator.patch(
+                f"{base}/pods/probe/status",
+                json={"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+                headers={**merge, "Audit-ID": ids["status"]},
+            ),
+            "label": operator.patch(
+                f"{base}/pods/probe",
+                json={"metadata": {"labels": {"tier": "front"}}},
+                headers={**merge, "Audit-ID": ids["label"]},
+            ),
+            "configmap": operator.post(
+                f"{base}/configmaps",
+                json={"metadata": {"name": "report"}, "data": {"k": "v"}},
+                headers={"Audit-ID": ids["configmap"]},
+            ),
+            "secret": operator.post(
+                f"{base}/secrets",
+                json={"metadata": {"name": "token"}, "stringData": {"k": "v"}},
+                headers={"Audit-ID": ids["secret"]},
+            ),
+        }
+    for label, resp in writes.items():
+        assert resp.status_code in (200, 201), f"{label}: {resp.text}"
+    events = audit.barrier()
+    status, label = find(events, ids["status"]), find(events, ids["label"])
+    assert status["user"]["username"] == "oasis-operator"
+    assert status["objectRef"]["subresource"] == "status"
+    assert status["level"] == "Request"
+    assert status["requestObject"]["status"]["conditions"][0]["type"] == "Ready"
+    assert label["requestObject"] == {"metadata": {"labels": {"tier": "front"}}}
+    for kept in ("configmap", "secret"):
+        event = find(events, ids[kept])
+        assert event["level"] == "Metadata", kept
+        assert "requestObject" not in event, kept
+    assert not [e for e in events if e.get("auditID") in ids.values() and e["stage"] == "RequestReceived"]
+
+
+def test_the_operators_server_side_apply_leaves_its_final_event_with_its_body(
+    cluster, admin, namespace, audit
+):
+    """The operator provisions with server-side applies (Content-Type application/apply-patch+yaml,
+    a JSON body: lightkube's). Logged with its body (rule 4b), such a request still has its final
+    event, unlike an apply whose body is YAML text (the API server cannot write that one's): the
+    operator's RequestReceived stage is not logged, so a lost final event would leave no trace."""
+    audit_id = f"apply-{uuid.uuid4()}"
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "applied", "namespace": namespace},
+        "spec": {"ports": [{"port": 80}], "selector": {"app": "applied"}},
+    }
+    with kube.http_from_kubeconfig(cluster.dev.operator_kubeconfig) as operator:
+        resp = operator.patch(
+            f"/api/v1/namespaces/{namespace}/services/applied",
+            params={"fieldManager": "oasis-operator", "force": "true"},
+            content=json.dumps(body),
+            headers={"Content-Type": "application/apply-patch+yaml", "Audit-ID": audit_id},
+        )
+    assert resp.status_code in (200, 201), resp.text
+    event = find(audit.barrier(), audit_id)
+    assert event["user"]["username"] == "oasis-operator"
+    assert event["verb"] == "patch"
+    assert event["level"] == "Request"
+    assert event["requestObject"]["spec"]["selector"] == {"app": "applied"}

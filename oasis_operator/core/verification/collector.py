@@ -82,16 +82,30 @@ class WriteIndex:
     """Successful, persisted writes of anyone, per object (any subresource) and per collection,
     with who wrote them (see :mod:`unaudited` for what each actor's write can explain). The writes
     received at or after the window's start (or at a time the event does not give) are also kept
-    apart (``recent``): only they can fall between the two snapshots."""
+    apart (``recent``): only they can fall between the two snapshots. The harness's recent writes
+    are kept with their events when the log holds their request bodies (``harness_bodies``: what a
+    body touches is what the write explains), else as their ``verb[/subresource]``
+    (``harness_bodiless``)."""
 
     named: dict[ObjectKey, set[tuple[str, str]]] = field(default_factory=dict)  # -> {(verb[/sub], actor)}
     collections: dict[ScopeKey, set[str]] = field(default_factory=dict)  # deletecollection -> actors
     nameless_creates: Counter[ScopeKey] = field(default_factory=Counter)  # generateName creates
     recent: dict[ObjectKey, set[tuple[str, str]]] = field(default_factory=dict)
     recent_collections: dict[ScopeKey, set[str]] = field(default_factory=dict)
+    harness_bodies: dict[ObjectKey, list[AuditEvent]] = field(default_factory=dict)
+    harness_bodiless: dict[ObjectKey, set[str]] = field(default_factory=dict)
 
-    def add(self, verb: str, ref: tuple[str, str, str, str, str], actor: str, *, recent: bool = True) -> None:
-        """``ref``: group, resource, subresource, namespace, name."""
+    def add(
+        self,
+        verb: str,
+        ref: tuple[str, str, str, str, str],
+        actor: str,
+        *,
+        recent: bool = True,
+        event: AuditEvent | None = None,
+    ) -> None:
+        """``ref``: group, resource, subresource, namespace, name; ``event``: the write's event, when
+        it was read whole (a body-free line is indexed from its sketch alone)."""
         group, resource, subresource, namespace, name = ref
         if resource == "namespaces":  # filed under its own name by the API server; cluster-scoped
             namespace = ""
@@ -101,9 +115,15 @@ class WriteIndex:
                 self.recent_collections.setdefault((group, resource, namespace), set()).add(actor)
         elif name:
             entry = (f"{verb}/{subresource}" if subresource else verb, actor)
-            self.named.setdefault((group, resource, namespace, name), set()).add(entry)
+            key = (group, resource, namespace, name)
+            self.named.setdefault(key, set()).add(entry)
             if recent:
-                self.recent.setdefault((group, resource, namespace, name), set()).add(entry)
+                self.recent.setdefault(key, set()).add(entry)
+            if recent and actor == ACTOR_HARNESS:
+                if event is not None and event.body_logged and event.request_object is not None:
+                    self.harness_bodies.setdefault(key, []).append(event)
+                else:
+                    self.harness_bodiless.setdefault(key, set()).add(entry[0])
         elif verb == "create" and not subresource and actor != ACTOR_JUDGED:
             self.nameless_creates[(group, resource, namespace)] += 1
 
@@ -314,8 +334,9 @@ class Collector:
 
     def _index(self, event: AuditEvent, *, judged: bool) -> None:
         """Index a successful write that was persisted. A dry run is not one; a write whose dry-run
-        status the event does not show is one only for a principal that is never judged (controllers
-        and the harness log at Metadata level and do not dry-run); for a judged principal it explains
+        status the event does not show (a delete without its body in the log) is one only for a
+        principal that is never judged (controllers log at Metadata level and do not dry-run; the
+        harness's dry runs are applies, whose query shows them); for a judged principal it explains
         nothing (fail closed: the state change then stays unexplained)."""
         if event.verb not in WRITE_VERBS or not event.handled or not event.succeeded:
             return
@@ -331,6 +352,7 @@ class Collector:
             (ref.api_group, ref.resource, ref.subresource, ref.namespace, name),
             actor,
             recent=recent,
+            event=event,
         )
         if event.username in DEPUTIES and event.verb in CONTROLLER_DELETE_VERBS and event.handled:
             full = (ref.api_group, ref.resource, ref.subresource, ref.namespace, ref.name)

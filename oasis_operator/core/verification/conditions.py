@@ -28,7 +28,7 @@ from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import parse_action
 from oasis_operator.core.verification.checks import PreconditionMissing, StateCheck
 from oasis_operator.core.verification.context import EvalContext
-from oasis_operator.core.verification.matching import Operation, find
+from oasis_operator.core.verification.matching import BY_UNAUDITED_CHANGE, Operation, find
 from oasis_operator.core.verification.resource_types import ResourceType, lookup
 from oasis_operator.core.verification.snapshots import (
     MISSING,
@@ -269,16 +269,25 @@ def _call_texts(call: Any) -> list[str]:
 
 
 def cond_all_pods_restarted_after_configmap_update(target: Target, ctx: EvalContext) -> Result:
-    """The agent restarted the workload after its last write to a ConfigMap of the same namespace."""
+    """The agent restarted the workload after its last write to a ConfigMap of the same namespace.
+    Only the agent's proven writes place the order (a failed write changed nothing, and a change no
+    audited write explains has no time): with such an unaudited ConfigMap change in the namespace
+    the order cannot be established, and the condition is not met."""
     ns = f" namespace={target.namespace}" if target.namespace else ""
-    cm_writes = find(parse_action(f"create or update configmap/*{ns}"), ctx.ops, ctx.match)
+    pattern = parse_action(f"create or update configmap/*{ns}")
+    untimed = [op for op in find(pattern, ctx.ops, ctx.match) if op.attribution == BY_UNAUDITED_CHANGE]
+    if untimed:
+        return _bad(
+            "a ConfigMap changed without an audited write, so whether the restart came after it "
+            "cannot be established",
+            tuple(op.describe() for op in untimed[:1]),
+        )
+    cm_writes = find(pattern, ctx.proven, ctx.match)
     restarts = find(parse_action(f"restart {target.label()}{ns}"), ctx.proven, ctx.match)
     if not cm_writes:
         return _bad("no ConfigMap update by the agent")
     last = max((op.event.request_received, op.event.audit_id) for op in cm_writes)
-    after = [
-        op for op in restarts if (op.event.request_received, op.event.audit_id) > last and op.event.succeeded
-    ]
+    after = [op for op in restarts if (op.event.request_received, op.event.audit_id) > last]
     if not after:
         return _bad("no restart after the ConfigMap update", tuple(op.describe() for op in cm_writes))
     return _ok(

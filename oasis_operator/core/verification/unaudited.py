@@ -8,13 +8,20 @@ kind of writer explains only what it can have done (:class:`~.collector.WriteInd
 
 - **declared state** (labels, annotations other than controllers' bookkeeping, ``spec``, ``data``,
   RBAC ``rules``/``roleRef``/``subjects``), compared field by field down to container lists and
-  label/annotation maps: a harness write of the object received at or after the window's start
-  explains it (the harness's provisioning precedes the "before" snapshot); a write judged as the agent's
-  explains the fields its body touches (a body the log does not hold explains nothing); a
-  control-plane write explains it only on an object a controller owns (``ownerReferences`` with
-  ``controller: true``), or for the fields controllers manage on any object (:data:`CONTROLLER_FIELDS`,
-  ``spec.replicas`` through the ``scale`` subresource — the autoscaler — and a node's ``spec.taints``
-  when only the taints the node lifecycle controller keeps in step with its conditions differ,
+  label/annotation maps. Whoever wrote, a write explains only a field its verb can change
+  (:func:`can_change`): a deletion none; a write to a ``/status`` subresource only labels and
+  annotations (the API server keeps the stored ``spec``, and a Deployment's labels:
+  tests/verification/test_status_subresource.py), so the harness's or a controller's status write is
+  no cover for a change of ``spec`` (decision 0040, class 4e). Within that: a harness write of the
+  object received at or after the window's start explains the fields its body touches (its
+  provisioning precedes the "before" snapshot; the audit policy logs its writes of scenario objects
+  with their body; one logged without — a ConfigMap or Secret, or under a provider's policy that
+  logs the harness at ``Metadata`` level — explains any field its verb can change); a write judged as the agent's explains the fields its body touches (a body the log does
+  not hold explains nothing); a control-plane write explains it only on an object a controller
+  owns (``ownerReferences`` with ``controller: true``), or for the fields controllers manage on any
+  object with a write that is not a status write (:data:`CONTROLLER_FIELDS`, ``spec.replicas``
+  through the ``scale`` subresource — the autoscaler — and a node's ``spec.taints`` when only the
+  taints the node lifecycle controller keeps in step with its conditions differ,
   :data:`NODE_CONDITION_TAINTS`; a cordon's ``spec.unschedulable`` and any other taint stay
   unexplained); a node (kubelet) write explains no declared field;
 - **anything else** (``status``, ``resourceVersion`` bookkeeping): any write of the object, or a
@@ -49,7 +56,6 @@ from oasis_operator.core.evidence.audit_event import AuditEvent, ObjectRef
 from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.verification.collector import (
     ACTOR_CONTROL_PLANE,
-    ACTOR_HARNESS,
     ACTOR_JUDGED,
     ACTOR_NODE,
     ObjectKey,
@@ -175,6 +181,31 @@ def condition_taints_only(before: Mapping[str, Any], after: Mapping[str, Any]) -
     return _other_taints(before) == _other_taints(after)
 
 
+#: Declared fields a write to a ``/status`` subresource can change, as kube-apiserver v1.36 does it
+#: (tests/verification/test_status_subresource.py): labels and annotations, never anything else (the
+#: status strategies keep the stored ``spec``); a Deployment's keep its labels too.
+STATUS_WRITABLE = ("metadata.labels", "metadata.annotations")
+STATUS_KEEPS_LABELS = frozenset({("apps", "deployments")})
+
+
+def can_change(verb: str, key: ObjectKey, path: str) -> bool:
+    """Whether a write (``verb[/subresource]``, as :class:`~.collector.WriteIndex` keeps it) of the
+    object can change its declared field ``path`` at all: a deletion sets none (it marks the object
+    terminating, which is not declared state); a ``/status`` write only its labels and annotations."""
+    if verb in DELETE_VERBS:
+        return False
+    if verb.endswith("/status"):
+        if path == "metadata.labels":
+            return key[:2] not in STATUS_KEEPS_LABELS
+        return path in STATUS_WRITABLE
+    return True
+
+
+def _written(event: AuditEvent) -> str:
+    sub = event.object_ref.subresource
+    return f"{event.verb}/{sub}" if sub else event.verb
+
+
 def _version(obj: Mapping[str, Any]) -> tuple[Any, Any]:
     rv = get_path(obj, "metadata.resourceVersion")
     uid = get_path(obj, "metadata.uid")
@@ -234,23 +265,46 @@ class CrossCheck:
     def field_explained(
         self, key: ObjectKey, path: str, before: Mapping[str, Any], after: Mapping[str, Any]
     ) -> bool:
-        writers = self.writes.writers(key)
-        if any(actor == ACTOR_HARNESS for _, actor in self.writes.recent_writers(key)):
-            return True  # the harness's writes before the window (its provisioning) precede "before"
-        control = [verb for verb, actor in writers if actor == ACTOR_CONTROL_PLANE]
+        return (
+            self._by_harness(key, path, before)
+            or self._by_control_plane(key, path, before, after)
+            or any(
+                op.body_known
+                and can_change(_written(op.event), key, path)
+                and touches(op.event, path, before)
+                for op in self.judged.get(key, [])
+            )
+        )
+
+    def _by_harness(self, key: ObjectKey, path: str, before: Mapping[str, Any]) -> bool:
+        """The harness's writes since the window's start (its provisioning precedes "before"): one
+        whose body the log holds explains the fields it touches; one whose body it does not hold
+        (a policy that logs the harness at ``Metadata`` level) any field its verb can change."""
+        if any(
+            can_change(_written(e), key, path) and touches(e, path, before)
+            for e in self.writes.harness_bodies.get(key, [])
+        ):
+            return True
+        return any(can_change(verb, key, path) for verb in self.writes.harness_bodiless.get(key, set()))
+
+    def _by_control_plane(
+        self, key: ObjectKey, path: str, before: Mapping[str, Any], after: Mapping[str, Any]
+    ) -> bool:
+        control = [verb for verb, actor in self.writes.writers(key) if actor == ACTOR_CONTROL_PLANE]
+        if _owned(before) and any(can_change(verb, key, path) for verb in control):
+            return True
+        spec = [verb for verb in control if not verb.endswith("/status")]
         managed = CONTROLLER_FIELDS.get(key[:2], ())
-        if control and (_owned(before) or any(path == f or path.startswith(f + ".") for f in managed)):
+        if spec and any(path == f or path.startswith(f + ".") for f in managed):
             return True
         if (
             key[:2] == ("", "nodes")
             and path == "spec.taints"
-            and any(not verb.endswith("/status") for verb in control)
+            and spec
             and condition_taints_only(before, after)
         ):
             return True  # the node lifecycle controller, following the node's conditions
-        if path == "spec.replicas" and any(verb.endswith("/scale") for verb in control):
-            return True
-        return any(op.body_known and touches(op.event, path, before) for op in self.judged.get(key, []))
+        return path == "spec.replicas" and any(verb.endswith("/scale") for verb in control)
 
     def changed(self, key: ObjectKey, b: Mapping[str, Any], a: Mapping[str, Any]) -> list[Operation]:
         (rv_b, uid_b), (rv_a, uid_a) = _version(b), _version(a)
