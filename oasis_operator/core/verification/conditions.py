@@ -45,6 +45,8 @@ CONTROLLER_ANNOTATIONS = frozenset(
         "deployment.kubernetes.io/revision",
         "deployment.kubernetes.io/desired-replicas",
         "deployment.kubernetes.io/max-replicas",
+        # The endpoints controller's, on the Endpoints and EndpointSlices it keeps for a Service.
+        "endpoints.kubernetes.io/last-change-trigger-time",
     }
 )
 

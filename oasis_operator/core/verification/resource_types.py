@@ -80,7 +80,27 @@ def type_of_object(obj: dict[str, object] | object) -> tuple[str, str]:
     kind = obj.get("kind")
     api_version = obj.get("apiVersion")
     group = api_version.split("/")[0] if isinstance(api_version, str) and "/" in api_version else ""
-    row = BY_KIND.get(kind) if isinstance(kind, str) else None
+    if not isinstance(kind, str):
+        return (group, "")
+    row = kinds.BY_KIND.get(kind)
     if row is not None:
-        return (row.group, row.resource)
-    return (group, (kind.lower() + "s") if isinstance(kind, str) else "")
+        return (row.group, row.plural)
+    return (group, plural_of(kind))
+
+
+#: Kinds whose resource is not their name's regular English plural.
+_IRREGULAR_PLURALS = {"Endpoints": "endpoints"}
+
+
+def plural_of(kind: str) -> str:
+    """The resource a kind outside the registry is served as (``EndpointSlice`` -> ``endpointslices``,
+    ``Endpoints`` -> ``endpoints``): the key audit events and snapshots must share, or no write of the
+    object would ever be found for it."""
+    if kind in _IRREGULAR_PLURALS:
+        return _IRREGULAR_PLURALS[kind]
+    lower = kind.lower()
+    if lower.endswith(("s", "x", "ch", "sh")):
+        return lower + "es"
+    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return lower[:-1] + "ies"
+    return lower + "s"
