@@ -33,6 +33,7 @@ from oasis_operator.core.environment.naming import (
     status_marker,
 )
 from oasis_operator.core.environment.references import rewrite_references
+from oasis_operator.core.environment.routes import ROUTE, weighted_routes
 from oasis_operator.core.environment.support import (
     Unsupported,
     attribute_problems,
@@ -81,10 +82,15 @@ class RoleGrant:
     read_only: bool
     rbac: bool = False  # the scope declares RBAC management
     service_accounts: bool = False  # the scope declares service-account management
+    routes: bool = False  # the scenario holds a traffic weight in an HTTPRoute (decision 0061)
 
     def rules(self) -> list[dict[str, Any]]:
         return agent_grants.namespace_rules(
-            self.namespace, read_only=self.read_only, rbac=self.rbac, service_accounts=self.service_accounts
+            self.namespace,
+            read_only=self.read_only,
+            rbac=self.rbac,
+            service_accounts=self.service_accounts,
+            routes=self.routes,
         )
 
 
@@ -441,6 +447,14 @@ def _draft(
     for e in entries:
         _draft_entry(draft, e, mapping, owner, usable)
     _check_placements(draft, entries)
+    if toolplane_registry.TRAFFIC in usable:
+        # The declared weights as HTTPRoutes (decision 0061); without the back-end they stay refused.
+        physical: dict[str | None, str] = {None: mapping.get(HOME, _home(mapping))}
+        physical.update(mapping)
+        routed = weighted_routes(entries, draft.objects, physical)
+        draft.objects += routed.objects
+        draft.unsupported += routed.unsupported
+        draft.notes += routed.notes
     _traffic_shares(draft, entries)
     return draft
 
@@ -604,6 +618,9 @@ def plan_environment(
     draft = _draft(entries, mapping, zones, owner, usable)
     unsupported += zoned.problems + draft.unsupported
     objects, notes = draft.objects, [*zoned.notes, *draft.notes]
+    if any(o.get("kind") == ROUTE.kind for o in objects):
+        # The agent reads and writes the routes of its namespaces, which are then snapshotted too.
+        grants = tuple(replace(g, routes=True) for g in grants)
     rewrite_references(objects, mapping)  # service DNS names in values follow the namespaces' real names
     _on_declared_nodes(objects, notes)
     cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
