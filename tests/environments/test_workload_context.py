@@ -249,7 +249,8 @@ def test_a_traffic_weight_without_the_routing_back_end_is_refused_with_the_pod_s
     ]
     why = refused(state)["deployment/api-service-canary traffic_weight"]
     assert "held by a Gateway API HTTPRoute" in why
-    assert "traffic-routing back-end" in why and "not served by this cluster" in why
+    assert "traffic-routing back-end" in why
+    assert "not served by this cluster" in why
     assert "1 of 11 pods' share (9.1%), declared 10%" in why
     alone = refused([state[1]])["deployment/api-service-canary traffic_weight"]
     assert "held by a Gateway API HTTPRoute" in alone
