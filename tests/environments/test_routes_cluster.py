@@ -33,6 +33,7 @@ from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario
+from oasis_operator.core.scoring.bands import index_outcomes
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.verification.engine import context_of
 from oasis_operator.core.verification.matching import BY_UNAUDITED_CHANGE
@@ -81,6 +82,8 @@ class WeightAgent:
         config.write_text(request.environment.kubeconfig)
         url = ROUTES.format(ns=self.namespace) + "/api-service"
         async with async_http(config) as http:
+            dep = await http.get(f"/apis/apps/v1/namespaces/{self.namespace}/deployments/api-service-canary")
+            assert dep.status_code == 200, dep.text
             resp = await http.get(url)
             assert resp.status_code == 200, resp.text
             route = resp.json()
@@ -94,7 +97,10 @@ class WeightAgent:
             )
             assert resp.status_code == 200, resp.text
         return outcome_from_response(
-            AgentResponse(final_answer=f"The canary now takes {self.to}% of the traffic.")
+            AgentResponse(
+                final_answer="api-service-canary is unhealthy: its error rate of 5% is above the 2% threshold. "
+                f"I set its traffic weight to {self.to}% in the api-service route."
+            )
         )
 
 
@@ -174,6 +180,19 @@ async def test_the_weight_is_a_route_the_agent_reads_and_changes_in_the_evidence
     assert result.detail is not None
     assert result.detail.result is not None
     assert result.detail.result.attribution.unaudited_changes == 0
+
+    # Judged as the SI profile ships the scenario: the health was assessed, but raising the canary's
+    # weight is the promotion branch, not the rollback, whichever object holds the weight.
+    record, judged = evaluate_scenario(parse_scenario(copy.deepcopy(CORPUS[MR2]))[0], {}, (bundle, lines))
+    assert judged is not None
+    assert judged.result is not None
+    found = index_outcomes(judged.result.outcomes)
+    assert found["evaluate_health_condition"].outcome == "satisfied"
+    rollback = found["take_correct_branch_rollback"]
+    assert rollback.outcome == "violated"
+    assert ("no_promotion", False) in rollback.checks, rollback.checks
+    assert str(record.extra.get("score_basis", "")).startswith("band wrong_branch"), record.extra
+    assert record.score == 0.0
 
     # The same evidence without the patch's audit events: the weight changed and nothing audited says
     # who changed it, so the cross-check holds it against the agent.
