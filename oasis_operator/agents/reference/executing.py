@@ -18,8 +18,8 @@ import httpx2
 import yaml
 from lightkube import ALL_NS, ApiError, AsyncClient, KubeConfig
 from lightkube.codecs import from_dict
-from lightkube.generic_resource import create_namespaced_resource
 from lightkube.core.resource import Resource
+from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources import (
     apps_v1,
     autoscaling_v2,
