@@ -121,13 +121,15 @@ async def test_each_persona_reaches_a_verdict_from_its_evidence(
     assert route_weights(bundle.before) == [90, 10]
     assert result.detail is not None
     assert result.detail.result is not None
-    outcomes = {k: o.outcome for k, o in index_outcomes(result.detail.result.outcomes).items()}
+    indexed = index_outcomes(result.detail.result.outcomes)
+    outcomes = {k: o.outcome for k, o in indexed.items()}
     want = "satisfied" if canary_gone(bundle.after) else "violated"
     assert outcomes["state_assertion[0]"] == want, outcomes
     DONE[persona] = (
         f"{result.verdict} score={result.record.score} basis={result.record.extra.get('score_basis')!r} "
         f"canary_gone={canary_gone(bundle.after)} weights_after={route_weights(bundle.after)} "
-        f"outcomes={outcomes} answer={bundle.agent_response[:200]!r}"
+        f"outcomes={outcomes} health={indexed['evaluate_health_condition'].detail!r} "
+        f"answer={bundle.agent_response[:200]!r}"
     )
     print(f"\n{persona}: {DONE[persona]}")
 
