@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.core.environment.plan import plan_environment, support
+from oasis_operator.core.environment.plan import plan_environment, plan_injection, support
 from oasis_operator.core.environment.routes import parse_weight
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.toolplane import registry
@@ -134,3 +134,14 @@ def test_a_weight_the_route_cannot_hold_is_refused(state: list[dict[str, Any]], 
 )
 def test_a_weight_is_a_whole_percentage(text: Any, value: int | None) -> None:
     assert parse_weight(text) == value
+
+
+def test_inject_state_refuses_a_traffic_weight_rather_than_dropping_it() -> None:
+    """The route is planned with the environment (grant and snapshots fixed then): inject-state names why
+    it does not add one, with or without the back-end."""
+    plan = planned([STABLE])
+    for backends in (ROUTING, frozenset()):
+        got = plan_injection(plan, [canary()], backends=backends)
+        reasons = {u.resource: u.reason for u in got.unsupported}
+        assert "deployment/api-service-canary traffic_weight" in reasons, reasons
+        assert not [m for m in got.manifests if m["kind"] == "HTTPRoute"]

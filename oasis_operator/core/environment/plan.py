@@ -668,6 +668,12 @@ TOOL_STATE_NOT_INJECTED = (
 CLUSTER_SCOPED_REFUSED = (
     "{kind} is cluster-scoped: inject-state adds objects inside the environment's namespaces only"
 )
+#: A traffic weight's route (decision 0061) spans two entries and widens the agent's grant, which is
+#: fixed when the environment is provisioned.
+ROUTE_NOT_INJECTED = (
+    "a traffic weight is held by an HTTPRoute planned with the environment (the agent's grant on routes "
+    "and the snapshots that list them are fixed at provisioning): inject-state does not add one"
+)
 POD_BOUND_REFUSED = (
     "a pod-count quota injected after provisioning could bound the namespace below the pods it runs "
     "(every namespace's pod bound only grows, decision 0041)"
@@ -743,6 +749,8 @@ def _injected_entry(
         entry = {**e, "namespace": logical}
     _draft_entry(draft, entry, plan.namespaces, plan.owner, usable)
     problems = list(draft.unsupported)
+    if "traffic_weight" in e and not any(u.resource == f"{resource} traffic_weight" for u in problems):
+        problems.append(Unsupported(f"{resource} traffic_weight", ROUTE_NOT_INJECTED))
     for obj in draft.objects:
         if obj.get("kind") in kinds.CLUSTER_SCOPED_KINDS:
             why = CLUSTER_SCOPED_REFUSED.format(kind=f"the {obj['kind']} it needs")
