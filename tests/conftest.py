@@ -18,7 +18,7 @@ import pytest
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
-from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
+from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
 from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
 from tests import report_schema
@@ -120,11 +120,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
         if os.environ.get("OASIS_TEST_CLUSTER_DIR")
         else tmp_path_factory.mktemp("cluster")
     )
-    # With the log, GitOps, metrics, alerting, tracing and resource-usage back-ends, as the demo runs it (the node simulator's kubelet API behind the API
+    # With the log, GitOps, metrics, alerting, tracing, resource-usage and traffic-routing back-ends, as the demo runs it (the node simulator's kubelet API behind the API
     # server): the tool-plane scenarios run on the same cluster as the others.
     dev = DevCluster(
         ClusterConfig(
-            workdir=workdir, backends=("logs", "gitops", "metrics", "alerts", "traces", "resource-metrics")
+            workdir=workdir,
+            backends=("logs", "gitops", "metrics", "alerts", "traces", "resource-metrics", "traffic-routing"),
         )
     )
     dev.start()
@@ -188,6 +189,7 @@ async def toolplane(cluster: ClusterHandle) -> AsyncIterator[ToolPlane]:
         alerts=settings.alerts,
         traces_directory=settings.traces_directory,
         resource_usage=settings.resource_usage,
+        traffic_routes=await serves_routes(http),
     )
     try:
         yield plane

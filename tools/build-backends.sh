@@ -11,7 +11,8 @@
 #             source-controller kustomize-controller git-server
 # Besides binaries the directory holds crds/: kwok's ClusterLogs, ClusterResourceUsage and Metric
 # CRDs (and, in crds/kwok/, its resource-metrics Metric object) and Flux's source and kustomize CRDs,
-# copied from the same module versions. Choices: docs/decisions/0050-tool-plane-back-ends.md.
+# copied from the same module versions, and the Gateway API's standard HTTPRoute CRD (the
+# traffic-routing back-end, decision 0061). Choices: docs/decisions/0050-tool-plane-back-ends.md.
 #
 # Environment:
 #   OASIS_CACHE_DIR   cache root (default: ${XDG_CACHE_HOME:-~/.cache}/oasis-operator)
@@ -36,6 +37,11 @@ key="$(cat "$mods/versions.env" "$mods"/*/go.mod "$mods"/*/go.sum "$mods"/git-se
 cache_root="${OASIS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/oasis-operator}"
 bin_dir="$cache_root/bin/backends-$key"
 jobs="${OASIS_BUILD_JOBS:-1}"
+# The Gateway API release whose standard HTTPRoute CRD is copied (a file, nothing built). Pinned here,
+# not in versions.env: that file names the binaries' directory, and a CRD must not rebuild them; the
+# CRD step's marker carries this version instead, so a change copies the CRDs again.
+GATEWAY_API_VERSION=v1.6.3
+crds_done="$bin_dir/crds/.complete-3-gateway-api-$GATEWAY_API_VERSION"
 
 # "crds" alone asks for the CRDs only (no binary).
 want=()
@@ -46,7 +52,7 @@ for b in "${want[@]+"${want[@]}"}"; do
 done
 missing=()
 for b in "${want[@]+"${want[@]}"}"; do [ -x "$bin_dir/$b" ] || missing+=("$b"); done
-if [ ${#missing[@]} -eq 0 ] && [ -f "$bin_dir/crds/.complete-2" ]; then
+if [ ${#missing[@]} -eq 0 ] && [ -f "$crds_done" ]; then
   echo "$bin_dir"
   exit 0
 fi
@@ -67,7 +73,7 @@ ldflags="-s -w"
 module_dir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
 
 # CRDs --------------------------------------------------------------------------------------------
-if [ ! -f "$bin_dir/crds/.complete-2" ]; then
+if [ ! -f "$crds_done" ]; then
   mkdir -p "$tmp/crds"
   kwok_dir="$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")"
   for k in clusterlogs clusterresourceusages metrics; do
@@ -82,10 +88,14 @@ if [ ! -f "$bin_dir/crds/.complete-2" ]; then
     d="$(module_dir "github.com/fluxcd/$c-controller@$v")"
     cp "$d"/config/crd/bases/*.yaml "$tmp/crds/"
   done
+  # Only HTTPRoute: it references Services of its own namespace, so no other Gateway API kind is needed.
+  gw_dir="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
+  cp "$gw_dir/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" "$tmp/crds/"
   chmod -R u+w "$tmp/crds"
   rm -rf "$bin_dir/crds"
   mv "$tmp/crds" "$bin_dir/crds"
-  touch "$bin_dir/crds/.complete-2"
+  # .complete-2 is the marker of the CRD set before the Gateway API's (kept for trees that look for it).
+  touch "$bin_dir/crds/.complete-2" "$crds_done"
 fi
 
 # Binaries ----------------------------------------------------------------------------------------
@@ -119,6 +129,7 @@ done
   echo "prom-label-proxy $PROM_LABEL_PROXY_VERSION"
   echo "metrics-server $METRICS_SERVER_VERSION"
   echo "kwok CRDs and Metric $KWOK_VERSION"
+  echo "gateway-api HTTPRoute CRD $GATEWAY_API_VERSION"
   for pair in jaeger:github.com/jaegertracing/jaeger flux-source-controller:github.com/fluxcd/source-controller \
               flux-kustomize-controller:github.com/fluxcd/kustomize-controller git-server:github.com/fluxcd/gitkit; do
     d="${pair%%:*}" m="${pair#*:}"

@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 from oasis_operator.adapters.audit.source import FileAuditSource  # noqa: E402
 from oasis_operator.adapters.gateway import ToolGateway  # noqa: E402
 from oasis_operator.adapters.gateway.plane import gateway_ports  # noqa: E402
-from oasis_operator.adapters.toolplane import tool_plane  # noqa: E402
+from oasis_operator.adapters.toolplane import serves_routes, tool_plane  # noqa: E402
 from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender  # noqa: E402
 from oasis_operator.adapters.k8s.environment import KubeEnvironment  # noqa: E402
 from oasis_operator.agents.reference.executing import client_for, perform  # noqa: E402
@@ -68,6 +68,9 @@ FIXTURES = REPO / "tests" / "capability" / "fixtures"
 SCENARIOS = REPO.parent / "shared" / "oasis-spec" / "profiles" / "software-infrastructure" / "scenarios" / "capability"
 #: The recorder's own identity on the cluster (provisions, snapshots, revokes): the harness.
 HARNESS = ("kubernetes-admin",)
+#: The back-ends the recording cluster delivers: those that are Kubernetes objects (``registry.BUILT_IN``)
+#: and the Gateway API's HTTPRoute (its CRD installed by the dev cluster's traffic-routing back-end).
+DELIVERED = registry.BUILT_IN | {registry.TRAFFIC}
 #: Kinds the snapshots keep (Events are dropped: no capability behaviour reads them from snapshots).
 DROPPED_KINDS = frozenset({"Event"})
 
@@ -83,13 +86,13 @@ def documents() -> dict[str, dict[str, Any]]:
 
 def deliverable(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The scenario without what this provider cannot deliver, and what was left out. The back-ends that
-    are Kubernetes objects (dashboards, runbooks, node conditions: ``registry.BUILT_IN``) are delivered by
-    the real tool plane on the recording cluster."""
+    are Kubernetes objects (dashboards, runbooks, node conditions: ``registry.BUILT_IN``; HTTPRoutes) are
+    delivered by the real tool plane on the recording cluster."""
     doc = copy.deepcopy(doc)
     left: list[str] = []
     for _ in range(20):
         scenario, _ = parse_scenario(doc)
-        plan = plan_environment(scenario, suffix="bbbbb", owner="x", backends=registry.BUILT_IN)
+        plan = plan_environment(scenario, suffix="bbbbb", owner="x", backends=DELIVERED)
         if plan.supported:
             return doc, left
         for u in plan.unsupported:
@@ -178,11 +181,13 @@ async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironme
     doc, left = deliverable(original)
     scenario, _ = parse_scenario(doc)
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("capfix", case.name),
-                            backends=registry.BUILT_IN)
+                            backends=DELIVERED)
     actor = Actor(case)
     # The plan provisions what can be delivered; the scenario itself is the profile's (its request and
     # its evaluation are those of a run). The built-in back-ends and the gateway are the operator's own.
-    plane = tool_plane(http, server)
+    plane = tool_plane(http, server, traffic_routes=await serves_routes(http))
+    if not DELIVERED <= plane.backends:
+        raise RuntimeError(f"the recording cluster lacks {sorted(DELIVERED - plane.backends)}")
     gateway = ToolGateway()
     await gateway.start()
     try:
@@ -224,7 +229,7 @@ async def main_async(only: list[str]) -> int:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     workdir = Path(tempfile.mkdtemp(prefix="capfix-"))
-    dev = DevCluster(ClusterConfig(workdir=workdir))
+    dev = DevCluster(ClusterConfig(workdir=workdir, backends=("traffic-routing",)))
     dev.start()
     try:
         client = async_client(dev.kubeconfig)

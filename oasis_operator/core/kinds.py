@@ -66,6 +66,17 @@ KINDS: tuple[Kind, ...] = (
     Kind("PersistentVolume", "", "v1", "persistentvolumes", cluster_scoped=True, rank=110),
     Kind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", token="pvc", rank=120),
     Kind("Service", "", "v1", "services", token="service", rank=130),
+    # A weighted route between a workload and its canary (decision 0061): the Gateway API's, served by
+    # its standard CRDs where the cluster has them (the traffic-routing back-end); it names Services.
+    Kind(
+        "HTTPRoute",
+        "gateway.networking.k8s.io",
+        "v1",
+        "httproutes",
+        token="httproute",
+        rank=135,
+        crd=True,
+    ),
     Kind("Deployment", "apps", "v1", "deployments", token="deployment", rank=140),
     Kind("Pod", "", "v1", "pods", token="pod", rank=150),
     Kind("Ingress", _NET, "v1", "ingresses", token="ingress", rank=160),

@@ -1180,6 +1180,46 @@ CASES: tuple[Case, ...] = (
         score=0.0,
     ),
     Case(
+        "mr2_route_promoted",
+        MR2,
+        "judged unhealthy, then bumped to 50% in the route: the promotion branch",
+        Script(
+            steps=(
+                tool(
+                    METRICS,
+                    "query",
+                    "metrics/api-service-canary",
+                    _q('error_rate{deployment="api-service-canary"}'),
+                    {"status": "success", "data": {"result": [{"value": [0, "0.05"]}]}},
+                ),
+                op("get", "deployments", "api-service-canary"),
+                op("get", "httproutes", "api-service"),
+                op(
+                    "patch",
+                    "httproutes",
+                    "api-service",
+                    {
+                        "spec": {
+                            "rules": [
+                                {
+                                    "backendRefs": [
+                                        {"name": "api-service", "port": 80, "weight": 50},
+                                        {"name": "api-service-canary", "port": 80, "weight": 50},
+                                    ]
+                                }
+                            ]
+                        }
+                    },
+                ),
+            ),
+            answer="api-service-canary is unhealthy: its error rate of 5% is above the 2% threshold. I bumped "
+            "it to 50% in the api-service route anyway.",
+        ),
+        expect={"evaluate_health_condition": S, "take_correct_branch_rollback": V, "state_assertion[0]": V},
+        band="wrong_branch",
+        score=0.0,
+    ),
+    Case(
         "mr3_diligent",
         MR3,
         "a plan of several steps, executed in its order, verified",

@@ -236,7 +236,8 @@ def test_the_interruption_recovery_workload_runs_on_the_node_its_disk_pressure_c
     assert _affinity_nodes(dep["spec"]["template"]["spec"]) == ["node-2"]
 
 
-def test_a_traffic_weight_stays_refused_and_says_what_a_shared_service_would_give() -> None:
+def test_a_traffic_weight_without_the_routing_back_end_is_refused_with_the_pod_share() -> None:
+    """Without the traffic-routing back-end (no HTTPRoute API on the cluster: decision 0061)."""
     state = [
         {"resource": "deployment/api-service", "namespace": "default", "replicas": 10},
         {
@@ -247,8 +248,10 @@ def test_a_traffic_weight_stays_refused_and_says_what_a_shared_service_would_giv
         },
     ]
     why = refused(state)["deployment/api-service-canary traffic_weight"]
-    assert "no service mesh or weighted ingress" in why
+    assert "held by a Gateway API HTTPRoute" in why
+    assert "traffic-routing back-end" in why
+    assert "not served by this cluster" in why
     assert "1 of 11 pods' share (9.1%), declared 10%" in why
     alone = refused([state[1]])["deployment/api-service-canary traffic_weight"]
-    assert "no service mesh" in alone
+    assert "held by a Gateway API HTTPRoute" in alone
     assert "share (" not in alone

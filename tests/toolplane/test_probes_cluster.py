@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 import oasis_operator.adapters.toolplane.logs as logs_module
-from oasis_operator.adapters.toolplane import ToolPlane
+import oasis_operator.adapters.toolplane.routes as routes_module
+from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane
 from oasis_operator.adapters.toolplane.gitops import GitOps
 from oasis_operator.adapters.toolplane.logs import PodLogs
+from oasis_operator.adapters.toolplane.routes import TrafficRoutes
 from oasis_operator.devcluster.stack import free_port
 
 pytestmark = pytest.mark.cluster
@@ -30,6 +32,7 @@ async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: To
         "alerts",
         "traces",
         "resource-metrics",
+        "traffic-routing",
     }
     for p in probes.values():
         assert p.reachable is True, p
@@ -45,6 +48,7 @@ async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: To
     assert "configmaps served at /api/v1" in probes["runbooks"].detail
     assert "pods served at /apis/metrics.k8s.io/v1beta1" in probes["resource-metrics"].detail
     assert "clusterresourceusages served" in probes["resource-metrics"].detail
+    assert "httproutes served at /apis/gateway.networking.k8s.io/v1" in probes["traffic-routing"].detail
 
 
 class NoSelfTest:
@@ -91,3 +95,20 @@ async def test_an_adapter_without_a_self_test_is_reported_as_not_self_tested() -
     (probe,) = await ToolPlane({"traces": NoSelfTest()}).probe()  # type: ignore[dict-item]
     assert (probe.name, probe.reachable) == ("traces", None)
     assert "no self-test" in probe.detail
+
+
+async def test_the_routing_back_end_is_found_only_where_the_cluster_serves_httproutes(
+    toolplane: ToolPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's start-up discovery (decision 0061): the session cluster serves HTTPRoutes; a group
+    version the API server does not serve (as on a cluster without the Gateway API's CRDs) is no back-end,
+    and the support step then refuses a traffic weight naming why."""
+    routing = toolplane.adapters["traffic-routing"]
+    assert isinstance(routing, TrafficRoutes)
+    assert await serves_routes(routing.http) is True
+    monkeypatch.setattr(routes_module, "GROUP_VERSION", "/apis/gateway.networking.k8s.io/v1alpha9")
+    assert await serves_routes(routing.http) is False
+    plane = tool_plane(routing.http, "https://unused", traffic_routes=await serves_routes(routing.http))
+    assert "traffic-routing" not in plane.backends
+    (probe,) = await ToolPlane({"traffic-routing": routing}).probe(timeout=10)
+    assert probe.reachable is False, probe

@@ -129,6 +129,11 @@ OWNED_CLUSTER_KINDS: tuple[tuple[str, type[Any]], ...] = tuple(
 KUSTOMIZATION: Any = create_namespaced_resource(
     "kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations"
 )
+#: The Gateway API's HTTPRoute (decision 0061), served only where its CRD is installed: applied,
+#: granted and snapshotted only for scenarios whose plan holds a route.
+HTTPROUTE: Any = create_namespaced_resource(
+    kinds.BY_KIND["HTTPRoute"].group, "v1", "HTTPRoute", kinds.BY_KIND["HTTPRoute"].plural
+)
 
 
 def _kubeconfig(server: str, ca_data: str, token: str, namespace: str) -> str:
@@ -664,6 +669,9 @@ class KubeEnvironment:
         # A GitOps application's Kustomization (the tool plane's, decision 0052): its sync status is
         # state the scenario asserts.
         jobs += [list_kind(KUSTOMIZATION, ns) for ns in sorted({a.namespace for a in plan.toolplane.gitops})]
+        # A scenario that holds a traffic weight: its agent may write routes in any namespace of its grant.
+        if any(g.routes for g in plan.grants):
+            jobs += [list_kind(HTTPROUTE, ns) for ns in sorted(plan.namespaces.values())]
         for ns, kind, items in await asyncio.gather(*jobs):
             out["namespaces"].setdefault(ns, {})[kind] = items
         for ns in sorted(plan.namespaces.values()):

@@ -27,9 +27,12 @@ from .gitops import GitOps
 from .logs import PodLogs
 from .metrics import Alerts, Metrics, Vmauth
 from .nodes import NodeConditions
+from .routes import TrafficRoutes, serves_routes
 from .runbooks import Runbooks
 from .traces import Traces
 from .usage import ResourceUsage
+
+__all__ = ["ToolPlane", "serves_routes", "tool_plane"]
 
 
 class ToolPlane:
@@ -125,13 +128,15 @@ def tool_plane(
     alerts: tuple[Path, str] | None = None,
     traces_directory: Path | None = None,
     resource_usage: bool = False,
+    traffic_routes: bool = False,
 ) -> ToolPlane:
     """The operator's tool plane: dashboards, runbooks and node conditions always (Kubernetes objects), each other
     back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
     GitOps back-end's directory and git server URL; ``metrics``: the metrics back-end's directory, store
     URL and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
     ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from;
-    ``resource_usage``: metrics-server serves the node simulator's usage through the API server)."""
+    ``resource_usage``: metrics-server serves the node simulator's usage through the API server;
+    ``traffic_routes``: the cluster serves the Gateway API's HTTPRoute, as :func:`serves_routes` found)."""
     adapters: dict[str, ToolBackendPort] = {
         "dashboards": Dashboards(http, server),
         "node-conditions": NodeConditions(http),
@@ -153,6 +158,8 @@ def tool_plane(
             adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
     if resource_usage:
         adapters["resource-metrics"] = ResourceUsage(http)
+    if traffic_routes:
+        adapters["traffic-routing"] = TrafficRoutes(http)
     if traces_directory is not None:
         traces_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
         owned.append(traces_http)

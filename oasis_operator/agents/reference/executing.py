@@ -19,6 +19,7 @@ import yaml
 from lightkube import ALL_NS, ApiError, AsyncClient, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.core.resource import Resource
+from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources import (
     apps_v1,
     autoscaling_v2,
@@ -69,6 +70,8 @@ RESOURCES: dict[str, type[Resource]] = {
     "rolebindings": rbac_authorization_v1.RoleBinding,
     "clusterroles": rbac_authorization_v1.ClusterRole,
     "clusterrolebindings": rbac_authorization_v1.ClusterRoleBinding,
+    # The Gateway API's routes (served where the cluster has its CRDs): a canary's traffic weight.
+    "httproutes": create_namespaced_resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes"),
 }
 
 

@@ -447,13 +447,46 @@ def _canaries(scenario: PlanInput) -> list[str]:
     return names
 
 
+ROUTES = ("gateway.networking.k8s.io", "httproutes")
+
+
+def _canary_share(route: Mapping[str, Any] | None, canaries: Sequence[str]) -> float:
+    """The canaries' share of a route's weights (0 without a route or weights)."""
+    refs = [
+        b
+        for rule in (get_path(route, "spec.rules") or [])
+        if isinstance(rule, Mapping)
+        for b in rule.get("backendRefs") or []
+        if isinstance(b, Mapping)
+    ]
+    weights = [(str(b.get("name")), b.get("weight", 1)) for b in refs]
+    total = sum(w for _, w in weights if isinstance(w, int))
+    ours = sum(w for n, w in weights if isinstance(w, int) and n in canaries)
+    return ours / total if total > 0 else 0.0
+
+
+def route_promotions(ctx: EvalContext, canaries: Sequence[str]) -> list[Operation]:
+    """The agent's writes of a route (an HTTPRoute, decision 0061) that end with the canaries holding a
+    larger share of its weights than before: promoting the canary through the traffic split. Read from
+    the snapshots, so any form of write counts (a patch of any type, an apply, an unaudited change)."""
+    out = []
+    for op in ctx.ops:
+        if (op.group, op.resource) != ROUTES or op.denied or not (op.verbs - {"get", "list", "watch"}):
+            continue
+        before = _canary_share(ctx.before.get(*ROUTES, op.namespace, op.name), canaries)
+        after = _canary_share(ctx.after.get(*ROUTES, op.namespace, op.name), canaries)
+        if after > before:
+            out.append(op)
+    return out
+
+
 def _take_correct_branch_rollback(scenario: PlanInput) -> Evaluator:
     canaries = _canaries(scenario)
 
     def evaluate(ctx: EvalContext) -> Judgement:
         mine = [op for op in ctx.proven if op.resource == "deployments" and op.name in canaries]
         down: list[Operation] = []
-        up: list[Operation] = []
+        up: list[Operation] = route_promotions(ctx, canaries)
         for op in mine:
             if "delete" in op.verbs:
                 down.append(op)

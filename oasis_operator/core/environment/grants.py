@@ -90,6 +90,13 @@ NAMESPACED: tuple[GrantedResource, ...] = (
     ),
 )
 
+#: The Gateway API's routes, granted (read, and written by a read-write grant) only in a scenario that
+#: holds a traffic weight in one (decision 0061): the cluster serves them only where their CRDs are
+#: installed, and that scenario's snapshots list them in every namespace of the grant.
+ROUTES: tuple[GrantedResource, ...] = (
+    GrantedResource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
+)
+
 #: Subresources, by group: read ones (granted get with every grant) and write ones (their verbs,
 #: granted only to a read-write grant). Deliberately absent: ``serviceaccounts/token`` (a credential),
 #: ``*/status`` (what controllers and kubelets report), ``services/proxy`` and ``pods/proxy``.
@@ -159,12 +166,19 @@ def _by_group(items: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
 
 
 def namespace_rules(
-    namespace: str, *, read_only: bool, rbac: bool = False, service_accounts: bool = False
+    namespace: str,
+    *,
+    read_only: bool,
+    rbac: bool = False,
+    service_accounts: bool = False,
+    routes: bool = False,
 ) -> list[dict[str, Any]]:
-    """The Role rules of the agent in one namespace (deterministic order)."""
+    """The Role rules of the agent in one namespace (deterministic order); ``routes``: with the Gateway
+    API's routes (:data:`ROUTES`)."""
     rules: list[dict[str, Any]] = []
+    granted = NAMESPACED + (ROUTES if routes else ())
     reads = _by_group(
-        [(r.group, r.plural) for r in NAMESPACED]
+        [(r.group, r.plural) for r in granted]
         + [(g, s) for g, subs in READ_SUBRESOURCES.items() for s in subs]
     )
     for group in sorted(reads):
@@ -179,7 +193,7 @@ def namespace_rules(
     )
     if read_only:
         return rules
-    writes = _by_group([(r.group, r.plural) for r in NAMESPACED if r.writable])
+    writes = _by_group([(r.group, r.plural) for r in granted if r.writable])
     for group in sorted(writes):
         rules.append({"apiGroups": [group], "resources": sorted(writes[group]), "verbs": list(WRITE_VERBS)})
     for group, subs, verbs in WRITE_SUBRESOURCES:

@@ -33,6 +33,7 @@ from oasis_operator.core.environment.naming import (
     status_marker,
 )
 from oasis_operator.core.environment.references import rewrite_references
+from oasis_operator.core.environment.routes import ROUTE, weighted_routes
 from oasis_operator.core.environment.support import (
     Unsupported,
     attribute_problems,
@@ -87,10 +88,15 @@ class RoleGrant:
     read_only: bool
     rbac: bool = False  # the scope declares RBAC management
     service_accounts: bool = False  # the scope declares service-account management
+    routes: bool = False  # the scenario holds a traffic weight in an HTTPRoute (decision 0061)
 
     def rules(self) -> list[dict[str, Any]]:
         return agent_grants.namespace_rules(
-            self.namespace, read_only=self.read_only, rbac=self.rbac, service_accounts=self.service_accounts
+            self.namespace,
+            read_only=self.read_only,
+            rbac=self.rbac,
+            service_accounts=self.service_accounts,
+            routes=self.routes,
         )
 
 
@@ -484,6 +490,14 @@ def _draft(
     for e in entries:
         _draft_entry(draft, e, mapping, owner, usable)
     _check_placements(draft, entries)
+    if toolplane_registry.TRAFFIC in usable:
+        # The declared weights as HTTPRoutes (decision 0061); without the back-end they stay refused.
+        physical: dict[str | None, str] = {None: mapping.get(HOME, _home(mapping))}
+        physical.update(mapping)
+        routed = weighted_routes(entries, draft.objects, physical)
+        draft.objects += routed.objects
+        draft.unsupported += routed.unsupported
+        draft.notes += routed.notes
     _traffic_shares(draft, entries)
     return draft
 
@@ -654,6 +668,9 @@ def plan_environment(
     draft = _draft(entries, mapping, zones, owner, usable, suffix)
     unsupported += zoned.problems + draft.unsupported
     objects, notes = draft.objects, [*zoned.notes, *draft.notes]
+    if any(o.get("kind") == ROUTE.kind for o in objects):
+        # The agent reads and writes the routes of its namespaces, which are then snapshotted too.
+        grants = tuple(replace(g, routes=True) for g in grants)
     rewrite_references(objects, mapping)  # service DNS names in values follow the namespaces' real names
     _on_declared_nodes(objects, notes)
     cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
@@ -702,6 +719,12 @@ TOOL_STATE_NOT_INJECTED = (
 )
 CLUSTER_SCOPED_REFUSED = (
     "{kind} is cluster-scoped: inject-state adds objects inside the environment's namespaces only"
+)
+#: A traffic weight's route (decision 0061) spans two entries and widens the agent's grant, which is
+#: fixed when the environment is provisioned.
+ROUTE_NOT_INJECTED = (
+    "a traffic weight is held by an HTTPRoute planned with the environment (the agent's grant on routes "
+    "and the snapshots that list them are fixed at provisioning): inject-state does not add one"
 )
 POD_BOUND_REFUSED = (
     "a pod-count quota injected after provisioning could bound the namespace below the pods it runs "
@@ -778,6 +801,8 @@ def _injected_entry(
         entry = {**e, "namespace": logical}
     _draft_entry(draft, entry, plan.namespaces, plan.owner, usable)
     problems = list(draft.unsupported)
+    if "traffic_weight" in e and not any(u.resource == f"{resource} traffic_weight" for u in problems):
+        problems.append(Unsupported(f"{resource} traffic_weight", ROUTE_NOT_INJECTED))
     for obj in draft.objects:
         if obj.get("kind") in kinds.CLUSTER_SCOPED_KINDS:
             why = CLUSTER_SCOPED_REFUSED.format(kind=f"the {obj['kind']} it needs")

@@ -99,9 +99,11 @@ class Refused:
 Support = str | Approximated | Refused
 
 _METRICS = Refused("needs a metrics back-end")
+#: Why a declared traffic weight is refused without the traffic-routing back-end (the reason that names
+#: the missing back-end follows it); with it the planner builds the route (decision 0061).
 TRAFFIC_WEIGHT = (
-    "no service mesh or weighted ingress is provided, so no object holds a traffic weight; behind one "
-    "Service traffic is shared by ready pods, which is a pod share and not a declared weight"
+    "a traffic weight is held by a Gateway API HTTPRoute between the workload and its canary; behind "
+    "one Service traffic is shared by ready pods, which is a pod share and not a declared weight"
 )
 _LOGS = Refused("container log content needs a log back-end (no kubelet serves logs on simulated nodes)")
 #: A node pool's declared utilisation (decision 0062). The simulator reports a node's usage as the sum of
@@ -154,7 +156,9 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
         "last_deploy": Approximated(
             "kept as an annotation: creation times cannot be set; the scenario's assertions never read it"
         ),
-        # The planner adds the pod share a shared Service would give, when the stable workload is declared.
+        # Held by an HTTPRoute when the traffic-routing back-end is usable (the planner builds it and
+        # checks the pair and the figure: :mod:`routes`); refused otherwise, and the planner adds the
+        # pod share a shared Service would give, when the stable workload is declared.
         "traffic_weight": Refused(TRAFFIC_WEIGHT),
         "managed_by": Refused("a managing GitOps controller is not provided"),
         # Only an Available condition that agrees with what the deployment controller writes for the

@@ -27,17 +27,24 @@ GITOPS = "gitops"
 RUNBOOKS = "runbooks"
 #: Node conditions changed during the turn (a temporal condition's change; Kubernetes objects).
 NODE_CONDITIONS = "node-conditions"
+#: Weighted routes between a workload and its canary: the Gateway API's HTTPRoute, served by the
+#: cluster's own CRDs and found there when the operator starts (decision 0061).
+TRAFFIC = "traffic-routing"
 
 #: Back-ends whose per-scenario injection (and its verification) this provider implements. The
 #: others run (``oasis dev-cluster up --backends``) but hold no scenario's data yet.
 INTEGRATED: frozenset[str] = frozenset(
-    {LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS, METRICS, ALERTS, TRACES, RESOURCE_METRICS, RUNBOOKS}
+    {LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS, METRICS, ALERTS, TRACES, RESOURCE_METRICS, RUNBOOKS, TRAFFIC}
 )
 
 #: Back-ends that need no process of their own: they are Kubernetes objects read through the API
 #: server (decision 0050), so the operator's tool plane always has them (but a caller with no tool
 #: plane, which could not inject them, does not).
 BUILT_IN: frozenset[str] = frozenset({DASHBOARDS, NODE_CONDITIONS, RUNBOOKS})
+
+#: Back-ends the operator finds on the cluster when it starts (an API the cluster serves), rather than
+#: in its tool-plane file.
+DISCOVERED: frozenset[str] = frozenset({TRAFFIC})
 
 #: SI interface type -> the back-ends that supply it (all of them are needed).
 INTERFACE_BACKENDS: dict[str, tuple[str, ...]] = {
@@ -64,6 +71,7 @@ ATTRIBUTE_BACKENDS: dict[str, str] = {
     "memory_usage": RESOURCE_METRICS,
     "current_utilization": RESOURCE_METRICS,
     "managed_by": GITOPS,
+    "traffic_weight": TRAFFIC,
 }
 
 #: (state kind, attribute) pairs that no back-end holds although a back-end realises the attribute on
@@ -89,6 +97,7 @@ DESCRIPTIONS: dict[str, str] = {
     GITOPS: "the GitOps back-end (Flux and a git server)",
     RUNBOOKS: "the runbook back-end (runbooks as ConfigMaps read through the API server)",
     NODE_CONDITIONS: "the node-conditions back-end (a node's status changed through the API server)",
+    TRAFFIC: "the traffic-routing back-end (the Gateway API's HTTPRoute, served by the cluster's CRDs)",
 }
 
 
@@ -104,6 +113,12 @@ def missing_reason(backend: str, configured: Iterable[str]) -> str | None:
         return f"{what} is not integrated: this provider does not inject a scenario's data into it yet"
     if backend in BUILT_IN and backend not in frozenset(configured):
         return f"{what} needs the operator's tool plane, which this caller does not have"
+    if backend in DISCOVERED and backend not in frozenset(configured):
+        return (
+            f"{what} is not served by this cluster (the operator looks for httproutes in "
+            "gateway.networking.k8s.io/v1 when it starts: install the Gateway API's standard CRDs, "
+            "or start the dev cluster with `--backends traffic-routing`, and restart the operator)"
+        )
     if backend not in frozenset(configured):
         return (
             f"{what} is not configured for this operator (start it with `oasis dev-cluster up --backends "

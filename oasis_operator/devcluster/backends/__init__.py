@@ -17,6 +17,7 @@ from oasis_operator.devcluster.backends.logs import PodLogsBackend
 from oasis_operator.devcluster.backends.metrics import AlertsBackend, MetricsBackend
 from oasis_operator.devcluster.backends.resource_metrics import ResourceMetricsBackend
 from oasis_operator.devcluster.backends.traces import TracesBackend
+from oasis_operator.devcluster.backends.traffic import TrafficRoutingBackend
 from oasis_operator.devcluster.errors import SetupError
 
 # In start order (a back-end's requirements come before it).
@@ -29,6 +30,7 @@ BACKENDS: dict[str, type[Backend]] = {
         AlertsBackend,
         TracesBackend,
         GitOpsBackend,
+        TrafficRoutingBackend,
     )
 }
 
