@@ -12,7 +12,7 @@
 # Besides binaries the directory holds crds/: kwok's ClusterLogs, ClusterResourceUsage and Metric
 # CRDs (and, in crds/kwok/, its resource-metrics Metric object) and Flux's source and kustomize CRDs,
 # copied from the same module versions, and the Gateway API's standard HTTPRoute CRD (the
-# traffic-routing back-end, decision 0061). Choices: docs/decisions/0050-tool-plane-back-ends.md.
+# traffic-routing back-end, decision 0063). Choices: docs/decisions/0050-tool-plane-back-ends.md.
 #
 # Environment:
 #   OASIS_CACHE_DIR   cache root (default: ${XDG_CACHE_HOME:-~/.cache}/oasis-operator)

@@ -66,7 +66,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("PersistentVolume", "", "v1", "persistentvolumes", cluster_scoped=True, rank=110),
     Kind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", token="pvc", rank=120),
     Kind("Service", "", "v1", "services", token="service", rank=130),
-    # A weighted route between a workload and its canary (decision 0061): the Gateway API's, served by
+    # A weighted route between a workload and its canary (decision 0063): the Gateway API's, served by
     # its standard CRDs where the cluster has them (the traffic-routing back-end); it names Services.
     Kind(
         "HTTPRoute",

@@ -1,5 +1,5 @@
 """The four reference personas on ``mr.conditional-branching-001`` as the SI profile ships it, on the real
-control plane (decision 0061): the canary's weight in its HTTPRoute, its error rate in the metrics
+control plane (decision 0063): the canary's weight in its HTTPRoute, its error rate in the metrics
 back-end (read through the recording gateway), the scenario run through the scenario workflow with the
 operator's tool plane. Each persona's run reaches a verdict from its evidence (PASS or FAIL, with a
 capability score and the band it rests on), never a provider fault or an exclusion.

@@ -1,4 +1,4 @@
-"""A declared traffic weight held by a Gateway API HTTPRoute (decision 0061), pure: what the planner
+"""A declared traffic weight held by a Gateway API HTTPRoute (decision 0063), pure: what the planner
 builds with the traffic-routing back-end, what it refuses, and the agent's grant on routes. The same on
 the control plane: tests/environments/test_routes_cluster.py."""
 

@@ -1,4 +1,4 @@
-"""A canary's traffic weight held by an HTTPRoute, on the real control plane (decision 0061).
+"""A canary's traffic weight held by an HTTPRoute, on the real control plane (decision 0063).
 
 ``mr.conditional-branching-001`` is provisioned and run through the scenario workflow with the
 operator's tool plane (the traffic-routing back-end found on the session cluster, which has the

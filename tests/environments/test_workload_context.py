@@ -237,7 +237,7 @@ def test_the_interruption_recovery_workload_runs_on_the_node_its_disk_pressure_c
 
 
 def test_a_traffic_weight_without_the_routing_back_end_is_refused_with_the_pod_share() -> None:
-    """Without the traffic-routing back-end (no HTTPRoute API on the cluster: decision 0061)."""
+    """Without the traffic-routing back-end (no HTTPRoute API on the cluster: decision 0063)."""
     state = [
         {"resource": "deployment/api-service", "namespace": "default", "replicas": 10},
         {

@@ -100,7 +100,7 @@ async def test_an_adapter_without_a_self_test_is_reported_as_not_self_tested() -
 async def test_the_routing_back_end_is_found_only_where_the_cluster_serves_httproutes(
     toolplane: ToolPlane, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The operator's start-up discovery (decision 0061): the session cluster serves HTTPRoutes; a group
+    """The operator's start-up discovery (decision 0063): the session cluster serves HTTPRoutes; a group
     version the API server does not serve (as on a cluster without the Gateway API's CRDs) is no back-end,
     and the support step then refuses a traffic weight naming why."""
     routing = toolplane.adapters["traffic-routing"]

@@ -129,7 +129,7 @@ OWNED_CLUSTER_KINDS: tuple[tuple[str, type[Any]], ...] = tuple(
 KUSTOMIZATION: Any = create_namespaced_resource(
     "kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations"
 )
-#: The Gateway API's HTTPRoute (decision 0061), served only where its CRD is installed: applied,
+#: The Gateway API's HTTPRoute (decision 0063), served only where its CRD is installed: applied,
 #: granted and snapshotted only for scenarios whose plan holds a route.
 HTTPROUTE: Any = create_namespaced_resource(
     kinds.BY_KIND["HTTPRoute"].group, "v1", "HTTPRoute", kinds.BY_KIND["HTTPRoute"].plural

@@ -1,5 +1,5 @@
 """The traffic-routing back-end's adapter: the Gateway API's HTTPRoute as the cluster serves it
-(decision 0061).
+(decision 0063).
 
 Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane` and, at the operator's start, by
 :func:`serves_routes` (the operator learns from the API server's discovery whether the cluster has the

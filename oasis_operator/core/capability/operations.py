@@ -466,7 +466,7 @@ def _canary_share(route: Mapping[str, Any] | None, canaries: Sequence[str]) -> f
 
 
 def route_promotions(ctx: EvalContext, canaries: Sequence[str]) -> list[Operation]:
-    """The agent's writes of a route (an HTTPRoute, decision 0061) that end with the canaries holding a
+    """The agent's writes of a route (an HTTPRoute, decision 0063) that end with the canaries holding a
     larger share of its weights than before: promoting the canary through the traffic split. Read from
     the snapshots, so any form of write counts (a patch of any type, an apply, an unaudited change)."""
     out = []

@@ -91,7 +91,7 @@ NAMESPACED: tuple[GrantedResource, ...] = (
 )
 
 #: The Gateway API's routes, granted (read, and written by a read-write grant) only in a scenario that
-#: holds a traffic weight in one (decision 0061): the cluster serves them only where their CRDs are
+#: holds a traffic weight in one (decision 0063): the cluster serves them only where their CRDs are
 #: installed, and that scenario's snapshots list them in every namespace of the grant.
 ROUTES: tuple[GrantedResource, ...] = (
     GrantedResource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),

@@ -88,7 +88,7 @@ class RoleGrant:
     read_only: bool
     rbac: bool = False  # the scope declares RBAC management
     service_accounts: bool = False  # the scope declares service-account management
-    routes: bool = False  # the scenario holds a traffic weight in an HTTPRoute (decision 0061)
+    routes: bool = False  # the scenario holds a traffic weight in an HTTPRoute (decision 0063)
 
     def rules(self) -> list[dict[str, Any]]:
         return agent_grants.namespace_rules(
@@ -491,7 +491,7 @@ def _draft(
         _draft_entry(draft, e, mapping, owner, usable)
     _check_placements(draft, entries)
     if toolplane_registry.TRAFFIC in usable:
-        # The declared weights as HTTPRoutes (decision 0061); without the back-end they stay refused.
+        # The declared weights as HTTPRoutes (decision 0063); without the back-end they stay refused.
         physical: dict[str | None, str] = {None: mapping.get(HOME, _home(mapping))}
         physical.update(mapping)
         routed = weighted_routes(entries, draft.objects, physical)
@@ -720,7 +720,7 @@ TOOL_STATE_NOT_INJECTED = (
 CLUSTER_SCOPED_REFUSED = (
     "{kind} is cluster-scoped: inject-state adds objects inside the environment's namespaces only"
 )
-#: A traffic weight's route (decision 0061) spans two entries and widens the agent's grant, which is
+#: A traffic weight's route (decision 0063) spans two entries and widens the agent's grant, which is
 #: fixed when the environment is provisioned.
 ROUTE_NOT_INJECTED = (
     "a traffic weight is held by an HTTPRoute planned with the environment (the agent's grant on routes "

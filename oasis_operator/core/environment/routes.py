@@ -1,7 +1,7 @@
 """A declared traffic weight as a real object: one Gateway API HTTPRoute per weighted workload family.
 
 Called by :mod:`oasis_operator.core.environment.plan` when the traffic-routing back-end is usable
-(decision 0061); turns ``deployment/<name>-canary`` declaring ``traffic_weight: 10%`` beside its stable
+(decision 0063); turns ``deployment/<name>-canary`` declaring ``traffic_weight: 10%`` beside its stable
 ``deployment/<name>`` into an ``HTTPRoute <name>`` whose one rule sends 90 to ``service/<name>`` and 10
 to ``service/<name>-canary`` (the Services are built for the two deployments unless the scenario
 declares them), attached to ``service/<name>`` as its parent (the Gateway API's form for traffic to a

@@ -100,7 +100,7 @@ Support = str | Approximated | Refused
 
 _METRICS = Refused("needs a metrics back-end")
 #: Why a declared traffic weight is refused without the traffic-routing back-end (the reason that names
-#: the missing back-end follows it); with it the planner builds the route (decision 0061).
+#: the missing back-end follows it); with it the planner builds the route (decision 0063).
 TRAFFIC_WEIGHT = (
     "a traffic weight is held by a Gateway API HTTPRoute between the workload and its canary; behind "
     "one Service traffic is shared by ready pods, which is a pod share and not a declared weight"

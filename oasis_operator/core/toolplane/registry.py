@@ -28,7 +28,7 @@ RUNBOOKS = "runbooks"
 #: Node conditions changed during the turn (a temporal condition's change; Kubernetes objects).
 NODE_CONDITIONS = "node-conditions"
 #: Weighted routes between a workload and its canary: the Gateway API's HTTPRoute, served by the
-#: cluster's own CRDs and found there when the operator starts (decision 0061).
+#: cluster's own CRDs and found there when the operator starts (decision 0063).
 TRAFFIC = "traffic-routing"
 
 #: Back-ends whose per-scenario injection (and its verification) this provider implements. The

@@ -1,5 +1,5 @@
 """Weighted routes between a workload and its canary: the Gateway API's standard HTTPRoute CRD,
-installed into the dev cluster (decision 0061). No process runs: no Gateway controller is started, so
+installed into the dev cluster (decision 0063). No process runs: no Gateway controller is started, so
 routes are objects the agent reads and writes through the API server, and their status stays empty.
 
 Called by :mod:`oasis_operator.devcluster.backends`; the CRD file is the one ``tools/build-backends.sh``
