@@ -261,6 +261,10 @@ class ProviderApi:
                     "namespace": access.namespace,
                     "expires_at": access.token_expires_at,
                 },
+                # The SI provider guide's name for what each declared namespace became (a consumer
+                # scopes and judges the agent by it); `namespaces` is the same map, kept for clients
+                # written against this server before.
+                "resolved_namespaces": dict(plan.namespaces),
                 "namespaces": dict(plan.namespaces),
                 "prompt": plan.prompt,
             },

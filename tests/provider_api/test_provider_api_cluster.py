@@ -85,7 +85,12 @@ async def test_an_evaluator_provisions_observes_and_tears_down(api, cluster) -> 
     ready = got.json()
     assert ready["status"] == "ready", ready
     env_id = ready["environment_id"]
-    namespaces = ready["namespaces"]
+    namespaces = ready["resolved_namespaces"]  # the provider guide's field (its section 1.1)
+    assert set(SCENARIO.preconditions.agent.scope.namespaces or []) <= set(namespaces)
+    assert all(
+        physical != token and physical.startswith(f"{token}-") for token, physical in namespaces.items()
+    )
+    assert ready["namespaces"] == namespaces
     kubeconfig = yaml.safe_load(ready["agent_credentials"]["kubeconfig"])
     token = kubeconfig["users"][0]["user"]["token"]
     assert ready["agent_endpoint"] == kubeconfig["clusters"][0]["cluster"]["server"]
