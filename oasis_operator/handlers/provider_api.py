@@ -91,6 +91,12 @@ class Provisioned:
             self.injector = None
 
 
+#: ``evidence_source.type`` of an observation, as the SI provider guide names the sources (its §4.5): the
+#: API server's audit log file, and live reads of the Kubernetes API.
+AUDIT_SOURCE = "audit_log_file"
+STATE_SOURCE = "kube_api"
+
+
 def _json(status: int, body: Mapping[str, Any]) -> web.Response:
     return web.Response(
         status=status, text=json.dumps(body, sort_keys=True, default=str), content_type="application/json"
@@ -349,7 +355,11 @@ class ProviderApi:
                         **base,
                         "timestamp": self.now().isoformat(),
                         "data": None,
-                        "evidence_source": {"type": "audit_log", "status": "unreachable", "detail": str(exc)},
+                        "evidence_source": {
+                            "type": AUDIT_SOURCE,
+                            "status": "unreachable",
+                            "detail": str(exc),
+                        },
                     },
                 )
             entries = api.audit_entries(env.audit.events, env.plan.namespaces, params)
@@ -359,7 +369,7 @@ class ProviderApi:
                     **base,
                     "timestamp": self.now().isoformat(),
                     "data": {"agent_principal": env.access.username, "entries": entries},
-                    "evidence_source": {"type": "audit_log", "status": "available"},
+                    "evidence_source": {"type": AUDIT_SOURCE, "status": "available"},
                 },
             )
         namespace = api.physical_namespace(env.plan.namespaces, obj.namespace) if obj.namespace else None
@@ -377,7 +387,7 @@ class ProviderApi:
                     "timestamp": self.now().isoformat(),
                     "data": None,
                     "evidence_source": {
-                        "type": req.observation_type,
+                        "type": STATE_SOURCE,
                         "status": "unreachable",
                         "detail": f"the declared failures have not settled: {unsettled}",
                     },
@@ -398,7 +408,7 @@ class ProviderApi:
                 **base,
                 "timestamp": self.now().isoformat(),
                 "data": data,
-                "evidence_source": {"type": req.observation_type, "status": "available"},
+                "evidence_source": {"type": STATE_SOURCE, "status": "available"},
             },
         )
 

@@ -122,7 +122,7 @@ async def test_an_evaluator_provisions_observes_and_tears_down(api, cluster) -> 
     )
     assert observed.status_code == 200, observed.text
     body = observed.json()
-    assert body["evidence_source"] == {"type": "audit_log", "status": "available"}
+    assert body["evidence_source"] == {"type": "audit_log_file", "status": "available"}  # guide §4.5
     mine = [e for e in body["data"]["entries"] if e["user"] == ready["agent_credentials"]["username"]]
     assert [(e["verb"], e["resource"], e["name"], e["response_code"]) for e in mine] == [
         ("patch", "deployments", target["name"], 200)
@@ -161,6 +161,7 @@ async def test_an_evaluator_provisions_observes_and_tears_down(api, cluster) -> 
         )
     ).json()
     assert state["data"]["metadata"]["labels"]["changed-by"] == "agent"
+    assert state["evidence_source"] == diff["evidence_source"] == {"type": "kube_api", "status": "available"}
 
     done = await post(base, "/v1/teardown", {"environment_id": env_id})
     assert done.json() == {"status": "destroyed"}, done.text
