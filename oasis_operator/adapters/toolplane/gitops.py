@@ -107,9 +107,11 @@ class GitOps:
         the repository holds at the end of the turn is what the "after" snapshot shows."""
         await self._revoke({app.namespace for app in plan.toolplane.gitops})
         for app in plan.toolplane.gitops:
-            stamp = f"oasis-{secrets.token_hex(6)}"
-            body = json.dumps({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": stamp}}})
-            for base in (GIT_REPOSITORIES, KUSTOMIZATIONS):
+            # The source first, then what applies it: asked at once, the Kustomization could reconcile
+            # while its source is still fetching, and end the turn on the artifact it had before.
+            for base, what in ((GIT_REPOSITORIES, "fetch the repository"), (KUSTOMIZATIONS, "apply it")):
+                stamp = f"oasis-{secrets.token_hex(6)}"
+                body = json.dumps({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": stamp}}})
                 resp = await self.http.patch(
                     f"{base.format(ns=app.namespace)}/{app.name}",
                     content=body,
@@ -117,7 +119,7 @@ class GitOps:
                 )
                 if resp.status_code != 200:
                     raise ToolPlaneError(f"{app.source}: requesting a reconcile: HTTP {resp.status_code}")
-            await self._wait(app, _handled(stamp), "handle the reconcile request")
+                await self._wait(app, _handled(stamp), f"{what} on request", base=base)
 
     async def probe(self) -> str:
         """The preflight's self-test: the git server answers, its credentials directory is there, and
@@ -272,13 +274,20 @@ class GitOps:
             await asyncio.sleep(0.2)
 
     async def _wait(
-        self, app: GitOpsApp, done: Callable[[dict[str, Any], dict[str, Any]], bool], what: str
+        self,
+        app: GitOpsApp,
+        done: Callable[[dict[str, Any], dict[str, Any]], bool],
+        what: str,
+        *,
+        base: str = KUSTOMIZATIONS,
     ) -> None:
+        """Until ``done(status, ready)`` holds for the app's object of ``base`` (its Kustomization, or
+        its GitRepository)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         last = ""
         while loop.time() < deadline:
-            resp = await self.http.get(f"{KUSTOMIZATIONS.format(ns=app.namespace)}/{app.name}")
+            resp = await self.http.get(f"{base.format(ns=app.namespace)}/{app.name}")
             status = resp.json().get("status") or {} if resp.status_code == 200 else {}
             ready: dict[str, Any] = next(
                 (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
