@@ -115,7 +115,8 @@ async def test_the_agent_reads_the_declared_chain(
     labels = dict(series.labels)
     assert (labels["ingress"], labels["service"], labels["status"]) == ("public", "api-backend", "503")
     values = [v for _, v in series.samples]
-    assert values == sorted(values) and values[-1] > values[0]
+    assert values == sorted(values)
+    assert values[-1] > values[0]
 
 
 async def test_a_replacement_pod_fails_its_init_container_again(
