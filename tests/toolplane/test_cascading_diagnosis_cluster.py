@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.adapters.toolplane import ToolPlane
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.ports import AgentAccess
 from tests.toolplane.conftest import CAPABILITY_DOCS, MakeEnvironment, agent_token
@@ -48,7 +49,7 @@ async def _provisioned(environments: MakeEnvironment) -> tuple[EnvironmentPlan, 
 
 
 async def test_the_agent_reads_the_declared_chain(
-    cluster: Any, env: KubeEnvironment, environments: MakeEnvironment
+    cluster: Any, env: KubeEnvironment, toolplane: ToolPlane, environments: MakeEnvironment
 ) -> None:
     plan, access = await _provisioned(environments)
     ns = plan.home_namespace
@@ -110,13 +111,22 @@ async def test_the_agent_reads_the_declared_chain(
         assert proxy["status"]["phase"] == "Running"
         log = http.get(f"/api/v1/namespaces/{ns}/pods/{proxy['metadata']['name']}/log")
         assert (log.status_code, log.text) == (200, SIDECAR + "\n")
-    # And the ingress's 503s are planned for the metrics back-end.
+    # And the ingress's 503s, as the controller's request counter, through the agent's metrics endpoint.
     (series,) = plan.toolplane.series
-    labels = dict(series.labels)
-    assert (labels["ingress"], labels["service"], labels["status"]) == ("public", "api-backend", "503")
     values = [v for _, v in series.samples]
     assert values == sorted(values)
-    assert values[-1] > values[0]
+    ep = (await toolplane.endpoints(plan, access))["observability-metrics"]
+    query = 'sum by (ingress, service, status) (rate(nginx_ingress_controller_requests{status="503"}[5m]))'
+    resp = httpx2.get(
+        f"{ep.url}/api/v1/query",
+        params={"query": query, "time": time.time() - 60},
+        headers={"Authorization": f"Bearer {ep.credential}"},
+        timeout=30,
+    )
+    assert resp.status_code == 200, resp.text
+    (rate,) = resp.json()["data"]["result"]
+    assert rate["metric"] == {"ingress": "public", "service": "api-backend", "status": "503"}
+    assert float(rate["value"][1]) == pytest.approx(4.0, rel=0.05)
 
 
 async def test_a_replacement_pod_fails_its_init_container_again(
