@@ -792,6 +792,13 @@ def _injected_entry(
         return draft, [Unsupported(resource, outside)]
     if (kind == "service" and "endpoints" in e) or (kind == "ingress" and e.get("status") is not None):
         return draft, [Unsupported(resource, WHOLE_PATH_NOT_INJECTED)]
+    init_logs = [
+        Unsupported(f"{resource} init_containers[{i}] logs", TOOL_STATE_NOT_INJECTED.format(backend="logs"))
+        for i, c in enumerate(e.get("init_containers") or [])
+        if isinstance(c, dict) and c.get("logs") is not None
+    ]
+    if init_logs:
+        return draft, init_logs
     if logical is None:
         entry = e
     elif kind == "events":
