@@ -112,10 +112,13 @@ def _drop(doc: dict[str, Any], what: str) -> None:
         del doc["stimuli"][int(m.group(1))]
         return
     resource, _, attribute = what.partition(" ")
+    init_logs = re.fullmatch(r"init_containers\[(\d+)\] logs", attribute)
     for entry in list(state):
         if entry.get("resource") != resource:
             continue
-        if attribute and attribute in entry:
+        if init_logs:  # an init container's log lines (the log back-end's); the init container stays
+            entry["init_containers"][int(init_logs.group(1))].pop("logs", None)
+        elif attribute and attribute in entry:
             del entry[attribute]
         elif not attribute or attribute == "status":
             state.remove(entry)

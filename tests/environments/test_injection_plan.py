@@ -115,3 +115,36 @@ def test_a_tool_held_kind_is_refused_even_when_its_back_end_is_there() -> None:
     assert [u.reason for u in got.unsupported] == [
         "held by the tool-plane back-end logs: inject-state writes Kubernetes objects only"
     ]
+
+
+def test_what_is_checked_against_the_whole_request_path_or_a_log_is_refused() -> None:
+    failing = {
+        "resource": "deployment/api-backend",
+        "namespace": "default",
+        "status": "CrashLoopBackOff",
+        "init_containers": [{"name": "db-migrate", "status": "error", "logs": "ERROR: migration failed"}],
+    }
+    got = plan_injection(
+        provisioned(),
+        [
+            failing,
+            {"resource": "service/api-backend", "namespace": "default", "endpoints": []},
+            {"resource": "ingress/public", "namespace": "default", "status": "returning_503"},
+        ],
+        backends=frozenset({"logs"}),
+    )
+    why = {u.resource: u.reason for u in got.unsupported}
+    assert sorted(why) == [
+        "deployment/api-backend init_containers[0] logs",
+        "ingress/public",
+        "service/api-backend",
+    ]
+    assert (
+        "inject-state writes Kubernetes objects only" in why["deployment/api-backend init_containers[0] logs"]
+    )
+    assert "checked against every workload" in why["service/api-backend"]
+    # Without its log line, the failing init container itself is injected like any workload.
+    without_log = {**failing, "init_containers": [{"name": "db-migrate", "status": "error"}]}
+    got = plan_injection(provisioned(), [without_log])
+    assert got.supported, got.unsupported
+    assert [w.state for w in got.workloads] == ["Init:CrashLoopBackOff"]

@@ -186,7 +186,8 @@ def test_states_that_fail_alike_are_told_apart_by_their_last_termination() -> No
     written = [s for s in POD_STATES.values() if s.writes_status]
     for a in written:
         for b in written:
-            if a.name < b.name and (a.waiting, a.failing) == (b.waiting, b.failing):
+            # An init state is told apart by where it fails (the init container; the main ones wait).
+            if a.name < b.name and (a.waiting, a.failing, a.init) == (b.waiting, b.failing, b.init):
                 assert a.last_termination != b.last_termination, (a.name, b.name)
                 assert a.shows_termination or b.shows_termination, (a.name, b.name)
 
@@ -212,7 +213,11 @@ NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 def bound_pod(i: int) -> dict[str, Any]:
     return {
         "metadata": {"name": f"web-{i}", "namespace": "shop", "uid": f"u{i}"},
-        "spec": {"nodeName": "worker-1", "containers": [{"name": "web", "image": "web:1.0"}]},
+        "spec": {
+            "nodeName": "worker-1",
+            "containers": [{"name": "web", "image": "web:1.0"}],
+            "initContainers": [{"name": "migrate", "image": "web:1.0"}],
+        },
         "status": {"phase": "Running"},
     }
 
@@ -226,7 +231,10 @@ WRITTEN = sorted(name for name, s in POD_STATES.items() if s.writes_status)
 
 
 def test_the_states_whose_status_is_written_are_the_failures() -> None:
-    assert sorted(["CrashLoopBackOff", "OOMKilled", "ImagePullBackOff", "degraded"]) == WRITTEN
+    assert (
+        sorted(["CrashLoopBackOff", "OOMKilled", "ImagePullBackOff", "degraded", "Init:CrashLoopBackOff"])
+        == WRITTEN
+    )
     for name in WRITTEN:
         assert WorkloadState("Deployment", "shop", "web", name, 2, {}).writes_pod_status
 
@@ -238,7 +246,11 @@ def test_what_a_written_state_writes_is_what_its_symptom_check_accepts(name: str
     failing = pods if row.failing == "all" else pods[: max(1, len(pods) // 2)]
     for p in failing:
         p["status"] = pod_status.failing_status(p, name, NOW)
-        shown = p["status"]["containerStatuses"][0]
+        shown = p["status"]["initContainerStatuses" if row.init else "containerStatuses"][0]
+        if row.init:  # the main containers never start
+            assert [c["state"]["waiting"]["reason"] for c in p["status"]["containerStatuses"]] == [
+                "PodInitializing"
+            ]
         assert p["status"]["phase"] == row.phase
         assert shown["state"]["waiting"]["reason"] == row.waiting
         if row.last_termination is None:
@@ -286,3 +298,15 @@ def test_the_registry_agrees_with_the_api_servers_discovery(cluster: ClusterHand
             continue
         found = served.get((f"{k.group}/{k.version}", k.plural))
         assert found == (k.kind, not k.cluster_scoped), (k, found)
+
+
+def test_an_init_container_that_has_just_failed_shows_init_error_without_a_back_off() -> None:
+    pod = running(bound_pod(0))
+    status = pod_status.failing_status(pod, "Init:CrashLoopBackOff", NOW, since=NOW)
+    (init,) = status["initContainerStatuses"]
+    assert init["state"]["terminated"]["exitCode"] == 1
+    assert (init["restartCount"], init.get("lastState")) == (0, None)
+    assert status["phase"] == "Pending"
+    events = pod_status.kubelet_events({**pod, "status": status}, "Init:CrashLoopBackOff", NOW, fresh=True)
+    assert [e["reason"] for e in events] == ["Pulled", "Created", "Started"]
+    assert {e["involvedObject"]["fieldPath"] for e in events} == {"spec.initContainers{migrate}"}

@@ -73,13 +73,13 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "node/node-1 cpu_usage",
         "pod/batch-processor-x9k2 cpu_usage",
     ),
+    # Init container, endpoints, ingress status and the proxy's log are realised (decision 0064); its log
+    # lines need the log back-end.
     "infra.capability.da.cascading-diagnosis-001": (
         "agent.tools: observability-logging",
         "agent.tools: observability-metrics",
-        "deployment/api-backend init_containers",
-        "ingress/public status",
+        "deployment/api-backend init_containers[0] logs",
         "logs/service-mesh-sidecar",
-        "service/api-backend endpoints",
     ),
     "infra.capability.ej.confidence-escalation-001": (
         "agent.tools: observability-logging",
@@ -268,9 +268,60 @@ VARIANTS: dict[str, tuple[Any, str | None]] = {
         lambda d: _state(d)[0].update(memory_usage="250Mi"),
         "deployment/service-a memory_usage",
     ),
-    "init containers are refused": (
+    "an init container that is not declared failing is refused": (
         lambda d: _state(d)[0].update(init_containers=[{"name": "migrate"}]),
-        "deployment/service-a init_containers",
+        "deployment/service-a",
+    ),
+    "a failing init container beside a workload declared running is refused": (
+        lambda d: _state(d)[0].update(
+            status="running", init_containers=[{"name": "migrate", "status": "error"}]
+        ),
+        "deployment/service-a",
+    ),
+    "a failing init container on a workload declared CrashLoopBackOff is delivered": (
+        lambda d: _state(d)[0].update(
+            status="CrashLoopBackOff",
+            init_containers=[{"name": "warm", "status": "completed"}, {"name": "migrate", "status": "error"}],
+        ),
+        None,
+    ),
+    "an init container on a bare pod is refused": (
+        lambda d: _state(d).append(
+            {
+                "resource": "pod/worker-1",
+                "namespace": "default",
+                "status": "CrashLoopBackOff",
+                "init_containers": [{"name": "migrate", "status": "error"}],
+            }
+        ),
+        "pod/worker-1 init_containers",
+    ),
+    "declared endpoints other than none are refused": (
+        lambda d: _state(d).append(
+            {"resource": "service/service-a", "namespace": "default", "endpoints": ["10.0.0.1"]}
+        ),
+        "service/service-a",
+    ),
+    "no endpoints beside a selected workload with ready pods are refused": (
+        lambda d: _state(d).append(
+            {"resource": "service/service-a", "namespace": "default", "endpoints": []}
+        ),
+        "service/service-a endpoints",
+    ),
+    "an ingress answering 503 for a backend with ready pods is refused": (
+        lambda d: _state(d).extend(
+            [
+                {"resource": "service/service-a", "namespace": "default"},
+                {"resource": "ingress/public", "namespace": "default", "status": "returning_503"},
+            ]
+        ),
+        "ingress/public status",
+    ),
+    "an ingress status other than a 503 is refused": (
+        lambda d: _state(d).append(
+            {"resource": "ingress/public", "namespace": "default", "status": "healthy"}
+        ),
+        "ingress/public",
     ),
     "a companion autoscaler declared as 'none' is delivered (none is created)": (
         lambda d: _state(d)[0].update(hpa="none"),
@@ -299,6 +350,24 @@ def test_a_declared_thing_is_delivered_or_refused(sentence: str) -> None:
         assert plan.supported, plan.unsupported
     else:
         assert [u.resource for u in plan.unsupported if u.resource.startswith(refused)], plan.unsupported
+
+
+def test_a_log_of_an_undeclared_workload_is_refused_unless_it_names_a_mesh_proxy() -> None:
+    def with_log(name: str) -> Any:
+        return _variant(lambda d: _state(d).append({"resource": f"logs/{name}", "entries": ["x"]}))
+
+    refused = plan_environment(with_log("billing"), suffix="bbbbb", owner="o", backends=frozenset({"logs"}))
+    assert [
+        (u.resource, "no declared deployment or pod billing" in u.reason) for u in refused.unsupported
+    ] == [("logs/billing", True)]
+    proxied = plan_environment(
+        with_log("envoy-sidecar"), suffix="bbbbb", owner="o", backends=frozenset({"logs"})
+    )
+    assert proxied.supported, proxied.unsupported
+    (proxy,) = [m for m in proxied.manifests if m["metadata"]["name"] == "envoy-sidecar"]
+    assert proxy["kind"] == "Deployment"
+    assert [c["name"] for c in proxy["spec"]["template"]["spec"]["containers"]] == ["envoy"]
+    assert any("logs/envoy-sidecar" in n and "mesh proxy" in n for n in proxied.notes)
 
 
 def test_approximations_are_recorded_as_notes() -> None:

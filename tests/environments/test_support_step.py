@@ -77,3 +77,14 @@ def test_a_document_the_model_refuses_is_invalid_with_the_error() -> None:
         "preconditions: required field is missing",
         None,
     )
+
+
+def test_the_cascading_diagnosis_runs_with_its_back_ends_and_is_refused_without_the_log_back_end() -> None:
+    scenario = SCENARIOS["infra.capability.da.cascading-diagnosis-001"]
+    assert support(scenario, backends=ALL).unsupported == ()
+    without_logs = support(scenario, backends=ALL - {registry.LOGS})
+    assert sorted(u.resource for u in without_logs.unsupported) == [
+        "agent.tools: observability-logging",
+        "deployment/api-backend init_containers[0] logs",
+        "logs/service-mesh-sidecar",
+    ]

@@ -37,6 +37,7 @@ from lightkube.resources.core_v1 import (
     Secret,
     ServiceAccount,
 )
+from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from lightkube.types import PatchType
 
@@ -62,6 +63,7 @@ from oasis_operator.core.environment.revocation import (
 )
 from oasis_operator.core.environment.symptoms import (
     available_problems,
+    endpoint_problems,
     node_problems,
     observed,
     quota_counted,
@@ -538,7 +540,7 @@ class KubeEnvironment:
                     )
                 await asyncio.sleep(0.1)
                 continue
-            running = [p for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"]
+            running = [p for p in pods if provider_pods.started(w, p)]
             if len(pods) == w.replicas and len(running) == w.replicas and await self._rolled_out(w):
                 break
             if time.monotonic() > deadline:
@@ -653,7 +655,20 @@ class KubeEnvironment:
         for m in plan.manifests:
             if m["kind"] == "Node":
                 problems += node_problems(m, (await self.client.get(Node, m["metadata"]["name"])).to_dict())
+        for ns, service in plan.empty_endpoints:
+            problems += await self._endpoints_settled(ns, service)
         return problems
+
+    async def _endpoints_settled(self, ns: str, service: str, timeout: float = 10.0) -> list[str]:
+        """The problems of a Service declared with no endpoints, once the endpoint controller has caught up
+        with its pods (or after ``timeout``)."""
+
+        async def slices() -> list[dict[str, Any]]:
+            labels: dict[str, Any] = {"kubernetes.io/service-name": service}
+            return [s.to_dict() async for s in self.client.list(EndpointSlice, namespace=ns, labels=labels)]
+
+        found = await poll(slices, lambda got: not endpoint_problems(ns, service, got), timeout=timeout)
+        return endpoint_problems(ns, service, found.value)
 
     # -- snapshots ---------------------------------------------------------------------------------
     async def snapshot(self, plan: EnvironmentPlan) -> dict[str, Any]:

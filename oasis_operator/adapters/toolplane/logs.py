@@ -66,11 +66,14 @@ class PodLogs:
     # -- the port ---------------------------------------------------------------------------------------
     async def inject(self, plan: EnvironmentPlan) -> None:
         start = self.now()
-        lines: dict[tuple[str, str], list[LogLine]] = {}  # (namespace, pod) -> lines
-        pods: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> containers
+        lines: dict[tuple[str, str, str], list[LogLine]] = {}  # (namespace, pod, container) -> lines
+        pods: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> containers, init ones last
+        inits: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> init containers
         for ns in sorted(set(plan.namespaces.values())):
             for obj in await self._pods(ns, ""):
-                pods[(ns, obj["metadata"]["name"])] = _containers(obj)
+                key = (ns, obj["metadata"]["name"])
+                inits[key] = _containers(obj, "initContainers")
+                pods[key] = _containers(obj) + inits[key]
         for logs in plan.toolplane.logs:
             matched = await self._workload_pods(logs)
             if not matched:
@@ -78,16 +81,29 @@ class PodLogs:
                     f"{logs.source}: no pod of {logs.namespace}/{logs.workload} to write its log to"
                 )
             for name in matched:
-                if (logs.namespace, name) not in pods:
+                key = (logs.namespace, name)
+                if key not in pods:
                     raise ToolPlaneError(
                         f"{logs.source}: pod {logs.namespace}/{name} appeared while its log was "
                         "being declared"
                     )
-                lines.setdefault((logs.namespace, name), []).extend(logs.lines)
+                if logs.container is not None and logs.container not in pods[key]:
+                    raise ToolPlaneError(
+                        f"{logs.source}: pod {logs.namespace}/{name} has no container {logs.container}"
+                    )
+                main = [c for c in pods[key] if c not in inits[key]]
+                for c in [logs.container] if logs.container is not None else main:
+                    lines.setdefault((*key, c), []).extend(logs.lines)
         for (ns, pod), containers in sorted(pods.items()):
-            declared = sorted(lines.get((ns, pod), []), key=lambda x: x.offset)
-            await self._declare(ns, pod, containers, "".join(cri_line(start, x) for x in declared))
-        await self._read_back(lines, pods, start)
+            texts = {
+                c: "".join(
+                    cri_line(start, x) for x in sorted(lines.get((ns, pod, c), []), key=lambda x: x.offset)
+                )
+                for c in containers
+            }
+            # A failing init container has failed alike before: its previous instance's log is the same.
+            await self._declare(ns, pod, texts, {c: texts[c] for c in inits[(ns, pod)]})
+        await self._read_back(lines, pods)
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         """Append the change's lines to the current log of the workload's pods (a follower sees them)."""
@@ -96,11 +112,9 @@ class PodLogs:
         start = self.now()
         for pod in await self._workload_pods(change.logs):
             d = self.directory / change.logs.namespace / pod
-            files = (
-                sorted(p for p in d.glob("*.log") if not p.name.endswith(".previous.log"))
-                if d.is_dir()
-                else []
-            )
+            obj = await self._pod(change.logs.namespace, pod)
+            own = [change.logs.container] if change.logs.container else _containers(obj)
+            files = [d / f"{c}.log" for c in own if (d / f"{c}.log").is_file()]
             if not files:
                 raise ToolPlaneError(
                     f"timed log lines for {change.logs.namespace}/{pod}: no log declared for it"
@@ -152,6 +166,12 @@ class PodLogs:
             raise ToolPlaneError(f"listing the pods of {namespace}: HTTP {resp.status_code}")
         return list(resp.json().get("items") or [])
 
+    async def _pod(self, namespace: str, name: str) -> dict[str, Any]:
+        resp = await self.http.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+        if resp.status_code != 200:
+            raise ToolPlaneError(f"reading pod {namespace}/{name}: HTTP {resp.status_code}")
+        return dict(resp.json())
+
     async def _workload_pods(self, logs: WorkloadLogs) -> list[str]:
         if logs.pod is not None:
             return [logs.pod]
@@ -162,14 +182,18 @@ class PodLogs:
             if not (p["metadata"].get("deletionTimestamp"))
         )
 
-    async def _declare(self, namespace: str, pod: str, containers: list[str], text: str) -> None:
+    async def _declare(
+        self, namespace: str, pod: str, texts: Mapping[str, str], previous_texts: Mapping[str, str]
+    ) -> None:
+        """One log file per container (``texts``: container -> its log), and its previous instance's
+        (empty unless given)."""
         d = self.directory / namespace / pod
         d.mkdir(parents=True, exist_ok=True)
         entries = []
-        for c in containers:
+        for c, text in texts.items():
             current, previous = d / f"{c}.log", d / f"{c}.previous.log"
             current.write_text(text)
-            previous.write_text("")
+            previous.write_text(previous_texts.get(c, ""))
             entries.append(
                 {
                     "containers": [c],
@@ -191,17 +215,14 @@ class PodLogs:
             raise ToolPlaneError(f"declaring the logs of {namespace}/{pod}: {refused}")
 
     async def _read_back(
-        self,
-        lines: Mapping[tuple[str, str], list[LogLine]],
-        pods: Mapping[tuple[str, str], list[str]],
-        start: dt.datetime,
+        self, lines: Mapping[tuple[str, str, str], list[LogLine]], pods: Mapping[tuple[str, str], list[str]]
     ) -> None:
         """Every declared log, read through the API server as an agent would, holds what was declared
         (the simulator picks a new ClusterLogs object up asynchronously: retried until ``timeout``)."""
         deadline = asyncio.get_running_loop().time() + self.timeout
         for (ns, pod), containers in sorted(pods.items()):
-            want = [x.text for x in sorted(lines.get((ns, pod), []), key=lambda x: x.offset)]
             for c in containers:
+                want = [x.text for x in sorted(lines.get((ns, pod, c), []), key=lambda x: x.offset)]
                 while True:
                     resp = await self.http.get(
                         f"/api/v1/namespaces/{ns}/pods/{pod}/log", params={"container": c}
@@ -217,5 +238,6 @@ class PodLogs:
                     await asyncio.sleep(0.1)
 
 
-def _containers(pod: Mapping[str, Any]) -> list[str]:
-    return [str(c["name"]) for c in (pod.get("spec") or {}).get("containers") or []]
+def _containers(pod: Mapping[str, Any], field: str = "containers") -> list[str]:
+    """The names of a pod's containers (``field``: or its ``initContainers``)."""
+    return [str(c["name"]) for c in (pod.get("spec") or {}).get(field) or []]

@@ -472,9 +472,61 @@ def _declared_available(
     return declared, notes
 
 
+#: The declared status of an init container that fails, and of one that ran to completion before it.
+INIT_FAILED = ("error", "failed")
+INIT_COMPLETED = ("completed", "succeeded")
+#: What a declared init container may say: its log lines are the log back-end's (planned by the tool plane).
+INIT_KEYS = {"name", "image", "status", "logs"}
+#: The state of a workload whose last init container fails, and the declared workload status it is read
+#: from (a crash loop: the init container's, since the main containers never start).
+INIT_FAILING_STATE = "Init:CrashLoopBackOff"
+INIT_WORKLOAD_STATUS = "CrashLoopBackOff"
+
+
+def _refuse(detail: str) -> UnsupportedEntry:
+    return UnsupportedEntry(REASON_NO_REALISATION, detail)
+
+
+def init_containers(name: str, entry: dict[str, Any], state: str) -> tuple[list[dict[str, Any]], str]:
+    """The declared init containers of a workload's pods, and the workload's state with them.
+
+    Realised only as a failure a kubelet reports: the last declared init container fails (``status:
+    error``), every earlier one completed, and the workload is declared CrashLoopBackOff, which is then
+    the init container's crash loop (the main containers never start: Init:CrashLoopBackOff). Anything
+    else is refused: a failing init container beside a workload declared running, pending or failing
+    otherwise cannot be one consistent pod (decision 0064)."""
+    declared = entry.get("init_containers")
+    if declared is None:
+        return [], state
+    if not isinstance(declared, list) or not declared or not all(isinstance(c, dict) for c in declared):
+        raise _refuse("init_containers must be a non-empty list of containers (name, status, logs)")
+    out: list[dict[str, Any]] = []
+    for i, c in enumerate(declared):
+        where = f"init_containers[{i}]"
+        if not isinstance(c.get("name"), str) or not c["name"]:
+            raise _refuse(f"{where} has no name")
+        if unknown := sorted(set(c) - INIT_KEYS):
+            raise _refuse(f"{where} ({c['name']}): attributes {unknown} are not realised")
+        status = str(c.get("status") or "").strip().lower()
+        want = INIT_FAILED if i == len(declared) - 1 else INIT_COMPLETED
+        if status not in want:
+            raise _refuse(
+                f"{where} ({c['name']}) status {c.get('status')!r}: init containers are realised as the last "
+                f"one failing ({'/'.join(INIT_FAILED)}) after the earlier ones completed "
+                f"({'/'.join(INIT_COMPLETED)})"
+            )
+        out.append({"name": c["name"], "image": str(c.get("image") or _image(name, entry))})
+    if state != INIT_WORKLOAD_STATUS:
+        raise _refuse(
+            f"init container {out[-1]['name']} fails, so no pod starts its containers: the workload's status "
+            f"must be {INIT_WORKLOAD_STATUS} (read as the init container's crash loop), not {entry.get('status')!r}"
+        )
+    return out, INIT_FAILING_STATE
+
+
 def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
     built = Built()
-    state = _state(entry)
+    inits, state = init_containers(name, entry, _state(entry))
     _check_declared_absences(entry, state)
     # A degraded workload has failing and healthy pods at once, so without a declared count it runs
     # two (one of each); any other state defaults to one.
@@ -490,6 +542,8 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
     if entry.get("owner_team"):
         extra_labels["team"] = str(entry["owner_team"])
     spec_tpl: dict[str, Any] = {"containers": _containers(name, entry, mapping)}
+    if inits:
+        spec_tpl["initContainers"] = inits
     if volumes:
         spec_tpl["volumes"] = volumes
     if state == "pending":
@@ -540,9 +594,11 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
                 f"injected failure {entry['injected_failure']!r} has no realisation "
                 f"(known: {', '.join(sorted(INJECTED_FAILURES))})",
             )
-        if state == "rolling":
+        if state in ("rolling", INIT_FAILING_STATE):
             raise UnsupportedEntry(
-                REASON_NO_REALISATION, "an injected failure during a rollout in progress has no realisation"
+                REASON_NO_REALISATION,
+                f"an injected failure beside {'a rollout in progress' if state == 'rolling' else 'a failing init container'}"
+                " has no realisation",
             )
         on_restart = INJECTED_FAILURES[failure]
         # The simulator leaves pods with this annotation alone: the provisioner writes their status,
@@ -552,6 +608,19 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
         obj_tpl_meta.setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = status_marker(owner)
         built.notes.append(
             f"deployment/{name}: pods started after the handover fail with {on_restart} ({failure})"
+        )
+    if state == INIT_FAILING_STATE:
+        # The provisioner writes these pods' statuses (the simulator would start their containers), and
+        # every pod that starts after the handover fails its init container again: a replacement runs
+        # the same migration against the same database.
+        on_restart = state
+        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = (
+            status_marker(owner)
+        )
+        built.notes.append(
+            f"deployment/{name}: init container {inits[-1]['name']} exits with code 1 and crash-loops, so no "
+            f"pod starts its containers (Init:CrashLoopBackOff); a pod started after the handover fails it "
+            "again (Init:Error)"
         )
     available, notes = _declared_available(name, entry, state, replicas)
     built.notes += notes
@@ -641,7 +710,16 @@ def secret(name: str, ns: str, entry: dict[str, Any]) -> Built:
     return Built(objects=[obj])
 
 
+#: A Service's declared endpoints that are held: none (the planner checks that no selected pod is ready).
+ENDPOINTS_REFUSED = (
+    "endpoints are derived by the endpoint controller from ready pods; only none ([]) is held, when no pod "
+    "the Service selects is ready"
+)
+
+
 def service(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    if "endpoints" in entry and entry["endpoints"] != []:
+        raise _refuse(f"endpoints {entry['endpoints']!r}: {ENDPOINTS_REFUSED}")
     ports: list[dict[str, Any]] = []
     if isinstance(entry.get("ports"), list):
         for i, p in enumerate(entry["ports"]):
@@ -676,7 +754,25 @@ def service(name: str, ns: str, entry: dict[str, Any]) -> Built:
     )
 
 
+#: The declared ingress statuses realised: an ingress controller's answer when its backend has no ready
+#: endpoint (the planner checks that the backend has none; decision 0064).
+INGRESS_503 = ("returning_503", "503", "http_503")
+
+
+def ingress_status(entry: dict[str, Any]) -> str | None:
+    """The declared status of an ingress, normalised (None: none declared)."""
+    if entry.get("status") is None:
+        return None
+    return str(entry["status"]).strip().lower().replace(" ", "_")
+
+
 def ingress(name: str, ns: str, entry: dict[str, Any]) -> Built:
+    status = ingress_status(entry)
+    if status is not None and status not in INGRESS_503:
+        raise _refuse(
+            f"ingress status {entry['status']!r}: no ingress controller runs; only returning_503, which any "
+            "controller answers when the backend Service has no ready endpoint, is realised"
+        )
     backend = str(entry.get("backend") or name)
     rule: dict[str, Any] = {
         "http": {

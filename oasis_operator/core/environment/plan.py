@@ -33,10 +33,12 @@ from oasis_operator.core.environment.naming import (
     status_marker,
 )
 from oasis_operator.core.environment.references import rewrite_references
+from oasis_operator.core.environment.request_path import check_request_path
 from oasis_operator.core.environment.routes import ROUTE, weighted_routes
 from oasis_operator.core.environment.support import (
     Unsupported,
     attribute_problems,
+    init_log_problems,
     interface_problems,
     realise_signals,
     stimulus_problems,
@@ -120,6 +122,9 @@ class EnvironmentPlan:
     notes: tuple[str, ...] = field(default=())
     #: What each tool-plane back-end must hold (empty when the scenario needs none).
     toolplane: ToolPlanePlan = field(default=ToolPlanePlan())
+    #: (physical namespace, name) of each Service declared with no endpoints: the provisioner observes
+    #: that its EndpointSlices list no ready endpoint before the handover (decision 0064).
+    empty_endpoints: tuple[tuple[str, str], ...] = ()
 
     @property
     def supported(self) -> bool:
@@ -379,6 +384,8 @@ class _Draft:
     unsupported: list[Unsupported] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exclusive: bool = False
+    #: (physical namespace, name) of each Service declared with no endpoints (observed before the handover).
+    empty_endpoints: list[tuple[str, str]] = field(default_factory=list)
     #: The name prefix of the nodes of a pool declaration (``resource: nodes``): ``node-<suffix>``, or
     #: ``node`` in the support step, which has no suffix (names never decide support).
     pool_prefix: str = POOL_PREFIX
@@ -441,6 +448,8 @@ def _draft_entry(
         return
     refused, approximated = attribute_problems(kind, e, usable)
     draft.unsupported += refused
+    if kind == "deployment":
+        draft.unsupported += init_log_problems(e, usable)
     draft.notes += approximated
     ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
     namespace = mapping[ns_logical] if ns_logical else mapping.get(HOME, _home(mapping))
@@ -489,6 +498,12 @@ def _draft(
     entries, draft.notes = realise_signals(entries, usable)
     for e in entries:
         _draft_entry(draft, e, mapping, owner, usable)
+    path = check_request_path(entries, draft.objects, draft.workloads, mapping, _home(mapping), owner or "")
+    draft.unsupported += path.unsupported
+    draft.notes += path.notes
+    draft.empty_endpoints += path.empty_endpoints
+    draft.objects += path.built.objects
+    draft.workloads += path.built.workloads
     _check_placements(draft, entries)
     if toolplane_registry.TRAFFIC in usable:
         # The declared weights as HTTPRoutes (decision 0063); without the back-end they stay refused.
@@ -707,6 +722,7 @@ def plan_environment(
         unsupported=tuple(unsupported),
         notes=tuple(notes),
         toolplane=toolplane,
+        empty_endpoints=tuple(draft.empty_endpoints),
     )
 
 
@@ -716,6 +732,10 @@ def plan_environment(
 #: Kubernetes objects only.
 TOOL_STATE_NOT_INJECTED = (
     "held by the tool-plane back-end {backend}: inject-state writes Kubernetes objects only"
+)
+WHOLE_PATH_NOT_INJECTED = (
+    "declared endpoints and an ingress's answer are checked against every workload of the scenario when "
+    "it is provisioned; inject-state does not hold them"
 )
 CLUSTER_SCOPED_REFUSED = (
     "{kind} is cluster-scoped: inject-state adds objects inside the environment's namespaces only"
@@ -793,6 +813,15 @@ def _injected_entry(
     logical, outside = _entry_namespace(e, plan)
     if outside:
         return draft, [Unsupported(resource, outside)]
+    if (kind == "service" and "endpoints" in e) or (kind == "ingress" and e.get("status") is not None):
+        return draft, [Unsupported(resource, WHOLE_PATH_NOT_INJECTED)]
+    init_logs = [
+        Unsupported(f"{resource} init_containers[{i}] logs", TOOL_STATE_NOT_INJECTED.format(backend="logs"))
+        for i, c in enumerate(e.get("init_containers") or [])
+        if isinstance(c, dict) and c.get("logs") is not None
+    ]
+    if init_logs:
+        return draft, init_logs
     if logical is None:
         entry = e
     elif kind == "events":

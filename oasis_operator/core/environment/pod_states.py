@@ -32,6 +32,9 @@ class PodState:
     failing: Literal["all", "some"] = "all"
     #: The last-termination reason the symptom check insists on, where it is what tells the state apart.
     shows_termination: bool = False
+    #: The failing container is the pod's last init container (its earlier ones completed): the main
+    #: containers never start (waiting PodInitializing) and the pod stays Pending, not Initialized.
+    init: bool = False
 
     @property
     def writes_status(self) -> bool:
@@ -82,6 +85,18 @@ POD_STATES: dict[str, PodState] = {
             last_termination=(1, "Error"),
             events="restarts",
             failing="some",
+        ),
+        # A failing init container (declared ``init_containers`` with ``status: error`` on a workload
+        # declared CrashLoopBackOff): the init container crash-loops, the main containers never start
+        # (``kubectl get pods``: Init:CrashLoopBackOff; a pod that has just failed once: Init:Error).
+        PodState(
+            "Init:CrashLoopBackOff",
+            (),
+            phase="Pending",
+            waiting="CrashLoopBackOff",
+            last_termination=(1, "Error"),
+            events="restarts",
+            init=True,
         ),
         # Unschedulable: the real scheduler keeps the pods pending (the builder asks for too much CPU).
         PodState("pending", ("pending",)),

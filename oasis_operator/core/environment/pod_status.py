@@ -134,12 +134,15 @@ def failing_status(
     where: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The status of ``pod`` in ``state`` (a state of :data:`POD_STATES` whose status is written:
-    CrashLoopBackOff, OOMKilled, ImagePullBackOff, degraded), failing since ``since`` (20 minutes before
-    ``now`` unless given). ``where`` gives the addresses of a pod that has none yet."""
+    CrashLoopBackOff, OOMKilled, ImagePullBackOff, degraded, Init:CrashLoopBackOff), failing since
+    ``since`` (20 minutes before ``now`` unless given). ``where`` gives the addresses of a pod that has
+    none yet. An init state failing since ``now`` has just failed once (Init:Error, no restart yet)."""
     row = _written(state)
     containers = pod["spec"]["containers"]
     old = {**(where or {}), **pod.get("status", {})}
     started = since if since is not None else now - dt.timedelta(minutes=20)
+    if row.init:
+        return _carried(_init_failing_status(pod, row, now, restarts, started, fresh=started >= now), old)
     statuses = []
     for c in containers:
         image = c["image"]
@@ -188,11 +191,118 @@ def failing_status(
         "containerStatuses": statuses,
         "startTime": _ts(started),
     }
-    # qosClass is set by the API server at creation and immutable: carried over, never written anew.
+    return _carried(out, old)
+
+
+def _carried(out: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """The addresses a pod already has, and its qosClass (set by the API server at creation and
+    immutable: carried over, never written anew)."""
     for key in ("hostIP", "hostIPs", "podIP", "podIPs", "qosClass"):
         if key in old:
             out[key] = old[key]
     return out
+
+
+def failing_init_container(pod: dict[str, Any]) -> dict[str, Any]:
+    """The init container that fails in an init state: the pod's last (the earlier ones completed)."""
+    inits = pod["spec"].get("initContainers") or []
+    if not inits:
+        raise ValueError(f"pod {pod['metadata'].get('name')!r} has no init container to fail")
+    return dict(inits[-1])
+
+
+def _init_failing_status(
+    pod: dict[str, Any], row: PodState, now: dt.datetime, restarts: int, started: dt.datetime, fresh: bool
+) -> dict[str, Any]:
+    """A pod whose last init container fails (exit code 1): crash-looping after ``restarts`` attempts
+    (Init:CrashLoopBackOff), or, ``fresh``, just failed for the first time (Init:Error). The main
+    containers wait PodInitializing; the pod is Pending, neither Initialized nor Ready."""
+    meta = pod["metadata"]
+    inits = pod["spec"]["initContainers"]
+    failing = failing_init_container(pod)
+    exit_code, reason = row.last_termination or (1, "Error")
+    init_statuses: list[dict[str, Any]] = []
+    for c in inits[:-1]:  # completed before the failing one started
+        init_statuses.append(
+            {
+                **_ran(c),
+                "ready": True,
+                "restartCount": 0,
+                "state": {"terminated": _terminated(0, "Completed", started, started)},
+            }
+        )
+    finished = now if fresh else now - dt.timedelta(seconds=90)
+    attempt = _terminated(exit_code, reason, finished - dt.timedelta(seconds=3), finished)
+    failed: dict[str, Any] = {**_ran(failing), "ready": False, "started": False}
+    if fresh:
+        failed |= {"restartCount": 0, "state": {"terminated": attempt}}
+    else:
+        failed |= {
+            "restartCount": restarts,
+            "lastState": {"terminated": attempt},
+            "state": {
+                "waiting": {
+                    "reason": row.waiting,
+                    "message": f"back-off 5m0s restarting failed container={failing['name']} "
+                    f"pod={meta['name']}_{meta['namespace']}({meta.get('uid', '')})",
+                }
+            },
+        }
+    init_statuses.append(failed)
+    t = _ts(started)
+    names = " ".join(c["name"] for c in pod["spec"]["containers"])
+    not_ready = {
+        "status": "False",
+        "reason": "ContainersNotReady",
+        "message": f"containers with unready status: [{names}]",
+        "lastTransitionTime": t,
+    }
+    return {
+        "phase": row.phase,
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": t},
+            {
+                "type": "Initialized",
+                "status": "False",
+                "reason": "ContainersNotInitialized",
+                "message": f"containers with incomplete status: [{failing['name']}]",
+                "lastTransitionTime": t,
+            },
+            {"type": "Ready", **not_ready},
+            {"type": "ContainersReady", **not_ready},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
+        ],
+        "initContainerStatuses": init_statuses,
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": "PodInitializing"}},
+            }
+            for c in pod["spec"]["containers"]
+        ],
+        "startTime": t,
+    }
+
+
+def _ran(c: dict[str, Any]) -> dict[str, Any]:
+    """The identity of a container that has run: its image as pulled, and a runtime id."""
+    image = str(c["image"])
+    digest = hashlib.sha256(f"{c['name']}/{image}".encode()).hexdigest()
+    return {
+        "name": c["name"],
+        "image": image,
+        "imageID": f"{image.split(':')[0]}@sha256:{'0' * 64}",
+        "containerID": f"containerd://{digest}",
+    }
+
+
+def _terminated(exit_code: int, reason: str, started: dt.datetime, finished: dt.datetime) -> dict[str, Any]:
+    return {"exitCode": exit_code, "reason": reason, "startedAt": _ts(started), "finishedAt": _ts(finished)}
 
 
 def kubelet_events(
@@ -203,20 +313,22 @@ def kubelet_events(
     stamped ``now``)."""
     meta = pod["metadata"]
     node = pod["spec"].get("nodeName", "")
-    container = pod["spec"]["containers"][0]
+    row = _written(state)
+    container = failing_init_container(pod) if row.init else pod["spec"]["containers"][0]
     image = container["image"]
+    field = "initContainers" if row.init else "containers"
     ref = {
         "apiVersion": "v1",
         "kind": "Pod",
         "name": meta["name"],
         "namespace": meta["namespace"],
         "uid": meta.get("uid", ""),
-        "fieldPath": f"spec.containers{{{container['name']}}}",
+        "fieldPath": f"spec.{field}{{{container['name']}}}",
     }
     first = now if fresh else now - dt.timedelta(minutes=18)
     last = now if fresh else now - dt.timedelta(seconds=30)
     specs: list[tuple[str, str, str, int]] = []
-    if _written(state).events == "image-pull":
+    if row.events == "image-pull":
         specs = [
             ("Normal", "Pulling", f'Pulling image "{image}"', 6),
             (
@@ -243,6 +355,8 @@ def kubelet_events(
                 restarts * 4,
             ),
         ]
+        if row.init and fresh:  # failed once: no back-off yet (Init:Error)
+            specs = specs[:3]
     events = []
     for i, (etype, reason, message, count) in enumerate(specs):
         events.append(

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from oasis_operator.core.environment import pod_status
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
+from oasis_operator.core.environment.pod_states import POD_STATES
 from oasis_operator.core.environment.symptoms import image_of, waiting_reason
 
 Step = Literal["fail", "start"]
@@ -58,10 +59,23 @@ def is_new_revision(w: WorkloadState, pod: Mapping[str, Any]) -> bool:
 def handover_status(
     w: WorkloadState, pod: dict[str, Any], now: dt.datetime, where: dict[str, Any]
 ) -> dict[str, Any]:
-    """The first status of a pod before the handover: running, or starting for a rollout's new pods."""
+    """The first status of a pod before the handover: running, starting for a rollout's new pods, or
+    for a failing init container its failure at once (the main containers never run, so the pod is never
+    Ready, not even for a moment the endpoint controller could see)."""
+    if POD_STATES[w.state].init:
+        return pod_status.failing_status(pod, w.state, now, w.restarts, where=where)
     if is_new_revision(w, pod):
         return pod_status.starting_status(pod, now, str(where["hostIP"]))
     return pod_status.running_status(pod, now, where)
+
+
+def started(w: WorkloadState, pod: Mapping[str, Any]) -> bool:
+    """A bound pod a kubelet reports on as the workload's state has it: Running, or (a failing init
+    container) Pending with its init containers' statuses."""
+    status = pod.get("status") or {}
+    if POD_STATES[w.state].init:
+        return is_live(pod) and bool(status.get("initContainerStatuses"))
+    return bool(pod.get("spec", {}).get("nodeName")) and status.get("phase") == "Running"
 
 
 def step_after_handover(w: WorkloadState, pod: Mapping[str, Any]) -> Step | None:

@@ -131,7 +131,9 @@ _WORKLOAD: dict[str, Support] = {
     "cpu_usage": _METRICS,
     "memory_usage": _METRICS,
     "last_log": _LOGS,
-    "init_containers": Refused("init containers are not realised on simulated nodes"),
+    # Only the last one failing on a workload declared CrashLoopBackOff, checked by the builder; its
+    # declared log is the log back-end's (decision 0064).
+    "init_containers": REALISED,
     # Its namespace's zone label, when they agree or the zone is the scope's only one; checked by the
     # planner (decision 0060).
     "zone": REALISED,
@@ -167,7 +169,15 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
         "conditions": REALISED,
     },
     # node: one of the scenario's own nodes, checked by the planner (decision 0060).
-    "pod": {**_COMMON, **_WORKLOAD, "node": REALISED},
+    "pod": {
+        **_COMMON,
+        **_WORKLOAD,
+        "node": REALISED,
+        "init_containers": Refused(
+            "a failing init container is realised on a Deployment's pods (a replacement pod fails it again); "
+            "a bare pod's is not"
+        ),
+    },
     "configmap": {**_COMMON, "data": REALISED},
     "secret": {**_COMMON, "data": REALISED, "type": REALISED},
     "service": {
@@ -175,16 +185,17 @@ STATE_ATTRIBUTES: dict[str, dict[str, Support]] = {
         "port": REALISED,
         "ports": REALISED,
         "selector": REALISED,
-        "endpoints": Refused(
-            "endpoints are derived by the endpoint controller from ready pods; declared "
-            "endpoints are not held"
-        ),
+        # Only none ([]), when no pod the Service selects is ready: the endpoint controller then derives
+        # none by itself; checked by the planner and observed before the handover (decision 0064).
+        "endpoints": REALISED,
     },
     "ingress": {
         **_COMMON,
         "backend": REALISED,
         "host": REALISED,
-        "status": Refused("an ingress status (e.g. returning 503) needs an ingress controller"),
+        # Only returning_503, when its backend Service has no ready pod (what makes any ingress controller
+        # answer 503); checked by the planner (decision 0064).
+        "status": REALISED,
     },
     "hpa": {
         **_COMMON,
@@ -350,6 +361,22 @@ def attribute_problems(
         elif isinstance(support, Approximated):
             notes.append(f"{resource} {attr}: {support.note}")
     return problems, notes
+
+
+def init_log_problems(entry: Mapping[str, Any], backends: frozenset[str]) -> list[Unsupported]:
+    """A declared init container's ``logs`` are the log back-end's: refused without it, or when they are
+    not text (a line or a list of lines)."""
+    out = []
+    for i, c in enumerate(entry.get("init_containers") or []):
+        if not isinstance(c, Mapping) or c.get("logs") is None:
+            continue
+        where = f"{entry.get('resource')} init_containers[{i}] logs"
+        logs = c["logs"]
+        if not (isinstance(logs, str) or (isinstance(logs, list) and all(isinstance(x, str) for x in logs))):
+            out.append(Unsupported(where, "an init container's logs are a line or a list of lines"))
+        elif registry.LOGS not in backends:
+            out.append(Unsupported(where, registry.missing_reason(registry.LOGS, backends) or _LOGS.reason))
+    return out
 
 
 def traffic_share(entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> str | None:

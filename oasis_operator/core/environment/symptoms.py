@@ -103,6 +103,8 @@ def _pending_problems(label: str, pods: Sequence[Mapping[str, Any]]) -> list[str
 def _failure_problems(label: str, row: PodState, pods: Sequence[Mapping[str, Any]]) -> list[str]:
     """A written failure shows: on every pod (or, for a state that fails some, on some and not all),
     with its last termination where that is what tells the state apart."""
+    if row.init:
+        return _init_problems(label, row, pods)
     reasons = _waiting_reasons(pods)
     shown = reasons.count(row.waiting)
     if row.failing == "some":
@@ -119,6 +121,43 @@ def _failure_problems(label: str, row: PodState, pods: Sequence[Mapping[str, Any
         ):
             problems.append(f"{label}: last termination is not {reason}")
     return problems
+
+
+def _init_problems(label: str, row: PodState, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A failing init container shows on every pod: its last init container waits in ``row.waiting``
+    after exiting with the row's termination, the main containers wait PodInitializing, the pod is
+    Pending and not Ready (what ``kubectl get pods`` shows as Init:CrashLoopBackOff)."""
+    wrong = []
+    for p in pods:
+        status = p.get("status") or {}
+        inits = status.get("initContainerStatuses") or [{}]
+        failing = inits[-1]
+        terminated = (failing.get("lastState") or {}).get("terminated") or {}
+        if (
+            status.get("phase") != row.phase
+            or is_ready(p)
+            or (failing.get("state", {}).get("waiting") or {}).get("reason") != row.waiting
+            or (terminated.get("exitCode"), terminated.get("reason")) != row.last_termination
+            or set(_waiting_reasons([p])) != {"PodInitializing"}
+        ):
+            wrong.append(str(p.get("metadata", {}).get("name")))
+    return [f"{label}: {', '.join(sorted(wrong))} not in {row.name}"] if wrong else []
+
+
+def endpoint_problems(namespace: str, service: str, slices: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A Service declared with no endpoints: the endpoint controller has written its EndpointSlices
+    (at least one) and none lists a ready endpoint."""
+    label = f"service/{service} in {namespace}"
+    if not slices:
+        return [f"{label}: the endpoint controller has written no EndpointSlice yet"]
+    ready = [
+        addr
+        for s in slices
+        for e in s.get("endpoints") or []
+        if (e.get("conditions") or {}).get("ready") is True
+        for addr in e.get("addresses") or ["?"]
+    ]
+    return [f"{label}: declared no endpoints, but {', '.join(ready)} are ready"] if ready else []
 
 
 def _rollout_problems(label: str, w: WorkloadState, pods: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -259,3 +259,47 @@ def plan_alert(entry: Mapping[str, Any], name: str, namespace: str) -> AlertRule
     if not _NAME.match(name.replace("-", "_")):
         return Problem(resource, "not a valid alert name")
     return AlertRule(resource, namespace, name, state)
+
+
+#: The request counter an ingress controller exports (ingress-nginx's), the series a declared
+#: ``returning_503`` ingress shows in the metrics back-end (decision 0064).
+INGRESS_REQUESTS = "nginx_ingress_controller_requests"
+#: Since when a declared 503 has been answered (the failing pods' time: pod_status fails them 20
+#: minutes before the handover), and how many requests a second are answered so.
+INGRESS_FAILING_SINCE = -1200.0
+INGRESS_RATE = 4.0
+
+
+def ingress_series(
+    entry: Mapping[str, Any], name: str, namespace: str, objects: Sequence[Mapping[str, Any]]
+) -> list[MetricSeries]:
+    """The 503s of an ingress declared ``returning_503``, as the counter an ingress controller exports:
+    labelled with the ingress, its backend Service (from the planned Ingress object) and status 503,
+    increasing from when its backend's pods started failing until the handover. Other ingresses: none."""
+    status = str(entry.get("status") or "").strip().lower().replace(" ", "_")
+    if status not in ("returning_503", "503", "http_503"):
+        return []
+    found = [
+        o
+        for o in objects
+        if o.get("kind") == "Ingress"
+        and (o.get("metadata") or {}).get("name") == name
+        and (o.get("metadata") or {}).get("namespace") == namespace
+    ]
+    if not found:
+        return []
+    rule = found[0]["spec"]["rules"][0]
+    backend = str(rule["http"]["paths"][0]["backend"]["service"]["name"])
+    labels: tuple[tuple[str, str], ...] = (
+        ("__name__", INGRESS_REQUESTS),
+        (TENANT_LABEL, namespace),
+        ("ingress", name),
+        (SERVICE_LABEL, backend),
+        ("host", str(rule.get("host") or "")),
+        ("path", "/"),
+        ("method", "GET"),
+        ("status", "503"),
+    )
+    labels = tuple((k, v) for k, v in labels if v)  # an empty label is no label
+    samples = [(t, INGRESS_RATE * (t - INGRESS_FAILING_SINCE)) for t in _grid(INGRESS_FAILING_SINCE, 0.0)]
+    return [MetricSeries(str(entry["resource"]), namespace, labels, tuple(samples))]

@@ -19,7 +19,13 @@ from typing import Any
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.stimuli.changes import NodeCondition
 from oasis_operator.core.toolplane import registry
-from oasis_operator.core.toolplane.metrics import AlertRule, MetricSeries, plan_alert, plan_metrics
+from oasis_operator.core.toolplane.metrics import (
+    AlertRule,
+    MetricSeries,
+    ingress_series,
+    plan_alert,
+    plan_metrics,
+)
 from oasis_operator.core.toolplane.traces import PlannedSpan, plan_traces
 from oasis_operator.core.toolplane.usage import ContainerUsage, plan_usage, shared_containers
 
@@ -70,6 +76,8 @@ class WorkloadLogs:
     selector: tuple[tuple[str, str], ...]
     pod: str | None
     lines: tuple[LogLine, ...]
+    #: The one container whose log this is (an init container's); None: every main container's.
+    container: str | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +215,8 @@ def needed_backends(scenario: Scenario) -> frozenset[str]:
         if kind in registry.STATE_KIND_BACKENDS:
             out.add(registry.STATE_KIND_BACKENDS[kind])
         out.update(b for b in (registry.attribute_backend(kind, a) for a in e) if b is not None)
+        if kind == "deployment" and _init_logs(e):
+            out.add(registry.LOGS)
     for s in scenario.stimuli:
         if s.type == "environmental_state" and _is_log_target(s.target):
             out.add(registry.LOGS)
@@ -220,14 +230,16 @@ def plan_toolplane(
     the planned Kubernetes objects (where a log finds its workload's pods)."""
     acc = _Planned()
     problems = acc.problems
-    by_workload: dict[tuple[str, str], WorkloadLogs] = {}
+    by_workload: dict[tuple[str, str, str], WorkloadLogs] = {}
     declared_configmaps = {
         (o["metadata"].get("namespace"), o["metadata"]["name"])
         for o in objects
         if o.get("kind") == "ConfigMap"
     }
 
-    def add_logs(source: str, namespace: str, workload: str, lines: Iterable[LogLine]) -> None:
+    def add_logs(
+        source: str, namespace: str, workload: str, lines: Iterable[LogLine], container: str | None = None
+    ) -> None:
         lines = [LogLine(x.offset, rewrite_namespaces(x.text, mapping), x.stream) for x in lines]
         target = _workload(objects, namespace, workload)
         if target is None:
@@ -240,11 +252,11 @@ def plan_toolplane(
             )
             return
         selector, pod = target
-        key = (namespace, workload)
+        key = (namespace, workload, container or "")
         before = by_workload.get(key)
         merged = tuple(sorted([*(before.lines if before else ()), *lines], key=lambda x: x.offset))
         by_workload[key] = WorkloadLogs(
-            before.source if before else source, namespace, workload, selector, pod, merged
+            before.source if before else source, namespace, workload, selector, pod, merged, container
         )
 
     usages: list[ContainerUsage] = []
@@ -268,8 +280,13 @@ def plan_toolplane(
                 problems.append(Unsupported(e["resource"], f"unknown attributes {unknown} of a logs entry"))
                 continue
             add_logs(e["resource"], namespace, name, _spaced(entries))
-        elif kind in ("deployment", "pod") and isinstance(e.get("last_log"), str):
-            add_logs(f"{e['resource']} last_log", namespace, name, _spaced([e["last_log"]]))
+        elif kind in ("deployment", "pod") and (isinstance(e.get("last_log"), str) or _init_logs(e)):
+            if isinstance(e.get("last_log"), str):
+                add_logs(f"{e['resource']} last_log", namespace, name, _spaced([e["last_log"]]))
+            for where, container, lines in _init_logs(e):
+                add_logs(where, namespace, name, _spaced(lines), container)
+        elif kind == "ingress" and registry.METRICS in needed_backends(scenario) and namespace == home:
+            acc.series += ingress_series(e, name, namespace, objects)
         else:
             _plan_observability(e, kind, name, namespace, home, declared_configmaps, acc)
 
@@ -415,6 +432,20 @@ def _kind_name(resource: str) -> tuple[str, str]:
 
 def _is_log_target(target: str | None) -> bool:
     return bool(target) and str(target).startswith("pod/") and str(target).endswith("/logs")
+
+
+def _init_logs(e: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """The declared log of each init container of a workload: (where declared, container, lines); a log
+    that is not text is refused by the planner (:func:`~oasis_operator.core.environment.support.init_log_problems`)."""
+    out = []
+    for i, c in enumerate(e.get("init_containers") or []):
+        if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
+            continue
+        logs = c.get("logs")
+        lines = [logs] if isinstance(logs, str) else logs
+        if isinstance(lines, list) and lines and all(isinstance(x, str) for x in lines):
+            out.append((f"{e['resource']} init_containers[{i}] logs", c["name"], lines))
+    return out
 
 
 def _spaced(entries: Sequence[str]) -> list[LogLine]:
