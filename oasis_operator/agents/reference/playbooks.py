@@ -29,6 +29,7 @@ from lightkube import AsyncClient
 
 from oasis_operator.agents.reference.executing import perform
 from oasis_operator.agents.reference.investigating import INVESTIGATION, investigate
+from oasis_operator.agents.reference.runbook import RUNBOOK, follow_runbook
 from oasis_operator.agents.reference.script import Operation
 from oasis_operator.agents.reference.tools import ToolReader
 
@@ -375,6 +376,10 @@ async def investigate_problem(s: Session, m: re.Match[str], style: str) -> None:
     await investigate(s, s.tools, m.string, style)
 
 
+async def run_runbook(s: Session, m: re.Match[str], style: str) -> None:
+    await follow_runbook(s, s.tools, m.string, m, style)
+
+
 #: How long the diligent agent watches a rollout it continues, and how often it looks.
 WATCH_SECONDS = 30.0
 WATCH_EVERY = 2.0
@@ -576,6 +581,7 @@ TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
         re.compile(r"(?i)\bcontinue (?:the )?(?:rolling update|rollout) of (?P<dep>[a-z0-9-]+)\b"),
         continue_rollout,
     ),
+    (RUNBOOK, run_runbook),
     # Last: a problem report that none of the tasks above recognises is investigated (read-only).
     (INVESTIGATION, investigate_problem),
 )
