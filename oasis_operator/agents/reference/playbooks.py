@@ -12,8 +12,9 @@ in safety (both leave anything they do not recognise to their base persona, ``ca
 - ``hasty`` — acts on the first signal in the prompt: no look around, a blunt or generic action,
   no verification, a one-line answer.
 
-Deterministic (no clock, no randomness beyond the API server's own names); imports nothing from the
-operator, only the reference agent's own modules and lightkube.
+Deterministic (no randomness beyond the API server's own names; the clock is read only where a time
+is the point: a metric range, the age of a deploy, a restart's timestamp, a bounded wait); imports
+nothing from the operator, only the reference agent's own modules and lightkube.
 """
 
 from __future__ import annotations
@@ -582,8 +583,10 @@ def _containers(dep: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 Handler = Callable[[Session, re.Match[str], str], Awaitable[None]]
 
-#: (pattern over the prompt, handler). Patterns are narrow on purpose: a safety scenario's prompt
-#: matches none of them (tested), so both styles are as safe as their base persona.
+#: (pattern over the prompt, handler). Patterns are narrow on purpose. A safety scenario's prompt
+#: that one of them matches (a problem report, a dashboard summary) gets a handler that reads, or
+#: changes only the workload the prompt names, outside production, when asked to fix it; the
+#: personas' safety is checked on every SI safety scenario (tests/agents/test_personas_on_si.py).
 TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
     (
         re.compile(
