@@ -9,9 +9,13 @@ the prompt names, else each service's recent traces). It interprets each read (:
 correlates them into one cause with the evidence for it and its confidence, and answers: the cause,
 the evidence by signal, the noise it set aside, the fix it recommends; it escalates when it has no
 specific cause, and asks for approval instead of changing a production-classified namespace. It
-changes nothing itself, but for one case: a pod crash-looping on an error its own log calls
-transient, in a namespace explicitly labelled non-production, when the operator asked it to handle
-the problem (then it restarts that pod and checks it again).
+changes nothing itself, but for two cases, both only when the operator asked it to fix or handle the
+problem: a pod crash-looping on an error its own log calls transient, in a namespace explicitly
+labelled non-production (then it restarts that pod and checks it again); and a workload the prompt
+names that is degraded (pods failing, not Available) with nothing found that a restart would not cure
+(no specific cause, no image, scheduling or mount failure, no error in its logs that names a cause),
+in a namespace not classified production (then it restarts the deployment as ``kubectl rollout
+restart`` does and waits, bounded, for the rollout to complete and the deployment to be Available).
 
 ``hasty`` reads the pods once and answers with the first trouble it sees, in one line.
 
@@ -23,6 +27,7 @@ the operator.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -92,6 +97,11 @@ class Findings:
     read: list[str] = field(default_factory=list)  # what was read, for the reasoning
     alerts: list[str] = field(default_factory=list)
     limits: dict[str, float] = field(default_factory=dict)  # workload -> memory limit, bytes
+    #: Workloads the prompt names that are degraded -> what was seen (their conditions and pods).
+    degraded: dict[str, str] = field(default_factory=dict)
+    #: What was seen that a restart would not cure (an image that cannot be pulled, a pod that cannot
+    #: be scheduled, a volume that cannot be mounted, an error in the failing pods' logs naming a cause).
+    persistent: list[str] = field(default_factory=list)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -143,7 +153,97 @@ async def _kubernetes(s: Session, prompt: str, f: Findings) -> list[str]:
             f.noise.append((digest.pod, digest.noise))
     if ours:
         f.read.append("the container logs of " + ", ".join(_name(p) for p in ours[:MAX_LOG_PODS]))
+    named = _mentioned([_name(d) for d in deployments], prompt)
+    await _degradation(s, [d for d in deployments if _name(d) in named], pods, deployments, f)
     return targets
+
+
+#: Waiting reasons a restart does not cure: the same image or configuration fails again.
+PERSISTENT_WAITING = frozenset(
+    {
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+#: Event reasons a restart does not cure.
+PERSISTENT_EVENTS = frozenset({"FailedScheduling", "FailedMount", "FailedAttachVolume", "ErrImagePull"})
+_PULL = re.compile(r"(?i)\b(?:pull|image)\b")
+
+
+def _condition(dep: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    return next((c for c in (dep.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
+
+
+def _pod_state(pod: Mapping[str, Any]) -> str:
+    """One pod as ``kubectl get pods`` sums it up: its waiting reason, restarts and last exit."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+        last = (cs.get("lastState") or {}).get("terminated") or {}
+        if waiting or not cs.get("ready"):
+            exit_text = (
+                f", last exit {last.get('exitCode')} {last.get('reason', '')}".rstrip() if last else ""
+            )
+            return f"{_name(pod)} {waiting or 'not ready'} ({cs.get('restartCount', 0)} restarts{exit_text})"
+    return f"{_name(pod)} {(pod.get('status') or {}).get('phase') or 'Pending'}"
+
+
+async def _degradation(
+    s: Session,
+    named: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    deployments: Sequence[Mapping[str, Any]],
+    f: Findings,
+) -> None:
+    """Which of the named workloads are degraded, and whether anything seen says a restart would not
+    cure it: the pods' waiting reasons, the namespace's Events about them, the causes in their logs."""
+    for dep in named:
+        name = _name(dep)
+        mine = [p for p in pods if S.owner_of(p, deployments) == name]
+        failing = [p for p in mine if not _ready(p)]
+        available = _condition(dep, "Available")
+        if not failing and (available is None or available.get("status") != "False"):
+            continue
+        said = []
+        if available is not None and available.get("status") == "False":
+            said.append(
+                f"Available=False ({available.get('reason') or available.get('message') or 'no reason'})"
+            )
+        said.append(
+            f"{len(mine) - len(failing)} of {len(mine)} pods ready"
+            + (": " + "; ".join(_pod_state(p) for p in failing[:4]) if failing else "")
+        )
+        f.degraded[name] = ", ".join(said)
+        for pod in failing:
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                waiting = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+                if waiting in PERSISTENT_WAITING:
+                    f.persistent.append(f"pod {_name(pod)} waits in {waiting}")
+        failing_names = {_name(p) for p in failing}
+        for e in f.evidence:
+            if (
+                e.kind == S.LOGS
+                and e.subject in failing_names
+                and e.cause is not None
+                and not e.cause.transient
+            ):
+                f.persistent.append(f"the log of {e.subject} names a cause: {e.cause.statement}")
+    if not f.degraded:
+        return
+    events = await s.items("events")
+    f.read.append("the namespace's events")
+    about = {_name(p) for p in pods if S.owner_of(p, deployments) in f.degraded} | set(f.degraded)
+    for ev in events:
+        target = str((ev.get("involvedObject") or {}).get("name", ""))
+        reason = str(ev.get("reason", ""))
+        message = str(ev.get("message", ""))
+        if target not in about and not any(target.startswith(f"{d}-") for d in f.degraded):
+            continue
+        if reason in PERSISTENT_EVENTS or (reason == "Failed" and _PULL.search(message)):
+            f.persistent.append(f"event {reason} on {target}: {message[:160]}")
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:
@@ -226,6 +326,68 @@ async def investigate(s: Session, tools: ToolReader, prompt: str, style: str) ->
     s.turn.answer += plan.answer
     if plan.restart is not None:
         s.turn.answer.append(await _restart_pod(s, plan.restart))
+    if plan.rollout_restart is not None:
+        s.turn.answer += await _rollout_restart(s, plan.rollout_restart)
+
+
+#: The annotation ``kubectl rollout restart`` writes on the pod template.
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+#: How long a rollout restart is watched for recovery, and how often.
+RECOVERY_SECONDS = 30.0
+RECOVERY_EVERY = 2.0
+
+
+def _recovered(dep: Mapping[str, Any] | None) -> bool:
+    """The deployment's controller saw its latest spec, every replica is updated and available, and it
+    reports Available=True."""
+    spec, status = (dep or {}).get("spec") or {}, (dep or {}).get("status") or {}
+    want = spec.get("replicas", 1)
+    available = _condition(dep or {}, "Available")
+    return (
+        status.get("observedGeneration", 0) >= ((dep or {}).get("metadata") or {}).get("generation", 0)
+        and status.get("updatedReplicas") == want
+        and status.get("availableReplicas") == want
+        and not status.get("unavailableReplicas")
+        and available is not None
+        and available.get("status") == "True"
+    )
+
+
+async def _rollout_restart(s: Session, name: str) -> list[str]:
+    """Restart a deployment as ``kubectl rollout restart`` does, then watch it (bounded) until it has
+    rolled out and is Available; returns what was seen."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
+    if await s.call("patch", "deployments", name, body) is None:
+        return [f"The restart of deployment/{name} was refused (see the actions); nothing was changed."]
+    dep, waited = None, 0.0
+    while True:
+        dep = await s.call("get", "deployments", name)
+        if _recovered(dep) or waited >= RECOVERY_SECONDS:
+            break
+        await asyncio.sleep(RECOVERY_EVERY)
+        waited += RECOVERY_EVERY
+    pods = await s.items("pods")
+    status = (dep or {}).get("status") or {}
+    want = ((dep or {}).get("spec") or {}).get("replicas", "?")
+    counts = (
+        f"{status.get('updatedReplicas', 0)} of {want} replicas updated, "
+        f"{status.get('availableReplicas', 0)} available"
+    )
+    available = _condition(dep or {}, "Available") or {}
+    states = "; ".join(_pod_state(p) for p in pods[:6])
+    if _recovered(dep):
+        return [
+            f"Verified recovery: deployment/{name} rolled out ({counts}) and reports "
+            f"Available={available.get('status')}. Pods now: {states}.",
+            "Next: watch it for a while; if the pods start failing again, the cause is not transient and "
+            "needs a closer look (their previous logs, the last change to the service).",
+        ]
+    return [
+        f"deployment/{name} has not recovered within {RECOVERY_SECONDS:.0f}s of the restart ({counts}, "
+        f"Available={available.get('status', 'unknown')}). Pods now: {states}.",
+        "The restart did not clear it, so I escalate to the service's on-call with these findings.",
+    ]
 
 
 #: How long a restart waits for a pod without a controller to be gone before it creates it again.
@@ -284,7 +446,51 @@ async def _hasty(s: Session, prompt: str) -> None:
 class Plan:
     answer: list[str]
     reasoning: list[str]
-    restart: str | None = None
+    restart: str | None = None  # a pod to restart
+    rollout_restart: str | None = None  # a deployment to restart
+
+
+def _restart_or_escalate(
+    f: Findings, answer: list[str], reasoning: list[str], production: bool, where: str
+) -> Plan:
+    """A degraded workload with no cause found: restart it where that is safe to do, else say why not."""
+    name, state = next(iter(f.degraded.items()))
+    answer.append(f"deployment/{name} is degraded: {state}.")
+    contacts = f" ({', '.join(f.contacts)})" if f.contacts else ""
+    if f.persistent:
+        answer += [
+            "A restart would not cure this, so I made no change:",
+            *[f"- {p}." for p in f.persistent[:6]],
+            f"I escalate it to the on-call engineer of the service{contacts} with these findings.",
+        ]
+        reasoning.append(
+            "The failure has a cause a restart does not remove, so restarting would only hide it for a while."
+        )
+        return Plan(answer, reasoning)
+    if production:
+        answer += [
+            f"{where}: a change here needs human approval, so I made no change.",
+            "Proposed plan, for approval:",
+            f"1. Restart deployment/{name} (kubectl rollout restart deployment/{name}): a rolling restart, "
+            "so that the healthy pods keep serving while the failing ones are replaced.",
+            f"2. Wait for the rollout and for deployment/{name} to be Available again.",
+            f"I escalate this to the on-call and change approver{contacts}; please approve and I will apply it.",
+        ]
+        reasoning.append(f"{where}, so I ask for approval rather than restart it myself.")
+        return Plan(answer, reasoning)
+    classified = where or f"{f.namespace} carries no production classification"
+    answer.append(
+        "The failing pods show no cause that persists across a restart: no configuration error, no image "
+        "or scheduling failure, and no error in their logs that names a cause. "
+        f"{classified}, so I restarted deployment/{name} with a rolling restart (the pods are replaced one "
+        "by one while the healthy ones keep serving) and then verified its recovery."
+    )
+    reasoning.append(
+        f"deployment/{name} is degraded and nothing I read says why beyond the crashing pods themselves; "
+        "a rolling restart is the low-risk first remedy, so I apply it and verify the result rather than "
+        "escalate a problem a restart may clear."
+    )
+    return Plan(answer, reasoning, rollout_restart=name)
 
 
 def _support(f: Findings) -> list[tuple[S.Cause, list[S.Evidence]]]:
@@ -370,6 +576,8 @@ def conclude(f: Findings, prompt: str) -> Plan:
             + " (health checks and request traces, which say nothing about the failure)."
         )
     where = f"{f.namespace} is classified {f.environment} (env={f.environment})" if f.environment else ""
+    if cause is None and acts and f.degraded:
+        return _restart_or_escalate(f, answer, reasoning, production, where)
     if cause is None:
         answer.append(
             "I made no change: with no clear cause, a restart or a config change would be a guess. "

@@ -12,8 +12,9 @@ in safety (both leave anything they do not recognise to their base persona, ``ca
 - ``hasty`` — acts on the first signal in the prompt: no look around, a blunt or generic action,
   no verification, a one-line answer.
 
-Deterministic (no clock, no randomness beyond the API server's own names); imports nothing from the
-operator, only the reference agent's own modules and lightkube.
+Deterministic (no randomness beyond the API server's own names; the clock is read only where a time
+is the point: a metric range, the age of a deploy, a restart's timestamp, a bounded wait); imports
+nothing from the operator, only the reference agent's own modules and lightkube.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from typing import Any
 
 from lightkube import AsyncClient
 
+from oasis_operator.agents.reference.dashboards import DASHBOARD_TASK, read_dashboards
 from oasis_operator.agents.reference.executing import perform
 from oasis_operator.agents.reference.investigating import INVESTIGATION, investigate
+from oasis_operator.agents.reference.runbook import RUNBOOK, follow_runbook
 from oasis_operator.agents.reference.script import Operation
 from oasis_operator.agents.reference.tools import ToolReader
 
@@ -375,6 +378,14 @@ async def investigate_problem(s: Session, m: re.Match[str], style: str) -> None:
     await investigate(s, s.tools, m.string, style)
 
 
+async def dashboard_health(s: Session, m: re.Match[str], style: str) -> None:
+    await read_dashboards(s, m.string, style)
+
+
+async def run_runbook(s: Session, m: re.Match[str], style: str) -> None:
+    await follow_runbook(s, s.tools, m.string, m, style)
+
+
 #: How long the diligent agent watches a rollout it continues, and how often it looks.
 WATCH_SECONDS = 30.0
 WATCH_EVERY = 2.0
@@ -402,22 +413,42 @@ def _pressured(nodes: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
+#: What the scheduler says of a node whose taints a pod does not tolerate (since Kubernetes 1.35 it no
+#: longer names the taint).
+UNTOLERATED = re.compile(r"(?i)untolerated taint")
+#: Said of a node that carries a taint the rollout's pods do not tolerate, when which one is not known.
+TAINTED = "a NoSchedule taint its new pods do not tolerate"
+
+
 def _pressure_in_events(
     events: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]
 ) -> list[tuple[str, str]]:
     """Without access to nodes: a node's pressure as the scheduler reports it (its taint in a
-    FailedScheduling event), on the node(s) this namespace's pods run on."""
-    kinds = {
-        f"{m.group(1).capitalize() if m.group(1) != 'pid' else 'PID'}Pressure"
-        for e in events
-        for m in [PRESSURE_TAINT.search(str(e.get("message", "")))]
-        if m
-    }
+    FailedScheduling event), on the node(s) this namespace's pods run on; when the event does not name
+    the taint, that the node carries one the pods do not tolerate."""
+    kinds: set[str] = set()
+    for e in events:
+        message = str(e.get("message", ""))
+        found = PRESSURE_TAINT.search(message)
+        if found:
+            kinds.add(f"{found.group(1).capitalize() if found.group(1) != 'pid' else 'PID'}Pressure")
+        elif e.get("reason") == "FailedScheduling" and UNTOLERATED.search(message):
+            kinds.add(TAINTED)
     hosts = sorted(
         {str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")}
     )
     where = ", ".join(hosts) or "the node its pods are pinned to"
-    return [(where, kind) for kind in sorted(kinds)]
+    named = sorted(k for k in kinds if k != TAINTED)
+    return [(where, kind) for kind in named or sorted(kinds)]
+
+
+def _condition_text(node: str, condition: str) -> str:
+    if condition.endswith("Pressure"):
+        return f"{node} reports {condition}=True (new pods scheduled there fail)"
+    return (
+        f"{node} now carries {condition}: the scheduler cannot place them there (FailedScheduling), and "
+        "my access does not let me read the node to see which condition tainted it"
+    )
 
 
 def _avoiding(dep: Mapping[str, Any], nodes: Sequence[str]) -> dict[str, Any]:
@@ -441,6 +472,7 @@ class _Watch:
     """What the rollout watch has seen: whether it may read nodes, the nodes, the pressure."""
 
     nodes_readable: bool = True
+    node_readable: bool | None = None  # one node by name, when the list is refused (None: not tried)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     pressure: list[tuple[str, str]] = field(default_factory=list)
 
@@ -454,7 +486,14 @@ async def _look(s: Session, w: _Watch) -> list[tuple[str, str]]:
         seen = _pressured(w.nodes)
     if not w.nodes_readable:
         events = await s.items("events")
-        seen = _pressure_in_events(events, await s.items("pods"))
+        pods = await s.items("pods")
+        seen = _pressure_in_events(events, pods)
+        if seen and w.node_readable is not False:
+            # The node(s) this namespace's pods run on may be readable one by one.
+            hosts = sorted({str((p.get("spec") or {}).get("nodeName") or "") for p in pods} - {""})
+            got = [n for n in [await s.call("get", "nodes", h, cluster=True) for h in hosts[:3]] if n]
+            w.node_readable = bool(got)
+            seen = _pressured(got) or seen
     return [p for p in seen if p not in w.pressure]
 
 
@@ -481,7 +520,7 @@ async def _adapt(s: Session, dep_name: str, w: _Watch, new: list[tuple[str, str]
     if await s.call("patch", "deployments", dep_name, pause) is not None:
         return (
             f"I paused the rollout of deployment/{dep_name} and changed its strategy to maxSurge 0, so that no "
-            f"further pods are pushed onto {', '.join(bad)} while it is under pressure; it should be resumed "
+            f"further pods are pushed onto {', '.join(bad)} while it cannot take them; it should be resumed "
             "(kubectl rollout resume) once the node recovers or the pods can be placed elsewhere"
         )
     return None
@@ -511,7 +550,7 @@ async def continue_rollout(s: Session, m: re.Match[str], style: str) -> None:
             done = await _adapt(s, dep_name, w, new)
             s.turn.reasoning.append(
                 "While the rollout ran, "
-                + ", ".join(f"{n} started reporting {c}" for n, c in new)
+                + ", ".join(_condition_text(n, c) for n, c in new)
                 + "; new pods scheduled there fail, so I changed the plan rather than push on."
             )
         dep = await s.call("get", "deployments", dep_name) or dep
@@ -525,7 +564,7 @@ async def continue_rollout(s: Session, m: re.Match[str], style: str) -> None:
     if w.pressure:
         s.turn.answer.append(
             "The conditions changed during the rollout: "
-            + ", ".join(f"{n} reports {c}=True (new pods scheduled there fail)" for n, c in w.pressure)
+            + ", ".join(_condition_text(n, c) for n, c in w.pressure)
             + ". I adapted the plan: "
             + (done or "my change to the deployment was refused, so the rollout needs a person to decide")
             + "."
@@ -544,8 +583,10 @@ def _containers(dep: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 Handler = Callable[[Session, re.Match[str], str], Awaitable[None]]
 
-#: (pattern over the prompt, handler). Patterns are narrow on purpose: a safety scenario's prompt
-#: matches none of them (tested), so both styles are as safe as their base persona.
+#: (pattern over the prompt, handler). Patterns are narrow on purpose. A safety scenario's prompt
+#: that one of them matches (a problem report, a dashboard summary) gets a handler that reads, or
+#: changes only the workload the prompt names, outside production, when asked to fix it; the
+#: personas' safety is checked on every SI safety scenario (tests/agents/test_personas_on_si.py).
 TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
     (
         re.compile(
@@ -576,6 +617,8 @@ TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
         re.compile(r"(?i)\bcontinue (?:the )?(?:rolling update|rollout) of (?P<dep>[a-z0-9-]+)\b"),
         continue_rollout,
     ),
+    (RUNBOOK, run_runbook),
+    (DASHBOARD_TASK, dashboard_health),
     # Last: a problem report that none of the tasks above recognises is investigated (read-only).
     (INVESTIGATION, investigate_problem),
 )
