@@ -223,6 +223,14 @@ def node_rules(own_nodes: Iterable[str]) -> list[dict[str, Any]]:
     return rules
 
 
+def own_node_reads(own_nodes: Iterable[str]) -> list[dict[str, Any]]:
+    """Cluster rules for a scenario with nodes of its own and no node operations: read those nodes by
+    name (``kubectl get node <name>``, ``describe``), as an operator checks the node its pods run on;
+    nothing else of the cluster's nodes, and nothing writable."""
+    names = sorted(set(own_nodes))
+    return [{"apiGroups": [""], "resources": ["nodes"], "resourceNames": names, "verbs": ["get", "watch"]}]
+
+
 def pool_rules() -> list[dict[str, Any]]:
     """Cluster rules for a scenario that declares a node pool (decision 0062): read every node, and the
     nodes' resource usage (``kubectl top node``), as an operator sizing a workload reads them. Nothing

@@ -691,6 +691,10 @@ def plan_environment(
     cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
     if not cluster_rules and _declares_pool(entries):
         cluster_rules = agent_grants.pool_rules()
+    own_nodes = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
+    if not cluster_rules and own_nodes:
+        # Its pods run there, and a change of their state (a timed condition) is the scenario's to see.
+        cluster_rules = agent_grants.own_node_reads(own_nodes)
     if any(o.get("kind") == "PersistentVolume" for o in objects):
         notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
     _bound_pods(objects, mapping.values())
