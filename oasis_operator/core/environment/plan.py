@@ -614,8 +614,8 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
     cluster = {str(o.get("kind")) for o in ordered} & (kinds.CLUSTER_SCOPED_KINDS - {"Namespace"})
     if permission.node_operations:
         cluster |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
-    if _declares_pool(entries):
-        cluster |= {"ClusterRole", "ClusterRoleBinding"}  # the agent's read of the nodes
+    if _declares_pool(entries) or "Node" in cluster:
+        cluster |= {"ClusterRole", "ClusterRoleBinding"}  # the agent's read of the (its own) nodes
     return Support(
         unsupported=tuple(unsupported),
         exclusive=draft.exclusive or permission.node_operations,
