@@ -280,7 +280,11 @@ def node_shows(usage: NodeUsage, node_metrics: Mapping[str, Any]) -> str | None:
     have = _base("cpu", got)
     if have is None:
         return f"cpu reads {got!r}"
-    if abs(have - usage.cpu) <= max(1.0, usage.cpu * CPU_TOLERANCE):
+    # Decision 0059's tolerance, but never so wide that the pods' figure alone (no overhead) would pass.
+    tolerance = usage.cpu * CPU_TOLERANCE
+    if usage.overhead:
+        tolerance = min(tolerance, usage.overhead / 2)
+    if abs(have - usage.cpu) <= max(1.0, tolerance):
         return None
     return f"cpu reads {got} where {usage.cpu}m was declared"
 
