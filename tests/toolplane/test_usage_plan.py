@@ -243,3 +243,24 @@ def test_the_read_back_holds_memory_exactly_and_cpu_within_a_scrape_rate(
 def test_a_container_without_metrics_is_not_yet_shown() -> None:
     u = ContainerUsage("x", "ns", "a", (), "a", "app", (("memory", "1024"),))
     assert shows(u, {"containers": []}) == "container app has no metrics yet"
+
+
+def test_the_misleading_signal_scenario_is_refused_for_its_oom_series_alone() -> None:
+    """Decision 0065: the pegged node and its batch pod are planned; the trend and the OOM time are
+    refused saying what they would need."""
+    docs = [
+        d
+        for p in sorted((SI / "capability").glob("*.yaml"))
+        for d in yaml.safe_load_all(p.read_text())
+        if isinstance(d, dict) and d.get("id") == "infra.capability.da.misleading-signal-001"
+    ]
+    [scenario] = [parse_scenario(d)[0] for d in docs]
+    plan = plan_environment(scenario, suffix="bbbbb", owner="o", backends=ALL)
+    reasons = {u.resource: u.reason for u in plan.unsupported}
+    assert sorted(reasons) == [
+        "metrics/user-service last_oom_kill",
+        "metrics/user-service memory_usage_trend",
+    ]
+    assert "declares no memory limit" in reasons["metrics/user-service memory_usage_trend"]
+    assert "recorded termination" in reasons["metrics/user-service last_oom_kill"]
+    assert [(n.node, n.cpu) for n in plan.toolplane.nodes] == [("node-1", 7760)]
