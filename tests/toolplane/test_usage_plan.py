@@ -264,3 +264,19 @@ def test_the_misleading_signal_scenario_is_refused_for_its_oom_series_alone() ->
     assert "declares no memory limit" in reasons["metrics/user-service memory_usage_trend"]
     assert "recorded termination" in reasons["metrics/user-service last_oom_kill"]
     assert [(n.node, n.cpu) for n in plan.toolplane.nodes] == [("node-1", 7760)]
+
+
+def test_the_node_cpu_expression_adds_the_overhead_the_node_carries() -> None:
+    from oasis_operator.devcluster.backends.resource_metrics import with_node_overhead
+    from oasis_operator.devcluster.errors import SetupError
+
+    node = {"name": "node_cpu_usage_seconds_total", "value": 'node.CumulativeUsage("cpu")'}
+    other = {"name": "node_memory_working_set_bytes", "value": 'node.Usage("memory")'}
+    out = with_node_overhead({"spec": {"metrics": [other, node]}})
+    value = out["spec"]["metrics"][1]["value"]
+    assert value.startswith('node.CumulativeUsage("cpu") + ')
+    assert f'double(node.metadata.annotations["{NODE_CPU_OVERHEAD}"]) * node.SinceSecond()' in value
+    assert f'"{NODE_CPU_OVERHEAD}" in node.metadata.annotations' in value  # a node without it: its pods'
+    assert out["spec"]["metrics"][0]["value"] == 'node.Usage("memory")'
+    with pytest.raises(SetupError, match="node_cpu_usage_seconds_total"):
+        with_node_overhead({"spec": {"metrics": [other]}})
