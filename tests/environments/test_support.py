@@ -69,7 +69,6 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "metrics/user-service",
         "metrics/user-service last_oom_kill",
         "metrics/user-service memory_usage_trend",
-        "node/node-1",
         "node/node-1 cpu_usage",
         "pod/batch-processor-x9k2 cpu_usage",
     ),

@@ -5,6 +5,7 @@ shows is a fault, not a turn."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
@@ -80,3 +81,44 @@ async def test_a_usage_that_never_shows_is_a_fault(
     finally:
         await ResourceUsage(http).cleanup(plan)
         await http.aclose()
+
+
+MISLEADING = "infra.capability.da.misleading-signal-001"
+
+
+async def test_a_pod_share_of_its_node_and_the_node_figure_are_what_the_agent_reads(
+    provisioned: Callable[[dict[str, Any]], Awaitable[tuple[EnvironmentPlan, AgentAccess]]],
+    toolplane: ToolPlane,
+    cluster: ClusterHandle,
+) -> None:
+    """The misleading-signal scenario's pegged node (decision 0065): its batch pod uses 95% of node-1's
+    8 allocatable cores, and node-1 reports 97% (the pod's share plus the node's own overhead), both read
+    with the agent's kubeconfig. Its ``metrics/user-service`` entry is still refused (the rising memory
+    series is not planned), so the scenario is provisioned without it."""
+    doc = copy.deepcopy(RAW[MISLEADING])
+    state = doc["preconditions"]["environment"]["state"]
+    doc["preconditions"]["environment"]["state"] = [
+        e for e in state if e["resource"] != "metrics/user-service"
+    ]
+    plan, access = await provisioned(doc)
+    [node] = plan.toolplane.nodes
+    assert (node.node, node.cpu, node.overhead) == ("node-1", 7760, 160)
+    await toolplane.inject(plan)
+    ns = plan.namespaces["default"]
+    with cluster.token_http(agent_token(access)) as agent:
+        pod = agent.get(f"{METRICS}/namespaces/{ns}/pods/batch-processor-x9k2")
+        assert pod.status_code == 200, pod.text
+        [container] = pod.json()["containers"]
+        assert abs(_millicores(container["usage"]["cpu"]) - 7600) <= 7600 * 0.05
+        resp = agent.get(f"{METRICS}/nodes/node-1")
+        assert resp.status_code == 200, resp.text
+        cpu = _millicores(resp.json()["usage"]["cpu"])
+        # 97% of 8 cores, within the CPU tolerance of decision 0059; not the pods' 95% alone.
+        assert abs(cpu - 7760) <= 7760 * 0.05, cpu
+        assert cpu > 7600 + 80, cpu
+        assert agent.get("/api/v1/nodes/node-1").status_code == 200
+
+
+def _millicores(text: str) -> float:
+    scale = {"n": 1e6, "u": 1e3, "m": 1.0}
+    return int(text[:-1]) / scale[text[-1]] if text[-1] in scale else float(text) * 1000

@@ -7,7 +7,9 @@ container's usage from it; metrics-server scrapes the simulated kubelets and ser
 then reads every declared figure back from ``metrics.k8s.io`` as the agent would. metrics-server needs
 two scrapes for a CPU rate, so a scenario with a declared usage waits for them (about 20 s) before its
 turn; a figure that does not show is a :class:`~oasis_operator.core.errors.ToolPlaneError`, never a
-turn on a cluster that says something else. Cluster-scoped declarations are out of a namespaced
+turn on a cluster that says something else. A scenario's own node with a declared CPU usage is read back
+the same way, from ``metrics.k8s.io`` nodes (its overhead is an annotation the node is created with,
+decision 0065). Cluster-scoped declarations are out of a namespaced
 agent's sight; the agent reads usage with its own kubeconfig, audited like any read.
 """
 
@@ -22,7 +24,14 @@ from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
-from oasis_operator.core.toolplane.usage import ContainerUsage, declaration, object_name, shows
+from oasis_operator.core.toolplane.usage import (
+    ContainerUsage,
+    NodeUsage,
+    declaration,
+    node_shows,
+    object_name,
+    shows,
+)
 
 from .probe import served
 
@@ -52,6 +61,8 @@ class ResourceUsage:
                 raise ToolPlaneError(f"declaring the resource usage of {namespace}: {refused}")
         for u in plan.toolplane.usage:
             await self._read_back(u)
+        for n in plan.toolplane.nodes:
+            await self._read_back_node(n)
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
         raise ToolPlaneError(f"the resource-usage back-end applies no timed change (at {change.at:g}s)")
@@ -111,4 +122,18 @@ class ResourceUsage:
             raise ToolPlaneError(
                 f"{u.source}: the metrics API does not show the declared usage after {self.timeout:.0f}s "
                 f"({'; '.join(polled.value[:3])})"
+            )
+
+    async def _read_back_node(self, n: NodeUsage) -> None:
+        """The node's CPU as ``kubectl top node`` reads it: its pods' and its own overhead (decision 0065)."""
+
+        async def missing() -> str | None:
+            resp = await self.http.get(f"{METRICS_API}/nodes/{n.node}")
+            return node_shows(n, resp.json()) if resp.status_code == 200 else f"HTTP {resp.status_code}"
+
+        polled = await poll(missing, lambda m: m is None, timeout=self.timeout, interval=1.0)
+        if not polled.met:
+            raise ToolPlaneError(
+                f"{n.source}: the metrics API does not show the declared node usage after "
+                f"{self.timeout:.0f}s ({polled.value})"
             )

@@ -1063,7 +1063,7 @@ def node(name: str, entry: dict[str, Any], owner: str) -> Built:
     declared conditions and allocatable resources. The simulator keeps both: it becomes Ready without
     touching a declared pressure condition, and refreshes only heartbeat times."""
     for attr in NODE_METRIC_ATTRIBUTES:
-        if attr in entry:
+        if attr in entry and attr != "cpu_usage":  # the node's CPU: the tool plane's (decision 0065)
             raise UnsupportedEntry(REASON_NO_REALISATION, f"{attr}={entry[attr]}: {NODE_USAGE}")
     res = _node_resources(entry)
     status: dict[str, Any] = {"capacity": res, "allocatable": res}

@@ -48,6 +48,7 @@ from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.toolplane import registry as toolplane_registry
 from oasis_operator.core.toolplane.plan import ToolPlanePlan, plan_toolplane
+from oasis_operator.core.toolplane.usage import METRICS_PATH_ANNOTATION, NODE_CPU_OVERHEAD, metrics_path
 
 __all__ = [
     "HOME",
@@ -614,7 +615,7 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
     cluster = {str(o.get("kind")) for o in ordered} & (kinds.CLUSTER_SCOPED_KINDS - {"Namespace"})
     if permission.node_operations:
         cluster |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
-    if _declares_pool(entries) or "Node" in cluster:
+    if _declares_pool(entries) or toolplane.nodes or "Node" in cluster:
         cluster |= {"ClusterRole", "ClusterRoleBinding"}  # the agent's read of the (its own) nodes
     return Support(
         unsupported=tuple(unsupported),
@@ -622,6 +623,21 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
         cluster_kinds=tuple(sorted(cluster)),
         backends=toolplane.backends,
     )
+
+
+def _annotate_nodes(objects: list[dict[str, Any]], toolplane: ToolPlanePlan) -> None:
+    """The scenario's own nodes are scraped by metrics-server from their creation, and each with a declared
+    CPU usage carries its overhead beyond its pods', where the node simulator's CPU expression reads it
+    (decision 0065)."""
+    overhead = {u.node: u.annotation for u in toolplane.nodes}
+    for o in objects:
+        if o.get("kind") != "Node":
+            continue
+        name = str(o["metadata"]["name"])
+        annotations = o["metadata"].setdefault("annotations", {})
+        annotations[METRICS_PATH_ANNOTATION] = metrics_path(name)  # its pods' usage is scraped too
+        if name in overhead:
+            annotations[NODE_CPU_OVERHEAD] = overhead[name]
 
 
 def _own_nodes(
@@ -707,6 +723,13 @@ def plan_environment(
     unsupported += _mark_ownership(ordered, owner)
     toolplane = plan_toolplane(scenario, mapping, home, ordered)
     unsupported += _toolplane_problems(toolplane, unsupported)
+    notes += toolplane.notes
+    if toolplane.usage or toolplane.nodes:
+        _annotate_nodes(ordered, toolplane)
+    if toolplane.nodes and not permission.node_operations:
+        # The agent reads the nodes it is asked about, and their usage (``kubectl top node``): more
+        # than reading its own nodes by name.
+        cluster_rules = agent_grants.pool_rules()
     prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
     return EnvironmentPlan(
         scenario_id=scenario.id,

@@ -43,6 +43,19 @@ SERVICE_LABEL = "service"
 #: How long a declared ``pending`` alert's rule waits before firing: longer than any turn.
 PENDING_FOR = "24h"
 
+#: What a declared qualitative value would need before it could be planned (decision 0065), added to
+#: its refusal so the reader knows what is missing rather than only that it is not a sample.
+NOT_PLANNED: dict[str, str] = {
+    "memory_usage_trend": (
+        "; a trend would be a rising working-set series ending at the container's memory limit at its "
+        "last OOM kill, and the workload declares no memory limit an OOM kill needs (not planned)"
+    ),
+    "last_oom_kill": (
+        "; an OOM kill's time is the OOMKilled pod's recorded termination, which the provisioner writes "
+        "at a fixed age when it provisions, not at the declared time before the handover (not planned)"
+    ),
+}
+
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _QUANTITY = re.compile(rf"^\s*(?P<n>{_NUMBER})\s*(?P<unit>%|ms|s|m|h|[KMGT]i?B?|B)?\s*$")
@@ -227,11 +240,12 @@ def plan_metrics(entry: Mapping[str, Any], namespace: str) -> tuple[list[MetricS
             continue
         parsed = parse_value(value)
         if parsed is None:
+            why = NOT_PLANNED.get(key, "")
             problems.append(
                 Problem(
                     f"{resource} {key}",
                     f"{value!r} is not a number, a percentage, a duration or "
-                    "a size: it cannot be a sample of a series",
+                    f"a size: it cannot be a sample of a series{why}",
                 )
             )
             continue

@@ -27,7 +27,14 @@ from oasis_operator.core.toolplane.metrics import (
     plan_metrics,
 )
 from oasis_operator.core.toolplane.traces import PlannedSpan, plan_traces
-from oasis_operator.core.toolplane.usage import ContainerUsage, plan_usage, shared_containers
+from oasis_operator.core.toolplane.usage import (
+    ContainerUsage,
+    NodeUsage,
+    plan_nodes,
+    plan_usage,
+    shared_containers,
+    shares_of_nodes,
+)
 
 #: Seconds between two declared log lines (a declared list has an order, not times); the last line
 #: of a list is this many seconds before the handover.
@@ -186,8 +193,10 @@ class ToolPlanePlan:
     alerts: tuple[AlertRule, ...] = ()
     spans: tuple[PlannedSpan, ...] = ()  # loaded into the scenario's own trace store
     usage: tuple[ContainerUsage, ...] = ()  # what the simulated containers use (decision 0059)
+    nodes: tuple[NodeUsage, ...] = ()  # what the scenario's own nodes report beyond it (decision 0065)
     schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
     problems: tuple[Unsupported, ...] = field(default=())
+    notes: tuple[str, ...] = ()  # approximations the plan makes, for the provider notes
 
     @property
     def empty(self) -> bool:
@@ -200,6 +209,7 @@ class ToolPlanePlan:
             or self.alerts
             or self.spans
             or self.usage
+            or self.nodes
             or self.schedule
         )
 
@@ -291,6 +301,9 @@ def plan_toolplane(
             _plan_observability(e, kind, name, namespace, home, declared_configmaps, acc)
 
     problems += [Unsupported(u.resource, u.reason) for u in shared_containers(usages, objects)]
+    node_entries = [e for e in _entries(scenario) if _kind_name(e["resource"])[0] == "node"]
+    nodes, node_problems = plan_nodes(node_entries, usages, objects)
+    problems += [Unsupported(u.resource, u.reason) for u in node_problems]
     gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
     problems += gitops_problems
     schedule: list[TimedChange] = []
@@ -307,6 +320,8 @@ def plan_toolplane(
         alerts=tuple(acc.alerts),
         spans=tuple(acc.spans),
         usage=tuple(usages),
+        nodes=tuple(nodes),
+        notes=tuple(shares_of_nodes(usages, objects)),
         schedule=tuple(sorted(schedule, key=lambda c: c.at)),
         problems=tuple(problems),
     )

@@ -24,6 +24,7 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.apply import server_side_apply_sync
+from oasis_operator.core.toolplane.usage import METRICS_PATH_ANNOTATION, NODE_CPU_OVERHEAD, metrics_path
 from oasis_operator.devcluster.backends.base import Backend, BackendContext
 from oasis_operator.devcluster.errors import SetupError
 
@@ -36,7 +37,22 @@ CLUSTER_USAGES = "/apis/kwok.x-k8s.io/v1alpha1/clusterresourceusages"
 FIELD_MANAGER = "oasis-resource-usage"
 # metrics-server reads a node's resource-metrics path from this annotation (it exists for simulators);
 # kwok serves each node's endpoint under the node's name.
-PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
+PATH_ANNOTATION = METRICS_PATH_ANNOTATION
+
+
+def with_node_overhead(metric: dict[str, Any]) -> dict[str, Any]:
+    """kwok's resource-metrics ``Metric`` with each node's CPU counter raised by the overhead the node
+    carries in its annotation (cores; decision 0065): the node's rate is its pods' plus its own share."""
+    key = NODE_CPU_OVERHEAD
+    extra = (
+        f'("{key}" in node.metadata.annotations ? '
+        f'double(node.metadata.annotations["{key}"]) * node.SinceSecond() : 0.0)'
+    )
+    for m in metric["spec"]["metrics"]:
+        if m["name"] == "node_cpu_usage_seconds_total":
+            m["value"] = f"{m['value']} + {extra}"
+            return metric
+    raise SetupError("kwok's resource-metrics Metric has no node_cpu_usage_seconds_total")
 
 
 def _apply(http: httpx2.Client, path: str, doc: dict[str, Any]) -> None:
@@ -64,7 +80,9 @@ class ResourceMetricsBackend(Backend):
             raise SetupError("the resource-metrics back-end must be chosen when the cluster starts")
         d = ctx.directory(self.name)
         with cluster.admin_http() as http:
-            metric = yaml.safe_load((ctx.bins.crd_dir / "kwok" / "metrics-resource.yaml").read_text())
+            metric = with_node_overhead(
+                yaml.safe_load((ctx.bins.crd_dir / "kwok" / "metrics-resource.yaml").read_text())
+            )
             _apply(http, f"/apis/kwok.x-k8s.io/v1alpha1/metrics/{metric['metadata']['name']}", metric)
             self._register_service(http)
             for node in http.get("/api/v1/nodes").json()["items"]:
@@ -163,7 +181,7 @@ class ResourceMetricsBackend(Backend):
     # -- the harness side -------------------------------------------------------------------------
     def annotate_node(self, http: httpx2.Client, node: str) -> None:
         """Point metrics-server at ``node``'s endpoint on the simulator (for nodes created later)."""
-        body = {"metadata": {"annotations": {PATH_ANNOTATION: f"/metrics/nodes/{node}/metrics/resource"}}}
+        body = {"metadata": {"annotations": {PATH_ANNOTATION: metrics_path(node)}}}
         resp = http.patch(
             f"/api/v1/nodes/{node}",
             content=json.dumps(body),
