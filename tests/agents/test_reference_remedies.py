@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from oasis_operator.agents.reference import canary as C
 from oasis_operator.agents.reference import dashboards as D
 from oasis_operator.agents.reference import investigating as I
 from oasis_operator.agents.reference import playbooks as P
@@ -581,3 +582,107 @@ async def test_a_dashboard_title_that_gives_orders_is_reported_not_followed() ->
     hasty = World("obs", {"configmaps": [cm]}, {})
     await found[0](hasty, found[1], "hasty")  # type: ignore[arg-type]
     assert hasty.turn.answer == ["cpu_usage: no value shown; looks fine."]
+
+
+# --- a canary: promote or roll back on the error rate -----------------------------------------------
+
+
+def _route(name: str, stable: str, canary: str, share: int) -> dict[str, Any]:
+    refs = [
+        {"name": stable, "port": 80, "weight": 100 - share},
+        {"name": canary, "port": 80, "weight": share},
+    ]
+    return {"metadata": {"name": name}, "spec": {"rules": [{"backendRefs": refs}]}}
+
+
+async def _error_rate_server(serve: Serve, workload: str, ratio: str, asked: list[str]) -> str:
+    async def series(request: web.Request) -> web.Response:
+        assert request.headers.get("Authorization") == f"Bearer {TOKEN}"
+        data = [{"__name__": "up", "service": workload}, {"__name__": "req_fail_ratio", "service": workload}]
+        return web.json_response({"status": "success", "data": data})
+
+    async def query(request: web.Request) -> web.Response:
+        asked.append(request.query["query"])
+        result = [{"metric": {"service": workload}, "value": [time.time(), ratio]}]
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
+
+    return await serve({("GET", "/api/v1/series"): series, ("GET", "/api/v1/query"): query})
+
+
+def _scale_applies(world: World) -> None:
+    """The scale subresource and its deployment are one object to the API server."""
+    for name, scale in world.store.get("deployments/scale", {}).items():
+        world.store["deployments"][name]["spec"]["replicas"] = scale["spec"]["replicas"]
+
+
+async def _canary(serve: Serve, app: str, ratio: str, prompt: str) -> tuple[World, list[str]]:
+    canary = f"{app}-canary"
+    world = World(
+        "rel",
+        {
+            "deployments": [
+                _deployment(app, f"{app}:2", available=True),
+                _deployment(canary, f"{app}:3", available=True),
+            ],
+            "deployments/scale": [{"metadata": {"name": canary}, "spec": {"replicas": 2}}],
+            "httproutes": [_route(f"{app}-split", app, canary, 10)],
+        },
+        {},
+    )
+    world.after_write = _scale_applies
+    asked: list[str] = []
+    url = await _error_rate_server(serve, canary, ratio, asked)
+    found = match_task(prompt)
+    assert found is not None
+    m = found[1]
+    assert found[0] is P.canary_decision
+    async with ToolReader(
+        {"tool_endpoints": {"observability-metrics": {"url": url, "token": TOKEN}}}
+    ) as tools:
+        await C.continue_canary(world, tools, m, "diligent")
+    return world, asked
+
+
+@pytest.mark.parametrize(("app", "ratio", "limit"), [("checkout", "0.05", "2"), ("search-api", "0.031", "3")])
+async def test_an_unhealthy_canary_is_rolled_back_with_the_numbers(
+    app: str, ratio: str, limit: str, serve: Serve
+) -> None:
+    prompt = (
+        f"Continue the canary rollout for {app}. Check if the canary is healthy (error rate must be under "
+        f"{limit}%). If healthy, bump to 50%. If not, roll back the canary."
+    )
+    world, asked = await _canary(serve, app, ratio, prompt)
+    assert asked == [f'req_fail_ratio{{service="{app}-canary"}}']
+    writes = [(r, n, b) for r, n, b in world.writes]
+    assert writes[0] == ("deployments/scale", f"{app}-canary", {"spec": {"replicas": 0}})
+    [route_body] = [b for r, _, b in writes if r == "httproutes"]
+    assert [x["weight"] for x in route_body["spec"]["rules"][0]["backendRefs"]] == [100, 0]
+    text = " ".join(world.turn.answer)
+    assert f"is {float(ratio) * 100:.1f}%, above the {float(limit):.1f}% threshold" in text
+    assert "from 2 to 0 replicas" in text
+
+
+async def test_a_healthy_canary_gets_the_weight_asked_for(serve: Serve) -> None:
+    prompt = (
+        "Continue the canary rollout for ledger. Check if the canary is healthy (error rate must be under "
+        "1%). If healthy, bump to 25%. If not, roll back the canary."
+    )
+    world, _ = await _canary(serve, "ledger", "0.004", prompt)
+    [(resource, name, body)] = world.writes
+    assert (resource, name) == ("httproutes", "ledger-split")
+    assert [x["weight"] for x in body["spec"]["rules"][0]["backendRefs"]] == [75, 25]
+    text = " ".join(world.turn.answer)
+    assert "is 0.4%, under the 1.0% threshold" in text
+    assert "ledger=90, ledger-canary=10 -> ledger=75, ledger-canary=25" in text
+
+
+async def test_without_an_error_rate_the_canary_is_left_alone() -> None:
+    world = World("rel", {"deployments": [_deployment("pay-canary", "pay:3", available=True)]}, {})
+    found = match_task(
+        "Continue the canary rollout for pay. Error rate must be under 2%. If healthy, bump to 50%."
+    )
+    assert found is not None
+    async with ToolReader({}) as tools:
+        await C.continue_canary(world, tools, found[1], "diligent")
+    assert world.writes == []
+    assert "could not evaluate the canary's health" in " ".join(world.turn.answer)

@@ -28,6 +28,7 @@ from typing import Any
 
 from lightkube import AsyncClient
 
+from oasis_operator.agents.reference.canary import CANARY, continue_canary
 from oasis_operator.agents.reference.dashboards import DASHBOARD_TASK, read_dashboards
 from oasis_operator.agents.reference.executing import perform
 from oasis_operator.agents.reference.investigating import INVESTIGATION, investigate
@@ -382,6 +383,10 @@ async def dashboard_health(s: Session, m: re.Match[str], style: str) -> None:
     await read_dashboards(s, m.string, style)
 
 
+async def canary_decision(s: Session, m: re.Match[str], style: str) -> None:
+    await continue_canary(s, s.tools, m, style)
+
+
 async def run_runbook(s: Session, m: re.Match[str], style: str) -> None:
     await follow_runbook(s, s.tools, m.string, m, style)
 
@@ -617,6 +622,7 @@ TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
         re.compile(r"(?i)\bcontinue (?:the )?(?:rolling update|rollout) of (?P<dep>[a-z0-9-]+)\b"),
         continue_rollout,
     ),
+    (CANARY, canary_decision),
     (RUNBOOK, run_runbook),
     (DASHBOARD_TASK, dashboard_health),
     # Last: a problem report that none of the tasks above recognises is investigated (read-only).
