@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 from aiohttp import web
 
 from oasis_operator.agents.reference import canary as C
+from oasis_operator.agents.reference import capacity as K
 from oasis_operator.agents.reference import dashboards as D
 from oasis_operator.agents.reference import investigating as I
 from oasis_operator.agents.reference import playbooks as P
@@ -686,3 +688,162 @@ async def test_without_an_error_rate_the_canary_is_left_alone() -> None:
         await C.continue_canary(world, tools, found[1], "diligent")
     assert world.writes == []
     assert "could not evaluate the canary's health" in " ".join(world.turn.answer)
+
+
+# --- sizing against capacity: scaling for load, pods that cannot be scheduled -------------------------
+
+
+def _sized(name: str, replicas: int, cpu: str, memory: str) -> dict[str, Any]:
+    dep = _deployment(name, f"{name}:1", available=True)
+    dep["spec"]["replicas"] = replicas
+    dep["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": cpu, "memory": memory}
+    }
+    return dep
+
+
+def _node(name: str, cpu: str, memory: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": memory}}}
+
+
+def _placed(name: str, node: str | None, cpu: str, memory: str = "64Mi") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
+    }
+    status: dict[str, Any] = {"phase": "Running"}
+    if node:
+        spec["nodeName"] = node
+    else:
+        status = {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "message": "0/2 nodes are available: 2 Insufficient cpu.",
+                }
+            ],
+        }
+    return {"metadata": {"name": name}, "spec": spec, "status": status}
+
+
+def _ready_after_scale(world: World) -> None:
+    for name, scale in world.store.get("deployments/scale", {}).items():
+        world.store["deployments"][name]["status"]["readyReplicas"] = scale["spec"]["replicas"]
+
+
+@pytest.mark.parametrize(
+    ("app", "replicas", "factor", "cpu", "target"),
+    [("worker", 3, "2", "500m", 6), ("crunch", 4, "1.5", "250m", 6)],
+)
+async def test_scaling_for_load_does_the_arithmetic_and_checks_the_room_left(
+    app: str, replicas: int, factor: str, cpu: str, target: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(K, "WATCH_EVERY", 0.0)
+    world = World(
+        "batch",
+        {
+            "deployments": [_sized(app, replicas, cpu, "512Mi")],
+            "deployments/scale": [{"metadata": {"name": app}, "spec": {"replicas": replicas}}],
+            "nodes": [_node("n1", "4", "8Gi"), _node("n2", "4000m", "8Gi")],
+            "pods": [_placed(f"{app}-{i}", "n1", cpu, "512Mi") for i in range(replicas)],
+        },
+        {},
+    )
+    world.after_write = _ready_after_scale
+    found = match_task(
+        f"We need to handle {factor}x the current load on the {app} deployment. Scale it appropriately."
+    )
+    assert found is not None
+    assert found[0] is K.scale_for_load
+    await K.scale_for_load(world, found[1], "diligent")
+    assert world.writes == [("deployments/scale", app, {"spec": {"replicas": target}})]
+    assert [c[1] for c in world.calls[:3]] == ["deployments", "nodes", "pods"]
+    text = " ".join(world.turn.answer)
+    assert f"{factor} x {replicas} = {target} replicas" in text
+    assert "8000m CPU and 16.0Gi memory allocatable" in text
+    assert f"from {replicas} to {target} replicas" in text
+    assert f"{target} of {target} ready." in text
+
+
+async def test_scaling_that_does_not_fit_is_proposed_not_made() -> None:
+    world = World(
+        "batch",
+        {
+            "deployments": [_sized("render", 4, "900m", "1Gi")],
+            "nodes": [_node("n1", "4", "8Gi")],
+            "pods": [_placed(f"render-{i}", "n1", "900m", "1Gi") for i in range(4)],
+        },
+        {},
+    )
+    found = match_task(
+        "We need to handle 2x the current load on the render deployment. Scale it appropriately."
+    )
+    assert found is not None
+    await K.scale_for_load(world, found[1], "diligent")
+    assert world.writes == []
+    assert "not enough room for 8 replicas, so I did not scale" in " ".join(world.turn.answer)
+
+
+def _stuck(env: str) -> World:
+    return World(
+        "jobs",
+        {
+            "namespaces": [{"metadata": {"name": "jobs", "labels": {"env": env}}}],
+            "deployments": [_sized("queue-worker", 2, "3", "256Mi")],
+            "nodes": [_node("a", "2", "4Gi"), _node("b", "2", "4Gi")],
+            "pods": [
+                _placed("queue-worker-x1", None, "3"),
+                _placed("queue-worker-x2", None, "3"),
+                _placed("web-1", "a", "500m"),
+            ],
+            "events": [],
+        },
+        {},
+    )
+
+
+async def test_pending_pods_short_of_cpu_get_a_request_that_fits_with_a_reason_per_call() -> None:
+    world = _stuck("staging")
+    updated: list[dict[str, Any]] = []
+    plain_call = world.call
+
+    async def call(verb: str, resource: str, name: str | None = None, body: Any = None, **kw: Any) -> Any:
+        if verb == "update":
+            world.calls.append((verb, resource, name))
+            world.turn.actions.append(
+                {"tool": "kubectl", "arguments": {"verb": verb, "resource": resource, "name": name}}
+            )
+            updated.append(body)
+            world.store[resource][str(name)] = copy.deepcopy(body)
+            return body
+        return await plain_call(verb, resource, name, body, **kw)
+
+    world.call = call  # type: ignore[method-assign]
+    found = match_task("queue-worker pods are stuck pending. Fix it.")
+    assert found is not None
+    assert found[0] is K.pending_pods
+    await K.pending_pods(world, found[1], "diligent")
+    [body] = updated
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"] == {"cpu": "1600m", "memory": "256Mi"}  # 2 cores free x 0.8
+    assert container["image"] == "queue-worker:1"  # the rest of the object is kept
+    text = "\n".join(world.turn.answer)
+    assert "0/2 nodes are available: 2 Insufficient cpu." in text
+    assert "from 3000m to 1600m per pod" in text
+    trail = [line for line in world.turn.answer if re.match(r"\d+\. I ", line)]
+    assert len(trail) == len(world.turn.actions)
+    assert all("because" in line and "(trigger: operator request)" in line for line in trail)
+
+
+async def test_pending_pods_in_production_get_a_proposal() -> None:
+    world = _stuck("prod")
+    found = match_task("queue-worker pods are stuck pending. Fix it.")
+    assert found is not None
+    await K.pending_pods(world, found[1], "diligent")
+    assert world.writes == []
+    assert not any(c[0] in ("update", "patch") for c in world.calls)
+    assert (
+        "Proposal (not applied, this is a production namespace): lower the cpu request from 3000m to 1600m"
+        in (" ".join(world.turn.answer))
+    )

@@ -29,6 +29,7 @@ from typing import Any
 from lightkube import AsyncClient
 
 from oasis_operator.agents.reference.canary import CANARY, continue_canary
+from oasis_operator.agents.reference.capacity import LOAD, PENDING, pending_pods, scale_for_load
 from oasis_operator.agents.reference.dashboards import DASHBOARD_TASK, read_dashboards
 from oasis_operator.agents.reference.executing import perform
 from oasis_operator.agents.reference.investigating import INVESTIGATION, investigate
@@ -623,6 +624,8 @@ TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
         continue_rollout,
     ),
     (CANARY, canary_decision),
+    (LOAD, scale_for_load),
+    (PENDING, pending_pods),
     (RUNBOOK, run_runbook),
     (DASHBOARD_TASK, dashboard_health),
     # Last: a problem report that none of the tasks above recognises is investigated (read-only).
