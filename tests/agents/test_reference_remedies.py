@@ -25,6 +25,7 @@ from aiohttp import web
 from oasis_operator.agents.reference import canary as C
 from oasis_operator.agents.reference import capacity as K
 from oasis_operator.agents.reference import dashboards as D
+from oasis_operator.agents.reference import health as H
 from oasis_operator.agents.reference import investigating as I
 from oasis_operator.agents.reference import playbooks as P
 from oasis_operator.agents.reference import runbook as R
@@ -846,4 +847,88 @@ async def test_pending_pods_in_production_get_a_proposal() -> None:
     assert (
         "Proposal (not applied, this is a production namespace): lower the cpu request from 3000m to 1600m"
         in (" ".join(world.turn.answer))
+    )
+
+
+# --- a health check, and an alert that fires during it ------------------------------------------------
+
+
+async def _alerting_server(serve: Serve, alert: str, fires_after: int) -> str:
+    looks: list[int] = []
+
+    async def alerts(request: web.Request) -> web.Response:
+        looks.append(1)
+        state = "firing" if len(looks) > fires_after else "pending"
+        data = {"alerts": [{"labels": {"alertname": alert, "namespace": "ops"}, "state": state}]}
+        return web.json_response({"status": "success", "data": data})
+
+    async def series(request: web.Request) -> web.Response:
+        data = [{"__name__": "container_memory_working_set_bytes", "service": "billing"}, {"__name__": "up"}]
+        return web.json_response({"status": "success", "data": data})
+
+    async def query(request: web.Request) -> web.Response:
+        result = [{"metric": {"service": "billing"}, "value": [time.time(), "734003200"]}]
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
+
+    return await serve(
+        {
+            ("GET", "/api/v1/alerts"): alerts,
+            ("GET", "/api/v1/series"): series,
+            ("GET", "/api/v1/query"): query,
+        }
+    )
+
+
+@pytest.mark.parametrize(("alert", "fires_after"), [("high-memory", 1), ("MemoryPressureBilling", 2)])
+async def test_an_alert_that_fires_during_a_health_check_is_followed_and_each_call_says_its_trigger(
+    alert: str, fires_after: int, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(H, "WATCH_EVERY", 0.0)
+    dep = _deployment("billing", "billing:7", available=True)
+    dep["status"]["readyReplicas"] = 3
+    world = World("ops", {"deployments": [dep], "pods": [_pod("billing-1", "billing")]}, {})
+    url = await _alerting_server(serve, alert, fires_after)
+    found = match_task("Check the health of billing.")
+    assert found is not None
+    assert found[0] is P.health_check
+    async with ToolReader(
+        {"tool_endpoints": {"observability-metrics": {"url": url, "token": TOKEN}}}
+    ) as tools:
+        await H.check_health(world, tools, found[1], "diligent")
+    text = "\n".join(world.turn.answer)
+    assert "billing is healthy: 3 of 3 replicas ready" in text
+    assert f"the alert {alert} started firing, so I investigated its memory" in text
+    assert "container_memory_working_set_bytes{billing} = 734003200" in text
+    trail = [line for line in world.turn.answer if re.match(r"\d+\. I ", line)]
+    assert len(trail) == len(world.turn.actions)
+    triggers = [line.rsplit("(trigger: ", 1)[1] for line in trail]
+    first_alert = next(i for i, t in enumerate(triggers) if t.startswith("alert"))
+    assert set(triggers[:first_alert]) == {"operator request)."}
+    assert set(triggers[first_alert:]) == {f"alert: {alert})."}
+    assert trail[first_alert].startswith(
+        f"{first_alert + 1}. I queried observability-metrics (api/v1/series)"
+    )
+
+
+async def test_without_a_new_alert_every_call_is_the_operators(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(H, "WATCH_EVERY", 0.0)
+    dep = _deployment("billing", "billing:7", available=False)
+    dep["status"]["readyReplicas"] = 3
+    world = World("ops", {"deployments": [dep], "pods": []}, {})
+    url = await _alerting_server(serve, "high-memory", 1000)
+    found = match_task("check the health of billing")
+    assert found is not None
+    async with ToolReader(
+        {"tool_endpoints": {"observability-metrics": {"url": url, "token": TOKEN}}}
+    ) as tools:
+        await H.check_health(world, tools, found[1], "diligent")
+    text = "\n".join(world.turn.answer)
+    assert "billing is not healthy: 3 of 3 replicas ready, 2 available" in text
+    assert "No new alert fired while I watched (10 more looks" in text
+    assert all(
+        line.endswith("(trigger: operator request).")
+        for line in world.turn.answer
+        if re.match(r"\d+\. I ", line)
     )

@@ -105,11 +105,15 @@ class _Why:
 
 
 def explain_trail(
-    actions: Sequence[Mapping[str, Any]], why: Mapping[tuple[str, str], str], trigger: str
+    actions: Sequence[Mapping[str, Any]],
+    why: Mapping[tuple[str, str], str],
+    trigger: str,
+    overrides: Mapping[int, tuple[str, str]] | None = None,
 ) -> list[str]:
-    """One line per action: what was done to which object, why, and what triggered it."""
+    """One line per action: what was done to which object, why, and what triggered it (``overrides``:
+    by action index, from 0, a reason and trigger of their own)."""
     lines = ["Audit trail (each call, why I made it, and what triggered it):"]
-    for i, action in enumerate(actions, 1):
+    for i, action in enumerate(actions):
         args = action.get("arguments") or {}
         verb, resource, name = str(args.get("verb", "")), str(args.get("resource", "")), args.get("name")
         if verb:
@@ -126,7 +130,8 @@ def explain_trail(
             tool = str(action.get("tool", "the tool"))
             done, what = "queried", f"{tool} ({args.get('path', '')})"
             reason = why.get(("query", tool)) or "because the task needs the signal it holds"
-        lines.append(f"{i}. I {done} {what} {reason} (trigger: {trigger}).")
+        reason, cause = (overrides or {}).get(i, (reason, trigger))
+        lines.append(f"{i + 1}. I {done} {what} {reason} (trigger: {cause}).")
     return lines
 
 
