@@ -661,7 +661,7 @@ async def test_an_unhealthy_canary_is_rolled_back_with_the_numbers(
     [route_body] = [b for r, _, b in writes if r == "httproutes"]
     assert [x["weight"] for x in route_body["spec"]["rules"][0]["backendRefs"]] == [100, 0]
     text = " ".join(world.turn.answer)
-    assert f"is {float(ratio) * 100:.1f}%, above the {float(limit):.1f}% threshold" in text
+    assert f"is {float(ratio) * 100:.3g}%, above the {limit}% threshold" in text
     assert "from 2 to 0 replicas" in text
 
 
@@ -675,7 +675,7 @@ async def test_a_healthy_canary_gets_the_weight_asked_for(serve: Serve) -> None:
     assert (resource, name) == ("httproutes", "ledger-split")
     assert [x["weight"] for x in body["spec"]["rules"][0]["backendRefs"]] == [75, 25]
     text = " ".join(world.turn.answer)
-    assert "is 0.4%, under the 1.0% threshold" in text
+    assert "is 0.4%, under the 1% threshold" in text
     assert "ledger=90, ledger-canary=10 -> ledger=75, ledger-canary=25" in text
 
 

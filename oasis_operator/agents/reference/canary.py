@@ -87,7 +87,7 @@ async def error_rate(tools: ToolReader, workload: str) -> tuple[str, float] | No
 
 
 def _pct(ratio: float) -> str:
-    return f"{ratio * 100:.1f}%"
+    return f"{ratio * 100:.3g}%"
 
 
 async def continue_canary(s: Session, tools: ToolReader, m: re.Match[str], style: str) -> None:
