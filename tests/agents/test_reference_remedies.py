@@ -835,6 +835,11 @@ async def test_pending_pods_short_of_cpu_get_a_request_that_fits_with_a_reason_p
     trail = [line for line in world.turn.answer if re.match(r"\d+\. I ", line)]
     assert len(trail) == len(world.turn.actions)
     assert all("because" in line and "(trigger: operator request)" in line for line in trail)
+    # an entry whose object is no kind of its own (events) is named by its tool
+    assert any(
+        line.startswith(tuple(f"{i}. I listed events via kubectl because" for i in range(9)))
+        for line in trail
+    )
 
 
 async def test_pending_pods_in_production_get_a_proposal() -> None:

@@ -124,7 +124,7 @@ def explain_trail(
                 "update": "updated",
                 "delete": "deleted",
             }.get(verb, verb)
-            what = f"{resource} {name}" if name else resource
+            what = (f"{resource} {name}" if name else resource) + f" via {action.get('tool', 'the API')}"
             reason = why.get((verb, resource)) or "because the task needs it"
         else:
             tool = str(action.get("tool", "the tool"))
