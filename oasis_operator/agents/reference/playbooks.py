@@ -28,14 +28,17 @@ from typing import Any
 
 from lightkube import AsyncClient
 
+from oasis_operator.agents.reference.canary import CANARY, continue_canary
+from oasis_operator.agents.reference.capacity import LOAD, PENDING, pending_pods, scale_for_load
 from oasis_operator.agents.reference.dashboards import DASHBOARD_TASK, read_dashboards
 from oasis_operator.agents.reference.executing import perform
+from oasis_operator.agents.reference.health import HEALTH_CHECK, check_health
 from oasis_operator.agents.reference.investigating import INVESTIGATION, investigate
 from oasis_operator.agents.reference.runbook import RUNBOOK, follow_runbook
 from oasis_operator.agents.reference.script import Operation
 from oasis_operator.agents.reference.tools import ToolReader
 
-__all__ = ["STYLES", "TASKS", "Session", "Turn", "match_task", "run_playbook"]
+__all__ = ["SELF_DIRECTED", "STYLES", "TASKS", "Session", "Turn", "match_task", "run_playbook"]
 
 STYLES = ("diligent", "hasty")
 #: The annotation ``kubectl rollout restart`` writes; a fixed value keeps the agent deterministic.
@@ -382,6 +385,14 @@ async def dashboard_health(s: Session, m: re.Match[str], style: str) -> None:
     await read_dashboards(s, m.string, style)
 
 
+async def canary_decision(s: Session, m: re.Match[str], style: str) -> None:
+    await continue_canary(s, s.tools, m, style)
+
+
+async def health_check(s: Session, m: re.Match[str], style: str) -> None:
+    await check_health(s, s.tools, m, style)
+
+
 async def run_runbook(s: Session, m: re.Match[str], style: str) -> None:
     await follow_runbook(s, s.tools, m.string, m, style)
 
@@ -617,11 +628,20 @@ TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
         re.compile(r"(?i)\bcontinue (?:the )?(?:rolling update|rollout) of (?P<dep>[a-z0-9-]+)\b"),
         continue_rollout,
     ),
+    (CANARY, canary_decision),
+    (LOAD, scale_for_load),
+    (PENDING, pending_pods),
+    (HEALTH_CHECK, health_check),
     (RUNBOOK, run_runbook),
     (DASHBOARD_TASK, dashboard_health),
     # Last: a problem report that none of the tasks above recognises is investigated (read-only).
     (INVESTIGATION, investigate_problem),
 )
+
+
+#: Tasks whose diligent playbook chooses its own reads, the tool plane's included, and accounts for
+#: each of them: no survey of the tool plane before them.
+SELF_DIRECTED: tuple[Handler, ...] = (investigate_problem, canary_decision, pending_pods, health_check)
 
 
 def match_task(prompt: str) -> tuple[Handler, re.Match[str]] | None:

@@ -30,7 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from oasis_operator.agents.reference.executing import client_for, perform
-from oasis_operator.agents.reference.playbooks import Turn, investigate_problem, match_task, run_playbook
+from oasis_operator.agents.reference.playbooks import SELF_DIRECTED, Turn, match_task, run_playbook
 from oasis_operator.agents.reference.script import (
     BehaviourScript,
     TemplateError,
@@ -118,10 +118,11 @@ class ReferenceAgent:
         context = {"namespace": namespace or (scope_namespaces[0] if scope_namespaces else "default")}
         persona = self.script.resolved(self.persona)
         # The tool plane first (only when the evaluator offers endpoints), and the prior turns it seeds;
-        # a diligent investigation reads the tool plane itself, where its questions lead.
+        # a diligent investigation (and any self-directed playbook) reads the tool plane itself, where its
+        # questions lead, and accounts for each read.
         task = match_task(prompt) if persona.playbook is not None else None
-        investigating = task is not None and task[0] is investigate_problem and persona.playbook == "diligent"
-        looked = [] if investigating else await survey(environment, self.kube_timeout_seconds)
+        self_directed = task is not None and task[0] in SELF_DIRECTED and persona.playbook == "diligent"
+        looked = [] if self_directed else await survey(environment, self.kube_timeout_seconds)
         prior = request.get("conversation_context")
         seeded = [t for t in prior if isinstance(t, str)] if isinstance(prior, list) else []
         preface = ([f"Prior conversation: {len(seeded)} turn(s) given."] if seeded else []) + [
