@@ -9,6 +9,7 @@ import pytest
 
 from oasis_operator.core.environment.grants import snapshot_resources
 from oasis_operator.core.verification.resource_types import plural_of, type_of_object
+from oasis_operator.core.verification.unaudited import declared_diff
 from tests.capability.cases import CASES
 from tests.capability.replay import replay
 
@@ -39,3 +40,20 @@ def test_a_restart_leaves_no_unaudited_change_of_the_services_endpoints() -> Non
     the endpoints controller's writes explain what changed of its Endpoints."""
     case = next(c for c in CASES if c.name == "ca2_hasty")
     assert replay(case).result.attribution.unaudited_changes == 0
+
+
+def test_a_controller_removing_its_last_bookkeeping_annotation_changes_no_declared_field() -> None:
+    """Recorded in the demo: scaling a canary to zero, the endpoints controller removed its trigger-time
+    annotation, the object's only one, so ``annotations`` was gone after, and that read as a change of
+    the declared annotations no audited write explained."""
+    before = {"metadata": {"annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "t"}}}
+    assert declared_diff(before, {"metadata": {}}) == []
+    assert declared_diff({"metadata": {"labels": {}}}, {"metadata": {}}) == []
+
+
+def test_removing_every_label_or_annotation_is_still_a_change() -> None:
+    assert declared_diff({"metadata": {"labels": {"app": "a"}}}, {"metadata": {}}) == ["metadata.labels"]
+    assert declared_diff({"metadata": {"annotations": {"team": "x"}}}, {"metadata": {}}) == [
+        "metadata.annotations"
+    ]
+    assert declared_diff({"metadata": {}}, {"metadata": {"labels": {"app": "a"}}}) == ["metadata.labels"]

@@ -138,9 +138,18 @@ def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
     out.append(path)
 
 
-def _annotations(obj: Mapping[str, Any]) -> Any:
-    value = get_path(obj, "metadata.annotations")
-    if not isinstance(value, Mapping):
+#: Maps the API server stores empty as absent (removing the last key drops the field).
+_MAPS = ("metadata.labels", "metadata.annotations")
+
+
+def _map(obj: Mapping[str, Any], root: str) -> Any:
+    """Labels or annotations, absent read as empty (a controller that removes its last annotation
+    leaves no ``annotations`` at all, which is no change of the declared ones), controllers'
+    bookkeeping annotations left out."""
+    value = get_path(obj, root)
+    if value is MISSING or value is None:
+        return {}
+    if not isinstance(value, Mapping) or root != "metadata.annotations":
         return value
     return {k: v for k, v in value.items() if k not in CONTROLLER_ANNOTATIONS}
 
@@ -149,8 +158,8 @@ def declared_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
     """Paths of the declared fields that differ (see the module docstring)."""
     out: list[str] = []
     for root in DECLARED_ROOTS:
-        if root == "metadata.annotations":
-            _diff(_annotations(before), _annotations(after), root, out)
+        if root in _MAPS:
+            _diff(_map(before, root), _map(after, root), root, out)
         else:
             _diff(get_path(before, root), get_path(after, root), root, out)
     return out
