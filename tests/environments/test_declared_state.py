@@ -253,6 +253,7 @@ def test_node_metrics_and_unholdable_conditions_are_refused_with_reasons():
         owner="o",
     )
     reasons = {u.resource: u.reason for u in plan.unsupported}
-    assert "sums over the pods on it" in reasons["node/node-1"]  # refused by design (decision 0059)
+    # A node's own usage is held by the resource-usage back-end (decision 0065), which this operator lacks.
+    assert "resource-usage back-end" in reasons["node/node-1 cpu_usage"]
     assert "not Ready cannot be held" in reasons["node/node-3"]
     assert "'Overheated' has no realisation" in reasons["node/node-4"]
