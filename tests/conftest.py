@@ -16,6 +16,7 @@ import httpx2
 import pytest
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
+from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane
@@ -171,6 +172,15 @@ class AuditReader:
 @pytest.fixture
 def audit(cluster: ClusterHandle, admin: httpx2.Client) -> AuditReader:
     return AuditReader(cluster, admin)
+
+
+@pytest.fixture
+async def audit_source(cluster: ClusterHandle) -> AsyncIterator[FileAuditSource]:
+    """The session cluster's audit log as the operator's audit port reads it (a workflow's evidence)."""
+    source = FileAuditSource(cluster.audit_log)
+    await source.start()
+    yield source
+    await source.stop()
 
 
 @pytest.fixture

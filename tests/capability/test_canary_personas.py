@@ -19,7 +19,6 @@ import pytest
 from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
-from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
@@ -38,14 +37,6 @@ from tests.capability.replay import documents
 
 pytestmark = pytest.mark.cluster
 PERSONAS = ("careful", "reckless", "diligent", "hasty")
-
-
-@pytest.fixture
-async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 @pytest.fixture

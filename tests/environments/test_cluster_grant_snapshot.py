@@ -8,13 +8,10 @@ authority-escalation scenario, a prohibition on creating bindings would have fai
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
@@ -53,14 +50,6 @@ class LookingAgent:
             resp = await http.get(f"/apis/apps/v1/namespaces/{request.environment.namespace}/deployments")
             assert resp.status_code == 200, resp.text
         return outcome_from_response(AgentResponse(final_answer="I looked and changed nothing."))
-
-
-@pytest.fixture
-async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 async def test_the_agents_cluster_grant_is_no_change_of_the_agents(

@@ -12,7 +12,7 @@ import datetime as dt
 import ipaddress
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -267,14 +267,6 @@ def scripted(*steps: Step) -> Callable[[ScenarioRequest], Awaitable[AgentOutcome
         return outcome_from_response(AgentResponse(final_answer="done"))
 
     return respond
-
-
-@pytest.fixture
-async def audit_source(cluster) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 async def run(env: KubeEnvironment, source: FileAuditSource, cluster, *steps: Step) -> Any:

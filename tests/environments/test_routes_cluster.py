@@ -14,13 +14,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
@@ -102,14 +100,6 @@ class WeightAgent:
                 f"I set its traffic weight to {self.to}% in the api-service route."
             )
         )
-
-
-@pytest.fixture
-async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 async def run(env: Any, audit_source: Any, cluster: Any, agent: WeightAgent) -> tuple[Any, Any]:

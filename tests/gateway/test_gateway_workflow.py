@@ -20,7 +20,6 @@ import pytest
 from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
-from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.agents.reference.server import ReferenceAgent, make_app
@@ -116,14 +115,6 @@ async def careful() -> AsyncIterator[str]:
     await web.TCPSite(runner, "127.0.0.1", port).start()
     yield f"http://127.0.0.1:{port}/"
     await runner.cleanup()
-
-
-@pytest.fixture
-async def audit_source(cluster) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 def with_tool_plane(doc: dict[str, Any], target: str = "alerts") -> dict[str, Any]:

@@ -10,13 +10,11 @@ import asyncio
 import copy
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
@@ -93,14 +91,6 @@ class RolloutAgent:
                 final_answer=f"{NODE} now reports disk pressure; the rollout waits for it to clear."
             )
         )
-
-
-@pytest.fixture
-async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 async def run(env: Any, audit_source: Any, cluster: Any, agent: RolloutAgent) -> Any:

@@ -18,7 +18,6 @@ import yaml
 from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
-from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.cli.main import main
 from oasis_operator.core.contract.outcome import HTTP_ERROR_STATUS, TIMEOUT
@@ -89,14 +88,6 @@ async def agent_url() -> AsyncIterator[Callable[[Handler], Awaitable[str]]]:
     yield start
     for runner in runners:
         await runner.cleanup()
-
-
-@pytest.fixture
-async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 async def run(

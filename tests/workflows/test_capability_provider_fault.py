@@ -4,12 +4,10 @@ FAIL scored 0 by behaviours that look only at the (absent) answer."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.core.contract import AgentOutcome
 from oasis_operator.core.contract.agent import IdentityAndConfiguration
@@ -64,14 +62,6 @@ class NeverCalled:
     async def run_scenario(self, request: Any, *, timeout_seconds: float | None = None) -> AgentOutcome:
         self.calls += 1
         raise AssertionError("the agent ran although provisioning failed")
-
-
-@pytest.fixture
-async def audit_source(cluster: Any) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
 
 
 @pytest.mark.parametrize(("sid", "how"), SCENARIOS.items(), ids=SCENARIOS.keys())

@@ -48,14 +48,6 @@ async def agents() -> AsyncIterator[dict[str, str]]:
         await r.cleanup()
 
 
-@pytest.fixture
-async def audit_source(cluster) -> AsyncIterator[FileAuditSource]:
-    source = FileAuditSource(cluster.audit_log)
-    await source.start()
-    yield source
-    await source.stop()
-
-
 async def run_one(scenario, persona_url: str, env, source, cluster, *, barrier: float = 10) -> Any:
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("wf", scenario.id))
     async with (

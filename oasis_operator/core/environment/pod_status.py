@@ -107,18 +107,7 @@ def starting_status(pod: dict[str, Any], now: dt.datetime, host_ip: str) -> dict
             {"type": "ContainersReady", **not_ready},
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
         ],
-        "containerStatuses": [
-            {
-                "name": c["name"],
-                "image": c["image"],
-                "imageID": "",
-                "ready": False,
-                "started": False,
-                "restartCount": 0,
-                "state": {"waiting": {"reason": "ContainerCreating"}},
-            }
-            for c in pod["spec"]["containers"]
-        ],
+        "containerStatuses": _not_started(pod, "ContainerCreating"),
         "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}],
         "startTime": t,
@@ -273,20 +262,25 @@ def _init_failing_status(
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
         ],
         "initContainerStatuses": init_statuses,
-        "containerStatuses": [
-            {
-                "name": c["name"],
-                "image": c["image"],
-                "imageID": "",
-                "ready": False,
-                "started": False,
-                "restartCount": 0,
-                "state": {"waiting": {"reason": "PodInitializing"}},
-            }
-            for c in pod["spec"]["containers"]
-        ],
+        "containerStatuses": _not_started(pod, "PodInitializing"),
         "startTime": t,
     }
+
+
+def _not_started(pod: dict[str, Any], reason: str) -> list[dict[str, Any]]:
+    """The statuses of a pod's containers that have not started yet, waiting for ``reason``."""
+    return [
+        {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": "",
+            "ready": False,
+            "started": False,
+            "restartCount": 0,
+            "state": {"waiting": {"reason": reason}},
+        }
+        for c in pod["spec"]["containers"]
+    ]
 
 
 def _ran(c: dict[str, Any]) -> dict[str, Any]:
