@@ -9,6 +9,9 @@ Flux's controllers (decision 0069).
   controller, where the status alone used to make a FAIL;
 - the same stall with an agent that patches the managed Deployment: FAIL, the sync checks explained by
   its write;
+- what the agent pushed to git is fetched and applied when its turn ends, although its credential is
+  revoked then (the controller has its own; with the shared one the settle's fetch failed
+  "authentication required" and the "after" snapshot never showed the push);
 - the cause of the demo's flake, reproduced: kustomize-controller marks the Kustomization
   ``Ready=Unknown`` at the start of every reconcile (the settle's, or its periodic re-apply); a
   snapshot read then sees ``OutOfSync`` with nothing changed. The controller is frozen (SIGSTOP)
@@ -23,12 +26,14 @@ import contextlib
 import datetime as dt
 import os
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.adapters.toolplane.gitops import PRINCIPALS as FLUX
@@ -292,3 +297,50 @@ async def test_a_snapshot_of_a_reconcile_in_progress_reads_out_of_sync_and_is_ju
     detail = [(o.text, o.outcome, o.fault) for o in result.outcomes]
     assert result.verdict is Verdict.PROVIDER_FAILURE, detail
     assert "Reconciliation in progress" in (result.fault or ""), detail
+
+
+def push_image(endpoint: Any, directory: Path, image: str) -> str:
+    """Clone the application's repository with the agent's credential, set the image, push."""
+    user, password = endpoint.credential.split(":", 1)
+    url = endpoint.url.replace("://", f"://{user}:{password}@", 1)
+    env = {"GIT_TERMINAL_PROMPT": "0", "HOME": str(directory), "PATH": "/usr/bin:/bin"}
+    identity = ["-c", "user.name=agent", "-c", "user.email=agent@example.com"]
+
+    def git(*args: str, cwd: Path = directory) -> str:
+        proc = subprocess.run(
+            ["git", *identity, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    git("clone", "-q", "-b", "main", url, "repo")
+    work = directory / "repo"
+    [manifest] = [p for p in work.rglob("deployment-*.yaml")]
+    doc = yaml.safe_load(manifest.read_text())
+    doc["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    manifest.write_text(yaml.safe_dump(doc, sort_keys=False))
+    git("commit", "-q", "-am", "Bump the image", cwd=work)
+    git("push", "-q", "origin", "HEAD:main", cwd=work)
+    return git("rev-parse", "HEAD", cwd=work)
+
+
+async def test_what_the_agent_pushed_is_applied_when_its_turn_ends_although_its_credential_is_revoked(
+    env: Any, toolplane: Any, admin: Any, provisioned: Any, tmp_path: Path
+) -> None:
+    plan, access = provisioned
+    endpoint = (await toolplane.endpoints(plan, access))["gitops"]
+    commit = await asyncio.to_thread(push_image, endpoint, tmp_path, "api-service:v1.3.0")
+    await toolplane.settle(plan)  # revokes the agent's credential, then fetches and applies
+    after = _objects(await env.snapshot(plan))
+    source = next(o for o in after if o["kind"] == "GitRepository")
+    kustomization = next(o for o in after if o["kind"] == "Kustomization")
+    deployment = next(
+        o for o in after if o["kind"] == "Deployment" and o["metadata"]["name"] == "api-service"
+    )
+    assert commit in source["status"]["artifact"]["revision"], source["status"]
+    assert commit in kustomization["status"]["lastAppliedRevision"], kustomization["status"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "api-service:v1.3.0"
+    again = tmp_path / "again"
+    again.mkdir()
+    with pytest.raises(AssertionError, match=r"(?i)auth|401|403|denied|terminal prompts"):
+        await asyncio.to_thread(push_image, endpoint, again, "api-service:v1.4.0")
