@@ -8,9 +8,9 @@ administrator ``oasis`` whose random password is written to ``<back-end director
 and two roles per scenario. PostgreSQL refuses to run as root: when we are root, the server runs as
 the ``postgres`` user the package creates (``setpriv``), and its data directory is a directory of
 that user under ``/tmp/oasis-postgres`` (the run's state directory may not be traversable by it; a
-directory of a run whose state directory is gone is removed at the next start), linked from the
-back-end's directory as ``data``. Durability is off (``fsync``): a scenario's database lives for the
-scenario.
+run's directory whose state directory is gone or whose server has stopped is removed at the next
+start), linked from the back-end's directory as ``data``. Durability is off (``fsync``): a
+scenario's database lives for the scenario.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
@@ -75,6 +76,28 @@ def _as_server_user() -> list[str]:
     return [setpriv, f"--reuid={SERVER_USER}", f"--regid={SERVER_USER}", "--init-groups", "--pdeathsig=TERM"]
 
 
+def _over(run: Path) -> bool:
+    """Whether a root run's data directory is no one's any more: its state directory is gone, or it has
+    no running server (``postmaster.pid`` absent, as a clean stop leaves it, or naming no live process)
+    and was not made in the last two minutes (a start under way elsewhere is younger)."""
+    try:
+        if not Path((run / "owner").read_text().strip()).exists():
+            return True
+    except OSError:
+        pass
+    try:
+        pid = int((run / "data" / "postmaster.pid").read_text().split("\n", 1)[0])
+        os.kill(pid, 0)
+        return False
+    except PermissionError:  # a live process of another user
+        return False
+    except (OSError, ValueError):  # no pid file, an unreadable one, or a dead process
+        try:
+            return time.time() - run.stat().st_mtime > 120
+        except OSError:
+            return False
+
+
 def _data_parent(directory: Path) -> Path:
     """Where the data directory and the server's socket go."""
     if os.geteuid() != 0:
@@ -84,13 +107,8 @@ def _data_parent(directory: Path) -> Path:
         return parent
     user = pwd.getpwnam(SERVER_USER)
     ROOT_DATA.mkdir(mode=0o755, exist_ok=True)
-    for old in ROOT_DATA.iterdir():  # runs whose state directory is gone
-        owner = old / "owner"
-        try:
-            gone = not Path(owner.read_text().strip()).exists()
-        except OSError:
-            gone = True
-        if gone:
+    for old in ROOT_DATA.iterdir():
+        if _over(old):
             shutil.rmtree(old, ignore_errors=True)
     parent = Path(tempfile.mkdtemp(prefix="run-", dir=ROOT_DATA))
     (parent / "owner").write_text(str(directory))
@@ -109,8 +127,6 @@ class DatabaseBackend(Backend):
         self.url = ""
 
     def start(self, ctx: BackendContext) -> None:
-        import time
-
         d = ctx.directory(self.name)
         bins = bindir()
         prefix = _as_server_user()
