@@ -49,6 +49,9 @@ from oasis_operator.core.toolplane.database import (
 )
 from oasis_operator.core.toolplane.plan import TimedChange
 
+#: Bounds of a state read: a table's digest, and how many tables get one.
+DIGEST_TIMEOUT_MS = 5000
+MAX_DIGESTED_TABLES = 64
 #: The administrator's password, written by the back-end's start into its directory.
 PASSWORD_FILE = "admin-password"
 USAGE = (
@@ -140,7 +143,7 @@ def run_one(dsn: str, statement: str, *, read_only: bool, limits: SqlLimits) -> 
             options=f"-c statement_timeout={limits.statement_timeout_ms}",
         )
     except psycopg.OperationalError as exc:
-        return 503, {"error": f"the database is not reachable: {str(exc).strip()[:300]}"}
+        return 503, {"error": f"could not connect to the database: {str(exc).strip()[:300]}"}
     try:
         pg = conn.pgconn
         if read_only:
@@ -455,17 +458,27 @@ class Database:
                 key = table if schema == "public" else f"{schema}.{table}"
                 tables.setdefault(key, {})[column] = kind
             rows: dict[str, dict[str, Any]] = {}
+            # What the agent made can be too large to digest in time: that is said in the state (so
+            # it differs from before, where it did not exist), never a snapshot that cannot be read.
+            conn.execute(f"SET statement_timeout = {DIGEST_TIMEOUT_MS}")
             for schema, name, kind in objects:
                 if kind not in ("r", "p"):
                     continue
                 key = name if schema == "public" else f"{schema}.{name}"
-                count, digest = conn.execute(
-                    sql.SQL(
-                        "SELECT count(*), md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) "
-                        "FROM {}.{} AS t"
-                    ).format(sql.Identifier(schema), sql.Identifier(name))
-                ).fetchone() or (0, "")
+                if len(rows) >= MAX_DIGESTED_TABLES:
+                    rows[key] = {"count": None, "digest": "not digested: too many tables"}
+                    continue
+                try:
+                    count, digest = conn.execute(
+                        sql.SQL(
+                            "SELECT count(*), md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) "
+                            "FROM {}.{} AS t"
+                        ).format(sql.Identifier(schema), sql.Identifier(name))
+                    ).fetchone() or (0, "")
+                except psycopg.errors.QueryCanceled:
+                    count, digest = None, f"not digested within {DIGEST_TIMEOUT_MS} ms"
                 rows[key] = {"count": count, "digest": digest}
+            conn.execute("SET statement_timeout = 30000")
             migrations: dict[str, str] = {}
             if MIGRATIONS_TABLE in tables:
                 for version, applied in conn.execute(
