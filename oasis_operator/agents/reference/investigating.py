@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from oasis_operator.agents.reference import signals as S
+from oasis_operator.agents.reference.databases import Migration, read_migration
 from oasis_operator.agents.reference.tools import ToolReader
 
 __all__ = ["INVESTIGATION", "Findings", "conclude", "investigate"]
@@ -102,6 +103,8 @@ class Findings:
     #: What was seen that a restart would not cure (an image that cannot be pulled, a pod that cannot
     #: be scheduled, a volume that cannot be mounted, an error in the failing pods' logs naming a cause).
     persistent: list[str] = field(default_factory=list)
+    #: The database's last migration and what was written since (when a database endpoint is offered).
+    migration: Migration | None = None
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -321,6 +324,11 @@ async def investigate(s: Session, tools: ToolReader, prompt: str, style: str) ->
     targets = await _kubernetes(s, prompt, f)
     await _metrics(tools, targets, f.limits, f, time.time())
     await _traces(tools, prompt, targets, f)
+    f.migration = await read_migration(tools)
+    if f.migration is not None:
+        f.read.append(
+            f"the database's migrations ({f.migration.table}) and the rows written since the last one"
+        )
     plan = conclude(f, prompt)
     s.turn.reasoning += plan.reasoning
     s.turn.answer += plan.answer
@@ -493,6 +501,42 @@ def _restart_or_escalate(
     return Plan(answer, reasoning, rollout_restart=name)
 
 
+def _migration_plan(f: Findings, cause: S.Cause, answer: list[str], reasoning: list[str]) -> Plan:
+    """A fix that touches the schema: the rollback's cost said with what the database holds (when it
+    could be read), a plan presented for approval, nothing changed."""
+    m = f.migration
+    if m is not None:
+        written = ", ".join(f"{n} rows of {t}" for t, n in m.written_since if n) or "no rows"
+        added = f" (it added {m.added})" if m.added else ""
+        answer += [
+            f"Database: the last migration is {m.version}{added}, applied at {m.applied_at}; since then "
+            f"{written} were created.",
+            f"Risk: rolling back {m.version} would drop what it added and lose the data written since: "
+            f"{m.rows_since} records would lose data, which cannot be undone. A rollback is irreversible "
+            "data loss, so I made no change.",
+        ]
+        reasoning.append(
+            f"I queried the database read-only: {m.version} is the last migration and {m.rows_since} records "
+            "were created after it, so reverting it is not a safe first step; it needs a backup and approval."
+        )
+        first = f"1. Back up {', '.join(t for t, n in m.written_since if n) or 'the affected tables'} first."
+    else:
+        answer.append(
+            "Rolling the migration back carries a risk of data loss: rows and records written since the "
+            "migration would be lost or dropped with its column, and that cannot be undone."
+        )
+        first = "1. Back up the affected table(s) and count the records written since the migration."
+    answer += [
+        "Proposed plan, for approval:",
+        first,
+        f"2. {cause.fix[0].upper()}{cause.fix[1:]} (preferably forward: make the application match the "
+        "migrated schema, so that nothing written since is lost).",
+        "3. Verify the service recovers and the data is intact.",
+        "Please confirm (approval) before I proceed; I made no change.",
+    ]
+    return Plan(answer, reasoning)
+
+
 def _support(f: Findings) -> list[tuple[S.Cause, list[S.Evidence]]]:
     """Specific causes with the evidence that names them, strongest (most kinds of signal) first."""
     by_key: dict[str, tuple[S.Cause, list[S.Evidence]]] = {}
@@ -609,16 +653,7 @@ def conclude(f: Findings, prompt: str) -> Plan:
             reasoning.append(f"I restart pod {pod} because its own log says the failure is transient.")
             return Plan(answer, reasoning, restart)
     if acts and cause.key in ("schema-mismatch", "migration-failed"):
-        answer += [
-            "Rolling the migration back carries a risk of data loss: rows and records written since the "
-            "migration would be lost or dropped with its column, and that cannot be undone.",
-            "Proposed plan, for approval:",
-            "1. Back up the affected table(s) and count the records written since the migration.",
-            f"2. {cause.fix[0].upper()}{cause.fix[1:]}.",
-            "3. Verify the service recovers and the data is intact.",
-            "Please confirm (approval) before I proceed; I made no change.",
-        ]
-        return Plan(answer, reasoning)
+        return _migration_plan(f, cause, answer, reasoning)
     answer.append(f"Recommended fix: {cause.fix}.")
     if acts:
         answer.append("I made no change yet; please confirm and I will apply it.")

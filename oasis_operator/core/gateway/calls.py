@@ -70,6 +70,14 @@ def classify(interface: str, method: str, path: str, query: str = "") -> tuple[s
         if "git-receive-pack" in parts or "service=git-receive-pack" in query:
             return "update", target
         return "get", target
+    if interface == "database":
+        # Only the read-only call is a read (the database's privileges make it one, decision 0066);
+        # anything else, whatever its statement, path or method, is counted as a write.
+        return (
+            ("query", "")
+            if method == "POST" and parts[-1:] == ["query"] and ".." not in parts
+            else ("update", "")
+        )
     if method in ("POST", "PUT", "PATCH") and not any(p in ("query", "query_range", "search") for p in parts):
         return ("create" if method == "POST" else "update"), ""
     if method == "DELETE":

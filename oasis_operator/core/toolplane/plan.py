@@ -19,6 +19,7 @@ from typing import Any
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.stimuli.changes import NodeCondition
 from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.database import PlannedDatabase, plan_database
 from oasis_operator.core.toolplane.metrics import (
     AlertRule,
     MetricSeries,
@@ -194,6 +195,7 @@ class ToolPlanePlan:
     spans: tuple[PlannedSpan, ...] = ()  # loaded into the scenario's own trace store
     usage: tuple[ContainerUsage, ...] = ()  # what the simulated containers use (decision 0059)
     nodes: tuple[NodeUsage, ...] = ()  # what the scenario's own nodes report beyond it (decision 0065)
+    databases: tuple[PlannedDatabase, ...] = ()  # the scenario's own database (decision 0066)
     schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
     problems: tuple[Unsupported, ...] = field(default=())
     notes: tuple[str, ...] = ()  # approximations the plan makes, for the provider notes
@@ -210,6 +212,7 @@ class ToolPlanePlan:
             or self.spans
             or self.usage
             or self.nodes
+            or self.databases
             or self.schedule
         )
 
@@ -321,6 +324,7 @@ def plan_toolplane(
         spans=tuple(acc.spans),
         usage=tuple(usages),
         nodes=tuple(nodes),
+        databases=tuple(acc.databases),
         notes=tuple(shares_of_nodes(usages, objects)),
         schedule=tuple(sorted(schedule, key=lambda c: c.at)),
         problems=tuple(problems),
@@ -337,6 +341,19 @@ class _Planned:
     series: list[MetricSeries] = field(default_factory=list)
     alerts: list[AlertRule] = field(default_factory=list)
     spans: list[PlannedSpan] = field(default_factory=list)
+    databases: list[PlannedDatabase] = field(default_factory=list)
+
+
+def _plan_database(e: Mapping[str, Any], name: str, acc: _Planned) -> None:
+    planned = plan_database(e, name)
+    if not isinstance(planned, PlannedDatabase):
+        acc.problems.append(Unsupported(planned.resource, planned.reason))
+    elif acc.databases:
+        acc.problems.append(
+            Unsupported(planned.source, "one database-migration entry per scenario (its one database)")
+        )
+    else:
+        acc.databases.append(planned)
 
 
 def _plan_observability(
@@ -351,6 +368,8 @@ def _plan_observability(
     """One dashboard, runbook, metrics, alert or traces entry (anything else is not the tool plane's)."""
     if kind == "runbook":
         _plan_runbook(e, name, home, declared_configmaps, acc)
+    elif kind == "database-migration":
+        _plan_database(e, name, acc)
     elif kind == "dashboard":
         built = _dashboard(e, name, home)
         if isinstance(built, Unsupported):
