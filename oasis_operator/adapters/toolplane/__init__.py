@@ -170,7 +170,7 @@ def tool_plane(
         backend_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
         owned.append(backend_http)
         vmauth = Vmauth(backend_http, directory, vmauth_url)
-        adapters["metrics"] = Metrics(backend_http, store, vmauth)
+        adapters["metrics"] = Metrics(backend_http, store, vmauth, kube=http)
         if alerts is not None:
             adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
     if resource_usage:
