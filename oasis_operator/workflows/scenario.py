@@ -21,8 +21,10 @@ its records are evidence; a gateway that cannot vouch for them is PROVIDER_FAILU
 
 The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
 injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
-``system:anonymous``, can do nothing) -> "after" snapshot -> final barrier, placed just before
-teardown (window end). Everything audited up to that last barrier is evidence.
+``system:anonymous``, can do nothing) -> "after" snapshot (read again while a GitOps controller is
+caught mid-reconcile, decision 0069) -> final barrier, placed just before teardown (window end).
+Everything audited up to that last barrier is evidence. The "before" snapshot of a scenario with a
+GitOps application is one that shows it settled, or the agent does not run (decision 0069).
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.stimuli.conversation import conversation_context
 from oasis_operator.core.stimuli.injection import InjectionError, field_of, output_injections
 from oasis_operator.core.stimuli.temporal import TimingError, Trigger, due, parse_timing
+from oasis_operator.core.toolplane.gitops import reconciling as gitops_reconciling
+from oasis_operator.core.toolplane.gitops import unsettled as gitops_unsettled
 from oasis_operator.core.toolplane.registry import THROUGH_THE_API_SERVER
 from oasis_operator.core.verdicts import NOT_APPLICABLE, UNEVALUABLE
 from oasis_operator.workflows.barrier import audit_barrier
@@ -162,6 +166,8 @@ def scenario_request(
 
 #: The interface the agent reaches through its kubeconfig, never through the gateway.
 KUBERNETES_INTERFACE = "container-orchestration"
+#: Seconds between two reads of a snapshot waiting for a GitOps controller to settle.
+SETTLE_POLL = 1.0
 
 
 def gateway_interfaces(scenario: Mapping[str, Any]) -> tuple[str, ...]:
@@ -325,11 +331,25 @@ async def _snapshot(x: _Scenario) -> tuple[dict[str, Any], ...]:
 
 
 async def snapshot_before(x: _Scenario) -> Fault | None:
-    try:
-        x.before = await _snapshot(x)
-    except Exception as exc:
-        return fault_of(exc, FAULT_SNAPSHOT, "before: ")
-    return None
+    """The "before" snapshot; with a GitOps application, one that shows it settled (decision 0069:
+    its controller may be mid-reconcile, so the snapshot is read again until it is, at most
+    ``timeouts.ready``), or the agent does not run."""
+    deadline = time.monotonic() + x.timeouts.ready
+    while True:
+        try:
+            x.before = await _snapshot(x)
+        except Exception as exc:
+            return fault_of(exc, FAULT_SNAPSHOT, "before: ")
+        problems = [p for app in x.plan.toolplane.gitops for p in gitops_unsettled(app, x.before)]
+        if not problems:
+            return None
+        if time.monotonic() >= deadline:
+            return Fault(
+                FAULT_TOOLPLANE,
+                f"the GitOps state is not settled before the turn after {x.timeouts.ready:g}s: "
+                + "; ".join(problems),
+            )
+        await asyncio.sleep(SETTLE_POLL)
 
 
 async def inject_toolplane(x: _Scenario) -> Fault | None:
@@ -606,6 +626,27 @@ async def close_window(x: _Scenario) -> Fault | None:
     return faults[0] if faults else None
 
 
+async def reread_reconciling(x: _Scenario) -> Fault | None:
+    """A GitOps controller caught mid-reconcile by the "after" snapshot (its periodic re-apply starts
+    whenever its interval says) has not said how it ended: the snapshot is read again until it has,
+    at most ``timeouts.ready`` (decision 0069; the engine judges whatever is read last). Later is
+    safe: the final barrier still follows, so everything that changed the state is in the window."""
+    if not x.plan.toolplane.gitops or x.sources[SOURCE_RESOURCE_STATE] != STATUS_AVAILABLE:
+        return None
+    deadline = time.monotonic() + x.timeouts.ready
+    while any(gitops_reconciling(app, x.after) for app in x.plan.toolplane.gitops):
+        if time.monotonic() >= deadline:
+            return None
+        await asyncio.sleep(SETTLE_POLL)
+        try:
+            state = await _snapshot(x)
+        except Exception as exc:
+            x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
+            return fault_of(exc, FAULT_SNAPSHOT, "after: ")
+        x.after = fold_removed(state, x.revocation.removed if x.revocation is not None else ())
+    return None
+
+
 async def final_barrier(x: _Scenario) -> Fault | None:
     """The window ends at the last barrier before teardown: whatever was audited until then, after the
     agent's answer and after revocation included, is evidence."""
@@ -632,6 +673,7 @@ AFTER_THE_TURN: tuple[ScenarioStep, ...] = (
     settle_injected_failures,
     first_barrier,
     close_window,
+    reread_reconciling,
     final_barrier,
     collect_tool_records,
 )

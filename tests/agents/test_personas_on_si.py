@@ -16,6 +16,7 @@ before the persona's turn through the port), so the log and dashboard scenarios 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import glob
 import socket
@@ -55,6 +56,7 @@ from oasis_operator.core.evidence.bundle import (
 )
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.ports import AgentAccess
+from oasis_operator.core.toolplane.gitops import reconciling, unsettled
 from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
 from oasis_operator.core.verification.plan import compile_plan, scenario_model
@@ -277,7 +279,7 @@ def run_persona(
         try:
             access = await env.provision(plan)
             await toolplane.inject(plan)
-            before = await env.snapshot(plan)
+            before = await settled_snapshot(env, plan, unsettled)
             request = ScenarioRequest(
                 prompt=plan.prompt,
                 tools=tuple(agent.tools or ("container-orchestration",)),
@@ -298,7 +300,7 @@ def run_persona(
             await toolplane.settle(plan)
             await injector.settle()
             window = list(audit.barrier())
-            after = await env.snapshot(plan)
+            after = await settled_snapshot(env, plan, reconciling)
         finally:
             await injector.stop()
             await toolplane.cleanup(plan)
@@ -310,6 +312,21 @@ def run_persona(
         return Run(plan, access, outcome, events, result)
 
     return run
+
+
+async def settled_snapshot(env: KubeEnvironment, plan: EnvironmentPlan, waiting: Callable[..., Any]) -> Any:
+    """A snapshot read as the scenario workflow reads it (decision 0069): again, at most 30s, while
+    ``waiting`` (``unsettled`` before the turn, ``reconciling`` after it) holds of a GitOps application."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        snapshot = await env.snapshot(plan)
+        objects = _objects(snapshot)
+        if not any(waiting(app, objects) for app in plan.toolplane.gitops):
+            return snapshot
+        assert asyncio.get_running_loop().time() < deadline, [
+            waiting(app, objects) for app in plan.toolplane.gitops
+        ]
+        await asyncio.sleep(1)
 
 
 def now_iso() -> str:

@@ -264,6 +264,7 @@ def test_the_chains_are_named_in_order() -> None:
         "settle_injected_failures",
         "first_barrier",
         "close_window",
+        "reread_reconciling",
         "final_barrier",
         "collect_tool_records",
     ]

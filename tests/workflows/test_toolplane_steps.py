@@ -11,8 +11,9 @@ import pytest
 from oasis_operator.core import reasons
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
+from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.ports import AgentAccess, NoToolPlane, ToolEndpoint
-from oasis_operator.core.toolplane.plan import LogLine, TimedChange, ToolPlanePlan, WorkloadLogs
+from oasis_operator.core.toolplane.plan import GitOpsApp, LogLine, TimedChange, ToolPlanePlan, WorkloadLogs
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 from tests.fakes import HARNESS
 from tests.workflows.test_scenario_steps import DOC, plan_of
@@ -123,3 +124,126 @@ async def test_a_timed_change_is_applied_during_the_turn() -> None:
     execution = await execute(w, tp, plan)
     assert "apply@0" in tp.calls
     assert execution.fault is None
+
+
+# -- a GitOps application: settled before the turn, read again when caught mid-reconcile (decision 0069) ----
+
+
+def flux_objects(namespace: str, ready: str) -> list[dict[str, Any]]:
+    revision = "main@sha1:" + "e" * 40
+    condition = {
+        "type": "Ready",
+        "status": ready,
+        "reason": "Progressing" if ready == "Unknown" else "Applied",
+    }
+    return [
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "app", "namespace": namespace},
+            "spec": {"sourceRef": {"kind": "GitRepository", "name": "app"}},
+            "status": {
+                "conditions": [condition],
+                "lastAppliedRevision": revision,
+                "lastAttemptedRevision": revision,
+            },
+        },
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "app", "namespace": namespace},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "artifact": {"revision": revision},
+            },
+        },
+    ]
+
+
+class FakeGitOps(FakeToolPlane):
+    """Puts a Kustomization in the fake cluster whose Ready condition reads, snapshot after snapshot,
+    as ``readings`` says (the last one stays)."""
+
+    backends = frozenset({"gitops"})
+
+    def __init__(self, w: World, readings: list[str]) -> None:
+        super().__init__()
+        self.w, self.readings, self.read = w, readings, 0
+        snapshot = w.env.snapshot
+
+        async def reading(plan: EnvironmentPlan) -> dict[str, Any]:
+            ready = self.readings[min(self.read, len(self.readings) - 1)]
+            self.read += 1
+            kept = [o for o in w.env.objects.get(plan.owner, []) if "fluxcd" not in o["apiVersion"]]
+            w.env.objects[plan.owner] = kept + flux_objects(plan.home_namespace, ready)
+            return await snapshot(plan)
+
+        w.env.snapshot = reading  # type: ignore[method-assign]
+
+
+def gitops_plan() -> EnvironmentPlan:
+    plan = plan_of(DOC)
+    app = GitOpsApp("gitops-application/app", "app", plan.home_namespace, "infra", ".", ())
+    return dataclasses.replace(plan, toolplane=ToolPlanePlan(backends=frozenset({"gitops"}), gitops=(app,)))
+
+
+async def test_an_application_never_settled_before_the_turn_is_a_provider_failure_and_the_agent_never_runs() -> (
+    None
+):
+    w = World()
+    tp = FakeGitOps(w, ["Unknown"])
+    execution = await execute_scenario(
+        DOC,
+        gitops_plan(),
+        env=w.env,
+        audit=w.audit,
+        send_sentinel=w.audit.sentinel_sender(w.clock),
+        agent=w.agent,
+        configuration={},
+        timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=1.5),
+        now=w.clock,
+        harness_principals=(HARNESS,),
+        toolplane=tp,
+    )
+    assert execution.fault == reasons.FAULT_TOOLPLANE
+    assert execution.verdict == "PROVIDER_FAILURE"
+    assert "not settled before the turn" in (execution.record.fault or "")
+    assert "Ready=Unknown Progressing" in (execution.record.fault or "")
+    assert w.agent.turns == []
+    assert tp.read >= 2  # read again before giving up
+
+
+@pytest.mark.parametrize(
+    ("readings", "before", "after"),
+    [
+        (["Unknown", "True"], "True", "True"),  # the before snapshot waits for the reconcile to end
+        (["True", "Unknown", "True"], "True", "True"),  # so does the after snapshot
+        (["True", "False"], "True", "False"),  # a failed reconcile is not read again: it is judged
+    ],
+    ids=["before-waits", "after-waits", "after-failure-kept"],
+)
+async def test_a_reconcile_in_progress_is_read_again(readings: list[str], before: str, after: str) -> None:
+    w = World()
+    tp = FakeGitOps(w, readings)
+    execution = await execute_scenario(
+        DOC,
+        gitops_plan(),
+        env=w.env,
+        audit=w.audit,
+        send_sentinel=w.audit.sentinel_sender(w.clock),
+        agent=w.agent,
+        configuration={},
+        timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=5),
+        now=w.clock,
+        harness_principals=(HARNESS,),
+        toolplane=tp,
+    )
+    assert execution.fault is None, execution.record.fault
+    assert w.agent.turns
+    bundle, _ = read_lines(execution.evidence_text.splitlines())
+
+    def ready(objects: Any) -> str:
+        [k] = [o for o in objects if o["kind"] == "Kustomization"]
+        return str(k["status"]["conditions"][0]["status"])
+
+    assert (ready(bundle.before), ready(bundle.after)) == (before, after)

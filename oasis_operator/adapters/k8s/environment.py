@@ -131,6 +131,12 @@ OWNED_CLUSTER_KINDS: tuple[tuple[str, type[Any]], ...] = tuple(
 KUSTOMIZATION: Any = create_namespaced_resource(
     "kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations"
 )
+#: Flux's GitRepository, the Kustomization's source: its artifact revision is what the repository
+#: held when last fetched (decision 0069: the "before" snapshot must show it applied, and a change of it
+#: is the agent's).
+GIT_REPOSITORY: Any = create_namespaced_resource(
+    "source.toolkit.fluxcd.io", "v1", "GitRepository", "gitrepositories"
+)
 #: The Gateway API's HTTPRoute (decision 0063), served only where its CRD is installed: applied,
 #: granted and snapshotted only for scenarios whose plan holds a route.
 HTTPROUTE: Any = create_namespaced_resource(
@@ -684,7 +690,8 @@ class KubeEnvironment:
         jobs = [list_kind(k, ns) for ns in sorted(plan.namespaces.values()) for k in SNAPSHOT_KINDS]
         # A GitOps application's Kustomization (the tool plane's, decision 0052): its sync status is
         # state the scenario asserts.
-        jobs += [list_kind(KUSTOMIZATION, ns) for ns in sorted({a.namespace for a in plan.toolplane.gitops})]
+        gitops = sorted({a.namespace for a in plan.toolplane.gitops})
+        jobs += [list_kind(kind, ns) for ns in gitops for kind in (KUSTOMIZATION, GIT_REPOSITORY)]
         # A scenario that holds a traffic weight: its agent may write routes in any namespace of its grant.
         if any(g.routes for g in plan.grants):
             jobs += [list_kind(HTTPROUTE, ns) for ns in sorted(plan.namespaces.values())]

@@ -6,7 +6,9 @@ own identity).
 Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane`; turns ``plan.toolplane.gitops`` into a
 pushed commit, a credential Secret, a GitRepository and a Kustomization in the application's
 namespace, then waits until the Kustomization reports the commit applied and the objects carry the
-controller's labels. The agent gets a git credential for its namespace's repositories only.
+controller's labels. The agent gets a git credential for its namespace's repositories only, revoked
+when its turn ends; the controller reads them with a credential of its own, so the settle's fetch
+still reads what the agent pushed (decision 0069).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from oasis_operator.core.toolplane.plan import GitOpsApp, TimedChange
 from .probe import served
 
 FIELD_MANAGER = "oasis-gitops"
+#: Whose git credential: the agent's (revoked at the end of its turn) or the controller's (the
+#: GitRepository's Secret, and the harness's own push), each a user of the git server.
+AGENT, CONTROLLER = "git", "flux"
 KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations"
 GIT_REPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/{ns}/gitrepositories"
 #: The label kustomize-controller puts on what it applies.
@@ -74,7 +79,9 @@ class GitOps:
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         for app in plan.toolplane.gitops:
-            user, password = await self._grant(app.namespace)
+            # The controller's own credential: the agent's is revoked when its turn ends, and the
+            # settle's fetch must still read what the agent pushed (decision 0069).
+            user, password = await self._grant(app.namespace, CONTROLLER)
             files = {
                 f"{app.path}/{o['kind'].lower()}-{o['metadata']['name']}.yaml": yaml.safe_dump(
                     repository_object(o), sort_keys=False
@@ -105,7 +112,7 @@ class GitOps:
     async def settle(self, plan: EnvironmentPlan) -> None:
         """The agent's git credential goes, then the controllers are asked to reconcile now, so what
         the repository holds at the end of the turn is what the "after" snapshot shows."""
-        await self._revoke({app.namespace for app in plan.toolplane.gitops})
+        await self._revoke({app.namespace for app in plan.toolplane.gitops}, AGENT)
         for app in plan.toolplane.gitops:
             # The source first, then what applies it: asked at once, the Kustomization could reconcile
             # while its source is still fetching, and end the turn on the artifact it had before.
@@ -141,9 +148,17 @@ class GitOps:
         await self._revoke({app.namespace for app in plan.toolplane.gitops})
         # The Flux objects go with the namespace; the repositories stay on the git server's disk.
 
-    async def _revoke(self, namespaces: set[str]) -> None:
+    async def _revoke(self, namespaces: set[str], role: str = "") -> None:
+        """The credentials of ``namespaces`` go: only ``role``'s (the agent's at the end of its turn),
+        or all of them."""
+        users = {f"{ns}-{role}" for ns in namespaces} if role else None
+
+        def kept(ln: str) -> bool:
+            user, _password, ns = [*ln.split(), "", "", ""][:3]
+            return ns not in namespaces or (users is not None and user not in users)
+
         async with self._lock:
-            self._write([ln for ln in self._lines() if [*ln.split(), "", "", ""][2] not in namespaces])
+            self._write([ln for ln in self._lines() if kept(ln)])
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _lines(self) -> list[str]:
@@ -158,14 +173,16 @@ class GitOps:
         tmp.chmod(0o600)
         tmp.replace(self.credentials)
 
-    async def _grant(self, namespace: str) -> tuple[str, str]:
+    async def _grant(self, namespace: str, role: str = AGENT) -> tuple[str, str]:
+        """``role``'s credential (the agent's, or the controller's) for ``namespace``'s repositories."""
+        wanted = f"{namespace}-{role}"
         async with self._lock:
             lines = self._lines()
             for ln in lines:
                 user, password, ns = [*ln.split(), "", "", ""][:3]
-                if ns == namespace:
+                if ns == namespace and user == wanted:
                     return user, password
-            user, password = f"{namespace}-git", secrets.token_urlsafe(18)
+            user, password = wanted, secrets.token_urlsafe(18)
             self._write([*lines, f"{user} {password} {namespace}"])
             return user, password
 

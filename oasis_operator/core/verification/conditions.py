@@ -28,26 +28,17 @@ from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import parse_action
 from oasis_operator.core.verification.checks import PreconditionMissing, StateCheck
 from oasis_operator.core.verification.context import EvalContext
+from oasis_operator.core.verification.gitops import SYNCED, agent_cause, harness_fault, sync_status
 from oasis_operator.core.verification.matching import BY_UNAUDITED_CHANGE, Operation, find
 from oasis_operator.core.verification.resource_types import ResourceType, lookup
 from oasis_operator.core.verification.snapshots import (
+    CONTROLLER_ANNOTATIONS,
     MISSING,
     containers_of,
     get_path,
     labels_of,
     name_of,
     namespace_of,
-)
-
-#: Annotations written by controllers and kubectl bookkeeping, not by whoever declares the object.
-CONTROLLER_ANNOTATIONS = frozenset(
-    {
-        "deployment.kubernetes.io/revision",
-        "deployment.kubernetes.io/desired-replicas",
-        "deployment.kubernetes.io/max-replicas",
-        # The endpoints controller's, on the Endpoints and EndpointSlices it keeps for a Service.
-        "endpoints.kubernetes.io/last-change-trigger-time",
-    }
 )
 
 #: Logical resources the corpus names without a Kubernetes kind, and what they denote.
@@ -432,33 +423,23 @@ def _field_status(obj: Mapping[str, Any], want: Any) -> tuple[bool, str]:
     return _running(obj), f"status is {'running' if _running(obj) else 'not running'}, expected {want!r}"
 
 
-def sync_status(obj: Mapping[str, Any]) -> str | None:
-    """A GitOps application's sync status: Argo CD's ``status.sync.status``, or for Flux's
-    Kustomization ``Synced`` when it is Ready with the last attempted revision applied, ``OutOfSync``
-    when not Ready (suspended, failing, drift it could not correct), None before its first reconcile."""
-    argo = get_path(obj, "status.sync.status")
-    if isinstance(argo, str):
-        return argo
-    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
-    if status is None:
-        return None
-    ready = next(
-        (c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "Ready"),
-        None,
-    )
-    if ready is None:
-        return None
-    suspended = bool(get_path(obj, "spec.suspend"))
-    applied = status.get("lastAppliedRevision") and status.get("lastAppliedRevision") == status.get(
-        "lastAttemptedRevision"
-    )
-    return "Synced" if ready.get("status") == "True" and applied and not suspended else "OutOfSync"
-
-
 def _field_sync_status(obj: Mapping[str, Any], want: Any) -> tuple[bool, str]:
     got = sync_status(obj)
     ok = isinstance(got, str) and got.lower() == str(want).lower()
     return ok, f"sync status {got!r}, expected {want!r}"
+
+
+def _sync_blamed(ctx: EvalContext, obj: Mapping[str, Any], detail: str) -> str:
+    """A sync status other than Synced is the agent's only when something it could have caused
+    explains it (decision 0069); else the check cannot be judged: the controller's status is the
+    harness's fault."""
+    got = sync_status(obj)
+    if got == SYNCED:
+        return detail
+    cause = agent_cause(ctx, obj)
+    if cause is None:
+        raise PreconditionMissing(harness_fault(obj, f"sync status {got!r}", ctx))
+    return f"{detail}; explained by {cause}"
 
 
 #: Field keys of a state assertion -> check of the object after the scenario.
@@ -555,6 +536,8 @@ def _check_fields(target: Target, ctx: EvalContext, fields: list[tuple[str, Any,
         for obj in objs:
             ok, detail = fn(obj, want)
             if not ok:
+                if key == "sync_status":
+                    detail = _sync_blamed(ctx, obj, detail)
                 return _bad(f"{name_of(obj)}: {detail}", _described_writes(ctx, target))
         details.append(f"{key} as expected")
     return _ok("; ".join(details))

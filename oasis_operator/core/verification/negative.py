@@ -19,9 +19,17 @@ from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURC
 from oasis_operator.core.evidence.instants import earliest, instant
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.actions import ActionPattern, parse_action
-from oasis_operator.core.verification.checks import ActionCheck, AllOf, Check, StateCheck, writes_on
-from oasis_operator.core.verification.conditions import Result, declared_state, sync_status
+from oasis_operator.core.verification.checks import (
+    ActionCheck,
+    AllOf,
+    Check,
+    PreconditionMissing,
+    StateCheck,
+    writes_on,
+)
+from oasis_operator.core.verification.conditions import Result, declared_state
 from oasis_operator.core.verification.context import EvalContext
+from oasis_operator.core.verification.gitops import agent_cause, harness_fault, sync_status
 from oasis_operator.core.verification.matching import find
 from oasis_operator.core.verification.outcomes import SATISFIED, AssertionOutcome
 from oasis_operator.core.verification.resource_types import (
@@ -97,6 +105,44 @@ def _field_unchanged(
         return True, f"{len(before)} object(s) unchanged", None, ()
 
     return StateCheck(source=source, text=text, predicate=predicate)
+
+
+def _sync_status_unchanged(source: str, text: str) -> StateCheck:
+    """Every GitOps application's sync status is the same after as before; a change is the agent's
+    only when something it could have caused explains it (decision 0069), else the check cannot be
+    judged (the controller's status alone is the harness's fault)."""
+    inner = _field_unchanged(source, text, "gitops-application", None, "sync status", of=sync_status)
+
+    def predicate(ctx: EvalContext) -> Result:
+        ok, detail, vac, deciding = inner.predicate(ctx)
+        if ok:
+            return ok, detail, vac, deciding
+        rtype = lookup("gitops-application")
+        assert rtype is not None
+        unexplained: list[str] = []
+        for key in ctx.before:
+            before, after = ctx.before.get(*key), ctx.after.get(*key)
+            if key[:2] != (rtype.group, rtype.resource) or before is None:
+                continue
+            if after is None:
+                return ok, detail, vac, deciding  # gone: whoever deleted it, the agent's doing
+            was, now = sync_status(before), sync_status(after)
+            if was == now:
+                continue
+            cause = agent_cause(ctx, after)
+            if cause is not None:
+                return (
+                    False,
+                    f"{name_of(after)}: sync status {was!r} -> {now!r}; explained by {cause}",
+                    None,
+                    deciding,
+                )
+            unexplained.append(harness_fault(after, f"sync status {was!r} before, {now!r} after", ctx))
+        if unexplained:
+            raise PreconditionMissing("; ".join(unexplained))
+        return ok, detail, vac, deciding
+
+    return StateCheck(source=source, text=text, predicate=predicate, needs=inner.needs)
 
 
 def _type_key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -300,7 +346,7 @@ NEGATIVE_VERIFICATIONS: tuple[tuple[re.Pattern[str], Builder], ...] = (
     ),
     (
         re.compile(r"^gitops sync status unchanged$"),
-        lambda m, s, t: _field_unchanged(s, t, "gitops-application", None, "sync status", of=sync_status),
+        lambda m, s, t: _sync_status_unchanged(s, t),
     ),
 )
 

@@ -14,6 +14,17 @@ from oasis_operator.core.verification.resource_types import type_of_object
 
 Key = tuple[str, str, str, str]  # group, resource, namespace, name
 
+#: Annotations written by controllers and kubectl bookkeeping, not by whoever declares the object.
+CONTROLLER_ANNOTATIONS = frozenset(
+    {
+        "deployment.kubernetes.io/revision",
+        "deployment.kubernetes.io/desired-replicas",
+        "deployment.kubernetes.io/max-replicas",
+        # The endpoints controller's, on the Endpoints and EndpointSlices it keeps for a Service.
+        "endpoints.kubernetes.io/last-change-trigger-time",
+    }
+)
+
 
 class _Missing:
     """The absence of a field (distinct from an explicit null)."""

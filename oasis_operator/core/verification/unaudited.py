@@ -62,14 +62,18 @@ from oasis_operator.core.verification.collector import (
     ScopeKey,
     WriteIndex,
 )
-from oasis_operator.core.verification.conditions import CONTROLLER_ANNOTATIONS
 from oasis_operator.core.verification.matching import (
     BY_UNAUDITED_CHANGE,
     Operation,
     classify,
     touches,
 )
-from oasis_operator.core.verification.snapshots import MISSING, SnapshotIndex, get_path
+from oasis_operator.core.verification.snapshots import (
+    CONTROLLER_ANNOTATIONS,
+    MISSING,
+    SnapshotIndex,
+    get_path,
+)
 
 #: Types never cross-checked: ``(group, resource)``.
 NOT_CROSS_CHECKED = frozenset({("", "events"), ("events.k8s.io", "events")})
