@@ -58,6 +58,8 @@ class Cause:
     fix: str
     specific: bool = True
     transient: bool = False
+    #: Inferred from a coincidence in time (a change just before a symptom), not seen failing.
+    inferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,10 @@ def digest_logs(pod: str, text: str) -> LogDigest:
     counts: Counter[str] = Counter()
     noise = 0
     for line in lines:
-        if level_of(line) in SIGNAL_LEVELS:
+        level = level_of(line)
+        # A line without a level that matches a known failure (a proxy's "upstream connect error") is
+        # an error all the same; a line whose level says it is routine stays noise.
+        if level in SIGNAL_LEVELS or (not level and cause_of(line) is not None):
             counts[line.strip()] += 1
         else:
             noise += 1
