@@ -75,7 +75,7 @@ def test_a_series_that_did_not_rise_has_no_onset(points: list[tuple[float, float
 def test_the_history_dates_each_rollout_and_names_the_revision_to_go_back_to() -> None:
     now = time.time()
     dep = _deployment(
-        "ledger", "ledger:2.0.1", available=True, notes={"acme.io/last-deploy": "40 minutes ago"}
+        "ledger", "ledger:2.0.1", available=True, notes={"acme.io/last-deploy": "30 minutes ago"}
     )
     sets = [_replicaset("ledger", 3, "ledger:2.0.1", 60), _replicaset("ledger", 2, "ledger:1.9.4", 9000)]
     sets.append(_replicaset("other", 7, "other:1", 60))
@@ -93,10 +93,15 @@ def test_the_history_dates_each_rollout_and_names_the_revision_to_go_back_to() -
     assert h.describe() == (
         "deployment/ledger runs ledger:2.0.1 (revision 3); the revision before it (2) ran ledger:1.9.4"
     )
-    assert [now - c.at for c in h.changes] == pytest.approx([2400, 2400, 2390], abs=2)
-    assert "its annotation acme.io/last-deploy=40 minutes ago" in [c.what for c in h.changes]
+    assert [now - c.at for c in h.changes] == pytest.approx([2400, 2390, 1800], abs=2)
+    assert h.changes[-1].what == "its annotation acme.io/last-deploy=30 minutes ago"
+    assert not h.changes[-1].recorded
     # The last change before an onset at -38m (and no later than a minute after it), within the hour.
     chosen = H.preceding(h.changes, now - 2280, 60)
+    assert chosen is not None
+    assert now - chosen.at == pytest.approx(2390, abs=2)
+    # An Event's record is preferred to what an annotation says, even when the annotation is later.
+    chosen = H.preceding(h.changes, now - 1750, 60)
     assert chosen is not None
     assert now - chosen.at == pytest.approx(2390, abs=2)
     assert H.preceding(h.changes, now - 2280 - 2 * 3600, 60) is None  # long before any rollout
@@ -347,6 +352,8 @@ async def test_a_failing_request_is_traced_hop_by_hop_to_the_init_container_and_
     } <= set(world.calls)
     assert world.writes == []
     assert "The signals agree" in text
+    # The proxy's log is told once, as its hop.
+    assert sum("upstream connect error" in line for line in answer) == 1
 
 
 async def test_without_an_edge_symptom_the_request_path_is_not_read() -> None:
@@ -395,3 +402,17 @@ def test_a_log_line_without_a_level_that_names_a_failure_is_signal() -> None:
 )
 def test_pod_status_reads_as_kubectl_prints_it(statuses: dict[str, Any], shown: str) -> None:
     assert P.pod_status({"status": statuses}) == shown
+
+
+@pytest.mark.parametrize(
+    ("name", "labels"), [("edge_requests", {"status": "503"}), ("jobs_failed_total", {})]
+)
+def test_a_counter_is_read_as_its_rate(name: str, labels: dict[str, str]) -> None:
+    series = S.Series(name, {"service": "api", **labels}, ((0.0, 1000.0), (600.0, 3400.0), (1200.0, 5800.0)))
+    [e] = S.series_evidence(series, 1200.0, {})
+    shown = f"{name}{{status=503}}" if labels else name
+    assert (
+        e.text
+        == f"{shown} of api counts about 4 per second over the last 20 minutes (a counter: its rate is what it says)"
+    )
+    assert e.cause is None

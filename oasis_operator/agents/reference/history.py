@@ -55,6 +55,8 @@ class Change:
 
     at: float  # unix seconds
     what: str
+    #: Dated by a record of it (an Event's timestamp), not by what an annotation says.
+    recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ def history(
         found = _AGO.search(str(value)) if "deploy" in str(key).lower() else None
         if found:
             seconds = float(found[1]) * _UNITS[found[2].lower()]
-            changes.append(Change(now - seconds, f"its annotation {key}={value}"))
+            changes.append(Change(now - seconds, f"its annotation {key}={value}", recorded=False))
     return History(
         name,
         _images(((deployment.get("spec") or {}).get("template")) or {}),
@@ -220,6 +222,6 @@ def onset(name: str, subject: str, points: Sequence[tuple[float, float]]) -> Ons
 
 def preceding(changes: Sequence[Change], at: float, slack: float) -> Change | None:
     """The last change at most ``slack`` seconds after ``at`` (how finely the onset is known) and at
-    most :data:`SUSPECT_WINDOW` before it."""
+    most :data:`SUSPECT_WINDOW` before it; one an Event records before one an annotation claims."""
     fits = [c for c in changes if at - SUSPECT_WINDOW <= c.at <= at + slack]
-    return max(fits, key=lambda c: c.at, default=None)
+    return max(fits, key=lambda c: (c.recorded, c.at), default=None)

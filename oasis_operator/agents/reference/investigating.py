@@ -67,7 +67,8 @@ MAX_LOG_PODS = 4
 MAX_METRICS = 8
 MAX_TRACE_SERVICES = 4
 RANGE_SECONDS = 7 * 3600
-STEP = "300"
+#: The resolution of a range read: fine enough to see when a symptom began within a few minutes.
+STEP = "60"
 
 
 class _Turn(Protocol):
@@ -122,6 +123,8 @@ class Findings:
     symptoms: list[S.Series] = field(default_factory=list)
     #: The request path from the ingress to the pods, hop by hop (when the report is about requests).
     chain: list[P.Hop] = field(default_factory=list)
+    #: Evidence already told as a hop of the chain (a proxy's log), not repeated beside it.
+    on_path: list[S.Evidence] = field(default_factory=list)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -343,6 +346,7 @@ async def _request_path(s: Session, prompt: str, f: Findings) -> None:
         images = " ".join(str(c.get("image", "")) for c in S._containers(dep))
         role = "the proxy " if PROXY.search(f"{owner} {images}") else ""
         quoted = e.text.split('"')[1] if e.text.count('"') >= 2 else e.text
+        f.on_path.append(e)
         proxies.append(
             P.Hop(
                 f"deployment/{owner}",
@@ -775,7 +779,7 @@ def conclude(f: Findings, prompt: str) -> Plan:
         answer += _chain_lines(f, cause, subjects)
         answer.append("Evidence:")
         answer += [f"- {e.kind}: {e.text}." for e in backing + related]
-        others = [e for e in f.evidence if e not in backing and e not in related]
+        others = [e for e in f.evidence if e not in backing and e not in related and e not in f.on_path]
         if others:
             answer.append("Also seen (not the cause as far as I can tell):")
             answer += [f"- {e.kind}: {e.text}." for e in others[:4]]

@@ -306,15 +306,47 @@ def _slope_per_hour(points: Sequence[tuple[float, float]]) -> float:
     return sum((t - mean_t) * (v - mean_v) for t, v in points) / var * 3600
 
 
+#: A counter by its name (Prometheus's conventions): it only grows, so its rate is what it says.
+COUNTER = re.compile(r"(?:_total|_count|_requests)$")
+#: Labels worth naming beside a counter (which requests it counts).
+COUNTER_LABELS = ("status", "code", "method")
+
+
+def _span_text(seconds: float) -> str:
+    return f"{seconds / 3600:.0f}h" if seconds >= 5400 else f"{seconds / 60:.0f} minutes"
+
+
+def _counter_evidence(series: Series, who: str) -> list[Evidence]:
+    """A counter that grew: how fast, per second, over the window read."""
+    pts = series.points
+    seconds = pts[-1][0] - pts[0][0]
+    grown = pts[-1][1] - pts[0][1]
+    if seconds <= 0 or grown <= 0:
+        return []
+    labels = ",".join(f"{k}={series.labels[k]}" for k in COUNTER_LABELS if series.labels.get(k))
+    named = f"{series.name}{{{labels}}}" if labels else series.name
+    return [
+        Evidence(
+            METRICS,
+            f"{named} of {who} counts about {grown / seconds:.3g} per second over the last "
+            f"{_span_text(seconds)} (a counter: its rate is what it says)",
+            None,
+            who,
+        )
+    ]
+
+
 def series_evidence(series: Series, now: float, limits: Mapping[str, float]) -> list[Evidence]:
-    """What one series says: a steady rise (and, for memory, how close to the limit), or a level that
-    moved in the last hour against its own past."""
+    """What one series says: a counter's rate, a steady rise (and, for memory, how close to the limit),
+    or a level that moved in the last hour against its own past."""
     pts = series.points
     if len(pts) < 2:
         return []
     name, who = series.name, series.subject or "the service"
+    if COUNTER.search(name):
+        return _counter_evidence(series, who)
     first, last = pts[0][1], pts[-1][1]
-    span_h = (pts[-1][0] - pts[0][0]) / 3600
+    span = pts[-1][0] - pts[0][0]
     steps = [b[1] - a[1] for a, b in itertools.pairwise(pts)]
     # A steady rise climbs at most steps and never falls; a step change (one jump) is not a trend.
     rising = min(steps) >= 0 and sum(d > 0 for d in steps) >= len(steps) / 2 and last > first * 1.2
@@ -322,7 +354,7 @@ def series_evidence(series: Series, now: float, limits: Mapping[str, float]) -> 
     if rising:
         rate = _slope_per_hour(pts)
         text = (
-            f"{name} of {who} has been rising steadily over the last {span_h:.0f}h, from "
+            f"{name} of {who} has been rising steadily over the last {_span_text(span)}, from "
             f"{value_text(name, first)} to {value_text(name, last)} (about {value_text(name, rate)} per hour)"
         )
         limit = limits.get(who) if "memory" in name else None
