@@ -47,20 +47,20 @@ def _event(kind: str, name: str, reason: str, message: str, seconds_ago: float) 
 
 
 @pytest.mark.parametrize(
-    ("points", "began"),
+    ("points", "start", "half"),
     [
-        # a step from 0.2% to 9% between -40m and -35m: it began at -35m
-        ([(-2700, 0.002), (-2400, 0.002), (-2100, 0.09), (-1800, 0.1), (0, 0.11)], -2100),
-        # a latency that doubles slowly: it began when a fifth of the rise was done
-        ([(-600, 0.2), (-480, 0.22), (-360, 0.3), (-240, 0.4), (0, 0.6)], -360),
+        # a step from 0.2% to 9% between -40m and -35m: quiet at -40m, half-way up at -35m
+        ([(-2700, 0.002), (-2400, 0.002), (-2100, 0.09), (-1800, 0.1), (0, 0.11)], -2400, -2100),
+        # a latency that triples slowly: it left its level after -8m and was half-way up at -4m
+        ([(-600, 0.2), (-480, 0.22), (-360, 0.3), (-240, 0.4), (0, 0.6)], -480, -240),
     ],
 )
 def test_the_onset_is_where_a_series_leaves_its_earlier_level(
-    points: list[tuple[float, float]], began: float
+    points: list[tuple[float, float]], start: float, half: float
 ) -> None:
     found = H.onset("x", "svc", points)
     assert found is not None
-    assert found.at == began
+    assert (found.start, found.half) == (start, half)
     assert (found.before, found.now) == (points[0][1], points[-1][1])
 
 
@@ -96,16 +96,20 @@ def test_the_history_dates_each_rollout_and_names_the_revision_to_go_back_to() -
     assert [now - c.at for c in h.changes] == pytest.approx([2400, 2390, 1800], abs=2)
     assert h.changes[-1].what == "its annotation acme.io/last-deploy=30 minutes ago"
     assert not h.changes[-1].recorded
-    # The last change before an onset at -38m (and no later than a minute after it), within the hour.
-    chosen = H.preceding(h.changes, now - 2280, 60)
+
+    def began(start: float, half: float) -> H.Onset:
+        return H.Onset("x", "ledger", now - start, now - half, 0.0, 1.0)
+
+    # The last change before the symptom was half-way up (a minute's slack), within the hour before.
+    chosen = H.preceding(h.changes, began(2450, 2280), 60)
     assert chosen is not None
     assert now - chosen.at == pytest.approx(2390, abs=2)
     # An Event's record is preferred to what an annotation says, even when the annotation is later.
-    chosen = H.preceding(h.changes, now - 1750, 60)
+    chosen = H.preceding(h.changes, began(1900, 1750), 60)
     assert chosen is not None
     assert now - chosen.at == pytest.approx(2390, abs=2)
-    assert H.preceding(h.changes, now - 2280 - 2 * 3600, 60) is None  # long before any rollout
-    assert H.preceding(h.changes, now - 2500, 60) is None  # the rollouts came after it began
+    assert H.preceding(h.changes, began(2280 + 2 * 3600, 2000 + 2 * 3600), 60) is None  # long before
+    assert H.preceding(h.changes, began(2700, 2500), 60) is None  # the rollouts came after it was up
 
 
 # --- history: the investigation -------------------------------------------------------------------------
@@ -184,7 +188,8 @@ async def test_a_rollout_just_before_the_symptom_began_is_named_as_its_likely_ca
     assert (
         f"{app}:{new} to deployment/{app} about {ago / 60:.0f} minutes ago (replacing {app}:{old})" in first
     )
-    assert f"the {metric.replace('_', ' ')} of {app} started rising right after it" in first
+    assert f"the {metric.replace('_', ' ')} of {app} began to climb about {ago / 60:.0f} minutes ago" in first
+    assert "and the rollout came just before it began, so the new version" in first
     assert f"the new version {new} is the likely cause" in first
     assert f"roll deployment/{app} back to {app}:{old} (kubectl rollout undo deployment/{app})" in text
     assert (
@@ -193,6 +198,21 @@ async def test_a_rollout_just_before_the_symptom_began_is_named_as_its_likely_ca
     # It read the history and the events, and changed nothing.
     assert {("list", "replicasets", None), ("list", "events", None)} <= set(world.calls)
     assert world.writes == []
+
+
+async def test_a_rollout_within_a_coarsely_sampled_climb_is_named_with_that_caveat(serve: Serve) -> None:
+    # Sampled every 5 minutes: still at 0.1% 30 minutes ago, 4% at 25, 8% at 20; rolled out 25 minutes ago.
+    points = [(-2400, 0.001), (-1800, 0.001), (-1500, 0.04), (-1200, 0.08), (0, 0.12)]
+    url = await _metrics(serve, "error_rate", "payments", points)
+    world = _rolled_out("payments", "v3.1.0", "v3.0.4", 1500)
+    async with ToolReader(
+        {"tool_endpoints": {"observability-metrics": {"url": url, "token": TOKEN}}}
+    ) as tools:
+        await I.investigate(world, tools, "payments error rate is spiking. What's going on?", "diligent")
+    first = world.turn.answer[0]
+    assert "the error rate of payments began to climb about 30 minutes ago, from 0.1% to 12% now" in first
+    assert "the rollout falls within that climb (it was half-way up about 20 minutes ago)" in first
+    assert "so the new version v3.1.0 is the likely cause" in first
 
 
 async def test_a_rollout_after_the_symptom_began_is_not_blamed(serve: Serve) -> None:

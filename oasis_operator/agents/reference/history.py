@@ -7,8 +7,10 @@ reference agent's investigation, :mod:`.investigating`).
 - when it was rolled out: the deployment controller's ``ScalingReplicaSet`` Events about it or its
   ReplicaSets (their timestamps), and an annotation of the Deployment that dates its last deploy
   ("... 25 minutes ago");
-- when a symptom series (an error rate, a latency) left its earlier level: its onset;
-- which rollout came last before that onset, within an hour of it: the change to suspect first.
+- when a symptom series (an error rate, a latency) left its earlier level and when it was half-way up:
+  its onset, known only as finely as the series is sampled;
+- which rollout came last before the symptom was half-way up, no more than an hour before it began to
+  climb: the change to suspect first.
 
 Nothing here knows a scenario; the data decide. Pure: no I/O, no clock (``now`` is given).
 """
@@ -41,9 +43,11 @@ _UNITS = {"second": 1, "sec": 1, "s": 1, "minute": 60, "min": 60, "m": 60, "hour
 _UNITS |= {"day": 86400, "d": 86400}
 #: Series whose rise is a symptom (what the operator complains about), by name.
 SYMPTOM = re.compile(r"(?i)error|5xx|fail|latency|duration|timeout")
-#: A rise is a departure of at least this share of the way from the earlier level to the peak...
-RISE_SHARE = 0.2
-#: ... to a peak at least this many times the earlier level (a level of zero: any rise).
+#: A series has left its earlier level once it is this share of the way up to its peak...
+QUIET_SHARE = 0.1
+#: ... and is clearly up once it is half-way.
+HALF_WAY = 0.5
+#: A rise counts only to a peak at least this many times the earlier level (a level of zero: any rise).
 RISE_FACTOR = 2.0
 #: How long before a symptom's onset a change is still suspected of it.
 SUSPECT_WINDOW = 3600.0
@@ -98,11 +102,13 @@ class History:
 
 @dataclass(frozen=True)
 class Onset:
-    """When a series left its earlier level, and the levels before and now."""
+    """When a series began to climb (its last point still at the earlier level), when it was half-way
+    up to its peak, and the levels before and now."""
 
     name: str
     subject: str
-    at: float
+    start: float
+    half: float
     before: float
     now: float
 
@@ -206,22 +212,25 @@ def symptom_series(name: str) -> bool:
 
 
 def onset(name: str, subject: str, points: Sequence[tuple[float, float]]) -> Onset | None:
-    """When the series rose from its earlier level (its first point) towards its peak: the first point
-    at least :data:`RISE_SHARE` of the way up, to a peak at least :data:`RISE_FACTOR` times the earlier
-    level. None when it did not rise so."""
+    """How the series rose from its earlier level (its first point) towards its peak, when the peak is
+    at least :data:`RISE_FACTOR` times that level: the last point before it was :data:`QUIET_SHARE` of
+    the way up (it began to climb after it) and the first point half-way up. None when it did not rise so."""
     if len(points) < 2:
         return None
     base = points[0][1]
     peak = max(v for _, v in points)
     if peak <= base or (base > 0 and peak < base * RISE_FACTOR):
         return None
-    threshold = base + RISE_SHARE * (peak - base)
-    at = next(t for t, v in points if v >= threshold)
-    return Onset(name, subject, at, base, points[-1][1])
+    quiet = base + QUIET_SHARE * (peak - base)
+    moved = next(i for i, (_, v) in enumerate(points) if v > quiet)
+    start = points[max(0, moved - 1)][0]
+    half = next(t for t, v in points if v >= base + HALF_WAY * (peak - base))
+    return Onset(name, subject, start, half, base, points[-1][1])
 
 
-def preceding(changes: Sequence[Change], at: float, slack: float) -> Change | None:
-    """The last change at most ``slack`` seconds after ``at`` (how finely the onset is known) and at
-    most :data:`SUSPECT_WINDOW` before it; one an Event records before one an annotation claims."""
-    fits = [c for c in changes if at - SUSPECT_WINDOW <= c.at <= at + slack]
+def preceding(changes: Sequence[Change], began: Onset, slack: float) -> Change | None:
+    """The last change before the symptom was half-way up (``slack`` seconds later at most: how finely
+    the times are known) and at most :data:`SUSPECT_WINDOW` before it began to climb; one an Event
+    records before one an annotation claims."""
+    fits = [c for c in changes if began.start - SUSPECT_WINDOW <= c.at <= began.half + slack]
     return max(fits, key=lambda c: (c.recorded, c.at), default=None)

@@ -12,8 +12,8 @@ else each service's recent traces). It interprets each read (:mod:`.signals`), s
 against the last rollout before it, correlates them into one cause with the evidence for it and its
 confidence (a cause seen failing ranks before one inferred from timing), and answers: the cause, the
 chain of hops from the symptom to it, the evidence by signal, the noise it set aside, the fix it
-recommends; it escalates when it has no
-specific cause, and asks for approval instead of changing a production-classified namespace. It
+recommends; it escalates when it has no specific cause, and asks for approval instead of changing a
+production-classified namespace. It
 changes nothing itself, but for two cases, both only when the operator asked it to fix or handle the
 problem: a pod crash-looping on an error its own log calls transient, in a namespace explicitly
 labelled non-production (then it restarts that pod and checks it again); and a workload the prompt
@@ -270,10 +270,15 @@ def _rollouts(f: Findings, histories: Sequence[H.History], now: float) -> None:
         h = by_name.get(series.subject) or (histories[0] if len(histories) == 1 else None)
         if began is None or h is None:
             continue
-        change = H.preceding(h.changes, began.at, ONSET_SLACK)
+        change = H.preceding(h.changes, began, ONSET_SLACK)
         if change is None:
             continue
         what = series.name.replace("_", " ")
+        relation = (
+            "came just before it began"
+            if change.at <= began.start + ONSET_SLACK
+            else f"falls within that climb (it was half-way up about {H.ago_text(now - began.half)} ago)"
+        )
         image = "/".join(h.current) or "?"
         tags = "/".join(i.rpartition(":")[2] for i in h.current if ":" in i) or image
         before = h.previous
@@ -282,8 +287,9 @@ def _rollouts(f: Findings, histories: Sequence[H.History], now: float) -> None:
             f"rollout:{h.workload}",
             f"the rollout of {image} to deployment/{h.workload} about {H.ago_text(now - change.at)} ago"
             + (f" (replacing {rollback})" if rollback else "")
-            + f": the {what} of {h.workload} started rising right after it, about {H.ago_text(now - began.at)} "
-            f"ago, so the new version {tags} is the likely cause",
+            + f": the {what} of {h.workload} began to climb about {H.ago_text(now - began.start)} ago, from "
+            f"{S.value_text(series.name, began.before)} to {S.value_text(series.name, began.now)} now, and the "
+            f"rollout {relation}, so the new version {tags} is the likely cause",
             (
                 f"roll deployment/{h.workload} back to {rollback} (kubectl rollout undo deployment/{h.workload}) "
                 f"and watch the {what} return to its earlier level; then find what in {tags} fails before "
@@ -304,8 +310,8 @@ def _rollouts(f: Findings, histories: Sequence[H.History], now: float) -> None:
         f.evidence.append(
             S.Evidence(
                 S.METRICS,
-                f"the {what} of {h.workload} started rising about {H.ago_text(now - began.at)} ago, after that "
-                f"rollout: {S.value_text(series.name, began.before)} before, "
+                f"the {what} of {h.workload} was at {S.value_text(series.name, began.before)} until about "
+                f"{H.ago_text(now - began.start)} ago, half-way up about {H.ago_text(now - began.half)} ago, "
                 f"{S.value_text(series.name, began.now)} now",
                 cause,
                 h.workload,
