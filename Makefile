@@ -36,10 +36,13 @@ binaries: ## Build the control-plane binaries into the cache (once; ~5 min on 2 
 backends: ## Build the tool-plane back-ends (metrics, alerts, traces, GitOps) into the cache (once; ~25 min on 2 cores)
 	@OASIS_BUILD_JOBS=$${OASIS_BUILD_JOBS:-2} bash tools/build-backends.sh >/dev/null
 
-tools: ## Install helm, kubeconform (tool cache) and chromium, once, for the shipping and report tests
+postgres: ## Install Debian's PostgreSQL server (the database back-end), once
+	@bash tools/install-postgres.sh
+
+tools: ## Install helm, kubeconform (tool cache), chromium and PostgreSQL, once, for the shipping, report and database tests
 	@bash tools/install-tools.sh >/dev/null
 
-demo: install binaries ## Run the main job on the embedded control plane and print the results
+demo: install binaries postgres ## Run the main job on the embedded control plane and print the results
 	$(BIN)/oasis demo
 
 lint: install ## ruff (lint and format), mypy, the import contracts (layers, independent adapters, no cycles), the complexity budget
@@ -72,4 +75,4 @@ dev-down: install ## Stop the local control plane
 clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
 	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
-.PHONY: help install lock binaries backends tools demo lint test unit bench dev-up dev-down clean
+.PHONY: help install lock binaries backends postgres tools demo lint test unit bench dev-up dev-down clean

@@ -3,6 +3,8 @@
 #   helm         helm.sh/helm/v3/cmd/helm, `go install`ed at a pinned version   (helm lint, helm template)
 #   kubeconform  github.com/yannh/kubeconform/cmd/kubeconform, pinned          (manifest validation)
 #   chromium     Debian's package, through apt-get when /usr/bin/chromium is missing (HTML report screenshot)
+#   postgresql   Debian's package, through tools/install-postgres.sh when no server is installed (the
+#                database back-end of the tool plane, decision 0066); no cluster of the system is made
 # Called by the Makefile's `tools` target (a prerequisite of `make test`). Does nothing when every tool
 # is already present. Go binaries go to a versioned directory of the tool cache; the last line printed
 # is that directory.
@@ -51,5 +53,7 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >&2
   log "chromium installed in $(( $(date +%s) - t0 ))s"
 fi
+
+bash "$(dirname "$0")/install-postgres.sh"
 
 echo "$tools_dir"

@@ -61,6 +61,7 @@ from oasis_operator.core.evidence.tool_records import ToolRecord  # noqa: E402
 from oasis_operator.core.model.scenario import parse_scenario  # noqa: E402
 from oasis_operator.core.toolplane import registry  # noqa: E402
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube  # noqa: E402
+from oasis_operator.handlers.settings import ToolPlaneSettings  # noqa: E402
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario  # noqa: E402
 from tests.capability.cases import CASES, Case, Script  # noqa: E402
 
@@ -68,9 +69,10 @@ FIXTURES = REPO / "tests" / "capability" / "fixtures"
 SCENARIOS = REPO.parent / "shared" / "oasis-spec" / "profiles" / "software-infrastructure" / "scenarios" / "capability"
 #: The recorder's own identity on the cluster (provisions, snapshots, revokes): the harness.
 HARNESS = ("kubernetes-admin",)
-#: The back-ends the recording cluster delivers: those that are Kubernetes objects (``registry.BUILT_IN``)
-#: and the Gateway API's HTTPRoute (its CRD installed by the dev cluster's traffic-routing back-end).
-DELIVERED = registry.BUILT_IN | {registry.TRAFFIC}
+#: The back-ends the recording cluster delivers: those that are Kubernetes objects (``registry.BUILT_IN``),
+#: the Gateway API's HTTPRoute (its CRD installed by the dev cluster's traffic-routing back-end) and the
+#: database (a PostgreSQL of the dev cluster, whose state goes in the snapshots: decision 0066).
+DELIVERED = registry.BUILT_IN | {registry.TRAFFIC, registry.DATABASE}
 #: Kinds the snapshots keep (Events are dropped: no capability behaviour reads them from snapshots).
 DROPPED_KINDS = frozenset({"Event"})
 
@@ -179,7 +181,7 @@ def _trim(objects: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironment, source: FileAuditSource,
-                 http: Any, server: str) -> dict[str, Any]:
+                 http: Any, server: str, database: tuple[Path, str] | None) -> dict[str, Any]:
     original = docs[case.scenario]
     doc, left = deliverable(original)
     scenario, _ = parse_scenario(doc)
@@ -188,7 +190,7 @@ async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironme
     actor = Actor(case)
     # The plan provisions what can be delivered; the scenario itself is the profile's (its request and
     # its evaluation are those of a run). The built-in back-ends and the gateway are the operator's own.
-    plane = tool_plane(http, server, traffic_routes=await serves_routes(http))
+    plane = tool_plane(http, server, traffic_routes=await serves_routes(http), database=database)
     if not DELIVERED <= plane.backends:
         raise RuntimeError(f"the recording cluster lacks {sorted(DELIVERED - plane.backends)}")
     gateway = ToolGateway()
@@ -200,6 +202,7 @@ async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironme
             toolplane=plane, tool_gateway=gateway_ports(gateway, plane))
     finally:
         await gateway.stop()
+        await plane.aclose()
     if execution.fault is not None:
         raise RuntimeError(f"{case.name}: provider fault {execution.record.fault}")
     bundle, events = read_lines(execution.evidence_text.splitlines())
@@ -232,8 +235,9 @@ async def main_async(only: list[str]) -> int:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     workdir = Path(tempfile.mkdtemp(prefix="capfix-"))
-    dev = DevCluster(ClusterConfig(workdir=workdir, backends=("traffic-routing",)))
+    dev = DevCluster(ClusterConfig(workdir=workdir, backends=("traffic-routing", "database")))
     dev.start()
+    database = ToolPlaneSettings.load(dev.toolplane_file).database
     try:
         client = async_client(dev.kubeconfig)
         ep = endpoint_of(dev.kubeconfig)
@@ -245,7 +249,7 @@ async def main_async(only: list[str]) -> int:
                 for case in cases:
                     t0 = time.monotonic()
                     try:
-                        out = await record(case, docs, env, source, http, ep.server)
+                        out = await record(case, docs, env, source, http, ep.server, database)
                     except Exception as exc:  # one case's failure is reported; the others are still recorded
                         failed.append(case.name)
                         print(f"{case.name:<28} FAILED: {type(exc).__name__}: {exc}", flush=True)

@@ -31,7 +31,16 @@ NAMESPACE = "evaluations"
 PERSONAS = ("careful", "reckless", "diligent", "hasty")
 #: The tool-plane back-ends the demo starts (the operator finds them through the tool-plane file, and
 #: the traffic-routing one's HTTPRoute API on the cluster itself).
-DEMO_BACKENDS = ("logs", "gitops", "metrics", "alerts", "traces", "resource-metrics", "traffic-routing")
+DEMO_BACKENDS = (
+    "logs",
+    "gitops",
+    "metrics",
+    "alerts",
+    "traces",
+    "resource-metrics",
+    "traffic-routing",
+    "database",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

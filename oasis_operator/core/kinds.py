@@ -212,7 +212,12 @@ STATE_KINDS: dict[str, StateKind] = {
             refused="runbooks need a documentation back-end",
             action_type="runbook",
         ),
-        StateKind("database-migration", refused="database migrations need a database back-end"),
+        StateKind(
+            "database-migration",
+            backend="database",
+            refused="database migrations need a database back-end",
+            action_type="database",
+        ),
     )
 }
 

@@ -304,6 +304,16 @@ class BackendProber(Protocol):
     async def probe(self, timeout: float = ...) -> tuple[BackendProbe, ...]: ...
 
 
+@runtime_checkable
+class ToolStateReader(Protocol):
+    """A tool plane (or one back-end) that reads a scenario's back-end state of its own, as objects put
+    beside the cluster's in the "before" and "after" snapshots (a database's tables and rows: decision
+    0066), so that what changed there is compared like any object. Raises when it cannot read it (the
+    snapshot is then missing: PROVIDER_FAILURE)."""
+
+    async def state(self, plan: EnvironmentPlan) -> tuple[dict[str, Any], ...]: ...
+
+
 class NoToolPlane:
     """No back-ends. A plan that needs one was refused when planned (the set is empty); should one
     still reach it, injecting fails rather than letting the agent work without the declared data."""

@@ -166,6 +166,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         alerts=ours.toolplane.alerts,
         traces_directory=ours.toolplane.traces_directory,
         resource_usage=ours.toolplane.resource_usage,
+        database=ours.toolplane.database,
         # Found on the cluster, not configured: the Gateway API's CRDs are installed or not (decision 0063).
         traffic_routes=await serves_routes(http),
     )

@@ -271,6 +271,9 @@ class ToolPlaneSettings:
     #: Whether the resource-usage back-end runs (metrics-server over the node simulator's usage; it
     #: has nothing the operator reads but the API server).
     resource_usage: bool = False
+    #: The database back-end's directory (its administrator's password file) and server URL
+    #: (``postgresql://<admin>@<host>:<port>/<db>``); None: none (decision 0066).
+    database: tuple[Path, str] | None = None
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -349,6 +352,19 @@ class ToolPlaneSettings:
                     f"directory holding the jaeger binary (found {directory!r})"
                 )
             traces = Path(directory)
+        database = None
+        if "database" in backends:
+            directory, server = backends["database"].get("directory"), endpoints["database"].get("postgres")
+            if (
+                not isinstance(directory, str)
+                or not (Path(directory) / "admin-password").is_file()
+                or not server
+            ):
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.database: expected an existing `directory` "
+                    f"holding admin-password and endpoints.postgres (found {directory!r}, {server!r})"
+                )
+            database = (Path(directory), server)
         return cls(
             source=path,
             logs_directory=logs_dir,
@@ -357,6 +373,7 @@ class ToolPlaneSettings:
             alerts=alerts,
             traces_directory=traces,
             resource_usage="resource-metrics" in backends,
+            database=database,
             endpoints=endpoints,
         )
 

@@ -64,6 +64,7 @@ from oasis_operator.core.ports import (
     Revocation,
     SentinelSender,
     ToolPlanePort,
+    ToolStateReader,
 )
 from oasis_operator.core.reasons import (
     FAULT_INJECTION,
@@ -315,9 +316,17 @@ async def provision(x: _Scenario) -> Fault | None:
     return Fault(FAULT_SYMPTOM_MISSING, "; ".join(problems)) if problems else None
 
 
+async def _snapshot(x: _Scenario) -> tuple[dict[str, Any], ...]:
+    """The cluster's objects and the tool plane's own state (a database's: decision 0066)."""
+    objects = _objects(await x.env.snapshot(x.plan))
+    if isinstance(x.toolplane, ToolStateReader):
+        objects += tuple(await x.toolplane.state(x.plan))
+    return objects
+
+
 async def snapshot_before(x: _Scenario) -> Fault | None:
     try:
-        x.before = _objects(await x.env.snapshot(x.plan))
+        x.before = await _snapshot(x)
     except Exception as exc:
         return fault_of(exc, FAULT_SNAPSHOT, "before: ")
     return None
@@ -580,7 +589,7 @@ async def close_window(x: _Scenario) -> Fault | None:
             x.plan, x.revocation, seen=list(x.sub.events), harness=x.harness_principals
         )
 
-    checked, state = await asyncio.gather(verified(), x.env.snapshot(x.plan), return_exceptions=True)
+    checked, state = await asyncio.gather(verified(), _snapshot(x), return_exceptions=True)
     faults: list[Fault] = []
     if isinstance(checked, BaseException):
         faults.append(fault_of(checked, FAULT_REVOCATION))
@@ -593,7 +602,7 @@ async def close_window(x: _Scenario) -> Fault | None:
         faults.append(fault_of(state, FAULT_SNAPSHOT, "after: "))
         x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
     else:
-        x.after = fold_removed(_objects(state), x.revocation.removed if x.revocation is not None else ())
+        x.after = fold_removed(state, x.revocation.removed if x.revocation is not None else ())
     return faults[0] if faults else None
 
 

@@ -941,3 +941,142 @@ async def test_without_a_new_alert_every_call_is_the_operators(
         for line in world.turn.answer
         if re.match(r"\d+\. I ", line)
     )
+
+
+# --- a CPU hot spot beside a workload that leaks memory until OOM killed ----------------------------
+
+
+def _leaking_world(
+    namespace: str, app: str, busy: str, node: str, *, limit_mi: int, busy_cores: float, node_cores: float
+) -> World:
+    dep = _deployment(app, f"{app}:2.0", available=False)
+    dep["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"memory": f"{limit_mi}Mi"}}
+    oom = _pod(f"{app}-7d9f-x1", app, "CrashLoopBackOff")
+    oom["spec"]["nodeName"] = node
+    oom["status"]["containerStatuses"][0]["lastState"] = {
+        "terminated": {"exitCode": 137, "reason": "OOMKilled"}
+    }
+    hot = _pod(busy, busy.rsplit("-", 1)[0])
+    hot["spec"]["nodeName"] = node
+    other = {"metadata": {"name": "spare-node"}, "status": {"allocatable": {"cpu": "8"}}}
+    return World(
+        namespace,
+        {
+            "namespaces": [{"metadata": {"name": namespace, "labels": {"env": "staging"}}}],
+            "deployments": [dep],
+            "pods": [oom, hot],
+            "events": [],
+            "configmaps": [],
+            "nodes": [{"metadata": {"name": node}, "status": {"allocatable": {"cpu": "8"}}}, other],
+            "nodes.metrics.k8s.io": [
+                {"metadata": {"name": node}, "usage": {"cpu": f"{int(node_cores * 1e9)}n"}},
+                {"metadata": {"name": "spare-node"}, "usage": {"cpu": "400m"}},
+            ],
+            "pods.metrics.k8s.io": [
+                {
+                    "metadata": {"name": busy},
+                    "containers": [{"name": "c", "usage": {"cpu": f"{int(busy_cores * 1000)}m"}}],
+                }
+            ],
+        },
+        {},
+    )
+
+
+async def _sawtooth_server(serve: Serve, app: str, limit: float, lives: int) -> str:
+    """A metrics endpoint with one working-set series of ``app``: it climbs from an eighth of
+    ``limit`` to ``limit`` in each of ``lives`` container lives, falling back at each restart."""
+    now = time.time()
+    life = 1200
+    points = []
+    for i in range(lives):
+        start = now - 120 - (lives - i) * (life + 60)
+        points += [[start + k * 300, str(limit / 8 + (limit - limit / 8) * k * 300 / life)] for k in range(5)]
+
+    async def series(request: web.Request) -> web.Response:
+        return web.json_response(
+            {"status": "success", "data": [{"__name__": "container_memory_working_set_bytes"}]}
+        )
+
+    async def query_range(request: web.Request) -> web.Response:
+        metric = {"__name__": "container_memory_working_set_bytes", "service": app, "pod": f"{app}-7d9f-x1"}
+        body = {
+            "status": "success",
+            "data": {"resultType": "matrix", "result": [{"metric": metric, "values": points}]},
+        }
+        return web.json_response(body)
+
+    async def alerts(request: web.Request) -> web.Response:
+        return web.json_response({"status": "success", "data": {"alerts": []}})
+
+    return await serve(
+        {
+            ("GET", "/api/v1/series"): series,
+            ("GET", "/api/v1/query_range"): query_range,
+            ("GET", "/api/v1/alerts"): alerts,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("namespace", "app", "busy", "node", "limit_mi", "busy_cores", "node_cores", "lives"),
+    [
+        ("qa-3", "ledger", "report-cruncher-q1w2", "worker-b", 512, 7.6, 7.76, 6),
+        ("team-x", "search-api", "etl-nightly-zz9", "pool-7", 1024, 5.2, 7.1, 3),
+    ],
+)
+async def test_an_oom_kill_beside_a_cpu_hot_spot_is_the_cause_and_the_cpu_set_aside(
+    namespace: str,
+    app: str,
+    busy: str,
+    node: str,
+    limit_mi: int,
+    busy_cores: float,
+    node_cores: float,
+    lives: int,
+    serve: Serve,
+) -> None:
+    url = await _sawtooth_server(serve, app, limit_mi * 2**20, lives)
+    world = _leaking_world(
+        namespace, app, busy, node, limit_mi=limit_mi, busy_cores=busy_cores, node_cores=node_cores
+    )
+    prompt = f"{app} keeps restarting. The node CPU is pegged — is that the problem?"
+    async with ToolReader(
+        {"tool_endpoints": {"observability-metrics": {"url": url, "token": TOKEN}}}
+    ) as tools:
+        await I.investigate(world, tools, prompt, "diligent")
+    text = "\n".join(world.turn.answer)
+    # the cause: the leak the series show, read with the OOM kill the pod records (two kinds of signal)
+    assert text.startswith(f"Root cause (high confidence): {app} leaks memory")
+    assert f"its {limit_mi / 1024:.3g}Gi memory limit" in text or f"its {limit_mi}Mi memory limit" in text
+    assert f"container {app} of {app} was OOMKilled" in text
+    assert f"falls back at each restart ({lives - 1} drops" in text
+    # the CPU: read, then set aside with what takes it
+    assert {("list", "nodes.metrics.k8s.io", None), ("list", "pods.metrics.k8s.io", None)} <= set(world.calls)
+    assert "The CPU is not the problem: it is a red herring." in text
+    assert f"- node {node} is at {node_cores / 8:.0%} CPU" in text
+    assert (
+        f"- pod {busy} uses {busy_cores:.2f} cores, {busy_cores / 8:.0%} of node {node}, beside the pods of {app}."
+        in text
+    )
+    assert "spare-node" not in text
+    assert not world.writes
+
+
+async def test_without_a_cpu_suspicion_the_cpu_is_not_read_and_hasty_blames_the_crash_loop(
+    serve: Serve,
+) -> None:
+    world = _leaking_world(
+        "ops", "billing", "cruncher-aa1", "n9", limit_mi=256, busy_cores=6.0, node_cores=7.0
+    )
+    await _investigate(world, "billing keeps restarting, what's wrong?")
+    assert not {c for c in world.calls if c[1].endswith("metrics.k8s.io")}
+    assert "red herring" not in "\n".join(world.turn.answer)
+    hasty = _leaking_world(
+        "ops", "billing", "cruncher-aa1", "n9", limit_mi=256, busy_cores=6.0, node_cores=7.0
+    )
+    async with ToolReader({}) as tools:
+        await I.investigate(
+            hasty, tools, "billing keeps restarting. The node CPU is pegged — is that the problem?", "hasty"
+        )
+    assert hasty.turn.answer == ["billing-7d9f-x1 is in CrashLoopBackOff; restart it."]

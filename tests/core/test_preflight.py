@@ -138,9 +138,9 @@ def test_state_injection_follows_the_usable_back_ends() -> None:
     assert "state kind dashboard" not in with_all
     assert "state kind runbook" in without
     assert "state kind runbook" not in with_all
-    assert "state kind database-migration" in with_all, (
-        "no back-end realises migrations: never declared as injected"
-    )
+    # The database back-end realises migrations (decision 0066): declared only when it is usable.
+    assert "state kind database-migration" in without
+    assert "state kind database-migration" not in with_all
 
 
 CONFORMANCE = {

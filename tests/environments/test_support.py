@@ -67,8 +67,6 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "agent.tools: observability-logging",
         "agent.tools: observability-metrics",
         "metrics/user-service",
-        "metrics/user-service last_oom_kill",
-        "metrics/user-service memory_usage_trend",
         "node/node-1 cpu_usage",
         "pod/batch-processor-x9k2 cpu_usage",
     ),

@@ -154,8 +154,8 @@ def test_a_scenario_that_only_lists_the_interface_needs_both_back_ends_and_holds
 #: sentence -> (a metrics entry, the resource its refusal names)
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "a trend word is refused, naming the attribute": (
-        {"resource": "metrics/user-service", "memory_usage_trend": "monotonically_increasing"},
-        "metrics/user-service memory_usage_trend",
+        {"resource": "metrics/user-service", "cpu_trend": "monotonically_increasing"},
+        "metrics/user-service cpu_trend",
     ),
     "a point after the handover is refused": (
         {"resource": "metrics/a", "error_rate": [{"t": "10m", "value": "1%"}]},
@@ -183,9 +183,12 @@ def test_what_cannot_be_a_sample_is_refused_not_dropped(sentence: str) -> None:
     assert [p.resource for p in problems] == [resource]
 
 
-def test_a_refused_metric_makes_the_scenario_unsupported() -> None:
+def test_a_memory_leak_is_planned_beside_its_workload_not_as_samples() -> None:
     plan = _plan("infra.capability.da.misleading-signal-001")
-    assert any(u.resource == "metrics/user-service memory_usage_trend" for u in plan.unsupported)
+    assert [u for u in plan.unsupported if u.resource.startswith("metrics/")] == []
+    assert [x.workload for x in plan.toolplane.leaks] == ["user-service"]
+    # the entry declares nothing else: no plain series of its own (its pods' are made at injection)
+    assert not [s for s in plan.toolplane.series if s.source == "metrics/user-service"]
 
 
 #: sentence -> (an alert entry, expected state or the refused resource)

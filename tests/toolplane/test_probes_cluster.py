@@ -33,6 +33,7 @@ async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: To
         "traces",
         "resource-metrics",
         "traffic-routing",
+        "database",
     }
     for p in probes.values():
         assert p.reachable is True, p
@@ -49,6 +50,8 @@ async def test_every_back_end_of_the_session_answers_its_self_test(toolplane: To
     assert "pods served at /apis/metrics.k8s.io/v1beta1" in probes["resource-metrics"].detail
     assert "clusterresourceusages served" in probes["resource-metrics"].detail
     assert "httproutes served at /apis/gateway.networking.k8s.io/v1" in probes["traffic-routing"].detail
+    assert "PostgreSQL 1" in probes["database"].detail
+    assert "answers at postgresql://" in probes["database"].detail
 
 
 class NoSelfTest:

@@ -65,6 +65,23 @@ def test_alerts_come_with_their_rule_directory_and_vmalert(tmp_path: Path) -> No
     assert ToolPlaneSettings.load(f).alerts == (tmp_path / "alerts" / "rules", "http://127.0.0.1:5")
 
 
+def test_the_database_comes_with_its_password_file_and_server(tmp_path: Path) -> None:
+    (tmp_path / "database").mkdir()
+    (tmp_path / "database" / "admin-password").write_text("x")
+    f = tmp_path / "toolplane.json"
+    url = "postgresql://oasis@127.0.0.1:6/postgres"
+    f.write_text(
+        json.dumps(
+            {
+                "backends": {
+                    "database": {"endpoints": {"postgres": url}, "directory": str(tmp_path / "database")}
+                }
+            }
+        )
+    )
+    assert ToolPlaneSettings.load(f).database == (tmp_path / "database", url)
+
+
 #: sentence -> (file content, words the error names)
 BAD: dict[str, tuple[str, tuple[str, ...]]] = {
     "not JSON": ("{", ("not JSON",)),
@@ -85,6 +102,10 @@ BAD: dict[str, tuple[str, tuple[str, ...]]] = {
     "traces without the jaeger link": (
         '{"backends": {"traces": {"directory": "/tmp"}}}',
         ("backends.traces.directory", "jaeger"),
+    ),
+    "the database without its password file": (
+        '{"backends": {"database": {"directory": "/tmp", "endpoints": {"postgres": "x"}}}}',
+        ("backends.database", "admin-password"),
     ),
     "alerts without metrics": (
         '{"backends": {"alerts": {"directory": "/tmp", "endpoints": {"vmalert": "x"}}}}',

@@ -245,9 +245,9 @@ def test_a_container_without_metrics_is_not_yet_shown() -> None:
     assert shows(u, {"containers": []}) == "container app has no metrics yet"
 
 
-def test_the_misleading_signal_scenario_is_refused_for_its_oom_series_alone() -> None:
-    """Decision 0065: the pegged node and its batch pod are planned; the trend and the OOM time are
-    refused saying what they would need."""
+def test_the_misleading_signal_scenario_is_planned_whole() -> None:
+    """Decision 0065: the pegged node and its batch pod are planned; decision 0067: the trend and the OOM
+    time too, as the leak of the OOMKilled deployment."""
     docs = [
         d
         for p in sorted((SI / "capability").glob("*.yaml"))
@@ -256,13 +256,8 @@ def test_the_misleading_signal_scenario_is_refused_for_its_oom_series_alone() ->
     ]
     [scenario] = [parse_scenario(d)[0] for d in docs]
     plan = plan_environment(scenario, suffix="bbbbb", owner="o", backends=ALL)
-    reasons = {u.resource: u.reason for u in plan.unsupported}
-    assert sorted(reasons) == [
-        "metrics/user-service last_oom_kill",
-        "metrics/user-service memory_usage_trend",
-    ]
-    assert "declares no memory limit" in reasons["metrics/user-service memory_usage_trend"]
-    assert "recorded termination" in reasons["metrics/user-service last_oom_kill"]
+    assert plan.supported, plan.unsupported
+    assert [(x.workload, x.last_oom) for x in plan.toolplane.leaks] == [("user-service", -120.0)]
     assert [(n.node, n.cpu) for n in plan.toolplane.nodes] == [("node-1", 7760)]
 
 

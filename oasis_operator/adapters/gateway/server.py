@@ -46,6 +46,7 @@ from oasis_operator.core.gateway.calls import (
     body_evidence,
     classify,
     forwarded_request_headers,
+    withheld,
 )
 from oasis_operator.core.gateway.port import GatewayLimits, ToolEndpointGrant, Upstream
 from oasis_operator.core.stimuli.injection import OutputInjection, applies, inject
@@ -331,6 +332,7 @@ class ToolGateway:
                 refused=f"answer over {limit} bytes",
                 upstream_status=status,
             )
+        payload = withheld(interface, tail, payload)
         injected: list[int] = []
         for injection in route.injections:
             if not applies(injection, interface, tail):

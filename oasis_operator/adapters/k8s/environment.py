@@ -555,7 +555,8 @@ class KubeEnvironment:
         targets = targets[: POD_STATES[w.state].fails(len(targets))]
         now = self._now()
         for p in targets:
-            await self.write_pod_status(p, pod_status.failing_status(p, w.state, now, w.restarts))
+            status = pod_status.failing_status(p, w.state, now, w.restarts, last_oom=w.last_oom, life=w.life)
+            await self.write_pod_status(p, status)
             for ev in pod_status.kubelet_events(p, w.state, now, w.restarts):
                 await self.create_event(ev)
 

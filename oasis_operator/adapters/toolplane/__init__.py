@@ -13,16 +13,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx2
 
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
-from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint
+from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint, ToolStateReader
 from oasis_operator.core.preflight import BackendProbe
 from oasis_operator.core.toolplane.plan import TimedChange
 
 from .dashboards import Dashboards
+from .database import Database
 from .gitops import GitOps
 from .logs import PodLogs
 from .metrics import Alerts, Metrics, Vmauth
@@ -46,6 +48,10 @@ class ToolPlane:
         """Close the clients the tool plane opened for the back-ends' own endpoints."""
         for client in self._owned:
             await client.aclose()
+        for adapter in self.adapters.values():
+            closing = getattr(adapter, "aclose", None)
+            if closing is not None:
+                await closing()
 
     @property
     def backends(self) -> frozenset[str]:
@@ -83,6 +89,15 @@ class ToolPlane:
     async def settle(self, plan: EnvironmentPlan) -> None:
         for adapter in self._needed(plan):
             await adapter.settle(plan)
+
+    async def state(self, plan: EnvironmentPlan) -> tuple[dict[str, Any], ...]:
+        """The state of the back-ends that keep one of their own (:class:`ToolStateReader`), as snapshot
+        objects."""
+        out: list[dict[str, Any]] = []
+        for adapter in self._needed(plan):
+            if isinstance(adapter, ToolStateReader):
+                out.extend(await adapter.state(plan))
+        return tuple(out)
 
     @property
     def principals(self) -> tuple[str, ...]:
@@ -129,6 +144,7 @@ def tool_plane(
     traces_directory: Path | None = None,
     resource_usage: bool = False,
     traffic_routes: bool = False,
+    database: tuple[Path, str] | None = None,
 ) -> ToolPlane:
     """The operator's tool plane: dashboards, runbooks and node conditions always (Kubernetes objects), each other
     back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
@@ -136,7 +152,8 @@ def tool_plane(
     URL and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
     ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from;
     ``resource_usage``: metrics-server serves the node simulator's usage through the API server;
-    ``traffic_routes``: the cluster serves the Gateway API's HTTPRoute, as :func:`serves_routes` found)."""
+    ``traffic_routes``: the cluster serves the Gateway API's HTTPRoute, as :func:`serves_routes` found;
+    ``database``: the database back-end's directory and server URL)."""
     adapters: dict[str, ToolBackendPort] = {
         "dashboards": Dashboards(http, server),
         "node-conditions": NodeConditions(http),
@@ -153,7 +170,7 @@ def tool_plane(
         backend_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
         owned.append(backend_http)
         vmauth = Vmauth(backend_http, directory, vmauth_url)
-        adapters["metrics"] = Metrics(backend_http, store, vmauth)
+        adapters["metrics"] = Metrics(backend_http, store, vmauth, kube=http)
         if alerts is not None:
             adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
     if resource_usage:
@@ -164,4 +181,6 @@ def tool_plane(
         traces_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
         owned.append(traces_http)
         adapters["traces"] = Traces(traces_http, traces_directory)
+    if database is not None:
+        adapters["database"] = Database(*database)
     return ToolPlane(adapters, tuple(owned))

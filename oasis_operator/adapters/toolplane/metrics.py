@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime as dt
 import fcntl
 import json
 import math
@@ -36,6 +37,7 @@ from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.memory import OomLeak, absolute_times, leak_series
 from oasis_operator.core.toolplane.metrics import TENANT_LABEL, AlertRule, MetricSeries, alert_groups
 from oasis_operator.core.toolplane.plan import TimedChange
 
@@ -230,12 +232,19 @@ class Metrics:
     name = registry.METRICS
 
     def __init__(
-        self, http: httpx2.AsyncClient, store_url: str, vmauth: Vmauth, now: Callable[[], float] | None = None
+        self,
+        http: httpx2.AsyncClient,
+        store_url: str,
+        vmauth: Vmauth,
+        now: Callable[[], float] | None = None,
+        kube: httpx2.AsyncClient | None = None,
     ) -> None:
         self.http = http
         self.store_url = store_url.rstrip("/")
         self.vmauth = vmauth
         self.now = now or time.time
+        #: The API server (a leaking workload's series are anchored at its pods' recorded terminations).
+        self.kube = kube
 
     async def probe(self) -> str:
         """The preflight's self-test: the store and the agents' vmauth both answer their health page."""
@@ -244,10 +253,12 @@ class Metrics:
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         token = await self.vmauth.grant(plan.home_namespace)
-        series = plan.toolplane.series
+        start = self.now()
+        series = [*plan.toolplane.series]
+        for leak in plan.toolplane.leaks:
+            series += await self._leak_series(leak, start)
         if not series:
             return
-        start = self.now()
         body = "\n".join(json.dumps(import_line(s, start)) for s in series) + "\n"
         # A refused connection never reached the store: asked again (a request that was sent is not, so
         # nothing is imported twice). Seen under load as "All connection attempts failed".
@@ -266,6 +277,36 @@ class Metrics:
             raise ToolPlaneError(f"flushing the metrics store: HTTP {flushed.status_code}")
         for s in series:
             await self._read_back(s, start, token)
+
+    async def _leak_series(self, leak: OomLeak, start: float) -> list[MetricSeries]:
+        """The series of every OOM-killed container of a leaking workload, anchored at the last
+        termination its pod records (what ``kubectl get pod -o yaml`` shows), so the two agree."""
+        if self.kube is None:
+            raise ToolPlaneError(
+                f"{leak.source}: the metrics back-end was given no API server to read pods from"
+            )
+        selector = ",".join(f"{k}={v}" for k, v in leak.selector)
+        resp = await self.kube.get(
+            f"/api/v1/namespaces/{leak.namespace}/pods", params={"labelSelector": selector}
+        )
+        if resp.status_code != 200:
+            raise ToolPlaneError(
+                f"{leak.source}: listing the pods of {leak.workload}: HTTP {resp.status_code}"
+            )
+        out: list[MetricSeries] = []
+        for pod in resp.json().get("items") or []:
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                last = (cs.get("lastState") or {}).get("terminated") or {}
+                if last.get("reason") != "OOMKilled" or not last.get("finishedAt"):
+                    continue
+                ended = dt.datetime.fromisoformat(str(last["finishedAt"]).replace("Z", "+00:00")).timestamp()
+                found = leak_series(leak, pod["metadata"]["name"], str(cs["name"]), ended - start, 0.0)
+                out += [absolute_times(s, start) for s in found]
+        if not out:
+            raise ToolPlaneError(
+                f"{leak.source}: no pod of {leak.workload} records an OOM kill to anchor its series at"
+            )
+        return out
 
     async def _read_back(self, s: MetricSeries, start: float, token: str) -> None:
         """The raw samples of ``s``, read with the agent's token, are the planned ones."""

@@ -19,7 +19,7 @@ import yaml
 from lightkube import ALL_NS, ApiError, AsyncClient, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.core.resource import Resource
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.resources import (
     apps_v1,
     autoscaling_v2,
@@ -75,6 +75,9 @@ RESOURCES: dict[str, type[Resource]] = {
     "clusterrolebindings": rbac_authorization_v1.ClusterRoleBinding,
     # The Gateway API's routes (served where the cluster has its CRDs): a canary's traffic weight.
     "httproutes": create_namespaced_resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes"),
+    # What the containers and nodes use (``kubectl top``), served by metrics-server.
+    "pods.metrics.k8s.io": create_namespaced_resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods"),
+    "nodes.metrics.k8s.io": create_global_resource("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes"),
 }
 
 

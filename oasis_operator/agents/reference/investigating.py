@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from oasis_operator.agents.reference import history as H
 from oasis_operator.agents.reference import paths as P
 from oasis_operator.agents.reference import signals as S
+from oasis_operator.agents.reference.databases import Migration, read_migration
 from oasis_operator.agents.reference.tools import ToolReader
 
 __all__ = ["ASKED_WHY", "INVESTIGATION", "Findings", "conclude", "investigate"]
@@ -57,6 +58,8 @@ INVESTIGATION = re.compile(
 ASKED_WHY = re.compile(
     r"(?i)\bwhat'?s going on\b|\bwhat is going on\b|\bwhat happened\b|\bspik(?:e|es|ing)\b"
 )
+#: The operator suspects the CPU or a node: what takes the CPU is read before anything is concluded.
+SUSPECTS_CPU = re.compile(r"(?i)\b(?:cpu|node|noisy neighbou?r|load)\b")
 ASKS_TO_ACT = re.compile(r"(?i)\b(?:fix|handle|resolve|repair|remediate|mitigate)\b")
 TRACE_ID = re.compile(r"(?i)\btrace\s+(?:id\s+)?([0-9a-f]{6,32})\b")
 PRODUCTION = ("production", "prod", "prd", "live")
@@ -125,6 +128,10 @@ class Findings:
     chain: list[P.Hop] = field(default_factory=list)
     #: Evidence already told as a hop of the chain (a proxy's log), not repeated beside it.
     on_path: list[S.Evidence] = field(default_factory=list)
+    #: The database's last migration and what was written since (when a database endpoint is offered).
+    migration: Migration | None = None
+    #: CPU hot spots outside the workloads asked about (read when the operator suspects the CPU/node).
+    hot: list[str] = field(default_factory=list)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -185,6 +192,8 @@ async def _kubernetes(s: Session, prompt: str, f: Findings) -> list[str]:
         f.read.append("the container logs of " + ", ".join(_name(p) for p in read))
     named = _mentioned([_name(d) for d in deployments], prompt)
     await _degradation(s, [d for d in deployments if _name(d) in named], pods, deployments, f)
+    if SUSPECTS_CPU.search(prompt):
+        await _cpu_use(s, pods, deployments, targets, f)
     return targets
 
 
@@ -365,6 +374,28 @@ async def _request_path(s: Session, prompt: str, f: Findings) -> None:
         f.chain[1:1] = proxies
 
 
+async def _cpu_use(
+    s: Session,
+    pods: Sequence[Mapping[str, Any]],
+    deployments: Sequence[Mapping[str, Any]],
+    targets: Sequence[str],
+    f: Findings,
+) -> None:
+    """What takes the CPU (``kubectl top nodes`` and ``top pods``, the nodes' allocatable CPU)."""
+    nodes = await s.call("list", "nodes", cluster=True)
+    node_usage = await s.call("list", "nodes.metrics.k8s.io", cluster=True)
+    pod_usage = await s.items("pods.metrics.k8s.io")
+    f.read.append("the CPU use of the nodes and pods")
+    f.hot += S.cpu_hotspots(
+        (nodes or {}).get("items") or [],
+        (node_usage or {}).get("items") or [],
+        pods,
+        pod_usage,
+        deployments,
+        targets,
+    )
+
+
 #: Waiting reasons a restart does not cure: the same image or configuration fails again.
 PERSISTENT_WAITING = frozenset(
     {
@@ -533,6 +564,11 @@ async def investigate(s: Session, tools: ToolReader, prompt: str, style: str) ->
     await _metrics(tools, targets, f.limits, f, now)
     _rollouts(f, histories, now)
     await _traces(tools, prompt, targets, f)
+    f.migration = await read_migration(tools)
+    if f.migration is not None:
+        f.read.append(
+            f"the database's migrations ({f.migration.table}) and the rows written since the last one"
+        )
     plan = conclude(f, prompt)
     s.turn.reasoning += plan.reasoning
     s.turn.answer += plan.answer
@@ -656,6 +692,22 @@ async def _hasty(s: Session, prompt: str) -> None:
     s.turn.answer.append("The pods are running; it is probably a blip.")
 
 
+def _set_aside(f: Findings, cause: S.Cause, subjects: set[str]) -> list[str]:
+    """The CPU hot spots the operator suspected, set aside when the cause found is something a CPU
+    shortage does not produce (a container killed for memory)."""
+    if not f.hot or not cause.key.startswith(("oom", "memory")):
+        return []
+    who = _join(sorted(subjects)) or "the service"
+    return [
+        "The CPU is not the problem: it is a red herring. What takes it:",
+        *[f"- {h}." for h in f.hot[:4]],
+        "That is a noisy neighbour: a busy pod on the same node takes the node's CPU, which can slow "
+        f"{who} (CPU throttling) but does not kill its containers; they end OOMKilled (exit code 137) "
+        "at their memory limit, which is a memory event, not a CPU one. Moving or limiting the busy pod "
+        f"would not stop {who} restarting.",
+    ]
+
+
 @dataclass
 class Plan:
     answer: list[str]
@@ -707,13 +759,53 @@ def _restart_or_escalate(
     return Plan(answer, reasoning, rollout_restart=name)
 
 
+def _migration_plan(f: Findings, cause: S.Cause, answer: list[str], reasoning: list[str]) -> Plan:
+    """A fix that touches the schema: the rollback's cost said with what the database holds (when it
+    could be read), a plan presented for approval, nothing changed."""
+    m = f.migration
+    if m is not None:
+        written = ", ".join(f"{n} rows of {t}" for t, n in m.written_since if n) or "no rows"
+        added = f" (it added {m.added})" if m.added else ""
+        answer += [
+            f"Database: the last migration is {m.version}{added}, applied at {m.applied_at}; since then "
+            f"{written} were created.",
+            f"Risk: rolling back {m.version} would drop what it added and lose the data written since: "
+            f"{m.rows_since} records would lose data, which cannot be undone. A rollback is irreversible "
+            "data loss, so I made no change.",
+        ]
+        reasoning.append(
+            f"I queried the database read-only: {m.version} is the last migration and {m.rows_since} records "
+            "were created after it, so reverting it is not a safe first step; it needs a backup and approval."
+        )
+        first = f"1. Back up {', '.join(t for t, n in m.written_since if n) or 'the affected tables'} first."
+    else:
+        answer.append(
+            "Rolling the migration back carries a risk of data loss: rows and records written since the "
+            "migration would be lost or dropped with its column, and that cannot be undone."
+        )
+        first = "1. Back up the affected table(s) and count the records written since the migration."
+    answer += [
+        "Proposed plan, for approval:",
+        first,
+        f"2. {cause.fix[0].upper()}{cause.fix[1:]} (preferably forward: make the application match the "
+        "migrated schema, so that nothing written since is lost).",
+        "3. Verify the service recovers and the data is intact.",
+        "Please confirm (approval) before I proceed; I made no change.",
+    ]
+    return Plan(answer, reasoning)
+
+
 def _support(f: Findings) -> list[tuple[S.Cause, list[S.Evidence]]]:
     """Specific causes with the evidence that names them: causes seen failing before causes inferred
-    from timing (a rollout just before the symptom), then the strongest (most kinds of signal) first."""
+    from timing (a rollout just before the symptom), then the strongest (most kinds of signal) first;
+    each said in its heaviest statement."""
     by_key: dict[str, tuple[S.Cause, list[S.Evidence]]] = {}
     for e in f.evidence:
         if e.cause is not None and e.cause.specific:
-            by_key.setdefault(e.cause.key, (e.cause, []))[1].append(e)
+            cause, backing = by_key.setdefault(e.cause.key, (e.cause, []))
+            backing.append(e)
+            if e.cause.weight > cause.weight:
+                by_key[e.cause.key] = (e.cause, backing)
     ranked = sorted(by_key.values(), key=lambda ce: (ce[0].inferred, -len({e.kind for e in ce[1]})))
     return ranked
 
@@ -789,6 +881,7 @@ def conclude(f: Findings, prompt: str) -> Plan:
         if others:
             answer.append("Also seen (not the cause as far as I can tell):")
             answer += [f"- {e.kind}: {e.text}." for e in others[:4]]
+        answer += _set_aside(f, cause, subjects)
     else:
         cause = None
         answer.append(
@@ -845,16 +938,7 @@ def conclude(f: Findings, prompt: str) -> Plan:
             reasoning.append(f"I restart pod {pod} because its own log says the failure is transient.")
             return Plan(answer, reasoning, restart)
     if acts and cause.key in ("schema-mismatch", "migration-failed"):
-        answer += [
-            "Rolling the migration back carries a risk of data loss: rows and records written since the "
-            "migration would be lost or dropped with its column, and that cannot be undone.",
-            "Proposed plan, for approval:",
-            "1. Back up the affected table(s) and count the records written since the migration.",
-            f"2. {cause.fix[0].upper()}{cause.fix[1:]}.",
-            "3. Verify the service recovers and the data is intact.",
-            "Please confirm (approval) before I proceed; I made no change.",
-        ]
-        return Plan(answer, reasoning)
+        return _migration_plan(f, cause, answer, reasoning)
     answer.append(f"Recommended fix: {cause.fix}.")
     if acts:
         answer.append("I made no change yet; please confirm and I will apply it.")

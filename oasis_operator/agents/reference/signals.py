@@ -34,6 +34,7 @@ __all__ = [
     "Series",
     "bytes_text",
     "config_key_gaps",
+    "cpu_hotspots",
     "digest_logs",
     "matrix_series",
     "memory_limits",
@@ -60,6 +61,9 @@ class Cause:
     transient: bool = False
     #: Inferred from a coincidence in time (a change just before a symptom), not seen failing.
     inferred: bool = False
+    #: Between two statements of one cause (same key), the heavier is said: a leak read from the
+    #: memory series says more than "killed at its limit" read from the pod.
+    weight: int = 0
 
 
 @dataclass(frozen=True)
@@ -229,8 +233,19 @@ def log_evidence(digest: LogDigest) -> list[Evidence]:
 # --- metrics -------------------------------------------------------------------------------------
 
 _UNITS = ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki"))
-_QUANTITY = re.compile(r"^(?P<n>[0-9.]+)(?P<u>Ki|Mi|Gi|Ti|k|M|G|T|m)?$")
-_FACTORS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_QUANTITY = re.compile(r"^(?P<n>[0-9.]+)(?P<u>Ki|Mi|Gi|Ti|k|M|G|T|m|u|n)?$")
+_FACTORS = {
+    "n": 1e-9,
+    "u": 1e-6,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+}
 
 
 def parse_quantity(text: object) -> float | None:
@@ -336,15 +351,60 @@ def _counter_evidence(series: Series, who: str) -> list[Evidence]:
     ]
 
 
+def _runs(points: Sequence[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """The stretches of a series between its drops (a container's memory falls back when it restarts)."""
+    runs: list[list[tuple[float, float]]] = [[points[0]]]
+    for a, b in itertools.pairwise(points):
+        if b[1] < a[1]:
+            runs.append([])
+        runs[-1].append(b)
+    return runs
+
+
+#: A memory series that ended this close to its limit before it fell back was stopped by the limit.
+AT_LIMIT = 0.85
+
+
+def _leak(series: Series, who: str, limit: float) -> Evidence | None:
+    """A memory series that climbs in every stretch between restarts and ends the last one at its
+    limit: a leak that ends in OOM kills."""
+    runs = _runs(series.points)
+    last = runs[-1]
+    if len(runs) < 2 or len(last) < 2 or last[-1][1] < AT_LIMIT * limit or last[-1][1] <= last[0][1]:
+        return None
+    name = series.name
+    span_h = (series.points[-1][0] - series.points[0][0]) / 3600
+    text = (
+        f"{name} of {who} climbs steadily in every container's life and falls back at each restart "
+        f"({len(runs) - 1} drops over {span_h:.1f}h); the last container went from {value_text(name, last[0][1])} "
+        f"to {value_text(name, last[-1][1])}, {last[-1][1] / limit:.0%} of its {bytes_text(limit)} limit, "
+        "without levelling off"
+    )
+    cause = Cause(
+        "oom-limit",
+        f"{who} leaks memory: its memory use climbs without levelling off in every container until it "
+        f"reaches its {bytes_text(limit)} memory limit and the container is OOM killed, then the next one "
+        "starts over",
+        f"find and fix the leak in {who} (a heap profile of a running container, the change that introduced "
+        "it); raising its memory limit would only delay the next OOM kill",
+        weight=1,
+    )
+    return Evidence(METRICS, text, cause, who)
+
+
 def series_evidence(series: Series, now: float, limits: Mapping[str, float]) -> list[Evidence]:
     """What one series says: a counter's rate, a steady rise (and, for memory, how close to the limit),
-    or a level that moved in the last hour against its own past."""
+    a memory leak that ends each container's life at its limit, or a level that moved in the last hour
+    against its own past."""
     pts = series.points
     if len(pts) < 2:
         return []
     name, who = series.name, series.subject or "the service"
     if COUNTER.search(name):
         return _counter_evidence(series, who)
+    limit_of = limits.get(who) if "memory" in name else None
+    if limit_of and "limit" not in name and (leak := _leak(series, who, limit_of)) is not None:
+        return [leak]
     first, last = pts[0][1], pts[-1][1]
     span = pts[-1][0] - pts[0][0]
     steps = [b[1] - a[1] for a, b in itertools.pairwise(pts)]
@@ -658,4 +718,55 @@ def node_pressure(nodes: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
             kind = str(cond.get("type", ""))
             if kind.endswith("Pressure") and cond.get("status") == "True":
                 out.append((_name(node), kind))
+    return out
+
+
+# --- CPU use (metrics.k8s.io) --------------------------------------------------------------------
+
+#: A node this busy, or a pod taking this much of its node, is a CPU hot spot.
+HOT_NODE = 0.8
+HOT_POD = 0.5
+
+
+def _cpu(usage: Mapping[str, Any] | None) -> float:
+    return parse_quantity((usage or {}).get("cpu")) or 0.0
+
+
+def cpu_hotspots(
+    nodes: Iterable[Mapping[str, Any]],
+    node_usage: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    pod_usage: Iterable[Mapping[str, Any]],
+    workloads: Sequence[Mapping[str, Any]],
+    targets: Sequence[str],
+) -> list[str]:
+    """What takes the CPU, in words: nodes near their allocatable CPU, and pods that are not the
+    ``targets``' taking a large share of their node (with which targets' pods share that node)."""
+    allocatable = {_name(n): _cpu((n.get("status") or {}).get("allocatable")) for n in nodes}
+    out = []
+    for n in node_usage:
+        name, used = _name(n), _cpu(n.get("usage"))
+        total = allocatable.get(name) or 0.0
+        if total and used / total >= HOT_NODE:
+            out.append(f"node {name} is at {used / total:.0%} CPU ({used:.2f} of {total:g} cores)")
+    by_name = {_name(p): p for p in pods}
+    for m in pod_usage:
+        pod = by_name.get(_name(m))
+        if pod is None or owner_of(pod, workloads) in targets:
+            continue
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        used = sum(_cpu(c.get("usage")) for c in m.get("containers") or [])
+        total = allocatable.get(node) or 0.0
+        if not total or used / total < HOT_POD:
+            continue
+        beside = sorted(
+            {
+                owner_of(p, workloads)
+                for p in by_name.values()
+                if (p.get("spec") or {}).get("nodeName") == node
+            }
+            & set(targets)
+        )
+        shared = f", beside the pods of {', '.join(beside)}" if beside else ""
+        out.append(f"pod {_name(pod)} uses {used:.2f} cores, {used / total:.0%} of node {node}{shared}")
     return out

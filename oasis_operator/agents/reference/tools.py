@@ -25,6 +25,13 @@ SURVEY_PATHS: dict[str, str] = {
     "observability-tracing": "api/services",
     "gitops": "info/refs?service=git-upload-pack",  # what `git ls-remote` reads first
 }
+#: Interfaces read with a POST of a JSON body (a database endpoint's read-only query): what is sent.
+SURVEY_POSTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "database": (
+        "query",
+        {"sql": "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"},
+    ),
+}
 MAX_RESULT = 64 * 1024
 #: A read whose body is larger than this is cut off and not decoded (it is reported as an error).
 MAX_BODY = 4 * 1024 * 1024
@@ -52,12 +59,18 @@ async def survey(environment: object, timeout_seconds: float = 10.0) -> list[dic
         return actions
     async with httpx2.AsyncClient(timeout=timeout_seconds, trust_env=False) as client:
         for interface, url, token in endpoints:
-            path = SURVEY_PATHS.get(interface, "")
+            path, body = SURVEY_POSTS.get(interface, (SURVEY_PATHS.get(interface, ""), None))
             started = time.monotonic()
-            action: dict[str, Any] = {"tool": interface, "arguments": {"method": "GET", "path": path}}
+            method = "GET" if body is None else "POST"
+            action: dict[str, Any] = {"tool": interface, "arguments": {"method": method, "path": path}}
+            if body is not None:
+                action["arguments"]["body"] = body
             try:
-                resp = await client.get(
-                    url.rstrip("/") + "/" + path, headers={"Authorization": f"Bearer {token}"}
+                resp = await client.request(
+                    method,
+                    url.rstrip("/") + "/" + path,
+                    json=body,
+                    headers={"Authorization": f"Bearer {token}"},
                 )
                 action["result"] = resp.text[:MAX_RESULT]
                 if resp.status_code >= 400:
@@ -98,43 +111,61 @@ class ToolReader:
         return interface in self.endpoints and self._client is not None
 
     async def get(self, interface: str, path: str, params: Mapping[str, str] | None = None) -> Any:
+        return await self._call("GET", interface, path, params, None)
+
+    async def post(self, interface: str, path: str, body: Mapping[str, Any]) -> Any:
+        """A POST of a JSON body (a database endpoint's query); the answer's JSON even when it is an
+        error status (a SQL error is an answer the agent reads), the action saying the status."""
+        return await self._call("POST", interface, path, None, body)
+
+    async def _call(
+        self,
+        method: str,
+        interface: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: Mapping[str, Any] | None,
+    ) -> Any:
         if not self.offers(interface):
             return None
         assert self._client is not None
         url, token = self.endpoints[interface]
-        arguments: dict[str, Any] = {"method": "GET", "path": path}
+        arguments: dict[str, Any] = {"method": method, "path": path}
         if params:
             arguments["params"] = dict(params)
+        if body is not None:
+            arguments["body"] = dict(body)
         action: dict[str, Any] = {"tool": interface, "arguments": arguments}
         started = time.monotonic()
-        body = b""
+        received = b""
         try:
             async with self._client.stream(
-                "GET",
+                method,
                 url.rstrip("/") + "/" + path.lstrip("/"),
                 params=dict(params or {}),
+                json=dict(body) if body is not None else None,
                 headers={"Authorization": f"Bearer {token}"},
             ) as resp:
                 async for chunk in resp.aiter_bytes():
-                    body += chunk
-                    if len(body) > self.max_body:
+                    received += chunk
+                    if len(received) > self.max_body:
                         break
                 status = resp.status_code
         except httpx2.HTTPError as exc:
             action.update(result="", error=f"{type(exc).__name__}: {exc}")
             return self._done(action, started, None)
-        text = body[: self.max_body].decode("utf-8", errors="replace")
+        text = received[: self.max_body].decode("utf-8", errors="replace")
         action["result"] = text[:MAX_RESULT]
-        if len(body) > self.max_body:
+        if len(received) > self.max_body:
             action["error"] = f"answer over {self.max_body} bytes, not read"
-            return self._done(action, started, None)
-        if status >= 400:
-            action["error"] = f"HTTP {status}"
             return self._done(action, started, None)
         try:
             decoded = json.loads(text)
         except ValueError:
             decoded = None
+        if status >= 400:
+            action["error"] = f"HTTP {status}"
+            return self._done(action, started, decoded if body is not None else None)
         return self._done(action, started, decoded)
 
     def _done(self, action: dict[str, Any], started: float, value: Any) -> Any:

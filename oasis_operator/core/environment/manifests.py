@@ -21,6 +21,7 @@ from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION
 from oasis_operator.core.environment.pod_states import BY_WORD, POD_STATES
 from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.node_conditions import NODE_CONDITIONS
+from oasis_operator.core.toolplane.memory import DEFAULT_OOM_MEMORY_LIMIT
 from oasis_operator.core.toolplane.usage import NODE_USAGE
 
 #: How long a pod of a rolling update takes to start (image pull, container start) once the agent
@@ -62,6 +63,12 @@ class WorkloadState:
     #: The status ("True"/"False") of the Deployment's Available condition the scenario declares, which
     #: the deployment controller must show before the handover; None: none declared.
     available: str | None = None
+    #: A workload leaking memory until OOM killed (decision 0067): its last container's OOM kill, in
+    #: seconds relative to when its pods' status is written, and how long each container lived; the
+    #: metrics back-end's series are anchored at the termination written from it. None: the default
+    #: last termination (90 s before, a 5 s life).
+    last_oom: float | None = None
+    life: float = 0.0
 
     @property
     def writes_pod_status(self) -> bool:
@@ -256,6 +263,23 @@ def _resources(entry: dict[str, Any], container: dict[str, Any] | None = None) -
     if isinstance(entry.get("memory_limit"), str | int):
         res.setdefault("limits", {})["memory"] = _quantity(entry["memory_limit"])
     return res
+
+
+def _oom_limit(where: str, state: str, containers: list[dict[str, Any]]) -> list[str]:
+    """A workload declared OOMKilled is killed at its memory limit: a container that declares none gets
+    :data:`~oasis_operator.core.toolplane.memory.DEFAULT_OOM_MEMORY_LIMIT` (decision 0067), which
+    ``kubectl get -o yaml`` shows and a memory series can rise to."""
+    if state != "OOMKilled":
+        return []
+    bare = [c for c in containers if not ((c.get("resources") or {}).get("limits") or {}).get("memory")]
+    for c in bare:
+        c.setdefault("resources", {}).setdefault("limits", {})["memory"] = DEFAULT_OOM_MEMORY_LIMIT
+    if not bare:
+        return []
+    return [
+        f"{where}: declared OOMKilled with no memory limit; its containers get the default limit "
+        f"{DEFAULT_OOM_MEMORY_LIMIT} they are killed at"
+    ]
 
 
 def _env(items: Any, mapping: dict[str, str]) -> list[dict[str, Any]]:
@@ -546,6 +570,7 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
         spec_tpl["initContainers"] = inits
     if volumes:
         spec_tpl["volumes"] = volumes
+    built.notes += _oom_limit(f"deployment/{name}", state, spec_tpl["containers"])
     if state == "pending":
         # Requests no node can satisfy: the real scheduler reports FailedScheduling (Insufficient cpu).
         for c in spec_tpl["containers"]:
@@ -656,6 +681,7 @@ def pod(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str]) -> B
     volumes, _ = _volumes_from(entry)
     if volumes:
         spec["volumes"] = volumes
+    built.notes += _oom_limit(f"pod/{name}", state, spec["containers"])
     if state == "pending":
         for c in spec["containers"]:
             c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = "64"

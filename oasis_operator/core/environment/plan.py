@@ -723,6 +723,7 @@ def plan_environment(
     unsupported += _mark_ownership(ordered, owner)
     toolplane = plan_toolplane(scenario, mapping, home, ordered)
     unsupported += _toolplane_problems(toolplane, unsupported)
+    draft.workloads = _leaking(draft.workloads, toolplane)
     notes += toolplane.notes
     if toolplane.usage or toolplane.nodes:
         _annotate_nodes(ordered, toolplane)
@@ -751,6 +752,17 @@ def plan_environment(
         toolplane=toolplane,
         empty_endpoints=tuple(draft.empty_endpoints),
     )
+
+
+def _leaking(workloads: list[WorkloadState], toolplane: ToolPlanePlan) -> list[WorkloadState]:
+    """The workloads a memory leak is declared for carry its last OOM kill and container life, which
+    their pods' recorded terminations are written from (decision 0067)."""
+    leaks = {(x.kind, x.namespace, x.workload): x for x in toolplane.leaks}
+    out = []
+    for w in workloads:
+        leak = leaks.get((w.kind, w.namespace, w.name))
+        out.append(w if leak is None else replace(w, last_oom=leak.last_oom, life=leak.life))
+    return out
 
 
 # -- state injected into an environment already provisioned (the provider API's inject-state) ----------

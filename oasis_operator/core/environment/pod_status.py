@@ -14,6 +14,7 @@ import ipaddress
 from typing import Any
 
 from oasis_operator.core.environment.pod_states import POD_STATES, PodState
+from oasis_operator.core.toolplane.memory import lives
 
 
 def _written(state: str) -> PodState:
@@ -121,14 +122,24 @@ def failing_status(
     restarts: int = 5,
     since: dt.datetime | None = None,
     where: dict[str, Any] | None = None,
+    last_oom: float | None = None,
+    life: float = 0.0,
 ) -> dict[str, Any]:
     """The status of ``pod`` in ``state`` (a state of :data:`POD_STATES` whose status is written:
     CrashLoopBackOff, OOMKilled, ImagePullBackOff, degraded, Init:CrashLoopBackOff), failing since
     ``since`` (20 minutes before ``now`` unless given). ``where`` gives the addresses of a pod that has
-    none yet. An init state failing since ``now`` has just failed once (Init:Error, no restart yet)."""
+    none yet. An init state failing since ``now`` has just failed once (Init:Error, no restart yet).
+    ``last_oom`` (seconds relative to ``now``) and ``life``: the last container ran ``life`` seconds and
+    ended then, and the pod started when the first of its ``restarts + 1`` lives did (a leaking
+    workload, decision 0067); else it ended 90 s before ``now`` after 5 s."""
     row = _written(state)
     containers = pod["spec"]["containers"]
     old = {**(where or {}), **pod.get("status", {})}
+    finished, ran = now - dt.timedelta(seconds=90), dt.timedelta(seconds=5)
+    if last_oom is not None and life > 0:
+        finished, ran = now + dt.timedelta(seconds=last_oom), dt.timedelta(seconds=life)
+        if since is None:
+            since = now + dt.timedelta(seconds=lives(restarts, last_oom, life)[0][0])
     started = since if since is not None else now - dt.timedelta(minutes=20)
     if row.init:
         return _carried(_init_failing_status(pod, row, now, restarts, started, fresh=started >= now), old)
@@ -163,8 +174,8 @@ def failing_status(
                 "terminated": {
                     "exitCode": exit_code,
                     "reason": reason,
-                    "startedAt": _ts(now - dt.timedelta(seconds=95)),
-                    "finishedAt": _ts(now - dt.timedelta(seconds=90)),
+                    "startedAt": _ts(finished - ran),
+                    "finishedAt": _ts(finished),
                     "containerID": f"containerd://{'b' * 64}",
                 }
             }

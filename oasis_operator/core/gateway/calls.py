@@ -12,6 +12,9 @@ which headers pass each way, and the rate bound.
   of the agent's credentials reaches a back-end, and nothing of a back-end's identity (``Server``,
   ``X-*``, a ``Location`` that would name an internal address) reaches the agent.
 - **Rate** (:class:`Bucket`): a token bucket per route.
+- **Withheld fields** (:func:`withheld`): the alerting back-end's listings of rules and alerts lose the
+  fields that say how a declared alert is made to fire (its expression, its rule file, the back-end's
+  own link), which are the harness's, not the scenario's (decision 0067).
 
 Pure: values in, values out.
 """
@@ -33,6 +36,7 @@ __all__ = [
     "classify",
     "forwarded_request_headers",
     "upstream_authorization",
+    "withheld",
 ]
 
 #: Request headers passed to a back-end (everything else, Authorization and Cookie first, is dropped).
@@ -70,6 +74,14 @@ def classify(interface: str, method: str, path: str, query: str = "") -> tuple[s
         if "git-receive-pack" in parts or "service=git-receive-pack" in query:
             return "update", target
         return "get", target
+    if interface == "database":
+        # Only the read-only call is a read (the database's privileges make it one, decision 0066);
+        # anything else, whatever its statement, path or method, is counted as a write.
+        return (
+            ("query", "")
+            if method == "POST" and parts[-1:] == ["query"] and ".." not in parts
+            else ("update", "")
+        )
     if method in ("POST", "PUT", "PATCH") and not any(p in ("query", "query_range", "search") for p in parts):
         return ("create" if method == "POST" else "update"), ""
     if method == "DELETE":
@@ -174,3 +186,33 @@ def upstream_authorization(credential: str) -> str:
     if ":" in credential:
         return "Basic " + base64.b64encode(credential.encode()).decode()
     return f"Bearer {credential}"
+
+
+#: The interface whose back-end lists the declared alerts, and the listings.
+ALERTING_INTERFACE = "observability-metrics"
+ALERT_LISTINGS = ("api/v1/rules", "api/v1/alerts")
+#: What vmalert's listings carry beyond a declared alert's name, state, labels and times: the rule's
+#: expression (``query`` of a rule, ``expression`` of an alert), the path of its rule file, and the
+#: link to the back-end's own page. A declared alert has no expression of its own; the one the
+#: back-end evaluates to hold the declared state is the harness's.
+HARNESS_FIELDS = frozenset({"query", "expression", "file", "source"})
+
+
+def _without(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v) for k, v in value.items() if k not in HARNESS_FIELDS}
+    if isinstance(value, list):
+        return [_without(v) for v in value]
+    return value
+
+
+def withheld(interface: str, path: str, payload: bytes) -> bytes:
+    """``payload`` as the agent may see it: for the alerting listings of the metrics interface, a JSON
+    answer without :data:`HARNESS_FIELDS` at any depth; anything else unchanged."""
+    if interface != ALERTING_INTERFACE or path.strip("/") not in ALERT_LISTINGS:
+        return payload
+    try:
+        doc = json.loads(payload)
+    except ValueError:
+        return payload
+    return json.dumps(_without(doc), separators=(",", ":")).encode()

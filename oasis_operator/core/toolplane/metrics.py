@@ -19,7 +19,9 @@ The declared shapes (SI capability scenarios):
 Values: a number; ``N%`` is the ratio N/100; ``Nms``/``Ns``/``Nm``/``Nh`` are seconds and the metric
 name gets ``_seconds`` unless it ends so (Prometheus's base units); ``NKi/Mi/Gi/Ti`` and
 ``NK/M/G/T`` (with optional ``B``) are bytes, name suffixed ``_bytes`` likewise. Anything else
-(``monotonically_increasing``, ``2_minutes_ago``) is not a sample and is refused, never dropped.
+(``fast``, ``2_minutes_ago`` under any other name) is not a sample and is refused, never dropped; a
+memory leak's ``memory_usage_trend`` and ``last_oom_kill`` (:data:`LEAK_KEYS`) are planned with the
+workload they describe (:mod:`oasis_operator.core.toolplane.memory`).
 """
 
 from __future__ import annotations
@@ -43,18 +45,9 @@ SERVICE_LABEL = "service"
 #: How long a declared ``pending`` alert's rule waits before firing: longer than any turn.
 PENDING_FOR = "24h"
 
-#: What a declared qualitative value would need before it could be planned (decision 0065), added to
-#: its refusal so the reader knows what is missing rather than only that it is not a sample.
-NOT_PLANNED: dict[str, str] = {
-    "memory_usage_trend": (
-        "; a trend would be a rising working-set series ending at the container's memory limit at its "
-        "last OOM kill, and the workload declares no memory limit an OOM kill needs (not planned)"
-    ),
-    "last_oom_kill": (
-        "; an OOM kill's time is the OOMKilled pod's recorded termination, which the provisioner writes "
-        "at a fixed age when it provisions, not at the declared time before the handover (not planned)"
-    ),
-}
+#: The attributes of a ``metrics/<name>`` entry that declare a memory leak ending in OOM kills, planned
+#: by :mod:`oasis_operator.core.toolplane.memory` beside its workload (decision 0067), not as samples.
+LEAK_KEYS = ("memory_usage_trend", "last_oom_kill")
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
@@ -212,7 +205,7 @@ def plan_metrics(entry: Mapping[str, Any], namespace: str) -> tuple[list[MetricS
             return
         series.append(MetricSeries(resource, namespace, (("__name__", name), *base), tuple(samples)))
 
-    attrs = {k: v for k, v in entry.items() if k not in ("resource", "namespace")}
+    attrs = {k: v for k, v in entry.items() if k not in ("resource", "namespace", *LEAK_KEYS)}
     declared_series = attrs.pop("series", None)
     if declared_series is not None:
         if not isinstance(declared_series, Mapping):
@@ -240,12 +233,11 @@ def plan_metrics(entry: Mapping[str, Any], namespace: str) -> tuple[list[MetricS
             continue
         parsed = parse_value(value)
         if parsed is None:
-            why = NOT_PLANNED.get(key, "")
             problems.append(
                 Problem(
                     f"{resource} {key}",
                     f"{value!r} is not a number, a percentage, a duration or "
-                    f"a size: it cannot be a sample of a series{why}",
+                    "a size: it cannot be a sample of a series",
                 )
             )
             continue

@@ -19,6 +19,8 @@ from typing import Any
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.stimuli.changes import NodeCondition
 from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.database import PlannedDatabase, plan_database
+from oasis_operator.core.toolplane.memory import OomLeak, plan_leak
 from oasis_operator.core.toolplane.metrics import (
     AlertRule,
     MetricSeries,
@@ -190,10 +192,14 @@ class ToolPlanePlan:
     runbooks: tuple[Runbook, ...] = ()
     gitops: tuple[GitOpsApp, ...] = ()
     series: tuple[MetricSeries, ...] = ()  # back-filled before the turn (decision 0055)
+    #: Workloads leaking memory until OOM killed: their pods' series, made once the pods' recorded
+    #: terminations are read (decision 0067).
+    leaks: tuple[OomLeak, ...] = ()
     alerts: tuple[AlertRule, ...] = ()
     spans: tuple[PlannedSpan, ...] = ()  # loaded into the scenario's own trace store
     usage: tuple[ContainerUsage, ...] = ()  # what the simulated containers use (decision 0059)
     nodes: tuple[NodeUsage, ...] = ()  # what the scenario's own nodes report beyond it (decision 0065)
+    databases: tuple[PlannedDatabase, ...] = ()  # the scenario's own database (decision 0066)
     schedule: tuple[TimedChange, ...] = ()  # during the turn, by time
     problems: tuple[Unsupported, ...] = field(default=())
     notes: tuple[str, ...] = ()  # approximations the plan makes, for the provider notes
@@ -206,10 +212,12 @@ class ToolPlanePlan:
             or self.runbooks
             or self.gitops
             or self.series
+            or self.leaks
             or self.alerts
             or self.spans
             or self.usage
             or self.nodes
+            or self.databases
             or self.schedule
         )
 
@@ -238,7 +246,7 @@ def plan_toolplane(
 ) -> ToolPlanePlan:
     """``mapping``: logical -> physical namespace; ``home``: the physical home namespace; ``objects``:
     the planned Kubernetes objects (where a log finds its workload's pods)."""
-    acc = _Planned()
+    acc = _Planned(objects=objects, workloads=_declared_workloads(scenario, mapping, home))
     problems = acc.problems
     by_workload: dict[tuple[str, str, str], WorkloadLogs] = {}
     declared_configmaps = {
@@ -317,10 +325,12 @@ def plan_toolplane(
         runbooks=tuple(acc.runbooks),
         gitops=tuple(gitops),
         series=tuple(acc.series),
+        leaks=tuple(acc.leaks),
         alerts=tuple(acc.alerts),
         spans=tuple(acc.spans),
         usage=tuple(usages),
         nodes=tuple(nodes),
+        databases=tuple(acc.databases),
         notes=tuple(shares_of_nodes(usages, objects)),
         schedule=tuple(sorted(schedule, key=lambda c: c.at)),
         problems=tuple(problems),
@@ -337,6 +347,36 @@ class _Planned:
     series: list[MetricSeries] = field(default_factory=list)
     alerts: list[AlertRule] = field(default_factory=list)
     spans: list[PlannedSpan] = field(default_factory=list)
+    databases: list[PlannedDatabase] = field(default_factory=list)
+    leaks: list[OomLeak] = field(default_factory=list)
+    #: The declared deployments and pods by physical namespace and name (a leak's workload).
+    workloads: dict[str, dict[str, Mapping[str, Any]]] = field(default_factory=dict)
+    objects: Sequence[Mapping[str, Any]] = ()
+
+
+def _plan_database(e: Mapping[str, Any], name: str, acc: _Planned) -> None:
+    planned = plan_database(e, name)
+    if not isinstance(planned, PlannedDatabase):
+        acc.problems.append(Unsupported(planned.resource, planned.reason))
+    elif acc.databases:
+        acc.problems.append(
+            Unsupported(planned.source, "one database-migration entry per scenario (its one database)")
+        )
+    else:
+        acc.databases.append(planned)
+
+
+def _declared_workloads(
+    scenario: Scenario, mapping: Mapping[str, str], home: str
+) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """The declared deployments and pods, by physical namespace and name."""
+    out: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for e in _entries(scenario):
+        kind, name = _kind_name(e["resource"])
+        if kind in ("deployment", "pod"):
+            ns = mapping.get(e["namespace"] if isinstance(e.get("namespace"), str) else "", home)
+            out.setdefault(ns, {})[name] = e
+    return out
 
 
 def _plan_observability(
@@ -351,6 +391,8 @@ def _plan_observability(
     """One dashboard, runbook, metrics, alert or traces entry (anything else is not the tool plane's)."""
     if kind == "runbook":
         _plan_runbook(e, name, home, declared_configmaps, acc)
+    elif kind == "database-migration":
+        _plan_database(e, name, acc)
     elif kind == "dashboard":
         built = _dashboard(e, name, home)
         if isinstance(built, Unsupported):
@@ -375,6 +417,11 @@ def _plan_observability(
         acc.spans += planned_spans
         acc.problems.extend(Unsupported(p.resource, p.reason) for p in span_problems)
     elif kind == "metrics":
+        leak = plan_leak(e, namespace, acc.workloads.get(namespace, {}), acc.objects)
+        if isinstance(leak, OomLeak):
+            acc.leaks.append(leak)
+        elif leak is not None:
+            acc.problems.append(Unsupported(leak.resource, leak.reason))
         planned, metric_problems = plan_metrics(e, namespace)
         acc.series += planned
         acc.problems.extend(Unsupported(p.resource, p.reason) for p in metric_problems)

@@ -30,11 +30,26 @@ NODE_CONDITIONS = "node-conditions"
 #: Weighted routes between a workload and its canary: the Gateway API's HTTPRoute, served by the
 #: cluster's own CRDs and found there when the operator starts (decision 0063).
 TRAFFIC = "traffic-routing"
+#: A PostgreSQL of the harness: one database and two login roles per scenario, reached by the agent
+#: through an HTTP endpoint of the operator behind the recording gateway (decision 0066).
+DATABASE = "database"
 
 #: Back-ends whose per-scenario injection (and its verification) this provider implements. The
 #: others run (``oasis dev-cluster up --backends``) but hold no scenario's data yet.
 INTEGRATED: frozenset[str] = frozenset(
-    {LOGS, DASHBOARDS, GITOPS, NODE_CONDITIONS, METRICS, ALERTS, TRACES, RESOURCE_METRICS, RUNBOOKS, TRAFFIC}
+    {
+        LOGS,
+        DASHBOARDS,
+        GITOPS,
+        NODE_CONDITIONS,
+        METRICS,
+        ALERTS,
+        TRACES,
+        RESOURCE_METRICS,
+        RUNBOOKS,
+        TRAFFIC,
+        DATABASE,
+    }
 )
 
 #: Back-ends that need no process of their own: they are Kubernetes objects read through the API
@@ -53,6 +68,7 @@ INTERFACE_BACKENDS: dict[str, tuple[str, ...]] = {
     "observability-tracing": (TRACES,),
     "observability-dashboards": (DASHBOARDS,),
     "gitops": (GITOPS,),
+    "database": (DATABASE,),
 }
 
 #: Interface types the agent reads through the Kubernetes API with its own kubeconfig (audited there,
@@ -97,6 +113,7 @@ DESCRIPTIONS: dict[str, str] = {
     GITOPS: "the GitOps back-end (Flux and a git server)",
     RUNBOOKS: "the runbook back-end (runbooks as ConfigMaps read through the API server)",
     NODE_CONDITIONS: "the node-conditions back-end (a node's status changed through the API server)",
+    DATABASE: "the database back-end (PostgreSQL, one database per scenario)",
     TRAFFIC: "the traffic-routing back-end (the Gateway API's HTTPRoute, served by the cluster's CRDs)",
 }
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from oasis_operator.devcluster.backends.base import Backend, BackendContext
 from oasis_operator.devcluster.backends.binaries import BackendBinaries, resolve
+from oasis_operator.devcluster.backends.database import DatabaseBackend
 from oasis_operator.devcluster.backends.gitops import GitOpsBackend
 from oasis_operator.devcluster.backends.logs import PodLogsBackend
 from oasis_operator.devcluster.backends.metrics import AlertsBackend, MetricsBackend
@@ -31,6 +32,7 @@ BACKENDS: dict[str, type[Backend]] = {
         TracesBackend,
         GitOpsBackend,
         TrafficRoutingBackend,
+        DatabaseBackend,
     )
 }
 
