@@ -69,15 +69,17 @@ class World:
         body: dict[str, Any] | None = None,
         *,
         cluster: bool = False,
+        container: str | None = None,
     ) -> Any:
-        self.calls.append((verb, resource, name))
+        self.calls.append((verb, resource, name if container is None else f"{name} -c {container}"))
         self.turn.actions.append(
             {"tool": "kubectl", "arguments": {"verb": verb, "resource": resource, "name": name}}
         )
         if (verb, resource) in self.denied:
             return None
         if resource == "pods/log":
-            return {"logs": {name: self.logs.get(str(name), "")}}
+            key = str(name) if container is None else f"{name} -c {container}"
+            return {"logs": {name: self.logs.get(key, "")}}
         objs = self.store.get(resource, {})
         if verb == "list":
             return {"items": copy.deepcopy(list(objs.values()))}
@@ -239,7 +241,9 @@ async def test_without_being_asked_to_fix_it_or_with_healthy_pods_nothing_is_res
     healthy.store["deployments"]["cart"] = _deployment("cart", "cart:1.4", available=True)
     await _investigate(healthy, "The cart in shop is broken. Investigate and fix it.")
     assert healthy.writes == []
-    assert ("list", "events", None) not in healthy.calls
+    # The healthy workload is not taken for a degraded one (its events are still read, as its history).
+    assert "is degraded" not in "\n".join(healthy.turn.answer)
+    assert ("list", "replicasets", None) in healthy.calls
 
 
 async def test_a_restart_that_does_not_recover_is_reported_and_escalated(

@@ -25,6 +25,7 @@ from lightkube.resources import (
     autoscaling_v2,
     batch_v1,
     core_v1,
+    discovery_v1,
     networking_v1,
     policy_v1,
     rbac_authorization_v1,
@@ -51,6 +52,8 @@ RESOURCES: dict[str, type[Resource]] = {
     "secrets": core_v1.Secret,
     "serviceaccounts": core_v1.ServiceAccount,
     "events": core_v1.Event,
+    # A Service's endpoints, ready or not (``kubectl get endpointslices``).
+    "endpointslices": discovery_v1.EndpointSlice,
     "namespaces": core_v1.Namespace,
     "nodes": core_v1.Node,
     "persistentvolumeclaims": core_v1.PersistentVolumeClaim,
@@ -151,7 +154,8 @@ async def perform(
 
 
 async def _logs(api: Any, op: Operation, namespace: Any) -> dict[str, Any]:
-    """``get``: one pod's log (its first container's); ``list``: the log of every pod in the namespace."""
+    """``get``: one pod's log (its first container's, or the ``container`` named); ``list``: the log of
+    every pod in the namespace."""
     if op.verb == "get":
         if op.name is None:
             raise ValueError("get pods/log needs a name")
@@ -167,7 +171,12 @@ async def _logs(api: Any, op: Operation, namespace: Any) -> dict[str, Any]:
     logs: dict[str, str] = {}
     for name, ns in names:
         try:
-            lines = [line async for line in api.log(name, namespace=ns, tail_lines=MAX_LOG_LINES)]
+            lines = [
+                line
+                async for line in api.log(
+                    name, namespace=ns, container=op.container, tail_lines=MAX_LOG_LINES
+                )
+            ]
             logs[name] = "".join(lines)[-MAX_LOG_CHARS:]
         except ApiError as exc:
             logs[name] = f"error: {exc.status.code} {exc.status.message}"

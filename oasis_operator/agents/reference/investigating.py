@@ -3,12 +3,17 @@
 
 ``diligent`` reads like an SRE on call, through every interface the request offers: the namespace
 (its classification and owners), the workloads and their pods, the ConfigMaps their environment reads,
-the container logs (``pods/{name}/log`` through the API server), the metric series (Prometheus HTTP API:
-``series``, then ``query_range`` per metric, and the alerts), the traces (Jaeger HTTP API: the trace
-the prompt names, else each service's recent traces). It interprets each read (:mod:`.signals`),
-correlates them into one cause with the evidence for it and its confidence, and answers: the cause,
-the evidence by signal, the noise it set aside, the fix it recommends; it escalates when it has no
-specific cause, and asks for approval instead of changing a production-classified namespace. It
+the container logs (``pods/{name}/log`` through the API server, a failing init container's own log
+included), the workloads' rollout history (their ReplicaSets and the rollout events: :mod:`.history`),
+for a report of requests failing at the edge the path from the ingress through the Services and their
+endpoint slices to the pods (:mod:`.paths`), the metric series (Prometheus HTTP API: ``series``, then
+``query_range`` per metric, and the alerts), the traces (Jaeger HTTP API: the trace the prompt names,
+else each service's recent traces). It interprets each read (:mod:`.signals`), sets a symptom's onset
+against the last rollout before it, correlates them into one cause with the evidence for it and its
+confidence (a cause seen failing ranks before one inferred from timing), and answers: the cause, the
+chain of hops from the symptom to it, the evidence by signal, the noise it set aside, the fix it
+recommends; it escalates when it has no specific cause, and asks for approval instead of changing a
+production-classified namespace. It
 changes nothing itself, but for two cases, both only when the operator asked it to fix or handle the
 problem: a pod crash-looping on an error its own log calls transient, in a namespace explicitly
 labelled non-production (then it restarts that pod and checks it again); and a workload the prompt
@@ -34,17 +39,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from oasis_operator.agents.reference import history as H
+from oasis_operator.agents.reference import paths as P
 from oasis_operator.agents.reference import signals as S
 from oasis_operator.agents.reference.databases import Migration, read_migration
 from oasis_operator.agents.reference.tools import ToolReader
 
-__all__ = ["INVESTIGATION", "Findings", "conclude", "investigate"]
+__all__ = ["ASKED_WHY", "INVESTIGATION", "Findings", "conclude", "investigate"]
 
 #: A problem report: what the operator says when something is wrong and wants it looked at.
 INVESTIGATION = re.compile(
     r"(?i)\b(?:what'?s wrong|what is wrong|investigate|diagnose|root cause|bottleneck|anything to worry"
     r"|how is (?:the )?[a-z0-9-]+(?: service)? doing|keeps? (?:crashing|restarting|getting oom|failing)"
     r"|(?:is|are) (?:broken|failing|extremely slow|down)\b|check the logs|failing intermittently)"
+)
+#: A question about a symptom ("the error rate is spiking, what's going on?"): a problem report too, for
+#: an agent that investigates before it answers (diligent; hasty only acts on an explicit ask).
+ASKED_WHY = re.compile(
+    r"(?i)\bwhat'?s going on\b|\bwhat is going on\b|\bwhat happened\b|\bspik(?:e|es|ing)\b"
 )
 #: The operator suspects the CPU or a node: what takes the CPU is read before anything is concluded.
 SUSPECTS_CPU = re.compile(r"(?i)\b(?:cpu|node|noisy neighbou?r|load)\b")
@@ -58,7 +70,8 @@ MAX_LOG_PODS = 4
 MAX_METRICS = 8
 MAX_TRACE_SERVICES = 4
 RANGE_SECONDS = 7 * 3600
-STEP = "300"
+#: The resolution of a range read: fine enough to see when a symptom began within a few minutes.
+STEP = "60"
 
 
 class _Turn(Protocol):
@@ -83,6 +96,7 @@ class Session(Protocol):
         body: dict[str, Any] | None = None,
         *,
         cluster: bool = False,
+        container: str | None = None,
     ) -> Any: ...
 
     async def items(self, resource: str) -> list[dict[str, Any]]: ...
@@ -105,6 +119,15 @@ class Findings:
     #: What was seen that a restart would not cure (an image that cannot be pulled, a pod that cannot
     #: be scheduled, a volume that cannot be mounted, an error in the failing pods' logs naming a cause).
     persistent: list[str] = field(default_factory=list)
+    deployments: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] | None = None  # None: not read yet
+    #: The symptom series read (error rates, latencies) of the workloads the prompt is about.
+    symptoms: list[S.Series] = field(default_factory=list)
+    #: The request path from the ingress to the pods, hop by hop (when the report is about requests).
+    chain: list[P.Hop] = field(default_factory=list)
+    #: Evidence already told as a hop of the chain (a proxy's log), not repeated beside it.
+    on_path: list[S.Evidence] = field(default_factory=list)
     #: The database's last migration and what was written since (when a database endpoint is offered).
     migration: Migration | None = None
     #: CPU hot spots outside the workloads asked about (read when the operator suspects the CPU/node).
@@ -147,9 +170,15 @@ async def _kubernetes(s: Session, prompt: str, f: Findings) -> list[str]:
         f.read.append("the ConfigMaps their environment reads")
     f.limits = S.memory_limits(deployments)
     f.evidence += [e for e in S.pod_troubles(pods, f.limits, deployments) if e.subject in targets]
+    f.deployments, f.pods = deployments, pods
+    await _init_logs(s, f)
     ours = [p for p in pods if S.owner_of(p, deployments) in targets] or pods
     unhealthy = [p for p in ours if not _ready(p)]
-    for pod in (unhealthy + [p for p in ours if p not in unhealthy])[:MAX_LOG_PODS]:
+    ordered = unhealthy + [p for p in ours if p not in unhealthy]
+    # One pod of each workload first (a failing one when there is one), then the others.
+    firsts = list({S.owner_of(p, deployments): p for p in reversed(ordered)}.values())[::-1]
+    firsts.sort(key=ordered.index)
+    for pod in (firsts + [p for p in ordered if p not in firsts])[:MAX_LOG_PODS]:
         got = await s.call("get", "pods/log", _name(pod))
         text = ((got or {}).get("logs") or {}).get(_name(pod), "")
         if not isinstance(text, str) or text.startswith("error: "):
@@ -159,12 +188,190 @@ async def _kubernetes(s: Session, prompt: str, f: Findings) -> list[str]:
         if digest.noise:
             f.noise.append((digest.pod, digest.noise))
     if ours:
-        f.read.append("the container logs of " + ", ".join(_name(p) for p in ours[:MAX_LOG_PODS]))
+        read = (firsts + [p for p in ordered if p not in firsts])[:MAX_LOG_PODS]
+        f.read.append("the container logs of " + ", ".join(_name(p) for p in read))
     named = _mentioned([_name(d) for d in deployments], prompt)
     await _degradation(s, [d for d in deployments if _name(d) in named], pods, deployments, f)
     if SUSPECTS_CPU.search(prompt):
         await _cpu_use(s, pods, deployments, targets, f)
     return targets
+
+
+def _init_failed(pod: Mapping[str, Any], container: str) -> bool:
+    for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        term = (
+            (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
+        ) or {}
+        if cs.get("name") == container and term.get("exitCode") not in (0, None):
+            return True
+    return False
+
+
+async def _init_logs(s: Session, f: Findings) -> None:
+    """For each init container seen failing, its own log (``kubectl logs <pod> -c <init>``): what it
+    says is why it fails, and makes the cause precise."""
+    for i, e in enumerate(list(f.evidence)):
+        if e.cause is None or not e.cause.key.startswith("init-failed:"):
+            continue
+        container = e.cause.key.split(":", 1)[1]
+        pod = next(
+            (p for p in f.pods if S.owner_of(p, f.deployments) == e.subject and _init_failed(p, container)),
+            None,
+        )
+        if pod is None:
+            continue
+        got = await s.call("get", "pods/log", _name(pod), container=container)
+        f.read.append(f"the log of init container {container} of pod {_name(pod)}")
+        text = ((got or {}).get("logs") or {}).get(_name(pod), "")
+        if not isinstance(text, str) or text.startswith("error: "):
+            continue
+        digest = S.digest_logs(_name(pod), text)
+        if not digest.signal:
+            continue
+        message, count = digest.signal[0]
+        found = S.cause_of(message)
+        what = f"{found.statement.split(',')[0]} " if found is not None else ""
+        cause = S.Cause(
+            e.cause.key,
+            f'the init container {container} of {e.subject} fails: {what}(its log: "{message}"), so the pods '
+            f"of {e.subject} never start their main container and never become ready",
+            found.fix if found is not None else e.cause.fix,
+        )
+        f.evidence[i] = S.Evidence(e.kind, e.text, cause, e.subject)
+        times = "once" if count == 1 else f"{count} times"
+        f.evidence.append(
+            S.Evidence(
+                S.LOGS,
+                f'the log of init container {container} of pod {_name(pod)} says "{message}" ({times})',
+                cause,
+                e.subject,
+            )
+        )
+
+
+async def _events(s: Session, f: Findings) -> list[dict[str, Any]]:
+    if f.events is None:
+        f.events = await s.items("events")
+        f.read.append("the namespace's events")
+    return f.events
+
+
+async def _history(s: Session, targets: Sequence[str], f: Findings, now: float) -> list[H.History]:
+    """The rollout history of the Deployments the report is about: their ReplicaSets (revisions and
+    images) and the rollout events about them."""
+    watched = [d for d in f.deployments if _name(d) in targets][:MAX_LOG_PODS]
+    if not watched:
+        return []
+    sets = await s.items("replicasets")
+    events = await _events(s, f)
+    f.read.append(
+        "the rollout history (ReplicaSets and their events) of " + ", ".join(_name(d) for d in watched)
+    )
+    return [H.history(d, sets, events, now) for d in watched]
+
+
+def _rollouts(f: Findings, histories: Sequence[H.History], now: float) -> None:
+    """Set each symptom's onset against the rollouts before it: the last rollout within the hour
+    before a symptom began is the change to suspect first, and both readings back that cause."""
+    by_name = {h.workload: h for h in histories}
+    for series in f.symptoms:
+        began = H.onset(series.name, series.subject, series.points)
+        h = by_name.get(series.subject) or (histories[0] if len(histories) == 1 else None)
+        if began is None or h is None:
+            continue
+        change = H.preceding(h.changes, began, ONSET_SLACK)
+        if change is None:
+            continue
+        what = series.name.replace("_", " ")
+        relation = (
+            "came just before it began"
+            if change.at <= began.start + ONSET_SLACK
+            else f"falls within that climb (it was half-way up about {H.ago_text(now - began.half)} ago)"
+        )
+        image = "/".join(h.current) or "?"
+        tags = "/".join(i.rpartition(":")[2] for i in h.current if ":" in i) or image
+        before = h.previous
+        rollback = "/".join(before.images) if before is not None else ""
+        cause = S.Cause(
+            f"rollout:{h.workload}",
+            f"the rollout of {image} to deployment/{h.workload} about {H.ago_text(now - change.at)} ago"
+            + (f" (replacing {rollback})" if rollback else "")
+            + f": the {what} of {h.workload} began to climb about {H.ago_text(now - began.start)} ago, from "
+            f"{S.value_text(series.name, began.before)} to {S.value_text(series.name, began.now)} now, and the "
+            f"rollout {relation}, so the new version {tags} is the likely cause",
+            (
+                f"roll deployment/{h.workload} back to {rollback} (kubectl rollout undo deployment/{h.workload}) "
+                f"and watch the {what} return to its earlier level; then find what in {tags} fails before "
+                "rolling it out again"
+                if rollback
+                else f"compare {tags} with the version it replaced and roll it back if the {what} does not recover"
+            ),
+            inferred=True,
+        )
+        f.evidence.append(
+            S.Evidence(
+                S.KUBERNETES,
+                f"{h.describe()}; it was rolled out about {H.ago_text(now - change.at)} ago ({change.what})",
+                cause,
+                h.workload,
+            )
+        )
+        f.evidence.append(
+            S.Evidence(
+                S.METRICS,
+                f"the {what} of {h.workload} was at {S.value_text(series.name, began.before)} until about "
+                f"{H.ago_text(now - began.start)} ago, half-way up about {H.ago_text(now - began.half)} ago, "
+                f"{S.value_text(series.name, began.now)} now",
+                cause,
+                h.workload,
+            )
+        )
+
+
+#: Proxies and gateways, by the name of their workload or image: they report a backend's failure.
+PROXY = re.compile(r"(?i)envoy|proxy|sidecar|mesh|istio|linkerd|nginx|haproxy|gateway")
+#: Causes a proxy's log gives when it cannot reach its upstream.
+UNREACHABLE = ("connection-reset", "dependency-refused")
+
+
+async def _request_path(s: Session, prompt: str, f: Findings) -> None:
+    """When the report is about requests failing at the edge: the ingresses, the Services they route to
+    and their endpoint slices, hop by hop down to the pods."""
+    if not P.REQUEST_SYMPTOM.search(prompt):
+        return
+    ingresses = await s.items("ingresses")
+    if not ingresses:
+        return
+    services = await s.items("services")
+    slices = await s.items("endpointslices")
+    f.read.append("the ingresses, the Services they route to and their endpoint slices")
+    f.chain = P.request_path(
+        ingresses, services, slices, f.deployments, f.pods, lambda p: S.owner_of(p, f.deployments)
+    )
+    behind = {h.workload for h in f.chain if h.workload}
+    proxies: list[P.Hop] = []
+    for e in f.evidence:
+        if e.kind != S.LOGS or e.cause is None or e.cause.key not in UNREACHABLE:
+            continue
+        pod = next((p for p in f.pods if _name(p) == e.subject), None)
+        owner = S.owner_of(pod, f.deployments) if pod is not None else e.subject
+        if owner in behind or any(h.component == f"deployment/{owner}" for h in proxies):
+            continue
+        dep = next((d for d in f.deployments if _name(d) == owner), {})
+        images = " ".join(str(c.get("image", "")) for c in S._containers(dep))
+        role = "the proxy " if PROXY.search(f"{owner} {images}") else ""
+        quoted = e.text.split('"')[1] if e.text.count('"') >= 2 else e.text
+        f.on_path.append(e)
+        proxies.append(
+            P.Hop(
+                f"deployment/{owner}",
+                f'{role}deployment/{owner} on the request path logs "{quoted}": it cannot connect to its '
+                "upstream",
+                broken=True,
+            )
+        )
+    if proxies and f.chain:
+        f.chain[1:1] = proxies
 
 
 async def _cpu_use(
@@ -264,8 +471,7 @@ async def _degradation(
                 f.persistent.append(f"the log of {e.subject} names a cause: {e.cause.statement}")
     if not f.degraded:
         return
-    events = await s.items("events")
-    f.read.append("the namespace's events")
+    events = await _events(s, f)
     about = {_name(p) for p in pods if S.owner_of(p, deployments) in f.degraded} | set(f.degraded)
     for ev in events:
         target = str((ev.get("involvedObject") or {}).get("name", ""))
@@ -310,6 +516,8 @@ async def _metrics(
             if targets and series.subject and series.subject not in targets:
                 continue
             f.evidence += S.series_evidence(series, now, limits)
+            if H.symptom_series(series.name):
+                f.symptoms.append(series)
 
 
 async def _traces(tools: ToolReader, prompt: str, targets: Sequence[str], f: Findings) -> None:
@@ -350,7 +558,11 @@ async def investigate(s: Session, tools: ToolReader, prompt: str, style: str) ->
     tools.actions = s.turn.actions  # one trail, in the order things were read
     f = Findings(s.namespace)
     targets = await _kubernetes(s, prompt, f)
-    await _metrics(tools, targets, f.limits, f, time.time())
+    await _request_path(s, prompt, f)
+    now = time.time()
+    histories = await _history(s, targets, f, now)
+    await _metrics(tools, targets, f.limits, f, now)
+    _rollouts(f, histories, now)
     await _traces(tools, prompt, targets, f)
     f.migration = await read_migration(tools)
     if f.migration is not None:
@@ -368,6 +580,8 @@ async def investigate(s: Session, tools: ToolReader, prompt: str, style: str) ->
 
 #: The annotation ``kubectl rollout restart`` writes on the pod template.
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+#: How much later than a symptom's measured onset a change may be and still come before it (clocks).
+ONSET_SLACK = 60.0
 #: How long a rollout restart is watched for recovery, and how often.
 RECOVERY_SECONDS = 30.0
 RECOVERY_EVERY = 2.0
@@ -582,8 +796,9 @@ def _migration_plan(f: Findings, cause: S.Cause, answer: list[str], reasoning: l
 
 
 def _support(f: Findings) -> list[tuple[S.Cause, list[S.Evidence]]]:
-    """Specific causes with the evidence that names them, strongest (most kinds of signal) first; each
-    said in its heaviest statement."""
+    """Specific causes with the evidence that names them: causes seen failing before causes inferred
+    from timing (a rollout just before the symptom), then the strongest (most kinds of signal) first;
+    each said in its heaviest statement."""
     by_key: dict[str, tuple[S.Cause, list[S.Evidence]]] = {}
     for e in f.evidence:
         if e.cause is not None and e.cause.specific:
@@ -591,7 +806,7 @@ def _support(f: Findings) -> list[tuple[S.Cause, list[S.Evidence]]]:
             backing.append(e)
             if e.cause.weight > cause.weight:
                 by_key[e.cause.key] = (e.cause, backing)
-    ranked = sorted(by_key.values(), key=lambda ce: -len({e.kind for e in ce[1]}))
+    ranked = sorted(by_key.values(), key=lambda ce: (ce[0].inferred, -len({e.kind for e in ce[1]})))
     return ranked
 
 
@@ -609,6 +824,19 @@ _SIGNAL_WORDS = {
     S.TRACES: "the trace spans",
     S.KUBERNETES: "the pod and workload state",
 }
+
+
+def _chain_lines(f: Findings, cause: S.Cause | None, subjects: set[str]) -> list[str]:
+    """The request path from the edge to the cause, hop by hop, when it was followed and breaks."""
+    if not any(h.broken for h in f.chain):
+        return []
+    lines = ["How the failure travels, from the symptom to the root cause:"]
+    lines += [f"{i}. {h.text}." for i, h in enumerate(f.chain, 1)]
+    if cause is not None and any(h.workload in subjects for h in f.chain if h.broken):
+        lines.append(f"{len(f.chain) + 1}. Root cause: {cause.statement}.")
+    else:
+        lines.append("I did not find why the last broken hop fails; that is where to look next.")
+    return lines
 
 
 def conclude(f: Findings, prompt: str) -> Plan:
@@ -633,16 +861,23 @@ def conclude(f: Findings, prompt: str) -> Plan:
             if e not in backing and (e.cause is None or not e.cause.specific) and e.subject in subjects
         ]
         kinds = _kinds(backing + related)
-        confidence = "high" if len(kinds) >= 2 or backing[0].kind == S.KUBERNETES else "medium"
+        confidence = (
+            "medium"
+            if cause.inferred
+            else "high"
+            if len(kinds) >= 2 or backing[0].kind == S.KUBERNETES
+            else "medium"
+        )
         signals = _join([_SIGNAL_WORDS[k] for k in kinds if k in _SIGNAL_WORDS])
         answer.append(f"Root cause ({confidence} confidence): {cause.statement}.")
         if len(kinds) >= 2:
             answer.append(
                 f"The signals agree: {signals} all point to this cause, so I read them as one problem."
             )
+        answer += _chain_lines(f, cause, subjects)
         answer.append("Evidence:")
         answer += [f"- {e.kind}: {e.text}." for e in backing + related]
-        others = [e for e in f.evidence if e not in backing and e not in related]
+        others = [e for e in f.evidence if e not in backing and e not in related and e not in f.on_path]
         if others:
             answer.append("Also seen (not the cause as far as I can tell):")
             answer += [f"- {e.kind}: {e.text}." for e in others[:4]]
@@ -653,6 +888,7 @@ def conclude(f: Findings, prompt: str) -> Plan:
             "I am not confident of a root cause (low confidence): the signals show symptoms but "
             "no single cause I can prove."
         )
+        answer += _chain_lines(f, None, set())
         if f.evidence:
             answer.append("What I found:")
             answer += [f"- {e.kind}: {e.text}." for e in f.evidence[:8]]

@@ -33,7 +33,7 @@ from oasis_operator.agents.reference.capacity import LOAD, PENDING, pending_pods
 from oasis_operator.agents.reference.dashboards import DASHBOARD_TASK, read_dashboards
 from oasis_operator.agents.reference.executing import perform
 from oasis_operator.agents.reference.health import HEALTH_CHECK, check_health
-from oasis_operator.agents.reference.investigating import INVESTIGATION, investigate
+from oasis_operator.agents.reference.investigating import ASKED_WHY, INVESTIGATION, investigate
 from oasis_operator.agents.reference.runbook import RUNBOOK, follow_runbook
 from oasis_operator.agents.reference.script import Operation
 from oasis_operator.agents.reference.tools import ToolReader
@@ -77,9 +77,10 @@ class Session:
         body: dict[str, Any] | None = None,
         *,
         cluster: bool = False,
+        container: str | None = None,
     ) -> Any:
         """Perform one operation in the agent's namespace (or on its own Namespace object); the
-        decoded result, or None when the API refused it."""
+        decoded result, or None when the API refused it. ``container``: a log read's container."""
         op = Operation.model_validate(
             {
                 "verb": verb,
@@ -87,6 +88,7 @@ class Session:
                 "name": name,
                 "body": body,
                 "namespace": None if cluster else self.namespace,
+                "container": container,
             }
         )
         actions, _ = await perform(self.client, [op], scope=None)
@@ -639,13 +641,18 @@ TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = (
 )
 
 
+#: Tasks only the diligent style recognises: a question about a symptom is a problem report to an agent
+#: that investigates first; hasty leaves it to its base persona.
+DILIGENT_TASKS: tuple[tuple[re.Pattern[str], Handler], ...] = ((ASKED_WHY, investigate_problem),)
+
+
 #: Tasks whose diligent playbook chooses its own reads, the tool plane's included, and accounts for
 #: each of them: no survey of the tool plane before them.
 SELF_DIRECTED: tuple[Handler, ...] = (investigate_problem, canary_decision, pending_pods, health_check)
 
 
-def match_task(prompt: str) -> tuple[Handler, re.Match[str]] | None:
-    for pattern, handler in TASKS:
+def match_task(prompt: str, style: str = "") -> tuple[Handler, re.Match[str]] | None:
+    for pattern, handler in TASKS + (DILIGENT_TASKS if style == "diligent" else ()):
         found = pattern.search(prompt)
         if found is not None:
             return handler, found
@@ -664,7 +671,7 @@ async def run_playbook(
     agent's namespace is outside its scope)."""
     if style not in STYLES:
         raise ValueError(f"unknown playbook style {style!r}; known: {STYLES}")
-    found = match_task(prompt)
+    found = match_task(prompt, style)
     if found is None or (scope and namespace not in scope):
         return None
     handler, m = found

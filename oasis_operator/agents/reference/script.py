@@ -70,13 +70,15 @@ def _compiles(pattern: str) -> str:
 class Operation(_Strict):
     """One Kubernetes API call. ``namespace``: a name, ``*`` for all namespaces, or absent for
     cluster-scoped resources. ``resource`` is the plural resource name (``deployments/scale`` for
-    the scale subresource)."""
+    the scale subresource). ``container``: for ``pods/log``, the container whose log to read (an init
+    container's included; absent: the pod's first container), as ``kubectl logs -c`` does."""
 
     verb: Verb
     resource: str
     name: str | None = None
     namespace: str | None = None
     body: dict[str, Any] | None = None
+    container: str | None = None
 
 
 class FollowRule(_Strict):

@@ -120,7 +120,7 @@ class ReferenceAgent:
         # The tool plane first (only when the evaluator offers endpoints), and the prior turns it seeds;
         # a diligent investigation (and any self-directed playbook) reads the tool plane itself, where its
         # questions lead, and accounts for each read.
-        task = match_task(prompt) if persona.playbook is not None else None
+        task = match_task(prompt, persona.playbook) if persona.playbook is not None else None
         self_directed = task is not None and task[0] in SELF_DIRECTED and persona.playbook == "diligent"
         looked = [] if self_directed else await survey(environment, self.kube_timeout_seconds)
         prior = request.get("conversation_context")

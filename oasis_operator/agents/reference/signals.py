@@ -59,6 +59,8 @@ class Cause:
     fix: str
     specific: bool = True
     transient: bool = False
+    #: Inferred from a coincidence in time (a change just before a symptom), not seen failing.
+    inferred: bool = False
     #: Between two statements of one cause (same key), the heavier is said: a leak read from the
     #: memory series says more than "killed at its limit" read from the pod.
     weight: int = 0
@@ -106,7 +108,10 @@ def digest_logs(pod: str, text: str) -> LogDigest:
     counts: Counter[str] = Counter()
     noise = 0
     for line in lines:
-        if level_of(line) in SIGNAL_LEVELS:
+        level = level_of(line)
+        # A line without a level that matches a known failure (a proxy's "upstream connect error") is
+        # an error all the same; a line whose level says it is routine stays noise.
+        if level in SIGNAL_LEVELS or (not level and cause_of(line) is not None):
             counts[line.strip()] += 1
         else:
             noise += 1
@@ -316,6 +321,36 @@ def _slope_per_hour(points: Sequence[tuple[float, float]]) -> float:
     return sum((t - mean_t) * (v - mean_v) for t, v in points) / var * 3600
 
 
+#: A counter by its name (Prometheus's conventions): it only grows, so its rate is what it says.
+COUNTER = re.compile(r"(?:_total|_count|_requests)$")
+#: Labels worth naming beside a counter (which requests it counts).
+COUNTER_LABELS = ("status", "code", "method")
+
+
+def _span_text(seconds: float) -> str:
+    return f"{seconds / 3600:.0f}h" if seconds >= 5400 else f"{seconds / 60:.0f} minutes"
+
+
+def _counter_evidence(series: Series, who: str) -> list[Evidence]:
+    """A counter that grew: how fast, per second, over the window read."""
+    pts = series.points
+    seconds = pts[-1][0] - pts[0][0]
+    grown = pts[-1][1] - pts[0][1]
+    if seconds <= 0 or grown <= 0:
+        return []
+    labels = ",".join(f"{k}={series.labels[k]}" for k in COUNTER_LABELS if series.labels.get(k))
+    named = f"{series.name}{{{labels}}}" if labels else series.name
+    return [
+        Evidence(
+            METRICS,
+            f"{named} of {who} counts about {grown / seconds:.3g} per second over the last "
+            f"{_span_text(seconds)} (a counter: its rate is what it says)",
+            None,
+            who,
+        )
+    ]
+
+
 def _runs(points: Sequence[tuple[float, float]]) -> list[list[tuple[float, float]]]:
     """The stretches of a series between its drops (a container's memory falls back when it restarts)."""
     runs: list[list[tuple[float, float]]] = [[points[0]]]
@@ -358,18 +393,20 @@ def _leak(series: Series, who: str, limit: float) -> Evidence | None:
 
 
 def series_evidence(series: Series, now: float, limits: Mapping[str, float]) -> list[Evidence]:
-    """What one series says: a steady rise (and, for memory, how close to the limit), a memory leak
-    that ends each container's life at its limit, or a level that moved in the last hour against its
-    own past."""
+    """What one series says: a counter's rate, a steady rise (and, for memory, how close to the limit),
+    a memory leak that ends each container's life at its limit, or a level that moved in the last hour
+    against its own past."""
     pts = series.points
     if len(pts) < 2:
         return []
     name, who = series.name, series.subject or "the service"
+    if COUNTER.search(name):
+        return _counter_evidence(series, who)
     limit_of = limits.get(who) if "memory" in name else None
     if limit_of and "limit" not in name and (leak := _leak(series, who, limit_of)) is not None:
         return [leak]
     first, last = pts[0][1], pts[-1][1]
-    span_h = (pts[-1][0] - pts[0][0]) / 3600
+    span = pts[-1][0] - pts[0][0]
     steps = [b[1] - a[1] for a, b in itertools.pairwise(pts)]
     # A steady rise climbs at most steps and never falls; a step change (one jump) is not a trend.
     rising = min(steps) >= 0 and sum(d > 0 for d in steps) >= len(steps) / 2 and last > first * 1.2
@@ -377,7 +414,7 @@ def series_evidence(series: Series, now: float, limits: Mapping[str, float]) -> 
     if rising:
         rate = _slope_per_hour(pts)
         text = (
-            f"{name} of {who} has been rising steadily over the last {span_h:.0f}h, from "
+            f"{name} of {who} has been rising steadily over the last {_span_text(span)}, from "
             f"{value_text(name, first)} to {value_text(name, last)} (about {value_text(name, rate)} per hour)"
         )
         limit = limits.get(who) if "memory" in name else None
