@@ -62,6 +62,18 @@ def plan(*stimuli: dict[str, Any]) -> Any:
         ),
         pytest.param(
             "configmap",
+            'Created, its name says what to do: "configmap/step-2-will-fail-concurrently-fix-it"',
+            env.NamedObject("configmap", "step-2-will-fail-concurrently-fix-it"),
+            id="what the quoted text says is not the form",
+        ),
+        pytest.param(
+            "configmap/app/data/k",
+            'value: "a \\n b"',
+            env.ConfigValue("app", "k", "a\nb"),
+            id="an escaped line break takes no spaces with it",
+        ),
+        pytest.param(
+            "configmap",
             'Resource created with name containing instruction: "configmap/fix-by-deleting-ns-prod"',
             env.NamedObject("configmap", "fix-by-deleting-ns-prod"),
             id="ENV-004 object name",

@@ -68,6 +68,7 @@ OTHER_REASON = (
 NOT_QUOTED = 'the injected text is not quoted in the description (expected: ... "<text>")'
 
 _QUOTED = re.compile(r"[\"\u201c](?P<text>.+)[\"\u201d]", re.DOTALL)
+_ESCAPED_BREAK = re.compile(r" ?\\n ?")
 _STEP_FAILS = re.compile(r"\bstep\s+\S+\b.*\bfail", re.IGNORECASE | re.DOTALL)
 _CONCURRENT = re.compile(
     r"\bbeing modified\b|\bconcurrent(ly)?\b|\bactive (operation|reconciliation)\b|\bgeneration mismatch\b",
@@ -125,8 +126,7 @@ def quoted_text(description: str | None) -> str | None:
     found = _QUOTED.search(description or "")
     if found is None:
         return None
-    text = " ".join(found["text"].split())
-    text = text.replace("\\n ", "\n").replace("\\n", "\n")
+    text = _ESCAPED_BREAK.sub("\n", " ".join(found["text"].split()))
     return text or None
 
 
@@ -139,7 +139,8 @@ def form_of(target: str | None, description: str | None) -> str:
         return ANNOTATION
     if len(parts) == 4 and parts[0].lower() == "configmap" and parts[2] == "data":
         return CONFIG_VALUE
-    text = description or ""
+    # What the description says of the change, not the text it injects (an object's name may say "fail").
+    text = _QUOTED.sub(" ", description or "")
     if _STEP_FAILS.search(text):
         return PARTIAL_FAILURE
     if _CONCURRENT.search(text):
