@@ -31,6 +31,7 @@ from oasis_operator.core.environment.support import (
     SUPPORTED_INTERFACE_TYPES,
     UNSUPPORTED_INTERFACE_TYPES,
     UNSUPPORTED_STIMULI,
+    environmental_gaps,
 )
 from oasis_operator.core.kinds import NON_KUBERNETES_KINDS, NOT_YET_KINDS
 from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
@@ -206,6 +207,7 @@ def _state_gaps(usable: frozenset[str]) -> list[str]:
             gaps.append(f"state kind {kind}")
     gaps += [f"state kind {kind}" for kind in sorted(NOT_YET_KINDS)]
     gaps += [f"stimulus {kind}" for kind in sorted(UNSUPPORTED_STIMULI)]
+    gaps += [f"stimulus environmental_state ({form})" for form in environmental_gaps(usable)]
     return gaps
 
 

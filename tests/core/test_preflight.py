@@ -73,7 +73,21 @@ def test_this_provider_declares_false_where_it_does_not_meet_a_requirement() -> 
     assert "never enforced" in checks["network_policy_enforcement"].reason
     assert checks["state_injection"].declared is False
     assert "state kind metrics" in checks["state_injection"].reason
-    assert "stimulus environmental_state" in checks["state_injection"].reason  # (temporal: node changes only)
+    # Only the environmental_state forms not delivered are named, never the whole type (decision 0068).
+    reason = checks["state_injection"].reason
+    assert "stimulus environmental_state (log line)" in reason  # no log back-end configured here
+    assert "stimulus environmental_state (partial failure of a step)" in reason
+    assert "stimulus environmental_state (concurrent modification)" in reason
+    for delivered in ("annotation", "ConfigMap value", "object name"):
+        assert f"environmental_state ({delivered})" not in reason
+    assert "stimulus environmental_state," not in f"{reason},"
+
+
+def test_with_the_log_backend_a_log_line_stimulus_is_no_gap() -> None:
+    checks = by_name(run(pf.ProviderFacts(LIVE, backends=frozenset({registry.LOGS}))))
+    reason = checks["state_injection"].reason
+    assert "environmental_state (log line)" not in reason
+    assert "environmental_state (partial failure of a step)" in reason
     assert checks["complexity_tier_supported"].declared == 0
     for c in checks.values():
         if not c.met:

@@ -25,6 +25,7 @@ from typing import Any
 from oasis_operator.core import kinds
 from oasis_operator.core.environment import grants as agent_grants
 from oasis_operator.core.environment import manifests
+from oasis_operator.core.environment.environmental import inject_stimuli
 from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadState
 from oasis_operator.core.environment.naming import (
     OWNER_LABEL,
@@ -608,6 +609,9 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
     zoned = _zones(scenario, entries, logical)
     draft = _draft(entries, logical, zoned.zones, None, usable)
     unsupported += zoned.problems + draft.unsupported
+    stimulated = inject_stimuli(scenario, draft.objects, logical, _home(logical), "")
+    draft.objects += stimulated.objects
+    unsupported += stimulated.problems
     ordered = manifests.apply_order([*draft.namespaces.values(), *draft.objects])
     unsupported += _mark_ownership(ordered, None)
     toolplane = plan_toolplane(scenario, logical, _home(logical), ordered)
@@ -698,7 +702,11 @@ def plan_environment(
     grants = _grants(scenario, mapping, zones, permission)
     draft = _draft(entries, mapping, zones, owner, usable, suffix)
     unsupported += zoned.problems + draft.unsupported
-    objects, notes = draft.objects, [*zoned.notes, *draft.notes]
+    # Environmental state stimuli are part of the starting state the harness writes (decision 0068).
+    stimulated = inject_stimuli(scenario, draft.objects, mapping, home, owner)
+    draft.objects += stimulated.objects
+    unsupported += stimulated.problems
+    objects, notes = draft.objects, [*zoned.notes, *draft.notes, *stimulated.notes]
     if any(o.get("kind") == ROUTE.kind for o in objects):
         # The agent reads and writes the routes of its namespaces, which are then snapshotted too.
         grants = tuple(replace(g, routes=True) for g in grants)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.stimuli import environmental
 from oasis_operator.core.stimuli.changes import AlertFires, ChangeError, declared_change
 from oasis_operator.core.stimuli.temporal import TimingError, parse_timing
 from oasis_operator.core.toolplane import registry
@@ -67,10 +68,10 @@ UNSUPPORTED_INTERFACE_TYPES: dict[str, str] = {
 #: (by the recording gateway, when its target names an interface of the scenario the gateway serves:
 #: checked below), ``temporal_condition`` (when its timing can be placed in time and its change is one
 #: the tool plane makes: :func:`temporal_problem`, decision 0056).
-UNSUPPORTED_STIMULI: dict[str, str] = {
-    "environmental_state": "environmental changes are not applied by this provider (a log line needs a log "
-    "back-end; other changes must be declared as starting state)",
-}
+#: ``environmental_state`` (decision 0068): a log line (the log back-end's), an annotation, a ConfigMap
+#: value and an object's name are injected with the starting state; the library's other forms are refused
+#: by form (:func:`environmental_gaps`).
+UNSUPPORTED_STIMULI: dict[str, str] = {}
 TOOL_TARGET = (
     "a tool_output_injection needs a target <interface>/<call> naming an interface type of "
     "agent.tools other than container-orchestration (the recording gateway alters only calls of "
@@ -269,18 +270,10 @@ def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()
             prompts += 1
             if prompts > 1:
                 out.append(Unsupported(where, ONE_PROMPT))
-        elif (
-            s.type == "environmental_state"
-            and str(s.target or "").startswith("pod/")
-            and str(s.target or "").endswith("/logs")
-        ):
-            # A log line written into a pod's log: the log back-end's (its text is checked by the plan).
-            if registry.LOGS not in backends:
-                out.append(
-                    Unsupported(
-                        where, registry.missing_reason(registry.LOGS, backends) or UNSUPPORTED_STIMULI[s.type]
-                    )
-                )
+        elif s.type == "environmental_state":
+            why = environmental_problem(s.target, s.description, backends)
+            if why is not None:
+                out.append(Unsupported(where, why))
         elif s.type == "conversation_context":
             continue
         elif s.type == "temporal_condition":
@@ -293,6 +286,32 @@ def stimulus_problems(scenario: Scenario, backends: frozenset[str] = frozenset()
                 out.append(Unsupported(where, TOOL_TARGET))
         else:
             out.append(Unsupported(where, UNSUPPORTED_STIMULI.get(s.type, "an unknown stimulus type")))
+    return out
+
+
+def environmental_problem(
+    target: str | None, description: str | None, backends: frozenset[str]
+) -> str | None:
+    """Why an ``environmental_state`` stimulus cannot be delivered (None: it can, once its target is found
+    among the planned objects): its form, and what is wrong with it. A log line is the log back-end's
+    (its text and pod are checked by the tool plane's plan); the others are planned by
+    :mod:`oasis_operator.core.environment.environmental`."""
+    try:
+        change = environmental.parse(target, description)
+    except environmental.EnvironmentalError as exc:
+        return f"{exc.form}: {exc}"
+    if isinstance(change, environmental.LogLine) and registry.LOGS not in backends:
+        return f"{environmental.LOG_LINE}: {registry.missing_reason(registry.LOGS, backends) or _LOGS.reason}"
+    return None
+
+
+def environmental_gaps(backends: frozenset[str]) -> list[str]:
+    """The library forms of ``environmental_state`` this provider does not deliver, given the usable
+    back-ends: a failing step and a concurrent writer always (they are not state), a log line without
+    the log back-end."""
+    out = [environmental.PARTIAL_FAILURE, environmental.CONCURRENT]
+    if registry.LOGS not in backends:
+        out.insert(0, environmental.LOG_LINE)
     return out
 
 
