@@ -80,6 +80,8 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
         metrics=settings.metrics,
         alerts=settings.alerts,
         traces_directory=settings.traces_directory,
+        resource_usage=settings.resource_usage,
+        database=settings.database,
     )
     chosen = [
         s
@@ -88,6 +90,8 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
         and p.toolplane.backends
         and (not args.backend or args.backend in p.toolplane.backends)
     ]
+    if not chosen:
+        raise SystemExit(f"no scenario needs the back-end {args.backend!r} (or it did not start)")
     print(f"scenarios: {', '.join(s.id for s in chosen)}")
     for parallel in (1, args.parallel):
         rows: list[dict[str, float]] = []

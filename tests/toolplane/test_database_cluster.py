@@ -196,6 +196,32 @@ async def test_two_scenarios_see_only_their_own_database(
     assert (await adapter.state(plan_b))[0]["state"] == before_b
 
 
+async def test_many_scenarios_injected_at_once_each_get_their_database(toolplane: ToolPlane) -> None:
+    """Server-wide statements of concurrent injections take turns: PostgreSQL refused the second of
+    two simultaneous REVOKEs on a shared database ("tuple concurrently updated"), which failed one
+    scenario's provisioning when runs were parallel (seen at parallelism 8 in the benchmark)."""
+    adapter = toolplane.adapters["database"]
+    assert isinstance(adapter, Database)
+    for round_ in range(5):  # the race is narrow: several rounds of eight at once
+        plans = [
+            plan_environment(
+                parse_scenario(_variant(f"svc{i}-service", f"00{i}_add_flag_{i}", 10 + i, "1_hours_ago"))[0],
+                suffix=kube.random_suffix(),
+                owner=owner_value("db-concurrent", f"{round_}-{i}"),
+                backends=toolplane.backends,
+            )
+            for i in range(8)
+        ]
+        try:
+            await asyncio.gather(*(adapter.inject(p) for p in plans))
+            for i, plan in enumerate(plans):
+                [state] = await adapter.state(plan)
+                assert adapter._scenarios[plan.home_namespace].planned.rows_since == 10 + i
+                assert state["state"], state
+        finally:
+            await asyncio.gather(*(adapter.cleanup(p) for p in plans), return_exceptions=True)
+
+
 async def test_settling_ends_the_agents_access(
     environments: MakeEnvironment, toolplane: ToolPlane, gateway: ToolGateway
 ) -> None:

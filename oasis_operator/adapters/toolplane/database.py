@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -257,6 +258,10 @@ class Database:
         self.now = now
         self.limits = limits
         self._scenarios: dict[str, _Scenario] = {}
+        # PostgreSQL refuses concurrent changes of one catalog row ("tuple concurrently updated"): the
+        # server-wide statements (REVOKE on the shared databases, roles, CREATE/DROP DATABASE) of two
+        # scenarios injected or dropped at once take turns.
+        self._catalog = threading.Lock()
         self.endpoint_server = SqlEndpoint(endpoint_host, endpoint_port, self._dsn_of, limits)
 
     # -- connections --------------------------------------------------------------------------------
@@ -328,7 +333,7 @@ class Database:
         )
         self._scenarios[namespace] = scenario  # cleanup finds it even if what follows fails
         ident = sql.Identifier
-        with self._admin() as conn:
+        with self._catalog, self._admin() as conn:
             for dbname in ("postgres", "template1"):
                 conn.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(ident(dbname)))
             for role, password in (scenario.writer, scenario.reader):
@@ -514,7 +519,7 @@ class Database:
         await asyncio.to_thread(self._lock_out, s)
 
     def _lock_out(self, s: _Scenario) -> None:
-        with self._admin() as conn:
+        with self._catalog, self._admin() as conn:
             for role, _ in (s.writer, s.reader):
                 if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                     conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(sql.Identifier(role)))
@@ -531,7 +536,7 @@ class Database:
         await asyncio.to_thread(self._drop, s)
 
     def _drop(self, s: _Scenario) -> None:
-        with self._admin() as conn:
+        with self._catalog, self._admin() as conn:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(s.database))
             )
