@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import datetime as dt
 import fcntl
 import json
 import math
@@ -37,7 +36,7 @@ from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
-from oasis_operator.core.toolplane.memory import OomLeak, absolute_times, leak_series
+from oasis_operator.core.toolplane.memory import OomLeak, anchored_series
 from oasis_operator.core.toolplane.metrics import TENANT_LABEL, AlertRule, MetricSeries, alert_groups
 from oasis_operator.core.toolplane.plan import TimedChange
 
@@ -293,15 +292,7 @@ class Metrics:
             raise ToolPlaneError(
                 f"{leak.source}: listing the pods of {leak.workload}: HTTP {resp.status_code}"
             )
-        out: list[MetricSeries] = []
-        for pod in resp.json().get("items") or []:
-            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-                last = (cs.get("lastState") or {}).get("terminated") or {}
-                if last.get("reason") != "OOMKilled" or not last.get("finishedAt"):
-                    continue
-                ended = dt.datetime.fromisoformat(str(last["finishedAt"]).replace("Z", "+00:00")).timestamp()
-                found = leak_series(leak, pod["metadata"]["name"], str(cs["name"]), ended - start, 0.0)
-                out += [absolute_times(s, start) for s in found]
+        out = anchored_series(leak, resp.json().get("items") or [], start)
         if not out:
             raise ToolPlaneError(
                 f"{leak.source}: no pod of {leak.workload} records an OOM kill to anchor its series at"

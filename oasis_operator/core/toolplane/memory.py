@@ -18,6 +18,7 @@ the last one included. Pure.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -224,3 +225,19 @@ def absolute_times(series: MetricSeries, start: float) -> MetricSeries:
     return MetricSeries(
         series.source, series.namespace, series.labels, tuple((t, start + v) for t, v in series.samples)
     )
+
+
+def anchored_series(leak: OomLeak, pods: Sequence[Mapping[str, Any]], start: float) -> list[MetricSeries]:
+    """The series of every OOM-killed container of ``pods`` (the leaking workload's, as the API lists
+    them), anchored at the last termination each records (what ``kubectl get pod -o yaml`` shows), with
+    absolute times from ``start``; empty when no pod records an OOM kill with its time."""
+    out: list[MetricSeries] = []
+    for pod in pods:
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            last = (cs.get("lastState") or {}).get("terminated") or {}
+            if last.get("reason") != "OOMKilled" or not last.get("finishedAt"):
+                continue
+            ended = dt.datetime.fromisoformat(str(last["finishedAt"]).replace("Z", "+00:00")).timestamp()
+            found = leak_series(leak, pod["metadata"]["name"], str(cs["name"]), ended - start, 0.0)
+            out += [absolute_times(s, start) for s in found]
+    return out
