@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core import kinds
+from oasis_operator.core.ago import seconds_ago
 from oasis_operator.core.environment.naming import STATUS_BY_PROVIDER_ANNOTATION, status_marker
 from oasis_operator.core.environment.pod_states import BY_WORD, POD_STATES
 from oasis_operator.core.errors import UnsupportedEntry
@@ -963,27 +964,10 @@ _EVENT_SOURCES = {
 
 def parse_age(text: Any) -> int:
     """Seconds in an age such as ``25m``, ``2h``, ``30s``, ``25_minutes_ago``; raises on anything else."""
-    raw = str(text).strip().lower().replace("_ago", "").replace("_", " ")
-    units = {
-        "s": 1,
-        "sec": 1,
-        "second": 1,
-        "seconds": 1,
-        "m": 60,
-        "min": 60,
-        "minute": 60,
-        "minutes": 60,
-        "h": 3600,
-        "hour": 3600,
-        "hours": 3600,
-        "d": 86400,
-        "day": 86400,
-        "days": 86400,
-    }
-    m = re.fullmatch(r"(\d+)\s*([a-z]+)", raw)
-    if not m or m.group(2) not in units:
+    seconds = seconds_ago(text)
+    if seconds is None:
         raise UnsupportedEntry(REASON_NO_REALISATION, f"age {text!r} is not a duration")
-    return int(m.group(1)) * units[m.group(2)]
+    return int(seconds)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from oasis_operator.core.ago import seconds_ago
+
 #: The migrations table every scenario's database has.
 MIGRATIONS_TABLE = "schema_migrations"
 #: The snapshot object that carries a scenario database's own state (not a Kubernetes object: it is
@@ -35,8 +37,6 @@ ATTRIBUTES = frozenset({"resource", "namespace", "last_migration", "applied", "r
 MAX_ROWS = 100_000
 
 _ADDS_COLUMN = re.compile(r"(?P<seq>\d+)_add_(?P<column>[a-z][a-z0-9_]{0,40})")
-_AGO = re.compile(r"(?P<n>\d+)_?(?P<unit>seconds?|minutes?|hours?|days?|[smhd])_ago")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _SERVICE_SUFFIXES = ("-service", "-svc", "-api", "-app")
 _FLAG = re.compile(r"^(is|has|can)_|_(verified|enabled|active|deleted|confirmed|flag)$")
 
@@ -62,8 +62,8 @@ class Refusal:
 
 
 def _ago(text: Any) -> int | None:
-    m = _AGO.fullmatch(str(text).strip().lower())
-    return int(m.group("n")) * _UNITS[m.group("unit")[0]] if m else None
+    seconds = seconds_ago(text)
+    return None if seconds is None else int(seconds)
 
 
 def table_of(service: str) -> str:

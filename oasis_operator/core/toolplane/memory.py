@@ -19,11 +19,11 @@ the last one included. Pure.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oasis_operator.core.ago import seconds_ago
 from oasis_operator.core.toolplane.metrics import (
     LEAK_KEYS,
     SCRAPE_INTERVAL,
@@ -53,11 +53,6 @@ LIMIT_SERIES = "container_spec_memory_limit_bytes"
 RESTARTS = "kube_pod_container_status_restarts_total"
 LAST_REASON = "kube_pod_container_status_last_terminated_reason"
 LAST_TIME = "kube_pod_container_status_last_terminated_timestamp"
-
-_AGO = re.compile(
-    r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)\s+ago\s*$"
-)
-_UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True)
@@ -93,12 +88,8 @@ def lives(restarts: int, last_end: float, life: float = LIFE_SECONDS) -> list[tu
 
 def parse_ago(value: Any) -> float | None:
     """``2_minutes_ago``, ``90s ago``, ``-2m`` -> seconds relative to now (negative); None: not a time."""
-    text = str(value).strip().lower().replace("_", " ")
-    m = _AGO.match(text)
-    if m is not None:
-        return -float(m["n"]) * _UNIT_SECONDS[m["unit"][0]]
-    m2 = re.match(r"^\s*-\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smh])\s*$", text)
-    return -float(m2["n"]) * _UNIT_SECONDS[m2["unit"]] if m2 else None
+    seconds = seconds_ago(value)
+    return None if seconds is None else -seconds
 
 
 def _workload(objects: Sequence[Mapping[str, Any]], namespace: str, name: str) -> Mapping[str, Any] | None:
