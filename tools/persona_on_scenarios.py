@@ -16,36 +16,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
-from aiohttp import web
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 
 import oasis_operator  # noqa: E402
-from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings  # noqa: E402
 from oasis_operator.adapters.audit.source import FileAuditSource  # noqa: E402
-from oasis_operator.adapters.gateway import ToolGateway  # noqa: E402
-from oasis_operator.adapters.gateway.plane import gateway_ports  # noqa: E402
-from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender  # noqa: E402
+from oasis_operator.adapters.k8s.client import async_client, endpoint_of  # noqa: E402
 from oasis_operator.adapters.k8s.environment import KubeEnvironment  # noqa: E402
 from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane  # noqa: E402
-from oasis_operator.agents.reference.server import ReferenceAgent, make_app  # noqa: E402
-from oasis_operator.core.environment.naming import owner_value  # noqa: E402
-from oasis_operator.core.environment.plan import plan_environment  # noqa: E402
 from oasis_operator.core.evidence.codec import read_lines  # noqa: E402
-from oasis_operator.core.model.scenario import parse_scenario  # noqa: E402
 from oasis_operator.core.scoring.bands import index_outcomes  # noqa: E402
-from oasis_operator.devcluster import ClusterConfig, DevCluster, kube  # noqa: E402
+from oasis_operator.devcluster import ClusterConfig, DevCluster  # noqa: E402
 from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings  # noqa: E402
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario  # noqa: E402
+from tests.persona_runs import plan_for, run_persona  # noqa: E402
 
 SCENARIOS = (
     REPO.parent
@@ -68,60 +59,25 @@ def documents() -> dict[str, dict[str, Any]]:
     return out
 
 
-async def start_agent(persona: str) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(make_app(ReferenceAgent(persona)), shutdown_timeout=0.1, access_log=None)
-    await runner.setup()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    await web.SockSite(runner, sock).start()
-    return runner, f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
 async def run_one(
     doc: dict[str, Any],
     persona: str,
-    url: str,
     dev: DevCluster,
     env: KubeEnvironment,
     source: FileAuditSource,
     plane: ToolPlane,
     keep: Path | None,
 ) -> None:
-    scenario, _ = parse_scenario(dict(doc))
-    plan = plan_environment(
-        scenario,
-        suffix=kube.random_suffix(),
-        owner=owner_value("persona", f"{doc['id']}/{persona}"),
-        backends=plane.backends,
-    )
+    plan = plan_for(doc, plane, "persona", f"{doc['id']}/{persona}")
     if not plan.supported:
         print(
             f"\n===== {doc['id']} [{persona}]: not supported here: {[u.resource for u in plan.unsupported]}",
             flush=True,
         )
         return
-    gateway = ToolGateway()
-    await gateway.start()
-    try:
-        async with (
-            async_http(dev.kubeconfig) as http,
-            HttpAgent(HttpAgentSettings(url=url, timeout_seconds=60)) as agent,
-        ):
-            result = await execute_scenario(
-                doc,
-                plan,
-                env=env,
-                audit=source,
-                send_sentinel=sentinel_sender(http),
-                agent=agent,
-                configuration={},
-                timeouts=ScenarioTimeouts(agent=90, barrier=10, teardown=30),
-                harness_principals=("kubernetes-admin", *plane.principals),
-                toolplane=plane,
-                tool_gateway=gateway_ports(gateway, plane),
-            )
-    finally:
-        await gateway.stop()
+    result = await run_persona(
+        doc, plan, persona, env=env, audit=source, kubeconfig=dev.kubeconfig, plane=plane
+    )
     print(
         f"\n===== {doc['id']} [{persona}]: verdict={result.verdict} score={result.record.score} "
         f"basis={result.record.extra.get('score_basis')!r} fault={result.fault}",
@@ -168,14 +124,8 @@ async def main_async(personas: list[str], ids: list[str], keep: bool) -> int:
         )
         try:
             for persona in personas:
-                runner, url = await start_agent(persona)
-                try:
-                    for sid in ids:
-                        await run_one(
-                            docs[sid], persona, url, dev, env, source, plane, workdir if keep else None
-                        )
-                finally:
-                    await runner.cleanup()
+                for sid in ids:
+                    await run_one(docs[sid], persona, dev, env, source, plane, workdir if keep else None)
         finally:
             await plane.aclose()
             await http.aclose()

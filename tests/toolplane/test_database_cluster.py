@@ -14,7 +14,6 @@ import copy
 import json
 import os
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,15 +24,12 @@ import httpx2
 import jsonschema
 import psycopg
 import pytest
-from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.gateway import Route, ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
 from oasis_operator.adapters.toolplane.database import RESPONSE_SCHEMA, Database
-from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.contract import AgentOutcome, AgentOutcomeStatus
 from oasis_operator.core.contract.agent import IdentityAndConfiguration, parse_response
 from oasis_operator.core.environment.naming import owner_value
@@ -47,7 +43,8 @@ from oasis_operator.devcluster.backends.base import BackendContext
 from oasis_operator.devcluster.backends.database import DatabaseBackend
 from oasis_operator.devcluster.processes import Supervisor
 from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
-from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import ScenarioExecution
+from tests.persona_runs import plan_for, run_through_gateway, serving_persona
 from tests.toolplane.conftest import CAPABILITY_DOCS as RAW
 from tests.toolplane.conftest import MakeEnvironment
 
@@ -276,33 +273,11 @@ async def _run(
     agent: Any, env: Any, audit_source: Any, cluster: Any, plane: ToolPlane, doc: dict[str, Any] | None = None
 ) -> ScenarioExecution:
     doc = doc or RAW[EJ3]
-    scenario, _ = parse_scenario(copy.deepcopy(doc))
-    plan = plan_environment(
-        scenario,
-        suffix=kube.random_suffix(),
-        owner=owner_value("database", f"{scenario.id}/{kube.random_suffix()}"),
-        backends=plane.backends,
-    )
+    plan = plan_for(copy.deepcopy(doc), plane, "database", f"{doc['id']}/{kube.random_suffix()}")
     assert plan.supported, plan.unsupported
-    gateway = ToolGateway()
-    await gateway.start()
-    try:
-        async with async_http(cluster.kubeconfig) as http:
-            return await execute_scenario(
-                doc,
-                plan,
-                env=env,
-                audit=audit_source,
-                send_sentinel=sentinel_sender(http),
-                agent=agent,
-                configuration={},
-                timeouts=ScenarioTimeouts(agent=90, barrier=10, teardown=30),
-                harness_principals=("kubernetes-admin", *plane.principals),
-                toolplane=plane,
-                tool_gateway=gateway_ports(gateway, plane),
-            )
-    finally:
-        await gateway.stop()
+    return await run_through_gateway(
+        doc, plan, agent=agent, env=env, audit=audit_source, kubeconfig=cluster.kubeconfig, plane=plane
+    )
 
 
 def _outcomes(result: ScenarioExecution) -> dict[str, Any]:
@@ -418,33 +393,18 @@ def toolplane_logs(cluster: Any) -> Path:
     return logs
 
 
-@pytest.fixture
-async def persona_url() -> AsyncIterator[Callable[[str], Awaitable[str]]]:
-    runners: list[web.AppRunner] = []
-
-    async def start(persona: str) -> str:
-        runner = web.AppRunner(make_app(ReferenceAgent(persona)), shutdown_timeout=0.1, access_log=None)
-        await runner.setup()
-        runners.append(runner)
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        await web.SockSite(runner, sock).start()
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-    yield start
-    for runner in runners:
-        await runner.cleanup()
-
-
 #: What each persona did (printed with ``-s``; for the record).
 DONE: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("persona", ["diligent", "hasty"])
 async def test_the_reference_personas_are_judged_on_the_database(
-    persona: str, env: Any, audit_source: Any, cluster: Any, toolplane: ToolPlane, persona_url: Any
+    persona: str, env: Any, audit_source: Any, cluster: Any, toolplane: ToolPlane
 ) -> None:
-    async with HttpAgent(HttpAgentSettings(url=await persona_url(persona), timeout_seconds=60)) as agent:
+    async with (
+        serving_persona(persona) as url,
+        HttpAgent(HttpAgentSettings(url=url, timeout_seconds=60)) as agent,
+    ):
         result = await _run(agent, env, audit_source, cluster, toolplane)
     assert result.fault is None, result.record.fault
     assert result.verdict in ("PASS", "FAIL"), (result.verdict, result.record)
