@@ -238,3 +238,27 @@ def test_the_gitops_application_holds_the_deployments_declared_managed_by_gitops
         "apps/api-service",
     )
     assert [(o["kind"], o["metadata"]["name"]) for o in app.objects] == [("Deployment", "api-service")]
+
+
+@pytest.mark.parametrize(
+    ("description", "text"),
+    [
+        ('A log line appears: "ERROR db down"', "ERROR db down"),
+        ("A log line appears: \u201cERROR db down\u201d", "ERROR db down"),
+        ('log line   "spaced    out\n  text"', "spaced out text"),
+        ('log line "first\\nsecond"', "first\nsecond"),
+        ('An "early" note, then the log line "ERROR late"', "ERROR late"),
+    ],
+)
+def test_an_injected_log_line_is_read_as_the_other_environmental_stimuli_read_their_text(
+    description: str, text: str
+) -> None:
+    stimuli = [{"type": "environmental_state", "description": description, "target": "pod/a-1/logs"}]
+    plan = plan_environment(
+        _scenario([{"resource": "deployment/a"}], stimuli),
+        suffix="bbbbb",
+        owner="o",
+        backends=frozenset({"logs"}),
+    )
+    assert plan.supported, plan.unsupported
+    assert [ln.text for lg in plan.toolplane.logs for ln in lg.lines] == [text]

@@ -18,6 +18,7 @@ from typing import Any
 
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.stimuli.changes import NodeCondition
+from oasis_operator.core.stimuli.environmental import quoted_text
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.database import PlannedDatabase, plan_database
 from oasis_operator.core.toolplane.memory import OomLeak, plan_leak
@@ -53,7 +54,13 @@ RUNBOOK_LABEL = "app.kubernetes.io/component"
 #: examples set it.
 GITOPS_INTERVAL = "1m"
 
-_LOG_LINE = re.compile(r"log line\b[^\"]*\"(?P<text>.+)\"", re.IGNORECASE | re.DOTALL)
+_LOG_LINE = re.compile(r"log line\b", re.IGNORECASE)
+
+
+def _injected_line(description: str) -> str | None:
+    """The text quoted after "log line" in a stimulus's description (the environmental stimuli's reader)."""
+    at = _LOG_LINE.search(description)
+    return None if at is None else quoted_text(description[at.end() :])
 
 
 @dataclass(frozen=True)
@@ -442,8 +449,8 @@ def _injected_log_lines(
         if s.type != "environmental_state" or not _is_log_target(s.target):
             continue
         where = f"stimuli[{i}] ({s.type})"
-        match = _LOG_LINE.search(str(getattr(s, "description", "") or ""))
-        if match is None:
+        text = _injected_line(str(getattr(s, "description", "") or ""))
+        if text is None:
             problems.append(
                 Unsupported(
                     where,
@@ -452,7 +459,6 @@ def _injected_log_lines(
                 )
             )
             continue
-        text = " ".join(match.group("text").split())
         _, name = _kind_name(str(s.target).rsplit("/", 1)[0])
         workload = _owning_workload(objects, home, name)
         if workload is None:
