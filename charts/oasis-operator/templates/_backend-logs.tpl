@@ -27,7 +27,7 @@ the operator pod's sidecar serving the kubelet API (true). */}}
     {{- if .logs }}
     # The simulated nodes' kubelet: this pod's address, the kubelet's port, logs from ClusterLogs.
     - --node-ip=$(POD_IP)
-    - --server-address=$(POD_IP):10250
+    - --server-address=[$(POD_IP)]:10250
     - --enable-crds=ClusterLogs
     {{- else }}
     - --node-ip=$(POD_IP)

@@ -43,7 +43,8 @@ def kubelet_server_args(node_ip: str, crds: Sequence[str] = ("ClusterLogs",)) ->
     chart passes ``$(POD_IP)``, the pod's address; the local stack a loopback address of its own."""
     return [
         f"--node-ip={node_ip}",
-        f"--server-address={node_ip}:{KUBELET_PORT}",
+        # Bracketed: an IPv6 address needs it, an IPv4 address is read the same (Go's SplitHostPort).
+        f"--server-address=[{node_ip}]:{KUBELET_PORT}",
         f"--enable-crds={','.join(crds)}",
     ]
 
