@@ -21,6 +21,7 @@ from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
+from oasis_operator.devcluster.cluster import free_kubelet_address
 from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
 from tests import report_schema
 
@@ -139,6 +140,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
         ClusterConfig(
             workdir=workdir,
             backends=BACKENDS,
+            # OASIS_TEST_KUBELET=direct: the API server reads pod logs from the simulator at the nodes'
+            # address, as with the Helm chart, instead of through the tunnel (logs without
+            # resource-metrics only; decision 0070).
+            kubelet_address=free_kubelet_address()
+            if os.environ.get("OASIS_TEST_KUBELET") == "direct"
+            else None,
         )
     )
     dev.start()

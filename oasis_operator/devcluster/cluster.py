@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import ipaddress
 import json
+import random
 import shutil
 import socket
 import ssl
@@ -33,6 +35,7 @@ from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster import binaries as binaries_mod
 from oasis_operator.devcluster import kubelet_tunnel
+from oasis_operator.devcluster.backends.logs import KUBELET_PORT, kubelet_server_args
 from oasis_operator.devcluster.certs import PKI, ClientCert, b64_file, generate_pki, write_kubeconfig
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Supervisor
@@ -82,6 +85,11 @@ class ClusterConfig:
     # changes how the API server and the node simulator start: the simulator serves the kubelet API
     # (container logs) and the API server reaches it through the kubelet tunnel.
     backends: tuple[str, ...] = ()
+    # With "logs": the simulated nodes' address (a loopback address, see free_kubelet_address), where
+    # the node simulator serves the kubelet API on the kubelet's port and the API server calls it
+    # directly, as in a cluster running the Helm chart's simulator (decision 0070). None: the API
+    # server reaches the simulator through the kubelet tunnel (needed with "resource-metrics").
+    kubelet_address: str | None = None
 
 
 @dataclass
@@ -107,17 +115,33 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _ensure_port_free(port: int, what: str) -> None:
+def _ensure_port_free(port: int, what: str, address: str = "127.0.0.1") -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((address, port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise SetupError(
-                    f"port {port} on 127.0.0.1, asked for the {what}, is already in use by another "
+                    f"port {port} on {address}, asked for the {what}, is already in use by another "
                     f"process; free it or leave the port unset so a free one is picked"
                 ) from None
             raise SetupError(f"cannot use port {port} for the {what}: {exc}") from None
+
+
+def free_kubelet_address() -> str:
+    """A loopback address (127.0.0.2-254, picked at random) whose kubelet port is free: where a dev
+    cluster's simulated kubelets can be served directly (``ClusterConfig.kubelet_address``), several
+    clusters on one machine each at its own."""
+    candidates = [f"127.0.0.{i}" for i in range(2, 255)]
+    random.shuffle(candidates)
+    for address in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((address, KUBELET_PORT))
+            except OSError:
+                continue
+            return address
+    raise SetupError(f"no loopback address 127.0.0.2-254 has port {KUBELET_PORT} free")
 
 
 class DevCluster:
@@ -252,7 +276,10 @@ class DevCluster:
             "--audit-log-maxbackup=5",
         ]
         kwok_port = _free_port()
-        if serve_logs:
+        direct = cfg.kubelet_address
+        if direct is not None:
+            argv += self._kubelet_direct(direct, serve_logs and not serve_usage)
+        elif serve_logs:
             argv += self._kubelet_tunnel(kwok_port, serve_usage)
         if serve_usage:
             argv += self._aggregation_flags()
@@ -337,7 +364,6 @@ class DevCluster:
             f"--config={stages}",
             "--manage-all-nodes=true",
             f"--cidr={POD_CIDR}",
-            "--node-ip=10.89.0.1",
             "--node-lease-duration-seconds=40",
         ]
         if serve_logs:
@@ -355,8 +381,19 @@ class DevCluster:
                 install_crd_files(
                     http, [backend_bins.crd_dir / f"kwok.x-k8s.io_{crds[k]}.yaml" for k in kinds]
                 )
-            self.kwok_server = f"http://127.0.0.1:{kwok_port}"
-            kwok_argv += [f"--server-address=127.0.0.1:{kwok_port}", f"--enable-crds={','.join(kinds)}"]
+            if direct is not None:
+                # The chart's options (templates/_backend-logs.tpl), with this address as the pod's.
+                self.kwok_server = f"http://{direct}:{KUBELET_PORT}"
+                kwok_argv += kubelet_server_args(direct, kinds)
+            else:
+                self.kwok_server = f"http://127.0.0.1:{kwok_port}"
+                kwok_argv += [
+                    "--node-ip=10.89.0.1",
+                    f"--server-address=127.0.0.1:{kwok_port}",
+                    f"--enable-crds={','.join(kinds)}",
+                ]
+        else:
+            kwok_argv.append("--node-ip=10.89.0.1")
         self._sup.start(
             "kwok",
             kwok_argv,
@@ -455,6 +492,25 @@ class DevCluster:
             # Call aggregated API servers at their endpoint address (which the tunnel routes), not at
             # the Service's cluster IP (which nothing here implements).
             "--enable-aggregator-routing=true",
+        ]
+
+    def _kubelet_direct(self, address: str, allowed: bool) -> list[str]:
+        """The API server's flags to call the simulated kubelets at ``address`` itself (no egress
+        selector, no tunnel): its kubelet client identity, and the node address types in the order
+        kubeadm (kind) configures, so it dials the InternalIP the simulator writes."""
+        assert self.pki is not None
+        if not allowed:
+            raise SetupError(
+                "kubelet_address serves the logs back-end only, without resource-metrics (whose "
+                "aggregated API is reached through the kubelet tunnel)"
+            )
+        if not ipaddress.ip_address(address).is_loopback:
+            raise SetupError(f"kubelet_address {address}: expected a loopback address (127.0.0.0/8)")
+        _ensure_port_free(KUBELET_PORT, "simulated kubelets", address)
+        return [
+            f"--kubelet-client-certificate={self.pki.kubelet_client.cert}",
+            f"--kubelet-client-key={self.pki.kubelet_client.key}",
+            "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
         ]
 
     def _kubelet_tunnel(self, kwok_port: int, serve_usage: bool) -> list[str]:

@@ -47,7 +47,12 @@ FULL_VALUES: dict[str, Any] = {
     "crds": {"keep": False},
     "toolGateway": {"enabled": True},
     # Every tool-plane back-end the chart can run (decision 0061).
-    "toolPlane": {"metrics": {"enabled": True}, "alerts": {"enabled": True}, "traces": {"enabled": True}},
+    "toolPlane": {
+        "metrics": {"enabled": True},
+        "alerts": {"enabled": True},
+        "traces": {"enabled": True},
+        "logs": {"enabled": True},
+    },
 }
 
 

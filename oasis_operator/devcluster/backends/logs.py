@@ -8,8 +8,10 @@ a real node: ``--timestamps``, ``--since``/``--since-time``, ``--tail``, ``--lim
 ``--previous`` (a second file) and ``--follow`` (lines appended later are streamed).
 
 ClusterLogs objects are cluster-scoped, so an agent confined to namespaces never sees them. The API
-server reaches the simulator through :mod:`oasis_operator.devcluster.kubelet_tunnel`; the cluster
-side of the wiring is in :mod:`oasis_operator.devcluster.cluster` (``backends=("logs",)``).
+server reaches the simulator through :mod:`oasis_operator.devcluster.kubelet_tunnel`, or, with
+``ClusterConfig.kubelet_address``, directly at the simulated nodes' address, as the Helm chart's
+simulator is reached (:func:`kubelet_server_args`, decision 0070); the cluster side of the wiring is in
+:mod:`oasis_operator.devcluster.cluster` (``backends=("logs",)``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,23 @@ from oasis_operator.devcluster.errors import SetupError
 
 CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
 FIELD_MANAGER = "oasis-pod-logs"
+#: The port the API server calls a node's kubelet at when the node reports none (the simulator's
+#: stages write no ``daemonEndpoints``, as a kubelet on its default port).
+KUBELET_PORT = 10250
+
+
+def kubelet_server_args(node_ip: str, crds: Sequence[str] = ("ClusterLogs",)) -> list[str]:
+    """The node simulator's options that make it every simulated node's kubelet at ``node_ip``: the
+    nodes' InternalIP, and its kubelet server (HTTPS and HTTP on one port; kwok's built-in certificate,
+    which an API server without ``--kubelet-certificate-authority`` does not verify) listening there
+    on the kubelet's port, answering container logs from the ClusterLogs objects (``crds``). The Helm
+    chart passes ``$(POD_IP)``, the pod's address; the local stack a loopback address of its own."""
+    return [
+        f"--node-ip={node_ip}",
+        # Bracketed: an IPv6 address needs it, an IPv4 address is read the same (Go's SplitHostPort).
+        f"--server-address=[{node_ip}]:{KUBELET_PORT}",
+        f"--enable-crds={','.join(crds)}",
+    ]
 
 
 @dataclass(frozen=True)

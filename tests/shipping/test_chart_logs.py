@@ -1,0 +1,374 @@
+"""The chart's logs back-end (decision 0070): the node simulator moves into the operator's pod, shares
+the tool-plane volume, and is the simulated nodes' kubelet at the pod's address; the API server reads
+a pod's log from it directly, with no tunnel.
+
+What the chart renders is checked as in test_chart_toolplane.py (no image is pulled or run here). The
+route itself is shown on a real control plane: the node simulator as a process with the chart's
+kubelet-server options (the pod's address replaced by a loopback address of this machine), an API
+server with no egress selector and no tunnel, and a log read through ``pods/{name}/log``, audited.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import yaml
+
+from oasis_operator.adapters.audit.file_tail import AuditFileTail
+from oasis_operator.cli.main import build_parser
+from oasis_operator.core.environment.manifests import POOL_TAINT
+from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
+from oasis_operator.devcluster import backends as backends_mod
+from oasis_operator.devcluster.backends.logs import KUBELET_PORT, LogLine, PodLogsBackend, kubelet_server_args
+from oasis_operator.devcluster.cluster import free_kubelet_address
+from oasis_operator.handlers.settings import ToolPlaneSettings
+from tests.conftest import ClusterHandle
+from tests.shipping.conftest import CHART, NAMESPACE, Render, Tools, by_kind, helm_template
+from tests.shipping.test_chart import THIRD_PARTY, kubeconform, server_side_apply
+from tests.shipping.test_chart_toolplane import containers, mounts, operator_pod, toolplane_file
+
+LOGS_ON: dict[str, Any] = {"toolPlane": {"logs": {"enabled": True}}}
+SIMULATOR = "oasis-operator-node-agent"
+CLUSTER_LOGS_RULE = {"apiGroups": ["kwok.x-k8s.io"], "resources": ["clusterlogs"]}
+
+
+def simulator_deployments(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == SIMULATOR]
+
+
+def rules_of(docs: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    (role,) = [r for r in by_kind(docs, "ClusterRole") if r["metadata"]["name"] == name]
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def clusterlogs_verbs(rules: list[dict[str, Any]]) -> set[str]:
+    return {
+        v
+        for r in rules
+        if {k: r[k] for k in ("apiGroups", "resources")} == CLUSTER_LOGS_RULE
+        for v in r["verbs"]
+    }
+
+
+# --- what the chart renders -------------------------------------------------------------------------
+
+
+def test_without_logs_the_simulator_keeps_its_own_deployment_and_identity(render: Render) -> None:
+    docs = render()
+    (deployment,) = simulator_deployments(docs)
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == SIMULATOR
+    (agent,) = pod["containers"]
+    assert "--server-address=0.0.0.0:10247" in agent["args"]
+    assert not [a for a in agent["args"] if a.startswith("--enable-crds")]
+    assert "node-agent" not in containers(operator_pod(docs))
+    assert clusterlogs_verbs(rules_of(docs, SIMULATOR)) == set()
+    assert clusterlogs_verbs(rules_of(docs, "oasis-operator")) == set()
+    assert not [c for c in by_kind(docs, "CustomResourceDefinition") if "kwok" in c["metadata"]["name"]]
+
+
+def test_with_logs_the_simulator_is_a_container_of_the_operators_pod(render: Render) -> None:
+    """The same container as the Deployment's, with the kubelet server of the local stack's direct
+    route (the same function builds both) at the pod's address, reading the shared volume."""
+    alone = simulator_deployments(render())[0]["spec"]["template"]["spec"]["containers"][0]
+    docs = render(LOGS_ON)
+    assert simulator_deployments(docs) == []
+    pod = operator_pod(docs)
+    by_name = containers(pod)
+    agent = by_name["node-agent"]
+    # Everything but the server's options is what the Deployment runs.
+    server = ("--node-ip=", "--server-address=", "--enable-crds=")
+    assert [a for a in agent["args"] if not a.startswith(server)] == [
+        a for a in alone["args"] if not a.startswith(server)
+    ]
+    assert agent["args"][-3:] == kubelet_server_args("$(POD_IP)")
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in agent["env"]} == {
+        "POD_IP": "status.podIP"
+    }
+    assert agent["ports"] == [{"name": "kubelet", "containerPort": KUBELET_PORT, "protocol": "TCP"}]
+    assert agent["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "kubelet"}
+    assert (agent["image"], agent["resources"], agent["securityContext"]) == (
+        alone["image"],
+        alone["resources"],
+        alone["securityContext"],
+    )
+    # It reads the log files where the operator writes them, and writes nothing there.
+    root = {v: p for p, v in mounts(by_name["operator"]).items()}["toolplane"]
+    assert mounts(agent)[root] == "toolplane"
+    assert [m["readOnly"] for m in agent["volumeMounts"] if m["name"] == "toolplane"] == [True]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts(agent)["/etc/node-agent"]]["configMap"]["name"] == f"{SIMULATOR}-stages"
+    assert "emptyDir" in volumes[mounts(agent)["/tmp"]]
+    assert pod["securityContext"]["runAsUser"] == 65532
+    # A change of the stages restarts the pod, as it restarted the Deployment.
+    deployment = next(d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator")
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert (
+        annotations["checksum/stages"]
+        == (
+            simulator_deployments(render())[0]["spec"]["template"]["metadata"]["annotations"][
+                "checksum/stages"
+            ]
+        )
+    )
+
+
+def test_with_logs_the_simulators_rights_go_to_the_operators_service_account(render: Render) -> None:
+    """No ServiceAccount of its own: the simulator's ClusterRole (plus reading ClusterLogs) is bound
+    to the operator's, which writes the ClusterLogs objects."""
+    docs = render(LOGS_ON)
+    assert SIMULATOR not in {s["metadata"]["name"] for s in by_kind(docs, "ServiceAccount")}
+    (binding,) = [b for b in by_kind(docs, "ClusterRoleBinding") if b["metadata"]["name"] == SIMULATOR]
+    assert binding["roleRef"]["name"] == SIMULATOR
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "oasis-operator", "namespace": NAMESPACE}
+    ]
+    assert clusterlogs_verbs(rules_of(docs, SIMULATOR)) == {"get", "list", "watch"}
+    assert clusterlogs_verbs(rules_of(docs, "oasis-operator")) == {
+        "get",
+        "list",
+        "watch",
+        "create",
+        "patch",
+        "delete",
+    }
+    # The rest of the simulator's role is what it was.
+    without = rules_of(render(), SIMULATOR)
+    assert [r for r in rules_of(docs, SIMULATOR) if r["apiGroups"] != ["kwok.x-k8s.io"]] == without
+
+
+def test_the_rendered_tool_plane_file_names_the_log_directory_the_simulator_reads(
+    render: Render, tmp_path: Path
+) -> None:
+    docs = render(LOGS_ON)
+    by_name = containers(operator_pod(docs))
+    text = toolplane_file(docs)
+    directory = json.loads(text)["backends"]["logs"]["directory"]
+    root = {v: p for p, v in mounts(by_name["operator"]).items()}["toolplane"]
+    assert directory == f"{root}/logs"
+    operator = build_parser().parse_args(["operator", "run", *by_name["operator"]["args"]])
+    assert operator.toolplane == "/etc/oasis/toolplane/toolplane.json"
+    assert operator.tool_gateway_url
+    # The real init container, under a temporary root, then the operator's own settings.
+    local_root, local_file = tmp_path / "volume", tmp_path / "toolplane.json"
+    local_file.write_text(text.replace(root, str(local_root)))
+    prepare = build_parser().parse_args([*by_name["prepare-toolplane"]["command"][1:]])
+    prepare.toolplane = str(local_file)
+    assert prepare.func(prepare) == 0
+    settings = ToolPlaneSettings.load(local_file)
+    assert settings.logs_directory == local_root / "logs"
+    assert settings.logs_directory.is_dir()
+    assert (settings.metrics, settings.alerts, settings.traces_directory) == (None, None, None)
+
+
+def test_the_clusterlogs_crd_is_installed_with_the_crds(render: Render) -> None:
+    (crd,) = [
+        c for c in by_kind(render(LOGS_ON), "CustomResourceDefinition") if "kwok" in c["metadata"]["name"]
+    ]
+    assert crd["metadata"]["name"] == "clusterlogs.kwok.x-k8s.io"
+    assert crd["spec"]["scope"] == "Cluster"
+    without = render({**LOGS_ON, "crds": {"install": False}})
+    assert not [c for c in by_kind(without, "CustomResourceDefinition")]
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"toolPlane": {"logs": {"enabled": True, "port": 10250}}}, "'port' not allowed"),
+        ({"toolPlane": {"logs": {"enabled": "yes"}}}, "/toolPlane/logs/enabled"),
+        ({"toolPlane": {"logs": {"enabled": True}}, "kwok": {"enabled": False}}, "/kwok/enabled"),
+    ],
+)
+def test_the_values_schema_refuses_bad_log_values(
+    tools: Tools, tmp_path: Path, values: dict[str, Any], complaint: str
+) -> None:
+    done = helm_template(tools, tmp_path, values)
+    assert done.returncode != 0
+    assert "values don't meet the specifications of the schema" in done.stderr
+    assert complaint in done.stderr
+
+
+def test_the_kubelet_port_cannot_be_taken_by_another_back_end(tools: Tools, tmp_path: Path) -> None:
+    values = {
+        "toolPlane": {"logs": {"enabled": True}, "metrics": {"enabled": True, "store": {"port": 10250}}}
+    }
+    done = helm_template(tools, tmp_path, values)
+    assert done.returncode != 0
+    assert "is already used in the operator's pod" in done.stderr
+
+
+@pytest.mark.cluster
+def test_kubeconform_and_the_api_server_accept_the_chart_with_logs(
+    cluster: ClusterHandle, tools: Tools, tmp_path: Path, schema_dir: Path
+) -> None:
+    values = {"toolPlane": {"logs": {"enabled": True}, "metrics": {"enabled": True}}}
+    done = helm_template(tools, tmp_path, values)
+    assert done.returncode == 0, done.stderr
+    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    report = kubeconform(tools, schema_dir, done.stdout, "-skip", ",".join(THIRD_PARTY))
+    problems = [r for r in report["resources"] if r["status"] != "statusValid"]
+    assert report["returncode"] == 0, problems
+    assert report["summary"]["valid"] == len(docs)
+    with cluster.admin_http() as http:
+        deadline = time.monotonic() + 60
+        while (
+            created := http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
+        ).status_code == 409:
+            assert time.monotonic() < deadline, "the namespace is still being deleted"
+            time.sleep(0.5)
+        assert created.status_code == 201, created.text
+        try:
+            answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
+        finally:
+            http.delete(f"/api/v1/namespaces/{NAMESPACE}")
+    refused = {
+        k: (r.status_code, r.text[:300]) for k, r in answers.items() if r.status_code not in (200, 201)
+    }
+    assert refused == {}
+    applied = answers[("Deployment", "oasis-operator")].json()["spec"]["template"]["spec"]
+    assert "node-agent" in [c["name"] for c in applied["containers"]]
+
+
+# --- the route, on a real control plane --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def direct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    """A control plane whose API server reaches the simulated kubelets itself: the node simulator
+    serves the kubelet API at a loopback address of its own, with the chart's options."""
+    dev = DevCluster(
+        ClusterConfig(
+            workdir=tmp_path_factory.mktemp("direct-kubelet"),
+            nodes=2,
+            backends=("logs",),
+            kubelet_address=free_kubelet_address(),
+        )
+    )
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
+
+
+def _argv(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
+def _eventually(check: Any, what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+    return found
+
+
+@pytest.mark.cluster
+def test_the_api_server_reads_a_simulated_pods_log_from_the_simulator_directly(direct: DevCluster) -> None:
+    address = direct.config.kubelet_address
+    assert address is not None
+    pids = direct.component_pids()
+    # No tunnel and no egress selector: the API server dials the node's address itself.
+    assert "kubelet-tunnel" not in pids
+    assert not [a for a in _argv(pids["kube-apiserver"]) if a.startswith("--egress-selector")]
+    # The simulator runs with the chart's kubelet-server options (the same function renders them).
+    kwok = _argv(pids["kwok"])
+    assert kwok[-3:] == kubelet_server_args(address)
+    # It serves TLS there (its built-in certificate), as the API server calls a kubelet.
+    tls = ssl.create_default_context()
+    tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+    assert httpx2.get(f"https://{address}:{KUBELET_PORT}/healthz", verify=tls, timeout=5).status_code == 200
+
+    logs = direct.backends["logs"]
+    assert isinstance(logs, PodLogsBackend)
+    ns = f"direct-{kube.random_suffix()}"
+    t0 = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=2)
+    lines = [
+        LogLine(t0, "starting on :8080"),
+        LogLine(t0 + dt.timedelta(seconds=30), "upstream timed out", "stderr"),
+    ]
+    before = [LogLine(t0 - dt.timedelta(minutes=5), "panic: out of memory")]
+    tail = AuditFileTail(direct.audit_log, from_start=False)
+    tail.read_new()
+    with direct.admin_http() as http:
+        # The nodes' kubelet address is the simulator's (what the chart's --node-ip=$(POD_IP) writes).
+        def internal_ips() -> set[str]:
+            nodes = http.get("/api/v1/nodes").json()["items"]
+            return {
+                a["address"]
+                for n in nodes
+                for a in n["status"].get("addresses", [])
+                if a["type"] == "InternalIP"
+            }
+
+        _eventually(lambda: internal_ips() == {address}, f"every node's InternalIP to be {address}")
+        kube.create_namespace(http, ns)
+        try:
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {
+                    "nodeName": direct.nodes[1],
+                    "tolerations": [{**POOL_TAINT, "operator": "Equal"}],
+                    "containers": [{"name": "app", "image": "registry.example/web:1.0"}],
+                },
+            }
+            assert http.post(f"/api/v1/namespaces/{ns}/pods", json=pod).status_code == 201
+            _eventually(
+                lambda: (
+                    http.get(f"/api/v1/namespaces/{ns}/pods/web").json()["status"].get("phase") == "Running"
+                ),
+                "the pod to run on its simulated node",
+            )
+            logs.declare(http, ns, "web", {"app": lines}, previous={"app": before})
+            read = f"/api/v1/namespaces/{ns}/pods/web/log"
+            resp = _eventually(
+                lambda: (r := http.get(read)).status_code == 200 and r.text and r,
+                "the declared log to be served",
+            )
+            assert resp.text.splitlines() == ["starting on :8080", "upstream timed out"]
+            assert http.get(read, params={"tailLines": "1"}).text == "upstream timed out\n"
+            assert http.get(read, params={"previous": "true"}).text == "panic: out of memory\n"
+            stamped = http.get(read, params={"timestamps": "true"}).text.splitlines()
+            assert [s.split(" ", 1)[1] for s in stamped] == ["starting on :8080", "upstream timed out"]
+            # A pod with no declaration answers an error, not another pod's log.
+            assert http.get(f"/api/v1/namespaces/{ns}/pods/absent/log").status_code == 404
+        finally:
+            logs.forget(http, ns, "web")
+            kube.delete_namespace(http, ns)
+    # Each read is in the audit log, answered 200, under the reader's name.
+    seen: list[dict[str, Any]] = []
+
+    def reads() -> list[dict[str, Any]]:
+        seen.extend(tail.read_new())
+        return [
+            e
+            for e in seen
+            if e["objectRef"].get("subresource") == "log"
+            and e["objectRef"].get("namespace") == ns
+            and e["objectRef"].get("name") == "web"
+            and e["stage"] == "ResponseComplete"
+        ]
+
+    found = _eventually(lambda: len(reads()) >= 4 and reads(), "the four reads in the audit log", 15)
+    assert {e["responseStatus"]["code"] for e in found} == {200}
+    assert {e["user"]["username"] for e in found} == {"kubernetes-admin"}
+
+
+@pytest.mark.cluster
+def test_the_chart_ships_the_clusterlogs_crd_the_local_stack_installs(direct: DevCluster) -> None:
+    """The chart's copy of kwok's ClusterLogs CRD is the one of the kwok module the local stack runs
+    (tools/build-backends.sh copies it into the back-ends' directory)."""
+    shipped = yaml.safe_load((CHART / "files" / "kwok.x-k8s.io_clusterlogs.yaml").read_text())
+    local = backends_mod.resolve_binaries(["logs"]).crd_dir / "kwok.x-k8s.io_clusterlogs.yaml"
+    assert shipped == yaml.safe_load(local.read_text())
