@@ -26,6 +26,7 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.client import ClusterEndpoint
+from oasis_operator.adapters.toolplane.database import PASSWORD_FILE
 from oasis_operator.adapters.toolplane.metrics import RELOAD_KEY, RULES_DIR, VmauthGrants
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector, parse_taint
 
@@ -357,7 +358,7 @@ class ToolPlaneSettings:
             directory, server = backends["database"].get("directory"), endpoints["database"].get("postgres")
             if (
                 not isinstance(directory, str)
-                or not (Path(directory) / "admin-password").is_file()
+                or not (Path(directory) / PASSWORD_FILE).is_file()
                 or not server
             ):
                 raise SettingsError(
@@ -383,8 +384,11 @@ def prepare_toolplane(path: Path) -> tuple[Path, ...]:
     the dev cluster does when it starts them (``oasis operator prepare-toolplane``, the chart's init
     container; decision 0061): every back-end's directory; vmalert's rules directory with an empty
     rule file (vmalert refuses a pattern that matches nothing); vmauth's configuration (no user yet,
-    the store and the alerts proxy as upstreams) and its reload key. Idempotent: a key or a grant
-    already there is kept. Returns the directories."""
+    the store and the alerts proxy as upstreams) and its reload key; the database's administrator
+    password (decision 0071), which its init container gives ``initdb``: mode 0640, since that
+    container runs as the image's own user and reads it through the pod's group (``fsGroup``).
+    Idempotent: a key, a grant or a password already there is kept (a restarted pod keeps its volumes,
+    and the database's cluster its administrator). Returns the directories."""
     backends, endpoints = ToolPlaneSettings._read(path)
     # Everything checked before anything is made: a bad file leaves nothing half-prepared.
     for name, entry in backends.items():
@@ -415,6 +419,12 @@ def prepare_toolplane(path: Path) -> tuple[Path, ...]:
             key.write_text(secrets.token_urlsafe(24))
         proxy = endpoints.get("alerts", {}).get("alerts-proxy") if "alerts" in backends else None
         VmauthGrants(directory).set_upstreams(store, proxy)
+    if "database" in backends:
+        password = Path(backends["database"]["directory"]) / PASSWORD_FILE
+        if not password.exists():
+            password.touch(mode=0o640)
+            password.chmod(0o640)  # whatever the umask: the server's user reads it through the group
+            password.write_text(secrets.token_urlsafe(24))
     return tuple(made)
 
 

@@ -46,12 +46,13 @@ FULL_VALUES: dict[str, Any] = {
     "operator": {"allowSubprocessAgents": True, "logFormat": "json"},
     "crds": {"keep": False},
     "toolGateway": {"enabled": True},
-    # Every tool-plane back-end the chart can run (decision 0061).
+    # Every tool-plane back-end the chart can run (decisions 0061, 0070, 0071).
     "toolPlane": {
         "metrics": {"enabled": True},
         "alerts": {"enabled": True},
         "traces": {"enabled": True},
         "logs": {"enabled": True},
+        "database": {"enabled": True},  # decision 0071
     },
 }
 

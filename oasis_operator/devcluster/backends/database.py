@@ -10,7 +10,12 @@ the ``postgres`` user the package creates (``setpriv``), and its data directory 
 that user under ``/tmp/oasis-postgres`` (the run's state directory may not be traversable by it; a
 run's directory whose state directory is gone or whose server has stopped is removed at the next
 start), linked from the back-end's directory as ``data``. Durability is off (``fsync``): a
-scenario's database lives for the scenario.
+scenario's database lives for the scenario. No Unix-domain socket: every client (the operator's
+adapter, the agent's endpoint) connects over TCP on 127.0.0.1.
+
+The arguments of ``initdb`` and ``postgres`` are built by :func:`initdb_args` and :func:`server_args`,
+which the Helm chart's containers use too (decision 0071; ``tests/shipping/test_chart_database.py``
+compares them).
 """
 
 from __future__ import annotations
@@ -39,6 +44,54 @@ BINDIR_ENV = "OASIS_POSTGRES_BINDIR"
 #: Where a root run keeps its data directories (owned by the ``postgres`` user).
 ROOT_DATA = Path(tempfile.gettempdir()) / "oasis-postgres"
 SERVER_USER = "postgres"
+#: Server settings of every start: durability off (a scenario's database lives for the scenario), a
+#: small shared memory.
+SERVER_SETTINGS = (
+    "fsync=off",
+    "synchronous_commit=off",
+    "full_page_writes=off",
+    "shared_buffers=16MB",
+    "max_connections=100",
+)
+
+
+# -- the command lines, shared with the Helm chart ----------------------------------------------------
+# The chart (charts/oasis-operator/templates/_backend-database.tpl, decision 0071) runs the same two
+# programs from the upstream image; tests/shipping/test_chart_database.py checks that its arguments
+# are these.
+def initdb_args(data: Path, pwfile: Path) -> list[str]:
+    """``initdb``: a new cluster in ``data`` (made 0700) with the administrator ``ADMIN`` whose password
+    is the first line of ``pwfile``, SCRAM authentication, UTF-8."""
+    return [
+        "-D",
+        str(data),
+        "-U",
+        ADMIN,
+        "--auth=scram-sha-256",
+        f"--pwfile={pwfile}",
+        "-E",
+        "UTF8",
+        "--locale=C.UTF-8",
+        "--no-sync",
+    ]
+
+
+def server_args(data: Path, host: str, port: int) -> list[str]:
+    """``postgres`` over the cluster in ``data``, listening on ``host``:``port`` only (TCP), with no
+    Unix-domain socket (``-k ''``: no directory to write it into)."""
+    argv = ["-D", str(data), "-h", host, "-p", str(port), "-k", ""]
+    for setting in SERVER_SETTINGS:
+        argv += ["-c", setting]
+    return argv
+
+
+#: How the chart's init container runs ``initdb`` (``sh -c INITDB_ONCE initdb <initdb_args>``, so
+#: ``$2`` is the data directory): only when the directory holds no cluster yet, so a pod whose
+#: containers restart on the same volume keeps its cluster and its administrator's password. The
+#: test is the image entrypoint's own (a non-empty ``PG_VERSION``).
+INITDB_ONCE = (
+    'if [ -s "$2/PG_VERSION" ]; then echo "$2 holds a cluster already"; exit 0; fi; exec initdb "$@"'
+)
 
 
 def bindir() -> Path:
@@ -99,7 +152,7 @@ def _over(run: Path) -> bool:
 
 
 def _data_parent(directory: Path) -> Path:
-    """Where the data directory and the server's socket go."""
+    """Where the data directory goes."""
     if os.geteuid() != 0:
         parent = directory / "pg"
         shutil.rmtree(parent, ignore_errors=True)
@@ -142,20 +195,7 @@ class DatabaseBackend(Backend):
         pwfile.chmod(0o600)
         t0 = time.monotonic()
         init = subprocess.run(
-            [
-                *prefix,
-                str(bins / "initdb"),
-                "-D",
-                str(parent / "data"),
-                "-U",
-                ADMIN,
-                "--auth=scram-sha-256",
-                f"--pwfile={pwfile}",
-                "-E",
-                "UTF8",
-                "--locale=C.UTF-8",
-                "--no-sync",
-            ],
+            [*prefix, str(bins / "initdb"), *initdb_args(parent / "data", pwfile)],
             capture_output=True,
             text=True,
             check=False,
@@ -173,28 +213,7 @@ class DatabaseBackend(Backend):
                 conn.execute("SELECT 1")
             return True
 
-        argv = [
-            *prefix,
-            str(bins / "postgres"),
-            "-D",
-            str(parent / "data"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "-k",
-            str(parent),
-            "-c",
-            "fsync=off",
-            "-c",
-            "synchronous_commit=off",
-            "-c",
-            "full_page_writes=off",
-            "-c",
-            "shared_buffers=16MB",
-            "-c",
-            "max_connections=100",
-        ]
+        argv = [*prefix, str(bins / "postgres"), *server_args(parent / "data", "127.0.0.1", port)]
         self._run(ctx, "postgres", argv, ready, "PostgreSQL to accept its administrator")
 
     def endpoints(self) -> dict[str, str]:
