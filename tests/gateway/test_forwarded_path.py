@@ -15,7 +15,7 @@ from aiohttp import web
 
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.core.gateway.calls import forwarded_path
-from oasis_operator.core.gateway.port import Upstream
+from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 
 RESOLVED = {
     "query": "query",
@@ -91,7 +91,8 @@ async def test_the_back_end_serves_the_path_that_was_classified_and_recorded(
                 "database": Upstream("database", url),
                 "observability-metrics": Upstream("observability-metrics", url),
                 "gitops": Upstream("gitops", url + "/shop"),  # a repository's server has a base path
-            }
+            },
+            limits=GatewayLimits(rate_per_second=1000, burst=1000),  # 45 calls at once: not the subject
         )
         async with httpx2.AsyncClient(timeout=10) as http:
             for interface in ("database", "observability-metrics", "gitops"):

@@ -16,7 +16,7 @@ import pytest
 from oasis_operator.adapters.gateway import Route, ToolGateway
 from oasis_operator.adapters.toolplane.database import Database
 from oasis_operator.core.gateway.calls import upstream_authorization
-from oasis_operator.core.gateway.port import Upstream
+from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 from oasis_operator.core.toolplane.database import PlannedDatabase, differences, plan_database, state_object
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.backends.base import BackendContext
@@ -86,7 +86,8 @@ async def scenario(postgres: Database) -> AsyncIterator[Scenario]:
     await gateway.start()
     try:
         route = await gateway.open(
-            {"database": Upstream("database", url, (("Authorization", upstream_authorization(token)),))}
+            {"database": Upstream("database", url, (("Authorization", upstream_authorization(token)),))},
+            limits=GatewayLimits(rate_per_second=1000, burst=1000),  # the rate is not the subject
         )
         yield Scenario(postgres, namespace, route)
     finally:
