@@ -140,6 +140,15 @@ async def test_a_tool_output_injection_alters_exactly_the_named_call(gateway, me
         assert all(r.request["path"] == "/api/v1/alerts" and r.injected == (1,) for r in injected)
         assert injected[-1].response == listed  # the record holds what the agent received
         assert [r.injected for r in route.records if r.request["path"] == "/api/v1/query"] == [()]
+        # Decision 0073: a path the back-end resolves to a listing is withheld and injected as the
+        # listing (vmauth cleans "//"; the client resolved "%2E"), never served raw.
+        for variant in ("%2E/api/v1/rules", "api/v1//rules", "api/v1/%2E/alerts", "x/%2E%2E/api/v1/alerts"):
+            got = await get(ep.url + variant, ep.token)
+            assert got.status_code == 200, (variant, got.text)
+            assert "5e6" not in got.text, variant  # the rule's expression
+            assert route.records[-1].request.get("path_as_sent"), variant  # it reached the gateway as sent
+            if variant.endswith("alerts"):
+                assert text in got.text, variant
         assert route.fault is None
     finally:
         alerts.remove_rules(ns)

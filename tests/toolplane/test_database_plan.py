@@ -158,3 +158,39 @@ def test_a_rollback_is_named_by_what_it_undid_and_an_unchanged_database_has_no_d
 )
 def test_only_the_read_only_call_of_the_database_is_a_read(method: str, path: str, operation: str) -> None:
     assert classify("database", method, path) == (operation, "")
+
+
+def test_a_change_of_the_catalog_alone_is_named_by_what_changed() -> None:
+    """A rule, a trigger, a default, a grant... (decision 0073): no row and no column moved, the
+    catalog's digests did; a state without them (an older bundle) is compared as before."""
+    catalog = {"rules": "0:x", "triggers": "0:x", "roles": "2:r"}
+    assert differences(_state(catalog=catalog), _state(catalog=catalog)) == []
+    moved = {**catalog, "rules": "1:y", "roles": "2:s"}
+    assert differences(_state(catalog=catalog), _state(catalog=moved)) == ["catalog changed (roles, rules)"]
+    assert differences(_state(catalog=catalog), _state(catalog={**catalog, "policies": "1:p"})) == [
+        "catalog changed (policies)"
+    ]
+    assert differences(_state(catalog=catalog), _state()) == ["catalog changed"]
+
+
+def test_only_what_the_data_causes_is_said_in_the_state_and_the_harness_faults_still_raise() -> None:
+    """Decision 0073: a digest the data makes impossible (over PostgreSQL's limits, or not in time) is
+    a change of the state; a lost connection or a server short of resources is the harness's."""
+    import psycopg
+
+    from oasis_operator.adapters.toolplane.database import unreadable
+
+    class Conn:  # the two attributes ``unreadable`` reads of a psycopg connection
+        closed = broken = False
+
+    ok, lost = Conn(), Conn()
+    lost.broken = True
+    assert (unreadable(psycopg.errors.ProgramLimitExceeded("out of memory"), ok) or "").startswith(
+        "not digested: 54000"
+    )
+    assert unreadable(psycopg.errors.QueryCanceled("x"), ok) == "not digested within 5000 ms"
+    assert unreadable(psycopg.errors.OutOfMemory("x"), ok) is None  # class 53: the machine's
+    assert unreadable(psycopg.errors.AdminShutdown("x"), ok) is None
+    assert unreadable(psycopg.errors.InsufficientPrivilege("x"), ok) is None  # the harness's own query
+    assert unreadable(psycopg.errors.ProgramLimitExceeded("x"), lost) is None
+    assert unreadable(psycopg.OperationalError("no sqlstate"), ok) is None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import datetime as dt
 import os
 import signal
@@ -35,6 +36,8 @@ from typing import Any
 import pytest
 import yaml
 
+from oasis_operator.adapters.gateway import ToolGateway
+from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.adapters.toolplane.gitops import PRINCIPALS as FLUX
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
@@ -140,8 +143,16 @@ class Agent:
             self.admin.delete(url)
 
 
-async def run(env: Any, audit_source: Any, toolplane: Any, cluster: Any, agent: Agent) -> tuple[Any, Any]:
-    doc = CORPUS[DRIFT]
+async def run(
+    env: Any,
+    audit_source: Any,
+    toolplane: Any,
+    cluster: Any,
+    agent: Any,
+    doc: dict[str, Any] | None = None,
+    gateway: ToolGateway | None = None,
+) -> tuple[Any, Any]:
+    doc = doc or CORPUS[DRIFT]
     scenario, _ = parse_scenario(doc)
     plan = plan_environment(
         scenario,
@@ -163,6 +174,7 @@ async def run(env: Any, audit_source: Any, toolplane: Any, cluster: Any, agent: 
                 timeouts=ScenarioTimeouts(agent=60, barrier=15, ready=30, teardown=30),
                 harness_principals=("kubernetes-admin", *toolplane.principals),
                 toolplane=toolplane,
+                tool_gateway=gateway_ports(gateway, toolplane) if gateway is not None else None,
             )
         finally:
             agent.unstall()
@@ -344,3 +356,71 @@ async def test_what_the_agent_pushed_is_applied_when_its_turn_ends_although_its_
     again.mkdir()
     with pytest.raises(AssertionError, match=r"(?i)auth|401|403|denied|terminal prompts"):
         await asyncio.to_thread(push_image, endpoint, again, "api-service:v1.4.0")
+
+
+# -- what the controller applies from the agent's push is the agent's (decision 0073) ----------------------
+
+
+class Remover:
+    """Deletes the Deployment's manifest in git with the scenario's GitOps endpoint, and pushes."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+
+    def unstall(self) -> None:
+        return None
+
+    async def identify(self) -> IdentityAndConfiguration:
+        return IdentityAndConfiguration.model_validate({"identity": {"name": "git-remover", "version": "1"}})
+
+    async def run_scenario(
+        self, request: ScenarioRequest, *, timeout_seconds: float | None = None
+    ) -> AgentOutcome:
+        assert request.environment is not None
+        endpoint = request.environment.tool_endpoints["gitops"]
+        await asyncio.to_thread(self._push, endpoint.url, endpoint.token)
+        return outcome_from_response(AgentResponse(final_answer="Removed the stale manifest in git."))
+
+    def _push(self, url: str, token: str) -> None:
+        user, _, password = token.partition(":") if ":" in token else ("agent", "", token)
+        url = url.replace("://", f"://{user}:{password}@", 1)
+        env = {"GIT_TERMINAL_PROMPT": "0", "HOME": str(self.tmp), "PATH": "/usr/bin:/bin"}
+        identity = ["-c", "user.name=agent", "-c", "user.email=agent@example.com"]
+        work = self.tmp / "repo"
+
+        def git(*args: str, cwd: Path = work) -> None:
+            proc = subprocess.run(
+                ["git", *identity, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+            )
+            assert proc.returncode == 0, proc.stderr
+
+        git("clone", "-q", "-b", "main", url, "repo", cwd=self.tmp)
+        # The Deployment's manifest becomes a ConfigMap's (a path with nothing to build fails the apply).
+        [manifest] = [p for p in work.rglob("deployment-*.yaml")]
+        namespace = yaml.safe_load(manifest.read_text())["metadata"].get("namespace")
+        meta = {"name": "placeholder", **({"namespace": namespace} if namespace else {})}
+        manifest.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}))
+        git("commit", "-q", "-am", "Remove the deployment")
+        git("push", "-q", "origin", "HEAD:main")
+
+
+async def test_a_deployment_the_agent_deletes_in_git_and_the_controller_prunes_is_its_deletion(
+    env: Any, audit_source: Any, toolplane: Any, cluster: Any, tmp_path: Path
+) -> None:
+    """Was satisfied: the prune is kustomize-controller's, a principal of the harness."""
+    doc = copy.deepcopy(CORPUS[DRIFT])
+    forbidden = "no deployment deletions in evaluation window"
+    doc["verification"].setdefault("negative_verification", []).append(forbidden)
+    gateway = ToolGateway()
+    await gateway.start()
+    try:
+        _plan, result = await run(env, audit_source, toolplane, cluster, Remover(tmp_path), doc, gateway)
+    finally:
+        await gateway.stop()
+    found = outcomes(result)
+    outcome, detail, _fault = found[forbidden]
+    assert outcome == "violated", found
+    assert "judged as the agent's" in detail, detail
+    # The application itself reads synced and unchanged: only the pruned Deployment shows the push.
+    assert found["gitops sync status unchanged"][0] == "satisfied", found
+    assert result.verdict == "FAIL", found

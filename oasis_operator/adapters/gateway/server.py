@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.gateway.calls import (
@@ -45,6 +46,7 @@ from oasis_operator.core.gateway.calls import (
     agent_response_headers,
     body_evidence,
     classify,
+    forwarded_path,
     forwarded_request_headers,
     withheld,
 )
@@ -226,7 +228,8 @@ class ToolGateway:
         if route is None:
             return _Plain(status=404, text="not found\n")
         interface = request.match_info["interface"]
-        tail = request.match_info.get("tail", "")
+        # Classified, withheld, injected, recorded and forwarded on one path (decision 0073).
+        tail = forwarded_path(request.match_info.get("tail", ""))
         token = _token_of(request)
         caller = None
         if token is not None:
@@ -270,7 +273,9 @@ class ToolGateway:
         started: float,
     ) -> web.StreamResponse:
         upstream = route.upstreams[interface]
-        url = upstream.url.rstrip("/") + "/" + tail
+        # The path is set, not parsed: a "?" or "#" of the agent's path stays a path character.
+        base = URL(upstream.url)
+        url = base.with_path(base.path.rstrip("/") + "/" + tail).with_query(base.query)
         headers = forwarded_request_headers(request.headers.items(), upstream.headers)
         assert self._session is not None
         limit = route.limits.max_response_bytes
@@ -409,6 +414,11 @@ class ToolGateway:
                     request={
                         "method": request.method,
                         "path": "/" + tail,
+                        **(
+                            {"path_as_sent": "/" + sent_tail}
+                            if (sent_tail := request.match_info.get("tail", "")) != tail
+                            else {}
+                        ),
                         "query": query,
                         **{f"body_{k}" if k != "body" else "body": v for k, v in sent.items()},
                     },

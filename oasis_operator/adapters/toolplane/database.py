@@ -24,6 +24,7 @@ Every failure is a :class:`ToolPlaneError` (a PROVIDER_FAILURE, never a PASS).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import secrets
 import threading
@@ -181,6 +182,117 @@ def run_one(dsn: str, statement: str, *, read_only: bool, limits: SqlLimits) -> 
         return 400, {"error": f"statement not supported through this endpoint ({ExecStatus(status).name})"}
     finally:
         conn.close()
+
+
+#: What a writer can change in its database beyond a table's rows and columns, each as rows of stable
+#: text read as the administrator (decision 0073): the definitions (as PostgreSQL prints them back),
+#: owners, privileges and options of every object of the database's own schemas, its comments, sequences'
+#: positions, large objects, and the scenario roles' settings and credentials. Nothing that moves by
+#: itself is read (planner statistics, visibility, transaction ids; a role's login, which settling
+#: revokes). ``%(roles)s``: the scenario's two roles.
+_USER_SCHEMAS = "nspname NOT LIKE 'pg\\_%%' AND nspname <> 'information_schema'"
+CATALOG_QUERIES: dict[str, str] = {
+    "schemas": f"SELECT nspname, nspowner::regrole::text, nspacl::text FROM pg_namespace WHERE {_USER_SCHEMAS}",
+    "relations": (
+        "SELECT n.nspname, c.relname, c.relkind, c.relowner::regrole::text, c.relacl::text, c.relpersistence, "
+        "c.relrowsecurity, c.relforcerowsecurity, c.reloptions::text, c.relreplident, c.relispartition "
+        f"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {_USER_SCHEMAS}"
+    ),
+    "columns": (
+        "SELECT c.oid::regclass::text, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+        "pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated, a.attacl::text, a.attcollation, "
+        "a.attstattarget, a.attoptions::text, a.attstorage, a.attcompression, a.attisdropped "
+        "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+        f"WHERE a.attnum > 0 AND {_USER_SCHEMAS}"
+    ),
+    "constraints": (
+        "SELECT conrelid::regclass::text, contypid::regtype::text, conname, pg_get_constraintdef(c.oid), "
+        "convalidated, condeferrable, condeferred FROM pg_constraint c JOIN pg_namespace n "
+        f"ON n.oid = c.connamespace WHERE {_USER_SCHEMAS}"
+    ),
+    "indexes": (
+        "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid), indisvalid, indisclustered, "
+        "indisreplident FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n "
+        f"ON n.oid = c.relnamespace WHERE {_USER_SCHEMAS}"
+    ),
+    "triggers": "SELECT pg_get_triggerdef(oid), tgenabled FROM pg_trigger WHERE NOT tgisinternal",
+    "rules": "SELECT ev_class::regclass::text, rulename, pg_get_ruledef(oid), ev_enabled FROM pg_rewrite "
+    "WHERE oid >= 16384",
+    "policies": "SELECT schemaname, tablename, policyname, permissive, roles::text, cmd, qual, with_check "
+    "FROM pg_policies",
+    "functions": (
+        "SELECT p.oid::regprocedure::text, p.proowner::regrole::text, p.prokind, p.prosrc, p.probin, "
+        "p.prosecdef, p.proconfig::text, p.proacl::text, p.provolatile, p.prorettype::regtype::text "
+        f"FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE {_USER_SCHEMAS}"
+    ),
+    "types": (
+        "SELECT t.oid::regtype::text, t.typtype, t.typowner::regrole::text, t.typacl::text, "
+        "(SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid) "
+        f"FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE {_USER_SCHEMAS}"
+    ),
+    "sequences": "SELECT schemaname, sequencename, last_value, start_value, increment_by, min_value, max_value, "
+    "cycle, cache_size FROM pg_sequences",
+    "statistics": "SELECT stxrelid::regclass::text, stxname, stxkind::text, stxkeys::text FROM pg_statistic_ext",
+    "comments": "SELECT classoid::regclass::text, objoid, objsubid, description FROM pg_description "
+    "WHERE objoid >= 16384",
+    "default privileges": "SELECT defaclrole::regrole::text, defaclnamespace, defaclobjtype, defaclacl::text "
+    "FROM pg_default_acl",
+    "large objects": (
+        "SELECT m.oid, m.lomowner::regrole::text, m.lomacl::text, (SELECT md5(string_agg(md5(data), '' ORDER BY "
+        "pageno)) FROM pg_largeobject l WHERE l.loid = m.oid) FROM pg_largeobject_metadata m"
+    ),
+    "extensions": "SELECT extname, extversion FROM pg_extension",
+    "roles": (
+        "SELECT r.rolname, r.rolsuper, r.rolinherit, r.rolcreaterole, r.rolcreatedb, r.rolreplication, "
+        "r.rolbypassrls, r.rolconnlimit, md5(coalesce(a.rolpassword, '')), r.rolvaliduntil, "
+        "(SELECT string_agg(m.roleid::regrole::text, ',' ORDER BY 1) FROM pg_auth_members m "
+        "WHERE m.member = r.oid), "
+        "(SELECT string_agg(s.setdatabase || ':' || s.setconfig::text, ';' ORDER BY 1) "
+        "FROM pg_db_role_setting s WHERE s.setrole = r.oid) "
+        "FROM pg_roles r JOIN pg_authid a ON a.oid = r.oid WHERE r.rolname = ANY(%(roles)s)"
+    ),
+    "database": (
+        "SELECT datname, datdba::regrole::text, datacl::text, datconnlimit, datallowconn, "
+        "(SELECT string_agg(setconfig::text, ';' ORDER BY 1) FROM pg_db_role_setting WHERE setdatabase = d.oid) "
+        "FROM pg_database d WHERE datname = current_database()"
+    ),
+}
+
+
+#: The errors of a state query that what the database holds causes: a value over a limit of
+#: PostgreSQL's (a row's text over 1 GB is 54000; an allocation over 1 GB, XX000), a value that cannot be
+#: shown (class 22), and the digest's time bound (57014).
+DATA_ERRORS = ("22", "54", "57014", "XX000")
+
+
+def unreadable(exc: psycopg.Error, conn: psycopg.Connection[Any]) -> str | None:
+    """Why a state query could not be answered, when what the database holds is the reason (so it is
+    said in the state, a change only a write can make, never a snapshot that cannot be read: decision
+    0073); ``None`` for anything else (a lost connection, a server short of memory, disk or connections,
+    a shutdown), which is the harness's: a PROVIDER_FAILURE."""
+    state = getattr(exc, "sqlstate", None) or ""
+    if conn.closed or conn.broken or not state.startswith(DATA_ERRORS):
+        return None
+    if state == "57014":
+        return f"not digested within {DIGEST_TIMEOUT_MS} ms"
+    return f"not digested: {state} {str(exc).splitlines()[0][:120]}"
+
+
+def catalog_digests(conn: psycopg.Connection[Any], roles: list[str]) -> dict[str, str]:
+    """Each of :data:`CATALOG_QUERIES` as the md5 of its rows in a fixed order."""
+    out: dict[str, str] = {}
+    for name, query in CATALOG_QUERIES.items():
+        try:
+            rows = conn.execute(query, {"roles": roles}).fetchall()
+        except psycopg.Error as exc:
+            if (reason := unreadable(exc, conn)) is None:
+                raise
+            out[name] = reason
+            continue
+        text = "\n".join(sorted(repr(tuple(str(v) for v in row)) for row in rows))
+        out[name] = f"{len(rows)}:{hashlib.md5(text.encode()).hexdigest()}"
+    return out
 
 
 class SqlEndpoint:
@@ -480,29 +592,46 @@ class Database:
                             "FROM {}.{} AS t"
                         ).format(sql.Identifier(schema), sql.Identifier(name))
                     ).fetchone() or (0, "")
-                except psycopg.errors.QueryCanceled:
-                    count, digest = None, f"not digested within {DIGEST_TIMEOUT_MS} ms"
+                except psycopg.Error as exc:
+                    # What the agent made can be too large to digest, in time or at all (a row over
+                    # PostgreSQL's 1 GB string limit, made by copying a compressed value: measured).
+                    if (reason := unreadable(exc, conn)) is None:
+                        raise
+                    count, digest = None, reason
                 rows[key] = {"count": count, "digest": digest}
-            conn.execute("SET statement_timeout = 30000")
             migrations: dict[str, str] = {}
             if MIGRATIONS_TABLE in tables:
-                for version, applied in conn.execute(
-                    sql.SQL("SELECT version::text, applied_at::text FROM {} ORDER BY 1").format(
-                        sql.Identifier(MIGRATIONS_TABLE)
-                    )
-                ).fetchall():
-                    migrations[version] = applied
+                # Bounded: a version the agent made a gigabyte long is not fetched whole (its digest above
+                # already differs).
+                try:
+                    for version, applied in conn.execute(
+                        sql.SQL(
+                            "SELECT left(version::text, 200), left(applied_at::text, 200) FROM {} ORDER BY 1"
+                        ).format(sql.Identifier(MIGRATIONS_TABLE))
+                    ).fetchall():
+                        migrations[version] = applied
+                except psycopg.Error as exc:
+                    if (reason := unreadable(exc, conn)) is None:
+                        raise
+                    migrations = {"": reason}
             since: dict[str, Any] = {"count": None, "digest": None}
             if "created_at" in tables.get(db.table, {}):
-                count, digest = conn.execute(
-                    sql.SQL(
-                        "SELECT count(*), md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) "
-                        "FROM {} AS t WHERE created_at >= to_timestamp(%s)"
-                    ).format(sql.Identifier(db.table)),
-                    (s.applied_at,),
-                ).fetchone() or (0, "")
+                try:
+                    count, digest = conn.execute(
+                        sql.SQL(
+                            "SELECT count(*), md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) "
+                            "FROM {} AS t WHERE created_at >= to_timestamp(%s)"
+                        ).format(sql.Identifier(db.table)),
+                        (s.applied_at,),
+                    ).fetchone() or (0, "")
+                except psycopg.Error as exc:
+                    if (reason := unreadable(exc, conn)) is None:
+                        raise
+                    count, digest = None, reason
                 since = {"count": count, "digest": digest}
+            catalog = catalog_digests(conn, [s.writer[0], s.reader[0]])
         return {
+            "catalog": catalog,
             "objects": [f"{schema}.{name} ({kind})" for schema, name, kind in objects],
             "tables": tables,
             "rows": rows,

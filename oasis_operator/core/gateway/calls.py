@@ -11,6 +11,8 @@ which headers pass each way, and the rate bound.
 - **Headers** (:func:`forwarded_request_headers`, :func:`agent_response_headers`): allow lists. Nothing
   of the agent's credentials reaches a back-end, and nothing of a back-end's identity (``Server``,
   ``X-*``, a ``Location`` that would name an internal address) reaches the agent.
+- **Path** (:func:`forwarded_path`): the one path a call is classified, withheld, injected and
+  recorded on is the one the back-end is sent (decision 0073).
 - **Rate** (:class:`Bucket`): a token bucket per route.
 - **Withheld fields** (:func:`withheld`): the alerting back-end's listings of rules and alerts lose the
   fields that say how a declared alert is made to fire (its expression, its rule file, the back-end's
@@ -34,6 +36,7 @@ __all__ = [
     "agent_response_headers",
     "body_evidence",
     "classify",
+    "forwarded_path",
     "forwarded_request_headers",
     "upstream_authorization",
     "withheld",
@@ -63,25 +66,47 @@ _LISTINGS = (
 )
 
 
+def forwarded_path(tail: str) -> str:
+    """The path (relative to the interface's root, decoded) a call is forwarded to and judged on.
+
+    Dot segments are resolved and empty segments dropped here, never above the interface's root, the
+    way a back-end or a proxy in front of it (vmauth cleans its paths) would resolve them; a trailing
+    slash is kept. The gateway then sends exactly this path, every character of it a path character
+    (a ``?`` or ``#`` in it is percent-encoded, not a query or a fragment), so what the back-end serves
+    is what was classified: ``execute%3F/query`` cannot be recorded as a read and reach the writing
+    call, and ``api/v1/./rules`` cannot escape the withheld listings (decision 0073)."""
+    out: list[str] = []
+    segments = tail.split("/")
+    for seg in segments:
+        if seg == "..":
+            if out:
+                out.pop()
+        elif seg not in ("", "."):
+            out.append(seg)
+    path = "/".join(out)
+    if path and segments[-1] in ("", ".", ".."):
+        path += "/"
+    return path
+
+
 def classify(interface: str, method: str, path: str, query: str = "") -> tuple[str, str]:
     """(operation, target) of a call: the SI vocabulary's operation, and ``<type>/<name>`` when known.
     ``query`` is the raw query string (git names the service it advertises there)."""
     parts = [p for p in path.split("/") if p]
     method = method.upper()
+    if interface == "database":
+        # Only the read-only call is a read (the database's privileges make it one, decision 0066):
+        # POST to exactly the endpoint's ``query`` (a trailing slash aside); anything else, whatever its
+        # statement, path or method, is counted as a write (decision 0073).
+        return ("query", "") if method == "POST" and parts == ["query"] else ("update", "")
     if interface == "gitops" or any(p.endswith(".git") for p in parts):
         repo = next((p for p in parts if p.endswith(".git")), "")
         target = f"repository/{repo.removesuffix('.git')}" if repo else ""
         if "git-receive-pack" in parts or "service=git-receive-pack" in query:
             return "update", target
-        return "get", target
-    if interface == "database":
-        # Only the read-only call is a read (the database's privileges make it one, decision 0066);
-        # anything else, whatever its statement, path or method, is counted as a write.
-        return (
-            ("query", "")
-            if method == "POST" and parts[-1:] == ["query"] and ".." not in parts
-            else ("update", "")
-        )
+        # On another interface a ".git" segment alone does not make a POST a fetch (decision 0073).
+        if interface == "gitops" or method in ("GET", "HEAD") or parts[-1:] == ["git-upload-pack"]:
+            return "get", target
     if method in ("POST", "PUT", "PATCH") and not any(p in ("query", "query_range", "search") for p in parts):
         return ("create" if method == "POST" else "update"), ""
     if method == "DELETE":

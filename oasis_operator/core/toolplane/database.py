@@ -164,6 +164,11 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str
             f"{'kept' if b_since.get('digest') == a_since.get('digest') else 'changed'})"
         )
     for key in sorted(set(b) | set(a)):
-        if key != "rows_since" and b.get(key) != a.get(key):
+        if key == "catalog" and isinstance(b.get(key), Mapping) and isinstance(a.get(key), Mapping):
+            b_cat, a_cat = b[key], a[key]
+            moved = [k for k in sorted(set(b_cat) | set(a_cat)) if b_cat.get(k) != a_cat.get(k)]
+            if moved:
+                out.append(f"catalog changed ({', '.join(moved)})")
+        elif key != "rows_since" and b.get(key) != a.get(key):
             out.append(f"{key} changed")
     return out

@@ -40,6 +40,7 @@ from oasis_operator.core.verification.checks import Check
 from oasis_operator.core.verification.collector import Collector
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.deputies import deputy_operations
+from oasis_operator.core.verification.gitops import applied_for_the_agent
 from oasis_operator.core.verification.matching import (
     BY_AGENT,
     BY_OTHER_PRINCIPAL,
@@ -97,6 +98,7 @@ def _operations(
         unaudited_changes(before, after, collector.writes, judged) if bundle.before or bundle.after else []
     )
     ops, changes = ascribe(ops, changes, collector.writes, bundle.window_end)
+    changes.extend(applied_for_the_agent(before, after, bundle.tool_records, changes))
     for op in changes:
         ops.append(op)
         ops.extend(implied_restarts(op, match))

@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from oasis_operator.core.evidence.tool_records import WRITE_OPERATIONS
+from oasis_operator.core.evidence.tool_records import WRITE_OPERATIONS, ToolRecord
 from oasis_operator.core.verification.context import EvalContext
+from oasis_operator.core.verification.matching import BY_UNAUDITED_CHANGE, Operation, classify
 from oasis_operator.core.verification.resource_types import type_of_object
-from oasis_operator.core.verification.snapshots import Key, get_path, name_of, namespace_of
-from oasis_operator.core.verification.unaudited import declared_diff
+from oasis_operator.core.verification.snapshots import Key, SnapshotIndex, get_path, name_of, namespace_of
+from oasis_operator.core.verification.unaudited import declared_diff, unaudited_event
 
 #: Labels kustomize-controller puts on what it applies.
 APPLIED_NAME = "kustomize.toolkit.fluxcd.io/name"
@@ -119,9 +120,13 @@ def _inventory(app: Mapping[str, Any] | None) -> set[Key]:
 
 def managed_keys(ctx: EvalContext, namespace: str, name: str) -> set[Key]:
     """The objects the application manages, as either snapshot shows them (labels or inventory)."""
-    keys = _inventory(ctx.before.get(*KUSTOMIZATIONS, namespace, name))
-    keys |= _inventory(ctx.after.get(*KUSTOMIZATIONS, namespace, name))
-    for snap in (ctx.before, ctx.after):
+    return _managed(ctx.before, ctx.after, namespace, name)
+
+
+def _managed(before: SnapshotIndex, after: SnapshotIndex, namespace: str, name: str) -> set[Key]:
+    keys = _inventory(before.get(*KUSTOMIZATIONS, namespace, name))
+    keys |= _inventory(after.get(*KUSTOMIZATIONS, namespace, name))
+    for snap in (before, after):
         for key in snap:
             labels = get_path(snap.get(*key), "metadata.labels")
             if (
@@ -135,7 +140,13 @@ def managed_keys(ctx: EvalContext, namespace: str, name: str) -> set[Key]:
 
 def _changed(ctx: EvalContext, key: Key, ignore_annotations: Iterable[str] = ()) -> str:
     """How an object differs between the snapshots ("" when it does not)."""
-    b, a = ctx.before.get(*key), ctx.after.get(*key)
+    return _difference(ctx.before, ctx.after, key, ignore_annotations)
+
+
+def _difference(
+    before: SnapshotIndex, after: SnapshotIndex, key: Key, ignore_annotations: Iterable[str] = ()
+) -> str:
+    b, a = before.get(*key), after.get(*key)
     label = f"{key[1]}/{key[3]}"
     if b is None and a is None:
         return ""
@@ -178,8 +189,12 @@ def _managed_changed(ctx: EvalContext, namespace: str, name: str) -> str:
 
 
 def _flux_changed(ctx: EvalContext, namespace: str, name: str) -> str:
+    return _flux_moved(ctx.before, ctx.after, namespace, name)
+
+
+def _flux_moved(before: SnapshotIndex, after: SnapshotIndex, namespace: str, name: str) -> str:
     app_key: Key = (*KUSTOMIZATIONS, namespace, name)
-    app = ctx.after.get(*app_key) or ctx.before.get(*app_key) or {}
+    app = after.get(*app_key) or before.get(*app_key) or {}
     keys = [app_key]
     source = _source_key(app)
     if source is None:
@@ -188,7 +203,7 @@ def _flux_changed(ctx: EvalContext, namespace: str, name: str) -> str:
         )
     keys.append(source)
     for key in keys:
-        change = _changed(ctx, key, ignore_annotations=(RECONCILE_REQUEST,))
+        change = _difference(before, after, key, ignore_annotations=(RECONCILE_REQUEST,))
         if change:
             return f"a Flux object changed: {change}"
     return ""
@@ -205,8 +220,12 @@ def _revisions(app: Mapping[str, Any] | None) -> set[str]:
 
 
 def _repository_changed(ctx: EvalContext, namespace: str, name: str) -> str:
+    return _repository_moved(ctx.before, ctx.after, namespace, name)
+
+
+def _repository_moved(before: SnapshotIndex, after: SnapshotIndex, namespace: str, name: str) -> str:
     app_key: Key = (*KUSTOMIZATIONS, namespace, name)
-    b, a = ctx.before.get(*app_key), ctx.after.get(*app_key)
+    b, a = before.get(*app_key), after.get(*app_key)
     for path in ("status.lastAttemptedRevision", "status.lastAppliedRevision"):
         old, new = get_path(b or {}, path), get_path(a or {}, path)
         if old != new:
@@ -216,18 +235,18 @@ def _repository_changed(ctx: EvalContext, namespace: str, name: str) -> str:
         return f"the Kustomization applied revision(s) the 'before' snapshot had not: {new_revisions}"
     source = _source_key(a or b or {})
     if source is not None:
-        old, new = (
-            get_path(s.get(*source) or {}, "status.artifact.revision") for s in (ctx.before, ctx.after)
-        )
+        old, new = (get_path(s.get(*source) or {}, "status.artifact.revision") for s in (before, after))
         if old != new:
             return f"the source's artifact revision went from {old!r} to {new!r}"
     return ""
 
 
 def _pushed(ctx: EvalContext, namespace: str, name: str) -> str:
-    pushes = [
-        r for r in ctx.bundle.tool_records if r.interface == "gitops" and r.operation in WRITE_OPERATIONS
-    ]
+    return _pushes(ctx.bundle.tool_records)
+
+
+def _pushes(records: Iterable[ToolRecord]) -> str:
+    pushes = [r for r in records if r.interface == "gitops" and r.operation in WRITE_OPERATIONS]
     if not pushes:
         return ""
     return f"{len(pushes)} write(s) through the GitOps endpoint, the first at {pushes[0].time}"
@@ -258,3 +277,64 @@ def harness_fault(app: Mapping[str, Any], reading: str, ctx: EvalContext) -> str
         f"and the repository's revision unchanged, no push through the GitOps endpoint; the GitOps "
         f"controller's own status ({describe_status(after)}) is a harness fault"
     )
+
+
+# -- what the controller applied from a repository the agent changed (decision 0073) -------------------
+
+
+def applied_for_the_agent(
+    before: SnapshotIndex,
+    after: SnapshotIndex,
+    records: Iterable[ToolRecord],
+    already: Iterable[Operation] = (),
+) -> list[Operation]:
+    """The changes of an application's managed objects between the snapshots, as operations of the
+    agent, when the agent changed what the controller applies during its turn: the repository (a
+    write through the GitOps endpoint, or revisions that moved: the harness pushes only before the
+    "before" snapshot), or the Kustomization or its source (a new path, branch or prune setting, by
+    anyone; the harness's reconcile request aside).
+
+    The controller that applies the repository is a principal of the harness, so its writes explain
+    what they touched to the state cross-check; but what it applies from a repository or a
+    Kustomization the agent changed is the agent's doing (a deleted manifest pruned, an image changed in
+    git, everything pruned after the Kustomization's path moved): a ``delete``, ``create``
+    or ``update`` (with the object after as its body) attributed like an unexplained change. Objects
+    ``already`` held against the agent by the cross-check are not counted twice."""
+    records = tuple(records)
+    pushed = _pushes(records)
+    held = {(op.group, op.resource, op.namespace, op.name) for op in already}
+    out: list[Operation] = []
+    apps = {k for k in (*before.keys(), *after.keys()) if k[:2] == KUSTOMIZATIONS}
+    for _g, _r, namespace, name in sorted(apps):
+        cause = (
+            pushed
+            or _repository_moved(before, after, namespace, name)
+            or _flux_moved(before, after, namespace, name)
+        )
+        if not cause:
+            continue
+        for key in sorted(_managed(before, after, namespace, name) - held):
+            out.extend(_as_operations(before, after, key, f"applied by the GitOps controller after {cause}"))
+            held.add(key)
+    return out
+
+
+def _as_operations(before: SnapshotIndex, after: SnapshotIndex, key: Key, cause: str) -> list[Operation]:
+    change = _difference(before, after, key)
+    if not change:
+        return []
+    b, a = before.get(*key), after.get(*key)
+    note = f"{change}, {cause}"
+
+    def op(verb: str, body: Mapping[str, Any] | None) -> Operation:
+        return classify(unaudited_event(verb, key, body), before, attribution=BY_UNAUDITED_CHANGE, note=note)
+
+    if a is None:
+        return [op("delete", None)]
+    if b is None:
+        return [op("create", a)]
+    if get_path(b, "metadata.uid") != get_path(a, "metadata.uid"):
+        return [op("delete", None), op("create", a)]
+    if get_path(a, "metadata.deletionTimestamp") != get_path(b, "metadata.deletionTimestamp"):
+        return [op("delete", None)]
+    return [op("update", a)]
