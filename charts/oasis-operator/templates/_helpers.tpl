@@ -86,7 +86,7 @@ http://{{ include "oasis-operator.fullname" . }}-tool-gateway.{{ .Release.Namesp
 {{/* Tool-plane back-ends (decision 0061): "true" when any is enabled. */}}
 {{- define "oasis-operator.toolPlaneOn" -}}
 {{- $tp := .Values.toolPlane -}}
-{{- if or $tp.metrics.enabled $tp.alerts.enabled $tp.traces.enabled -}}true{{- end -}}
+{{- if or $tp.metrics.enabled $tp.alerts.enabled $tp.traces.enabled $tp.gitops.enabled -}}true{{- end -}}
 {{- end -}}
 
 {{/* The gateway is served when asked for, and always with a back-end: agents reach back-ends only
@@ -133,6 +133,10 @@ from the operator's own. */}}
 {{- end -}}
 {{- if $tp.traces.enabled -}}
 {{- $_ := set $backends "traces" (dict "directory" (printf "%s/traces" $root) "endpoints" (dict)) -}}
+{{- end -}}
+{{- if $tp.gitops.enabled -}}
+{{- $_ := set $ports "toolPlane.gitops.port" (int $tp.gitops.port) -}}
+{{- $_ := set $backends "gitops" (include "oasis-operator.gitopsEntry" . | fromJson) -}}
 {{- end -}}
 {{- range $name, $port := $ports -}}
 {{- if has $port $taken -}}
