@@ -320,7 +320,8 @@ class ChartOperator:
                 continue
             if doc["metadata"]["name"] != self.name:
                 continue  # the node simulator's
-            doc["metadata"].get("namespace") and doc["metadata"].update(namespace=self.home)
+            if "namespace" in doc["metadata"]:
+                doc["metadata"]["namespace"] = self.home
             for subject in doc.get("subjects", []):
                 subject["namespace"] = self.home
             resp = server_side_apply(self.admin, doc, dry_run=False)
