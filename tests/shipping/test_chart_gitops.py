@@ -26,11 +26,12 @@ import pytest
 import yaml
 
 from oasis_operator.adapters.k8s.client import async_http
-from oasis_operator.adapters.toolplane import tool_plane
+from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
 from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, REPOSITORIES, GitOps, flux_principals
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
+from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.backends import resolve_binaries
@@ -451,5 +452,45 @@ async def test_the_operator_pushes_through_the_rendered_tool_plane_and_flux_appl
             assert probe.reachable is False, probe
             assert f"the git server http://127.0.0.1:{git_port}" in probe.detail, probe
             await plane.aclose()
+    finally:
+        operator.close()
+
+
+@pytest.mark.cluster
+async def test_flux_that_cannot_reach_the_service_is_an_injection_failure_not_a_scenario(
+    cluster: ClusterHandle, tools: Tools, tmp_path: Path, env: Any, rendered: Any, git_port: int
+) -> None:
+    """What a wrong `flux.namespace` (the policy refusing the source-controller) or a missing Service
+    looks like from the operator: the self-test passes (the git server answers the operator, Flux's
+    kinds are served), the push succeeds, and Flux never fetches: the injection fails naming the
+    controller's condition, which the scenario workflow turns into PROVIDER_FAILURE, never a verdict."""
+    local, _args, _proc = rendered
+    settings = ToolPlaneSettings.load(local)
+    assert settings.gitops is not None
+    directory, git, _flux, namespace = settings.gitops
+    unreachable = f"http://localhost:{free_port()}"  # nothing listens there
+    operator = ChartOperator(
+        cluster, tools, tmp_path, {"toolPlane": {"gitops": {"enabled": True, "port": git_port}}}
+    )
+    scenario, _ = parse_scenario(CORPUS[DRIFT])
+    try:
+        async with async_http(operator.kubeconfig) as http:
+            adapter = GitOps(http, directory, git, unreachable, namespace, timeout=15)
+            plane = ToolPlane({"gitops": adapter})
+            (probe,) = await plane.probe(timeout=10)
+            assert probe.reachable is True, probe
+            plan = plan_environment(
+                scenario,
+                suffix=kube.random_suffix(),
+                owner=owner_value("chart-gitops", DRIFT),
+                backends=plane.backends,
+            )
+            try:
+                await env.provision(plan)
+                with pytest.raises(ToolPlaneError, match=r"did not apply commit \w+ within 15s \(Ready="):
+                    await plane.inject(plan)
+            finally:
+                await plane.cleanup(plan)
+                await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
     finally:
         operator.close()
