@@ -7,9 +7,25 @@
 # Not built by the test suite (no container runtime on our machines); tests/shipping/test_dockerfile.py
 # checks its shape. Build and push:
 #   docker build -t ghcr.io/oasis-operator/oasis-operator:0.1.0 .
-# For reproducible builds, pin the base by digest: --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:...
+# For reproducible builds, pin the bases by digest: --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:...
+# (and GOLANG_IMAGE likewise).
+#
+# The image also carries the GitOps back-end's git server (tools/backends/git-server, decision 0072),
+# which the chart runs as a sidecar with toolPlane.gitops.enabled, and Debian's git, which that server
+# runs for every fetch and push (gitkit) and the operator runs to push a scenario's repository.
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+# The Go of tools/backends/git-server/go.mod's line (go 1.26), as the local stack builds it.
+ARG GOLANG_IMAGE=golang:1.26.8-bookworm
+
+FROM ${GOLANG_IMAGE} AS git-server
+WORKDIR /src
+# The module's go.sum is checked on download: the image's gitkit is the one the local stack tests.
+COPY tools/backends/git-server/go.mod tools/backends/git-server/go.sum ./
+RUN go mod download && go mod verify
+COPY tools/backends/git-server/main.go ./
+# Static (no cgo), as tools/build-backends.sh builds it.
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o /out/oasis-git-server .
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
@@ -27,7 +43,13 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="oasis-operator" \
       org.opencontainers.image.description="Evaluates AI agents acting on Kubernetes clusters (OASIS)" \
       org.opencontainers.image.licenses="Apache-2.0"
+# git, without its recommendations (ssh, less, perl modules): only upload-pack, receive-pack and the
+# commands the operator's push runs (init, add, commit, push).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/oasis /opt/oasis
+COPY --from=git-server /out/oasis-git-server /usr/local/bin/oasis-git-server
 ENV PATH=/opt/oasis/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -27,6 +27,7 @@ import yaml
 
 from oasis_operator.adapters.k8s.client import ClusterEndpoint
 from oasis_operator.adapters.toolplane.database import PASSWORD_FILE
+from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, REPOSITORIES
 from oasis_operator.adapters.toolplane.metrics import RELOAD_KEY, RULES_DIR, VmauthGrants
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector, parse_taint
 
@@ -261,8 +262,10 @@ class ToolPlaneSettings:
     source: Path | None = None
     #: Where the node simulator reads container log files (the logs back-end); None: no log back-end.
     logs_directory: Path | None = None
-    #: The GitOps back-end's directory (its git credentials file) and git server URL; None: none.
-    gitops: tuple[Path, str] | None = None
+    #: The GitOps back-end's directory (its git credentials file), the git server's URL, the same
+    #: server's URL as Flux's source-controller reaches it (endpoints.flux; by default the first) and
+    #: the namespace of Flux's controllers (``flux_namespace``; by default flux-system); None: none.
+    gitops: tuple[Path, str, str, str] | None = None
     #: The metrics back-end's directory (its grants file), store URL and vmauth URL; None: none.
     metrics: tuple[Path, str, str] | None = None
     #: The alerting back-end's rule directory and vmalert URL (needs ``metrics``); None: none.
@@ -322,7 +325,13 @@ class ToolPlaneSettings:
                     f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
                     f"and endpoints.git (found {directory!r}, {git!r})"
                 )
-            gitops = (Path(directory), git)
+            flux_namespace = backends["gitops"].get("flux_namespace", FLUX_NAMESPACE)
+            if not isinstance(flux_namespace, str) or not flux_namespace:
+                raise SettingsError(
+                    f"--toolplane {path}: field backends.gitops.flux_namespace: expected a namespace "
+                    f"(found {flux_namespace!r})"
+                )
+            gitops = (Path(directory), git, endpoints["gitops"].get("flux") or git, flux_namespace)
         metrics = alerts = None
         if "metrics" in backends:
             directory = backends["metrics"].get("directory")
@@ -386,9 +395,10 @@ def prepare_toolplane(path: Path) -> tuple[Path, ...]:
     rule file (vmalert refuses a pattern that matches nothing); vmauth's configuration (no user yet,
     the store and the alerts proxy as upstreams) and its reload key; the database's administrator
     password (decision 0071), which its init container gives ``initdb``: mode 0640, since that
-    container runs as the image's own user and reads it through the pod's group (``fsGroup``).
-    Idempotent: a key, a grant or a password already there is kept (a restarted pod keeps its volumes,
-    and the database's cluster its administrator). Returns the directories."""
+    container runs as the image's own user and reads it through the pod's group (``fsGroup``); the git
+    server's repositories directory and empty credentials file (decision 0072). Idempotent: a key, a
+    grant, a password or credentials already there are kept (a restarted pod keeps its volumes, and the
+    database's cluster its administrator). Returns the directories."""
     backends, endpoints = ToolPlaneSettings._read(path)
     # Everything checked before anything is made: a bad file leaves nothing half-prepared.
     for name, entry in backends.items():
@@ -410,6 +420,12 @@ def prepare_toolplane(path: Path) -> tuple[Path, ...]:
         rules.mkdir(exist_ok=True)
         if not any(rules.glob("*.yaml")):
             (rules / "_empty.yaml").write_text("groups: []\n")
+    if "gitops" in backends:
+        # The git server refuses to start without its credentials file; no credential yet (the operator
+        # adds one per scenario), and those of a restarted pod are kept.
+        directory = Path(backends["gitops"]["directory"])
+        (directory / REPOSITORIES).mkdir(exist_ok=True)
+        (directory / CREDENTIALS_FILE).touch(mode=0o600, exist_ok=True)
     if "metrics" in backends:
         directory = Path(backends["metrics"]["directory"])
         assert store is not None

@@ -19,11 +19,14 @@ pytestmark = pytest.mark.cluster
 
 # The chart's back-ends (metrics, alerts, traces; decision 0061) are called over HTTP only, so this
 # module's operator runs without a tool plane. Operators of other modules in the session run with the dev
-# cluster's whole tool plane; their requests to the API groups of the back-ends the chart does not deploy
-# (logs and resource usage: kwok's; GitOps: Flux's) are the known gap, listed here by group so that
-# anything else the chart lacks still fails.
+# cluster's whole tool plane; their requests to the API group of the back-ends the chart does not deploy
+# (logs and resource usage: kwok's) are the known gap, listed here by group so that anything else the
+# chart lacks still fails. Their requests to Flux's objects must be allowed by the chart with its GitOps
+# back-end on (decision 0072), and only with it.
 OPERATOR_TOOLPLANE = False
-TOOLPLANE_GROUPS = {"kwok.x-k8s.io", "source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io"}
+TOOLPLANE_GROUPS = {"kwok.x-k8s.io"}
+#: What only toolPlane.gitops grants: each scenario's Flux source and what applies it.
+GITOPS = {("source.toolkit.fluxcd.io", "gitrepositories"), ("kustomize.toolkit.fluxcd.io", "kustomizations")}
 
 
 def operator_requests(audit_log: Path) -> set[tuple[str, str, str, str]]:
@@ -112,19 +115,22 @@ def test_every_request_of_the_operator_is_allowed_by_the_chart(
     cluster, installation, finished_runs, tmp_path
 ):
     """Every request the operator made in this session (end-to-end runs, the Job agent, the lifecycle
-    tests) is allowed by the chart with its opt-ins on; by default, all but the cluster-scoped objects
-    of scenarios, which an operator without the opt-in excludes instead of attempting."""
+    tests) is allowed by the chart with its opt-ins and its GitOps back-end on; by default, all but the
+    cluster-scoped objects of scenarios, which an operator without the opt-in excludes instead of
+    attempting, and Flux's objects, which only an operator with a GitOps back-end touches."""
     requests = operator_requests(cluster.audit_log)
     assert len(requests) > 20, "the end-to-end runs made the operator's requests"
     requests = [(v, g, r, scope) for v, g, r, scope in requests if g not in TOOLPLANE_GROUPS]
-    everything = chart_rules(tmp_path, {"rbac": {"clusterScopedScenarios": True}})
+    everything = chart_rules(
+        tmp_path, {"rbac": {"clusterScopedScenarios": True}, "toolPlane": {"gitops": {"enabled": True}}}
+    )
     missing = sorted(
         f"{v} {g or 'core'}/{r} ({scope})" for v, g, r, scope in requests if not allows(everything, v, g, r)
     )
     assert missing == [], "the chart's ClusterRole lacks rules the operator needs"
     defaults = chart_rules(tmp_path, None)
     outside = sorted({(g, r.split("/")[0], v) for v, g, r, _ in requests if not allows(defaults, v, g, r)})
-    assert {(g, resource) for g, resource, _ in outside} <= OPT_IN, outside
+    assert {(g, resource) for g, resource, _ in outside} <= OPT_IN | GITOPS, outside
     # The opt-in is what lets the operator grant rights it does not hold: never by default.
     assert not allows(defaults, "escalate", "rbac.authorization.k8s.io", "clusterroles")
     assert allows(everything, "escalate", "rbac.authorization.k8s.io", "clusterroles")

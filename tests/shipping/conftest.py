@@ -46,13 +46,14 @@ FULL_VALUES: dict[str, Any] = {
     "operator": {"allowSubprocessAgents": True, "logFormat": "json"},
     "crds": {"keep": False},
     "toolGateway": {"enabled": True},
-    # Every tool-plane back-end the chart can run (decisions 0061, 0070, 0071).
+    # Every tool-plane back-end the chart can run (decisions 0061, 0070, 0071, 0072).
     "toolPlane": {
         "metrics": {"enabled": True},
         "alerts": {"enabled": True},
         "traces": {"enabled": True},
         "logs": {"enabled": True},
         "database": {"enabled": True},  # decision 0071
+        "gitops": {"enabled": True},
     },
 }
 
@@ -119,6 +120,7 @@ def schema_dir(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory)
         ("", "v1", k) for k in ("ConfigMap", "Node", "Service", "ServiceAccount", "Secret", "Namespace")
     } | {
         ("apps", "v1", "Deployment"),
+        ("networking.k8s.io", "v1", "NetworkPolicy"),
         ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
         ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),

@@ -257,7 +257,7 @@ def test_every_container_of_the_pod_runs_unprivileged_with_a_read_only_root(rend
     [
         ({"alerts": {"enabled": True}}, "/toolPlane/metrics/enabled"),
         ({"resourceUsage": {"enabled": True}}, "'resourceUsage' not allowed"),
-        ({"gitops": {"enabled": True}}, "'gitops' not allowed"),
+        ({"flux": {"enabled": True}}, "'flux' not allowed"),
         ({"metrics": {"enabled": True, "vmauth": {"port": 80}}}, "/toolPlane/metrics/vmauth/port"),
         ({"traces": {"enabled": True, "image": {"tag": ""}}}, "/toolPlane/traces/image/tag"),
         ({"traces": {"binary": "jaeger"}}, "/toolPlane/traces/binary"),

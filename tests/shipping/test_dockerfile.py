@@ -31,13 +31,21 @@ def test_bases_are_pinned_and_the_build_is_multi_stage() -> None:
     steps = instructions()
     args = dict(a.split("=", 1) for k, a in steps if k == "ARG" and "=" in a)
     bases = [a.split()[0] for k, a in steps if k == "FROM"]
-    assert len(bases) >= 2
+    assert len(bases) >= 3
+    go = re.search(r"^go (\d+\.\d+)", (REPO / "tools/backends/git-server/go.mod").read_text(), re.M)
+    assert go is not None
+    names = []
     for base in bases:
         image = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], base)
         name, _, tag = image.partition(":")
-        assert name == "python"
-        assert re.fullmatch(r"3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", tag), image
+        names.append(name)
+        if name == "golang":  # the git server's build stage: the Go release of its go.mod
+            assert re.fullmatch(rf"{re.escape(go.group(1))}\.\d+-\w+(@sha256:[0-9a-f]{{64}})?", tag), image
+        else:
+            assert name == "python"
+            assert re.fullmatch(r"3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", tag), image
         assert "latest" not in image
+    assert names[-1] == "python"
 
 
 def test_the_final_stage_runs_the_operator_as_a_non_root_user() -> None:
@@ -61,7 +69,49 @@ def test_what_the_dockerfile_copies_exists_and_the_context_is_small() -> None:
     ignore = (REPO / ".dockerignore").read_text().splitlines()
     assert ignore[ignore.index("*")] == "*"  # everything is excluded unless listed
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "README.md", ".ci/constraints.txt", "oasis_operator"}
+    assert allowed == {
+        "pyproject.toml",
+        "README.md",
+        ".ci/constraints.txt",
+        "oasis_operator",
+        "tools/backends/git-server",
+    }
+
+
+def stages() -> dict[str, list[tuple[str, str]]]:
+    """Each stage's instructions, by its name (``AS``); the unnamed final stage as ``final``."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] = []
+    for kind, argument in instructions():
+        if kind == "FROM":
+            words = argument.split()
+            current = out.setdefault(words[2] if len(words) > 2 and words[1].upper() == "AS" else "final", [])
+        current.append((kind, argument))
+    return out
+
+
+def test_the_git_server_is_built_static_from_its_module_and_runs_where_the_chart_starts_it() -> None:
+    """Decision 0072: the Go stage builds tools/backends/git-server with its go.sum verified and cgo off
+    (the final stage is a Python image: no C library guarantees); the final stage has the binary where
+    the chart's git-server container runs it, and Debian's git (gitkit runs it for every request)."""
+    by_stage = stages()
+    (name,) = [n for n, steps in by_stage.items() if "GOLANG" in steps[0][1].upper()]
+    build = by_stage[name]
+    copied = [a.split() for k, a in build if k == "COPY"]
+    assert copied[0] == ["tools/backends/git-server/go.mod", "tools/backends/git-server/go.sum", "./"]
+    runs = [a for k, a in build if k == "RUN"]
+    assert "go mod verify" in runs[0]
+    (go_build,) = [r for r in runs if "go build" in r]
+    assert "CGO_ENABLED=0" in go_build
+    binary = go_build.split("-o ")[1].split()[0]
+    final = by_stage["final"]
+    (dest,) = [a.split()[-1] for k, a in final if k == "COPY" and a.startswith(f"--from={name} {binary}")]
+    template = (CHART / "templates" / "_backend-gitops.tpl").read_text()
+    assert f'command: ["{dest}"]' in template
+    apt = [a for k, a in final if k == "RUN" and "apt-get install" in a]
+    assert len(apt) == 1, apt
+    assert re.search(r"--no-install-recommends git(\s|$)", apt[0]), apt
+    assert "rm -rf /var/lib/apt/lists" in apt[0]
 
 
 def test_the_chart_runs_the_image_as_its_user() -> None:

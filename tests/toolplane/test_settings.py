@@ -37,10 +37,28 @@ def test_a_written_file_gives_the_log_directory_and_the_git_server(tmp_path: Pat
     )
     s = ToolPlaneSettings.load(f)
     assert s.logs_directory == tmp_path / "logs"
-    assert s.gitops == (tmp_path / "gitops", "http://127.0.0.1:2")
+    # A dev cluster's file: Flux reaches the git server where the operator does, and runs in flux-system.
+    assert s.gitops == (tmp_path / "gitops", "http://127.0.0.1:2", "http://127.0.0.1:2", "flux-system")
     assert s.endpoints["metrics"] == {"prometheus": "http://127.0.0.1:3", "store": "http://127.0.0.1:4"}
     assert s.metrics == (tmp_path, "http://127.0.0.1:4", "http://127.0.0.1:3")
     assert s.alerts is None
+
+
+def test_the_chart_gives_flux_its_own_url_and_namespace(tmp_path: Path) -> None:
+    """Decision 0072: the chart's file names the Service Flux fetches from and where Flux runs."""
+    (tmp_path / "gitops").mkdir()
+    entry = {
+        "endpoints": {"git": "http://127.0.0.1:2", "flux": "http://git.oasis.svc:2"},
+        "directory": str(tmp_path / "gitops"),
+        "flux_namespace": "gitops-system",
+    }
+    f = tmp_path / "toolplane.json"
+    f.write_text(json.dumps({"backends": {"gitops": entry}}))
+    s = ToolPlaneSettings.load(f)
+    assert s.gitops == (tmp_path / "gitops", "http://127.0.0.1:2", "http://git.oasis.svc:2", "gitops-system")
+    f.write_text(json.dumps({"backends": {"gitops": {**entry, "flux_namespace": ""}}}))
+    with pytest.raises(SettingsError, match=r"backends\.gitops\.flux_namespace"):
+        ToolPlaneSettings.load(f)
 
 
 def test_alerts_come_with_their_rule_directory_and_vmalert(tmp_path: Path) -> None:
@@ -161,6 +179,28 @@ def test_preparing_a_file_makes_what_its_back_ends_read_at_start(tmp_path: Path)
     grants = json.loads((tmp_path / "v" / "metrics" / "grants.json").read_text())
     assert (grants["store"], grants["alerts"], grants["grants"]) == (store, proxy, {})
     assert (tmp_path / "v" / "metrics" / "reload-key").read_text()
+
+
+def test_preparing_the_git_server_makes_its_files_and_keeps_its_credentials(tmp_path: Path) -> None:
+    """Decision 0072: the git server refuses to start without its credentials file; a restarted pod's
+    credentials stay (a scenario in progress keeps its Flux credential)."""
+    import stat
+
+    from oasis_operator.handlers.settings import prepare_toolplane
+
+    f = tmp_path / "toolplane.json"
+    directory = tmp_path / "v" / "gitops"
+    entry = {"directory": str(directory), "endpoints": {"git": "http://127.0.0.1:8418"}}
+    f.write_text(json.dumps({"backends": {"gitops": entry}}))
+    assert prepare_toolplane(f) == (directory,)
+    assert (directory / "repositories").is_dir()
+    credentials = directory / "git-credentials"
+    assert credentials.read_text() == ""
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+    credentials.write_text("shop-flux secret shop\n")
+    prepare_toolplane(f)
+    assert credentials.read_text() == "shop-flux secret shop\n"
+    assert ToolPlaneSettings.load(f).gitops is not None
 
 
 @pytest.mark.parametrize(

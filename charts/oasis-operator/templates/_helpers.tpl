@@ -86,7 +86,7 @@ http://{{ include "oasis-operator.fullname" . }}-tool-gateway.{{ .Release.Namesp
 {{/* Tool-plane back-ends (decision 0061): "true" when any is enabled. */}}
 {{- define "oasis-operator.toolPlaneOn" -}}
 {{- $tp := .Values.toolPlane -}}
-{{- if or $tp.metrics.enabled $tp.alerts.enabled $tp.traces.enabled $tp.logs.enabled $tp.database.enabled -}}true{{- end -}}
+{{- if or $tp.metrics.enabled $tp.alerts.enabled $tp.traces.enabled $tp.logs.enabled $tp.database.enabled $tp.gitops.enabled -}}true{{- end -}}
 {{- end -}}
 
 {{/* The gateway is served when asked for, and always with a back-end: agents reach back-ends only
@@ -141,6 +141,10 @@ from the operator's own. */}}
 {{- if $tp.database.enabled -}}
 {{- $_ := set $ports "toolPlane.database.port" (int $tp.database.port) -}}
 {{- $_ := set $backends "database" (include "oasis-operator.database.entry" . | fromJson) -}}
+{{- end -}}
+{{- if $tp.gitops.enabled -}}
+{{- $_ := set $ports "toolPlane.gitops.port" (int $tp.gitops.port) -}}
+{{- $_ := set $backends "gitops" (include "oasis-operator.gitopsEntry" . | fromJson) -}}
 {{- end -}}
 {{- range $name, $port := $ports -}}
 {{- if has $port $taken -}}

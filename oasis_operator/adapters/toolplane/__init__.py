@@ -138,7 +138,7 @@ def tool_plane(
     server: str,
     *,
     logs_directory: Path | None = None,
-    gitops: tuple[Path, str] | None = None,
+    gitops: tuple[Path, str, str, str] | None = None,
     metrics: tuple[Path, str, str] | None = None,
     alerts: tuple[Path, str] | None = None,
     traces_directory: Path | None = None,
@@ -148,8 +148,9 @@ def tool_plane(
 ) -> ToolPlane:
     """The operator's tool plane: dashboards, runbooks and node conditions always (Kubernetes objects), each other
     back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
-    GitOps back-end's directory and git server URL; ``metrics``: the metrics back-end's directory, store
-    URL and vmauth URL; ``alerts``: vmalert's rule directory and URL, which needs ``metrics``;
+    GitOps back-end's directory, git server URL, that server's URL for Flux and Flux's namespace;
+    ``metrics``: the metrics back-end's directory, store URL and vmauth URL; ``alerts``: vmalert's
+    rule directory and URL, which needs ``metrics``;
     ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from;
     ``resource_usage``: metrics-server serves the node simulator's usage through the API server;
     ``traffic_routes``: the cluster serves the Gateway API's HTTPRoute, as :func:`serves_routes` found;

@@ -42,11 +42,23 @@ KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomiza
 GIT_REPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/{ns}/gitrepositories"
 #: The label kustomize-controller puts on what it applies.
 APPLIED_LABEL = "kustomize.toolkit.fluxcd.io/name"
-#: Flux's controllers as the dev cluster runs them (decision 0050): harness deputies, not the agent.
-PRINCIPALS = (
-    "system:serviceaccount:flux-system:source-controller",
-    "system:serviceaccount:flux-system:kustomize-controller",
-)
+#: In the back-end's directory: the git server's credentials file (``user password namespace`` lines,
+#: re-read per request) and its repositories (``<namespace>/<repo>.git``).
+CREDENTIALS_FILE, REPOSITORIES = "git-credentials", "repositories"
+#: Where Flux's controllers run unless the tool-plane file says otherwise (``flux install``'s default).
+FLUX_NAMESPACE = "flux-system"
+
+
+def flux_principals(namespace: str = FLUX_NAMESPACE) -> tuple[str, ...]:
+    """Flux's source- and kustomize-controller, as a Flux installation in ``namespace`` names its
+    ServiceAccounts: harness deputies, not the agent."""
+    return tuple(
+        f"system:serviceaccount:{namespace}:{c}" for c in ("source-controller", "kustomize-controller")
+    )
+
+
+#: Flux's controllers as the dev cluster runs them (decision 0050).
+PRINCIPALS = flux_principals()
 
 
 def repository_object(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -63,17 +75,28 @@ def repository_object(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 class GitOps:
     """``directory``: the GitOps back-end's directory (its ``git-credentials`` file, re-read by the git
-    server per request); ``git_url``: the git server."""
+    server per request); ``git_url``: the git server, as the operator (its pushes) and the gateway (the
+    agent's requests) reach it; ``flux_url``: the same server as Flux's source-controller reaches it
+    (the GitRepositories' URL; in the Helm chart a Service, decision 0072), by default ``git_url``;
+    ``flux_namespace``: where Flux's controllers run (their identities are the harness's deputies)."""
 
     name = registry.GITOPS
-    principals = PRINCIPALS
 
     def __init__(
-        self, http: httpx2.AsyncClient, directory: Path, git_url: str, timeout: float = 60.0
+        self,
+        http: httpx2.AsyncClient,
+        directory: Path,
+        git_url: str,
+        flux_url: str = "",
+        flux_namespace: str = FLUX_NAMESPACE,
+        *,
+        timeout: float = 60.0,
     ) -> None:
         self.http = http
-        self.credentials = directory / "git-credentials"
+        self.credentials = directory / CREDENTIALS_FILE
         self.git_url = git_url.rstrip("/")
+        self.flux_url = (flux_url or git_url).rstrip("/")
+        self.principals = flux_principals(flux_namespace)
         self.timeout = timeout
         self._lock = asyncio.Lock()
 
@@ -242,7 +265,7 @@ class GitOps:
                     "kind": "GitRepository",
                     "metadata": {"name": name, "namespace": ns},
                     "spec": {
-                        "url": f"{self.git_url}/{ns}/{app.repo}.git",
+                        "url": f"{self.flux_url}/{ns}/{app.repo}.git",
                         "ref": {"branch": "main"},
                         "interval": app.interval,
                         "secretRef": {"name": f"{name}-git"},

@@ -22,14 +22,29 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.apply import server_side_apply_sync
+from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, REPOSITORIES
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 
-SYSTEM_NAMESPACE = "flux-system"
+SYSTEM_NAMESPACE = FLUX_NAMESPACE
 # Identities as a Flux installation's service accounts have them (both are cluster admins there).
 SOURCE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:source-controller"
 KUSTOMIZE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:kustomize-controller"
 FIELD_MANAGER = "oasis-gitops"
+
+
+# -- the command line, shared with the Helm chart ------------------------------------------------------
+# The chart (charts/oasis-operator, decision 0072) runs the same server as a sidecar of the operator's
+# pod; tests/shipping/test_chart_gitops.py checks that its arguments are these.
+def git_server_args(directory: Path, listen: str) -> list[str]:
+    """The git server of the back-end's ``directory``: its repositories under ``repositories/``, its
+    credentials in ``git-credentials`` (re-read per request), a repository made on its first push."""
+    return [
+        f"-listen={listen}",
+        f"-root={directory / REPOSITORIES}",
+        f"-credentials={directory / CREDENTIALS_FILE}",
+        "-auto-create",
+    ]
 
 
 class GitOpsBackend(Backend):
@@ -50,9 +65,9 @@ class GitOpsBackend(Backend):
         cluster = ctx.cluster
         assert cluster.pki is not None
         d = ctx.directory(self.name)
-        self._root = d / "repositories"
+        self._root = d / REPOSITORIES
         self._root.mkdir(exist_ok=True)
-        self._credentials = d / "git-credentials"
+        self._credentials = d / CREDENTIALS_FILE
         self._write_credentials()
 
         crds = sorted(ctx.bins.crd_dir.glob("*.toolkit.fluxcd.io_*.yaml"))
@@ -69,13 +84,7 @@ class GitOpsBackend(Backend):
         self._run(
             ctx,
             "git-server",
-            [
-                str(ctx.bins.path("git-server")),
-                f"-listen=127.0.0.1:{git_port}",
-                f"-root={self._root}",
-                f"-credentials={self._credentials}",
-                "-auto-create",
-            ],
+            [str(ctx.bins.path("git-server")), *git_server_args(d, f"127.0.0.1:{git_port}")],
             http_ok(f"{self.git_url}/", expect=lambda r: r.status_code in (401, 403, 404)),
             "the git server",
         )
