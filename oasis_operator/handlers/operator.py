@@ -213,6 +213,16 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     )
 
 
+async def live_owners(client: AsyncClient) -> set[str]:
+    """The owners the orphan sweep spares: every scenario some run on the cluster has in flight (its
+    stored status), and what a provider API on the same cluster holds (its Lease, while it runs)."""
+    from oasis_operator.adapters.k8s.owner_leases import fresh_owners
+    from oasis_operator.adapters.k8s.store import EvaluationRun
+
+    runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
+    return rs.live_owners(r.to_dict() for r in runs) | await fresh_owners(client)
+
+
 async def _housekeeping(
     ports: RunPorts,
     client: AsyncClient,
@@ -225,8 +235,6 @@ async def _housekeeping(
     from lightkube import operators
     from lightkube.resources.core_v1 import Namespace
 
-    from oasis_operator.adapters.k8s.owner_leases import fresh_owners
-    from oasis_operator.adapters.k8s.store import EvaluationRun
     from oasis_operator.core.environment.naming import OWNER_LABEL, is_owner_value
 
     ingested = 0
@@ -249,15 +257,9 @@ async def _housekeeping(
                 metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
             if tick % 3 == 0 and owned:
-
-                async def live_owners() -> set[str]:
-                    # Asked by the sweep after it has listed what exists (a scenario records its owner
-                    # before creating anything): one starting meanwhile is never taken for an orphan.
-                    runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
-                    # And what a provider API on the same cluster holds (its Lease, while it runs).
-                    return rs.live_owners(r.to_dict() for r in runs) | await fresh_owners(client)
-
-                swept = await ports.env.sweep_orphans(live_owners, timeout=0)
+                # Asked by the sweep after it has listed what exists (a scenario records its owner
+                # before creating anything): one starting meanwhile is never taken for an orphan.
+                swept = await ports.env.sweep_orphans(lambda: live_owners(client), timeout=0)
                 if swept:
                     log.info("orphan sweep: removed environments of %d stale owners", len(swept))
         except asyncio.CancelledError:

@@ -162,6 +162,11 @@ class RunDriver:
         self.ports = ports
         self.ns, self.name = namespace, name
         self._lock = asyncio.Lock()
+        #: One status write at a time, each computed once the previous one has landed: two writes in
+        #: flight at once may reach the API server in either order (a queue, a new connection), and
+        #: every write replaces the whole scenario list, so an older one landing last would drop what
+        #: the newer one recorded (a started scenario's owner, which the orphan sweep spares).
+        self._saving = asyncio.Lock()
         self._status = RunStatus()
         self._run: dict[str, Any] = {}
         self._spec: EvaluationRunSpec | None = None
@@ -189,7 +194,12 @@ class RunDriver:
         return self.ports.now().astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     async def _save(self, *, reason: str = reasons.PROGRESSING, message: str = "") -> None:
-        """Write the whole status (a merge patch), with summary and conditions recomputed."""
+        """Write the whole status (a merge patch), with summary and conditions recomputed; writes are
+        serialised (:attr:`_saving`), so the status stored is never older than one already written."""
+        async with self._saving:
+            await self._write_status(reason=reason, message=message)
+
+    async def _write_status(self, *, reason: str, message: str) -> None:
         st = self._status
         st.observed_generation = int(self._run["metadata"].get("generation", 1))
         st.summary = rs.summary(st.entries)

@@ -19,7 +19,7 @@ from oasis_operator.core import reasons
 from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, ProvisioningError
 from oasis_operator.core.run_status import RERUN_ANNOTATION
-from tests.fakes import Behaviour, FakeEnvironment, Turn, answers
+from tests.fakes import Behaviour, FakeEnvironment, FakeStore, Turn, answers
 from tests.workflows.world import (
     CASCADING,
     DESTRUCTION,
@@ -263,6 +263,40 @@ async def test_an_exclusive_scenario_runs_alone() -> None:
     )
     assert w.entries()[EXCLUSIVE]["exclusive"] is True
     assert w.entries()[EXCLUSIVE]["verdict"] == "PASS"
+
+
+class LateOlderWrites(FakeStore):
+    """A status write that shows a started scenario without its owner (made before the scenario
+    recorded it) arrives late, as a request may on the real API server (measured: two merge patches
+    from one client started ~1 ms apart landed in the reverse order 36 times in 200)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped: list[str] = []  # owners a later-landing write took out of the stored status
+        self._owners: dict[str, str] = {}
+
+    async def patch_run_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        if any(e.get("step") == "Running" and not e.get("owner") for e in status.get("scenarios") or []):
+            await asyncio.sleep(0.05)
+        await super().patch_run_status(namespace, name, status)
+        for e in self.status(namespace, name).get("scenarios") or []:
+            if e.get("owner"):
+                self._owners[e["name"]] = e["owner"]
+            elif e.get("step") == "Running" and e["name"] in self._owners:
+                self.dropped.append(self._owners[e["name"]])
+
+
+async def test_a_late_older_status_write_never_drops_a_running_scenarios_owner() -> None:
+    """The orphan sweep spares the owners the stored status shows running: one dropped by an older
+    write landing last is torn down mid-run (tests/workflows/test_status_writes_cluster.py shows it on
+    the API server)."""
+    w = World(store=LateOlderWrites())
+    w.install(only=SMALL)
+    w.submit(parallelism=1)
+    await w.drive()
+    assert w.status()["verdict"] == "PASS"
+    assert isinstance(w.store, LateOlderWrites)
+    assert w.store.dropped == []
 
 
 async def test_an_operator_without_cluster_scoped_rights_excludes_what_needs_them() -> None:
