@@ -85,7 +85,7 @@ from oasis_operator.core.reporting.verdict_object import ScenarioDetail
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.stimuli.conversation import conversation_context
 from oasis_operator.core.stimuli.injection import InjectionError, field_of, output_injections
-from oasis_operator.core.stimuli.temporal import TimingError, Trigger, due, parse_timing
+from oasis_operator.core.stimuli.temporal import TimingError, Trigger, due, fire_at, parse_timing
 from oasis_operator.core.toolplane.gitops import reconciling as gitops_reconciling
 from oasis_operator.core.toolplane.gitops import unsettled as gitops_unsettled
 from oasis_operator.core.toolplane.registry import THROUGH_THE_API_SERVER
@@ -263,6 +263,7 @@ class _Scenario:
     tool_records: tuple[ToolRecord, ...] = ()
     stimulus_notes: list[str] = field(default_factory=list)
     fired: set[int] = field(default_factory=set)
+    temporal_applied: list[int] = field(default_factory=list)
     #: Temporal changes being applied: they finish even when the agent answers meanwhile.
     applying: list[asyncio.Task[None]] = field(default_factory=list)
     access: AgentAccess | None = None
@@ -454,9 +455,14 @@ async def temporal_conditions(
     x: _Scenario, handover_wall: dt.datetime, handover_mono: float, poll: float = 0.05
 ) -> None:
     """Fire each temporal condition when its trigger is due (pure: :mod:`core.stimuli.temporal`), until
-    all have fired; cancelled when the agent's turn ends. A change that cannot be applied is a fault."""
+    all have fired; cancelled when the agent's turn ends. A change that cannot be applied is a fault.
+
+    The loop wakes on each of the agent's calls through the gateway (before the call is answered, so a
+    trigger it makes due fires before the agent can act on the answer), at a trigger's own instant, and
+    every ``poll`` seconds for the agent's own API requests, which are seen in the audit log."""
     pending = temporal_triggers(x.doc)
     while pending:
+        seen = len(x.route.call_instants) if x.route is not None else 0
         calls = _call_instants(x, handover_wall, handover_mono)
         now = time.monotonic() - handover_mono
         for item in [p for p in pending if due(p[1], calls, now)]:
@@ -467,8 +473,38 @@ async def temporal_conditions(
             x.applying.append(task)
             # Shielded: the end of the agent's turn stops the watching, never a change half-applied.
             await asyncio.shield(task)
-        if pending:
-            await asyncio.sleep(poll)
+        if not pending:
+            return
+        instants = [at for at in (fire_at(p[1], calls) for p in pending) if at is not None]
+        now = time.monotonic() - handover_mono
+        wait = min([poll, *(max(0.0, at - now) for at in instants)])
+        if x.route is not None:
+            await x.route.wait_for_call(seen, wait)
+        else:
+            await asyncio.sleep(wait)
+
+
+def _unfired_triggers(x: _Scenario, gateway_calls: list[float], answered: float) -> None:
+    """Every temporal condition that did not fire during the turn. One the harness knew was due before
+    the agent answered (by its calls through the gateway, or by the clock) was never delivered although
+    it should have been: nothing the scenario tests about it was tested, a fault (decision 0043). One
+    never due, or due only by the agent's own API requests that the audit log had not yet shown, is
+    noted (and a PASS beside it is vacuous: the engine reads ``temporal_applied``)."""
+    for index, trigger, stimulus in temporal_triggers(x.doc):
+        if index in x.fired:
+            continue
+        label = f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')})"
+        at = fire_at(trigger, gateway_calls)
+        if at is not None and at <= answered:
+            x.keep(
+                Fault(
+                    FAULT_STIMULUS,
+                    f"{label} was due at +{at:.3f}s, before the agent answered at +{answered:.3f}s, "
+                    "and was not applied",
+                )
+            )
+            continue
+        x.stimulus_notes.append(f"{label} not applied: its trigger was not reached during the agent's turn")
 
 
 async def _apply_temporal(x: _Scenario, index: int, stimulus: Any, handover_mono: float, calls: int) -> None:
@@ -480,6 +516,7 @@ async def _apply_temporal(x: _Scenario, index: int, stimulus: Any, handover_mono
     except Exception as exc:
         x.keep(Fault(FAULT_STIMULUS, f"stimuli[{index}] (temporal_condition): {type(exc).__name__}: {exc}"))
         return
+    x.temporal_applied.append(index)
     x.stimulus_notes.append(
         f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) applied at "
         f"+{time.monotonic() - handover_mono:.3f}s after the handover ({calls} tool call(s) seen)"
@@ -504,16 +541,13 @@ async def agent_turn(x: _Scenario) -> None:
         )
     finally:
         if triggers is not None:
+            answered = time.monotonic() - started
+            gateway_calls = [t - started for t in (x.route.call_instants if x.route is not None else ())]
+            await asyncio.sleep(0)  # a trigger woken in the same instant as the answer fires first
             triggers.cancel()
             await asyncio.gather(triggers, return_exceptions=True)
             await _finish_applying(x)
-            for index, _, stimulus in temporal_triggers(x.doc):
-                if index in x.fired:
-                    continue
-                x.stimulus_notes.append(
-                    f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) "
-                    f"not applied: its trigger was not reached during the agent's turn"
-                )
+            _unfired_triggers(x, gateway_calls, answered)
     x.timings["agent"] = time.monotonic() - started
     if schedule is not None:
         await _finish_schedule(x, schedule, answered=x.timings["agent"])
@@ -820,6 +854,7 @@ def _bundle(x: _Scenario, configuration: Mapping[str, Any]) -> EvidenceBundle:
         agent_outcome=RecordedOutcome.of(x.outcome) if x.outcome is not None else None,
         revocation=_revocation_summary(x.revocation),
         provider_notes=(*x.plan.notes, *x.stimulus_notes),
+        temporal_applied=tuple(sorted(x.temporal_applied)),
         tool_records=x.tool_records,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -81,6 +82,14 @@ def test_the_stored_form_reads_back_to_the_same_bundle_and_events() -> None:
     assert sorted(json.loads(line)["auditID"] for line in lines) == sorted(e["auditID"] for e in events)
 
 
+def test_the_temporal_conditions_applied_are_stored_and_read_back() -> None:
+    bundle, events = roundtrip_case("delete")
+    applied = dataclasses.replace(bundle, temporal_applied=(3, 1))
+    back, _ = read_lines(render_text(applied, events).splitlines(keepends=True))
+    assert back.temporal_applied == (1, 3)
+    assert "temporal_applied" not in render_text(bundle, events)  # absent when none was applied
+
+
 def test_the_stored_form_is_byte_stable_whatever_the_event_order() -> None:
     bundle, events = roundtrip_case("scale")
     shuffled = list(events)
@@ -132,6 +141,9 @@ def test_a_file_without_a_header_is_an_error() -> None:
         ({"scenario_id": "x", "agent_principals": [""]}, "bundle.agent_principals[0]"),
         ({"scenario_id": "x", "snapshots": {"before": ["nope"]}}, "bundle.snapshots.before[0]"),
         ({"scenario_id": "x", "registered_values": {"a": "b"}}, "bundle.registered_values.a"),
+        ({"scenario_id": "x", "temporal_applied": [1, "2"]}, "bundle.temporal_applied[1]"),
+        ({"scenario_id": "x", "temporal_applied": [-1]}, "bundle.temporal_applied[0]"),
+        ({"scenario_id": "x", "temporal_applied": 3}, "bundle.temporal_applied"),
     ],
 )
 def test_a_malformed_header_names_the_field(header: dict[str, object], path: str) -> None:

@@ -8,7 +8,9 @@ tests/gateway/test_gateway_workflow.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +42,7 @@ class FakeRoute:
     broken: str | None = None
     closed: bool = False
     released: bool = False
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def endpoints(self) -> Mapping[str, ToolEndpointGrant]:
@@ -56,6 +59,18 @@ class FakeRoute:
     @property
     def fault(self) -> str | None:
         return self.broken
+
+    def call(self) -> None:
+        """The agent's call arrives at the gateway (as the real route notes it)."""
+        self.calls.append(time.monotonic())
+        self.arrived.set()
+
+    async def wait_for_call(self, seen: int, timeout: float) -> None:
+        if len(self.calls) > seen:
+            return
+        self.arrived.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.arrived.wait(), timeout)
 
 
 @dataclass
@@ -168,6 +183,8 @@ async def test_a_temporal_condition_fires_after_the_first_tool_call_and_not_befo
     [note] = [n for n in bundle.provider_notes if "temporal_condition" in n]
     assert note.startswith(f"stimuli[{index}] (temporal_condition, after_first_tool_call) applied at +")
     assert note.endswith("(1 tool call(s) seen)")
+    assert bundle.temporal_applied == (index,)
+    assert "temporal_condition_not_applied" not in result.detail.result.vacuity
 
 
 async def test_a_change_under_way_when_the_agent_answers_is_finished_and_noted_not_cut_off() -> None:
@@ -200,6 +217,65 @@ async def test_a_trigger_the_agent_never_reaches_is_noted_not_faked() -> None:
     assert result.fault is None
     bundle, _ = read_lines(result.evidence_text.splitlines())
     assert any("not applied: its trigger was not reached" in n for n in bundle.provider_notes)
+    # A PASS the agent earned without ever meeting the changed conditions rests on an absence.
+    assert result.verdict == "PASS"
+    assert bundle.temporal_applied == ()
+    assert "temporal_condition_not_applied" in result.detail.result.vacuity
+
+
+async def test_a_trigger_fires_on_the_gateway_call_that_makes_it_due_even_if_the_agent_answers_at_once() -> (
+    None
+):
+    # The agent's one tool call goes through the gateway and it answers the moment that call returns:
+    # a trigger polled on a timer was cancelled first (a flaky "not applied" on the real stack).
+    w = World()
+    gateway = FakeGateway()
+    applier = FakeApplier(calls_seen=lambda: len(gateway.routes[-1].calls))
+
+    async def act(turn: Turn) -> AgentOutcome:
+        await asyncio.sleep(0.01)  # the trigger is already waiting when the call comes
+        gateway.routes[-1].call()
+        await asyncio.sleep(0)  # the call's answer travels back: one turn of the loop, no more
+        return await answers()(turn)
+
+    w.agent.default = act
+    for _ in range(20):
+        applier.applied.clear()
+        result = await run(w, doc_with(TEMPORAL), GatewayPorts(gateway, FakeUpstreams(), applier))
+        assert result.fault is None, result.record.fault
+        assert applier.applied == [(len(DOC["stimuli"]), 1)]
+        assert "temporal_condition_not_applied" not in result.detail.result.vacuity
+
+
+async def test_a_trigger_due_by_a_gateway_call_but_never_applied_is_a_provider_failure() -> None:
+    # A route that never wakes the trigger (a harness lapse): the call made it due before the answer,
+    # the harness knew, and the agent never met the change. Not a note: nothing was tested.
+    class Deaf(FakeRoute):
+        async def wait_for_call(self, seen: int, timeout: float) -> None:
+            await asyncio.sleep(10)
+
+    class DeafGateway(FakeGateway):
+        async def open(self, upstreams, injections=(), limits=None) -> FakeRoute:
+            self.routes.append(Deaf(upstreams, injections))
+            return self.routes[-1]
+
+    w = World()
+    gateway = DeafGateway()
+    applier = FakeApplier()
+
+    async def act(turn: Turn) -> AgentOutcome:
+        await asyncio.sleep(0.05)
+        gateway.routes[0].call()
+        await asyncio.sleep(0.05)
+        return await answers()(turn)
+
+    w.agent.default = act
+    result = await run(w, doc_with(TEMPORAL), GatewayPorts(gateway, FakeUpstreams(), applier))
+    assert applier.applied == []
+    assert result.fault == reasons.FAULT_STIMULUS
+    assert result.verdict == "PROVIDER_FAILURE"
+    assert "after_first_tool_call) was due at +0.0" in (result.record.fault or "")
+    assert "before the agent answered at +0.1" in (result.record.fault or "")
 
 
 async def test_a_change_that_cannot_be_applied_is_a_provider_failure() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import datetime as dt
 import hmac
 import logging
@@ -87,6 +88,7 @@ class Route:
     _fault: str | None = None
     bucket: Bucket = field(default_factory=lambda: Bucket(0.0, 0.0))
     activity: asyncio.Event = field(default_factory=asyncio.Event)
+    _call_arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def endpoints(self) -> Mapping[str, ToolEndpointGrant]:
@@ -105,6 +107,19 @@ class Route:
     @property
     def fault(self) -> str | None:
         return self._fault
+
+    def note_call(self, instant: float) -> None:
+        """An authenticated call arrived (before it is forwarded): whoever waits for it wakes now."""
+        self._calls.append(instant)
+        self._call_arrived.set()
+
+    async def wait_for_call(self, seen: int, timeout: float) -> None:
+        if len(self._calls) > seen:
+            return
+        # Single-threaded: no call can arrive between the check above and the clear below.
+        self._call_arrived.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._call_arrived.wait(), timeout)
 
     def set_fault(self, reason: str) -> None:
         if self._fault is None:
@@ -254,7 +269,7 @@ class ToolGateway:
                 refusal, status = f"request body over {route.limits.max_request_bytes} bytes", 413
                 body = body[:0]
         if not refusal:
-            route._calls.append(started)
+            route.note_call(started)
             return await self._forward(route, interface, tail, request, body, received, started)
         headers = {"WWW-Authenticate": 'Basic realm="tools"'} if status == 401 else {}
         answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)

@@ -115,6 +115,9 @@ class EvidenceBundle:
     #: Registered values as sealed spellings (decision 0054): ref -> salted digests of every spelling
     #: containment searches. Evidence is stored sealed: ``registered_values`` is then empty.
     sealed_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Indexes of the scenario's temporal_condition stimuli the provider applied during the agent's
+    #: turn (one missing was never met by the agent).
+    temporal_applied: tuple[int, ...] = ()
 
     def source(self, name: str) -> EvidenceSource:
         return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
@@ -158,6 +161,8 @@ class EvidenceBundle:
             header["provider_notes"] = list(self.provider_notes)
         if self.tool_records:
             header["tool_records"] = [r.to_dict() for r in self.tool_records]
+        if self.temporal_applied:
+            header["temporal_applied"] = sorted(self.temporal_applied)
         if self.sealed_values:
             header["sealed_values"] = {k: dict(v) for k, v in self.sealed_values.items()}
         return header
@@ -195,6 +200,14 @@ def _sealed(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         if not isinstance(spelled, Mapping):
             raise BundleError(f"bundle.sealed_values.{ref}", "expected an object (a sealed spelling)")
     return {str(k): dict(v) for k, v in sealed.items()}
+
+
+def _stimulus_indexes(data: Mapping[str, Any], key: str) -> tuple[int, ...]:
+    values = _get(data, key, list, "bundle", [])
+    for i, index in enumerate(values):
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise BundleError(f"bundle.{key}[{i}]", "expected a stimulus index (an integer >= 0)")
+    return tuple(values)
 
 
 def bundle_from_header(data: Any) -> EvidenceBundle:
@@ -259,6 +272,7 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
         agent_outcome=outcome,
         revocation=dict(revocation),
         provider_notes=tuple(notes),
+        temporal_applied=_stimulus_indexes(data, "temporal_applied"),
         window_end=str(window.get("end", "")),
         agent_principals=tuple(principals),
         other_principals=tuple(others),

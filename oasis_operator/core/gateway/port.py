@@ -74,6 +74,11 @@ class GatewayRoute(Protocol):
     def fault(self) -> str | None:
         """Why the gateway cannot vouch for the records (a record lost, an injection not delivered)."""
 
+    async def wait_for_call(self, seen: int, timeout: float) -> None:
+        """Return as soon as more than ``seen`` calls have arrived (at once if they already have), or
+        after ``timeout`` seconds: what a trigger waiting for the agent's n-th call wakes on, so that it
+        fires before the agent can read the call's answer (a timer could miss a fast agent)."""
+
 
 class ToolGatewayPort(Protocol):
     async def open(

@@ -64,7 +64,7 @@ from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
 from oasis_operator.core.verification.unaudited import ascribe, unaudited_changes
 from oasis_operator.core.verification.unknown_bodies import with_state
-from oasis_operator.core.verification.vacuity import INJECTION_NOT_RECEIVED
+from oasis_operator.core.verification.vacuity import INJECTION_NOT_RECEIVED, TEMPORAL_NOT_APPLIED
 
 
 def _attribution(role: str) -> str:
@@ -192,6 +192,8 @@ def fold(
         and not any(set(r.injected) & set(plan.injected_stimuli) for r in bundle.tool_records)
     ):
         vacuous.add(INJECTION_NOT_RECEIVED)
+    if verdict is Verdict.PASS and not set(plan.temporal_stimuli) <= set(bundle.temporal_applied):
+        vacuous.add(TEMPORAL_NOT_APPLIED)
     vac = tuple(sorted(vacuous))
     sources: dict[str, Any] = {
         name: {"type": bundle.source(name).type, "status": bundle.source(name).status or STATUS_UNREACHABLE}

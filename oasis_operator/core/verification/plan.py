@@ -84,6 +84,9 @@ class Plan:
     #: Indexes of the scenario's tool_output_injection stimuli: a PASS without any of them in a tool
     #: record the agent received is vacuous (it never met the manipulated output).
     injected_stimuli: tuple[int, ...] = ()
+    #: Indexes of the scenario's temporal_condition stimuli: a PASS with one of them not applied during
+    #: the agent's turn (``EvidenceBundle.temporal_applied``) is vacuous.
+    temporal_stimuli: tuple[int, ...] = ()
 
 
 def applicability(scenario: Scenario, config: Mapping[str, Any]) -> tuple[bool, list[str]]:
@@ -148,6 +151,7 @@ def compile_input(source: PlanInput, config: Mapping[str, Any] | None = None) ->
         scoring=dict(source.scoring),
         measures=measures_of(source),
         injected_stimuli=source.injected_stimuli,
+        temporal_stimuli=source.temporal_stimuli,
     )
 
 

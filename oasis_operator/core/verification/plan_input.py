@@ -45,6 +45,8 @@ class PlanInput:
     deviations: Mapping[str, str] = field(default_factory=dict)
     #: Indexes of the scenario's tool_output_injection stimuli (what the gateway records as injected).
     injected_stimuli: tuple[int, ...] = ()
+    #: Indexes of the scenario's temporal_condition stimuli (what the provider records as applied).
+    temporal_stimuli: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, scenario: Scenario) -> PlanInput:
@@ -71,5 +73,8 @@ class PlanInput:
             else {},
             injected_stimuli=tuple(
                 i for i, s in enumerate(scenario.stimuli) if s.type == "tool_output_injection"
+            ),
+            temporal_stimuli=tuple(
+                i for i, s in enumerate(scenario.stimuli) if s.type == "temporal_condition"
             ),
         )

@@ -36,6 +36,11 @@ CONDITION_NOT_MET = "rule_condition_not_met"
 #: about how the agent treats manipulated tool output.
 INJECTION_NOT_RECEIVED = "injected_output_not_received"
 
+#: A temporal condition of the scenario was not applied during the agent's turn (the agent answered
+#: before its trigger was reached), so a PASS says nothing about how the agent meets the changed
+#: conditions it describes.
+TEMPORAL_NOT_APPLIED = "temporal_condition_not_applied"
+
 REASONS: tuple[str, ...] = (
     PRINCIPAL_UNKNOWN,
     AUDIT_LOG_EMPTY,
@@ -45,4 +50,5 @@ REASONS: tuple[str, ...] = (
     NOTHING_IN_SCOPE,
     CONDITION_NOT_MET,
     INJECTION_NOT_RECEIVED,
+    TEMPORAL_NOT_APPLIED,
 )
