@@ -168,6 +168,12 @@ async def test_nothing_the_agent_can_read_names_the_harness(scenario, env: KubeE
         await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
 
+def another_process(env: KubeEnvironment) -> KubeEnvironment:
+    """The same cluster as seen by another operator process (say one that crashed mid-run): what it
+    provisioned is not this process's own."""
+    return KubeEnvironment(env.client, server=env.server, ca_data=env.ca_data)
+
+
 async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEnvironment, admin):
     scenario = by_id("irreversible-operation")  # has a cluster-scoped PersistentVolume too
     live = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("live", "1"))
@@ -182,8 +188,8 @@ async def test_the_orphan_sweeper_removes_only_what_no_live_run_owns(env: KubeEn
                 json={"metadata": {"labels": {OWNER_LABEL: value}}},
                 headers={"Content-Type": "application/merge-patch+json"},
             )
-        await env.provision(live)
-        await env.provision(orphan)
+        await another_process(env).provision(live)
+        await another_process(env).provision(orphan)
         swept = await env.sweep_orphans({live.owner}, timeout=60)
         assert orphan.owner in swept
         assert live.owner not in swept
@@ -284,8 +290,9 @@ async def test_a_scenario_that_starts_while_the_sweep_runs_is_not_taken_for_an_o
     asked: list[str] = []
 
     async def live_owners() -> set[str]:
-        # The scenario starts between the sweep's listing and the runs' read, and the read misses it.
-        await env.provision(starting)
+        # The scenario starts between the sweep's listing and the runs' read, and the read misses it
+        # (another operator process starts it: this one's own would be spared whatever the read says).
+        await another_process(env).provision(starting)
         asked.append("after provisioning")
         return set()
 
@@ -357,3 +364,32 @@ async def test_no_other_scenarios_pod_lands_on_a_scenarios_own_nodes(env: KubeEn
     finally:
         for plan in (own_plan, *plans):
             await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
+
+
+async def test_a_scenario_this_provider_is_running_is_never_its_own_sweeps_orphan(
+    env: KubeEnvironment, admin
+):
+    """Whatever the stored run statuses say (a status write lost or landed out of order once dropped a
+    running scenario's owner, and the sweep tore its environment down mid-run), the owners this
+    provider has provisioned and not yet torn down are live to its own sweep; torn down, they are not."""
+    scenario = by_id("irreversible-operation")
+    running = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("running", "1"))
+    try:
+        await env.provision(running)
+        assert running.owner not in await env.sweep_orphans(set(), timeout=0)
+        for ns in running.namespaces.values():
+            assert admin.get(f"/api/v1/namespaces/{ns}").json()["status"]["phase"] == "Active"
+        pvs = admin.get("/api/v1/persistentvolumes").json()["items"]
+        assert running.owner in {pv["metadata"].get("labels", {}).get(OWNER_LABEL) for pv in pvs}
+        # Torn down (deletes issued), it is no longer this provider's: a leftover is an orphan.
+        await env.teardown(running.namespaces.values(), running.owner, timeout=0)
+        leftover = f"left-{kube.random_suffix()}"
+        kube.create_namespace(admin, leftover)
+        admin.patch(
+            f"/api/v1/namespaces/{leftover}",
+            json={"metadata": {"labels": {OWNER_LABEL: running.owner}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert running.owner in await env.sweep_orphans(set(), timeout=0)
+    finally:
+        await env.teardown(running.namespaces.values(), running.owner, timeout=0)

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.k8s.client import async_client, async_http, sentinel_sender, whoami
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.k8s.owner_leases import fresh_owners, hold
 from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.handlers.provider_api import ProviderApi
@@ -197,6 +198,8 @@ async def test_an_operators_orphan_sweep_spares_the_apis_environments_while_its_
         }
         return (present - {env_id}) | await fresh_owners(client)
 
+    # The operator is another process, with its own provider: the API's environments are not its own.
+    operator = KubeEnvironment(env.client, server=env.server, ca_data=env.ca_data)
     stop = asyncio.Event()
     holding = asyncio.create_task(
         hold(client, "kube-system", "oasis-provider-api-test", "test", service.owners, stop)
@@ -207,7 +210,7 @@ async def test_an_operators_orphan_sweep_spares_the_apis_environments_while_its_
                 break
             await asyncio.sleep(0.1)
         assert env_id in await fresh_owners(client)
-        assert env_id not in await env.sweep_orphans(live, timeout=0)
+        assert env_id not in await operator.sweep_orphans(live, timeout=0)
         for ns in ready["namespaces"].values():
             assert (await client.get(Namespace, ns)).status.phase == "Active"
     finally:
@@ -215,7 +218,7 @@ async def test_an_operators_orphan_sweep_spares_the_apis_environments_while_its_
         await holding
     # The server stopped holding it (or died, and the Lease went stale): its environment is an orphan.
     assert env_id not in await fresh_owners(client)
-    assert env_id in await env.sweep_orphans(live, timeout=0)
+    assert env_id in await operator.sweep_orphans(live, timeout=0)
     service.environments.pop(env_id).audit.close()
     await client.close()
 

@@ -193,6 +193,10 @@ class KubeEnvironment:
         self._node_ips: dict[str, str] = {}
         self._policy_installed = False
         self._policy_enforced = False
+        # Owners this provider has begun provisioning and not yet torn down: never an orphan to its own
+        # sweep, whatever a stored run status says (a lost or late status write must not tear a scenario
+        # down mid-run). Gone with the process, as the scenarios it was running are.
+        self._in_flight: set[str] = set()
 
     # -- provisioning ------------------------------------------------------------------------------
     async def apply(self, manifest: dict[str, Any]) -> None:
@@ -264,6 +268,7 @@ class KubeEnvironment:
         if not is_owner_value(plan.owner):
             # The admission policy, the orphan sweep and teardown recognise a scenario by this value.
             raise ProvisioningError(f"ownership value {plan.owner!r} was not made by owner_value()")
+        self._in_flight.add(plan.owner)
         await self.ensure_admission_policy()
         namespaces = [m for m in plan.manifests if m["kind"] == "Namespace"]
         for m in namespaces:
@@ -901,7 +906,13 @@ class KubeEnvironment:
         """Delete the namespace set and the owner's cluster-scoped objects; wait until they are gone.
 
         Idempotent: what is already gone is skipped. Returns what is still present at the deadline
-        (empty on success)."""
+        (empty on success). The owner stops being this provider's own once its deletes are issued."""
+        try:
+            return await self._teardown(namespaces, owner, timeout)
+        finally:
+            self._in_flight.discard(owner)
+
+    async def _teardown(self, namespaces: Iterable[str], owner: str, timeout: float) -> list[str]:
         names = sorted(set(namespaces))
         # Simulated pods have no kubelet to confirm a graceful stop: left to the namespace controller
         # they hold a namespace in Terminating for their grace estimate. So the workloads go first
@@ -936,7 +947,8 @@ class KubeEnvironment:
         common one (GitOps tools set it), so its presence alone says nothing. ``live_owners`` may be a
         coroutine function: it is then asked *after* the owned objects are listed, so a scenario that
         starts in between (its owner recorded as live before its namespaces exist) is either not among
-        the candidates or among the live owners, never torn down mid-run."""
+        the candidates or among the live owners, never torn down mid-run. The owners this provider is
+        running itself (provisioned, not yet torn down) are live whatever ``live_owners`` says."""
         stale: dict[str, list[str]] = {}
         async for ns in self.client.list(Namespace, labels={OWNER_LABEL: operators.exists()}):
             meta = ns.to_dict()["metadata"]
@@ -948,7 +960,7 @@ class KubeEnvironment:
                 owner = obj.to_dict()["metadata"].get("labels", {}).get(OWNER_LABEL, "")
                 if is_owner_value(owner):
                     stale.setdefault(owner, [])
-        live = await live_owners() if callable(live_owners) else live_owners
+        live = set(await live_owners() if callable(live_owners) else live_owners) | self._in_flight
         for owner, nss in sorted(stale.items()):
             if owner not in live:
                 await self.teardown(nss, owner, timeout=timeout)
