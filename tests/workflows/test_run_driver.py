@@ -49,7 +49,7 @@ def slowly(seconds: float = 0.01) -> Behaviour:
     return act
 
 
-def in_company(peers: int, patience: float = 0.5) -> Behaviour:
+def in_company(peers: int, patience: float = 2.0) -> Behaviour:
     """A careful agent that waits (at most ``patience`` seconds) until ``peers`` agents are in their
     turn at once, so that the scheduler's bound shows however slow the machine is: fewer started
     together leaves ``most_running`` below ``peers``. The run's last scenarios, with fewer peers left,
