@@ -59,12 +59,12 @@ unit: install ## The pure suite: no control plane, no helm or other outside tool
 	$(BIN)/pytest -m unit -n auto
 
 bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
-	$(BIN)/python benchmarks/bench_devcluster.py
-	PYTHONPATH=. $(BIN)/python benchmarks/bench_environments.py
-	PYTHONPATH=. $(BIN)/python benchmarks/bench_operator.py
-	PYTHONPATH=. $(BIN)/python benchmarks/bench_toolplane.py
-	$(BIN)/python benchmarks/bench_verification.py
-	PYTHONPATH=. $(BIN)/python benchmarks/bench_gateway.py
+	$(BIN)/python tools/benchmarks/bench_devcluster.py
+	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_environments.py
+	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_operator.py
+	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_toolplane.py
+	$(BIN)/python tools/benchmarks/bench_verification.py
+	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_gateway.py
 
 dev-up: install binaries ## Start a local control plane and leave it running
 	$(BIN)/oasis dev-cluster up

@@ -28,9 +28,23 @@ MESSAGE = re.compile(r"`(?P<name>.+?)` is too complex \((?P<cc>\d+) > \d+\)")
 def measure(ruff: str) -> dict[str, int]:
     """Every function's complexity, keyed "path::function" (the highest, when a name repeats in a file)."""
     done = subprocess.run(
-        [ruff, "check", "--select", "C901", "--config", "lint.mccabe.max-complexity=0",
-         "--output-format", "json", "--exit-zero", "."],
-        cwd=REPO, capture_output=True, text=True, check=True)
+        [
+            ruff,
+            "check",
+            "--select",
+            "C901",
+            "--config",
+            "lint.mccabe.max-complexity=0",
+            "--output-format",
+            "json",
+            "--exit-zero",
+            ".",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out: dict[str, int] = {}
     for finding in json.loads(done.stdout):
         match = MESSAGE.search(finding["message"])
@@ -59,13 +73,17 @@ def main() -> int:
         if cc <= limit:
             continue
         if key not in allow:
-            problems.append(f"{key}: complexity {cc} > {limit}; split it into named steps (docs/CONTRIBUTING.md)")
+            problems.append(
+                f"{key}: complexity {cc} > {limit}; split it into named steps (docs/CONTRIBUTING.md)"
+            )
         elif cc > allow[key]:
             problems.append(f"{key}: complexity {cc} grew past its allow-listed {allow[key]}")
     for key, listed in sorted(allow.items()):
         now = measured.get(key)
         if now is None or now <= limit:
-            problems.append(f"{key}: now {now if now is not None else 'gone'}, within the limit: remove its allow-list entry")
+            problems.append(
+                f"{key}: now {now if now is not None else 'gone'}, within the limit: remove its allow-list entry"
+            )
         elif now < listed:
             problems.append(f"{key}: now {now}: lower its allow-list entry from {listed}")
     for problem in problems:

@@ -45,9 +45,9 @@ sys.path.insert(0, str(REPO))
 from oasis_operator.adapters.audit.source import FileAuditSource  # noqa: E402
 from oasis_operator.adapters.gateway import ToolGateway  # noqa: E402
 from oasis_operator.adapters.gateway.plane import gateway_ports  # noqa: E402
-from oasis_operator.adapters.toolplane import serves_routes, tool_plane  # noqa: E402
 from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender  # noqa: E402
 from oasis_operator.adapters.k8s.environment import KubeEnvironment  # noqa: E402
+from oasis_operator.adapters.toolplane import serves_routes, tool_plane  # noqa: E402
 from oasis_operator.agents.reference.executing import client_for, perform  # noqa: E402
 from oasis_operator.agents.reference.script import Operation  # noqa: E402
 from oasis_operator.agents.reference.server import ReferenceAgent  # noqa: E402
@@ -66,7 +66,15 @@ from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 from tests.capability.cases import CASES, Case, Script  # noqa: E402
 
 FIXTURES = REPO / "tests" / "capability" / "fixtures"
-SCENARIOS = REPO.parent / "shared" / "oasis-spec" / "profiles" / "software-infrastructure" / "scenarios" / "capability"
+SCENARIOS = (
+    REPO.parent
+    / "shared"
+    / "oasis-spec"
+    / "profiles"
+    / "software-infrastructure"
+    / "scenarios"
+    / "capability"
+)
 #: The recorder's own identity on the cluster (provisions, snapshots, revokes): the harness.
 HARNESS = ("kubernetes-admin",)
 #: The back-ends the recording cluster delivers: those that are Kubernetes objects (``registry.BUILT_IN``),
@@ -138,7 +146,9 @@ class Actor:
         self.records: list[ToolRecord] = []
 
     async def identify(self) -> IdentityAndConfiguration:
-        return IdentityAndConfiguration.model_validate({"identity": {"name": "capability-fixture", "version": "1"}})
+        return IdentityAndConfiguration.model_validate(
+            {"identity": {"name": "capability-fixture", "version": "1"}}
+        )
 
     async def run_scenario(self, request: Any, *, timeout_seconds: float | None = None) -> AgentOutcome:
         wire = request.to_wire()
@@ -159,47 +169,83 @@ class Actor:
                 elif "op" in step:
                     raw = json.loads(json.dumps(step["op"]).replace("{namespace}", env["namespace"]))
                     done, _ = await perform(client, [Operation.model_validate(raw)], scope=None)
-                    if script.report == "all" or (script.report == "reads" and raw["verb"] in ("get", "list")):
+                    if script.report == "all" or (
+                        script.report == "reads" and raw["verb"] in ("get", "list")
+                    ):
                         actions += done
                 else:
                     t = step["tool"]
                     when = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-                    self.records.append(ToolRecord(interface=t["interface"], operation=t["operation"], time=when,
-                                                   target=t["target"], request=t["request"], response=t["response"]))
+                    self.records.append(
+                        ToolRecord(
+                            interface=t["interface"],
+                            operation=t["operation"],
+                            time=when,
+                            target=t["target"],
+                            request=t["request"],
+                            response=t["response"],
+                        )
+                    )
                     if script.report == "all":
-                        actions.append({"tool": t["interface"], "arguments": t["request"],
-                                        "result": json.dumps(t["response"], sort_keys=True)})
+                        actions.append(
+                            {
+                                "tool": t["interface"],
+                                "arguments": t["request"],
+                                "result": json.dumps(t["response"], sort_keys=True),
+                            }
+                        )
                     await asyncio.sleep(0.01)
         finally:
             await client.close()
-        return {"actions": actions, "reasoning": script.reasoning, "final_answer": script.answer,
-                "model": "scripted/capability-fixture"}
+        return {
+            "actions": actions,
+            "reasoning": script.reasoning,
+            "final_answer": script.answer,
+            "model": "scripted/capability-fixture",
+        }
 
 
 def _trim(objects: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(o for o in objects if o.get("kind") not in DROPPED_KINDS)
 
 
-async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironment, source: FileAuditSource,
-                 http: Any, server: str, database: tuple[Path, str] | None) -> dict[str, Any]:
+async def record(
+    case: Case,
+    docs: dict[str, dict[str, Any]],
+    env: KubeEnvironment,
+    source: FileAuditSource,
+    http: Any,
+    server: str,
+    database: tuple[Path, str] | None,
+) -> dict[str, Any]:
     original = docs[case.scenario]
     doc, left = deliverable(original)
     scenario, _ = parse_scenario(doc)
-    plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("capfix", case.name),
-                            backends=DELIVERED)
+    plan = plan_environment(
+        scenario, suffix=kube.random_suffix(), owner=owner_value("capfix", case.name), backends=DELIVERED
+    )
     actor = Actor(case)
     # The plan provisions what can be delivered; the scenario itself is the profile's (its request and
     # its evaluation are those of a run). The built-in back-ends and the gateway are the operator's own.
     plane = tool_plane(http, server, traffic_routes=await serves_routes(http), database=database)
-    if not DELIVERED <= plane.backends:
+    if not plane.backends >= DELIVERED:
         raise RuntimeError(f"the recording cluster lacks {sorted(DELIVERED - plane.backends)}")
     gateway = ToolGateway()
     await gateway.start()
     try:
         execution = await execute_scenario(
-            original, plan, env=env, audit=source, send_sentinel=sentinel_sender(http), agent=actor,
-            configuration={}, timeouts=ScenarioTimeouts(agent=120, barrier=15), harness_principals=HARNESS,
-            toolplane=plane, tool_gateway=gateway_ports(gateway, plane))
+            original,
+            plan,
+            env=env,
+            audit=source,
+            send_sentinel=sentinel_sender(http),
+            agent=actor,
+            configuration={},
+            timeouts=ScenarioTimeouts(agent=120, barrier=15),
+            harness_principals=HARNESS,
+            toolplane=plane,
+            tool_gateway=gateway_ports(gateway, plane),
+        )
     finally:
         await gateway.stop()
         await plane.aclose()
@@ -207,11 +253,18 @@ async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironme
         raise RuntimeError(f"{case.name}: provider fault {execution.record.fault}")
     bundle, events = read_lines(execution.evidence_text.splitlines())
     sources = dict(bundle.sources)
-    tools = [t for t in original["preconditions"]["agent"].get("tools") or [] if t != "container-orchestration"]
+    tools = [
+        t for t in original["preconditions"]["agent"].get("tools") or [] if t != "container-orchestration"
+    ]
     if tools and actor.records:  # synthetic records stand in for a back-end the recorder does not run
         sources[SOURCE_TOOL_RECORDS] = EvidenceSource(type="recording-gateway", status="available")
-    bundle = dataclasses.replace(bundle, before=_trim(bundle.before), after=_trim(bundle.after), sources=sources,
-                                 tool_records=tuple(actor.records))
+    bundle = dataclasses.replace(
+        bundle,
+        before=_trim(bundle.before),
+        after=_trim(bundle.after),
+        sources=sources,
+        tool_records=tuple(actor.records),
+    )
     text = "\n".join(render_lines(bundle, [json.loads(e) for e in events])) + "\n"
     (FIXTURES / f"{case.name}.json.gz").write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
     meta = {
@@ -221,7 +274,9 @@ async def record(case: Case, docs: dict[str, dict[str, Any]], env: KubeEnvironme
         "actor": case.actor if isinstance(case.actor, str) else "script",
         "left_out_of_the_environment": left,
         "tool_records": "recorded by this tool at the instant of each tool step, as the recording gateway "
-                        "will (the gateway is not integrated yet)" if actor.records else "none",
+        "will (the gateway is not integrated yet)"
+        if actor.records
+        else "none",
         "snapshots": "Events dropped",
         "recorded": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -254,8 +309,10 @@ async def main_async(only: list[str]) -> int:
                         failed.append(case.name)
                         print(f"{case.name:<28} FAILED: {type(exc).__name__}: {exc}", flush=True)
                         continue
-                    print(f"{out['case']:<28} {out['bytes']:>8} bytes  {out['verdict']:<8} {time.monotonic() - t0:5.1f}s",
-                          flush=True)
+                    print(
+                        f"{out['case']:<28} {out['bytes']:>8} bytes  {out['verdict']:<8} {time.monotonic() - t0:5.1f}s",
+                        flush=True,
+                    )
         finally:
             await source.stop()
             await client.close()

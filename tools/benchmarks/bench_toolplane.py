@@ -1,6 +1,6 @@
 """Benchmark: per-scenario tool-plane injection on the embedded control plane, per back-end.
 
-``PYTHONPATH=. .venv/bin/python benchmarks/bench_toolplane.py [--rounds N] [--parallel 8] [--backend NAME]``.
+``PYTHONPATH=. .venv/bin/python tools/benchmarks/bench_toolplane.py [--rounds N] [--parallel 8] [--backend NAME]``.
 For each SI scenario (safety and capability) that runs and needs a tool-plane back-end (logs: S-BE-002,
 S-PI-001...; dashboards: S-PI-003; GitOps: S-SC-003; metrics and alerts: C-OI-001, C-EJ-001...; with
 ``--backend``, only those needing that one),

@@ -1,6 +1,6 @@
 """Benchmark: provision + teardown of the SI safety scenarios on the embedded control plane.
 
-``.venv/bin/python benchmarks/bench_environments.py [--rounds N] [--parallel 8]``. Prints p50/p95 of
+``.venv/bin/python tools/benchmarks/bench_environments.py [--rounds N] [--parallel 8]``. Prints p50/p95 of
 provision (objects, agent principal, simulated workloads ready, symptoms verified), snapshot, revoke
 (every route in removed, and verified where the provider verifies it), and teardown (deletes issued;
 and until the namespaces are gone), one scenario at a time and 8 at once.

@@ -1,6 +1,6 @@
 """Benchmark of the embedded control plane: warm start time, resident memory, write-to-audit latency.
 
-Run with ``make bench`` (or ``.venv/bin/python benchmarks/bench_devcluster.py [--starts N] [--writes N]``).
+Run with ``make bench`` (or ``.venv/bin/python tools/benchmarks/bench_devcluster.py [--starts N] [--writes N]``).
 Prints figures; asserts nothing. The binaries must already be built (they are, after ``make binaries``).
 """
 

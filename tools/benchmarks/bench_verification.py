@@ -8,7 +8,7 @@ id. Then evaluates one scenario over it, streaming the file line by line, in a c
 reports events per second and the child's peak resident memory. It runs twice, at N/10 and N, to
 show that memory does not grow with the number of events.
 
-Usage:  .venv/bin/python benchmarks/bench_verification.py [--events N] [--keep DIR]
+Usage:  .venv/bin/python tools/benchmarks/bench_verification.py [--events N] [--keep DIR]
 Not a test: it prints numbers; the target is >= 200,000 events/s on one core.
 """
 
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from oasis_operator.core.evidence.codec import read_lines, render_lines  # noqa: E402

@@ -6,7 +6,7 @@ Two back-ends: a trivial local HTTP server (answers a fixed 1 KiB JSON body: iso
 cost) and, unless ``--no-cluster``, VictoriaMetrics behind vmauth on the embedded control plane (a real
 PromQL instant query of a back-filled series, with the scenario token the gateway adds).
 
-Run with ``.venv/bin/python benchmarks/bench_gateway.py [--rounds N] [--no-cluster]``. Prints figures;
+Run with ``.venv/bin/python tools/benchmarks/bench_gateway.py [--rounds N] [--no-cluster]``. Prints figures;
 asserts nothing.
 """
 

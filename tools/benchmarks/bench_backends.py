@@ -2,7 +2,7 @@
 start to ready and the resident memory after settling; per back-end, injection round trips (declared
 data written by the harness, then read back through the agent-facing endpoint until it is there).
 
-Run with ``make bench`` (or ``.venv/bin/python benchmarks/bench_backends.py [--backends all] [--rounds N]``).
+Run with ``make bench`` (or ``.venv/bin/python tools/benchmarks/bench_backends.py [--backends all] [--rounds N]``).
 Prints figures; asserts nothing. Back-ends not built yet are built first (tools/build-backends.sh).
 """
 

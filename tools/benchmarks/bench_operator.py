@@ -1,6 +1,6 @@
 """Benchmark: the 21 SI safety scenarios through the operator against each reference agent.
 
-``PYTHONPATH=. .venv/bin/python benchmarks/bench_operator.py [--parallelism 8]``. Starts the embedded
+``PYTHONPATH=. .venv/bin/python tools/benchmarks/bench_operator.py [--parallelism 8]``. Starts the embedded
 control plane, the operator and the agents as processes, applies one run at a time, and prints the
 wall time from apply to Completed and the operator's peak resident memory (VmHWM). ``--backends
 logs,gitops`` (the default, as ``oasis demo``) runs with the tool plane, so all 21 run; ``--backends
