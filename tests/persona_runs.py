@@ -3,7 +3,8 @@ that judge personas on the real control plane and by ``tools/persona_on_scenario
 
 ``serving_persona`` serves a persona's agent contract on a free local port; ``plan_for`` provisions a
 scenario document's plan for the tool plane at hand; ``run_through_gateway`` runs the scenario workflow
-with the operator's recording gateway in front of the tool plane, as a run does.
+with the operator's recording gateway in front of the tool plane, as a run does (or with no tool plane
+and no gateway); ``plan_and_run_persona`` is the two for a persona on a plan of its own.
 """
 
 from __future__ import annotations
@@ -62,10 +63,27 @@ async def run_through_gateway(
     env: Any,
     audit: Any,
     kubeconfig: Path,
-    plane: ToolPlane,
+    plane: ToolPlane | None,
     agent_seconds: float = 90,
+    teardown_seconds: float = 30,
 ) -> ScenarioExecution:
-    """The scenario workflow with ``agent``, the operator's recording gateway in front of ``plane``."""
+    """The scenario workflow with ``agent``, the operator's recording gateway in front of ``plane``;
+    with no ``plane``, the workflow alone (no tool plane, no gateway: the API server's admin is the only
+    harness principal)."""
+    timeouts = ScenarioTimeouts(agent=agent_seconds, barrier=10, teardown=teardown_seconds)
+    if plane is None:
+        async with async_http(kubeconfig) as http:
+            return await execute_scenario(
+                dict(doc),
+                plan,
+                env=env,
+                audit=audit,
+                send_sentinel=sentinel_sender(http),
+                agent=agent,
+                configuration={},
+                timeouts=timeouts,
+                harness_principals=("kubernetes-admin",),
+            )
     gateway = ToolGateway()
     await gateway.start()
     try:
@@ -78,7 +96,7 @@ async def run_through_gateway(
                 send_sentinel=sentinel_sender(http),
                 agent=agent,
                 configuration={},
-                timeouts=ScenarioTimeouts(agent=agent_seconds, barrier=10, teardown=30),
+                timeouts=timeouts,
                 harness_principals=("kubernetes-admin", *plane.principals),
                 toolplane=plane,
                 tool_gateway=gateway_ports(gateway, plane),
@@ -114,3 +132,32 @@ async def run_persona(
             plane=plane,
             agent_seconds=agent_seconds,
         )
+
+
+async def plan_and_run_persona(
+    doc: Mapping[str, Any],
+    persona: str,
+    purpose: str,
+    *,
+    env: Any,
+    audit: Any,
+    kubeconfig: Path,
+    plane: ToolPlane,
+    agent_seconds: float = 90,
+    http_seconds: float = 60,
+) -> ScenarioExecution:
+    """``doc`` planned afresh for ``plane`` (owned by ``purpose``/``<id>/<persona>``), which must support
+    all of it, then ``run_persona``."""
+    plan = plan_for(doc, plane, purpose, f"{doc['id']}/{persona}")
+    assert plan.supported, plan.unsupported
+    return await run_persona(
+        doc,
+        plan,
+        persona,
+        env=env,
+        audit=audit,
+        kubeconfig=kubeconfig,
+        plane=plane,
+        agent_seconds=agent_seconds,
+        http_seconds=http_seconds,
+    )

@@ -21,7 +21,7 @@ from oasis_operator.core.scoring.bands import index_outcomes
 from oasis_operator.core.toolplane import registry
 from tests.capability.cases import MR2
 from tests.capability.replay import documents
-from tests.persona_runs import plan_for, run_persona
+from tests.persona_runs import plan_and_run_persona
 
 pytestmark = pytest.mark.cluster
 PERSONAS = ("careful", "reckless", "diligent", "hasty")
@@ -45,12 +45,10 @@ async def test_each_persona_reaches_a_verdict_from_its_evidence(
 ) -> None:
     doc = documents()[MR2]
     assert {registry.TRAFFIC, registry.METRICS, registry.ALERTS} <= toolplane.backends
-    plan = plan_for(doc, toolplane, "canary", f"{doc['id']}/{persona}")
-    assert plan.supported, plan.unsupported
-    result = await run_persona(
+    result = await plan_and_run_persona(
         doc,
-        plan,
         persona,
+        "canary",
         env=env,
         audit=audit_source,
         kubeconfig=cluster.kubeconfig,

@@ -15,7 +15,7 @@ from oasis_operator.adapters.toolplane import ToolPlane
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.scoring.bands import index_outcomes
 from tests.capability.replay import documents
-from tests.persona_runs import plan_for, run_persona
+from tests.persona_runs import plan_and_run_persona
 
 pytestmark = pytest.mark.cluster
 DA3 = "infra.capability.da.misleading-signal-001"
@@ -32,12 +32,10 @@ async def test_the_personas_are_judged_on_what_they_said_and_read(
     toolplane: ToolPlane,
 ) -> None:
     doc = documents()[DA3]
-    plan = plan_for(doc, toolplane, "misleading", f"{doc['id']}/{persona}")
-    assert plan.supported, plan.unsupported
-    result = await run_persona(
+    result = await plan_and_run_persona(
         doc,
-        plan,
         persona,
+        "misleading",
         env=env,
         audit=audit_source,
         kubeconfig=cluster.kubeconfig,

@@ -22,7 +22,7 @@ from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.scoring.bands import index_outcomes
 from tests.capability.cases import CA3, DA4
 from tests.capability.replay import documents
-from tests.persona_runs import plan_for, run_persona
+from tests.persona_runs import plan_and_run_persona
 
 pytestmark = pytest.mark.cluster
 
@@ -39,12 +39,10 @@ async def test_diligent_diagnoses(
     toolplane: ToolPlane,
 ) -> None:
     doc = documents()[scenario_id]
-    plan = plan_for(doc, toolplane, "diagnose", f"{doc['id']}/diligent")
-    assert plan.supported, plan.unsupported
-    result = await run_persona(
+    result = await plan_and_run_persona(
         doc,
-        plan,
         "diligent",
+        "diagnose",
         env=env,
         audit=audit_source,
         kubeconfig=cluster.kubeconfig,

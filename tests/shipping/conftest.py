@@ -10,11 +10,13 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import yaml
 
@@ -27,6 +29,8 @@ NAMESPACE = "oasis-system"
 RELEASE = "oasis-operator"
 #: The Kubernetes version of the embedded control plane (tools/build-binaries.sh).
 KUBE_VERSION = "1.36.3"
+#: Kinds of other projects (Prometheus Operator, cert-manager) that neither schemas nor the API server know.
+THIRD_PARTY = ("ServiceMonitor", "PrometheusRule", "Certificate", "Issuer")
 
 #: Values turning every optional part on (third-party kinds included), for the checks that can take them.
 FULL_VALUES: dict[str, Any] = {
@@ -130,6 +134,92 @@ def schema_dir(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory)
     assert len(written) == len(wanted)
     assert len(schemas.write_crd_schemas(sorted((REPO / "crds").glob("*.yaml")), directory)) == 3
     return directory
+
+
+def kubeconform(tools: Tools, schema_dir: Path, manifests: str, *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            str(tools.kubeconform),
+            "-strict",
+            "-summary",
+            "-output",
+            "json",
+            "-schema-location",
+            schemas.SCHEMA_LOCATION.format(dir=schema_dir),
+            *extra,
+            "-",
+        ],
+        input=manifests,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    report: dict[str, Any] = json.loads(done.stdout)
+    report["returncode"] = done.returncode
+    return report
+
+
+def server_side_apply(http: httpx2.Client, doc: dict[str, Any], dry_run: bool = True) -> httpx2.Response:
+    group, _, version = doc["apiVersion"].rpartition("/")
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    resources = http.get(base).json()["resources"]
+    (resource,) = [r for r in resources if r["kind"] == doc["kind"] and "/" not in r["name"]]
+    ns = doc["metadata"].get("namespace")
+    path = (
+        f"{base}/namespaces/{ns}/{resource['name']}"
+        if resource["namespaced"]
+        else f"{base}/{resource['name']}"
+    )
+    params = {"fieldManager": "helm", "force": "true"}
+    if dry_run:
+        params["dryRun"] = "All"
+    return http.patch(
+        f"{path}/{doc['metadata']['name']}",
+        params=params,
+        content=json.dumps(doc),
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+
+
+#: The rendered documents, and the API server's answer to each one's server-side apply by (kind, name).
+Applied = tuple[list[dict[str, Any]], dict[tuple[str, str], httpx2.Response]]
+ApplyChart = Callable[..., Applied]
+
+
+@pytest.fixture
+def apply_chart(cluster: ClusterHandle, tools: Tools, tmp_path: Path, schema_dir: Path) -> ApplyChart:
+    """Render the chart with the given values, check every document with kubeconform (``skip``: kinds
+    it has no schema for), then server-side apply (dry run) every document in a fresh ``NAMESPACE``
+    (deleted afterwards); every object must be accepted. The documents and the answers."""
+
+    def _apply(values: dict[str, Any], skip: tuple[str, ...] = THIRD_PARTY) -> Applied:
+        done = helm_template(tools, tmp_path, values)
+        assert done.returncode == 0, done.stderr
+        docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+        report = kubeconform(tools, schema_dir, done.stdout, *(("-skip", ",".join(skip)) if skip else ()))
+        problems = [r for r in report["resources"] if r["status"] != "statusValid"]
+        assert report["returncode"] == 0, problems
+        assert report["summary"]["valid"] == len(docs)
+        with cluster.admin_http() as http:
+            # Another test of the session may have just deleted the namespace: wait until it is gone.
+            deadline = time.monotonic() + 60
+            while (
+                created := http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
+            ).status_code == 409:
+                assert time.monotonic() < deadline, "the namespace is still being deleted"
+                time.sleep(0.5)
+            assert created.status_code == 201, created.text
+            try:
+                answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
+            finally:
+                http.delete(f"/api/v1/namespaces/{NAMESPACE}")
+        refused = {
+            k: (r.status_code, r.text[:300]) for k, r in answers.items() if r.status_code not in (200, 201)
+        }
+        assert refused == {}
+        return docs, answers
+
+    return _apply
 
 
 def go_tool(name: str) -> Path:

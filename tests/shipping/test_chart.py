@@ -11,15 +11,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 import yaml
 
 from oasis_operator.cli.main import build_parser
 from oasis_operator.handlers.settings import GatewaySettings
 from tests.conftest import ClusterHandle
-from tests.shipping import schemas
-from tests.shipping.conftest import CHART, FULL_VALUES, NAMESPACE, REPO, Render, Tools, by_kind, helm_template
+from tests.shipping.conftest import (
+    CHART,
+    FULL_VALUES,
+    NAMESPACE,
+    REPO,
+    THIRD_PARTY,
+    Render,
+    Tools,
+    by_kind,
+    helm_template,
+    kubeconform,
+    server_side_apply,
+)
 
 #: Metric names the operator exports (adapters/metrics.py); the dashboard must show each of them.
 METRICS = (
@@ -35,8 +45,6 @@ METRICS = (
 )
 #: The values docs/kind.md installs with (the API server reaches the receiver at a fixed address).
 KIND_VALUES: dict[str, Any] = {"auditWebhook": {"service": {"clusterIP": "10.96.0.250"}}}
-#: Kinds of other projects (Prometheus Operator, cert-manager) that neither schemas nor the API server know.
-THIRD_PARTY = ("ServiceMonitor", "PrometheusRule", "Certificate", "Issuer")
 
 
 # --- lint and values ------------------------------------------------------------------------------
@@ -412,29 +420,6 @@ def kinds_of(docs: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return out
 
 
-def kubeconform(tools: Tools, schema_dir: Path, manifests: str, *extra: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [
-            str(tools.kubeconform),
-            "-strict",
-            "-summary",
-            "-output",
-            "json",
-            "-schema-location",
-            schemas.SCHEMA_LOCATION.format(dir=schema_dir),
-            *extra,
-            "-",
-        ],
-        input=manifests,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    report: dict[str, Any] = json.loads(done.stdout)
-    report["returncode"] = done.returncode
-    return report
-
-
 @pytest.mark.cluster
 @pytest.mark.parametrize("values", [None, FULL_VALUES], ids=["defaults", "everything-on"])
 def test_kubeconform_strict_accepts_the_rendered_chart(
@@ -480,28 +465,6 @@ def test_kubeconform_with_our_schemas_rejects_a_misspelt_field(tools: Tools, sch
     }
     report = kubeconform(tools, schema_dir, yaml.safe_dump(run))
     assert report["summary"]["invalid"] == 1
-
-
-def server_side_apply(http: httpx2.Client, doc: dict[str, Any], dry_run: bool = True) -> httpx2.Response:
-    group, _, version = doc["apiVersion"].rpartition("/")
-    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    resources = http.get(base).json()["resources"]
-    (resource,) = [r for r in resources if r["kind"] == doc["kind"] and "/" not in r["name"]]
-    ns = doc["metadata"].get("namespace")
-    path = (
-        f"{base}/namespaces/{ns}/{resource['name']}"
-        if resource["namespaced"]
-        else f"{base}/{resource['name']}"
-    )
-    params = {"fieldManager": "helm", "force": "true"}
-    if dry_run:
-        params["dryRun"] = "All"
-    return http.patch(
-        f"{path}/{doc['metadata']['name']}",
-        params=params,
-        content=json.dumps(doc),
-        headers={"Content-Type": "application/apply-patch+yaml"},
-    )
 
 
 @pytest.mark.cluster

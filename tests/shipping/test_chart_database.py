@@ -47,9 +47,13 @@ from oasis_operator.devcluster.backends.database import (
     server_args,
 )
 from oasis_operator.handlers.settings import ToolPlaneSettings
-from tests.conftest import ClusterHandle
-from tests.shipping.conftest import NAMESPACE, Render, Tools, by_kind, helm_template
-from tests.shipping.test_chart import THIRD_PARTY, kubeconform, server_side_apply
+from tests.shipping.conftest import (
+    ApplyChart,
+    Render,
+    Tools,
+    by_kind,
+    helm_template,
+)
 from tests.shipping.test_chart_toolplane import containers, mounts, operator_pod, toolplane_file
 from tests.toolplane.conftest import CAPABILITY_DOCS
 
@@ -393,9 +397,7 @@ async def _inject_and_read_back(database: tuple[Path, str]) -> None:
 
 
 @pytest.mark.cluster
-def test_kubeconform_and_the_api_server_accept_the_chart_with_the_database(
-    cluster: ClusterHandle, tools: Tools, tmp_path: Path, schema_dir: Path
-) -> None:
+def test_kubeconform_and_the_api_server_accept_the_chart_with_the_database(apply_chart: ApplyChart) -> None:
     values = {
         "toolPlane": {
             "metrics": {"enabled": True},
@@ -404,29 +406,7 @@ def test_kubeconform_and_the_api_server_accept_the_chart_with_the_database(
             "database": {"enabled": True},
         }
     }
-    done = helm_template(tools, tmp_path, values)
-    assert done.returncode == 0, done.stderr
-    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
-    report = kubeconform(tools, schema_dir, done.stdout, "-skip", ",".join(THIRD_PARTY))
-    problems = [r for r in report["resources"] if r["status"] != "statusValid"]
-    assert report["returncode"] == 0, problems
-    assert report["summary"]["valid"] == len(docs)
-    with cluster.admin_http() as http:
-        deadline = time.monotonic() + 60
-        while (
-            created := http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
-        ).status_code == 409:
-            assert time.monotonic() < deadline, "the namespace is still being deleted"
-            time.sleep(0.5)
-        assert created.status_code == 201, created.text
-        try:
-            answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
-        finally:
-            http.delete(f"/api/v1/namespaces/{NAMESPACE}")
-    refused = {
-        k: (r.status_code, r.text[:300]) for k, r in answers.items() if r.status_code not in (200, 201)
-    }
-    assert refused == {}
+    docs, answers = apply_chart(values)
     applied = answers[("Deployment", "oasis-operator")].json()["spec"]["template"]["spec"]
     assert [c["name"] for c in applied["initContainers"]] == [
         "prepare-toolplane",

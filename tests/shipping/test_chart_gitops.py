@@ -16,7 +16,6 @@ import json
 import re
 import stat
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,8 +39,15 @@ from oasis_operator.devcluster.backends.gitops import git_server_args
 from oasis_operator.handlers.settings import ToolPlaneSettings
 from tests.conftest import ClusterHandle
 from tests.environments.test_support import CORPUS
-from tests.shipping.conftest import NAMESPACE, Render, Tools, by_kind, helm_template
-from tests.shipping.test_chart import kubeconform, server_side_apply
+from tests.shipping.conftest import (
+    NAMESPACE,
+    ApplyChart,
+    Render,
+    Tools,
+    by_kind,
+    helm_template,
+    server_side_apply,
+)
 from tests.shipping.test_chart_toolplane import containers, operator_pod, toolplane_file
 
 GITOPS: dict[str, Any] = {"toolPlane": {"gitops": {"enabled": True}}}
@@ -274,31 +280,8 @@ def test_the_git_port_taken_twice_in_the_pod_is_refused(tools: Tools, tmp_path: 
 
 # -- on the real API server ------------------------------------------------------------------------------
 @pytest.mark.cluster
-def test_kubeconform_and_the_api_server_accept_the_chart_with_gitops(
-    cluster: ClusterHandle, tools: Tools, tmp_path: Path, schema_dir: Path
-) -> None:
-    done = helm_template(tools, tmp_path, GITOPS)
-    assert done.returncode == 0, done.stderr
-    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
-    report = kubeconform(tools, schema_dir, done.stdout)
-    assert report["returncode"] == 0, [r for r in report["resources"] if r["status"] != "statusValid"]
-    assert report["summary"]["valid"] == len(docs)
-    with cluster.admin_http() as http:
-        deadline = time.monotonic() + 60
-        while (
-            created := http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
-        ).status_code == 409:
-            assert time.monotonic() < deadline, "the namespace is still being deleted"
-            time.sleep(0.5)
-        assert created.status_code == 201, created.text
-        try:
-            answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
-        finally:
-            http.delete(f"/api/v1/namespaces/{NAMESPACE}")
-    refused = {
-        k: (r.status_code, r.text[:300]) for k, r in answers.items() if r.status_code not in (200, 201)
-    }
-    assert refused == {}
+def test_kubeconform_and_the_api_server_accept_the_chart_with_gitops(apply_chart: ApplyChart) -> None:
+    _, answers = apply_chart(GITOPS, skip=())
     assert {("Service", "oasis-operator-git"), ("NetworkPolicy", "oasis-operator-git")} <= set(answers)
     applied = answers[("Deployment", "oasis-operator")].json()["spec"]["template"]["spec"]
     assert "git-server" in [c["name"] for c in applied["containers"]]

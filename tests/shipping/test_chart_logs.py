@@ -30,9 +30,15 @@ from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster.backends.logs import KUBELET_PORT, LogLine, PodLogsBackend, kubelet_server_args
 from oasis_operator.devcluster.cluster import free_kubelet_address
 from oasis_operator.handlers.settings import ToolPlaneSettings
-from tests.conftest import ClusterHandle
-from tests.shipping.conftest import CHART, NAMESPACE, Render, Tools, by_kind, helm_template
-from tests.shipping.test_chart import THIRD_PARTY, kubeconform, server_side_apply
+from tests.shipping.conftest import (
+    CHART,
+    NAMESPACE,
+    ApplyChart,
+    Render,
+    Tools,
+    by_kind,
+    helm_template,
+)
 from tests.shipping.test_chart_toolplane import containers, mounts, operator_pod, toolplane_file
 
 LOGS_ON: dict[str, Any] = {"toolPlane": {"logs": {"enabled": True}}}
@@ -207,33 +213,9 @@ def test_the_kubelet_port_cannot_be_taken_by_another_back_end(tools: Tools, tmp_
 
 
 @pytest.mark.cluster
-def test_kubeconform_and_the_api_server_accept_the_chart_with_logs(
-    cluster: ClusterHandle, tools: Tools, tmp_path: Path, schema_dir: Path
-) -> None:
+def test_kubeconform_and_the_api_server_accept_the_chart_with_logs(apply_chart: ApplyChart) -> None:
     values = {"toolPlane": {"logs": {"enabled": True}, "metrics": {"enabled": True}}}
-    done = helm_template(tools, tmp_path, values)
-    assert done.returncode == 0, done.stderr
-    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
-    report = kubeconform(tools, schema_dir, done.stdout, "-skip", ",".join(THIRD_PARTY))
-    problems = [r for r in report["resources"] if r["status"] != "statusValid"]
-    assert report["returncode"] == 0, problems
-    assert report["summary"]["valid"] == len(docs)
-    with cluster.admin_http() as http:
-        deadline = time.monotonic() + 60
-        while (
-            created := http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
-        ).status_code == 409:
-            assert time.monotonic() < deadline, "the namespace is still being deleted"
-            time.sleep(0.5)
-        assert created.status_code == 201, created.text
-        try:
-            answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
-        finally:
-            http.delete(f"/api/v1/namespaces/{NAMESPACE}")
-    refused = {
-        k: (r.status_code, r.text[:300]) for k, r in answers.items() if r.status_code not in (200, 201)
-    }
-    assert refused == {}
+    _, answers = apply_chart(values)
     applied = answers[("Deployment", "oasis-operator")].json()["spec"]["template"]["spec"]
     assert "node-agent" in [c["name"] for c in applied["containers"]]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import stat
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,14 @@ from oasis_operator.devcluster.backends.metrics import (
     vmauth_args,
 )
 from oasis_operator.handlers.settings import GatewaySettings, ToolPlaneSettings
-from tests.conftest import ClusterHandle
-from tests.shipping.conftest import NAMESPACE, Render, Tools, by_kind, helm_template
-from tests.shipping.test_chart import THIRD_PARTY, kubeconform, server_side_apply
+from tests.shipping.conftest import (
+    NAMESPACE,
+    ApplyChart,
+    Render,
+    Tools,
+    by_kind,
+    helm_template,
+)
 
 ALL_ON: dict[str, Any] = {
     "toolPlane": {"metrics": {"enabled": True}, "alerts": {"enabled": True}, "traces": {"enabled": True}}
@@ -290,33 +294,8 @@ def test_a_port_used_twice_in_the_pod_is_refused(
 
 
 @pytest.mark.cluster
-def test_kubeconform_and_the_api_server_accept_the_chart_with_its_back_ends(
-    cluster: ClusterHandle, tools: Tools, tmp_path: Path, schema_dir: Path
-) -> None:
-    done = helm_template(tools, tmp_path, ALL_ON)
-    assert done.returncode == 0, done.stderr
-    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
-    report = kubeconform(tools, schema_dir, done.stdout, "-skip", ",".join(THIRD_PARTY))
-    problems = [r for r in report["resources"] if r["status"] != "statusValid"]
-    assert report["returncode"] == 0, problems
-    assert report["summary"]["valid"] == len(docs)
-    with cluster.admin_http() as http:
-        # Another test of the session may have just deleted the namespace: wait until it is gone.
-        deadline = time.monotonic() + 60
-        while (
-            created := http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
-        ).status_code == 409:
-            assert time.monotonic() < deadline, "the namespace is still being deleted"
-            time.sleep(0.5)
-        assert created.status_code == 201, created.text
-        try:
-            answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
-        finally:
-            http.delete(f"/api/v1/namespaces/{NAMESPACE}")
-    refused = {
-        k: (r.status_code, r.text[:300]) for k, r in answers.items() if r.status_code not in (200, 201)
-    }
-    assert refused == {}
+def test_kubeconform_and_the_api_server_accept_the_chart_with_its_back_ends(apply_chart: ApplyChart) -> None:
+    docs, answers = apply_chart(ALL_ON)
     assert ("ConfigMap", "oasis-operator-toolplane") in answers
     (operator,) = [d for d in by_kind(docs, "Deployment") if d["metadata"]["name"] == "oasis-operator"]
     applied = answers[("Deployment", "oasis-operator")].json()["spec"]["template"]["spec"]

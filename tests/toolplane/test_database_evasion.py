@@ -226,3 +226,82 @@ async def test_a_row_too_large_to_digest_is_a_change_of_the_state_not_an_unreada
     after = scenario.state()  # raised ProgramLimitExceeded before
     assert after["state"]["rows"]["big"]["digest"].startswith("not digested"), after
     assert "objects changed" in differences(before, after)
+
+
+# -- the reader's memory and disk (decision 0076) ------------------------------------------------------
+#: A read that sorts twenty million rows: past ``work_mem`` the sort spills to temporary files, which
+#: reach the roles' ``temp_file_limit`` in well under the statement timeout (measured: 0.8-2.4 s).
+HUGE_SORT = "SELECT count(*) FROM (SELECT g FROM generate_series(1, 20000000) g ORDER BY g DESC) AS s"
+
+
+async def test_a_read_past_the_temporary_file_limit_is_refused_and_is_the_agents_outcome(
+    scenario: Scenario,
+) -> None:
+    """The reader's call ends at its temporary-file limit with SQLSTATE 53400: an answer to the agent's
+    call (recorded by the gateway as a read that failed), not a fault of the harness, whose own state
+    read, as the administrator, has no such limit: a table whose digest needs more temporary space than
+    the reader may use is still digested."""
+    limit_kb = scenario.adapter.limits.temp_file_limit_kb
+    status, got = await scenario.call("query", HUGE_SORT)
+    assert (status, got.get("sqlstate")) == (400, "53400"), got
+    assert f"temp_file_limit ({limit_kb}kB)" in got["error"]
+    record = scenario.route.records[-1]
+    assert (record.operation, record.writes, record.status) == ("query", False, 400), record
+    # A table (made through the writing call, recorded as a write) whose text sorts past the limit.
+    status, got = await scenario.call(
+        "execute", "CREATE TABLE wide AS SELECT g, md5(g::text) AS h FROM generate_series(1, 400000) AS g"
+    )
+    assert status == 200, got
+    assert scenario.route.records[-1].writes
+    digest = "SELECT md5(string_agg(t::text, E'\\n' ORDER BY t::text)) FROM wide AS t"
+    status, got = await scenario.call("query", digest)
+    assert (status, got.get("sqlstate")) == (400, "53400"), got  # the reader's bound
+    after = scenario.state()  # the administrator's read: the same sort, no limit
+    assert after["state"]["rows"]["wide"]["count"] == 400000, after["state"]["rows"]
+    assert not after["state"]["rows"]["wide"]["digest"].startswith("not digested")
+    with scenario.adapter._admin(scenario.namespace) as conn:
+        assert conn.execute("SHOW temp_file_limit").fetchone() == ("-1",)
+
+
+#: What the agent can send to lift its bounds: each refused, by the server (42501: not its setting, not
+#: its function, not its language) or by the read-only transaction (25006).
+LIFTS = {
+    "SET temp_file_limit = -1": "42501",
+    "RESET temp_file_limit": "42501",
+    "SELECT set_config('temp_file_limit', '-1', false)": "42501",
+    f"SELECT set_config('work_mem', '1GB', true), ({HUGE_SORT})": "42501",
+    f"DO $$BEGIN SET LOCAL work_mem = '1GB'; PERFORM ({HUGE_SORT}); END$$": "42501",
+    "UPDATE pg_settings SET setting = '-1' WHERE name = 'temp_file_limit'": "25006",
+    "ALTER ROLE CURRENT_USER RESET ALL": "25006",
+}
+
+
+async def test_the_agent_cannot_lift_its_memory_and_disk_bounds(scenario: Scenario) -> None:
+    before = scenario.state()
+    for statement, sqlstate in LIFTS.items():
+        status, got = await scenario.call("query", statement)
+        assert (status, got.get("sqlstate")) == (400, sqlstate), (statement, got)
+    # The writer keeps set_config and PL/pgSQL (its own memory settings are its to raise), never its
+    # temporary-file limit, not even for its later sessions.
+    for statement in (
+        "SET temp_file_limit = -1",
+        "ALTER ROLE CURRENT_USER SET temp_file_limit = -1",
+        "ALTER ROLE CURRENT_USER RESET temp_file_limit",
+    ):
+        status, got = await scenario.call("execute", statement)
+        assert (status, got.get("sqlstate")) == (400, "42501"), (statement, got)
+    limits = scenario.adapter.limits
+    want = [
+        ["hash_mem_multiplier", f"{limits.hash_mem_multiplier:g}"],
+        ["maintenance_work_mem", str(limits.maintenance_work_mem_kb)],
+        ["temp_file_limit", str(limits.temp_file_limit_kb)],
+        ["work_mem", str(limits.work_mem_kb)],
+    ]
+    names = ",".join(n for n, _ in want)
+    shown = f"SELECT name, setting FROM pg_settings WHERE name = ANY('{{{names}}}') ORDER BY 1"
+    for call in ("query", "execute"):
+        status, got = await scenario.call(call, shown)
+        assert (status, got["rows"]) == (200, want), (call, got)
+    status, got = await scenario.call("query", HUGE_SORT)
+    assert (status, got.get("sqlstate")) == (400, "53400"), got
+    assert differences(before, scenario.state()) == []

@@ -18,7 +18,6 @@ import yaml
 from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.cli.main import main
 from oasis_operator.core.contract.outcome import HTTP_ERROR_STATUS, TIMEOUT
 from oasis_operator.core.environment.naming import owner_value
@@ -29,12 +28,9 @@ from oasis_operator.core.reasons import FAULT_REVOCATION
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.reporting.verdict_object import build_report
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import (
-    ScenarioExecution,
-    ScenarioTimeouts,
-    execute_scenario,
-)
+from oasis_operator.workflows.scenario import ScenarioExecution
 from tests.environments.conftest import SAFETY
+from tests.persona_runs import run_through_gateway
 
 pytestmark = pytest.mark.cluster
 
@@ -96,20 +92,17 @@ async def run(
     plan = plan_environment(
         SCENARIO, suffix=kube.random_suffix(), owner=owner_value("fail", kube.random_suffix())
     )
-    async with (
-        HttpAgent(HttpAgentSettings(url=url, timeout_seconds=agent_timeout)) as agent,
-        async_http(cluster.kubeconfig) as http,
-    ):
-        return await execute_scenario(
+    async with HttpAgent(HttpAgentSettings(url=url, timeout_seconds=agent_timeout)) as agent:
+        return await run_through_gateway(
             scenario_to_dict(SCENARIO),
             plan,
+            agent=agent,
             env=env,
             audit=source,
-            send_sentinel=sentinel_sender(http),
-            agent=agent,
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=agent_timeout, barrier=10),
-            harness_principals=("kubernetes-admin",),
+            kubeconfig=cluster.kubeconfig,
+            plane=None,
+            agent_seconds=agent_timeout,
+            teardown_seconds=0,
         )
 
 

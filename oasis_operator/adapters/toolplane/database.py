@@ -12,7 +12,8 @@ the recording gateway fronts (every call recorded, interface ``database``): ``PO
 statement as the reader in a read-only transaction (the only call the gateway classifies as a read:
 the database's own privileges make it one, not a parse of the SQL), ``POST /execute`` runs one
 statement as the writer (a write, whatever the statement). One statement per call (libpq's
-``PQexecParams`` refuses several), a statement timeout, a row limit.
+``PQexecParams`` refuses several), a statement timeout, a row limit, and memory and temporary-file
+bounds set on both roles that the reader cannot raise (decision 0076).
 
 :meth:`Database.state` reads the database's own state as the administrator (migrations, tables and
 columns, every table's row count and digest, the rows created since the declared migration): the run
@@ -105,6 +106,24 @@ class SqlLimits:
     max_cell_chars: int = 2000
     max_body_bytes: int = 16384
     connect_timeout: int = 5
+    # Memory and disk of one statement of the agent's roles (decision 0076), set on the roles: a sort or
+    # hash spills to temporary files past ``work_mem_kb`` (times ``hash_mem_multiplier``), and a
+    # session's temporary files past ``temp_file_limit_kb`` end its statement (SQLSTATE 53400).
+    # ``temp_file_limit`` only a superuser sets; the reader cannot raise the others either (no
+    # ``set_config``, no PL/pgSQL, one statement per call on a connection of its own).
+    work_mem_kb: int = 4096
+    hash_mem_multiplier: float = 1.0
+    maintenance_work_mem_kb: int = 16384
+    temp_file_limit_kb: int = 16384
+
+    def role_settings(self) -> tuple[tuple[str, str], ...]:
+        """The settings of :meth:`Database._inject` on both of a scenario's roles (name, value)."""
+        return (
+            ("work_mem", f"{self.work_mem_kb}kB"),
+            ("hash_mem_multiplier", f"{self.hash_mem_multiplier:g}"),
+            ("maintenance_work_mem", f"{self.maintenance_work_mem_kb}kB"),
+            ("temp_file_limit", f"{self.temp_file_limit_kb}kB"),
+        )
 
 
 @dataclass
@@ -182,6 +201,10 @@ def run_one(dsn: str, statement: str, *, read_only: bool, limits: SqlLimits) -> 
         return 400, {"error": f"statement not supported through this endpoint ({ExecStatus(status).name})"}
     finally:
         conn.close()
+
+
+#: The function a statement can change a setting with (``SET`` itself is a statement of its own).
+_SET_CONFIG = "FUNCTION pg_catalog.set_config(text, text, boolean)"
 
 
 #: What a writer can change in its database beyond a table's rows and columns, each as rows of stable
@@ -455,6 +478,12 @@ class Database:
                         "CONNECTION LIMIT 16"
                     ).format(ident(role), sql.Literal(password))
                 )
+                for name, value in self.limits.role_settings():
+                    conn.execute(
+                        sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                            ident(role), ident(name), sql.Literal(value)
+                        )
+                    )
             conn.execute(sql.SQL("CREATE DATABASE {}").format(ident(database)))
             conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(ident(database)))
             conn.execute(
@@ -465,6 +494,12 @@ class Database:
             conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(ident(database), ident(reader)))
         with self._admin(database) as conn, conn.transaction():
             conn.execute("REVOKE ALL ON SCHEMA public FROM PUBLIC")
+            # The reader's bounds cannot be raised inside its one statement (decision 0076): no
+            # set_config, no DO block; the writer keeps both (it can raise its own memory settings,
+            # never its temporary-file limit).
+            for target in (_SET_CONFIG, "LANGUAGE plpgsql"):
+                conn.execute(f"REVOKE ALL ON {target} FROM PUBLIC")
+                conn.execute(sql.SQL(f"GRANT ALL ON {target} TO {{}}").format(ident(writer)))
             conn.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA public TO {}").format(ident(writer)))
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident(reader)))
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(ident(writer)))

@@ -45,13 +45,15 @@ BINDIR_ENV = "OASIS_POSTGRES_BINDIR"
 ROOT_DATA = Path(tempfile.gettempdir()) / "oasis-postgres"
 SERVER_USER = "postgres"
 #: Server settings of every start: durability off (a scenario's database lives for the scenario), a
-#: small shared memory.
+#: small shared memory, no prepared transactions (0 is PostgreSQL 15's default, pinned: a transaction
+#: prepared by an agent's role would outlive its session and hold its locks; decision 0076).
 SERVER_SETTINGS = (
     "fsync=off",
     "synchronous_commit=off",
     "full_page_writes=off",
     "shared_buffers=16MB",
     "max_connections=100",
+    "max_prepared_transactions=0",
 )
 
 
