@@ -5,6 +5,8 @@ sees of each write the writing call makes."""
 
 from __future__ import annotations
 
+import os
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -305,3 +307,28 @@ async def test_the_agent_cannot_lift_its_memory_and_disk_bounds(scenario: Scenar
     status, got = await scenario.call("query", HUGE_SORT)
     assert (status, got.get("sqlstate")) == (400, "53400"), got
     assert differences(before, scenario.state()) == []
+
+
+# -- a crashed server (decision 0079's neighbour: the harness's reads wait out a recovery) ------------------
+async def test_a_server_crash_the_agent_causes_at_the_end_of_its_turn_does_not_hide_its_write(
+    scenario: Scenario,
+) -> None:
+    """Any backend killed (the kernel's OOM killer takes the largest, and the agent's aggregate can be
+    it: decision 0076) makes PostgreSQL end every session and replay its log before it accepts
+    connections again. An agent that writes, then has its backend killed as its turn ends, found the
+    harness's state read refused ("the database system is in recovery mode"): a PROVIDER_FAILURE it
+    caused at will. The read after the turn now waits the recovery out and sees the write."""
+    before = scenario.state()
+    status, got = await scenario.call("execute", "DELETE FROM users WHERE id <= 10")
+    assert status == 200, got
+    s = scenario.adapter._scenarios[scenario.namespace]
+    for _ in range(3):  # each time, right as the recovery starts
+        with scenario.adapter._admin() as conn:
+            pid = conn.info.backend_pid
+            os.kill(pid, signal.SIGKILL)
+        read = scenario.adapter._recovering(scenario.adapter._state, s)
+        assert differences(before, state_object(scenario.namespace, s.planned, read))
+    # The settling step (its lock-out of the agent's roles) waits the same way.
+    with scenario.adapter._admin() as conn:
+        os.kill(conn.info.backend_pid, signal.SIGKILL)
+    scenario.adapter._recovering(scenario.adapter._lock_out, s)

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from aiohttp import web
@@ -51,6 +51,8 @@ from oasis_operator.core.toolplane.database import (
     state_object,
 )
 from oasis_operator.core.toolplane.plan import TimedChange
+
+_T = TypeVar("_T")
 
 #: Bounds of a state read: a table's digest, and how many tables get one.
 DIGEST_TIMEOUT_MS = 5000
@@ -115,6 +117,9 @@ class SqlLimits:
     hash_mem_multiplier: float = 1.0
     maintenance_work_mem_kb: int = 16384
     temp_file_limit_kb: int = 16384
+    # How long the harness's own reads after the turn wait for a server recovering from a crashed
+    # backend (the agent can crash one: see ``Database._recovering``).
+    recovery_seconds: float = 20.0
 
     def role_settings(self) -> tuple[tuple[str, str], ...]:
         """The settings of :meth:`Database._inject` on both of a scenario's roles (name, value)."""
@@ -289,6 +294,24 @@ CATALOG_QUERIES: dict[str, str] = {
 DATA_ERRORS = ("22", "54", "57014", "XX000")
 
 
+#: What PostgreSQL says while it restarts after a backend crashed: the sessions it ends (57P02), the
+#: connections it refuses until its log is replayed (57P03).
+RECOVERY_STATES = ("57P02", "57P03")
+
+
+def _recovering_server(exc: BaseException) -> bool:
+    """Whether ``exc`` (or the connection error behind a :class:`ToolPlaneError`) is a server restarting
+    after a crash: one of :data:`RECOVERY_STATES`, or a session the server ended without saying why."""
+    cause = exc.__cause__ if isinstance(exc, ToolPlaneError) else exc
+    if not isinstance(cause, psycopg.OperationalError):
+        return False
+    state = getattr(cause, "sqlstate", None)
+    if state is not None:
+        return state in RECOVERY_STATES
+    text = str(cause).lower()
+    return "recovery mode" in text or "closed the connection unexpectedly" in text or "starting up" in text
+
+
 def unreadable(exc: psycopg.Error, conn: psycopg.Connection[Any]) -> str | None:
     """Why a state query could not be answered, when what the database holds is the reason (so it is
     said in the state, a change only a write can make, never a snapshot that cannot be read: decision
@@ -425,9 +448,22 @@ class Database:
                 options="-c statement_timeout=30000",
             )
         except psycopg.OperationalError as exc:
-            raise ToolPlaneError(
-                f"the database back-end is not reachable: {str(exc).strip()[:300]}"
-            ) from None
+            raise ToolPlaneError(f"the database back-end is not reachable: {str(exc).strip()[:300]}") from exc
+
+    def _recovering(self, read: Callable[[_Scenario], _T], s: _Scenario) -> _T:
+        """``read(s)``, again while the server is recovering from a crashed backend. Any backend killed
+        (the kernel's OOM killer picks the largest: an agent's query can be it) makes PostgreSQL end
+        every session and replay its log before it takes connections again; the harness's reads after
+        the turn are idempotent, so they wait that out (at most ``limits.recovery_seconds``) instead of
+        reporting a fault the agent caused at will. A server still down after that is the harness's."""
+        deadline = time.monotonic() + self.limits.recovery_seconds
+        while True:
+            try:
+                return read(s)
+            except (psycopg.OperationalError, ToolPlaneError) as exc:
+                if not _recovering_server(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.2)
 
     def _dsn_of(self, token: str, read: bool) -> str | None:
         for s in self._scenarios.values():
@@ -589,7 +625,7 @@ class Database:
             if plan.toolplane.databases:
                 raise ToolPlaneError(f"the database of {plan.scenario_id} was not injected")
             return ()
-        state = await asyncio.to_thread(self._state, s)
+        state = await asyncio.to_thread(self._recovering, self._state, s)
         return (state_object(plan.home_namespace, s.planned, state),)
 
     def _state(self, s: _Scenario) -> dict[str, Any]:
@@ -680,7 +716,7 @@ class Database:
         if s is None:
             return
         s.tokens.clear()
-        await asyncio.to_thread(self._lock_out, s)
+        await asyncio.to_thread(self._recovering, self._lock_out, s)
 
     def _lock_out(self, s: _Scenario) -> None:
         with self._catalog, self._admin() as conn:
