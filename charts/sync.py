@@ -7,7 +7,8 @@ run with ``--check`` by ``tests/shipping/test_chart_sources.py``. It turns
   ``{{- if .Values.crds.install }}`` and given the ``helm.sh/resource-policy: keep`` annotation when
   ``crds.keep`` is true, plus the chart's labels;
 * ``oasis_operator/devcluster/node-simulator-stages.yaml`` into ``files/node-simulator-stages.yaml``,
-  which the node simulator's ConfigMap embeds verbatim.
+  and ``node-simulator-metrics.yaml`` (its resource-metrics endpoint, decision 0074) into
+  ``files/node-simulator-metrics.yaml``, which the node simulator's ConfigMap embeds verbatim.
 
 Usage: ``python charts/sync.py [--check]``. Exit 1 with the stale files named when ``--check`` finds
 a difference.
@@ -61,8 +62,9 @@ def expected() -> dict[Path, str]:
     out: dict[Path, str] = {}
     for crd in sorted((ROOT / "crds").glob("*.yaml")):
         out[CHART / "templates" / "crds" / crd.name] = crd_template(crd.name, crd.read_text(encoding="utf-8"))
-    stages = ROOT / "oasis_operator" / "devcluster" / "node-simulator-stages.yaml"
-    out[CHART / "files" / "node-simulator-stages.yaml"] = stages.read_text(encoding="utf-8")
+    for name in ("node-simulator-stages.yaml", "node-simulator-metrics.yaml"):
+        source = ROOT / "oasis_operator" / "devcluster" / name
+        out[CHART / "files" / name] = source.read_text(encoding="utf-8")
     return out
 
 

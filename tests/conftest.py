@@ -140,9 +140,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]
         ClusterConfig(
             workdir=workdir,
             backends=BACKENDS,
-            # OASIS_TEST_KUBELET=direct: the API server reads pod logs from the simulator at the nodes'
-            # address, as with the Helm chart, instead of through the tunnel (logs without
-            # resource-metrics only; decision 0070).
+            # OASIS_TEST_KUBELET=direct: the API server reads pod logs, and metrics-server scrapes
+            # resource usage, from the simulator at the nodes' address, as with the Helm chart, instead
+            # of through the tunnel (decisions 0070, 0074).
             kubelet_address=free_kubelet_address()
             if os.environ.get("OASIS_TEST_KUBELET") == "direct"
             else None,

@@ -35,7 +35,12 @@ from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster import binaries as binaries_mod
 from oasis_operator.devcluster import kubelet_tunnel
-from oasis_operator.devcluster.backends.logs import KUBELET_PORT, kubelet_server_args
+from oasis_operator.devcluster.backends.logs import (
+    KUBELET_PORT,
+    METRICS_CONFIG,
+    kubelet_server_args,
+    simulator_crds,
+)
 from oasis_operator.devcluster.certs import PKI, ClientCert, b64_file, generate_pki, write_kubeconfig
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Supervisor
@@ -51,6 +56,12 @@ TOOLPLANE_FILE = "toolplane.json"
 def audit_policy_text() -> str:
     """The audit policy shipped with the package (also mounted by the kind configuration)."""
     return resources.files("oasis_operator.devcluster").joinpath("audit-policy.yaml").read_text()
+
+
+def metrics_config_text() -> str:
+    """The node simulator's resource-metrics ``Metric`` (a configuration document of kwok's, shipped with
+    the package and copied into the Helm chart; decision 0074)."""
+    return resources.files("oasis_operator.devcluster").joinpath(METRICS_CONFIG).read_text()
 
 
 def _stages_text(node_status_seconds: int | None = None) -> str:
@@ -87,8 +98,9 @@ class ClusterConfig:
     backends: tuple[str, ...] = ()
     # With "logs": the simulated nodes' address (a loopback address, see free_kubelet_address), where
     # the node simulator serves the kubelet API on the kubelet's port and the API server calls it
-    # directly, as in a cluster running the Helm chart's simulator (decision 0070). None: the API
-    # server reaches the simulator through the kubelet tunnel (needed with "resource-metrics").
+    # directly, as in a cluster running the Helm chart's simulator (decision 0070); with
+    # "resource-metrics" metrics-server scrapes it there too (decision 0074). None: the API server and
+    # metrics-server reach the simulator through the kubelet tunnel.
     kubelet_address: str | None = None
 
 
@@ -168,6 +180,7 @@ class DevCluster:
         # proxy URL (how metrics-server reaches the simulated kubelets).
         self.metrics_server_port = 0
         self.kubelet_proxy = ""
+        self.kubelet_address = config.kubelet_address
         self.backends: dict[str, backends_mod.Backend] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -278,11 +291,15 @@ class DevCluster:
         kwok_port = _free_port()
         direct = cfg.kubelet_address
         if direct is not None:
-            argv += self._kubelet_direct(direct, serve_logs and not serve_usage)
+            argv += self._kubelet_direct(direct, serve_logs)
+            if serve_usage:
+                self.metrics_server_port = _free_port()
         elif serve_logs:
             argv += self._kubelet_tunnel(kwok_port, serve_usage)
         if serve_usage:
-            argv += self._aggregation_flags()
+            # Through the tunnel the aggregator calls metrics-server at its endpoint address; directly,
+            # at the Service's external name (localhost), as no Endpoints address may be a loopback one.
+            argv += self._aggregation_flags(endpoint_routing=direct is None)
         if cfg.audit_webhook_config is not None:
             argv += [
                 f"--audit-webhook-config-file={cfg.audit_webhook_config}",
@@ -368,30 +385,7 @@ class DevCluster:
         ]
         if serve_logs:
             assert backend_bins is not None
-            # The simulator reads ClusterLogs objects, so their CRD must exist before it starts.
-            from oasis_operator.devcluster.stack import install_crd_files
-
-            crds = {
-                "ClusterLogs": "clusterlogs",
-                "ClusterResourceUsage": "clusterresourceusages",
-                "Metric": "metrics",
-            }
-            kinds = ["ClusterLogs"] + (["ClusterResourceUsage", "Metric"] if serve_usage else [])
-            with self.admin_http() as http:
-                install_crd_files(
-                    http, [backend_bins.crd_dir / f"kwok.x-k8s.io_{crds[k]}.yaml" for k in kinds]
-                )
-            if direct is not None:
-                # The chart's options (templates/_backend-logs.tpl), with this address as the pod's.
-                self.kwok_server = f"http://{direct}:{KUBELET_PORT}"
-                kwok_argv += kubelet_server_args(direct, kinds)
-            else:
-                self.kwok_server = f"http://127.0.0.1:{kwok_port}"
-                kwok_argv += [
-                    "--node-ip=10.89.0.1",
-                    f"--server-address=127.0.0.1:{kwok_port}",
-                    f"--enable-crds={','.join(kinds)}",
-                ]
+            kwok_argv += self._kubelet_server(backend_bins, serve_usage, kwok_port)
         else:
             kwok_argv.append("--node-ip=10.89.0.1")
         self._sup.start(
@@ -472,16 +466,49 @@ class DevCluster:
             for proc, took in self.backends[name].timings.items():
                 self.timings[f"{name}:{proc}"] = took
 
-    def _aggregation_flags(self) -> list[str]:
+    def _kubelet_server(
+        self, backend_bins: backends_mod.BackendBinaries, serve_usage: bool, kwok_port: int
+    ) -> list[str]:
+        """The node simulator's options that make it the simulated kubelets (container logs and, with
+        ``serve_usage``, resource metrics), after installing the CRDs it reads; sets ``kwok_server``."""
+        # The simulator reads ClusterLogs (and ClusterResourceUsage) objects: their CRDs first.
+        from oasis_operator.devcluster.stack import install_crd_files
+
+        crds = {"ClusterLogs": "clusterlogs", "ClusterResourceUsage": "clusterresourceusages"}
+        kinds = list(simulator_crds(serve_usage))
+        with self.admin_http() as http:
+            install_crd_files(http, [backend_bins.crd_dir / f"kwok.x-k8s.io_{crds[k]}.yaml" for k in kinds])
+        metrics: Path | None = None
+        if serve_usage:
+            # The resource-metrics endpoint metrics-server scrapes: a Metric in the simulator's
+            # configuration, as the chart's simulator reads it (decision 0074).
+            metrics = self.workdir / METRICS_CONFIG
+            metrics.write_text(metrics_config_text())
+        direct = self.config.kubelet_address
+        if direct is not None:
+            # The chart's options (templates/_backend-logs.tpl), with this address as the pod's.
+            self.kwok_server = f"http://{direct}:{KUBELET_PORT}"
+            return kubelet_server_args(direct, kinds, str(metrics) if metrics else None)
+        self.kwok_server = f"http://127.0.0.1:{kwok_port}"
+        return [
+            "--node-ip=10.89.0.1",
+            f"--server-address=127.0.0.1:{kwok_port}",
+            f"--enable-crds={','.join(kinds)}",
+            *([f"--config={metrics}"] if metrics is not None else []),
+        ]
+
+    def _aggregation_flags(self, endpoint_routing: bool) -> list[str]:
         """The API server's flags for serving aggregated APIs (metrics.k8s.io from metrics-server): the
-        front-proxy client identity it presents, and the CA and names it trusts for forwarded users."""
+        front-proxy client identity it presents, and the CA and names it trusts for forwarded users.
+        ``endpoint_routing``: call aggregated API servers at their Service's endpoint address (through
+        the tunnel); otherwise at the Service itself (an external name, on the direct route)."""
         from oasis_operator.devcluster.certs import issue_client_cert
 
         assert self.pki is not None
         proxy = issue_client_cert(
             self.pki, "front-proxy-client", "front-proxy-client", None, dt.datetime.now(dt.UTC)
         )
-        return [
+        flags = [
             f"--requestheader-client-ca-file={self.pki.ca_cert}",
             "--requestheader-allowed-names=front-proxy-client",
             "--requestheader-username-headers=X-Remote-User",
@@ -489,10 +516,12 @@ class DevCluster:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={proxy.cert}",
             f"--proxy-client-key-file={proxy.key}",
+        ]
+        if endpoint_routing:
             # Call aggregated API servers at their endpoint address (which the tunnel routes), not at
             # the Service's cluster IP (which nothing here implements).
-            "--enable-aggregator-routing=true",
-        ]
+            flags.append("--enable-aggregator-routing=true")
+        return flags
 
     def _kubelet_direct(self, address: str, allowed: bool) -> list[str]:
         """The API server's flags to call the simulated kubelets at ``address`` itself (no egress
@@ -501,8 +530,8 @@ class DevCluster:
         assert self.pki is not None
         if not allowed:
             raise SetupError(
-                "kubelet_address serves the logs back-end only, without resource-metrics (whose "
-                "aggregated API is reached through the kubelet tunnel)"
+                "kubelet_address is where the simulated kubelets of the logs back-end are served: "
+                "choose 'logs' (or 'resource-metrics', which needs it) in ClusterConfig.backends"
             )
         if not ipaddress.ip_address(address).is_loopback:
             raise SetupError(f"kubelet_address {address}: expected a loopback address (127.0.0.0/8)")

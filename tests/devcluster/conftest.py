@@ -4,6 +4,7 @@ start), and the other back-ends are started on it when a test first asks for the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import httpx2
@@ -15,13 +16,21 @@ from oasis_operator.devcluster.backends.logs import PodLogsBackend
 from oasis_operator.devcluster.backends.metrics import AlertsBackend, MetricsBackend
 from oasis_operator.devcluster.backends.resource_metrics import ResourceMetricsBackend
 from oasis_operator.devcluster.backends.traces import TracesBackend
+from oasis_operator.devcluster.cluster import free_kubelet_address
 
 
 @pytest.fixture(scope="session")
 def tool_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     dev = DevCluster(
         ClusterConfig(
-            workdir=tmp_path_factory.mktemp("tool-cluster"), nodes=2, backends=("logs", "resource-metrics")
+            workdir=tmp_path_factory.mktemp("tool-cluster"),
+            nodes=2,
+            backends=("logs", "resource-metrics"),
+            # OASIS_TEST_KUBELET=direct: the simulated kubelets at their nodes' address, as with the
+            # Helm chart, instead of through the tunnel (decisions 0070, 0074).
+            kubelet_address=free_kubelet_address()
+            if os.environ.get("OASIS_TEST_KUBELET") == "direct"
+            else None,
         )
     )
     dev.start()

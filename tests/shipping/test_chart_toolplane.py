@@ -260,7 +260,7 @@ def test_every_container_of_the_pod_runs_unprivileged_with_a_read_only_root(rend
     ("values", "complaint"),
     [
         ({"alerts": {"enabled": True}}, "/toolPlane/metrics/enabled"),
-        ({"resourceUsage": {"enabled": True}}, "'resourceUsage' not allowed"),
+        ({"resourceUsage": {"enabled": True}}, "/toolPlane/logs/enabled"),
         ({"flux": {"enabled": True}}, "'flux' not allowed"),
         ({"metrics": {"enabled": True, "vmauth": {"port": 80}}}, "/toolPlane/metrics/vmauth/port"),
         ({"traces": {"enabled": True, "image": {"tag": ""}}}, "/toolPlane/traces/image/tag"),

@@ -8,13 +8,20 @@ writes the pod's own address as the nodes' InternalIP, and serves its kubelet AP
 10250 (HTTPS with kwok's built-in certificate, which an API server without
 --kubelet-certificate-authority does not verify). Its options are those of the local stack's
 direct route (devcluster/backends/logs.py kubelet_server_args), compared by the chart test.
+
+With toolPlane.resourceUsage.enabled too (decision 0074) the same kubelet serves each simulated node's
+resource metrics (/metrics/nodes/<node>/metrics/resource, the path the nodes' annotation gives a
+metrics-server): its configuration gains the resource-metrics Metric (files/node-simulator-metrics.yaml)
+and it watches ClusterResourceUsage objects, which the operator's usage adapter writes.
 */}}
 
 {{/* The node simulator's container; (dict "root" . "logs" BOOL): its own Deployment's (false) or
-the operator pod's sidecar serving the kubelet API (true). */}}
+the operator pod's sidecar serving the kubelet API (true), with resource metrics when
+toolPlane.resourceUsage.enabled. */}}
 {{- define "oasis-operator.simulatorContainer" -}}
 {{- $root := .root -}}
 {{- $v := $root.Values -}}
+{{- $usage := and .logs $v.toolPlane.resourceUsage.enabled -}}
 - name: node-agent
   image: "{{ $v.kwok.image.repository }}:{{ $v.kwok.image.tag }}"
   imagePullPolicy: {{ $v.kwok.image.pullPolicy }}
@@ -25,10 +32,15 @@ the operator pod's sidecar serving the kubelet API (true). */}}
     - --cidr={{ $v.kwok.podCIDR }}
     - --node-lease-duration-seconds=40
     {{- if .logs }}
-    # The simulated nodes' kubelet: this pod's address, the kubelet's port, logs from ClusterLogs.
+    # The simulated nodes' kubelet: this pod's address, the kubelet's port, logs from ClusterLogs
+    # (and each container's usage from ClusterResourceUsage).
     - --node-ip=$(POD_IP)
     - --server-address=[$(POD_IP)]:10250
-    - --enable-crds=ClusterLogs
+    - --enable-crds={{ if $usage }}ClusterLogs,ClusterResourceUsage{{ else }}ClusterLogs{{ end }}
+    {{- if $usage }}
+    # The resource-metrics endpoint metrics-server scrapes (a Metric of kwok's configuration).
+    - --config=/etc/node-agent/node-simulator-metrics.yaml
+    {{- end }}
     {{- else }}
     - --node-ip=$(POD_IP)
     - --server-address=0.0.0.0:10247
@@ -89,6 +101,9 @@ the operator pod's sidecar serving the kubelet API (true). */}}
 {{- end }}
 {{- include "oasis-operator.simulatorContainer" (dict "root" . "logs" true) | nindent 8 }}
 {{- end }}
+{{- if and .Values.toolPlane.resourceUsage.enabled (not .Values.toolPlane.logs.enabled) }}
+{{- fail "toolPlane.resourceUsage.enabled needs toolPlane.logs.enabled (the node simulator in the operator's pod is the kubelet metrics-server scrapes)" }}
+{{- end }}
 {{- end -}}
 
 {{/* The operator pod's volumes of the logs back-end. */}}
@@ -102,5 +117,8 @@ the operator pod's sidecar serving the kubelet API (true). */}}
 {{- define "oasis-operator.logsAnnotations" -}}
 {{- if .Values.toolPlane.logs.enabled }}
 checksum/stages: {{ .Files.Get "files/node-simulator-stages.yaml" | sha256sum }}
+{{- if .Values.toolPlane.resourceUsage.enabled }}
+checksum/simulator-metrics: {{ .Files.Get "files/node-simulator-metrics.yaml" | sha256sum }}
+{{- end }}
 {{- end }}
 {{- end -}}

@@ -138,6 +138,9 @@ from the operator's own. */}}
 {{- $_ := set $ports "toolPlane.logs (the simulated kubelets' port)" 10250 -}}
 {{- $_ := set $backends "logs" (dict "directory" (printf "%s/logs" $root) "endpoints" (dict)) -}}
 {{- end -}}
+{{- if $tp.resourceUsage.enabled -}}
+{{- $_ := set $backends "resource-metrics" (dict "directory" (printf "%s/resource-metrics" $root) "endpoints" (dict)) -}}
+{{- end -}}
 {{- if $tp.database.enabled -}}
 {{- $_ := set $ports "toolPlane.database.port" (int $tp.database.port) -}}
 {{- $_ := set $backends "database" (include "oasis-operator.database.entry" . | fromJson) -}}

@@ -50,6 +50,8 @@ class ClusterView(Protocol):
     kwok_server: str
     kubelet_proxy: str
     metrics_server_port: int
+    # The simulated kubelets' address when they are reached directly (no tunnel); None: the tunnel.
+    kubelet_address: str | None
 
     def admin_http(self, timeout: float = ...) -> httpx2.Client: ...
 

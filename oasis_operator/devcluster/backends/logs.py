@@ -35,18 +35,40 @@ FIELD_MANAGER = "oasis-pod-logs"
 KUBELET_PORT = 10250
 
 
-def kubelet_server_args(node_ip: str, crds: Sequence[str] = ("ClusterLogs",)) -> list[str]:
+#: kwok's CRDs the simulated kubelets read: which file answers a container's log, and (with resource
+#: usage) what each container uses. The resource-metrics endpoint itself is a ``Metric`` kwok reads from
+#: its configuration (:data:`METRICS_CONFIG`), not a CRD (decision 0074).
+LOG_CRDS = ("ClusterLogs",)
+USAGE_CRDS = ("ClusterLogs", "ClusterResourceUsage")
+#: The file name of the node simulator's resource-metrics configuration, beside its stages (the chart
+#: mounts both from one ConfigMap at /etc/node-agent/).
+METRICS_CONFIG = "node-simulator-metrics.yaml"
+
+
+def simulator_crds(usage: bool) -> tuple[str, ...]:
+    """The CRDs the node simulator watches when it is the simulated kubelets (with resource usage or not)."""
+    return USAGE_CRDS if usage else LOG_CRDS
+
+
+def kubelet_server_args(
+    node_ip: str, crds: Sequence[str] = LOG_CRDS, metrics_config: str | None = None
+) -> list[str]:
     """The node simulator's options that make it every simulated node's kubelet at ``node_ip``: the
     nodes' InternalIP, and its kubelet server (HTTPS and HTTP on one port; kwok's built-in certificate,
     which an API server without ``--kubelet-certificate-authority`` does not verify) listening there
     on the kubelet's port, answering container logs from the ClusterLogs objects (``crds``). The Helm
-    chart passes ``$(POD_IP)``, the pod's address; the local stack a loopback address of its own."""
-    return [
+    chart passes ``$(POD_IP)``, the pod's address; the local stack a loopback address of its own.
+    With ``metrics_config`` (the path of :data:`METRICS_CONFIG`; ``crds`` then :data:`USAGE_CRDS`) it
+    also serves each node's resource metrics from the declared usage (decision 0074)."""
+    args = [
         f"--node-ip={node_ip}",
         # Bracketed: an IPv6 address needs it, an IPv4 address is read the same (Go's SplitHostPort).
         f"--server-address=[{node_ip}]:{KUBELET_PORT}",
         f"--enable-crds={','.join(crds)}",
     ]
+    if metrics_config is not None:
+        args.append(f"--config={metrics_config}")
+    return args
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,14 @@ kubelet resource-metrics endpoint that the node simulator (kwok) computes from d
 
 Called by :mod:`oasis_operator.devcluster.backends`. Like pod logs, this shapes how the cluster
 starts (so it must be chosen in ``ClusterConfig.backends``): the API server gets the aggregation
-layer's flags, kwok reads ``ClusterResourceUsage`` and ``Metric`` objects, and the kubelet tunnel
-carries both the API server's calls to metrics-server (an endpoint address routed to the local
-process) and metrics-server's scrapes of the kubelets (it reaches them through the tunnel as an HTTPS
-proxy, so node addresses stay ordinary). The harness declares a pod's usage with a cluster-scoped
+layer's flags, kwok reads ``ClusterResourceUsage`` objects and serves the resource-metrics ``Metric``
+of its configuration (``node-simulator-metrics.yaml``), and the kubelet tunnel carries both the API
+server's calls to metrics-server (an endpoint address routed to the local process) and
+metrics-server's scrapes of the kubelets (it reaches them through the tunnel as an HTTPS proxy, so
+node addresses stay ordinary). With ``ClusterConfig.kubelet_address`` there is no tunnel: the API
+server calls metrics-server at its Service's external name (``localhost``), and metrics-server
+scrapes the simulator at the nodes' InternalIP, as a cluster's own metrics-server scrapes the Helm
+chart's simulator (:data:`KUBELET_SCRAPE_ARGS`, decision 0074). The harness declares a pod's usage with a cluster-scoped
 ``ClusterResourceUsage`` (out of a namespaced agent's sight); the agent reads it through the API
 server (``/apis/metrics.k8s.io``), audited like any read.
 """
@@ -21,7 +25,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import httpx2
-import yaml
 
 from oasis_operator.adapters.k8s.apply import server_side_apply_sync
 from oasis_operator.core.toolplane.usage import METRICS_PATH_ANNOTATION, NODE_CPU_OVERHEAD, metrics_path
@@ -38,6 +41,14 @@ FIELD_MANAGER = "oasis-resource-usage"
 # metrics-server reads a node's resource-metrics path from this annotation (it exists for simulators);
 # kwok serves each node's endpoint under the node's name.
 PATH_ANNOTATION = METRICS_PATH_ANNOTATION
+#: How a metrics-server scrapes simulated kubelets served at the nodes' InternalIP (the Helm chart's
+#: simulator, the local stack's direct route): without verifying kwok's built-in certificate, at the
+#: InternalIP (the only address the simulated nodes report, listed first in case others are added). The
+#: chart's README asks the same of a cluster's own metrics-server.
+KUBELET_SCRAPE_ARGS = (
+    "--kubelet-insecure-tls",
+    "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+)
 
 
 def with_node_overhead(metric: dict[str, Any]) -> dict[str, Any]:
@@ -76,15 +87,12 @@ class ResourceMetricsBackend(Backend):
 
         cluster = ctx.cluster
         assert cluster.pki is not None
-        if not cluster.metrics_server_port or not cluster.kubelet_proxy:
+        direct = cluster.kubelet_address is not None
+        if not cluster.metrics_server_port or not (direct or cluster.kubelet_proxy):
             raise SetupError("the resource-metrics back-end must be chosen when the cluster starts")
         d = ctx.directory(self.name)
         with cluster.admin_http() as http:
-            metric = with_node_overhead(
-                yaml.safe_load((ctx.bins.crd_dir / "kwok" / "metrics-resource.yaml").read_text())
-            )
-            _apply(http, f"/apis/kwok.x-k8s.io/v1alpha1/metrics/{metric['metadata']['name']}", metric)
-            self._register_service(http)
+            self._register_service(http, cluster.metrics_server_port if direct else None)
             for node in http.get("/api/v1/nodes").json()["items"]:
                 self.annotate_node(http, node["metadata"]["name"])
         cert = issue_client_cert(
@@ -107,14 +115,18 @@ class ResourceMetricsBackend(Backend):
                 f"--secure-port={port}",
                 f"--cert-dir={d / 'certs'}",
                 # Kubelet serving certificates are not verified (as the API server does not verify them).
-                "--kubelet-insecure-tls",
-                "--kubelet-preferred-address-types=Hostname,InternalIP",
+                *(
+                    KUBELET_SCRAPE_ARGS
+                    if direct
+                    else ("--kubelet-insecure-tls", "--kubelet-preferred-address-types=Hostname,InternalIP")
+                ),
                 "--metric-resolution=10s",
                 "--kubelet-request-timeout=5s",
             ],
             lambda: httpx2.get(f"{self.url}/livez", verify=False, timeout=2).status_code == 200,
             "metrics-server /livez",
-            env={"HTTPS_PROXY": cluster.kubelet_proxy, "NO_PROXY": "127.0.0.1,localhost"},
+            # Through the tunnel (an HTTPS proxy); directly, no proxy at all.
+            env=None if direct else {"HTTPS_PROXY": cluster.kubelet_proxy, "NO_PROXY": "127.0.0.1,localhost"},
         )
         t0 = time.monotonic()
         with cluster.admin_http() as http:
@@ -126,9 +138,45 @@ class ResourceMetricsBackend(Backend):
             )
         self.timings["metrics.k8s.io available"] = time.monotonic() - t0
 
-    def _register_service(self, http: httpx2.Client) -> None:
+    def _register_service(self, http: httpx2.Client, direct_port: int | None) -> None:
+        """``direct_port``: metrics-server's port on this machine when there is no tunnel (None: the tunnel)."""
         ns = "kube-system"
         labels = {"k8s-app": "metrics-server"}
+        if direct_port is not None:
+            # No tunnel to route an endpoint address, and an Endpoints address may not be a loopback one:
+            # the aggregator (without endpoint routing) calls an ExternalName Service at its name and
+            # the APIService's port, which is metrics-server's own on this machine.
+            _apply(
+                http,
+                f"/api/v1/namespaces/{ns}/services/metrics-server",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {"name": "metrics-server", "namespace": ns, "labels": labels},
+                    "spec": {"type": "ExternalName", "externalName": "localhost"},
+                },
+            )
+        else:
+            self._register_endpoints(http, ns, labels)
+        _apply(
+            http,
+            "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": labels},
+                "spec": {
+                    "service": {"name": "metrics-server", "namespace": ns, "port": direct_port or 443},
+                    "group": "metrics.k8s.io",
+                    "version": "v1beta1",
+                    "insecureSkipTLSVerify": True,
+                    "groupPriorityMinimum": 100,
+                    "versionPriority": 100,
+                },
+            },
+        )
+
+    def _register_endpoints(self, http: httpx2.Client, ns: str, labels: dict[str, str]) -> None:
         _apply(
             http,
             f"/api/v1/namespaces/{ns}/services/metrics-server",
@@ -155,23 +203,6 @@ class ResourceMetricsBackend(Backend):
                         "ports": [{"name": "https", "port": ENDPOINT_PORT, "protocol": "TCP"}],
                     }
                 ],
-            },
-        )
-        _apply(
-            http,
-            "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
-            {
-                "apiVersion": "apiregistration.k8s.io/v1",
-                "kind": "APIService",
-                "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": labels},
-                "spec": {
-                    "service": {"name": "metrics-server", "namespace": ns, "port": 443},
-                    "group": "metrics.k8s.io",
-                    "version": "v1beta1",
-                    "insecureSkipTLSVerify": True,
-                    "groupPriorityMinimum": 100,
-                    "versionPriority": 100,
-                },
             },
         )
 
