@@ -41,9 +41,15 @@ from oasis_operator.devcluster.backends.logs import (
 from oasis_operator.devcluster.backends.resource_metrics import KUBELET_SCRAPE_ARGS, with_node_overhead
 from oasis_operator.devcluster.cluster import free_kubelet_address, metrics_config_text
 from oasis_operator.handlers.settings import ToolPlaneSettings
-from tests.conftest import ClusterHandle
-from tests.shipping.conftest import CHART, NAMESPACE, Render, Tools, by_kind, helm_template
-from tests.shipping.test_chart import THIRD_PARTY, kubeconform, server_side_apply
+from tests.shipping.conftest import (
+    CHART,
+    ApplyChart,
+    Render,
+    Tools,
+    by_kind,
+    helm_template,
+    server_side_apply,
+)
 from tests.shipping.test_chart_logs import SIMULATOR, rules_of
 from tests.shipping.test_chart_toolplane import containers, mounts, operator_pod, toolplane_file
 
@@ -198,32 +204,8 @@ def test_the_chart_ships_what_the_local_stack_takes_from_kwok() -> None:
 
 
 @pytest.mark.cluster
-def test_kubeconform_and_the_api_server_accept_the_chart_with_resource_usage(
-    cluster: ClusterHandle, tools: Tools, tmp_path: Path, schema_dir: Path
-) -> None:
-    done = helm_template(tools, tmp_path, USAGE_ON)
-    assert done.returncode == 0, done.stderr
-    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
-    report = kubeconform(tools, schema_dir, done.stdout, "-skip", ",".join(THIRD_PARTY))
-    problems = [r for r in report["resources"] if r["status"] != "statusValid"]
-    assert report["returncode"] == 0, problems
-    assert report["summary"]["valid"] == len(docs)
-    with cluster.admin_http() as http:
-        deadline = time.monotonic() + 60
-        while (
-            created := http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
-        ).status_code == 409:
-            assert time.monotonic() < deadline, "the namespace is still being deleted"
-            time.sleep(0.5)
-        assert created.status_code == 201, created.text
-        try:
-            answers = {(d["kind"], d["metadata"]["name"]): server_side_apply(http, d) for d in docs}
-        finally:
-            http.delete(f"/api/v1/namespaces/{NAMESPACE}")
-    refused = {
-        k: (r.status_code, r.text[:300]) for k, r in answers.items() if r.status_code not in (200, 201)
-    }
-    assert refused == {}
+def test_kubeconform_and_the_api_server_accept_the_chart_with_resource_usage(apply_chart: ApplyChart) -> None:
+    _, answers = apply_chart(USAGE_ON)
     node = answers[("Node", "node-standard-1")].json()
     assert node["metadata"]["annotations"][METRICS_PATH_ANNOTATION] == metrics_path("node-standard-1")
 
