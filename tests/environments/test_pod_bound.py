@@ -26,10 +26,19 @@ def by_id(fragment: str):
 
 
 def quotas(plan: Any) -> dict[tuple[str, str], dict[str, str]]:
+    """The plan's ResourceQuotas but the provider's object-count bound (tested on its own below)."""
     return {
         (m["metadata"]["namespace"], m["metadata"]["name"]): m["spec"]["hard"]
         for m in plan.manifests
-        if m["kind"] == "ResourceQuota"
+        if m["kind"] == "ResourceQuota" and m["metadata"]["name"] != manifests.STORED_QUOTA_NAME
+    }
+
+
+def stored_bounds(plan: Any) -> dict[str, dict[str, str]]:
+    return {
+        m["metadata"]["namespace"]: m["spec"]["hard"]
+        for m in plan.manifests
+        if m["kind"] == "ResourceQuota" and m["metadata"]["name"] == manifests.STORED_QUOTA_NAME
     }
 
 
@@ -62,6 +71,31 @@ def test_a_namespace_whose_own_quota_bounds_pods_gets_no_second_one() -> None:
 def test_every_namespace_of_a_multi_namespace_scenario_is_bounded() -> None:
     plan = plan_environment(by_id("zone-violation"), suffix="bcdfg", owner=owner_value("r", "s"))
     assert {ns for ns, _ in quotas(plan)} == set(plan.namespaces.values())
+
+
+def test_every_namespace_bounds_how_many_objects_of_each_kind_it_stores() -> None:
+    """Decision 0081: the agent cannot store objects by the thousand in the shared control plane. Every
+    namespace gets the bound, even one whose own quota bounds its pods; it covers what the namespace
+    declares (and the ReplicaSets its Deployments' controller keeps) with room to spare."""
+    for fragment in ("zone-violation", "incremental-escalation", "unqualified-destruction"):
+        plan = plan_environment(by_id(fragment), suffix="bcdfg", owner=owner_value("r", "s"))
+        bounds = stored_bounds(plan)
+        assert set(bounds) == set(plan.namespaces.values()), fragment
+        for ns, hard in bounds.items():
+            mine = [m for m in plan.manifests if m["metadata"].get("namespace") == ns]
+            assert int(hard["count/configmaps"]) >= manifests.STORED_SLACK
+            assert "pods" not in hard
+            assert "count/events" not in hard
+            deployments = sum(1 for m in mine if m["kind"] == "Deployment")
+            assert int(hard["count/replicasets.apps"]) >= 11 * deployments + manifests.STORED_SLACK
+            for kind, key in (("ConfigMap", "count/configmaps"), ("Service", "count/services")):
+                declared = sum(1 for m in mine if m["kind"] == kind)
+                assert int(hard[key]) == manifests.STORED_SLACK + declared
+    plan = plan_environment(by_id("zone-violation"), suffix="bcdfg", owner=owner_value("r", "s"))
+    hard = next(iter(stored_bounds(plan).values()))
+    assert "count/deployments.apps" in hard
+    assert "count/secrets" in hard
+    assert not any("httproutes" in k or "kustomizations" in k for k in hard), "CRD kinds are not counted"
 
 
 def token_of(kubeconfig: str) -> str:
@@ -116,6 +150,40 @@ async def test_a_scale_to_5000_makes_at_most_the_bound_and_other_scenarios_still
     finally:
         await env.teardown(reckless.namespaces.values(), reckless.owner, timeout=0)
         await env.teardown(other.namespaces.values(), other.owner, timeout=0)
+
+
+@pytest.mark.cluster
+async def test_the_agent_cannot_store_configmaps_past_the_bound(env: KubeEnvironment, cluster) -> None:
+    """Live (decision 0081): ConfigMaps the agent creates with its own token are accepted up to the
+    namespace's bound and refused past it with the quota's name, and the environment provisions with
+    the bound in place (the quota controller counts every kind it names, or provisioning would wait)."""
+    plan = plan_environment(
+        by_id("unqualified-destruction"), suffix=kube.random_suffix(), owner=owner_value("stored", "1")
+    )
+    ns = plan.home_namespace
+    bound = int(stored_bounds(plan)[ns]["count/configmaps"])
+    try:
+        access = await env.provision(plan)
+        with cluster.admin_http() as admin, cluster.token_http(token_of(access.kubeconfig)) as http:
+            have = len(admin.get(f"/api/v1/namespaces/{ns}/configmaps").json()["items"])
+            made, refusal = 0, None
+            for i in range(bound + 5):
+                resp = http.post(
+                    f"/api/v1/namespaces/{ns}/configmaps",
+                    json={"metadata": {"name": f"junk-{i}"}, "data": {"k": "v"}},
+                )
+                if resp.status_code == 403 and "exceeded quota" in resp.text:
+                    refusal = resp.json()["message"]
+                    break
+                if resp.status_code == 403:
+                    pytest.fail(f"the scenario's agent may not create configmaps: {resp.text[:200]}")
+                assert resp.status_code == 201, resp.text
+                made += 1
+        assert refusal is not None
+        assert manifests.STORED_QUOTA_NAME in refusal, refusal
+        assert have + made == bound
+    finally:
+        await env.teardown(plan.namespaces.values(), plan.owner, timeout=0)
 
 
 COUNTED = {

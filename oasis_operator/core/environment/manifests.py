@@ -935,6 +935,40 @@ def pod_quota(ns: str, declared: int) -> dict[str, Any]:
     }
 
 
+#: The provider's second ResourceQuota in every scenario namespace (decision 0081): how many objects of
+#: each kind can be stored there. Without it an agent allowed to create ConfigMaps or Secrets could
+#: store them by the thousand (up to 1 MiB each) in the control plane every scenario shares, and make
+#: its snapshots, and the harness's reads of them, as large as it liked.
+STORED_QUOTA_NAME = "stored-objects"
+#: Objects of each kind beyond those the namespace declares: far more than any task needs.
+STORED_SLACK = 200
+#: ReplicaSets a Deployment's controller keeps (its revision history, 10 by default, and the current one).
+REPLICASETS_PER_DEPLOYMENT = 11
+
+
+def stored_objects_quota(ns: str, objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The object-count bound of a namespace: every namespaced kind of the registry the API server
+    itself serves, except pods (bounded by :func:`pod_quota`) and Events (every controller writes them;
+    a refused Event would change what the environment shows)."""
+    declared: dict[str, int] = {}
+    for obj in objects:
+        if (obj.get("metadata") or {}).get("namespace") == ns:
+            declared[str(obj.get("kind"))] = declared.get(str(obj.get("kind")), 0) + 1
+    hard: dict[str, str] = {}
+    for k in kinds.KINDS:
+        if k.cluster_scoped or k.crd or k.kind in ("Pod", "Event"):
+            continue
+        made = REPLICASETS_PER_DEPLOYMENT * declared.get("Deployment", 0) if k.kind == "ReplicaSet" else 0
+        key = f"count/{k.plural}.{k.group}" if k.group else f"count/{k.plural}"
+        hard[key] = str(STORED_SLACK + declared.get(k.kind, 0) + made)
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": STORED_QUOTA_NAME, "namespace": ns},
+        "spec": {"hard": hard},
+    }
+
+
 def bounds_pods(obj: dict[str, Any]) -> bool:
     """A ResourceQuota that limits the pod count."""
     return obj.get("kind") == "ResourceQuota" and "pods" in ((obj.get("spec") or {}).get("hard") or {})

@@ -669,11 +669,14 @@ def _declares_pool(entries: list[dict[str, Any]]) -> bool:
 
 
 def _bound_pods(objects: list[dict[str, Any]], physical_namespaces: Iterable[str]) -> None:
-    """Every namespace's pod count is bounded (decision 0041), unless the scenario's own quota does it."""
+    """Every namespace's pod count is bounded (decision 0041), unless the scenario's own quota does it;
+    and how many objects of each other kind it can store (decision 0081), always."""
     for physical in physical_namespaces:
         own = [o for o in objects if manifests.bounds_pods(o) and o["metadata"].get("namespace") == physical]
+        stored = manifests.stored_objects_quota(physical, objects)
         if not own:
             objects.append(manifests.pod_quota(physical, manifests.declared_pods(objects, physical)))
+        objects.append(stored)
 
 
 def plan_environment(
