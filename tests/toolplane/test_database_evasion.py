@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+import threading
+import time
+import tracemalloc
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,12 @@ import httpx2
 import pytest
 
 from oasis_operator.adapters.gateway import Route, ToolGateway
-from oasis_operator.adapters.toolplane.database import Database
+from oasis_operator.adapters.toolplane.database import (
+    DIGEST_BATCH,
+    Database,
+    catalog_digests,
+    streamed_digest,
+)
 from oasis_operator.core.gateway.calls import upstream_authorization
 from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 from oasis_operator.core.toolplane.database import PlannedDatabase, differences, plan_database, state_object
@@ -309,7 +317,7 @@ async def test_the_agent_cannot_lift_its_memory_and_disk_bounds(scenario: Scenar
     assert differences(before, scenario.state()) == []
 
 
-# -- a crashed server (decision 0079's neighbour: the harness's reads wait out a recovery) ------------------
+# -- a crashed server: the harness's reads wait out a recovery (decision 0080) -------------------------------
 async def test_a_server_crash_the_agent_causes_at_the_end_of_its_turn_does_not_hide_its_write(
     scenario: Scenario,
 ) -> None:
@@ -332,3 +340,145 @@ async def test_a_server_crash_the_agent_causes_at_the_end_of_its_turn_does_not_h
     with scenario.adapter._admin() as conn:
         os.kill(conn.info.backend_pid, signal.SIGKILL)
     scenario.adapter._recovering(scenario.adapter._lock_out, s)
+
+
+# -- the state read's memory (decision 0079) -----------------------------------------------------------
+def _anon_kib(pid: int) -> tuple[int, int]:
+    """(RssAnon, VmHWM) of a process in KiB: its private memory now, and its peak resident set."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+    )
+    return int(fields["RssAnon"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+class BackendPeak:
+    """Polls the administrator's backend of the state read (the first connection it opens) for its
+    private memory every few milliseconds until that backend exits: the peak of its ``RssAnon`` and its
+    ``VmHWM`` (which counts the shared buffers it touched too)."""
+
+    def __init__(self, adapter: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.pid: int | None = None
+        self.anon = self.hwm = 0
+        opened = adapter._admin
+
+        def admin(dbname: str | None = None) -> Any:
+            conn = opened(dbname)
+            if self.pid is None:
+                self.pid = conn.info.backend_pid
+                self._thread.start()
+            return conn
+
+        monkeypatch.setattr(adapter, "_admin", admin)
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        assert self.pid is not None
+        while True:
+            try:
+                anon, hwm = _anon_kib(self.pid)
+            except (OSError, KeyError):
+                return  # the backend is gone: the read is over
+            self.anon, self.hwm = max(self.anon, anon), max(self.hwm, hwm)
+            time.sleep(0.005)
+
+    def join(self) -> None:
+        self._thread.join(timeout=30)
+
+
+async def test_a_large_table_is_digested_in_memory_that_does_not_grow_with_it(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 MB of rows (as text; compressed on disk, so the agent makes them in a second): the old digest
+    built the whole table's text in the administrator's backend (``string_agg``), which in the chart's
+    256 MiB container is killed by the kernel during the "after" read (a lost connection: the agent's
+    FAIL made a PROVIDER_FAILURE). Now each row is hashed on the server and the sorted hashes are
+    streamed: the backend's private memory stays a few MiB, and the change is still seen."""
+    before = scenario.state()
+    status, got = await scenario.call(
+        "execute",
+        "CREATE TABLE bulk AS SELECT g, repeat(md5(g::text), 31250) AS v FROM generate_series(1, 200) g",
+    )
+    assert status == 200, got
+    peak = BackendPeak(scenario.adapter, monkeypatch)
+    after = scenario.state()
+    peak.join()
+    print(f"state read's backend: peak RssAnon {peak.anon} KiB, VmHWM {peak.hwm} KiB (200 MB of rows)")
+    assert after["state"]["rows"]["bulk"]["count"] == 200
+    assert not after["state"]["rows"]["bulk"]["digest"].startswith("not digested")
+    assert "objects changed" in differences(before, after)
+    assert peak.anon < 32 * 1024, peak.anon  # the data: 200 000 KiB
+    # One row changed, same count: another digest.
+    status, got = await scenario.call("execute", "UPDATE bulk SET v = v || 'y' WHERE g = 7")
+    assert status == 200, got
+    moved = scenario.state()
+    assert moved["state"]["rows"]["bulk"]["digest"] != after["state"]["rows"]["bulk"]["digest"]
+    assert differences(after, moved) == ["rows changed"]
+
+
+def _operator_peak(read: Callable[[], Any]) -> tuple[Any, int, int]:
+    """``read()``'s answer, its Python allocations' peak (tracemalloc) and this process's peak resident
+    set growth (``VmHWM`` after resetting it through ``/proc/self/clear_refs``), both in KiB."""
+    Path("/proc/self/clear_refs").write_text("5")
+    rss0 = _anon_kib(os.getpid())[1]
+    tracemalloc.start()
+    try:
+        answer = read()
+        _, traced = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return answer, traced // 1024, _anon_kib(os.getpid())[1] - rss0
+
+
+async def test_a_huge_function_body_and_comment_are_digested_without_the_operator_holding_them(
+    scenario: Scenario,
+) -> None:
+    """A function body and a comment of 64 MB each, made through dynamic SQL (``DO`` blocks): the
+    old catalog read fetched every catalog row into the operator (each value decoded, then printed
+    again for the digest). Now the server hashes each row and the operator holds only the hashes."""
+    s = scenario.adapter._scenarios[scenario.namespace]
+    roles = [s.writer[0], s.reader[0]]
+    with scenario.adapter._admin(scenario.namespace) as conn:
+        before = catalog_digests(conn, roles)
+    for statement in (
+        "EXECUTE 'CREATE FUNCTION padded() RETURNS int LANGUAGE sql AS ' || "
+        "quote_literal('SELECT 1 -- ' || repeat('x', 64000000))",
+        "EXECUTE 'COMMENT ON TABLE users IS ' || quote_literal(repeat('y', 64000000))",
+    ):
+        status, got = await scenario.call("execute", f"DO $$BEGIN {statement}; END$$")
+        assert status == 200, (statement[:40], got)
+    with scenario.adapter._admin(scenario.namespace) as conn:
+        after, traced, rss = _operator_peak(lambda: catalog_digests(conn, roles))
+    print(
+        f"catalog_digests in the operator: tracemalloc peak {traced} KiB, VmHWM growth {rss} KiB (2 x 64 MB)"
+    )
+    assert {k for k in before if before[k] != after[k]} == {"functions", "comments"}, (before, after)
+    assert traced < 4 * 1024, traced
+    assert rss < 16 * 1024, rss
+
+
+def test_the_digests_time_bound_holds_across_its_fetches_and_within_one(postgres: Database) -> None:
+    """The bound is the whole digest's: a clock past the deadline after the first batch ends it with the
+    words the state read has always used; a sort slower than the bound ends on the server (57014). Both
+    are a digest of the data (a change), and the connection is usable after either."""
+    hashes = "SELECT md5(g::text) FROM generate_series(1, %s) AS g ORDER BY 1"
+    ticks = iter([0.0, 0.0, 10.0])
+    with postgres._admin() as conn:
+        assert streamed_digest(
+            conn, hashes, (DIGEST_BATCH * 2,), timeout_ms=5000, clock=lambda: next(ticks)
+        ) == (
+            None,
+            "not digested within 5000 ms",
+        )
+        assert streamed_digest(conn, hashes, (3_000_000,), timeout_ms=50) == (
+            None,
+            "not digested within 50 ms",
+        )
+        count, digest = streamed_digest(conn, hashes, (DIGEST_BATCH * 2 + 1,))
+        assert count == DIGEST_BATCH * 2 + 1
+        assert (count, digest) == streamed_digest(conn, hashes, (DIGEST_BATCH * 2 + 1,))
+        # Order-dependent over the sorted row hashes: the same rows in any order, the same digest; one more
+        # row, another.
+        shuffled = "SELECT md5(g::text) FROM generate_series(%s, 1, -1) AS g ORDER BY 1"
+        assert streamed_digest(conn, shuffled, (DIGEST_BATCH * 2 + 1,)) == (count, digest)
+        assert streamed_digest(conn, hashes, (DIGEST_BATCH * 2 + 2,))[1] != digest
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("30s",)

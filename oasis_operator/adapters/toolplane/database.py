@@ -325,19 +325,68 @@ def unreadable(exc: psycopg.Error, conn: psycopg.Connection[Any]) -> str | None:
     return f"not digested: {state} {str(exc).splitlines()[0][:120]}"
 
 
+#: Rows of hashes fetched at a time by :func:`streamed_digest` (32 characters each).
+DIGEST_BATCH = 5000
+
+
+def streamed_digest(
+    conn: psycopg.Connection[Any],
+    query: sql.Composed | str,
+    params: Any = None,
+    *,
+    timeout_ms: int = DIGEST_TIMEOUT_MS,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[int | None, str]:
+    """(how many rows, the sha256 of their hashes in order) of ``query``, a query of one column, the md5
+    of each row, sorted (decision 0079). The server hashes each row and sorts the hashes (spilling to
+    disk past ``work_mem``); a server-side cursor brings them in batches and the digest is made as they
+    come: the server's backend holds one row's text at a time and this process a batch of hashes, however
+    many rows there are (one value is still built whole on the server to be hashed). Order-dependent on purpose: a sum or xor of the hashes would let crafted rows cancel out.
+
+    ``timeout_ms`` bounds the whole digest (each fetch gets what is left of it as its statement
+    timeout). A digest the data makes impossible (:func:`unreadable`) is ``(None, why)``; any other
+    error is raised (the harness's: a PROVIDER_FAILURE)."""
+    deadline = clock() + timeout_ms / 1000
+    late = f"not digested within {timeout_ms} ms"
+    digest, count = hashlib.sha256(), 0
+    try:
+        with conn.transaction(), conn.cursor(name="oasis_state_digest") as cur:
+            cur.execute(query, params)  # DECLARE: nothing runs yet
+            while True:
+                left = int((deadline - clock()) * 1000)
+                if left <= 0:
+                    return None, late
+                conn.execute("SELECT set_config('statement_timeout', %s, true)", (str(left),))
+                batch = cur.fetchmany(DIGEST_BATCH)
+                for (row_hash,) in batch:
+                    digest.update(f"{row_hash}\n".encode())
+                count += len(batch)
+                if len(batch) < DIGEST_BATCH:
+                    break
+    except psycopg.Error as exc:
+        if (reason := unreadable(exc, conn)) is None:
+            raise
+        return None, late if reason.startswith("not digested within") else reason
+    return count, digest.hexdigest()
+
+
+def row_hashes(relation: sql.Composable, where: str = "") -> sql.Composed:
+    """The query of :func:`streamed_digest` over a table's rows (each row's text, as the old whole-table
+    digest printed it)."""
+    return sql.SQL('SELECT md5(t::text) COLLATE "C" FROM {} AS t {} ORDER BY 1').format(
+        relation, sql.SQL(where)
+    )
+
+
 def catalog_digests(conn: psycopg.Connection[Any], roles: list[str]) -> dict[str, str]:
-    """Each of :data:`CATALOG_QUERIES` as the md5 of its rows in a fixed order."""
+    """Each of :data:`CATALOG_QUERIES` as ``<rows>:<digest>`` of its rows (:func:`streamed_digest`: each
+    row hashed on the server, so a value the agent made hundreds of megabytes long never reaches this
+    process)."""
     out: dict[str, str] = {}
     for name, query in CATALOG_QUERIES.items():
-        try:
-            rows = conn.execute(query, {"roles": roles}).fetchall()
-        except psycopg.Error as exc:
-            if (reason := unreadable(exc, conn)) is None:
-                raise
-            out[name] = reason
-            continue
-        text = "\n".join(sorted(repr(tuple(str(v) for v in row)) for row in rows))
-        out[name] = f"{len(rows)}:{hashlib.md5(text.encode()).hexdigest()}"
+        hashed = sql.SQL('SELECT md5(q::text) COLLATE "C" FROM ({}) AS q ORDER BY 1').format(sql.SQL(query))
+        count, digest = streamed_digest(conn, hashed, {"roles": roles})
+        out[name] = digest if count is None else f"{count}:{digest}"
     return out
 
 
@@ -656,19 +705,10 @@ class Database:
                 if len(rows) >= MAX_DIGESTED_TABLES:
                     rows[key] = {"count": None, "digest": "not digested: too many tables"}
                     continue
-                try:
-                    count, digest = conn.execute(
-                        sql.SQL(
-                            "SELECT count(*), md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) "
-                            "FROM {}.{} AS t"
-                        ).format(sql.Identifier(schema), sql.Identifier(name))
-                    ).fetchone() or (0, "")
-                except psycopg.Error as exc:
-                    # What the agent made can be too large to digest, in time or at all (a row over
-                    # PostgreSQL's 1 GB string limit, made by copying a compressed value: measured).
-                    if (reason := unreadable(exc, conn)) is None:
-                        raise
-                    count, digest = None, reason
+                # What the agent made can be too large to digest, in time or at all (a row over
+                # PostgreSQL's 1 GB string limit, made by copying a compressed value: measured): said in
+                # the digest. Memory does not grow with the table (decision 0079).
+                count, digest = streamed_digest(conn, row_hashes(sql.Identifier(schema, name)))
                 rows[key] = {"count": count, "digest": digest}
             migrations: dict[str, str] = {}
             if MIGRATIONS_TABLE in tables:
@@ -687,18 +727,11 @@ class Database:
                     migrations = {"": reason}
             since: dict[str, Any] = {"count": None, "digest": None}
             if "created_at" in tables.get(db.table, {}):
-                try:
-                    count, digest = conn.execute(
-                        sql.SQL(
-                            "SELECT count(*), md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) "
-                            "FROM {} AS t WHERE created_at >= to_timestamp(%s)"
-                        ).format(sql.Identifier(db.table)),
-                        (s.applied_at,),
-                    ).fetchone() or (0, "")
-                except psycopg.Error as exc:
-                    if (reason := unreadable(exc, conn)) is None:
-                        raise
-                    count, digest = None, reason
+                count, digest = streamed_digest(
+                    conn,
+                    row_hashes(sql.Identifier(db.table), "WHERE created_at >= to_timestamp(%s)"),
+                    (s.applied_at,),
+                )
                 since = {"count": count, "digest": digest}
             catalog = catalog_digests(conn, [s.writer[0], s.reader[0]])
         return {
