@@ -192,6 +192,15 @@ def test_the_clusterlogs_crd_is_installed_with_the_crds(render: Render) -> None:
         ({"toolPlane": {"logs": {"enabled": True, "port": 10250}}}, "'port' not allowed"),
         ({"toolPlane": {"logs": {"enabled": "yes"}}}, "/toolPlane/logs/enabled"),
         ({"toolPlane": {"logs": {"enabled": True}}, "kwok": {"enabled": False}}, "/kwok/enabled"),
+        ({"toolPlane": {"logs": {"enabled": True, "kubeletFrom": [{}]}}}, "/toolPlane/logs/kubeletFrom/0"),
+        (
+            {"toolPlane": {"logs": {"enabled": True, "kubeletFrom": [{"ipBlock": {}}]}}},
+            "/toolPlane/logs/kubeletFrom/0/ipBlock",
+        ),
+        (
+            {"toolPlane": {"logs": {"enabled": True, "kubeletFrom": [{"cidr": "10.0.0.0/8"}]}}},
+            "'cidr' not allowed",
+        ),
     ],
 )
 def test_the_values_schema_refuses_bad_log_values(
@@ -212,10 +221,101 @@ def test_the_kubelet_port_cannot_be_taken_by_another_back_end(tools: Tools, tmp_
     assert "is already used in the operator's pod" in done.stderr
 
 
+# -- who reaches the simulated kubelet ------------------------------------------------------------------
+API_SERVER = {"ipBlock": {"cidr": "172.18.0.0/24"}}
+METRICS_SERVER = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "metrics-server"}},
+}
+
+
+def admitted(policies: list[dict[str, Any]], pod: dict[str, Any], source: dict[str, Any], port: int) -> bool:
+    """Whether some policy admits a connection from ``source`` (``ip``, ``namespace`` labels, pod
+    ``labels``) to ``port`` of the operator's pod, as a network plugin adds policies up (the chart's
+    peers: an ipBlock alone, or label selectors)."""
+    import ipaddress
+
+    names = {p["name"]: p["containerPort"] for c in pod["containers"] for p in c.get("ports", [])}
+
+    def labels_match(selector: dict[str, Any], have: dict[str, str]) -> bool:
+        assert set(selector) <= {"matchLabels"}, selector
+        return selector.get("matchLabels", {}).items() <= have.items()
+
+    def peer_matches(peer: dict[str, Any]) -> bool:
+        if "ipBlock" in peer:
+            return ipaddress.ip_address(source["ip"]) in ipaddress.ip_network(peer["ipBlock"]["cidr"])
+        return labels_match(peer.get("namespaceSelector", {}), source.get("namespace", {})) and labels_match(
+            peer.get("podSelector", {}), source.get("labels", {})
+        )
+
+    for policy in policies:
+        for rule in policy["spec"]["ingress"]:
+            ports = {names.get(p["port"], p["port"]) for p in rule.get("ports", [])}
+            if rule.get("ports") and port not in ports:
+                continue
+            if not rule.get("from") or any(peer_matches(peer) for peer in rule["from"]):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("gitops", [False, True], ids=["logs alone", "with the GitOps policy"])
+def test_kubelet_from_admits_only_its_peers_to_the_kubelet_and_leaves_every_other_port_as_it_was(
+    render: Render, gitops: bool
+) -> None:
+    values: dict[str, Any] = {
+        "toolPlane": {
+            "logs": {"enabled": True, "kubeletFrom": [API_SERVER, METRICS_SERVER]},
+            "resourceUsage": {"enabled": True},
+            "gitops": {"enabled": gitops},
+        }
+    }
+    docs = render(values)
+    pod = operator_pod(docs)
+    policies = by_kind(docs, "NetworkPolicy")
+    assert {p["metadata"]["name"] for p in policies} == (
+        {"oasis-operator-kubelet", "oasis-operator-git"} if gitops else {"oasis-operator-kubelet"}
+    )
+    ports = {p["name"]: p["containerPort"] for c in pod["containers"] for p in c.get("ports", [])}
+    kubelet = ports.pop("kubelet")
+    git = ports.pop("git", None)
+    api_server = {"ip": "172.18.0.3"}
+    metrics_server = {
+        "ip": "10.244.1.7",
+        "namespace": {"kubernetes.io/metadata.name": "kube-system"},
+        "labels": {"k8s-app": "metrics-server"},
+    }
+    agent = {
+        "ip": "10.244.2.9",
+        "namespace": {"kubernetes.io/metadata.name": "shop-1"},
+        "labels": {"app": "a"},
+    }
+    assert admitted(policies, pod, api_server, kubelet)
+    assert admitted(policies, pod, metrics_server, kubelet)
+    assert not admitted(policies, pod, agent, kubelet)
+    assert not admitted(policies, pod, {**metrics_server, "labels": {"k8s-app": "other"}}, kubelet)
+    for name, port in ports.items():  # every other port: as open as without the policy
+        assert admitted(policies, pod, agent, port), name
+    if git is not None:  # the GitOps policy's own rule still holds: the agent never reaches git
+        assert not admitted(policies, pod, agent, git)
+    # Not set: no kubelet policy, and the GitOps policy leaves the port open as before.
+    values["toolPlane"]["logs"]["kubeletFrom"] = []
+    docs = render(values)
+    policies = by_kind(docs, "NetworkPolicy")
+    assert "oasis-operator-kubelet" not in {p["metadata"]["name"] for p in policies}
+    if gitops:
+        assert admitted(policies, operator_pod(docs), agent, kubelet)
+
+
 @pytest.mark.cluster
 def test_kubeconform_and_the_api_server_accept_the_chart_with_logs(apply_chart: ApplyChart) -> None:
-    values = {"toolPlane": {"logs": {"enabled": True}, "metrics": {"enabled": True}}}
+    values = {
+        "toolPlane": {
+            "logs": {"enabled": True, "kubeletFrom": [API_SERVER, METRICS_SERVER]},
+            "metrics": {"enabled": True},
+        }
+    }
     _, answers = apply_chart(values)
+    assert ("NetworkPolicy", "oasis-operator-kubelet") in answers
     applied = answers[("Deployment", "oasis-operator")].json()["spec"]["template"]["spec"]
     assert "node-agent" in [c["name"] for c in applied["containers"]]
 
