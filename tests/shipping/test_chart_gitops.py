@@ -470,7 +470,12 @@ async def test_flux_that_cannot_reach_the_service_is_an_injection_failure_not_a_
             )
             try:
                 await env.provision(plan)
-                with pytest.raises(ToolPlaneError, match=r"did not apply commit \w+ within 15s \(Ready="):
+                # Decision 0075: the Kustomization waits for its source, so the fault names the
+                # source, the commit it should serve and what it serves (nothing).
+                with pytest.raises(
+                    ToolPlaneError,
+                    match=r"did not serve the pushed commit \w+ within 15s \(Ready=False .*; no revision yet",
+                ):
                     await plane.inject(plan)
             finally:
                 await plane.cleanup(plan)

@@ -45,6 +45,12 @@ APPLIED_LABEL = "kustomize.toolkit.fluxcd.io/name"
 #: In the back-end's directory: the git server's credentials file (``user password namespace`` lines,
 #: re-read per request) and its repositories (``<namespace>/<repo>.git``).
 CREDENTIALS_FILE, REPOSITORIES = "git-credentials", "repositories"
+#: Flux's "reconcile now" annotation: a new value asks the controller for a reconcile.
+REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+#: The first pause before asking a controller whose attempt failed to try again (then 2x, 3x, ...).
+RETRY_PAUSE = 1.0
+#: How much of a controller's message an error quotes (kustomize's errors put the cause mid-message).
+MESSAGE_CHARS = 600
 #: Where Flux's controllers run unless the tool-plane file says otherwise (``flux install``'s default).
 FLUX_NAMESPACE = "flux-system"
 
@@ -112,7 +118,19 @@ class GitOps:
                 for o in app.objects
             }
             commit = await asyncio.to_thread(self._push, app, user, password, files)
-            await self._sync(app, user, password)
+            source, kustomization = self._documents(app, user, password)
+            # The source first, and the Kustomization only once the source serves the pushed commit
+            # (decision 0075): created at once, its first reconcile could meet no artifact, or an
+            # earlier one, and a failed attempt is retried only an interval later.
+            await self._apply(app, source)
+            await self._wait(
+                app,
+                _serves(commit),
+                f"serve the pushed commit {commit[:12]}",
+                base=GIT_REPOSITORIES,
+                retry=_source_behind(commit),
+            )
+            await self._apply(app, kustomization)
             await self._wait_applied(app, commit)
 
     async def apply(self, plan: EnvironmentPlan, change: TimedChange) -> None:
@@ -140,15 +158,7 @@ class GitOps:
             # The source first, then what applies it: asked at once, the Kustomization could reconcile
             # while its source is still fetching, and end the turn on the artifact it had before.
             for base, what in ((GIT_REPOSITORIES, "fetch the repository"), (KUSTOMIZATIONS, "apply it")):
-                stamp = f"oasis-{secrets.token_hex(6)}"
-                body = json.dumps({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": stamp}}})
-                resp = await self.http.patch(
-                    f"{base.format(ns=app.namespace)}/{app.name}",
-                    content=body,
-                    headers={"Content-Type": "application/merge-patch+json"},
-                )
-                if resp.status_code != 200:
-                    raise ToolPlaneError(f"{app.source}: requesting a reconcile: HTTP {resp.status_code}")
+                stamp = await self._request_reconcile(app, base)
                 await self._wait(app, _handled(stamp), f"{what} on request", base=base)
 
     async def probe(self) -> str:
@@ -246,9 +256,13 @@ class GitOps:
             git("push", "-q", "--force", url, "HEAD:refs/heads/main")
             return git("rev-parse", "HEAD")
 
-    async def _sync(self, app: GitOpsApp, user: str, password: str) -> None:
+    def _documents(
+        self, app: GitOpsApp, user: str, password: str
+    ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
+        """What the cluster gets, in two steps: the credential Secret and the GitRepository; then the
+        Kustomization applying the repository."""
         ns, name = app.namespace, app.name
-        docs = [
+        source = [
             (
                 f"/api/v1/namespaces/{ns}/secrets/{name}-git",
                 {
@@ -272,6 +286,8 @@ class GitOps:
                     },
                 },
             ),
+        ]
+        kustomization = [
             (
                 f"{KUSTOMIZATIONS.format(ns=ns)}/{name}",
                 {
@@ -289,10 +305,29 @@ class GitOps:
                 },
             ),
         ]
+        return source, kustomization
+
+    async def _apply(self, app: GitOpsApp, docs: list[tuple[str, dict[str, Any]]]) -> None:
         for url, doc in docs:
             refused = await server_side_apply(self.http, url, doc, FIELD_MANAGER)
             if refused:
-                raise ToolPlaneError(f"{app.source}: applying {doc['kind']} {ns}/{name}: {refused}")
+                raise ToolPlaneError(
+                    f"{app.source}: applying {doc['kind']} {app.namespace}/{app.name}: {refused}"
+                )
+
+    async def _request_reconcile(self, app: GitOpsApp, base: str) -> str:
+        """Flux's "reconcile now" (the ``requestedAt`` annotation) on the app's object of ``base``; the
+        stamp the controller reports in ``status.lastHandledReconcileAt`` once it has handled it."""
+        stamp = f"oasis-{secrets.token_hex(6)}"
+        body = json.dumps({"metadata": {"annotations": {REQUESTED_AT: stamp}}})
+        resp = await self.http.patch(
+            f"{base.format(ns=app.namespace)}/{app.name}",
+            content=body,
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        if resp.status_code != 200:
+            raise ToolPlaneError(f"{app.source}: requesting a reconcile: HTTP {resp.status_code}")
+        return stamp
 
     async def _wait_applied(self, app: GitOpsApp, commit: str) -> None:
         """The Kustomization is Ready with the pushed commit applied, and every object carries the
@@ -303,6 +338,7 @@ class GitOps:
                 ready.get("status") == "True" and commit in str(status.get("lastAppliedRevision", ""))
             ),
             f"apply commit {commit[:12]}",
+            retry=_attempt_failed,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
@@ -320,24 +356,38 @@ class GitOps:
         what: str,
         *,
         base: str = KUSTOMIZATIONS,
+        retry: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None,
     ) -> None:
         """Until ``done(status, ready)`` holds for the app's object of ``base`` (its Kustomization, or
-        its GitRepository)."""
+        its GitRepository). While ``retry(status, ready)`` holds (the controller finished an attempt
+        that did not get there), it is asked to reconcile again once it has handled the previous ask:
+        left alone it would try again only at its retry interval, the app's interval (decision 0075)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
-        last = ""
+        last, first_failure, asked, retries = "", "", "", 0
         while loop.time() < deadline:
             resp = await self.http.get(f"{base.format(ns=app.namespace)}/{app.name}")
             status = resp.json().get("status") or {} if resp.status_code == 200 else {}
             ready: dict[str, Any] = next(
                 (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
             )
-            last = f"Ready={ready.get('status')} {ready.get('reason')}: {str(ready.get('message'))[:150]}"
+            last = _describe(status, ready)
             if done(status, ready):
                 return
+            if (
+                retry is not None
+                and retry(status, ready)
+                and (not asked or status.get("lastHandledReconcileAt") == asked)
+            ):
+                first_failure = first_failure or last
+                asked, retries = await self._request_reconcile(app, base), retries + 1
+                await asyncio.sleep(min(RETRY_PAUSE * retries, self.timeout / 10))
             await asyncio.sleep(0.2)
+        asked_again = (
+            f"; asked {retries} times to try again, the first failure: {first_failure}" if retries else ""
+        )
         raise ToolPlaneError(
-            f"{app.source}: the GitOps controller did not {what} within {self.timeout:g}s ({last})"
+            f"{app.source}: the GitOps controller did not {what} within {self.timeout:g}s ({last}{asked_again})"
         )
 
     async def _labelled(self, app: GitOpsApp) -> bool:
@@ -353,6 +403,43 @@ class GitOps:
             ):
                 return False
         return True
+
+
+def _describe(status: dict[str, Any], ready: dict[str, Any]) -> str:
+    """The controller's last word, for an error: its Ready condition, and the revision its source
+    serves (a GitRepository) or last attempted (a Kustomization)."""
+    revision = (status.get("artifact") or {}).get("revision") or status.get("lastAttemptedRevision")
+    seen = f"; revision {revision}" if revision else ("; no revision yet" if "artifact" not in status else "")
+    message = str(ready.get("message"))[:MESSAGE_CHARS]
+    return f"Ready={ready.get('status')} {ready.get('reason')}: {message}{seen}"
+
+
+def _serves(commit: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
+    """The GitRepository's artifact is the pushed commit (Flux writes ``<branch>@sha1:<commit>``)."""
+
+    def done(status: dict[str, Any], ready: dict[str, Any]) -> bool:
+        revision = str((status.get("artifact") or {}).get("revision", ""))
+        return ready.get("status") == "True" and revision.endswith(commit)
+
+    return done
+
+
+def _source_behind(commit: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
+    """The source finished a fetch without the pushed commit: it failed, or it serves an earlier one."""
+
+    def behind(status: dict[str, Any], ready: dict[str, Any]) -> bool:
+        revision = str((status.get("artifact") or {}).get("revision", ""))
+        return ready.get("status") == "False" or (
+            ready.get("status") == "True" and not revision.endswith(commit)
+        )
+
+    return behind
+
+
+def _attempt_failed(status: dict[str, Any], ready: dict[str, Any]) -> bool:
+    """The Kustomization's last reconcile ended without applying (``Ready=False``): a failed build,
+    fetch or apply, or no artifact yet."""
+    return ready.get("status") == "False"
 
 
 def _handled(stamp: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -45,6 +46,21 @@ def git_server_args(directory: Path, listen: str) -> list[str]:
         f"-credentials={directory / CREDENTIALS_FILE}",
         "-auto-create",
     ]
+
+
+def private_tmpdir(directory: Path, binary: str) -> Path:
+    """A Flux controller's own temporary directory (its ``TMPDIR``), emptied first (decision 0075).
+
+    kustomize-controller extracts every artifact it builds into ``$TMPDIR/kustomization-*`` and, when
+    it starts, deletes every such directory it finds there, taking them for a previous process's
+    leftovers. With the machine's ``/tmp`` shared, a controller of another stack (another session's,
+    another test worker's, a second ``oasis dev-cluster up``) starting removed the directory a running
+    one was building from: ``BuildFailed ... not a valid directory``, retried only an interval later.
+    """
+    tmp = directory / f"tmp-{binary}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(mode=0o700)
+    return tmp
 
 
 class GitOpsBackend(Backend):
@@ -96,6 +112,7 @@ class GitOpsBackend(Backend):
         ):
             cert = issue_client_cert(cluster.pki, binary, user, "system:masters", now)
             kc = write_kubeconfig(d / f"{binary}.kubeconfig", cluster.server, cluster.ca_file, binary, cert)
+            tmp = private_tmpdir(d, binary)
             health = free_port()
             self._run(
                 ctx,
@@ -111,7 +128,7 @@ class GitOpsBackend(Backend):
                 ],
                 http_ok(f"http://127.0.0.1:{health}/readyz"),
                 f"{binary} /readyz",
-                env={"KUBECONFIG": str(kc), "RUNTIME_NAMESPACE": SYSTEM_NAMESPACE},
+                env={"KUBECONFIG": str(kc), "RUNTIME_NAMESPACE": SYSTEM_NAMESPACE, "TMPDIR": str(tmp)},
             )
 
     def _storage_flags(self, d: Path) -> list[str]:
