@@ -71,21 +71,9 @@ async def run_through_gateway(
     with no ``plane``, the workflow alone (no tool plane, no gateway: the API server's admin is the only
     harness principal)."""
     timeouts = ScenarioTimeouts(agent=agent_seconds, barrier=10, teardown=teardown_seconds)
-    if plane is None:
-        async with async_http(kubeconfig) as http:
-            return await execute_scenario(
-                dict(doc),
-                plan,
-                env=env,
-                audit=audit,
-                send_sentinel=sentinel_sender(http),
-                agent=agent,
-                configuration={},
-                timeouts=timeouts,
-                harness_principals=("kubernetes-admin",),
-            )
-    gateway = ToolGateway()
-    await gateway.start()
+    gateway = ToolGateway() if plane is not None else None
+    if gateway is not None:
+        await gateway.start()
     try:
         async with async_http(kubeconfig) as http:
             return await execute_scenario(
@@ -97,12 +85,15 @@ async def run_through_gateway(
                 agent=agent,
                 configuration={},
                 timeouts=timeouts,
-                harness_principals=("kubernetes-admin", *plane.principals),
+                harness_principals=("kubernetes-admin", *(plane.principals if plane is not None else ())),
                 toolplane=plane,
-                tool_gateway=gateway_ports(gateway, plane),
+                tool_gateway=gateway_ports(gateway, plane)
+                if gateway is not None and plane is not None
+                else None,
             )
     finally:
-        await gateway.stop()
+        if gateway is not None:
+            await gateway.stop()
 
 
 async def run_persona(

@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import httpx2
 import pytest
 import yaml
 
+from oasis_operator.devcluster import ClusterConfig, DevCluster
+from oasis_operator.devcluster.cluster import free_kubelet_address
 from tests.conftest import ClusterHandle
 from tests.shipping import schemas
 
@@ -117,6 +120,34 @@ def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [d for d in docs if d["kind"] == kind]
 
 
+def refused_by_schema(tools: Tools, tmp: Path, values: dict[str, Any], complaint: str) -> None:
+    """``helm template`` with ``values`` fails on the values schema, saying ``complaint``."""
+    done = helm_template(tools, tmp, values)
+    assert done.returncode != 0
+    assert "values don't meet the specifications of the schema" in done.stderr
+    assert complaint in done.stderr
+
+
+@contextlib.contextmanager
+def direct_dev_cluster(workdir: Path, backends: tuple[str, ...]) -> Iterator[DevCluster]:
+    """A control plane whose API server (and metrics-server) reach the simulated kubelets themselves, as
+    in the chart: the node simulator serves the kubelet API at a loopback address of its own, with the
+    chart's options (``ClusterConfig.kubelet_address``)."""
+    dev = DevCluster(
+        ClusterConfig(workdir=workdir, nodes=2, backends=backends, kubelet_address=free_kubelet_address())
+    )
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
+
+
+def argv_of(pid: int) -> list[str]:
+    """A local process's command line."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
 @pytest.fixture(scope="session")
 def schema_dir(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("schemas")
@@ -179,6 +210,32 @@ def server_side_apply(http: httpx2.Client, doc: dict[str, Any], dry_run: bool = 
         content=json.dumps(doc),
         headers={"Content-Type": "application/apply-patch+yaml"},
     )
+
+
+def apply_operator_identity(
+    admin: httpx2.Client, tools: Tools, tmp: Path, values: dict[str, Any], release: str, home: str
+) -> dict[str, Any]:
+    """Render the chart as ``release`` with ``values`` and apply, for real, the operator's own
+    ServiceAccount, ClusterRole and ClusterRoleBinding (not the node simulator's), its namespace being
+    ``home``; the ClusterRole applied."""
+    name = f"{release}-oasis-operator"
+    done = helm_template(tools, tmp, values, release=release)
+    assert done.returncode == 0, done.stderr
+    role: dict[str, Any] = {}
+    for doc in yaml.safe_load_all(done.stdout):
+        if not doc or doc["kind"] not in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+            continue
+        if doc["metadata"]["name"] != name:
+            continue  # the node simulator's
+        if "namespace" in doc["metadata"]:
+            doc["metadata"]["namespace"] = home
+        for subject in doc.get("subjects", []):
+            subject["namespace"] = home
+        if doc["kind"] == "ClusterRole":
+            role = doc
+        resp = server_side_apply(admin, doc, dry_run=False)
+        assert resp.status_code in (200, 201), resp.text
+    return role
 
 
 #: The rendered documents, and the API server's answer to each one's server-side apply by (kind, name).

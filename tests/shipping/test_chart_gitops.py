@@ -44,9 +44,10 @@ from tests.shipping.conftest import (
     ApplyChart,
     Render,
     Tools,
+    apply_operator_identity,
     by_kind,
     helm_template,
-    server_side_apply,
+    refused_by_schema,
 )
 from tests.shipping.test_chart_toolplane import containers, operator_pod, toolplane_file
 
@@ -262,10 +263,7 @@ def test_the_operator_gets_the_rights_over_flux_objects_only_with_the_back_end(r
 def test_the_values_schema_refuses_bad_gitops_values(
     tools: Tools, tmp_path: Path, values: dict[str, Any], complaint: str
 ) -> None:
-    done = helm_template(tools, tmp_path, {"toolPlane": values})
-    assert done.returncode != 0
-    assert "values don't meet the specifications of the schema" in done.stderr
-    assert complaint in done.stderr
+    refused_by_schema(tools, tmp_path, {"toolPlane": values}, complaint)
 
 
 @pytest.mark.parametrize("port", [8080, 8090, 8428])
@@ -297,19 +295,7 @@ class ChartOperator:
         self.name = f"{self.release}-oasis-operator"
         self.admin = cluster.admin_http()
         kube.create_namespace(self.admin, self.home)
-        done = helm_template(tools, tmp, values, release=self.release)
-        assert done.returncode == 0, done.stderr
-        for doc in yaml.safe_load_all(done.stdout):
-            if not doc or doc["kind"] not in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
-                continue
-            if doc["metadata"]["name"] != self.name:
-                continue  # the node simulator's
-            if "namespace" in doc["metadata"]:
-                doc["metadata"]["namespace"] = self.home
-            for subject in doc.get("subjects", []):
-                subject["namespace"] = self.home
-            resp = server_side_apply(self.admin, doc, dry_run=False)
-            assert resp.status_code in (200, 201), resp.text
+        apply_operator_identity(self.admin, tools, tmp, values, self.release, self.home)
         self.kubeconfig = cluster.dev.token_kubeconfig(
             tmp / "operator.kubeconfig", kube.request_token(self.admin, self.home, self.name, 900)
         )

@@ -25,10 +25,9 @@ import yaml
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.manifests import POOL_TAINT
-from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
+from oasis_operator.devcluster import DevCluster, kube
 from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster.backends.logs import KUBELET_PORT, LogLine, PodLogsBackend, kubelet_server_args
-from oasis_operator.devcluster.cluster import free_kubelet_address
 from oasis_operator.handlers.settings import ToolPlaneSettings
 from tests.shipping.conftest import (
     CHART,
@@ -36,8 +35,11 @@ from tests.shipping.conftest import (
     ApplyChart,
     Render,
     Tools,
+    argv_of,
     by_kind,
+    direct_dev_cluster,
     helm_template,
+    refused_by_schema,
 )
 from tests.shipping.test_chart_toolplane import containers, mounts, operator_pod, toolplane_file
 
@@ -206,10 +208,7 @@ def test_the_clusterlogs_crd_is_installed_with_the_crds(render: Render) -> None:
 def test_the_values_schema_refuses_bad_log_values(
     tools: Tools, tmp_path: Path, values: dict[str, Any], complaint: str
 ) -> None:
-    done = helm_template(tools, tmp_path, values)
-    assert done.returncode != 0
-    assert "values don't meet the specifications of the schema" in done.stderr
-    assert complaint in done.stderr
+    refused_by_schema(tools, tmp_path, values, complaint)
 
 
 def test_the_kubelet_port_cannot_be_taken_by_another_back_end(tools: Tools, tmp_path: Path) -> None:
@@ -325,25 +324,9 @@ def test_kubeconform_and_the_api_server_accept_the_chart_with_logs(apply_chart: 
 
 @pytest.fixture(scope="module")
 def direct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    """A control plane whose API server reaches the simulated kubelets itself: the node simulator
-    serves the kubelet API at a loopback address of its own, with the chart's options."""
-    dev = DevCluster(
-        ClusterConfig(
-            workdir=tmp_path_factory.mktemp("direct-kubelet"),
-            nodes=2,
-            backends=("logs",),
-            kubelet_address=free_kubelet_address(),
-        )
-    )
-    dev.start()
-    try:
+    """The chart's direct route: the API server reads the simulated pods' logs from the simulator."""
+    with direct_dev_cluster(tmp_path_factory.mktemp("direct-kubelet"), ("logs",)) as dev:
         yield dev
-    finally:
-        dev.stop()
-
-
-def _argv(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
 
 
 def _eventually(check: Any, what: str, timeout: float = 30.0) -> Any:
@@ -361,9 +344,9 @@ def test_the_api_server_reads_a_simulated_pods_log_from_the_simulator_directly(d
     pids = direct.component_pids()
     # No tunnel and no egress selector: the API server dials the node's address itself.
     assert "kubelet-tunnel" not in pids
-    assert not [a for a in _argv(pids["kube-apiserver"]) if a.startswith("--egress-selector")]
+    assert not [a for a in argv_of(pids["kube-apiserver"]) if a.startswith("--egress-selector")]
     # The simulator runs with the chart's kubelet-server options (the same function renders them).
-    kwok = _argv(pids["kwok"])
+    kwok = argv_of(pids["kwok"])
     assert kwok[-3:] == kubelet_server_args(address)
     # It serves TLS there (its built-in certificate), as the API server calls a kubelet.
     tls = ssl.create_default_context()

@@ -31,7 +31,7 @@ from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environme
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.toolplane.usage import METRICS_PATH_ANNOTATION, metrics_path, object_name, parse
-from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
+from oasis_operator.devcluster import DevCluster, kube
 from oasis_operator.devcluster import backends as backends_mod
 from oasis_operator.devcluster.backends.logs import (
     METRICS_CONFIG,
@@ -39,15 +39,18 @@ from oasis_operator.devcluster.backends.logs import (
     simulator_crds,
 )
 from oasis_operator.devcluster.backends.resource_metrics import KUBELET_SCRAPE_ARGS, with_node_overhead
-from oasis_operator.devcluster.cluster import free_kubelet_address, metrics_config_text
+from oasis_operator.devcluster.cluster import metrics_config_text
 from oasis_operator.handlers.settings import ToolPlaneSettings
 from tests.shipping.conftest import (
     CHART,
     ApplyChart,
     Render,
     Tools,
+    apply_operator_identity,
+    argv_of,
     by_kind,
-    helm_template,
+    direct_dev_cluster,
+    refused_by_schema,
     server_side_apply,
 )
 from tests.shipping.test_chart_logs import SIMULATOR, rules_of
@@ -186,10 +189,7 @@ def test_the_usage_crd_is_installed_with_the_crds(render: Render) -> None:
 def test_the_values_schema_refuses_bad_usage_values(
     tools: Tools, tmp_path: Path, values: dict[str, Any], complaint: str
 ) -> None:
-    done = helm_template(tools, tmp_path, values)
-    assert done.returncode != 0
-    assert "values don't meet the specifications of the schema" in done.stderr
-    assert complaint in done.stderr
+    refused_by_schema(tools, tmp_path, values, complaint)
 
 
 def test_the_chart_ships_what_the_local_stack_takes_from_kwok() -> None:
@@ -215,26 +215,9 @@ def test_kubeconform_and_the_api_server_accept_the_chart_with_resource_usage(app
 
 @pytest.fixture(scope="module")
 def direct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    """A control plane whose API server and metrics-server reach the simulated kubelets themselves: the
-    node simulator serves the kubelet API and the resource metrics at a loopback address of its own,
-    with the chart's options."""
-    dev = DevCluster(
-        ClusterConfig(
-            workdir=tmp_path_factory.mktemp("direct-usage"),
-            nodes=2,
-            backends=("logs", "resource-metrics"),
-            kubelet_address=free_kubelet_address(),
-        )
-    )
-    dev.start()
-    try:
+    """The chart's direct route, with resource usage: metrics-server scrapes the simulator too."""
+    with direct_dev_cluster(tmp_path_factory.mktemp("direct-usage"), ("logs", "resource-metrics")) as dev:
         yield dev
-    finally:
-        dev.stop()
-
-
-def _argv(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -248,14 +231,14 @@ def test_metrics_server_scrapes_the_simulator_at_the_nodes_address_with_no_tunne
     assert address is not None
     pids = direct.component_pids()
     assert "kubelet-tunnel" not in pids
-    apiserver = _argv(pids["kube-apiserver"])
+    apiserver = argv_of(pids["kube-apiserver"])
     assert not [a for a in apiserver if a.startswith(("--egress-selector", "--enable-aggregator-routing"))]
     # The simulator runs with the chart's options (the same function renders them).
     metrics = direct.workdir / METRICS_CONFIG
-    assert _argv(pids["kwok"])[-4:] == kubelet_server_args(address, simulator_crds(True), str(metrics))
+    assert argv_of(pids["kwok"])[-4:] == kubelet_server_args(address, simulator_crds(True), str(metrics))
     assert metrics.read_text() == metrics_config_text()
     # metrics-server: the scrape options the chart's README asks of a cluster's own, and no proxy.
-    server = _argv(pids["metrics-server"])
+    server = argv_of(pids["metrics-server"])
     assert set(KUBELET_SCRAPE_ARGS) <= set(server)
     assert not {k for k in _environ(pids["metrics-server"]) if k.lower().endswith("_proxy")}
     with direct.admin_http() as http:
@@ -303,22 +286,7 @@ class ChartIdentity:
         self.user = f"system:serviceaccount:{self.home}:{self.name}"
         self.admin = dev.admin_http()
         kube.create_namespace(self.admin, self.home)
-        done = helm_template(tools, tmp, USAGE_ON, release=self.release)
-        assert done.returncode == 0, done.stderr
-        self.role: dict[str, Any] = {}
-        for doc in yaml.safe_load_all(done.stdout):
-            if not doc or doc["kind"] not in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
-                continue
-            if doc["metadata"]["name"] != self.name:
-                continue  # the node simulator's
-            if "namespace" in doc["metadata"]:
-                doc["metadata"]["namespace"] = self.home
-            for subject in doc.get("subjects", []):
-                subject["namespace"] = self.home
-            if doc["kind"] == "ClusterRole":
-                self.role = doc
-            resp = server_side_apply(self.admin, doc, dry_run=False)
-            assert resp.status_code in (200, 201), resp.text
+        self.role = apply_operator_identity(self.admin, tools, tmp, USAGE_ON, self.release, self.home)
         self.kubeconfig = dev.token_kubeconfig(
             tmp / "operator.kubeconfig", kube.request_token(self.admin, self.home, self.name, 900)
         )
