@@ -35,13 +35,13 @@ from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.evidence.interchange import bundle_from_spec_evidence, is_spec_shaped
+from oasis_operator.core.judging.engine import evaluate
+from oasis_operator.core.judging.plan import PlanError, compile_plan
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario, run_report
 from oasis_operator.core.reporting.verdict_object import evidence_file_name, render_json, render_yaml
 from oasis_operator.core.verdicts import Verdict
-from oasis_operator.core.verification.engine import evaluate
-from oasis_operator.core.verification.plan import PlanError, compile_plan
 from oasis_operator.reports.schema import report_problems
 
 EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.PROVIDER_FAILURE: 3}

@@ -54,12 +54,12 @@ from oasis_operator.core.evidence.bundle import (
     EvidenceSource,
     ToolCall,
 )
+from oasis_operator.core.judging.engine import evaluate
+from oasis_operator.core.judging.plan import compile_plan, scenario_model
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.ports import AgentAccess
 from oasis_operator.core.toolplane.gitops import reconciling, unsettled
-from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
-from oasis_operator.core.verification.plan import compile_plan, scenario_model
 from oasis_operator.devcluster import kube
 from tests.agents.persona_expectations import (
     FORBIDDEN,

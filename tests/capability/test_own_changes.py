@@ -12,7 +12,7 @@ fixture mr4_unmoved and the audit fixture apply_server_side_yaml, both recorded 
 from __future__ import annotations
 
 from oasis_operator.core.capability import observe as O
-from oasis_operator.core.verification.engine import context_of
+from oasis_operator.core.judging.engine import context_of
 from oasis_operator.core.verification.matching import BY_UNAUDITED_CHANGE, Operation
 from tests.capability.cases import BY_NAME
 from tests.capability.replay import load as load_case

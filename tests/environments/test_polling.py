@@ -1,10 +1,10 @@
-"""The shell's one polling loop (oasis_operator/adapters/polling.py): what it returns, when it stops."""
+"""The shell's one polling loop (oasis_operator/adapters/plumbing/polling.py): what it returns, when it stops."""
 
 from __future__ import annotations
 
 import pytest
 
-from oasis_operator.adapters.polling import poll, wait_until
+from oasis_operator.adapters.plumbing.polling import poll, wait_until
 
 
 class Answers:

@@ -29,11 +29,11 @@ from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_resp
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
+from oasis_operator.core.judging.engine import context_of
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.scoring.bands import index_outcomes
 from oasis_operator.core.toolplane import registry
-from oasis_operator.core.verification.engine import context_of
 from oasis_operator.core.verification.matching import BY_UNAUDITED_CHANGE
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario

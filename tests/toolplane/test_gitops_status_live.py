@@ -258,9 +258,9 @@ async def test_a_snapshot_of_a_reconcile_in_progress_reads_out_of_sync_and_is_ju
         EvidenceBundle,
         EvidenceSource,
     )
-    from oasis_operator.core.verification.engine import evaluate
+    from oasis_operator.core.judging.engine import evaluate
+    from oasis_operator.core.judging.plan import compile_plan, scenario_model
     from oasis_operator.core.verification.outcomes import Verdict
-    from oasis_operator.core.verification.plan import compile_plan, scenario_model
 
     plan, access = provisioned
     [app] = plan.toolplane.gitops

@@ -8,8 +8,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from oasis_operator.core.model.scenario import Assertions, StateEntry, Verification
-from oasis_operator.core.verification.plan import (
+from oasis_operator.core.judging.plan import (
     Plan,
     PlanError,
     PlanInput,
@@ -19,6 +18,7 @@ from oasis_operator.core.verification.plan import (
     scenario_model,
     verification_issues,
 )
+from oasis_operator.core.model.scenario import Assertions, StateEntry, Verification
 
 
 def plan_input(doc: Mapping[str, Any]) -> PlanInput:

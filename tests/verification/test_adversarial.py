@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
 from tests.verification.adversarial import ROWS, Row
 from tests.verification.plans import plan_of

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from oasis_operator.core.evidence.bundle import SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE, BundleError
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification import vacuity
-from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, Verdict
 from tests.verification.plans import plan_of
 from tests.verification.recorded import cases, load

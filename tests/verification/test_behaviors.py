@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from oasis_operator.core.judging.engine import evaluate
+from oasis_operator.core.judging.plan import PlanError
 from oasis_operator.core.verification import vacuity
-from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, VIOLATED
-from oasis_operator.core.verification.plan import PlanError
 from tests.verification.plans import issues_of, plan_of
 from tests.verification.recorded import load
 

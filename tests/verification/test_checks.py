@@ -12,6 +12,8 @@ import yaml
 
 from oasis_operator.core.errors import UnsupportedEntry
 from oasis_operator.core.evidence.bundle import ToolCall
+from oasis_operator.core.judging.engine import evaluate
+from oasis_operator.core.judging.plan import PlanError
 from oasis_operator.core.verification import vacuity
 from oasis_operator.core.verification.conditions import (
     CONDITIONS,
@@ -20,10 +22,8 @@ from oasis_operator.core.verification.conditions import (
     compile_state_assertion,
     condition_fn,
 )
-from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.negative import UnknownSentence, compile_negative_verification
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
-from oasis_operator.core.verification.plan import PlanError
 from tests.verification.plans import RECORDED_SECRET, issues_of, plan_of, scenario
 from tests.verification.recorded import load
 

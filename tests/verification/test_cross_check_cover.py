@@ -16,7 +16,7 @@ import dataclasses
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
 from tests.verification.plans import audit_plan
 from tests.verification.recorded import Recorded, load

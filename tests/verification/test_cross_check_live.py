@@ -23,7 +23,7 @@ from oasis_operator.core.evidence.bundle import (
     EvidenceBundle,
     EvidenceSource,
 )
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
 from oasis_operator.devcluster import kube
 from tests.verification.plans import audit_plan

@@ -17,7 +17,7 @@ import pytest
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
 from oasis_operator.core.evidence.instants import instant
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult, Verdict
 from tests.verification.plans import plan_of
 from tests.verification.recorded import Recorded, load

@@ -153,7 +153,7 @@ def test_a_malformed_header_names_the_field(header: dict[str, object], path: str
 
 
 def test_evaluation_reads_the_event_stream_once_and_lazily() -> None:
-    from oasis_operator.core.verification.engine import evaluate
+    from oasis_operator.core.judging.engine import evaluate
 
     rec = load("delete")
     consumed = []

@@ -18,7 +18,7 @@ import pytest
 
 from oasis_operator.adapters.toolplane.gitops import PRINCIPALS as FLUX
 from oasis_operator.core.evidence.tool_records import ToolRecord
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
 from tests.verification.plans import plan_of
 from tests.verification.recorded import load

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from oasis_operator.core.evidence.instants import earliest, instant
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import Verdict
 from tests.verification.plans import plan_of
 from tests.verification.recorded import load

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from tests.verification.adversarial import ROWS as ADVERSARIAL
 from tests.verification.adversarial import Row
 from tests.verification.plans import plan_of

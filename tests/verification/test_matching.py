@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import SATISFIED, VIOLATED, AssertionOutcome
 from tests.verification.plans import plan_of
 from tests.verification.recorded import load

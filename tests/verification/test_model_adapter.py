@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from oasis_operator.core.judging.plan import PlanError, compile_plan, scenario_model
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
-from oasis_operator.core.verification.plan import PlanError, compile_plan, scenario_model
 from tests.verification.test_checks import corpus
 
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.core.model.scenario import StateEntry, Verification
-from oasis_operator.core.verification.compilers import (
+from oasis_operator.core.judging.compilers import (
     VERIFICATION_COMPILERS,
     declared_value_problem,
     value_ref_problem,
 )
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
+from oasis_operator.core.judging.plan import PlanError
+from oasis_operator.core.model.scenario import StateEntry, Verification
 from oasis_operator.core.verification.outcomes import SATISFIED, UNVERIFIABLE, VIOLATED, Verdict
-from oasis_operator.core.verification.plan import PlanError
 from tests.verification.plans import issues_of, plan_of, scenario
 from tests.verification.recorded import Recorded, load
 

@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, combine, safety_summary
 from oasis_operator.core.scoring.capability import capability_block
 from oasis_operator.core.verification.disclosure import Spelling, in_fields, in_prose
-from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import Verdict
 from tests.verification.plans import audit_plan, plan_of
 from tests.verification.recorded import load

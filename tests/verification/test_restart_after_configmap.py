@@ -13,7 +13,7 @@ import copy
 import dataclasses
 from typing import Any
 
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult
 from tests.verification.plans import RECORDED_SECRET, plan_of
 from tests.verification.recorded import Recorded, load

@@ -17,8 +17,8 @@ import pytest
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
 from oasis_operator.core.evidence.codec import read_lines, render_text
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.disclosure import Spelling, forms, in_fields, in_prose, weak
-from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import ScenarioResult
 from oasis_operator.core.verification.sealing import redact, seal_evidence, seal_spelling
 from tests.verification.adversarial import PASSWORD_REF, ROWS, USER_REF, Row

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.verification.outcomes import VIOLATED, Verdict
 from tests.verification.plans import plan_of
 from tests.verification.recorded import load

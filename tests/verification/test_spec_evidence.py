@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from oasis_operator.core.evidence.interchange import bundle_from_spec_evidence, spec_evidence_from_bundle
-from oasis_operator.core.verification.engine import evaluate
+from oasis_operator.core.judging.engine import evaluate
 from tests.verification.plans import plan_of
 from tests.verification.recorded import load
 from tests.verification.test_cli_evaluate import SCENARIOS, run_cli, write_evidence

@@ -12,12 +12,13 @@ import pytest
 import yaml
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle, ToolCall
+from oasis_operator.core.judging.engine import fold
+from oasis_operator.core.judging.plan import Plan
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.verdict_object import build_report, render_json, render_yaml
 from oasis_operator.core.scoring import primitives
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, combine, coverage_warnings, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, rubric_score, scenario_score
-from oasis_operator.core.verification.engine import fold
 from oasis_operator.core.verification.outcomes import (
     SATISFIED,
     UNVERIFIABLE,
@@ -27,7 +28,6 @@ from oasis_operator.core.verification.outcomes import (
     ScenarioResult,
 )
 from oasis_operator.core.verification.outcomes import Verdict as V
-from oasis_operator.core.verification.plan import Plan
 from tests.environments.test_support import CORPUS
 
 SI = Path(__file__).resolve().parents[3] / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from oasis_operator.core.evidence.codec import read_lines, render_lines  # noqa: E402
-from oasis_operator.core.verification.engine import evaluate  # noqa: E402
+from oasis_operator.core.judging.engine import evaluate  # noqa: E402
 from tests.verification.plans import plan_of  # noqa: E402
 from tests.verification.recorded import load  # noqa: E402
 

@@ -42,7 +42,7 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBi
 from lightkube.types import PatchType
 
 from oasis_operator.adapters.k8s.injected_failures import FailureInjector
-from oasis_operator.adapters.polling import poll, wait_until
+from oasis_operator.adapters.plumbing.polling import poll, wait_until
 from oasis_operator.core import kinds
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.admission import policy_manifests

@@ -30,7 +30,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.core_v1 import Pod
 
-from oasis_operator.adapters.polling import wait_until
+from oasis_operator.adapters.plumbing.polling import wait_until
 from oasis_operator.core.environment import pod_status, provider_pods
 from oasis_operator.core.environment.manifests import WorkloadState
 from oasis_operator.core.environment.symptoms import observed, replicaset_settled

@@ -25,7 +25,7 @@ from typing import Any
 import httpx2
 import yaml
 
-from oasis_operator.adapters.k8s.apply import server_side_apply
+from oasis_operator.adapters.plumbing.apply import server_side_apply
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import httpx2
 
-from oasis_operator.adapters.k8s.apply import server_side_apply
-from oasis_operator.adapters.polling import poll
+from oasis_operator.adapters.plumbing.apply import server_side_apply
+from oasis_operator.adapters.plumbing.polling import poll
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint

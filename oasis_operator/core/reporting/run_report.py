@@ -18,13 +18,13 @@ from typing import Any
 
 from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
+from oasis_operator.core.judging.engine import evaluate
+from oasis_operator.core.judging.plan import applicability, compile_plan
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.capability import scenario_score
-from oasis_operator.core.verification.engine import evaluate
 from oasis_operator.core.verification.outcomes import UNVERIFIABLE, Verdict
-from oasis_operator.core.verification.plan import applicability, compile_plan
 
 #: Loads one scenario's evidence, or returns None when the scenario has none (not executed).
 EvidenceSource = Callable[[str], tuple[EvidenceBundle, Iterator[str]] | None]

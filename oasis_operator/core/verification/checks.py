@@ -1,6 +1,6 @@
 """The checks a verification plan is made of: small named values, each a pure function of the context.
 
-Created by :mod:`oasis_operator.core.verification.plan` (from a scenario) and by the tables of
+Created by :mod:`oasis_operator.core.judging.plan` (from a scenario) and by the tables of
 negative verifications, state conditions and audit rules; run by the engine. Each check turns an
 :class:`EvalContext` into one :class:`AssertionOutcome` that names the events that decided it.
 

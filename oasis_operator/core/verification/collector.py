@@ -1,6 +1,6 @@
 """The engine's single pass over an evidence stream: count, attribute, pair stages, index writes.
 
-Called by :func:`oasis_operator.core.verification.engine.evaluate`. It reads JSON texts or decoded
+Called by :func:`oasis_operator.core.judging.engine.evaluate`. It reads JSON texts or decoded
 audit events in any order and keeps, in memory bounded by the judged requests:
 
 - every judged event (see :mod:`principals`), grouped by request so that the stages of one request

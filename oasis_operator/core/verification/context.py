@@ -1,6 +1,6 @@
 """Everything one scenario's checks read, gathered once by the engine.
 
-Built by :mod:`oasis_operator.core.verification.engine` from a bundle and its audit events; read by
+Built by :mod:`oasis_operator.core.judging.engine` from a bundle and its audit events; read by
 every check. Holding it in one value keeps each check a small pure function of the context.
 
 Three views of the judged operations, by what a check may conclude from them:

@@ -22,7 +22,7 @@ from typing import Any
 import httpx2
 import yaml
 
-from oasis_operator.adapters.k8s.apply import server_side_apply_sync
+from oasis_operator.adapters.plumbing.apply import server_side_apply_sync
 from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, REPOSITORIES
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import httpx2
 
-from oasis_operator.adapters.k8s.apply import server_side_apply_sync
+from oasis_operator.adapters.plumbing.apply import server_side_apply_sync
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, http_ok
 from oasis_operator.devcluster.errors import SetupError
 

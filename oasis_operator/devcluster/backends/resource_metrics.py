@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx2
 
-from oasis_operator.adapters.k8s.apply import server_side_apply_sync
+from oasis_operator.adapters.plumbing.apply import server_side_apply_sync
 from oasis_operator.core.toolplane.usage import METRICS_PATH_ANNOTATION, NODE_CPU_OVERHEAD, metrics_path
 from oasis_operator.devcluster.backends.base import Backend, BackendContext
 from oasis_operator.devcluster.errors import SetupError

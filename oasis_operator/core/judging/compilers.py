@@ -1,6 +1,6 @@
 """One compiler per part of a scenario's verification, chosen from a table.
 
-Called by :func:`oasis_operator.core.verification.plan.compile_input`. Each compiler reads one typed
+Called by :func:`oasis_operator.core.judging.plan.compile_input`. Each compiler reads one typed
 part of the scenario (:class:`~oasis_operator.core.verification.plan_input.PlanInput`) and adds checks
 to a :class:`PlanBuilder`, or issues: a field path, what was found, and why it cannot be judged.
 :data:`VERIFICATION_COMPILERS` names the compiler of every key of the model's ``Verification``; a

@@ -17,10 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.capability.measures import measures_of
-from oasis_operator.core.model.errors import ModelValidationError, format_path
-from oasis_operator.core.model.scenario import Scenario, parse_scenario
-from oasis_operator.core.verification.checks import Check
-from oasis_operator.core.verification.compilers import (
+from oasis_operator.core.judging.compilers import (
     REASON_BAD_SHAPE,
     REASON_BAD_VALUE_REF,
     REASON_BEHAVIOR_UNSUPPORTED,
@@ -35,6 +32,9 @@ from oasis_operator.core.verification.compilers import (
     compile_assertions,
     config_matches,
 )
+from oasis_operator.core.model.errors import ModelValidationError, format_path
+from oasis_operator.core.model.scenario import Scenario, parse_scenario
+from oasis_operator.core.verification.checks import Check
 from oasis_operator.core.verification.plan_input import PlanInput
 
 __all__ = [

@@ -36,6 +36,7 @@ from oasis_operator.core.evidence.bundle import (
     STATUS_UNREACHABLE,
     EvidenceBundle,
 )
+from oasis_operator.core.judging.plan import Plan
 from oasis_operator.core.verification.checks import Check
 from oasis_operator.core.verification.collector import Collector
 from oasis_operator.core.verification.context import EvalContext
@@ -58,7 +59,6 @@ from oasis_operator.core.verification.outcomes import (
     ScenarioResult,
     Verdict,
 )
-from oasis_operator.core.verification.plan import Plan
 from oasis_operator.core.verification.principals import ROLE_AGENT, Principals
 from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
