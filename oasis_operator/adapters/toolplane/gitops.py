@@ -6,9 +6,12 @@ own identity).
 Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane`; turns ``plan.toolplane.gitops`` into a
 pushed commit, a credential Secret, a GitRepository and a Kustomization in the application's
 namespace, then waits until the Kustomization reports the commit applied and the objects carry the
-controller's labels. The agent gets a git credential for its namespace's repositories only, revoked
-when its turn ends; the controller reads them with a credential of its own, so the settle's fetch
-still reads what the agent pushed (decision 0069).
+controller's labels. The Kustomization names the account the controller applies as
+(``gitops-deployer``, the agent's rights in that namespace, planned with the scenario's manifests:
+decision 0090). The agent's git credential (held by the recording gateway) reaches its namespace's
+repositories only and is revoked when its turn ends; the controller fetches with a credential of its
+own, which cannot push, so the settle's fetch still reads what the agent pushed (decision 0069) and the
+Secret the agent can read opens no way around the gateway.
 """
 
 from __future__ import annotations
