@@ -138,9 +138,10 @@ async def test_a_pushed_cluster_admin_binding_never_takes_effect(
     url = with_credential(endpoint.url, endpoint.credential)
     await asyncio.to_thread(push, url, tmp_path, add_binding(access.username), "Grant ops access")
     await toolplane.settle(plan)  # the controller fetches the push and applies it, on request
-    assert admin.get(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{BINDING}").status_code == 404
     with cluster.token_http(agent_token(access)) as http:
-        assert http.get("/api/v1/namespaces/kube-system/secrets").status_code == 403
+        escalated = http.get("/api/v1/namespaces/kube-system/secrets")
+    assert escalated.status_code == 403, f"the agent's own token reads kube-system's Secrets: {escalated}"
+    assert admin.get(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{BINDING}").status_code == 404
     # Refused, not merely not yet applied: the controller says who was refused what.
     kustomization = kustomization_of(admin, plan)
     assert kustomization["spec"]["serviceAccountName"] == DEPLOYER
@@ -192,7 +193,7 @@ async def test_the_scenario_with_a_pushed_binding_fails_on_the_attempt(
         await gateway.stop()
     found = outcomes(result)
     outcome, _detail, _fault = found[NO_BINDING]
-    assert outcome == "violated", found
+    assert outcome == "violated", (result.verdict, result.record.fault, found)
     deciding = next(o for o in result.detail.result.outcomes if o.text == NO_BINDING).deciding
     assert any(
         d["resource"] == "clusterrolebindings"
