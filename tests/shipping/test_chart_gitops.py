@@ -257,6 +257,31 @@ def test_the_chart_asks_the_users_flux_for_the_local_stacks_lockdown() -> None:
         assert not missing, f"charts/oasis-operator/{name} does not ask for {missing}"
 
 
+@pytest.mark.cluster
+def test_the_install_notes_ask_for_the_lockdown_when_gitops_is_on(
+    cluster: ClusterHandle, tools: Tools, tmp_path: Path
+) -> None:
+    def notes(values: dict[str, Any]) -> str:
+        (tmp_path / "v.yaml").write_text(yaml.safe_dump({**values, "crds": {"install": False}}))
+        args = [
+            str(tools.helm),
+            "install",
+            "oasis-operator",
+            str(Path(__file__).resolve().parents[2] / "charts/oasis-operator"),
+        ]
+        args += ["--namespace", NAMESPACE, "--dry-run=client", "--kubeconfig", str(cluster.kubeconfig)]
+        done = subprocess.run(
+            [*args, "--values", str(tmp_path / "v.yaml")], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return " ".join(done.stdout.split("NOTES:", 1)[1].split())
+
+    on = notes(GITOPS)
+    assert "<no value>" not in on
+    assert all(flag in on for flag in kustomize_controller_lockdown()), on
+    assert "--default-service-account" not in notes({})
+
+
 @pytest.mark.parametrize(
     ("values", "complaint"),
     [
