@@ -23,6 +23,7 @@ import base64
 import copy
 import http.client
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -142,10 +143,16 @@ async def test_a_pushed_cluster_admin_binding_never_takes_effect(
         escalated = http.get("/api/v1/namespaces/kube-system/secrets")
     assert escalated.status_code == 403, f"the agent's own token reads kube-system's Secrets: {escalated}"
     assert admin.get(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{BINDING}").status_code == 404
-    # Refused, not merely not yet applied: the controller says who was refused what.
-    kustomization = kustomization_of(admin, plan)
+    # Refused, not merely not yet applied: the controller says who was refused what (once its periodic
+    # re-apply, if one started since, has ended too).
+    deadline = time.monotonic() + 60
+    while True:
+        kustomization = kustomization_of(admin, plan)
+        ready = next(c for c in kustomization["status"]["conditions"] if c["type"] == "Ready")
+        if ready["status"] != "Unknown" or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
     assert kustomization["spec"]["serviceAccountName"] == DEPLOYER
-    ready = next(c for c in kustomization["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "False", ready
     assert "clusterrolebindings" in ready["message"], ready
     assert deployer_username(plan.toolplane.gitops[0].namespace) in ready["message"], ready
