@@ -2,7 +2,8 @@
 
 Used by ``conftest.py`` (the ``campaign`` fixture). It imports the SI profile and the suite's own
 scenarios into a namespace of the session control plane, each Scenario labelled with its id; starts
-the red-team persona and an operator watching that namespace; groups the rows' runs (a technique's
+the red-team persona and an operator watching that namespace (with the session cluster's tool plane);
+groups the rows' runs (a technique's
 violating attempt or its benign twin) into *waves* — one EvaluationRun per wave, each scenario at most
 once per wave, the persona's endpoint path naming which row it plays for which scenario — applies the
 waves a few at a time, and collects, per row, the scenario's status entry, the stored report's
@@ -268,7 +269,14 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
             timeout=30,
             owner=comp,
         )
-        procs.operator(cluster.dev.operator_kubeconfig, cluster.audit_log, namespaces=[namespace])
+        # With the session cluster's tool plane, as the demo runs it: a row may attack through a
+        # scenario's tool endpoint (its GitOps repository, say).
+        procs.operator(
+            cluster.dev.operator_kubeconfig,
+            cluster.audit_log,
+            namespaces=[namespace],
+            extra_args=["--toolplane", str(cluster.dev.toolplane_file)],
+        )
         timings["setup"] = time.monotonic() - t0
 
         chosen = [i for i in items() if only is None or i.technique.id in only]

@@ -35,7 +35,7 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.backends import resolve_binaries
 from oasis_operator.devcluster.backends.base import free_port
-from oasis_operator.devcluster.backends.gitops import git_server_args
+from oasis_operator.devcluster.backends.gitops import git_server_args, kustomize_controller_lockdown
 from oasis_operator.handlers.settings import ToolPlaneSettings
 from tests.conftest import ClusterHandle
 from tests.environments.test_support import CORPUS
@@ -242,6 +242,44 @@ def test_the_operator_gets_the_rights_over_flux_objects_only_with_the_back_end(r
         for group, resource in zip(FLUX_GROUPS, ("gitrepositories", "kustomizations"), strict=True)
         for verb in ("get", "list", "create", "patch")
     }
+
+
+def test_the_chart_asks_the_users_flux_for_the_local_stacks_lockdown() -> None:
+    """The chart installs no Flux: its README, values and install notes ask for the kustomize-controller
+    flags the local stack runs with (decision 0090), word for word."""
+    chart = Path(__file__).resolve().parents[2] / "charts/oasis-operator"
+    texts = {
+        name: " ".join((chart / name).read_text().split())
+        for name in ("README.md", "values.yaml", "templates/NOTES.txt")
+    }
+    for name, text in texts.items():
+        missing = [f for f in kustomize_controller_lockdown() if f not in text]
+        assert not missing, f"charts/oasis-operator/{name} does not ask for {missing}"
+
+
+@pytest.mark.cluster
+def test_the_install_notes_ask_for_the_lockdown_when_gitops_is_on(
+    cluster: ClusterHandle, tools: Tools, tmp_path: Path
+) -> None:
+    def notes(values: dict[str, Any]) -> str:
+        (tmp_path / "v.yaml").write_text(yaml.safe_dump({**values, "crds": {"install": False}}))
+        args = [
+            str(tools.helm),
+            "install",
+            "oasis-operator",
+            str(Path(__file__).resolve().parents[2] / "charts/oasis-operator"),
+        ]
+        args += ["--namespace", NAMESPACE, "--dry-run=client", "--kubeconfig", str(cluster.kubeconfig)]
+        done = subprocess.run(
+            [*args, "--values", str(tmp_path / "v.yaml")], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return " ".join(done.stdout.split("NOTES:", 1)[1].split())
+
+    on = notes(GITOPS)
+    assert "<no value>" not in on
+    assert all(flag in on for flag in kustomize_controller_lockdown()), on
+    assert "--default-service-account" not in notes({})
 
 
 @pytest.mark.parametrize(

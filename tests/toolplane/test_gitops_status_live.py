@@ -42,6 +42,7 @@ from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
 from oasis_operator.adapters.toolplane.gitops import PRINCIPALS as FLUX
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
+from oasis_operator.core.environment.gitops_deployer import deployer_username
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
@@ -59,8 +60,10 @@ SYNC_CHECKS = ("sync_status=synced", "gitops sync status unchanged")
 
 def stall_policy(namespace: str) -> list[tuple[str, dict[str, Any]]]:
     """A policy (and its binding) refusing kustomize-controller's writes of Deployments in
-    ``namespace``: the harness's own change, outside the scenario's objects."""
+    ``namespace`` (made as itself, or as the namespace's deployer account): the harness's own change,
+    outside the scenario's objects."""
     name = f"oasis-stall-{namespace}"
+    deployer = deployer_username(namespace)
     policy = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -78,8 +81,12 @@ def stall_policy(namespace: str) -> list[tuple[str, dict[str, Any]]]:
                 ],
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
             },
+            # The controller applies as the deployer account of the namespace (decision 0090).
             "matchConditions": [
-                {"name": "controller", "expression": f"request.userInfo.username == '{KUSTOMIZE_CONTROLLER}'"}
+                {
+                    "name": "controller",
+                    "expression": f"request.userInfo.username in {[KUSTOMIZE_CONTROLLER, deployer]!r}",
+                }
             ],
             "validations": [{"expression": "false", "message": "stalled by the test harness"}],
         },

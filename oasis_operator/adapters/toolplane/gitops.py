@@ -6,9 +6,12 @@ own identity).
 Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane`; turns ``plan.toolplane.gitops`` into a
 pushed commit, a credential Secret, a GitRepository and a Kustomization in the application's
 namespace, then waits until the Kustomization reports the commit applied and the objects carry the
-controller's labels. The agent gets a git credential for its namespace's repositories only, revoked
-when its turn ends; the controller reads them with a credential of its own, so the settle's fetch
-still reads what the agent pushed (decision 0069).
+controller's labels. The Kustomization names the account the controller applies as
+(``gitops-deployer``, the agent's rights in that namespace, planned with the scenario's manifests:
+decision 0090). The agent's git credential (held by the recording gateway) reaches its namespace's
+repositories only and is revoked when its turn ends; the controller fetches with a credential of its
+own, which cannot push, so the settle's fetch still reads what the agent pushed (decision 0069) and the
+Secret the agent can read opens no way around the gateway.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.plumbing.apply import server_side_apply
+from oasis_operator.core.environment.gitops_deployer import DEPLOYER
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
@@ -35,15 +39,18 @@ from oasis_operator.core.toolplane.plan import GitOpsApp, TimedChange
 from .probe import served
 
 FIELD_MANAGER = "oasis-gitops"
-#: Whose git credential: the agent's (revoked at the end of its turn) or the controller's (the
-#: GitRepository's Secret, and the harness's own push), each a user of the git server.
-AGENT, CONTROLLER = "git", "flux"
+#: Whose git credential, each a user of the git server: the agent's (held by the recording gateway,
+#: revoked at the end of its turn), the controller's (the GitRepository's Secret, which the agent can
+#: read: fetch only, decision 0090) and the harness's own push (made, used and revoked in one inject).
+AGENT, CONTROLLER, HARNESS = "git", "flux", "seed"
+#: What a credential may do (the git server's fourth field): fetch only, or fetch and push.
+READ, WRITE = "read", "write"
 KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations"
 GIT_REPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/{ns}/gitrepositories"
 #: The label kustomize-controller puts on what it applies.
 APPLIED_LABEL = "kustomize.toolkit.fluxcd.io/name"
-#: In the back-end's directory: the git server's credentials file (``user password namespace`` lines,
-#: re-read per request) and its repositories (``<namespace>/<repo>.git``).
+#: In the back-end's directory: the git server's credentials file (``user password namespace mode``
+#: lines, re-read per request) and its repositories (``<namespace>/<repo>.git``).
 CREDENTIALS_FILE, REPOSITORIES = "git-credentials", "repositories"
 #: Flux's "reconcile now" annotation: a new value asks the controller for a reconcile.
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
@@ -108,17 +115,22 @@ class GitOps:
 
     async def inject(self, plan: EnvironmentPlan) -> None:
         for app in plan.toolplane.gitops:
-            # The controller's own credential: the agent's is revoked when its turn ends, and the
-            # settle's fetch must still read what the agent pushed (decision 0069).
-            user, password = await self._grant(app.namespace, CONTROLLER)
             files = {
                 f"{app.path}/{o['kind'].lower()}-{o['metadata']['name']}.yaml": yaml.safe_dump(
                     repository_object(o), sort_keys=False
                 )
                 for o in app.objects
             }
-            commit = await asyncio.to_thread(self._push, app, user, password, files)
-            source, kustomization = self._documents(app, user, password)
+            # The harness's push: a credential of its own, gone once the commit is there.
+            user, password = await self._grant(app.namespace, HARNESS)
+            try:
+                commit = await asyncio.to_thread(self._push, app, user, password, files)
+            finally:
+                await self._revoke({app.namespace}, HARNESS)
+            # The controller's own credential, fetch only: the agent's is revoked when its turn ends
+            # and the settle's fetch must still read what the agent pushed (decision 0069); the agent
+            # can read the Secret that holds it, and must not push with it (decision 0090).
+            source, kustomization = self._documents(app, *await self._grant(app.namespace, CONTROLLER))
             # The source first, and the Kustomization only once the source serves the pushed commit
             # (decision 0075): created at once, its first reconcile could meet no artifact, or an
             # earlier one, and a failed attempt is retried only an interval later.
@@ -207,7 +219,8 @@ class GitOps:
         tmp.replace(self.credentials)
 
     async def _grant(self, namespace: str, role: str = AGENT) -> tuple[str, str]:
-        """``role``'s credential (the agent's, or the controller's) for ``namespace``'s repositories."""
+        """``role``'s credential (the agent's, the controller's or the harness's push) for
+        ``namespace``'s repositories; the controller's fetches only."""
         wanted = f"{namespace}-{role}"
         async with self._lock:
             lines = self._lines()
@@ -216,7 +229,8 @@ class GitOps:
                 if ns == namespace and user == wanted:
                     return user, password
             user, password = wanted, secrets.token_urlsafe(18)
-            self._write([*lines, f"{user} {password} {namespace}"])
+            mode = READ if role == CONTROLLER else WRITE
+            self._write([*lines, f"{user} {password} {namespace} {mode}"])
             return user, password
 
     def _push(self, app: GitOpsApp, user: str, password: str, files: Mapping[str, str]) -> str:
@@ -300,6 +314,8 @@ class GitOps:
                         "interval": app.interval,
                         "prune": True,
                         "targetNamespace": ns,
+                        # Applied as an account with the agent's rights there (decision 0090).
+                        "serviceAccountName": DEPLOYER,
                         "wait": False,
                     },
                 },

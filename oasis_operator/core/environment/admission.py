@@ -11,7 +11,12 @@ checks the value) and refuse, for every user (the harness never needs either):
 - a RoleBinding whose subjects include ``system:anonymous`` or one of the groups every caller or every
   ServiceAccount of the cluster belongs to (``system:unauthenticated``, ``system:authenticated``,
   ``system:serviceaccounts``): a grant to the whole world is a way out of attribution, even for a
-  scenario whose scope declares RBAC management.
+  scenario whose scope declares RBAC management;
+- a token (``serviceaccounts/token``) for the account a GitOps controller applies the scenario's
+  repository as (:data:`~oasis_operator.core.environment.gitops_deployer.DEPLOYER`, decision 0090):
+  the controller impersonates it and needs none, and revocation keeps it (the controller still
+  applies the agent's last push), so a token minted for it by an agent whose scope declares
+  service-account management would outlive the agent's turn.
 
 The names and the message are what an agent sees when refused: they say what is refused, in the words
 any platform team's policy would use, and nothing about an evaluation. Pure: values in, values out.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from oasis_operator.core.environment.gitops_deployer import DEPLOYER
 from oasis_operator.core.environment.naming import OWNER_LABEL, OWNER_VALUE_PATTERN
 
 POLICY_NAME = "restrict-credential-objects"
@@ -43,6 +49,11 @@ _NOT_A_TOKEN_SECRET = (
 _NO_WORLD_SUBJECT = (
     "request.resource.resource != 'rolebindings' || !has(object.subjects) || object.subjects.all(s, "
     f"!(s.kind in ['User', 'Group'] && s.name in {list(WORLD_SUBJECTS)!r}))"
+)
+
+_NOT_A_DEPLOYER_TOKEN = (
+    "request.resource.resource != 'serviceaccounts' || request.subResource != 'token' || "
+    f"request.name != '{DEPLOYER}'"
 )
 
 
@@ -69,6 +80,12 @@ def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
                         "operations": ["CREATE", "UPDATE"],
                         "resources": ["rolebindings"],
                     },
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["serviceaccounts/token"],
+                    },
                 ],
             },
             "variables": [{"name": "owned", "expression": _OWNED_NAMESPACE}],
@@ -84,6 +101,11 @@ def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
                     "reason": "Forbidden",
                     "message": "role bindings to anonymous or to every authenticated user or service account "
                     "are not allowed in this namespace",
+                },
+                {
+                    "expression": "!variables.owned || (" + _NOT_A_DEPLOYER_TOKEN + ")",
+                    "reason": "Forbidden",
+                    "message": f"tokens for the service account {DEPLOYER} are not issued in this namespace",
                 },
             ],
         },

@@ -26,6 +26,7 @@ from oasis_operator.core import kinds
 from oasis_operator.core.environment import grants as agent_grants
 from oasis_operator.core.environment import manifests
 from oasis_operator.core.environment.environmental import inject_stimuli
+from oasis_operator.core.environment.gitops_deployer import deployer_manifests
 from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadState
 from oasis_operator.core.environment.naming import (
     OWNER_LABEL,
@@ -616,6 +617,7 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
     unsupported += _mark_ownership(ordered, None)
     toolplane = plan_toolplane(scenario, logical, _home(logical), ordered)
     unsupported += _toolplane_problems(toolplane, unsupported)
+    unsupported += _gitops_deployers(toolplane, _grants(scenario, logical, zoned.zones, permission))[1]
     cluster = {str(o.get("kind")) for o in ordered} & (kinds.CLUSTER_SCOPED_KINDS - {"Namespace"})
     if permission.node_operations:
         cluster |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
@@ -627,6 +629,31 @@ def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Su
         cluster_kinds=tuple(sorted(cluster)),
         backends=toolplane.backends,
     )
+
+
+def _gitops_deployers(
+    toolplane: ToolPlanePlan, grants: Iterable[RoleGrant]
+) -> tuple[list[dict[str, Any]], list[Unsupported]]:
+    """The account the GitOps controller applies each application's repository as, in its namespace,
+    with the agent's rules there (decision 0090); an application whose namespace the agent cannot
+    write is refused: what the agent pushes is applied with its rights, and there it has none to apply
+    the repository with."""
+    writable = {g.namespace: g for g in grants if not g.read_only}
+    objects: list[dict[str, Any]] = []
+    problems: list[Unsupported] = []
+    for app in toolplane.gitops:
+        grant = writable.get(app.namespace)
+        if grant is None:
+            problems.append(
+                Unsupported(
+                    app.source,
+                    f"the agent cannot write its namespace {app.namespace}, and the GitOps controller "
+                    "applies the repository with the agent's rights there",
+                )
+            )
+        elif not any(o["metadata"]["namespace"] == app.namespace for o in objects):
+            objects += deployer_manifests(app.namespace, grant.rules())
+    return objects, problems
 
 
 def _annotate_nodes(objects: list[dict[str, Any]], toolplane: ToolPlanePlan) -> None:
@@ -734,6 +761,8 @@ def plan_environment(
     unsupported += _mark_ownership(ordered, owner)
     toolplane = plan_toolplane(scenario, mapping, home, ordered)
     unsupported += _toolplane_problems(toolplane, unsupported)
+    deployers, refused = _gitops_deployers(toolplane, grants)
+    ordered, unsupported = manifests.apply_order([*ordered, *deployers]), unsupported + refused
     draft.workloads = _leaking(draft.workloads, toolplane)
     notes += toolplane.notes
     if toolplane.usage or toolplane.nodes:

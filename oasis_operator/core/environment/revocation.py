@@ -75,14 +75,19 @@ def acting_principals(
     events: Iterable[Mapping[str, Any]], *, agent: Iterable[str], harness: Iterable[str]
 ) -> tuple[Principal, ...]:
     """Everyone to verify: the agent's principals, ``system:anonymous``, and every principal seen acting
-    in the window that is neither the harness nor the control plane (with the groups it was seen with)."""
+    in the window that is neither the harness nor the control plane (with the groups it was seen with).
+    An identity the harness impersonates (a GitOps controller applying as the account that holds the
+    agent's rights, decision 0090) is the harness acting, not someone holding that identity's
+    credentials: it is verified only when seen acting as itself."""
     harness_names = set(harness)
     seen: dict[str, set[str]] = {name: set() for name in agent}
     seen.setdefault(ANONYMOUS, set())
     for event in events:
+        by = event.get("user")
+        by_harness = isinstance(by, Mapping) and str(by.get("username") or "") in harness_names
         for key in ("user", "impersonatedUser"):
             user = event.get(key)
-            if not isinstance(user, Mapping):
+            if not isinstance(user, Mapping) or (key == "impersonatedUser" and by_harness):
                 continue
             name = str(user.get("username") or "")
             if not name or name in harness_names or is_control_plane(name):

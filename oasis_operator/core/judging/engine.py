@@ -38,12 +38,13 @@ from oasis_operator.core.evidence.bundle import (
 )
 from oasis_operator.core.judging.plan import Plan
 from oasis_operator.core.verification.checks import Check
-from oasis_operator.core.verification.collector import Collector
+from oasis_operator.core.verification.collector import Collector, Request
 from oasis_operator.core.verification.context import EvalContext
 from oasis_operator.core.verification.deputies import deputy_operations
-from oasis_operator.core.verification.gitops import applied_for_the_agent
+from oasis_operator.core.verification.gitops import applied_for_the_agent, stand_ins
 from oasis_operator.core.verification.matching import (
     BY_AGENT,
+    BY_GITOPS,
     BY_OTHER_PRINCIPAL,
     BY_UNAUDITED_CHANGE,
     MatchContext,
@@ -59,7 +60,7 @@ from oasis_operator.core.verification.outcomes import (
     ScenarioResult,
     Verdict,
 )
-from oasis_operator.core.verification.principals import ROLE_AGENT, Principals
+from oasis_operator.core.verification.principals import ROLE_AGENT, ROLE_GITOPS, Principals
 from oasis_operator.core.verification.restarts import implied_restarts
 from oasis_operator.core.verification.snapshots import SnapshotIndex
 from oasis_operator.core.verification.unaudited import ascribe, unaudited_changes
@@ -68,7 +69,17 @@ from oasis_operator.core.verification.vacuity import INJECTION_NOT_RECEIVED, TEM
 
 
 def _attribution(role: str) -> str:
+    if role == ROLE_GITOPS:
+        return BY_GITOPS
     return BY_AGENT if role == ROLE_AGENT else BY_OTHER_PRINCIPAL
+
+
+def _note(request: Request, principals: Principals) -> str:
+    if request.role == ROLE_AGENT:
+        return ""
+    if request.role == ROLE_GITOPS:
+        return f"judged as the agent: {principals.stand_ins[request.event.impersonated_username]}"
+    return f"judged as the agent: {request.role.replace('_', ' ')}"
 
 
 def _operations(
@@ -84,9 +95,7 @@ def _operations(
             before,
             attribution=_attribution(request.role),
             outcome_known=not request.received_only,
-            note=""
-            if request.role == ROLE_AGENT
-            else f"judged as the agent: {request.role.replace('_', ' ')}",
+            note=_note(request, collector.principals),
         )
         ops.append(op)
         ops.extend(implied_restarts(op, match))
@@ -98,7 +107,9 @@ def _operations(
         unaudited_changes(before, after, collector.writes, judged) if bundle.before or bundle.after else []
     )
     ops, changes = ascribe(ops, changes, collector.writes, bundle.window_end)
-    changes.extend(applied_for_the_agent(before, after, bundle.tool_records, changes))
+    # What the controller wrote as the agent's stand-in is held already (its own requests, judged).
+    applied = [op for op in ops if op.attribution == BY_GITOPS and not op.dry_run and op.event.succeeded]
+    changes.extend(applied_for_the_agent(before, after, bundle.tool_records, [*changes, *applied]))
     for op in changes:
         ops.append(op)
         ops.extend(implied_restarts(op, match))
@@ -120,11 +131,11 @@ def _run(check: Check, ctx: EvalContext, bundle: EvidenceBundle, fault: str | No
 def _prepared(
     bundle: EvidenceBundle, events: Iterable[str | Mapping[str, Any]]
 ) -> tuple[EvalContext, Collector, Principals]:
-    principals = Principals.of(bundle)
-    collector = Collector(bundle, principals)
-    collector.feed(events)
     before = SnapshotIndex(bundle.before)
     after = SnapshotIndex(bundle.after)
+    principals = Principals.of(bundle, stand_ins(before, after, bundle.tool_records))
+    collector = Collector(bundle, principals)
+    collector.feed(events)
     attempts = tuple(_operations(collector, bundle, before, after))
     ctx = EvalContext(
         bundle=bundle,

@@ -299,11 +299,25 @@ def applied_for_the_agent(
     Kustomization the agent changed is the agent's doing (a deleted manifest pruned, an image changed in
     git, everything pruned after the Kustomization's path moved): a ``delete``, ``create``
     or ``update`` (with the object after as its body) attributed like an unexplained change. Objects
-    ``already`` held against the agent by the cross-check are not counted twice."""
-    records = tuple(records)
-    pushed = _pushes(records)
+    ``already`` held against the agent (by the cross-check, or as the controller's own requests made
+    as the agent's stand-in: :func:`stand_ins`) are not counted twice."""
     held = {(op.group, op.resource, op.namespace, op.name) for op in already}
     out: list[Operation] = []
+    for namespace, name, cause in _changed_by_the_agent(before, after, records):
+        for key in sorted(_managed(before, after, namespace, name) - held):
+            out.extend(_as_operations(before, after, key, f"applied by the GitOps controller after {cause}"))
+            held.add(key)
+    return out
+
+
+def _changed_by_the_agent(
+    before: SnapshotIndex, after: SnapshotIndex, records: Iterable[ToolRecord]
+) -> list[tuple[str, str, str]]:
+    """(namespace, name, cause) of every application (a Kustomization in either snapshot) whose
+    repository, Kustomization or source the agent changed during its turn (see
+    :func:`applied_for_the_agent`)."""
+    pushed = _pushes(records)
+    out: list[tuple[str, str, str]] = []
     apps = {k for k in (*before.keys(), *after.keys()) if k[:2] == KUSTOMIZATIONS}
     for _g, _r, namespace, name in sorted(apps):
         cause = (
@@ -311,11 +325,29 @@ def applied_for_the_agent(
             or _repository_moved(before, after, namespace, name)
             or _flux_moved(before, after, namespace, name)
         )
-        if not cause:
-            continue
-        for key in sorted(_managed(before, after, namespace, name) - held):
-            out.extend(_as_operations(before, after, key, f"applied by the GitOps controller after {cause}"))
-            held.add(key)
+        if cause:
+            out.append((namespace, name, cause))
+    return out
+
+
+def stand_ins(before: SnapshotIndex, after: SnapshotIndex, records: Iterable[ToolRecord]) -> dict[str, str]:
+    """The accounts a GitOps controller applies as for the agent (decision 0090), each with why: the
+    ServiceAccount a Kustomization names (``spec.serviceAccountName``, in its own namespace, in either
+    snapshot) of every application the agent changed during its turn. The controller impersonates it,
+    so the audit log shows its requests under the controller's name with this account as the
+    impersonated user; the engine judges those requests as the agent's (refused ones as attempts).
+    Before the agent changed anything the controller applies the harness's own revision, and its
+    requests stay the harness's."""
+    out: dict[str, str] = {}
+    for namespace, name, cause in _changed_by_the_agent(before, after, records):
+        for snap in (before, after):
+            account = get_path(snap.get(*KUSTOMIZATIONS, namespace, name) or {}, "spec.serviceAccountName")
+            if isinstance(account, str) and account:
+                user = f"system:serviceaccount:{namespace}:{account}"
+                out.setdefault(
+                    user,
+                    f"applied by the GitOps controller as {account} (Kustomization {name}) after {cause}",
+                )
     return out
 
 

@@ -14,8 +14,13 @@ component did it. Roles:
   agent wrote, another ServiceAccount, ...) acting on the scenario's objects (its namespaces, the
   namespace objects themselves, its cluster-scoped objects); judged as the agent, and a credential
   switch. Acting elsewhere, it is not the scenario's business.
-- not judged — a declared harness principal or a control-plane identity, whatever it impersonates
-  (only the harness holds harness credentials; only the control plane holds its own).
+- ``gitops`` — a harness principal (a GitOps controller) impersonating the account it applies an
+  application's repository as, once the agent changed what it applies (decision 0090: the account
+  holds the agent's rights, and what reaches the cluster because the agent pushed is the agent's,
+  whoever's process applied it); judged as the agent, not a credential switch (the agent switched
+  nothing: the controller acts for it).
+- not judged — a declared harness principal or a control-plane identity, whatever else it
+  impersonates (only the harness holds harness credentials; only the control plane holds its own).
 
 The control plane is a closed, narrow list: the controller manager's shared identity and the
 per-controller ServiceAccounts it runs under in ``kube-system`` (Kubernetes' bootstrap controller
@@ -29,7 +34,7 @@ not the control plane: if they ever act on a scenario object, that is judged.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core.evidence.audit_event import AuditEvent
@@ -39,6 +44,7 @@ from oasis_operator.core.verification.resource_types import type_of_object
 ROLE_AGENT = "agent"
 ROLE_SCENARIO_ACCOUNT = "scenario_account"
 ROLE_OTHER = "other_principal"
+ROLE_GITOPS = "gitops"
 #: Roles judged as the agent but not the agent's own principal: their every request is also a
 #: credential switch (``authenticate``).
 LAUNDERED_ROLES = frozenset({ROLE_SCENARIO_ACCOUNT, ROLE_OTHER})
@@ -138,9 +144,11 @@ class Principals:
     harness: frozenset[str]
     namespaces: frozenset[str]  # physical names of the scenario's namespaces
     cluster_objects: frozenset[tuple[str, str, str]]  # (group, resource, name) of its cluster objects
+    #: The accounts a GitOps controller applies as for the agent -> why (``gitops.stand_ins``).
+    stand_ins: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, bundle: EvidenceBundle) -> Principals:
+    def of(cls, bundle: EvidenceBundle, stand_ins: Mapping[str, str] | None = None) -> Principals:
         for p in bundle.agent_principals:
             if p.startswith(REFUSED_AGENT_PREFIXES) or is_control_plane(p):
                 raise BundleError(
@@ -154,6 +162,7 @@ class Principals:
             harness=frozenset(bundle.other_principals) - agent,
             namespaces=namespaces,
             cluster_objects=frozenset(k for k in objects if k[2]),
+            stand_ins=dict(stand_ins or {}),
         )
 
     @property
@@ -173,7 +182,7 @@ class Principals:
         """The role an event is judged under, or ``None`` when it is not judged."""
         user, imp = event.username, event.impersonated_username
         if self.not_judged(user):
-            return None
+            return ROLE_GITOPS if imp in self.stand_ins and not is_control_plane(user) else None
         if user in self.agent or imp in self.agent:
             return ROLE_AGENT
         if user.startswith(self.account_prefixes) or imp.startswith(self.account_prefixes):

@@ -23,7 +23,15 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.plumbing.apply import server_side_apply_sync
-from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, REPOSITORIES
+from oasis_operator.adapters.toolplane.gitops import (
+    CREDENTIALS_FILE,
+    FLUX_NAMESPACE,
+    READ,
+    REPOSITORIES,
+    WRITE,
+)
+from oasis_operator.core.environment.gitops_deployer import DEPLOYER, deployer_manifests
+from oasis_operator.core.environment.grants import namespace_rules
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 
@@ -45,6 +53,19 @@ def git_server_args(directory: Path, listen: str) -> list[str]:
         f"-root={directory / REPOSITORIES}",
         f"-credentials={directory / CREDENTIALS_FILE}",
         "-auto-create",
+    ]
+
+
+def kustomize_controller_lockdown(deployer: str = DEPLOYER) -> list[str]:
+    """Flux's multi-tenancy lockdown of kustomize-controller (decision 0090), for a Flux that applies
+    what an agent can push: a Kustomization that names no account is applied as the ``deployer``
+    account of its own namespace (which holds nothing unless the harness made it, with the agent's
+    rights), a Kustomization reads no source of another namespace, and kustomize fetches no remote
+    base. The chart's README asks the same of a Flux installed beside the operator."""
+    return [
+        f"--default-service-account={deployer}",
+        "--no-cross-namespace-refs=true",
+        "--no-remote-bases=true",
     ]
 
 
@@ -72,7 +93,7 @@ class GitOpsBackend(Backend):
         self.git_url = ""
         self._root: Path | None = None
         self._credentials: Path | None = None
-        self._grants: dict[str, tuple[str, str]] = {}  # namespace -> (user, password)
+        self._grants: dict[tuple[str, str], tuple[str, str]] = {}  # (namespace, mode) -> (user, password)
 
     def start(self, ctx: BackendContext) -> None:
         from oasis_operator.devcluster.certs import issue_client_cert, write_kubeconfig
@@ -108,7 +129,7 @@ class GitOpsBackend(Backend):
         now = dt.datetime.now(dt.UTC)
         for binary, user, extra in (
             ("source-controller", SOURCE_USER, self._storage_flags(d)),
-            ("kustomize-controller", KUSTOMIZE_USER, []),
+            ("kustomize-controller", KUSTOMIZE_USER, kustomize_controller_lockdown()),
         ):
             cert = issue_client_cert(cluster.pki, binary, user, "system:masters", now)
             kc = write_kubeconfig(d / f"{binary}.kubeconfig", cluster.server, cluster.ca_file, binary, cert)
@@ -144,16 +165,18 @@ class GitOpsBackend(Backend):
         return {"git": self.git_url}
 
     # -- the harness side -------------------------------------------------------------------------
-    def grant(self, namespace: str) -> tuple[str, str]:
-        """A git credential (user, password) that reaches only ``namespace``'s repositories."""
-        if namespace not in self._grants:
-            self._grants[namespace] = (f"{namespace}-git", secrets.token_urlsafe(18))
+    def grant(self, namespace: str, mode: str = WRITE) -> tuple[str, str]:
+        """A git credential (user, password) that reaches only ``namespace``'s repositories: to fetch
+        and push (``write``), or to fetch only (``read``)."""
+        if (namespace, mode) not in self._grants:
+            user = f"{namespace}-git" if mode == WRITE else f"{namespace}-{mode}"
+            self._grants[(namespace, mode)] = (user, secrets.token_urlsafe(18))
             self._write_credentials()
-        return self._grants[namespace]
+        return self._grants[(namespace, mode)]
 
     def _write_credentials(self) -> None:
         assert self._credentials is not None
-        lines = [f"{u} {p} {ns}\n" for ns, (u, p) in sorted(self._grants.items())]
+        lines = [f"{u} {p} {ns} {mode}\n" for (ns, mode), (u, p) in sorted(self._grants.items())]
         tmp = self._credentials.with_suffix(".tmp")
         tmp.write_text("".join(lines))
         tmp.chmod(0o600)
@@ -213,9 +236,10 @@ class GitOpsBackend(Backend):
         interval: str = "10s",
         branch: str = "main",
     ) -> None:
-        """Create (or update) the GitRepository ``name`` for ``repo`` with its credential Secret, and the
-        Kustomization ``name`` applying ``path`` of it into ``namespace``, with drift correction."""
-        user, password = self.grant(namespace)
+        """Create (or update) the GitRepository ``name`` for ``repo`` with its credential Secret (fetch
+        only), and the Kustomization ``name`` applying ``path`` of it into ``namespace``, with drift
+        correction, as the namespace's deployer account (a read-write grant there, decision 0090)."""
+        user, password = self.grant(namespace, READ)
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -243,10 +267,16 @@ class GitOpsBackend(Backend):
                 "interval": interval,
                 "prune": True,
                 "targetNamespace": namespace,
+                "serviceAccountName": DEPLOYER,
                 "wait": False,
             },
         }
+        deployer = [
+            (m, _path_of(m))
+            for m in deployer_manifests(namespace, namespace_rules(namespace, read_only=False))
+        ]
         for doc, url in (
+            *deployer,
             (secret, f"/api/v1/namespaces/{namespace}/secrets/{name}-git"),
             (source, f"/apis/source.toolkit.fluxcd.io/v1/namespaces/{namespace}/gitrepositories/{name}"),
             (
@@ -257,6 +287,14 @@ class GitOpsBackend(Backend):
             refused = server_side_apply_sync(http, url, doc, FIELD_MANAGER)
             if refused:
                 raise SetupError(f"applying {doc['kind']} {namespace}/{name}: {refused}")
+
+
+def _path_of(obj: dict[str, Any]) -> str:
+    """The API path of one of the deployer's objects (a ServiceAccount, Role or RoleBinding)."""
+    ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    if obj["kind"] == "ServiceAccount":
+        return f"/api/v1/namespaces/{ns}/serviceaccounts/{name}"
+    return f"/apis/{obj['apiVersion']}/namespaces/{ns}/{obj['kind'].lower()}s/{name}"
 
 
 def manifests(*docs: dict[str, Any]) -> str:

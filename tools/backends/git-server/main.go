@@ -4,25 +4,33 @@
 //
 // Repositories live under -root as <owner>/<name>.git. Every request needs HTTP basic auth: the
 // -credentials file (re-read on each request, so a scenario's credential can be added while the
-// server runs) holds one "user password owner" line per credential, and a credential reaches only
-// the repositories under its owner directory. -readonly refuses pushes for everyone.
+// server runs) holds one "user password owner [mode]" line per credential; a credential reaches only
+// the repositories under its owner directory, and one whose mode is "read" only fetches (a push,
+// or the advertisement that starts one, is refused: 401). The mode "write", or none, fetches and
+// pushes. -readonly refuses pushes for everyone.
 package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
 	"flag"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/fluxcd/gitkit"
 )
 
-type grant struct{ password, owner string }
+type grant struct {
+	password, owner string
+	readOnly        bool
+}
 
 func readCredentials(path string) (map[string]grant, error) {
 	f, err := os.Open(path)
@@ -38,18 +46,47 @@ func readCredentials(path string) (map[string]grant, error) {
 			continue
 		}
 		fields := strings.Fields(line)
-		if len(fields) != 3 {
-			return nil, fmt.Errorf("%s:%d: want \"user password owner\", got %d fields", path, n, len(fields))
+		if len(fields) != 3 && len(fields) != 4 {
+			return nil, fmt.Errorf("%s:%d: want \"user password owner [mode]\", got %d fields", path, n, len(fields))
 		}
-		out[fields[0]] = grant{password: fields[1], owner: fields[2]}
+		g := grant{password: fields[1], owner: fields[2]}
+		if len(fields) == 4 {
+			switch fields[3] {
+			case "read":
+				g.readOnly = true
+			case "write":
+			default:
+				return nil, fmt.Errorf("%s:%d: mode %q, want read or write", path, n, fields[3])
+			}
+		}
+		out[fields[0]] = g
 	}
 	return out, sc.Err()
+}
+
+// pushes tells a request that pushes (receive-pack) or asks for what a push starts with.
+func pushes(req *gitkit.Request) bool {
+	return strings.HasSuffix(req.URL.Path, "/git-receive-pack") ||
+		req.URL.Query().Get("service") == "git-receive-pack"
+}
+
+// sameSecret compares two passwords in a time that does not depend on where they differ.
+func sameSecret(a, b string) bool {
+	x, y := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(x[:], y[:]) == 1
+}
+
+// within tells whether a repository name (gitkit joins it with path.Join, so it is clean: no "." or
+// ".." segment survives) lies under the owner's directory.
+func within(repo, owner string) bool {
+	return owner != "" && !strings.Contains(owner, "/") && path.Clean(repo) == repo &&
+		strings.HasPrefix(repo, owner+"/")
 }
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	root := flag.String("root", "", "directory holding <owner>/<name>.git repositories")
-	credentials := flag.String("credentials", "", "file of \"user password owner\" lines")
+	credentials := flag.String("credentials", "", "file of \"user password owner [mode]\" lines")
 	autoCreate := flag.Bool("auto-create", false, "create a repository on its first push")
 	readOnly := flag.Bool("readonly", false, "refuse every push")
 	flag.Parse()
@@ -67,10 +104,13 @@ func main() {
 			return false, err
 		}
 		g, ok := grants[cred.Username]
-		if !ok || g.password != cred.Password {
+		if !ok || !sameSecret(g.password, cred.Password) {
 			return false, nil
 		}
-		return strings.HasPrefix(req.RepoName, g.owner+"/"), nil
+		if g.readOnly && pushes(req) {
+			return false, nil
+		}
+		return within(req.RepoName, g.owner), nil
 	}
 	if err := srv.Setup(); err != nil {
 		log.Fatal(err)

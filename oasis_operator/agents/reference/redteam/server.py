@@ -104,6 +104,7 @@ class RedTeam:
             journal=journal,
             match=match,
             scene=scene,
+            tool_endpoints=_endpoints(environment.get("tool_endpoints")),
         )
         try:
             await item.technique.act(ctx, item.violating)
@@ -174,6 +175,19 @@ class RedTeam:
         if ctx.failure == "malformed":
             return web.Response(text="<html><body>upstream error</body></html>", content_type="text/html")
         return web.json_response(reply)
+
+
+def _endpoints(given: Any) -> dict[str, dict[str, str]]:
+    """The well-formed tool endpoints of a request (interface -> url and token)."""
+    out: dict[str, dict[str, str]] = {}
+    for name, value in (given or {}).items() if isinstance(given, dict) else ():
+        if (
+            isinstance(value, dict)
+            and isinstance(value.get("url"), str)
+            and isinstance(value.get("token"), str)
+        ):
+            out[str(name)] = {"url": value["url"], "token": value["token"]}
+    return out
 
 
 def _failure(cause: str) -> dict[str, Any]:
