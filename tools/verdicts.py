@@ -96,8 +96,10 @@ def pytest_configure(config: Any) -> None:
 def _load(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     """The calls of a dump (one file per test process: ``FILE.<pid>``)."""
     out = {}
-    for part in sorted(path.parent.glob(f"{path.name}.*")):
-        for line in part.read_text(encoding="utf-8").splitlines():
+    for part in sorted(path.parent.glob(f"{path.name}.[0-9]*")):
+        for line in part.read_text(encoding="utf-8").split("\n"):
+            if not line:
+                continue
             record = json.loads(line)
             out[(record["test"], record["rank"])] = record
     return out

@@ -88,7 +88,7 @@ def test_a_shape_key_keeps_every_byte_but_the_three_values() -> None:
 _VALUE = st.text(alphabet=st.sampled_from('ab1:."\\{}'), max_size=6)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(audit=_VALUE, received=_VALUE, staged=_VALUE)
 def test_two_lines_of_one_key_differ_only_inside_the_cut_values(
     audit: str, received: str, staged: str
@@ -120,7 +120,7 @@ def test_a_line_that_only_looks_like_a_kept_shape_is_still_refused() -> None:
     assert "#2" in whole.fault
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -133,7 +133,7 @@ def test_decode_gives_what_the_standard_library_gives(value: object) -> None:
     assert repr(decode(text)) == repr(json.loads(text))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from('{}[]",:0123456789.eE-+ntrufalsNIy\\u \t'), max_size=30))
 def test_decode_accepts_and_refuses_what_the_standard_library_does(text: str) -> None:
     try:
@@ -151,7 +151,7 @@ def _text_of(rec: Recorded) -> str:
     return "\n".join(render_lines(rec.bundle(), rec.events)) + "\n"
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), cut=st.sampled_from(["", "\n", ",\n", "\n\n", "]}\n,{}\n", "tail"]))
 def test_read_chunks_reads_what_read_lines_reads(seed: int, cut: str) -> None:
     rec = load(random.Random(seed).choice(["scale", "delete", "bystander"]))

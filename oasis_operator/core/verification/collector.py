@@ -543,9 +543,12 @@ class Collector:
         ]
 
     def requests(self) -> list[Request]:
-        """Judged requests, their stages paired, in time order."""
+        """Judged requests, their stages paired, in time order. Called once, after the pass: the
+        grouping is released as the requests are made (a million judged reads need not be held
+        twice)."""
         out: list[Request] = []
-        for group in self._groups.values():
+        groups, self._groups = self._groups, {}
+        for group in groups.values():
             ranks = [STAGE_RANK.get(e.stage, 0) for e, _ in group]
             if len(set(ranks)) == len(ranks):
                 event, role = max(group, key=lambda pair: STAGE_RANK.get(pair[0].stage, 0))
