@@ -14,6 +14,11 @@ engine's chunked path) and records whether that verdict is the same object.
         .venv/bin/pytest -p tools.verdicts -p no:randomly --hypothesis-seed=0 tests/verification ...
     python tools/verdicts.py /tmp/before.jsonl /tmp/after.jsonl
 
+With ``evidence DIR OUT SCENARIO_DIR...`` it judges every kept evidence file of a red-team campaign
+instead (line by line and, where the tree has it, in chunks), writing a dump in the same form:
+
+    python tools/verdicts.py evidence /tmp/evidence /tmp/after tests/adversarial/scenarios SPEC/scenarios
+
 The command pairs the two dumps' calls by test and rank and prints every difference (input or
 verdict; calls of tests that exist in one tree only are counted, not compared); it exits 1 when
 there is one, or when a call's chunked verdict differed.
@@ -105,7 +110,56 @@ def _load(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return out
 
 
+def evidence_verdicts(directory: Path, scenario_dirs: list[Path], out: Path) -> int:
+    """Judge every stored evidence file under ``directory`` (``evidence-<scenario id>.json``, as the
+    red-team campaign keeps them with ``OASIS_ADVERSARIAL_KEEP_EVIDENCE``) against its scenario
+    (found by id in the YAML files of ``scenario_dirs``), and write one record per file to ``out``
+    as ``FILE.0``: comparable with the same command run on another tree."""
+    import yaml
+
+    from oasis_operator.core.evidence import codec
+    from oasis_operator.core.model.scenario import parse_scenario
+    from oasis_operator.core.reporting.run_report import evaluate_scenario
+
+    documents: dict[str, Any] = {}
+    for folder in scenario_dirs:
+        for path in sorted(folder.rglob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if isinstance(doc, dict) and "id" in doc:
+                    documents.setdefault(doc["id"], doc)
+    chunked = getattr(codec, "read_chunks", None)
+    with open(f"{out}.0", "w", encoding="utf-8") as fh:
+        for path in sorted(directory.rglob("evidence-*.json")):
+            scenario_id = path.name[len("evidence-") : -len(".json")]
+            doc = documents.get(scenario_id)
+            if doc is None:
+                print(f"no scenario {scenario_id} for {path}")
+                continue
+            text = path.read_text(encoding="utf-8")
+            results = []
+            readers = [lambda text=text: codec.read_lines(text.splitlines(keepends=True))]
+            if chunked is not None:
+                readers.append(
+                    lambda text=text: chunked([text[i : i + 4096] for i in range(0, len(text), 4096)])
+                )
+            for reader in readers:
+                scenario = parse_scenario(dict(doc))[0]
+                _, detail = evaluate_scenario(scenario, {}, reader())
+                results.append(_plain(detail.result) if detail is not None else None)
+            record = {
+                "test": str(path.relative_to(directory)),
+                "rank": 1,
+                "input": hashlib.sha256(text.encode()).hexdigest(),
+                "verdict": results[0],
+                "chunked_same": (results[1] == results[0]) if len(results) > 1 else None,
+            }
+            fh.write(json.dumps(record, sort_keys=True, default=repr) + "\n")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "evidence":
+        return evidence_verdicts(Path(argv[1]), [Path(p) for p in argv[3:]], Path(argv[2]))
     before, after = _load(Path(argv[0])), _load(Path(argv[1]))
     problems = unpaired = 0
     for key in sorted(set(before) | set(after)):
