@@ -58,13 +58,19 @@ test: install binaries backends tools lint ## The whole test suite, including th
 unit: install ## The pure suite: no control plane, no helm or other outside tool, on every core
 	$(BIN)/pytest -m unit -n auto
 
-bench: install binaries ## Benchmarks (numbers to report, not pass/fail)
+bench: install binaries ## Benchmarks (numbers to report, not pass/fail); the engine's as JSON, compared with the baseline
 	$(BIN)/python tools/benchmarks/bench_devcluster.py
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_environments.py
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_operator.py
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_toolplane.py
-	$(BIN)/python tools/benchmarks/bench_verification.py
+	$(MAKE) --no-print-directory bench-engine
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_gateway.py
+
+BENCH_OUT ?= .bench/results.json
+
+bench-engine: install ## The verification engine at 100k, 1M and 10M events: figures to $(BENCH_OUT), regressions against tools/benchmarks/baseline.json
+	$(BIN)/python tools/benchmarks/bench_verification.py --json $(BENCH_OUT)
+	$(BIN)/python tools/benchmarks/compare.py tools/benchmarks/baseline.json $(BENCH_OUT)
 
 dev-up: install binaries ## Start a local control plane and leave it running
 	$(BIN)/oasis dev-cluster up
@@ -73,6 +79,6 @@ dev-down: install ## Stop the local control plane
 	$(BIN)/oasis dev-cluster down
 
 clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
-	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache .hypothesis .bench
 
-.PHONY: help install lock binaries backends postgres tools demo lint test unit bench dev-up dev-down clean
+.PHONY: help install lock binaries backends postgres tools demo lint test unit bench bench-engine dev-up dev-down clean

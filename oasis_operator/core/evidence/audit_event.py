@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 #: Audit stages, from least to most final. ``RequestReceived`` is logged before the request is
@@ -31,6 +31,9 @@ BODY_LEVELS = frozenset({"Request", "RequestResponse"})
 DRY_RUN_ALL = "All"
 #: Verbs whose options (``DeleteOptions``) come from the request body when one was sent.
 DELETE_VERBS = frozenset({"delete", "deletecollection"})
+
+
+_T = TypeVar("_T")
 
 
 class AuditEventError(ValueError):
@@ -181,11 +184,15 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def parse_audit_event(data: Any, *, keep_raw: bool = True) -> AuditEvent:
+def parse_audit_event(
+    data: Any, *, keep_raw: bool = True, shared: dict[Any, Any] | None = None
+) -> AuditEvent:
     """Turn one decoded audit event into a value; tolerant of missing and unknown fields.
 
     ``keep_raw=False`` drops the fields nobody judges (the engine keeps thousands of events in
-    memory and needs only the typed ones and the request/response bodies)."""
+    memory and needs only the typed ones and the request/response bodies). ``shared``: a table
+    through which equal field values (users, URIs, object references, annotations, times) are kept
+    once across the events parsed with it; the caller bounds it."""
     if not isinstance(data, Mapping):
         raise AuditEventError(f"an audit event must be a JSON object, found {type(data).__name__}")
     user = _map(data.get("user"))
@@ -195,34 +202,58 @@ def parse_audit_event(data: Any, *, keep_raw: bool = True) -> AuditEvent:
     code = status.get("code")
     groups = user.get("groups")
     annotations = _map(data.get("annotations"))
+    one = _Sharing(shared)
     return AuditEvent(
         audit_id=_str(data.get("auditID")),
-        stage=_str(data.get("stage")),
-        verb=_str(data.get("verb")),
-        request_uri=_str(data.get("requestURI")),
-        username=_str(user.get("username")),
-        groups=tuple(g for g in groups if isinstance(g, str)) if isinstance(groups, list) else (),
-        impersonated_username=_str(imp.get("username")),
-        object_ref=ObjectRef(
-            resource=_str(ref.get("resource")),
-            namespace=_str(ref.get("namespace")),
-            name=_str(ref.get("name")),
-            api_group=_str(ref.get("apiGroup")),
-            api_version=_str(ref.get("apiVersion")),
-            subresource=_str(ref.get("subresource")),
+        stage=one(_str(data.get("stage"))),
+        verb=one(_str(data.get("verb"))),
+        request_uri=one(_str(data.get("requestURI"))),
+        username=one(_str(user.get("username"))),
+        groups=one(tuple(g for g in groups if isinstance(g, str))) if isinstance(groups, list) else (),
+        impersonated_username=one(_str(imp.get("username"))),
+        object_ref=one(
+            ObjectRef(
+                resource=_str(ref.get("resource")),
+                namespace=_str(ref.get("namespace")),
+                name=_str(ref.get("name")),
+                api_group=_str(ref.get("apiGroup")),
+                api_version=_str(ref.get("apiVersion")),
+                subresource=_str(ref.get("subresource")),
+            )
         ),
         response_code=code if isinstance(code, int) and not isinstance(code, bool) else 0,
-        request_received=_str(data.get("requestReceivedTimestamp")),
-        stage_timestamp=_str(data.get("stageTimestamp")),
-        user_agent=_str(data.get("userAgent")),
+        request_received=one(_str(data.get("requestReceivedTimestamp"))),
+        stage_timestamp=one(_str(data.get("stageTimestamp"))),
+        user_agent=one(_str(data.get("userAgent"))),
         request_object=data.get("requestObject"),
         response_object=data.get("responseObject"),
-        annotations={k: v for k, v in annotations.items() if isinstance(k, str) and isinstance(v, str)},
+        annotations=one.mapping(
+            {k: v for k, v in annotations.items() if isinstance(k, str) and isinstance(v, str)}
+        ),
         raw=data if keep_raw else {},
-        level=_str(data.get("level")),
-        response_reason=_str(status.get("reason")),
-        response_message=_str(status.get("message")),
+        level=one(_str(data.get("level"))),
+        response_reason=one(_str(status.get("reason"))),
+        response_message=one(_str(status.get("message"))),
     )
+
+
+class _Sharing:
+    """Equal values kept once through a caller's table (or not at all, without one)."""
+
+    def __init__(self, table: dict[Any, Any] | None) -> None:
+        self.table = table
+
+    def __call__(self, value: _T) -> _T:
+        if self.table is None:
+            return value
+        kept: _T = self.table.setdefault(value, value)
+        return kept
+
+    def mapping(self, value: dict[str, str]) -> Mapping[str, str]:
+        if self.table is None or not value:
+            return value
+        kept: Mapping[str, str] = self.table.setdefault(("annotations", *value.items()), value)
+        return kept
 
 
 def parse_audit_line(line: str) -> AuditEvent:

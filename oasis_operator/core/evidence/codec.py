@@ -15,12 +15,18 @@ out so that it can be streamed::
 
 Line 1 carries the header, then one audit event per line. Keys are sorted at every level and
 separators are fixed, so the same evidence always gives the same bytes.
+
+Two readers: :func:`read_lines` takes the text line by line and yields one event's text at a time;
+:func:`read_chunks` takes it in chunks of any size (a file read a megabyte at a time) and yields
+:class:`EventLines`, many events at once, which the verification engine reads without a Python
+call per event. Both accept exactly the same texts and yield the same events.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle, bundle_from_header
@@ -92,3 +98,76 @@ def read_lines(lines: Iterable[str]) -> tuple[EvidenceBundle, Iterator[str]]:
         raise BundleError(f"line {lineno}", f"truncated: the closing {_CLOSE!r} is missing")
 
     return bundle, events()
+
+
+@dataclass(frozen=True, slots=True)
+class EventLines:
+    """Consecutive audit events of the stored form, one JSON text per line as stored: each may
+    start with the comma that separates it from the one before (the reader of these lines takes it
+    off), and none is blank."""
+
+    lines: Sequence[str]
+
+
+def _pieces(chunks: Iterable[str]) -> Iterator[list[str]]:
+    """The text's lines (without newlines), a chunk's worth at a time."""
+    rest = ""
+    for chunk in chunks:
+        if not chunk:
+            continue
+        lines = (rest + chunk).split("\n") if rest else chunk.split("\n")
+        rest = lines.pop()
+        if lines:
+            yield lines
+    if rest:
+        yield [rest]
+
+
+def _kept(lines: list[str]) -> list[str]:
+    """The event lines of a piece as :func:`read_lines` yields them: blank ones (and a lone
+    comma) dropped."""
+    if "" in lines or "," in lines:
+        return [line for line in lines if line not in ("", ",")]
+    return lines
+
+
+def read_chunks(chunks: Iterable[str]) -> tuple[EvidenceBundle, Iterator[EventLines]]:
+    """:func:`read_lines` for the text in chunks of any size (its lines are split at newlines only,
+    as a file's are): the header read eagerly, the audit events as :class:`EventLines`. The same
+    texts are accepted and refused with the same errors."""
+    pieces = _pieces(chunks)
+    head: list[str] = []
+    while len(head) < 2:
+        more = next(pieces, None)
+        if more is None:
+            break
+        head += more
+    bundle, _ = read_lines(head[:2])
+
+    def events() -> Iterator[EventLines]:
+        lineno = 2
+        for lines in _chain(head[2:], pieces):
+            end = _close_at(lines)
+            taken = lines if end is None else lines[:end]
+            lineno += len(taken)
+            kept = _kept(taken)
+            if kept:
+                yield EventLines(kept)
+            if end is not None:
+                return
+        raise BundleError(f"line {lineno}", f"truncated: the closing {_CLOSE!r} is missing")
+
+    return bundle, events()
+
+
+def _chain(head: list[str], rest: Iterator[list[str]]) -> Iterator[list[str]]:
+    if head:
+        yield head
+    yield from rest
+
+
+def _close_at(lines: list[str]) -> int | None:
+    try:
+        return lines.index(_CLOSE)
+    except ValueError:
+        return None

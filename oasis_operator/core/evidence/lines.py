@@ -39,6 +39,7 @@ _RECEIVED = '"requestReceivedTimestamp":"'
 _AUDIT_ID = '"auditID":"'
 _SUCCESS = '"code":2'  # a 2xx response status (the only "code" key of a body-free event)
 _OBJECT_REF = '"objectRef":{'
+_STAGE_TIME = '"stageTimestamp":"'
 
 
 class LineFilter:
@@ -189,6 +190,91 @@ def audit_id_of(shape: Sketch) -> str | None:
 def uri_of(shape: Sketch) -> str | None:
     """The request URI of a sketched line."""
     return _value(shape.line, _URI)
+
+
+class Shape(NamedTuple):
+    """A line cut at the values that differ from one request to the next (:func:`shape_of`)."""
+
+    key: tuple[str, str, str, str]  # the line without its audit id, receipt and stage times
+    audit_id: str
+    received: str
+
+    def read_as_sketched(self, line: str) -> bool:
+        """Whether a sketch of the line reads the cut values only as its audit id and receipt time:
+        they are the first occurrences (what :func:`audit_id_of` and :func:`received_at` read) and
+        lie outside the object reference (which :func:`write_details` reads whole). Checked once
+        per key: lines of one key differ only inside the cut values, which hold no quote."""
+        audit = len(self.key[0])
+        received = audit + len(self.audit_id) + len(self.key[1])
+        staged = received + len(self.received) + len(self.key[2])
+        if (
+            line.find(_AUDIT_ID) + len(_AUDIT_ID) != audit
+            or line.find(_RECEIVED) + len(_RECEIVED) != received
+        ):
+            return False
+        ref = line.find(_OBJECT_REF)
+        end = line.find("}", ref)
+        return ref < 0 or all(not ref <= cut <= end for cut in (audit, received, staged))
+
+
+def shape_of(line: str) -> Shape | None:
+    """The line without the values of ``auditID``, ``requestReceivedTimestamp`` and
+    ``stageTimestamp`` (in that order: the first ``auditID``, then the next of each), and the first
+    two of them. A leading comma (the separator of the stored form, :mod:`codec`) is not part of
+    the key.
+
+    Two lines with the same key are byte for byte the same but for those three values, none of which
+    holds a quote or a backslash (``None`` otherwise, and when a key is missing). The sketch of a
+    body-free line (:func:`sketch`) reads none of the three but the audit id and receipt time, so what
+    the engine decides about one line from its sketch holds for every line of the same key, given
+    that line's audit id and receipt time (:meth:`Shape.read_as_sketched`): the engine keeps those
+    decisions, keyed by this, instead of sketching the same controller write a million times."""
+    start = 1 if line.startswith(",") else 0
+    at = line.find(_AUDIT_ID)
+    if at < 0:
+        return None
+    at += len(_AUDIT_ID)
+    audit_end = line.find('"', at)
+    received_at_ = line.find(_RECEIVED, audit_end)
+    if audit_end < 0 or received_at_ < 0:
+        return None
+    received_at_ += len(_RECEIVED)
+    received_end = line.find('"', received_at_)
+    staged = line.find(_STAGE_TIME, received_end)
+    if received_end < 0 or staged < 0:
+        return None
+    staged += len(_STAGE_TIME)
+    staged_end = line.find('"', staged)
+    if staged_end < 0:
+        return None
+    audit_id = line[at:audit_end]
+    received = line[received_at_:received_end]
+    if "\\" in audit_id or "\\" in received or "\\" in line[staged:staged_end]:
+        return None
+    key = (line[start:at], line[audit_end:received_at_], line[received_end:staged], line[staged_end:])
+    return Shape(key, audit_id, received)
+
+
+def shape_key(line: str) -> tuple[str, str, str, str] | None:
+    """:func:`shape_of`'s key alone, without looking inside the three values (a backslash in one
+    gives a key all the same). For the decisions that read none of them (an index entry already
+    made as recent, a nameless create's count): two lines with this key differ only inside them."""
+    at = line.find(_AUDIT_ID)
+    if at < 0:
+        return None
+    audit_end = line.find('"', at + 11)
+    received = line.find(_RECEIVED, audit_end)
+    if audit_end < 0 or received < 0:
+        return None
+    received_end = line.find('"', received + 28)
+    staged = line.find(_STAGE_TIME, received_end)
+    if received_end < 0 or staged < 0:
+        return None
+    staged_end = line.find('"', staged + 18)
+    if staged_end < 0:
+        return None
+    head = line[1 : at + 11] if line.startswith(",") else line[: at + 11]
+    return (head, line[audit_end : received + 28], line[received_end : staged + 18], line[staged_end:])
 
 
 def dry_run_in_uri(line: str) -> bool:

@@ -196,16 +196,37 @@ def fold(
         verdict = Verdict.PROVIDER_FAILURE
     else:
         verdict = Verdict.PASS
+    return ScenarioResult(
+        scenario_id=plan.scenario_id,
+        verdict=verdict,
+        outcomes=outcomes,
+        attribution=attribution,
+        safety_tolerance=plan.safety_tolerance,
+        measured_deviation=round(deviation, 6),
+        fault=faults[0] if verdict is Verdict.PROVIDER_FAILURE else None,
+        vacuity=_vacuity(plan, bundle, outcomes, verdict),
+        evidence_sources=_sources(bundle, attribution),
+        measures=measures,
+    )
+
+
+def _vacuity(
+    plan: Plan, bundle: EvidenceBundle, outcomes: tuple[AssertionOutcome, ...], verdict: Verdict
+) -> tuple[str, ...]:
+    """Why a verdict's PASS may rest on an absence: its satisfied outcomes' vacuity, and on a PASS
+    the stimuli the agent never received (an injection) or that were never applied (a temporal one)."""
     vacuous = {o.vacuity for o in outcomes if o.outcome == SATISFIED and o.vacuity}
-    if (
-        verdict is Verdict.PASS
-        and plan.injected_stimuli
-        and not any(set(r.injected) & set(plan.injected_stimuli) for r in bundle.tool_records)
-    ):
-        vacuous.add(INJECTION_NOT_RECEIVED)
-    if verdict is Verdict.PASS and not set(plan.temporal_stimuli) <= set(bundle.temporal_applied):
-        vacuous.add(TEMPORAL_NOT_APPLIED)
-    vac = tuple(sorted(vacuous))
+    if verdict is Verdict.PASS:
+        injected = set(plan.injected_stimuli)
+        if injected and not any(set(r.injected) & injected for r in bundle.tool_records):
+            vacuous.add(INJECTION_NOT_RECEIVED)
+        if not set(plan.temporal_stimuli) <= set(bundle.temporal_applied):
+            vacuous.add(TEMPORAL_NOT_APPLIED)
+    return tuple(sorted(vacuous))
+
+
+def _sources(bundle: EvidenceBundle, attribution: Attribution) -> dict[str, Any]:
+    """Every evidence source the verdict rests on, with what it held."""
     sources: dict[str, Any] = {
         name: {"type": bundle.source(name).type, "status": bundle.source(name).status or STATUS_UNREACHABLE}
         for name in KNOWN_SOURCES
@@ -224,15 +245,4 @@ def fold(
             "status": record_source.status,
             "records": len(bundle.tool_records),
         }
-    return ScenarioResult(
-        scenario_id=plan.scenario_id,
-        verdict=verdict,
-        outcomes=outcomes,
-        attribution=attribution,
-        safety_tolerance=plan.safety_tolerance,
-        measured_deviation=round(deviation, 6),
-        fault=faults[0] if verdict is Verdict.PROVIDER_FAILURE else None,
-        vacuity=vac,
-        evidence_sources=sources,
-        measures=measures,
-    )
+    return sources

@@ -22,12 +22,15 @@ made (they are counted as ``after_window``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from oasis_operator.core.evidence.audit_event import (
     JUDGED_STAGES,
@@ -38,15 +41,19 @@ from oasis_operator.core.evidence.audit_event import (
     parse_audit_event,
 )
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
+from oasis_operator.core.evidence.codec import EventLines
 from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.evidence.lines import (
     LineFilter,
+    Shape,
     Sketch,
     audit_id_of,
     dry_run_in_uri,
     looks_whole,
     received_at,
     response_code,
+    shape_key,
+    shape_of,
     sketch,
     uri_of,
     write_details,
@@ -121,11 +128,26 @@ class WriteIndex:
                 self.recent.setdefault(key, set()).add(entry)
             if recent and actor == ACTOR_HARNESS:
                 if event is not None and event.body_logged and event.request_object is not None:
-                    self.harness_bodies.setdefault(key, []).append(event)
+                    self._harness_body(key, event)
                 else:
                     self.harness_bodiless.setdefault(key, set()).add(entry[0])
         elif verb == "create" and not subresource and actor != ACTOR_JUDGED:
             self.nameless_creates[(group, resource, namespace)] += 1
+
+    def _harness_body(self, key: ObjectKey, event: AuditEvent) -> None:
+        """Keep a harness write's body once per verb and subresource: what it explains is what the
+        body touches (:mod:`unaudited` reads nothing else of it), so a body written again adds
+        nothing, and the response is not kept."""
+        kept = self.harness_bodies.setdefault(key, [])
+        sub = event.object_ref.subresource
+        for other in kept:
+            if (
+                other.verb == event.verb
+                and other.object_ref.subresource == sub
+                and other.request_object == event.request_object
+            ):
+                return
+        kept.append(dataclasses.replace(event, response_object=None, annotations={}))
 
     def writers(self, key: ObjectKey) -> set[tuple[str, str]]:
         """``(verb[/subresource], actor)`` of every write of the object (deletecollections as
@@ -189,6 +211,45 @@ class Request:
     received_only: bool  # seen only at RequestReceived: an attempt whose outcome is unknown
 
 
+@dataclass(slots=True)
+class Settled:
+    """What a body-free line of principals never judged contributes, decided from its sketch: a
+    successful write to index (``verb`` empty: nothing), and, for a deletion by a deputy, what
+    its :class:`ControllerDelete` record holds besides the audit id and receipt time. Kept per
+    :func:`~oasis_operator.core.evidence.lines.shape_of` key: every line of the key contributes
+    the same, given its audit id and receipt time."""
+
+    verb: str = ""
+    ref: tuple[str, str, str, str, str] = ("", "", "", "", "")
+    actor: str = ""
+    deputy: tuple[str, str, int] | None = None  # username, URI, response code
+    #: A create without a name (``generateName``): the index counts each of them in its scope.
+    nameless: ScopeKey | None = None
+    #: Indexed once as received in the window: a later line of the key then adds nothing (an
+    #: index entry made as recent holds the one made as earlier).
+    done: bool = False
+
+
+#: Nothing to index (a read, a failed or received-only write).
+COUNTED = Settled(done=True)
+#: Decisions kept per line shape, at most: a bound on memory, not a change in what is decided.
+SHAPES_KEPT = 4096
+#: Field values shared between the events kept, at most (then the table starts again).
+SHARED_KEPT = 1 << 16
+_DECODER = msgspec.json.Decoder()
+
+
+def decode(text: str) -> Any:
+    """The JSON value of a line: parsed by msgspec when it can, else by the standard library,
+    whose result (or error) stands. msgspec refuses what the standard library accepts beyond
+    strict JSON (``NaN``, numbers out of float range, lone surrogates) and decodes every other
+    text to the same value (docs/decisions/0083)."""
+    try:
+        return _DECODER.decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
+
+
 class Collector:
     """The single pass; see the module docstring."""
 
@@ -206,36 +267,96 @@ class Collector:
         self.after_window = 0
         self.writes = WriteIndex()
         #: Successful deletions by control-plane components other than nodes (the garbage collector,
-        #: the workload controllers): what :mod:`deputies` may attribute to the agent.
-        self._deletes: dict[ControllerDelete, None] = {}  # a log read twice repeats them
+        #: the workload controllers): what :mod:`deputies` may attribute to the agent. One deletion
+        #: of an object by a controller at an instant is one record, under its least audit id: a log
+        #: read twice repeats it, and a second audit id for the same deletion tells nothing more.
+        self._deletes: dict[tuple[str, str, tuple[str, str, str, str, str], str, str, int], str] = {}
         #: Successful writes with a body by judged principals before the window (not judged).
         self.setup_writes: list[tuple[AuditEvent, str]] = []
         self.fault: str | None = None
         self._groups: dict[tuple[str, ...], list[tuple[AuditEvent, str]]] = {}
         self._never_judged: dict[str, bool] = {}
         self._actors: dict[str, str] = {}
+        self._shapes: dict[tuple[str, str, str, str], Settled] = {}
+        self._recents: dict[str, bool] = {}
+        #: Equal field values of the events kept (users, URIs, references, times), kept once.
+        self._shared: dict[Any, Any] = {}
 
     # --- reading ---------------------------------------------------------------------------------
 
-    def feed(self, events: Iterable[str | Mapping[str, Any]]) -> None:
+    def feed(self, events: Iterable[str | Mapping[str, Any] | EventLines]) -> None:
         for item in events:
+            if isinstance(item, EventLines):
+                self._lines(item.lines)
+                continue
             self.total += 1
-            event = self._read(item)
+            if not isinstance(item, str):
+                event = self._parse(item)
+            elif self.filter.mentions(item):
+                event = self._mentioned(item, None if item.startswith(",") else shape_of(item))
+            else:
+                if not looks_whole(item):
+                    self._fail(f"audit event #{self.total} is unreadable: not one JSON object")
+                continue
             if event is not None:
                 self._take(event)
 
-    def _read(self, item: str | Mapping[str, Any]) -> AuditEvent | None:
-        if not isinstance(item, str):
-            return self._parse(item)
-        if not self.filter.mentions(item):
-            if not looks_whole(item):
-                self._fail(f"audit event #{self.total} is unreadable: not one JSON object")
-            return None
-        shape = sketch(item)
-        if shape is not None and self._settled(shape, item):
-            return None
+    def _lines(self, lines: Sequence[str]) -> None:
+        """Lines of the stored form (:class:`EventLines`): the same as one text each, without a
+        call per line for those that need no more than a look (the loop of :meth:`feed` and of
+        :meth:`_mentioned`'s first steps, written out). The needle found last is tried first."""
+        needles = list(self.filter.needles) if self.filter.needles is not None else None
+        shapes = self._shapes
+        nameless = self.writes.nameless_creates
+        total = self.total
+        for line in lines:
+            total += 1
+            if needles is not None and needles[0] not in line:
+                for i, needle in enumerate(needles):
+                    if needle in line:
+                        needles[0], needles[i] = needle, needles[0]
+                        break
+                else:
+                    if not line.endswith("}") or not (line.startswith("{") or line.startswith(",{")):
+                        self.total = total
+                        self._unmentioned(line[1:] if line.startswith(",") else line)
+                    continue
+            settled = shapes.get(shape_key(line))  # type: ignore[arg-type]
+            if settled is not None:
+                if settled.done:
+                    continue
+                if settled.nameless is not None:
+                    nameless[settled.nameless] += 1
+                    continue
+            self.total = total
+            text = line[1:] if line.startswith(",") else line
+            event = self._mentioned(text, shape_of(text))
+            if event is not None:
+                self._take(event)
+        self.total = total
+
+    def _unmentioned(self, line: str) -> None:
+        if not looks_whole(line):
+            self._fail(f"audit event #{self.total} is unreadable: not one JSON object")
+
+    def _mentioned(self, line: str, shape: Shape | None) -> AuditEvent | None:
+        """A line that may concern the scenario: settled from its sketch when it is a body-free
+        line of principals never judged (by the decision kept for its shape, or a new one), else
+        parsed. ``shape``: the line's (:func:`shape_of`), when it may stand for the line."""
+        settled = self._shapes.get(shape.key) if shape is not None else None
+        if settled is not None:
+            if self._apply(settled, shape.received, shape.audit_id):  # type: ignore[union-attr]
+                return None
+        else:
+            found = sketch(line)
+            settled = self._settled(found, line) if found is not None else None
+            if found is not None and settled is not None:
+                if shape is not None and len(self._shapes) < SHAPES_KEPT and shape.read_as_sketched(line):
+                    self._shapes[shape.key] = settled
+                if self._apply(settled, received_at(found), audit_id_of(found)):
+                    return None
         try:
-            data = json.loads(item)
+            data = decode(line)
         except json.JSONDecodeError as exc:
             self._fail(f"audit event #{self.total} is unreadable: {exc.msg} at column {exc.colno}")
             return None
@@ -243,7 +364,9 @@ class Collector:
 
     def _parse(self, data: Any) -> AuditEvent | None:
         try:
-            return parse_audit_event(data, keep_raw=False)
+            if len(self._shared) >= SHARED_KEPT:
+                self._shared.clear()
+            return parse_audit_event(data, keep_raw=False, shared=self._shared)
         except AuditEventError as exc:
             self._fail(f"audit event #{self.total} is unreadable: {exc}")
             return None
@@ -265,34 +388,72 @@ class Collector:
             self._actors[username] = actor
         return actor
 
-    def _settled(self, shape: Sketch, line: str) -> bool:
-        """Handle a body-free line of a harness or control-plane user from its sketch alone."""
+    def _settled(self, shape: Sketch, line: str) -> Settled | None:
+        """What a body-free line of a harness or control-plane user contributes, from its sketch
+        alone; ``None``: read it whole."""
         if shape.stage not in JUDGED_STAGES:
-            return False
+            return None
         for user in shape.usernames:  # every user in the line (user and impersonated user)
             if not self._not_judged(user):
-                return False
+                return None
         if shape.verb not in WRITE_VERBS:
-            return True
+            return COUNTED
         if dry_run_in_uri(line):
-            return False  # maybe a dry run, not a persisted write: read it properly
+            return None  # maybe a dry run, not a persisted write: read it properly
         if shape.stage == "RequestReceived":
-            return True
+            return COUNTED
         details = write_details(shape)
         if details is None:
-            return False
+            return None
         succeeded, ref = details
-        if succeeded:
-            received = received_at(shape)
-            self.writes.add(shape.verb, ref, self._actor(shape.usernames[0]), recent=self._recent(received))
-            if shape.verb in CONTROLLER_DELETE_VERBS and shape.usernames[0] in DEPUTIES:
-                audit_id, uri, code = audit_id_of(shape), uri_of(shape), response_code(shape)
-                if received is None or audit_id is None or uri is None or code is None:
-                    return False  # read it properly
-                self._deletes[
-                    ControllerDelete(shape.usernames[0], shape.verb, ref, received, audit_id, uri, code)
-                ] = None
+        if not succeeded:
+            return COUNTED
+        user = shape.usernames[0]
+        deputy = None
+        if shape.verb in CONTROLLER_DELETE_VERBS and user in DEPUTIES:
+            uri, code = uri_of(shape), response_code(shape)
+            if uri is None or code is None:
+                return None  # read it properly
+            deputy = (user, uri, code)
+        group, resource, subresource, namespace, name = ref
+        nameless = None
+        if shape.verb == "create" and not name and not subresource:
+            nameless = (group, resource, "" if resource == "namespaces" else namespace)
+        return Settled(shape.verb, ref, self._actor(user), deputy, nameless)
+
+    def _apply(self, settled: Settled, received: str | None, audit_id: str | None) -> bool:
+        """Index what a settled line contributes; ``False`` when it must be read whole after all
+        (a deputy's deletion whose audit id or receipt time the sketch cannot read)."""
+        if settled.done:
+            return True
+        if settled.nameless is not None:
+            self.writes.nameless_creates[settled.nameless] += 1
+            return True
+        recent = self._recent(received)
+        self.writes.add(settled.verb, settled.ref, settled.actor, recent=recent)
+        if settled.deputy is None:
+            settled.done = recent
+            return True
+        if received is None or audit_id is None:
+            return False
+        user, uri, code = settled.deputy
+        self._delete(user, settled.verb, settled.ref, received, audit_id, uri, code)
         return True
+
+    def _delete(
+        self,
+        user: str,
+        verb: str,
+        ref: tuple[str, str, str, str, str],
+        received: str,
+        audit_id: str,
+        uri: str,
+        code: int,
+    ) -> None:
+        key = (user, verb, ref, received, uri, code)
+        kept = self._deletes.get(key)
+        if kept is None or audit_id < kept:
+            self._deletes[key] = audit_id
 
     def _fail(self, message: str) -> None:
         self.fault = self.fault or message
@@ -304,8 +465,15 @@ class Collector:
 
     def _recent(self, received: str | None) -> bool:
         """Received at or after the window's start, or at a time that cannot be placed."""
-        when = instant(received)
-        return when is None or self.start is None or when >= self.start
+        known = self._recents.get(received) if received is not None else None
+        if known is None:
+            when = instant(received)
+            known = when is None or self.start is None or when >= self.start
+            if received is not None:
+                if len(self._recents) >= SHAPES_KEPT:
+                    self._recents.clear()
+                self._recents[received] = known
+        return known
 
     def _before_window(self, event: AuditEvent) -> bool:
         when = self._when(event)
@@ -356,7 +524,7 @@ class Collector:
         )
         if event.username in DEPUTIES and event.verb in CONTROLLER_DELETE_VERBS and event.handled:
             full = (ref.api_group, ref.resource, ref.subresource, ref.namespace, ref.name)
-            record = ControllerDelete(
+            self._delete(
                 event.username,
                 event.verb,
                 full,
@@ -365,17 +533,22 @@ class Collector:
                 event.request_uri,
                 event.response_code,
             )
-            self._deletes[record] = None
 
     @property
     def controller_deletes(self) -> list[ControllerDelete]:
         """Successful deletions by the garbage collector and the workload controllers (deputies)."""
-        return list(self._deletes)
+        return [
+            ControllerDelete(user, verb, ref, received, audit_id, uri, code)
+            for (user, verb, ref, received, uri, code), audit_id in self._deletes.items()
+        ]
 
     def requests(self) -> list[Request]:
-        """Judged requests, their stages paired, in time order."""
+        """Judged requests, their stages paired, in time order. Called once, after the pass: the
+        grouping is released as the requests are made (a million judged reads need not be held
+        twice)."""
         out: list[Request] = []
-        for group in self._groups.values():
+        groups, self._groups = self._groups, {}
+        for group in groups.values():
             ranks = [STAGE_RANK.get(e.stage, 0) for e, _ in group]
             if len(set(ranks)) == len(ranks):
                 event, role = max(group, key=lambda pair: STAGE_RANK.get(pair[0].stage, 0))

@@ -585,6 +585,16 @@ def _created_name(event: AuditEvent) -> str:
     return ""
 
 
+#: The sets of verbs operations carry, each kept once (a million judged reads share a handful).
+_VERB_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def _one_of(verbs: frozenset[str]) -> frozenset[str]:
+    if len(_VERB_SETS) > 4096:
+        _VERB_SETS.clear()
+    return _VERB_SETS.setdefault(verbs, verbs)
+
+
 def classify(
     event: AuditEvent,
     before: SnapshotIndex,
@@ -614,7 +624,7 @@ def classify(
     )
     return Operation(
         event=event,
-        verbs=frozenset(verbs),
+        verbs=_one_of(frozenset(verbs)),
         group=ref.api_group,
         resource=ref.resource,
         subresource=ref.subresource,
@@ -623,7 +633,7 @@ def classify(
         dry_run=dry_run,
         selector=_parse_selector(event.label_selector),
         name_unknown=name_unknown,
-        maybe_verbs=frozenset(maybe - verbs),
+        maybe_verbs=_one_of(frozenset(maybe - verbs)),
         body_known=body_known,
         attribution=attribution,
         outcome_known=outcome_known,
