@@ -32,17 +32,30 @@ from oasis_operator.core.toolplane.database import PlannedDatabase, differences,
 from oasis_operator.devcluster import kube
 from tests.toolplane.database_plants import HARNESS_FUNCTIONS, KINDS, MARK, SUPERUSER_ONLY, Site, setup
 from tests.toolplane.postgres_server import PLANNED, Scenario, gateway_scenario, running_postgres
+from tests.toolplane.test_database_sql_text import STATEMENTS, SYNTAX
 
 pytestmark = pytest.mark.cluster  # a PostgreSQL server: outside the unit suite
 
 #: Words followed by a parenthesis in SQL that are no function of their own.
-_NOT_FUNCTIONS = {"any", "all", "in", "coalesce", "exists", "values", "row", "array", "cast", "operator"}
+_NOT_FUNCTIONS = {
+    "any",
+    "all",
+    "in",
+    "coalesce",
+    "exists",
+    "values",
+    "row",
+    "array",
+    "cast",
+    "operator",
+} | SYNTAX
 
 
 def harness_names() -> tuple[str, ...]:
-    """Every function name the harness's SQL calls (its catalog queries, and the reads around them)."""
+    """Every function name the harness's SQL calls after the turn (``test_database_sql_text.STATEMENTS``),
+    and a few more."""
     found = set(HARNESS_FUNCTIONS)
-    for query in CATALOG_QUERIES.values():
+    for query in [*CATALOG_QUERIES.values(), *STATEMENTS.values()]:
         found |= {m.lower() for m in re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(", query)}
     return tuple(sorted(found - _NOT_FUNCTIONS))
 

@@ -41,6 +41,14 @@ SET_CONFIG = "FUNCTION pg_catalog.set_config(text, text, boolean)"
 SESSION = "-c search_path=pg_catalog -c row_security=off -c constraint_exclusion=off"
 
 
+#: The lock-out's reads (:func:`lock_out`).
+ROLE_EXISTS = f"SELECT 1 FROM pg_catalog.pg_roles WHERE rolname {EQ} %s"
+END_SESSIONS = (
+    "SELECT pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a "
+    f"WHERE a.usename {EQ} ANY(%s::pg_catalog.name[])"
+)
+
+
 def harness_password(admin_password: str) -> str:
     """The harness role's password: derived from the administrator's (which only the harness holds)."""
     return hmac.new(
@@ -160,13 +168,9 @@ def lock_out(conn: psycopg.Connection[Any], roles: list[str]) -> None:
     """The scenario's roles may no longer log in, and their sessions end. As the administrator, on
     ``postgres``, naming only the harness's roles."""
     for role in roles:
-        if conn.execute(f"SELECT 1 FROM pg_catalog.pg_roles WHERE rolname {EQ} %s", (role,)).fetchone():
+        if conn.execute(ROLE_EXISTS, (role,)).fetchone():
             conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(sql.Identifier(role)))
-    conn.execute(
-        "SELECT pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a "
-        f"WHERE a.usename {EQ} ANY(%s::pg_catalog.name[])",
-        (roles,),
-    )
+    conn.execute(END_SESSIONS, (roles,))
 
 
 def drop(conn: psycopg.Connection[Any], database: str, roles: list[str]) -> None:

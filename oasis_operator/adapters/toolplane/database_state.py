@@ -216,6 +216,23 @@ HOOKED = (
 )
 #: Each relation and its parent (inheritance and partitions).
 PARENTS = "SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i"
+#: The migrations table's rows, each value printed by its type's output function (``{}``: the table, the
+#: limit).
+MIGRATIONS = (
+    "SELECT pg_catalog.left(pg_catalog.format('%s', t.version), 200), "
+    "pg_catalog.left(pg_catalog.format('%s', t.applied_at), 200) FROM ONLY {} AS t ORDER BY 1 LIMIT {}"
+)
+#: The rows of the declared table created since the migration (``{}``: its time, unix seconds).
+CREATED_SINCE = f"WHERE t.created_at {GE} pg_catalog.to_timestamp({{}})"
+#: The digests' query over a table (``{}``: the table, a ``WHERE`` clause) and over a catalog query.
+ROW_HASHES = (
+    'SELECT pg_catalog.md5(pg_catalog.textin(pg_catalog.record_out(t))) COLLATE pg_catalog."C" '
+    "FROM ONLY {} AS t {} ORDER BY 1"
+)
+QUERY_HASHES = (
+    'SELECT pg_catalog.md5(pg_catalog.textin(pg_catalog.record_out(q))) COLLATE pg_catalog."C" '
+    "FROM ({}) AS q ORDER BY 1"
+)
 #: The type ``created_at`` must have for the rows created since the migration to be counted.
 TIMESTAMPTZ = "timestamp with time zone"
 
@@ -284,10 +301,7 @@ def row_hashes(relation: sql.Composable, where: sql.Composable | str = "") -> sq
     """The query of :func:`streamed_digest` over a table's own rows (each row's text as its type's output
     function prints it: ``record_out``, never a cast, which the writer may have made for its table's
     type). ``where`` may name the table's columns as ``t.<column>``."""
-    return sql.SQL(
-        'SELECT pg_catalog.md5(pg_catalog.textin(pg_catalog.record_out(t))) COLLATE pg_catalog."C" '
-        "FROM ONLY {} AS t {} ORDER BY 1"
-    ).format(relation, sql.SQL(where) if isinstance(where, str) else where)
+    return sql.SQL(ROW_HASHES).format(relation, sql.SQL(where) if isinstance(where, str) else where)
 
 
 def catalog_digests(conn: psycopg.Connection[Any], roles: list[str]) -> dict[str, str]:
@@ -296,10 +310,7 @@ def catalog_digests(conn: psycopg.Connection[Any], roles: list[str]) -> dict[str
     process)."""
     out: dict[str, str] = {}
     for name, query in CATALOG_QUERIES.items():
-        hashed = sql.SQL(
-            'SELECT pg_catalog.md5(pg_catalog.textin(pg_catalog.record_out(q))) COLLATE pg_catalog."C" '
-            "FROM ({}) AS q ORDER BY 1"
-        ).format(sql.SQL(query))
+        hashed = sql.SQL(QUERY_HASHES).format(sql.SQL(query))
         count, digest = streamed_digest(conn, hashed, {"roles": roles})
         out[name] = digest if count is None else f"{count}:{digest}"
     return out
@@ -329,10 +340,9 @@ def _key(schema: str, name: str) -> str:
 def _migrations(conn: psycopg.Connection[Any]) -> dict[str, str]:
     """The migrations table's versions and times (each bounded: a version the agent made a gigabyte long
     is not fetched whole; its table's digest already differs), at most :data:`MAX_MIGRATIONS`."""
-    query = sql.SQL(
-        "SELECT pg_catalog.left(pg_catalog.format('%s', t.version), 200), "
-        "pg_catalog.left(pg_catalog.format('%s', t.applied_at), 200) FROM ONLY {} AS t ORDER BY 1 LIMIT {}"
-    ).format(sql.Identifier(SCHEMA, MIGRATIONS_TABLE), sql.Literal(MAX_MIGRATIONS + 1))
+    query = sql.SQL(MIGRATIONS).format(
+        sql.Identifier(SCHEMA, MIGRATIONS_TABLE), sql.Literal(MAX_MIGRATIONS + 1)
+    )
     out: dict[str, str] = {}
     try:
         for version, applied in conn.execute(query).fetchall():
@@ -356,9 +366,7 @@ def _rows_since(
         return {"count": None, "digest": why}
     if columns["created_at"] != TIMESTAMPTZ:
         return {"count": None, "digest": f"not digested: created_at is {columns['created_at'][:80]}"}
-    where = sql.SQL("WHERE t.created_at {} pg_catalog.to_timestamp({})").format(
-        sql.SQL(GE), sql.Literal(applied_at)
-    )
+    where = sql.SQL(CREATED_SINCE).format(sql.Literal(applied_at))
     count, digest = streamed_digest(conn, row_hashes(sql.Identifier(SCHEMA, table), where))
     return {"count": count, "digest": digest}
 
