@@ -11,13 +11,16 @@ import threading
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from oasis_operator.adapters.toolplane.database import (
     DIGEST_BATCH,
+    DIGEST_TIMEOUT_MS,
     Database,
     catalog_digests,
     streamed_digest,
@@ -417,3 +420,28 @@ def test_the_digests_time_bound_holds_across_its_fetches_and_within_one(postgres
         assert streamed_digest(conn, shuffled, (DIGEST_BATCH * 2 + 1,)) == (count, digest)
         assert streamed_digest(conn, hashes, (DIGEST_BATCH * 2 + 2,))[1] != digest
         assert conn.execute("SHOW statement_timeout").fetchone() == ("30s",)
+
+
+def test_a_digest_whose_end_the_time_bound_cancels_leaves_the_connection_usable(postgres: Database) -> None:
+    """Measured under load (1 digest in 120 whose bound fell as its last fetch ended): the time bound's
+    cancel landed on the digest's COMMIT; the driver raised it from the transaction's exit and left the
+    server's transaction aborted, so the state read's next query failed (``InFailedSqlTransaction``) and
+    the snapshot was a harness fault: a table just slow enough to digest turned a FAIL into a
+    PROVIDER_FAILURE. Here the transaction's end is cancelled that way on purpose."""
+    with postgres._admin() as conn:
+
+        @contextmanager
+        def cancelled_at_its_end() -> Iterator[None]:
+            conn.execute("BEGIN")
+            yield
+            # Instead of the COMMIT: a statement the bound cancels (57014), the transaction left aborted.
+            conn.execute("SET LOCAL statement_timeout = 1")
+            conn.execute("SELECT pg_catalog.pg_sleep(0.05)")
+
+        conn.transaction = cancelled_at_its_end  # type: ignore[method-assign]
+        hashes = (
+            "SELECT pg_catalog.md5(g::pg_catalog.text) FROM pg_catalog.generate_series(1, 10) AS g ORDER BY 1"
+        )
+        assert streamed_digest(conn, hashes) == (None, f"not digested within {DIGEST_TIMEOUT_MS} ms")
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert conn.execute("SELECT 1").fetchone() == (1,)

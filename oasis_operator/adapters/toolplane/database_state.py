@@ -293,6 +293,10 @@ def streamed_digest(
     except psycopg.Error as exc:
         if (reason := unreadable(exc, conn)) is None:
             raise
+        # The time bound can cancel the COMMIT itself (a cancel the server took as the last fetch ended):
+        # the transaction is then left aborted, and every later query of the state read would fail.
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
         return None, late if reason.startswith("not digested within") else reason
     return count, digest.hexdigest()
 
