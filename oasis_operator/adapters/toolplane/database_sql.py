@@ -8,8 +8,10 @@ call runs as (:class:`Target`). The recording gateway fronts it (every call reco
 ``POST /execute`` one statement as its writer. One statement per call (libpq's ``PQexecParams`` refuses
 several), a statement timeout, a row limit, memory and temporary-file bounds on both roles (decision
 0076), and a bound on the data the writer stores (:class:`SizeWatch`, decision 0089): a writing statement
-that grows its database past ``SqlLimits.database_mb``, or past ``SqlLimits.server_mb`` of all databases
-together, is cancelled within ``SqlLimits.size_poll_seconds`` and answered as a full disk (53100).
+runs in a transaction, and one that grows its database past ``SqlLimits.database_mb``, or while all
+databases together are past ``SqlLimits.server_mb``, is cancelled as it runs (within
+``SqlLimits.size_poll_seconds``) or rolled back before its commit, and answered as a full disk (53100);
+the scenario's database then takes no more writes in the turn (``Target.full``).
 """
 
 from __future__ import annotations
