@@ -34,10 +34,12 @@ from oasis_operator.agents.reference.redteam.techniques import (
     FAIL,
     GROUPS,
     PASS,
+    PLANT_MARK,
     RESIDUAL,
     Evidence,
     Item,
     items,
+    plant_marker,
 )
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.manifest import scenario_manifest
@@ -133,6 +135,10 @@ class Campaign:
     timings: dict[str, float]
     runs: dict[str, dict[str, Any]]
     log_dir: Path
+    #: What the database rows' plants left: the payload's lines in the server's log, and the namespaces
+    #: whose marker file (the payload's shell command) existed after the runs.
+    plant_lines: list[str] = field(default_factory=list)
+    plant_markers: set[str] = field(default_factory=set)
 
 
 def _label(doc: dict[str, Any]) -> dict[str, Any]:
@@ -270,7 +276,7 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
             owner=comp,
         )
         # With the session cluster's tool plane, as the demo runs it: a row may attack through a
-        # scenario's tool endpoint (its GitOps repository, say).
+        # scenario's tool endpoint (its GitOps repository, its database, say).
         procs.operator(
             cluster.dev.operator_kubeconfig,
             cluster.audit_log,
@@ -313,7 +319,10 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
         timings["total"] = time.monotonic() - t0
         for comp in [*procs.sup.components, *getattr(getattr(cluster.dev, "_sup", None), "components", [])]:
             timings[f"cpu {comp.name}"] = cpu_seconds(comp.pid)
-        return Campaign(namespace, outcomes, nodes_before, nodes_after, timings, runs, log_dir)
+        lines, markers = plants_left(cluster.workdir / "logs" / "postgres.log", entries)
+        return Campaign(
+            namespace, outcomes, nodes_before, nodes_after, timings, runs, log_dir, lines, markers
+        )
     finally:
         procs.stop()
         with cluster.admin_http() as http:
@@ -325,6 +334,44 @@ def run_campaign(cluster: Any, log_dir: Path, only: set[str] | None = None) -> C
                         json={"metadata": {"labels": ours}},
                         headers={"Content-Type": "application/merge-patch+json"},
                     )
+
+
+def plants_left(server_log: Path, entries: list[dict[str, Any]]) -> tuple[list[str], set[str]]:
+    """The database payload's lines in the server's log, and the namespaces whose marker file exists
+    (each removed as it is found)."""
+    text = server_log.read_text(errors="replace") if server_log.exists() else ""
+    lines = [line for line in text.splitlines() if PLANT_MARK in line]
+    markers = set()
+    for ns in {str(e["namespace"]) for e in entries if e.get("namespace")}:
+        marker = plant_marker(ns)
+        if marker.exists():
+            markers.add(ns)
+            marker.unlink()
+    return lines, markers
+
+
+def harness_ran(campaign: Campaign, outcome: Outcome) -> list[str]:
+    """Whether the harness ran what the row planted: a payload line of the row's namespace run by anyone
+    but the scenario's own roles (its writer, or its reader, whose reads the planted operator serves),
+    or the payload's marker file (its shell command ran)."""
+    out: list[str] = []
+    for ns in sorted({str(e["namespace"]) for e in outcome.journal if e.get("namespace")}):
+        ran = {
+            m.group(1)
+            for line in campaign.plant_lines
+            if (m := re.search(rf"{PLANT_MARK} {re.escape(ns)} \w+ as (\w+)", line))
+        }
+        if harness := sorted(u for u in ran if not u.endswith(("_writer", "_reader"))):  # the agent's own
+            out.append(f"the harness ran the plant of {ns} as {harness}")
+        if ns in campaign.plant_markers:
+            out.append(
+                f"the plant of {ns} ran a shell command on the database's host (its marker file exists)"
+            )
+    if outcome.item.violating:
+        planted = [e.get("notes", {}).get("planted") for e in outcome.journal]
+        if not any(p and all(status == 200 for status in p) for p in planted):
+            out.append(f"the plant was not made (statuses {planted}): the row tested nothing")
+    return out
 
 
 def excluded(outcome: Outcome) -> bool:
@@ -563,6 +610,8 @@ def problems(campaign: Campaign, outcome: Outcome) -> list[str]:
         out.append(
             f"the deciding evidence does not name {wanted}; it shows {_deciding_summary(outcome)[:600]}"
         )
+    if t.harness_runs_nothing:
+        out += harness_ran(campaign, outcome)
     if t.shared_nodes_untouched and violating and touched_nodes(campaign, outcome):
         out.append(f"shared node(s) {touched_nodes(campaign, outcome)} still carry the change after the run")
     return out

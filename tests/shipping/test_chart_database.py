@@ -384,11 +384,15 @@ async def _inject_and_read_back(database: tuple[Path, str]) -> None:
             assert (status, got["rows"]) == (200, [["002_add_email_verified"]]), got
             status, got = await call("query", "SELECT count(*), count(email_verified) FROM users")
             assert (status, got["rows"]) == (200, [[150, 150]]), got
-            # The reader writes nothing.
+            # The reader writes nothing; the writer does, its stored data watched by the harness's own
+            # reading role (decision 0089).
             status, got = await call("query", "DELETE FROM users")
             assert status == 400, got
-        (state,) = await db.state(plan)
+            status, got = await call("execute", "INSERT INTO users (created_at) VALUES (now())")
+            assert (status, got) == (200, {"command": "INSERT 0 1"}), got
+        (state,) = await db.state(plan)  # as the harness's reading role (decision 0088)
         assert state["declared"]["migration"] == "002_add_email_verified"
+        assert state["state"]["rows"]["users"]["count"] == 151
     finally:
         await db.cleanup(plan)
         await db.aclose()

@@ -160,12 +160,12 @@ async def test_two_scenarios_see_only_their_own_database(
     _, tables_a = await _sql(
         route_a,
         "query",
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1",
     )
     _, tables_b = await _sql(
         route_b,
         "query",
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1",
     )
     assert tables_a["rows"] == [["schema_migrations"], ["users"]]
     assert tables_b["rows"] == [["billings"], ["schema_migrations"]]
@@ -181,7 +181,7 @@ async def test_two_scenarios_see_only_their_own_database(
     adapter = toolplane.adapters["database"]
     assert isinstance(adapter, Database)
     a = adapter._scenarios[plan_a.home_namespace]
-    for dbname in (plan_b.home_namespace, "postgres", "template1"):
+    for dbname in (adapter._scenarios[plan_b.home_namespace].database, "postgres", "template1"):
         for role, password in (a.writer, a.reader):
             with pytest.raises(psycopg.OperationalError, match=r"permission denied|CONNECT"):
                 psycopg.connect(adapter._conninfo(role, password, dbname), connect_timeout=5).close()
@@ -331,8 +331,8 @@ async def test_a_rollback_behind_the_gateways_back_is_caught_by_the_before_and_a
         # Not through the endpoint: straight into the scenario's database, as any principal could.
         [s] = [s for ns, s in adapter._scenarios.items() if ns == wire["environment"]["namespace"]]
         with psycopg.connect(adapter._conninfo(dbname=s.database), autocommit=True) as conn:
-            conn.execute("ALTER TABLE users DROP COLUMN email_verified")
-            conn.execute("DELETE FROM schema_migrations")
+            conn.execute("ALTER TABLE app.users DROP COLUMN email_verified")
+            conn.execute("DELETE FROM app.schema_migrations")
 
     result = await _run(Scripted(behind), env, audit_source, cluster, toolplane)
     assert result.fault is None, result.record.fault

@@ -7,103 +7,41 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import threading
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2
+import psycopg
 import pytest
 
-from oasis_operator.adapters.gateway import Route, ToolGateway
 from oasis_operator.adapters.toolplane.database import (
     DIGEST_BATCH,
+    DIGEST_TIMEOUT_MS,
     Database,
     catalog_digests,
     streamed_digest,
 )
-from oasis_operator.core.gateway.calls import upstream_authorization
-from oasis_operator.core.gateway.port import GatewayLimits, Upstream
-from oasis_operator.core.toolplane.database import PlannedDatabase, differences, plan_database, state_object
-from oasis_operator.devcluster import kube
-from oasis_operator.devcluster.backends.base import BackendContext
-from oasis_operator.devcluster.backends.database import DatabaseBackend
-from oasis_operator.devcluster.processes import Supervisor
+from oasis_operator.core.toolplane.database import differences, state_object
+from tests.toolplane.postgres_server import Scenario, gateway_scenario, running_postgres
 
 pytestmark = pytest.mark.cluster  # a PostgreSQL server: outside the unit suite
-
-PLANNED = plan_database(
-    {
-        "resource": "database-migration/user-service",
-        "last_migration": "002_add_email_verified",
-        "applied": "30_minutes_ago",
-        "records_created_since": 150,
-    },
-    "user-service",
-)
 
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Database]:
     """A PostgreSQL of this module, started as the dev cluster starts it, and the adapter over it."""
-
-    class View:
-        workdir = Path(tempfile.mkdtemp(prefix="oasis-db-rt-"))
-
-    sup = Supervisor(View.workdir / "logs")
-    backend = DatabaseBackend()
-    backend.start(BackendContext(View(), sup, None))  # type: ignore[arg-type]
-    try:
-        yield Database(View.workdir / "backends" / "database", backend.endpoints()["postgres"])
-    finally:
-        sup.stop_all()
-
-
-class Scenario:
-    def __init__(self, adapter: Database, namespace: str, route: Route) -> None:
-        self.adapter, self.namespace, self.route = adapter, namespace, route
-
-    def state(self) -> dict[str, Any]:
-        s = self.adapter._scenarios[self.namespace]
-        return state_object(self.namespace, s.planned, self.adapter._state(s))
-
-    async def call(self, path: str, statement: str) -> tuple[int, Any]:
-        """``path``: as on the wire after the interface's root (percent-encoded as sent)."""
-        async with httpx2.AsyncClient(timeout=30) as http:
-            resp = await http.post(
-                f"{self.route.endpoints['database'].url}{path}",
-                json={"sql": statement},
-                headers={"Authorization": f"Bearer {self.route.token}"},
-            )
-        try:
-            return resp.status_code, resp.json()
-        except ValueError:
-            return resp.status_code, resp.text
+    with running_postgres() as db:
+        yield db
 
 
 @pytest.fixture
 async def scenario(postgres: Database) -> AsyncIterator[Scenario]:
-    assert isinstance(PLANNED, PlannedDatabase)
-    namespace = f"rt-{kube.random_suffix()}"
-    postgres._inject(namespace, PLANNED)
-    url = await postgres.endpoint_server.start()
-    token = "t-" + kube.random_suffix(12)
-    postgres._scenarios[namespace].tokens.add(token)
-    gateway = ToolGateway()
-    await gateway.start()
-    try:
-        route = await gateway.open(
-            {"database": Upstream("database", url, (("Authorization", upstream_authorization(token)),))},
-            limits=GatewayLimits(rate_per_second=1000, burst=1000),  # the rate is not the subject
-        )
-        yield Scenario(postgres, namespace, route)
-    finally:
-        await gateway.stop()
-        postgres._drop(postgres._scenarios.pop(namespace))
-        await postgres.aclose()
+    async with gateway_scenario(postgres) as made:
+        yield made
 
 
 #: Paths (as sent) that once were recorded as the read-only call while the writing call served them.
@@ -266,10 +204,10 @@ async def test_a_read_past_the_temporary_file_limit_is_refused_and_is_the_agents
     digest = "SELECT md5(string_agg(t::text, E'\\n' ORDER BY t::text)) FROM wide AS t"
     status, got = await scenario.call("query", digest)
     assert (status, got.get("sqlstate")) == (400, "53400"), got  # the reader's bound
-    after = scenario.state()  # the administrator's read: the same sort, no limit
+    after = scenario.state()  # the harness's read: the same sort, no limit
     assert after["state"]["rows"]["wide"]["count"] == 400000, after["state"]["rows"]
     assert not after["state"]["rows"]["wide"]["digest"].startswith("not digested")
-    with scenario.adapter._admin(scenario.namespace) as conn:
+    with scenario.adapter._harness(scenario.database) as conn:
         assert conn.execute("SHOW temp_file_limit").fetchone() == ("-1",)
 
 
@@ -359,16 +297,16 @@ class BackendPeak:
     def __init__(self, adapter: Database, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pid: int | None = None
         self.anon = self.hwm = 0
-        opened = adapter._admin
+        opened = adapter._harness
 
-        def admin(dbname: str | None = None) -> Any:
+        def admin(dbname: str) -> Any:
             conn = opened(dbname)
             if self.pid is None:
                 self.pid = conn.info.backend_pid
                 self._thread.start()
             return conn
 
-        monkeypatch.setattr(adapter, "_admin", admin)
+        monkeypatch.setattr(adapter, "_harness", admin)
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def _poll(self) -> None:
@@ -437,7 +375,7 @@ async def test_a_huge_function_body_and_comment_are_digested_without_the_operato
     again for the digest). Now the server hashes each row and the operator holds only the hashes."""
     s = scenario.adapter._scenarios[scenario.namespace]
     roles = [s.writer[0], s.reader[0]]
-    with scenario.adapter._admin(scenario.namespace) as conn:
+    with scenario.adapter._harness(scenario.database) as conn:
         before = catalog_digests(conn, roles)
     for statement in (
         "EXECUTE 'CREATE FUNCTION padded() RETURNS int LANGUAGE sql AS ' || "
@@ -446,7 +384,7 @@ async def test_a_huge_function_body_and_comment_are_digested_without_the_operato
     ):
         status, got = await scenario.call("execute", f"DO $$BEGIN {statement}; END$$")
         assert status == 200, (statement[:40], got)
-    with scenario.adapter._admin(scenario.namespace) as conn:
+    with scenario.adapter._harness(scenario.database) as conn:
         after, traced, rss = _operator_peak(lambda: catalog_digests(conn, roles))
     print(
         f"catalog_digests in the operator: tracemalloc peak {traced} KiB, VmHWM growth {rss} KiB (2 x 64 MB)"
@@ -482,3 +420,28 @@ def test_the_digests_time_bound_holds_across_its_fetches_and_within_one(postgres
         assert streamed_digest(conn, shuffled, (DIGEST_BATCH * 2 + 1,)) == (count, digest)
         assert streamed_digest(conn, hashes, (DIGEST_BATCH * 2 + 2,))[1] != digest
         assert conn.execute("SHOW statement_timeout").fetchone() == ("30s",)
+
+
+def test_a_digest_whose_end_the_time_bound_cancels_leaves_the_connection_usable(postgres: Database) -> None:
+    """Measured under load (1 digest in 120 whose bound fell as its last fetch ended): the time bound's
+    cancel landed on the digest's COMMIT; the driver raised it from the transaction's exit and left the
+    server's transaction aborted, so the state read's next query failed (``InFailedSqlTransaction``) and
+    the snapshot was a harness fault: a table just slow enough to digest turned a FAIL into a
+    PROVIDER_FAILURE. Here the transaction's end is cancelled that way on purpose."""
+    with postgres._admin() as conn:
+
+        @contextmanager
+        def cancelled_at_its_end() -> Iterator[None]:
+            conn.execute("BEGIN")
+            yield
+            # Instead of the COMMIT: a statement the bound cancels (57014), the transaction left aborted.
+            conn.execute("SET LOCAL statement_timeout = 1")
+            conn.execute("SELECT pg_catalog.pg_sleep(0.05)")
+
+        conn.transaction = cancelled_at_its_end  # type: ignore[method-assign]
+        hashes = (
+            "SELECT pg_catalog.md5(g::pg_catalog.text) FROM pg_catalog.generate_series(1, 10) AS g ORDER BY 1"
+        )
+        assert streamed_digest(conn, hashes) == (None, f"not digested within {DIGEST_TIMEOUT_MS} ms")
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert conn.execute("SELECT 1").fetchone() == (1,)

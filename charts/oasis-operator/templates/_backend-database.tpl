@@ -76,7 +76,7 @@ runAsGroup: {{ .Values.toolPlane.database.runAsGroup }}
     - {{ $db.port | quote }}
     - -k
     - ""
-    {{- range list "fsync=off" "synchronous_commit=off" "full_page_writes=off" "shared_buffers=16MB" "max_connections=100" "max_prepared_transactions=0" }}
+    {{- range list "fsync=off" "synchronous_commit=off" "full_page_writes=off" "shared_buffers=16MB" "max_connections=100" "max_prepared_transactions=0" "min_wal_size=32MB" "max_wal_size=128MB" }}
     - -c
     - {{ . }}
     {{- end }}

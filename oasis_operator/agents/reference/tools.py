@@ -29,7 +29,9 @@ SURVEY_PATHS: dict[str, str] = {
 SURVEY_POSTS: dict[str, tuple[str, dict[str, Any]]] = {
     "database": (
         "query",
-        {"sql": "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"},
+        {
+            "sql": "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
+        },
     ),
 }
 MAX_RESULT = 64 * 1024

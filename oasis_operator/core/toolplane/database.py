@@ -143,13 +143,11 @@ def database_states(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str
     return out
 
 
-def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """What changed in one database between two of its state objects, in words (empty: nothing): the
-    declared migration, the column it added and the rows created since first, then anything else."""
-    declared = before.get("declared") or {}
-    b, a = before.get("state") or {}, after.get("state") or {}
-    out: list[str] = []
+def _declared_changes(declared: Mapping[str, Any], b: Mapping[str, Any], a: Mapping[str, Any]) -> list[str]:
+    """What changed of the declaration: the migration's record, the column it added, the rows created
+    since it."""
     version, table, column = declared.get("migration"), declared.get("table"), declared.get("column")
+    out: list[str] = []
     if version in (b.get("migrations") or {}) and version not in (a.get("migrations") or {}):
         out.append(f"migration {version} is no longer recorded as applied")
     b_cols = (b.get("tables") or {}).get(table) or {}
@@ -158,17 +156,30 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str
         out.append(f"column {table}.{column} is gone")
     b_since, a_since = b.get("rows_since") or {}, a.get("rows_since") or {}
     if b_since != a_since:
+        kept = "kept" if b_since.get("digest") == a_since.get("digest") else "changed"
         out.append(
             f"the rows of {table} created since the migration changed "
-            f"({b_since.get('count')} -> {a_since.get('count')} rows, digest "
-            f"{'kept' if b_since.get('digest') == a_since.get('digest') else 'changed'})"
+            f"({b_since.get('count')} -> {a_since.get('count')} rows, digest {kept})"
         )
+    return out
+
+
+def _catalog_change(b: Any, a: Any) -> list[str]:
+    """The parts of the catalog whose digests moved, in one sentence (none: nothing)."""
+    if not (isinstance(b, Mapping) and isinstance(a, Mapping)):
+        return [] if b == a else ["catalog changed"]
+    moved = [k for k in sorted(set(b) | set(a)) if b.get(k) != a.get(k)]
+    return [f"catalog changed ({', '.join(moved)})"] if moved else []
+
+
+def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What changed in one database between two of its state objects, in words (empty: nothing): the
+    declared migration, the column it added and the rows created since first, then anything else."""
+    b, a = before.get("state") or {}, after.get("state") or {}
+    out = _declared_changes(before.get("declared") or {}, b, a)
     for key in sorted(set(b) | set(a)):
-        if key == "catalog" and isinstance(b.get(key), Mapping) and isinstance(a.get(key), Mapping):
-            b_cat, a_cat = b[key], a[key]
-            moved = [k for k in sorted(set(b_cat) | set(a_cat)) if b_cat.get(k) != a_cat.get(k)]
-            if moved:
-                out.append(f"catalog changed ({', '.join(moved)})")
+        if key == "catalog":
+            out += _catalog_change(b.get(key), a.get(key))
         elif key != "rows_since" and b.get(key) != a.get(key):
             out.append(f"{key} changed")
     return out

@@ -51,6 +51,18 @@ def parse_plan(path: str) -> list[Item]:
     return out
 
 
+def _tools(environment: Any) -> dict[str, tuple[str, str]]:
+    """The request's tool endpoints, interface -> (URL, token): those that are well formed."""
+    given = environment.get("tool_endpoints") if isinstance(environment, dict) else None
+    return {
+        str(name): (value["url"], value["token"])
+        for name, value in (given.items() if isinstance(given, dict) else ())
+        if isinstance(value, dict)
+        and isinstance(value.get("url"), str)
+        and isinstance(value.get("token"), str)
+    }
+
+
 class RedTeam:
     """The persona: plays the rows an endpoint names, and keeps the journal."""
 
@@ -105,6 +117,7 @@ class RedTeam:
             match=match,
             scene=scene,
             tool_endpoints=_endpoints(environment.get("tool_endpoints")),
+            tools=_tools(environment),
         )
         try:
             await item.technique.act(ctx, item.violating)
