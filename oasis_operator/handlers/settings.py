@@ -26,10 +26,11 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.client import ClusterEndpoint
-from oasis_operator.adapters.toolplane.database import PASSWORD_FILE
-from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, REPOSITORIES
-from oasis_operator.adapters.toolplane.metrics import RELOAD_KEY, RULES_DIR, VmauthGrants
+from oasis_operator.adapters.plumbing.vmauth_grants import VmauthGrants
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector, parse_taint
+from oasis_operator.core.toolplane.database import PASSWORD_FILE
+from oasis_operator.core.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, REPOSITORIES
+from oasis_operator.core.toolplane.metrics import RELOAD_KEY, RULES_DIR
 
 __all__ = [
     "DEFAULT_METRICS_ADDR",

@@ -26,12 +26,13 @@ import yaml
 
 from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
-from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, REPOSITORIES, GitOps, flux_principals
+from oasis_operator.adapters.toolplane.gitops import GitOps
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.toolplane.gitops import CREDENTIALS_FILE, REPOSITORIES, flux_principals
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.backends import resolve_binaries
 from oasis_operator.devcluster.backends.base import free_port

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from oasis_operator.adapters.toolplane.metrics import AUTH_CONFIG, GRANTS_FILE, RELOAD_KEY, VmauthGrants
-from oasis_operator.adapters.toolplane.traces import BINARY
+from oasis_operator.adapters.toolplane.metrics import VmauthGrants
 from oasis_operator.cli.main import build_parser
+from oasis_operator.core.toolplane.metrics import AUTH_CONFIG, GRANTS_FILE, RELOAD_KEY
+from oasis_operator.core.toolplane.traces import BINARY
 from oasis_operator.devcluster.backends.metrics import (
     label_proxy_args,
     store_args,

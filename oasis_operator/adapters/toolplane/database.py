@@ -46,6 +46,7 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.database import (
     MIGRATIONS_TABLE,
+    PASSWORD_FILE,
     PlannedDatabase,
     role_names,
     state_object,
@@ -57,8 +58,6 @@ _T = TypeVar("_T")
 #: Bounds of a state read: a table's digest, and how many tables get one.
 DIGEST_TIMEOUT_MS = 5000
 MAX_DIGESTED_TABLES = 64
-#: The administrator's password, written by the back-end's start into its directory.
-PASSWORD_FILE = "admin-password"
 USAGE = (
     'POST /query with JSON {"sql": "<one statement>"}: runs it read-only, answers {"columns": [...], '
     '"rows": [[...]], "row_count": n, "truncated": bool}; POST /execute with the same body runs one '

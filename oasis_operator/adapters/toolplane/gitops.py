@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import subprocess
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,10 +24,12 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.plumbing.apply import server_side_apply
+from oasis_operator.adapters.plumbing.git import GitFailed, push_tree
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, flux_principals
 from oasis_operator.core.toolplane.plan import GitOpsApp, TimedChange
 
 from .probe import served
@@ -42,26 +42,12 @@ KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomiza
 GIT_REPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/{ns}/gitrepositories"
 #: The label kustomize-controller puts on what it applies.
 APPLIED_LABEL = "kustomize.toolkit.fluxcd.io/name"
-#: In the back-end's directory: the git server's credentials file (``user password namespace`` lines,
-#: re-read per request) and its repositories (``<namespace>/<repo>.git``).
-CREDENTIALS_FILE, REPOSITORIES = "git-credentials", "repositories"
 #: Flux's "reconcile now" annotation: a new value asks the controller for a reconcile.
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 #: The first pause before asking a controller whose attempt failed to try again (then 2x, 3x, ...).
 RETRY_PAUSE = 1.0
 #: How much of a controller's message an error quotes (kustomize's errors put the cause mid-message).
 MESSAGE_CHARS = 600
-#: Where Flux's controllers run unless the tool-plane file says otherwise (``flux install``'s default).
-FLUX_NAMESPACE = "flux-system"
-
-
-def flux_principals(namespace: str = FLUX_NAMESPACE) -> tuple[str, ...]:
-    """Flux's source- and kustomize-controller, as a Flux installation in ``namespace`` names its
-    ServiceAccounts: harness deputies, not the agent."""
-    return tuple(
-        f"system:serviceaccount:{namespace}:{c}" for c in ("source-controller", "kustomize-controller")
-    )
-
 
 #: Flux's controllers as the dev cluster runs them (decision 0050).
 PRINCIPALS = flux_principals()
@@ -221,40 +207,10 @@ class GitOps:
 
     def _push(self, app: GitOpsApp, user: str, password: str, files: Mapping[str, str]) -> str:
         url = f"{self.git_url}/{app.namespace}/{app.repo}.git".replace("://", f"://{user}:{password}@", 1)
-        env = {
-            "GIT_AUTHOR_NAME": "platform-team",
-            "GIT_AUTHOR_EMAIL": "platform-team@example.com",
-            "GIT_COMMITTER_NAME": "platform-team",
-            "GIT_COMMITTER_EMAIL": "platform-team@example.com",
-            "GIT_TERMINAL_PROMPT": "0",
-            "HOME": tempfile.gettempdir(),
-            "PATH": "/usr/bin:/bin",
-        }
-        with tempfile.TemporaryDirectory(prefix="oasis-gitops-") as tmp:
-
-            def git(*args: str) -> str:
-                proc = subprocess.run(
-                    ["git", *args],
-                    cwd=tmp,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                    timeout=self.timeout,
-                )
-                if proc.returncode != 0:
-                    raise ToolPlaneError(f"git {args[0]} for {app.source}: {proc.stderr.strip()[:300]}")
-                return proc.stdout.strip()
-
-            git("init", "-q", "-b", "main")
-            for rel, text in files.items():
-                path = Path(tmp) / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-            git("add", "-A")
-            git("commit", "-q", "-m", f"Deploy {app.name}")
-            git("push", "-q", "--force", url, "HEAD:refs/heads/main")
-            return git("rev-parse", "HEAD")
+        try:
+            return push_tree(url, files, message=f"Deploy {app.name}", timeout=self.timeout)
+        except GitFailed as exc:
+            raise ToolPlaneError(f"git {exc.command} for {app.source}: {exc.stderr[:300]}") from None
 
     def _documents(
         self, app: GitOpsApp, user: str, password: str

@@ -19,6 +19,38 @@ from typing import Any
 from oasis_operator.core.toolplane.plan import GitOpsApp
 from oasis_operator.core.verification.gitops import APPLIED_NAME, SYNCED, describe_status, sync_status
 
+#: In the back-end's directory: the git server's credentials file (``user password namespace`` lines,
+#: re-read per request) and its repositories (``<namespace>/<repo>.git``). The operator's adapter, the
+#: dev cluster's git server and the chart's init container all name them from here.
+CREDENTIALS_FILE, REPOSITORIES = "git-credentials", "repositories"
+#: Where Flux's controllers run unless the tool-plane file says otherwise (``flux install``'s default).
+FLUX_NAMESPACE = "flux-system"
+#: Who commits what the harness pushes (an author a reader of the history recognises as the platform's).
+COMMITTER = "platform-team"
+
+
+def flux_principals(namespace: str = FLUX_NAMESPACE) -> tuple[str, ...]:
+    """Flux's source- and kustomize-controller, as a Flux installation in ``namespace`` names its
+    ServiceAccounts: harness deputies, not the agent."""
+    return tuple(
+        f"system:serviceaccount:{namespace}:{c}" for c in ("source-controller", "kustomize-controller")
+    )
+
+
+def push_environment(home: str) -> dict[str, str]:
+    """The whole environment of a ``git`` run that commits and pushes for the harness: a fixed identity,
+    no prompt for a credential (a refused push fails at once), ``home`` as its home (no user's git
+    configuration is read) and a fixed ``PATH``."""
+    return {
+        "GIT_AUTHOR_NAME": COMMITTER,
+        "GIT_AUTHOR_EMAIL": f"{COMMITTER}@example.com",
+        "GIT_COMMITTER_NAME": COMMITTER,
+        "GIT_COMMITTER_EMAIL": f"{COMMITTER}@example.com",
+        "GIT_TERMINAL_PROMPT": "0",
+        "HOME": home,
+        "PATH": "/usr/bin:/bin",
+    }
+
 
 def _find(
     objects: Sequence[Mapping[str, Any]], kind: str, namespace: str, name: str

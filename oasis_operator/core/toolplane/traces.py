@@ -36,6 +36,11 @@ class Problem:
     reason: str
 
 
+#: The Jaeger binary in the back-end's directory (linked there by the dev cluster, copied there by the
+#: chart's init container), which the operator's adapter starts once per scenario.
+BINARY = "jaeger"
+
+
 @dataclass(frozen=True)
 class PlannedSpan:
     """One span; ``start``/``end`` in seconds relative to the handover; ids in hexadecimal."""
@@ -209,4 +214,27 @@ def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any
             }
             for svc, group in sorted(by_service.items())
         ]
+    }
+
+
+def jaeger_config(otlp_port: int, query_port: int, grpc_port: int, health_port: int) -> dict[str, Any]:
+    """One Jaeger v2: an OTLP/HTTP receiver, a memory store, the query API; no fixed-port telemetry."""
+    return {
+        "service": {
+            "extensions": ["jaeger_storage", "jaeger_query", "healthcheckv2"],
+            "pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["jaeger_storage_exporter"]}},
+            # No own metrics endpoint (its fixed default port would clash between instances).
+            "telemetry": {"metrics": {"level": "none"}, "logs": {"level": "warn"}},
+        },
+        "extensions": {
+            "healthcheckv2": {"use_v2": True, "http": {"endpoint": f"127.0.0.1:{health_port}"}},
+            "jaeger_query": {
+                "storage": {"traces": "memstore"},
+                "http": {"endpoint": f"127.0.0.1:{query_port}"},
+                "grpc": {"endpoint": f"127.0.0.1:{grpc_port}"},
+            },
+            "jaeger_storage": {"backends": {"memstore": {"memory": {"max_traces": 100000}}}},
+        },
+        "receivers": {"otlp": {"protocols": {"http": {"endpoint": f"127.0.0.1:{otlp_port}"}}}},
+        "exporters": {"jaeger_storage_exporter": {"trace_storage": "memstore"}},
     }
