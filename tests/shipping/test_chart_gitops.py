@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from oasis_operator.adapters.k8s.client import async_http
-from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
-from oasis_operator.adapters.toolplane.gitops import GitOps
+from oasis_operator.adapters.toolplane import Cluster, ToolPlane, tool_plane
+from oasis_operator.adapters.toolplane.gitops import GitOps, GitOpsSettings
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
@@ -130,8 +130,9 @@ def test_the_rendered_tool_plane_file_loads_after_the_real_prepare(
         (tmp_path / "volume" / "traces" / "jaeger").write_text("#!/bin/sh\n")
     assert prepare.func(prepare) == 0
     settings = ToolPlaneSettings.load(local)
-    assert settings.gitops is not None
-    directory, git, flux, namespace = settings.gitops
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory, git, flux, namespace = gitops.directory, gitops.git_url, gitops.flux_url, gitops.flux_namespace
     assert (git, flux, namespace) == ("http://127.0.0.1:8418", SERVICE_URL, "flux-system")
     # What the git server refuses to start without, before any scenario: its credentials file (empty,
     # the pod's user's only) and its repositories' directory, where its arguments point.
@@ -359,8 +360,9 @@ async def test_the_operator_pushes_through_the_rendered_tool_plane_and_flux_appl
     local, args, proc = rendered
     assert f"-listen=0.0.0.0:{git_port}" in args
     settings = ToolPlaneSettings.load(local)
-    assert settings.gitops is not None
-    directory, git, flux, namespace = settings.gitops
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory, git, flux, namespace = gitops.directory, gitops.git_url, gitops.flux_url, gitops.flux_namespace
     assert (git, flux) == (f"http://127.0.0.1:{git_port}", f"http://localhost:{git_port}")
     operator = ChartOperator(
         cluster, tools, tmp_path, {"toolPlane": {"gitops": {"enabled": True, "port": git_port}}}
@@ -368,7 +370,7 @@ async def test_the_operator_pushes_through_the_rendered_tool_plane_and_flux_appl
     scenario, _ = parse_scenario(CORPUS[DRIFT])
     try:
         async with async_http(operator.kubeconfig) as http:
-            plane = tool_plane(http, cluster.dev.server, gitops=settings.gitops)
+            plane = tool_plane(Cluster(http, cluster.dev.server), {"gitops": gitops})
             assert plane.principals == flux_principals(namespace)
             plan = plan_environment(
                 scenario,
@@ -436,8 +438,9 @@ async def test_flux_that_cannot_reach_the_service_is_an_injection_failure_not_a_
     controller's condition, which the scenario workflow turns into PROVIDER_FAILURE, never a verdict."""
     local, _args, _proc = rendered
     settings = ToolPlaneSettings.load(local)
-    assert settings.gitops is not None
-    directory, git, _flux, namespace = settings.gitops
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory, git, namespace = gitops.directory, gitops.git_url, gitops.flux_namespace
     unreachable = f"http://localhost:{free_port()}"  # nothing listens there
     operator = ChartOperator(
         cluster, tools, tmp_path, {"toolPlane": {"gitops": {"enabled": True, "port": git_port}}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_operator.core import kinds
@@ -101,6 +101,7 @@ def test_the_shipped_rows_agree_and_a_state_kind_without_its_row_is_named() -> N
     assert "state kinds held by back-ends that are not rows: ['traces']" in row_problems(without_traces)
 
 
+@settings(deadline=None)
 @given(st.permutations(BACKENDS))
 def test_any_order_that_puts_a_requirement_first_is_accepted_and_any_other_refused(
     rows: list[Backend],
@@ -110,6 +111,7 @@ def test_any_order_that_puts_a_requirement_first_is_accepted_and_any_other_refus
     assert (row_problems(rows) == []) == in_order
 
 
+@settings(deadline=None)
 @given(st.sampled_from(BACKENDS), st.sampled_from(list(Provision)))
 def test_an_entry_of_the_file_goes_with_a_configured_back_end_and_nothing_else(
     row: Backend, provision: Provision

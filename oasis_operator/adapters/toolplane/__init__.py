@@ -1,11 +1,11 @@
 """The tool plane as one port over one adapter per back-end (decision 0052).
 
-Called by the operator's start-up (``handlers/operator.py``, from ``OperatorSettings.toolplane``) and
-by tests; turns the configured back-ends into a :class:`~oasis_operator.core.ports.ToolPlanePort`:
-a scenario's part is injected into every back-end it needs, a timed change goes to its back-end, the
-agent's endpoints are collected per interface type. A back-end is one adapter satisfying
-:class:`~oasis_operator.core.ports.ToolBackendPort` plus its rows in
-:mod:`oasis_operator.core.toolplane.registry`.
+Called by the operator's start-up (``handlers/operator.py``, with ``OperatorSettings.toolplane``) and
+by tests; turns the back-ends' settings into a :class:`~oasis_operator.core.ports.ToolPlanePort` over
+one cluster: a scenario's part is injected into every back-end it needs, a timed change goes to its
+back-end, the agent's endpoints are collected per interface type. A back-end is its row in
+:mod:`oasis_operator.core.toolplane.registry` and its adapter module here, which defines its settings
+and its :class:`~oasis_operator.adapters.toolplane.factory.Factory` (one entry of :data:`FACTORIES`).
 """
 
 from __future__ import annotations
@@ -21,20 +21,37 @@ from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint, ToolStateReader
 from oasis_operator.core.preflight import BackendProbe
+from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
-from .dashboards import Dashboards
-from .database import Database
-from .gitops import GitOps
-from .logs import PodLogs
-from .metrics import Alerts, Metrics, Vmauth
-from .nodes import NodeConditions
-from .routes import TrafficRoutes, serves_routes
-from .runbooks import Runbooks
+from . import dashboards, database, gitops, logs, metrics, nodes, routes, runbooks, usage
+from .factory import Assembly, Cluster, Factory, FileEntry
+from .routes import serves_routes
 from .traces import Traces
-from .usage import ResourceUsage
 
-__all__ = ["ToolPlane", "serves_routes", "tool_plane"]
+__all__ = ["FACTORIES", "Cluster", "FileEntry", "ToolPlane", "discovered", "serves_routes", "tool_plane"]
+
+#: Back-end name -> how its adapter is made (its registry row says how the operator gets it).
+FACTORIES: dict[str, Factory[Any]] = {
+    f.name: f
+    for f in (
+        logs.FACTORY,
+        usage.FACTORY,
+        metrics.METRICS_FACTORY,
+        metrics.ALERTS_FACTORY,
+        gitops.FACTORY,
+        routes.FACTORY,
+        database.FACTORY,
+        dashboards.FACTORY,
+        runbooks.FACTORY,
+        nodes.FACTORY,
+    )
+}
+#: Not on the rows yet: made by :func:`tool_plane` from its own keyword.
+_BY_KEYWORD = frozenset({registry.TRACES})
+
+if _missing := sorted(set(registry.BY_NAME) - set(FACTORIES) - _BY_KEYWORD):  # pragma: no cover
+    raise RuntimeError(f"tool-plane back-ends without a factory: {_missing}")
 
 
 class ToolPlane:
@@ -134,54 +151,39 @@ class ToolPlane:
 
 
 def tool_plane(
-    http: httpx2.AsyncClient,
-    server: str,
+    cluster: Cluster,
+    backends: Mapping[str, object] | None = None,
     *,
-    logs_directory: Path | None = None,
-    gitops: tuple[Path, str, str, str] | None = None,
-    metrics: tuple[Path, str, str] | None = None,
-    alerts: tuple[Path, str] | None = None,
     traces_directory: Path | None = None,
-    resource_usage: bool = False,
-    traffic_routes: bool = False,
-    database: tuple[Path, str] | None = None,
 ) -> ToolPlane:
-    """The operator's tool plane: dashboards, runbooks and node conditions always (Kubernetes objects), each other
-    back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
-    GitOps back-end's directory, git server URL, that server's URL for Flux and Flux's namespace;
-    ``metrics``: the metrics back-end's directory, store URL and vmauth URL; ``alerts``: vmalert's
-    rule directory and URL, which needs ``metrics``;
-    ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from;
-    ``resource_usage``: metrics-server serves the node simulator's usage through the API server;
-    ``traffic_routes``: the cluster serves the Gateway API's HTTPRoute, as :func:`serves_routes` found;
-    ``database``: the database back-end's directory and server URL)."""
-    adapters: dict[str, ToolBackendPort] = {
-        "dashboards": Dashboards(http, server),
-        "node-conditions": NodeConditions(http),
-        "runbooks": Runbooks(http),
-    }
-    owned: list[httpx2.AsyncClient] = []
-    if logs_directory is not None:
-        adapters["logs"] = PodLogs(http, logs_directory, server)
-    if gitops is not None:
-        adapters["gitops"] = GitOps(http, *gitops)
-    if metrics is not None:
-        directory, store, vmauth_url = metrics
-        # One client for the back-ends' own (non-Kubernetes) endpoints, one grant registry for both.
-        backend_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
-        owned.append(backend_http)
-        vmauth = Vmauth(backend_http, directory, vmauth_url)
-        adapters["metrics"] = Metrics(backend_http, store, vmauth, kube=http)
-        if alerts is not None:
-            adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
-    if resource_usage:
-        adapters["resource-metrics"] = ResourceUsage(http)
-    if traffic_routes:
-        adapters["traffic-routing"] = TrafficRoutes(http)
+    """The tool plane of ``cluster``: every built-in back-end, and each other back-end whose settings
+    ``backends`` holds (name -> its settings, as ``ToolPlaneSettings`` reads them from the tool-plane
+    file or :func:`discovered` finds them); ``traces_directory``: the tracing back-end's directory,
+    where a Jaeger per scenario starts from. A back-end without the back-ends it builds on is an
+    error."""
+    given = dict(backends or {})
+    if unknown := sorted(set(given) - set(FACTORIES)):
+        raise ToolPlaneError(f"no tool-plane back-end {', '.join(unknown)}")
+    plane = Assembly(cluster, given)
+    adapters: dict[str, ToolBackendPort] = {}
+    for row in registry.BACKENDS:
+        if row.provision is registry.Provision.BUILT_IN or row.name in given:
+            if missing := [r for r in row.requires if r not in given]:
+                raise ToolPlaneError(f"the {row.name} back-end needs {', '.join(missing)}")
+            adapters[row.name] = FACTORIES[row.name].make(plane, given.get(row.name))
     if traces_directory is not None:
-        traces_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
-        owned.append(traces_http)
-        adapters["traces"] = Traces(traces_http, traces_directory)
-    if database is not None:
-        adapters["database"] = Database(*database)
-    return ToolPlane(adapters, tuple(owned))
+        adapters[registry.TRACES] = Traces(plane.client("traces"), traces_directory)
+    return ToolPlane(adapters, plane.owned)
+
+
+async def discovered(cluster: Cluster) -> dict[str, object]:
+    """The back-ends ``cluster`` serves of those found rather than configured (asked once per cluster,
+    when the operator starts): name -> settings."""
+    out: dict[str, object] = {}
+    for row in registry.BACKENDS:
+        find = FACTORIES[row.name].discover if row.name in FACTORIES else None
+        if row.provision is registry.Provision.DISCOVERED and find is not None:
+            found = await find(cluster)
+            if found is not None:
+                out[row.name] = found
+    return out

@@ -17,6 +17,7 @@ import asyncio
 import json
 import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,15 @@ from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
-from oasis_operator.core.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, flux_principals
+from oasis_operator.core.toolplane.gitops import (
+    CREDENTIALS_FILE,
+    FLUX_NAMESPACE,
+    REPOSITORIES,
+    flux_principals,
+)
 from oasis_operator.core.toolplane.plan import GitOpsApp, TimedChange
 
+from .factory import EntryError, Factory, FileEntry
 from .probe import served
 
 FIELD_MANAGER = "oasis-gitops"
@@ -403,3 +410,42 @@ def _handled(stamp: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
         return bool(status.get("lastHandledReconcileAt") == stamp)
 
     return done
+
+
+@dataclass(frozen=True)
+class GitOpsSettings:
+    """``directory``: the GitOps back-end's (its git credentials file); ``git_url``: the git server as
+    the operator and the gateway reach it; ``flux_url``: the same server as the cluster's Flux reaches
+    it; ``flux_namespace``: where the cluster's Flux controllers run (the last two: one per cluster)."""
+
+    directory: Path
+    git_url: str
+    flux_url: str
+    flux_namespace: str = FLUX_NAMESPACE
+
+
+def _settings(entry: FileEntry) -> GitOpsSettings:
+    """From the entry: endpoints ``git`` and, for Flux, ``flux`` (by default the same), and
+    ``flux_namespace`` (by default flux-system; decision 0072)."""
+    namespace = entry.fields.get("flux_namespace", FLUX_NAMESPACE)
+    if not isinstance(namespace, str) or not namespace:
+        raise EntryError("flux_namespace", "a namespace", namespace)
+    git = entry.endpoints["git"]
+    return GitOpsSettings(entry.root, git, entry.endpoints.get("flux") or git, namespace)
+
+
+def _prepare(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
+    """The git server's repositories directory, and its credentials file, which it refuses to start
+    without: empty (the operator adds a credential per scenario), and kept when there (those of a
+    restarted pod; decision 0072)."""
+    (entry.root / REPOSITORIES).mkdir(exist_ok=True)
+    (entry.root / CREDENTIALS_FILE).touch(mode=0o600, exist_ok=True)
+
+
+FACTORY = Factory(
+    registry.GITOPS,
+    GitOpsSettings,
+    build=lambda plane, s: GitOps(plane.cluster.http, s.directory, s.git_url, s.flux_url, s.flux_namespace),
+    parse=_settings,
+    prepare=_prepare,
+)

@@ -16,6 +16,7 @@ import datetime as dt
 import os
 import shutil
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from oasis_operator.core.toolplane.logs import (
 )
 from oasis_operator.core.toolplane.plan import LogLine, TimedChange, WorkloadLogs
 
+from .factory import Factory
 from .probe import served
 
 
@@ -229,3 +231,19 @@ class PodLogs:
 def _containers(pod: Mapping[str, Any], field: str = "containers") -> list[str]:
     """The names of a pod's containers (``field``: or its ``initContainers``)."""
     return [str(c["name"]) for c in (pod.get("spec") or {}).get(field) or []]
+
+
+@dataclass(frozen=True)
+class LogsSettings:
+    """``directory``: where the cluster's node simulator reads container log files (the dev cluster's
+    ``backends/logs``; one per cluster)."""
+
+    directory: Path
+
+
+FACTORY = Factory(
+    registry.LOGS,
+    LogsSettings,
+    build=lambda plane, s: PodLogs(plane.cluster.http, s.directory, plane.cluster.server),
+    parse=lambda entry: LogsSettings(entry.root),
+)

@@ -20,8 +20,10 @@ import dataclasses
 import json
 import math
 import os
+import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.plumbing.vmauth_grants import VmauthGrants
+from oasis_operator.adapters.toolplane.factory import Assembly, Factory, FileEntry
 from oasis_operator.adapters.toolplane.probe import answers
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
@@ -37,6 +40,7 @@ from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.memory import OomLeak, anchored_series
 from oasis_operator.core.toolplane.metrics import (
     RELOAD_KEY,
+    RULES_DIR,
     TENANT_LABEL,
     AlertRule,
     MetricSeries,
@@ -378,3 +382,70 @@ class Alerts:
         if plan.toolplane.alerts:
             self._file(plan).unlink(missing_ok=True)
             await self._reload()
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``directory``: the metrics back-end's (its grants file and vmauth's reload key); ``store``:
+    VictoriaMetrics, where the harness writes; ``vmauth``: the agent's endpoint in front of it."""
+
+    directory: Path
+    store: str
+    vmauth: str
+
+
+@dataclass(frozen=True)
+class AlertsSettings:
+    """``rules``: where vmalert reads ``*.yaml``; ``vmalert``: vmalert's URL (reloaded over HTTP). The
+    agent reads alerts through the metrics back-end's vmauth, which this back-end builds on."""
+
+    rules: Path
+    vmalert: str
+
+
+def _vmauth(plane: Assembly) -> Vmauth:
+    """The one vmauth of the plane, shared by the metrics and alerting adapters (one grant registry)."""
+    metrics = plane.settings_of(registry.METRICS, MetricsSettings)
+    return plane.shared(
+        "vmauth", Vmauth, lambda: Vmauth(plane.client("backends"), metrics.directory, metrics.vmauth)
+    )
+
+
+def _prepare_metrics(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
+    """vmauth's reload key, readable by the pod's user only from the start and kept when there (a
+    restarted pod keeps its volume), and its configuration: no user yet, the store and the alerts proxy
+    as upstreams (grants already there are kept)."""
+    key = entry.root / RELOAD_KEY
+    if not key.exists():
+        key.touch(mode=0o600)
+        key.write_text(secrets.token_urlsafe(24))
+    alerts = entries.get(registry.ALERTS)
+    proxy = alerts.endpoints.get("alerts-proxy") if alerts is not None else None
+    VmauthGrants(entry.root).set_upstreams(entry.endpoints["store"], proxy)
+
+
+def _prepare_alerts(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
+    """vmalert's rules directory, with an empty rule file when it has none (vmalert refuses a pattern
+    that matches nothing)."""
+    rules = entry.root / RULES_DIR
+    rules.mkdir(exist_ok=True)
+    if not any(rules.glob("*.yaml")):
+        (rules / "_empty.yaml").write_text("groups: []\n")
+
+
+METRICS_FACTORY = Factory(
+    registry.METRICS,
+    MetricsSettings,
+    build=lambda plane, s: Metrics(
+        plane.client("backends"), s.store, _vmauth(plane), kube=plane.cluster.http
+    ),
+    parse=lambda e: MetricsSettings(e.root, e.endpoints["store"], e.endpoints["prometheus"]),
+    prepare=_prepare_metrics,
+)
+ALERTS_FACTORY = Factory(
+    registry.ALERTS,
+    AlertsSettings,
+    build=lambda plane, s: Alerts(plane.client("backends"), s.rules, s.vmalert, _vmauth(plane)),
+    parse=lambda e: AlertsSettings(e.root / RULES_DIR, e.endpoints["vmalert"]),
+    prepare=_prepare_alerts,
+)
