@@ -210,9 +210,7 @@ async def toolplane(cluster: ClusterHandle) -> AsyncIterator[ToolPlane]:
     http = access.http()
     settings = ToolPlaneSettings.load(cluster.dev.toolplane_file)
     on = Cluster(http, cluster.dev.server)
-    plane = tool_plane(
-        on, {**settings.backends, **await discovered(on)}, traces_directory=settings.traces_directory
-    )
+    plane = tool_plane(on, {**settings.backends, **await discovered(on)})
     try:
         yield plane
     finally:

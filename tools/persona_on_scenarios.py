@@ -113,9 +113,7 @@ async def main_async(personas: list[str], ids: list[str], keep: bool) -> int:
         http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
         settings = ToolPlaneSettings.load(dev.toolplane_file)
         on = Cluster(http, dev.server)
-        plane = tool_plane(
-            on, {**settings.backends, **await discovered(on)}, traces_directory=settings.traces_directory
-        )
+        plane = tool_plane(on, {**settings.backends, **await discovered(on)})
         try:
             for persona in personas:
                 for sid in ids:

@@ -159,11 +159,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     )
     # Configured back-ends from the tool-plane file; discovered ones found on the cluster (decision 0063).
     cluster = Cluster(http, ep.server)
-    toolplane = tool_plane(
-        cluster,
-        {**ours.toolplane.backends, **await discovered(cluster)},
-        traces_directory=ours.toolplane.traces_directory,
-    )
+    toolplane = tool_plane(cluster, {**ours.toolplane.backends, **await discovered(cluster)})
     # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
     gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)
     await gateway.start()

@@ -266,8 +266,6 @@ class ToolPlaneSettings:
     source: Path | None = None
     #: Configured back-end -> its settings (a dataclass of its adapter module).
     backends: Mapping[str, object] = field(default_factory=dict)
-    #: The tracing back-end's directory (the Jaeger binary it links there); None: none.
-    traces_directory: Path | None = None
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -304,8 +302,7 @@ class ToolPlaneSettings:
             if name in registry.CONFIGURED and name in FACTORIES
         }
         settings = {name: _parsed(path, entry) for name, entry in entries.items()}
-        traces = _traces_directory(path, backends)
-        return cls(source=path, backends=settings, traces_directory=traces, endpoints=endpoints)
+        return cls(source=path, backends=settings, endpoints=endpoints)
 
     def of(self, kind: type[_S]) -> _S | None:
         """The settings of the back-end whose settings are a ``kind`` (None: it is not configured)."""
@@ -355,18 +352,6 @@ def _parsed(path: Path, entry: FileEntry) -> object:
             f"--toolplane {path}: field backends.{entry.name}.{exc.field}: expected {exc.expected} "
             f"(found {exc.found!r})"
         ) from None
-
-
-def _traces_directory(path: Path, backends: Mapping[str, Any]) -> Path | None:
-    if "traces" not in backends:
-        return None
-    directory = backends["traces"].get("directory")
-    if not isinstance(directory, str) or not (Path(directory) / "jaeger").exists():
-        raise SettingsError(
-            f"--toolplane {path}: field backends.traces.directory: expected an existing "
-            f"directory holding the jaeger binary (found {directory!r})"
-        )
-    return Path(directory)
 
 
 def prepare_toolplane(path: Path) -> tuple[Path, ...]:

@@ -176,7 +176,6 @@ def test_the_rendered_tool_plane_file_names_the_log_directory_the_simulator_read
     settings = ToolPlaneSettings.load(local_file)
     assert settings.backends == {"logs": LogsSettings(local_root / "logs")}
     assert (local_root / "logs").is_dir()
-    assert settings.traces_directory is None
 
 
 def test_the_clusterlogs_crd_is_installed_with_the_crds(render: Render) -> None:

@@ -127,8 +127,7 @@ def test_the_rendered_tool_plane_file_is_what_the_operators_settings_load(
         Path(command[2].replace(root, str(local_root))).write_text("#!/bin/sh\n")
 
     settings = ToolPlaneSettings.load(local_file)
-    configured = set(settings.backends) | ({"traces"} if settings.traces_directory else set())
-    assert configured == {k for k, v in values.items() if v["enabled"]}
+    assert set(settings.backends) == {k for k, v in values.items() if v["enabled"]}
     metrics, alerts = settings.of(MetricsSettings), settings.of(AlertsSettings)
     if metrics is not None:
         directory, store, vmauth = metrics.directory, metrics.store, metrics.vmauth

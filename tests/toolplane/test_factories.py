@@ -17,6 +17,7 @@ from oasis_operator.adapters.toolplane.gitops import GitOps, GitOpsSettings
 from oasis_operator.adapters.toolplane.logs import LogsSettings, PodLogs
 from oasis_operator.adapters.toolplane.metrics import Alerts, AlertsSettings, Metrics, MetricsSettings
 from oasis_operator.adapters.toolplane.routes import RoutesSettings
+from oasis_operator.adapters.toolplane.traces import TracesSettings
 from oasis_operator.adapters.toolplane.usage import UsageSettings
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.toolplane import registry
@@ -31,6 +32,7 @@ def settings_for(tmp: Path) -> dict[str, object]:
         "resource-metrics": UsageSettings(),
         "metrics": MetricsSettings(tmp / "metrics", "http://127.0.0.1:1", "http://127.0.0.1:2"),
         "alerts": AlertsSettings(tmp / "alerts" / "rules", "http://127.0.0.1:3"),
+        "traces": TracesSettings(tmp / "traces"),
         "gitops": GitOpsSettings(tmp / "gitops", "http://127.0.0.1:4", "http://git.svc:4", "gitops-system"),
         "traffic-routing": RoutesSettings(),
         "database": DatabaseSettings(tmp / "database", "postgresql://oasis@127.0.0.1:5/postgres"),
@@ -43,9 +45,8 @@ def cluster(name: str) -> Cluster:
     )
 
 
-def test_every_row_but_the_ones_not_moved_yet_has_a_factory_and_every_factory_a_row() -> None:
-    assert set(FACTORIES) <= set(registry.BY_NAME)
-    assert set(registry.BY_NAME) - set(FACTORIES) <= {"traces"}
+def test_every_row_has_a_factory_and_every_factory_a_row() -> None:
+    assert set(FACTORIES) == set(registry.BY_NAME)
     for name, factory in FACTORIES.items():
         row = registry.BY_NAME[name]
         assert (factory.parse is not None) == (row.provision is registry.Provision.CONFIGURED), name
@@ -152,3 +153,9 @@ def test_the_operators_start_names_no_back_end() -> None:
     assert not strings & set(registry.BY_NAME)
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not [m for m in modules if m and m.startswith("oasis_operator.adapters.toolplane.")]
+    (call,) = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tool_plane"
+    ]
+    assert not call.keywords, "no back-end by keyword"

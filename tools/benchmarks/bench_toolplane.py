@@ -72,9 +72,7 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
     http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
     settings = ToolPlaneSettings.load(dev.toolplane_file)
-    toolplane = tool_plane(
-        Cluster(http, dev.server), settings.backends, traces_directory=settings.traces_directory
-    )
+    toolplane = tool_plane(Cluster(http, dev.server), settings.backends)
     chosen = [
         s
         for s in [*SAFETY, *CAPABILITY]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -24,10 +23,9 @@ from oasis_operator.core.preflight import BackendProbe
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
-from . import dashboards, database, gitops, logs, metrics, nodes, routes, runbooks, usage
+from . import dashboards, database, gitops, logs, metrics, nodes, routes, runbooks, traces, usage
 from .factory import Assembly, Cluster, Factory, FileEntry
 from .routes import serves_routes
-from .traces import Traces
 
 __all__ = ["FACTORIES", "Cluster", "FileEntry", "ToolPlane", "discovered", "serves_routes", "tool_plane"]
 
@@ -39,6 +37,7 @@ FACTORIES: dict[str, Factory[Any]] = {
         usage.FACTORY,
         metrics.METRICS_FACTORY,
         metrics.ALERTS_FACTORY,
+        traces.FACTORY,
         gitops.FACTORY,
         routes.FACTORY,
         database.FACTORY,
@@ -47,10 +46,7 @@ FACTORIES: dict[str, Factory[Any]] = {
         nodes.FACTORY,
     )
 }
-#: Not on the rows yet: made by :func:`tool_plane` from its own keyword.
-_BY_KEYWORD = frozenset({registry.TRACES})
-
-if _missing := sorted(set(registry.BY_NAME) - set(FACTORIES) - _BY_KEYWORD):  # pragma: no cover
+if _missing := sorted(set(registry.BY_NAME) - set(FACTORIES)):  # pragma: no cover
     raise RuntimeError(f"tool-plane back-ends without a factory: {_missing}")
 
 
@@ -150,16 +146,10 @@ class ToolPlane:
             raise ToolPlaneError("; ".join(errors))
 
 
-def tool_plane(
-    cluster: Cluster,
-    backends: Mapping[str, object] | None = None,
-    *,
-    traces_directory: Path | None = None,
-) -> ToolPlane:
+def tool_plane(cluster: Cluster, backends: Mapping[str, object] | None = None) -> ToolPlane:
     """The tool plane of ``cluster``: every built-in back-end, and each other back-end whose settings
     ``backends`` holds (name -> its settings, as ``ToolPlaneSettings`` reads them from the tool-plane
-    file or :func:`discovered` finds them); ``traces_directory``: the tracing back-end's directory,
-    where a Jaeger per scenario starts from. A back-end without the back-ends it builds on is an
+    file or :func:`discovered` finds them). A back-end without the back-ends it builds on is an
     error."""
     given = dict(backends or {})
     if unknown := sorted(set(given) - set(FACTORIES)):
@@ -171,8 +161,6 @@ def tool_plane(
             if missing := [r for r in row.requires if r not in given]:
                 raise ToolPlaneError(f"the {row.name} back-end needs {', '.join(missing)}")
             adapters[row.name] = FACTORIES[row.name].make(plane, given.get(row.name))
-    if traces_directory is not None:
-        adapters[registry.TRACES] = Traces(plane.client("traces"), traces_directory)
     return ToolPlane(adapters, plane.owned)
 
 

@@ -35,6 +35,8 @@ from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 from oasis_operator.core.toolplane.traces import BINARY, jaeger_config, otlp_request
 
+from .factory import Factory
+
 #: Starts tried before a Jaeger that exits at once (a port taken meanwhile) is a fault.
 START_ATTEMPTS = 3
 
@@ -232,3 +234,19 @@ def _holds(expected: set[tuple[str, str]]) -> Callable[[httpx2.Response], bool]:
         return _spans_of(resp) == expected
 
     return done
+
+
+@dataclass(frozen=True)
+class TracesSettings:
+    """``directory``: the tracing back-end's, holding the Jaeger binary each scenario's store starts
+    from (decision 0055)."""
+
+    directory: Path
+
+
+FACTORY = Factory(
+    registry.TRACES,
+    TracesSettings,
+    build=lambda plane, s: Traces(plane.client("traces"), s.directory),
+    parse=lambda e: TracesSettings(e.root),
+)
