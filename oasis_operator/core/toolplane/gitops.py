@@ -9,6 +9,9 @@ repository holds is there, labelled by the controller, with the repository's con
 repository declares has the declared value; the API server's defaults beside them are not compared).
 Flux marks the Kustomization ``Ready=Unknown`` at the start of every reconcile, the periodic re-apply
 of an unchanged revision included, so a snapshot can catch it mid-reconcile: :func:`reconciling`.
+
+Also what the operator's adapter, the dev cluster's git server and the chart share: the files of the
+back-end's directory, Flux's identities and the environment of the harness's pushes.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ name gets ``_seconds`` unless it ends so (Prometheus's base units); ``NKi/Mi/Gi/
 (``fast``, ``2_minutes_ago`` under any other name) is not a sample and is refused, never dropped; a
 memory leak's ``memory_usage_trend`` and ``last_oom_kill`` (:data:`LEAK_KEYS`) are planned with the
 workload they describe (:mod:`oasis_operator.core.toolplane.memory`).
+
+Also what the operator's adapters and the dev cluster's back-ends share: the files of the metrics
+back-end's directory and vmauth's users (:func:`render_auth_config`).
 """
 
 from __future__ import annotations

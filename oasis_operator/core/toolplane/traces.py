@@ -13,7 +13,10 @@ capability scenarios):
 Every root ends :data:`ROOT_END` seconds before the handover (the scenarios give no time); a span's
 children sit inside it, one after another with equal gaps (or all at its start when they would not
 fit). Span ids are derived from the trace id and the span's place in the tree, so a plan is
-deterministic. Anything else is refused, naming it. Pure.
+deterministic. Anything else is refused, naming it.
+
+Also what the operator's adapter and the dev cluster's back-end both write: the OTLP/HTTP export
+request (:func:`otlp_request`) and a Jaeger's configuration (:func:`jaeger_config`). Pure.
 """
 
 from __future__ import annotations
