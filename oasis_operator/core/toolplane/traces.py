@@ -88,31 +88,13 @@ def _spans(
     problems: list[Problem],
 ) -> float | None:
     """Plan ``decl`` (and its children) starting at ``start``; returns its duration (None: refused)."""
-    if not isinstance(decl, Mapping):
-        problems.append(Problem(f"{resource} {where}", "a span is a mapping"))
+    wrong = _span_problem(decl)
+    if wrong is not None:
+        problems.append(Problem(f"{resource} {where}{wrong[0]}", wrong[1]))
         return None
-    if unknown := sorted(set(decl) - _SPAN_KEYS):
-        problems.append(Problem(f"{resource} {where}", f"unknown span attributes {unknown}"))
-        return None
-    name = decl.get("name", decl.get("operation"))
-    duration = decl.get("duration_ms")
-    if not isinstance(name, str) or not name.strip():
-        problems.append(Problem(f"{resource} {where}", "a span needs a name (or operation)"))
-        return None
-    if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
-        problems.append(Problem(f"{resource} {where}", "a span needs duration_ms, a number of milliseconds"))
-        return None
-    status = str(decl.get("status", "ok")).lower()
-    if status not in ("ok", "error"):
-        problems.append(Problem(f"{resource} {where}.status", f"{status!r}: a span's status is ok or error"))
-        return None
-    attrs = decl.get("attributes") or {}
-    if not isinstance(attrs, Mapping):
-        problems.append(Problem(f"{resource} {where}.attributes", "expected a mapping"))
-        return None
-    svc = str(decl.get("service") or service)
-    seconds = float(duration) / 1000.0
+    seconds = float(decl["duration_ms"]) / 1000.0
     span_id = _id(trace_id, where, digits=16)
+    svc = str(decl.get("service") or service)
     out.append(
         PlannedSpan(
             resource,
@@ -120,33 +102,77 @@ def _spans(
             span_id,
             parent,
             svc,
-            name.strip(),
+            str(decl.get("name", decl.get("operation"))).strip(),
             start,
             start + seconds,
-            status == "error",
-            tuple((str(k), _attribute(v)) for k, v in sorted(attrs.items())),
+            str(decl.get("status", "ok")).lower() == "error",
+            tuple((str(k), _attribute(v)) for k, v in sorted((decl.get("attributes") or {}).items())),
         )
     )
     children = decl.get("children") or []
     if not isinstance(children, list):
         problems.append(Problem(f"{resource} {where}.children", "expected a list of spans"))
         return None
+    parent_span = _Parent(resource, where, trace_id, span_id, svc, start, seconds)
+    return seconds if _children(parent_span, children, out, problems) else None
+
+
+def _span_problem(decl: Any) -> tuple[str, str] | None:
+    """Why ``decl`` is not a span: (where below it, reason); None: it is one."""
+    if not isinstance(decl, Mapping):
+        return "", "a span is a mapping"
+    if unknown := sorted(set(decl) - _SPAN_KEYS):
+        return "", f"unknown span attributes {unknown}"
+    name = decl.get("name", decl.get("operation"))
+    if not isinstance(name, str) or not name.strip():
+        return "", "a span needs a name (or operation)"
+    duration = decl.get("duration_ms")
+    if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
+        return "", "a span needs duration_ms, a number of milliseconds"
+    status = str(decl.get("status", "ok")).lower()
+    if status not in ("ok", "error"):
+        return ".status", f"{status!r}: a span's status is ok or error"
+    if not isinstance(decl.get("attributes") or {}, Mapping):
+        return ".attributes", "expected a mapping"
+    return None
+
+
+@dataclass(frozen=True)
+class _Parent:
+    """A planned span whose children are planned next: where it was declared, its ids, its service and
+    its time (start and length, in seconds)."""
+
+    resource: str
+    where: str
+    trace_id: str
+    span_id: str
+    service: str
+    start: float
+    seconds: float
+
+
+def _children(parent: _Parent, children: list[Any], out: list[PlannedSpan], problems: list[Problem]) -> bool:
+    """Plan ``children`` one after another inside ``parent``, with equal gaps (or all at its start when
+    they would not fit); False: one was refused."""
     durations = [
         float(c.get("duration_ms", 0)) / 1000.0
         if isinstance(c, Mapping) and isinstance(c.get("duration_ms"), int | float)
         else 0.0
         for c in children
     ]
-    spare = seconds - sum(durations)
+    spare = parent.seconds - sum(durations)
     gap = spare / (len(children) + 1) if children and spare >= 0 else 0.0
-    at = start + gap
+    at = parent.start + gap
     for i, child in enumerate(children):
-        got = _spans(resource, f"{where}.children[{i}]", child, trace_id, span_id, svc, at, out, problems)
+        where = f"{parent.where}.children[{i}]"
+        got = _spans(
+            parent.resource, where, child, parent.trace_id, parent.span_id, parent.service, at, out, problems
+        )
         if got is None:
-            return None
+            return False
         if spare >= 0:
             at += got + gap
-    return seconds
+    return True
 
 
 def plan_traces(entry: Mapping[str, Any], name: str) -> tuple[list[PlannedSpan], list[Problem]]:
