@@ -152,16 +152,29 @@ def tool_plane(cluster: Cluster, backends: Mapping[str, object] | None = None) -
     file or :func:`discovered` finds them). A back-end without the back-ends it builds on is an
     error."""
     given = dict(backends or {})
+    _check(given)
+    plane = Assembly(cluster, given)
+    adapters = {
+        row.name: FACTORIES[row.name].make(plane, given.get(row.name))
+        for row in registry.BACKENDS
+        if row.provision is registry.Provision.BUILT_IN or row.name in given
+    }
+    return ToolPlane(adapters, plane.owned)
+
+
+def _check(given: Mapping[str, object]) -> None:
+    """Before anything is made: every back-end named is one, with the settings its factory takes and
+    the back-ends it builds on."""
     if unknown := sorted(set(given) - set(FACTORIES)):
         raise ToolPlaneError(f"no tool-plane back-end {', '.join(unknown)}")
-    plane = Assembly(cluster, given)
-    adapters: dict[str, ToolBackendPort] = {}
-    for row in registry.BACKENDS:
-        if row.provision is registry.Provision.BUILT_IN or row.name in given:
-            if missing := [r for r in row.requires if r not in given]:
-                raise ToolPlaneError(f"the {row.name} back-end needs {', '.join(missing)}")
-            adapters[row.name] = FACTORIES[row.name].make(plane, given.get(row.name))
-    return ToolPlane(adapters, plane.owned)
+    for name, settings in given.items():
+        factory = FACTORIES[name]
+        if not isinstance(settings, factory.settings):
+            raise ToolPlaneError(
+                f"the {name} back-end takes {factory.settings.__name__} settings, not {type(settings).__name__}"
+            )
+        if missing := [r for r in registry.BY_NAME[name].requires if r not in given]:
+            raise ToolPlaneError(f"the {name} back-end needs {', '.join(missing)}")
 
 
 async def discovered(cluster: Cluster) -> dict[str, object]:
@@ -169,7 +182,7 @@ async def discovered(cluster: Cluster) -> dict[str, object]:
     when the operator starts): name -> settings."""
     out: dict[str, object] = {}
     for row in registry.BACKENDS:
-        find = FACTORIES[row.name].discover if row.name in FACTORIES else None
+        find = FACTORIES[row.name].discover
         if row.provision is registry.Provision.DISCOVERED and find is not None:
             found = await find(cluster)
             if found is not None:
