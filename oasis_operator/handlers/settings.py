@@ -299,7 +299,7 @@ class ToolPlaneSettings:
         entries = {
             name: _checked_entry(path, registry.BY_NAME[name], backends, endpoints[name])
             for name in backends
-            if name in registry.CONFIGURED and name in FACTORIES
+            if name in registry.CONFIGURED
         }
         settings = {name: _parsed(path, entry) for name, entry in entries.items()}
         return cls(source=path, backends=settings, endpoints=endpoints)
