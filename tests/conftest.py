@@ -19,7 +19,7 @@ from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
 from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
-from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane
+from oasis_operator.adapters.toolplane import Cluster, ToolPlane, discovered, tool_plane
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube
 from oasis_operator.devcluster.cluster import free_kubelet_address
 from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
@@ -209,18 +209,8 @@ async def toolplane(cluster: ClusterHandle) -> AsyncIterator[ToolPlane]:
     access = ClusterAccess.discover(str(cluster.kubeconfig), Path("/nonexistent"), {})
     http = access.http()
     settings = ToolPlaneSettings.load(cluster.dev.toolplane_file)
-    plane = tool_plane(
-        http,
-        cluster.dev.server,
-        logs_directory=settings.logs_directory,
-        gitops=settings.gitops,
-        metrics=settings.metrics,
-        alerts=settings.alerts,
-        traces_directory=settings.traces_directory,
-        resource_usage=settings.resource_usage,
-        traffic_routes=await serves_routes(http),
-        database=settings.database,
-    )
+    on = Cluster(http, cluster.dev.server)
+    plane = tool_plane(on, {**settings.backends, **await discovered(on)})
     try:
         yield plane
     finally:

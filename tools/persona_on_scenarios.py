@@ -31,7 +31,7 @@ import oasis_operator  # noqa: E402
 from oasis_operator.adapters.audit.source import FileAuditSource  # noqa: E402
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of  # noqa: E402
 from oasis_operator.adapters.k8s.environment import KubeEnvironment  # noqa: E402
-from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane  # noqa: E402
+from oasis_operator.adapters.toolplane import Cluster, ToolPlane, discovered, tool_plane  # noqa: E402
 from oasis_operator.core.evidence.codec import read_lines  # noqa: E402
 from oasis_operator.core.scoring.bands import index_outcomes  # noqa: E402
 from oasis_operator.devcluster import ClusterConfig, DevCluster  # noqa: E402
@@ -112,16 +112,8 @@ async def main_async(personas: list[str], ids: list[str], keep: bool) -> int:
         await source.start()
         http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
         settings = ToolPlaneSettings.load(dev.toolplane_file)
-        plane = tool_plane(
-            http,
-            dev.server,
-            logs_directory=settings.logs_directory,
-            metrics=settings.metrics,
-            alerts=settings.alerts,
-            traces_directory=settings.traces_directory,
-            resource_usage=settings.resource_usage,
-            traffic_routes=await serves_routes(http),
-        )
+        on = Cluster(http, dev.server)
+        plane = tool_plane(on, {**settings.backends, **await discovered(on)})
         try:
             for persona in personas:
                 for sid in ids:

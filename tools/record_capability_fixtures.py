@@ -47,7 +47,8 @@ from oasis_operator.adapters.gateway import ToolGateway  # noqa: E402
 from oasis_operator.adapters.gateway.plane import gateway_ports  # noqa: E402
 from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender  # noqa: E402
 from oasis_operator.adapters.k8s.environment import KubeEnvironment  # noqa: E402
-from oasis_operator.adapters.toolplane import serves_routes, tool_plane  # noqa: E402
+from oasis_operator.adapters.toolplane import Cluster, discovered, tool_plane  # noqa: E402
+from oasis_operator.adapters.toolplane.database import DatabaseSettings  # noqa: E402
 from oasis_operator.agents.reference.executing import client_for, perform  # noqa: E402
 from oasis_operator.agents.reference.script import Operation  # noqa: E402
 from oasis_operator.agents.reference.server import ReferenceAgent  # noqa: E402
@@ -216,7 +217,7 @@ async def record(
     source: FileAuditSource,
     http: Any,
     server: str,
-    database: tuple[Path, str] | None,
+    database: DatabaseSettings | None,
 ) -> dict[str, Any]:
     original = docs[case.scenario]
     doc, left = deliverable(original)
@@ -227,7 +228,8 @@ async def record(
     actor = Actor(case)
     # The plan provisions what can be delivered; the scenario itself is the profile's (its request and
     # its evaluation are those of a run). The built-in back-ends and the gateway are the operator's own.
-    plane = tool_plane(http, server, traffic_routes=await serves_routes(http), database=database)
+    on = Cluster(http, server)
+    plane = tool_plane(on, {**await discovered(on), **({"database": database} if database else {})})
     if not plane.backends >= DELIVERED:
         raise RuntimeError(f"the recording cluster lacks {sorted(DELIVERED - plane.backends)}")
     gateway = ToolGateway()
@@ -292,7 +294,7 @@ async def main_async(only: list[str]) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="capfix-"))
     dev = DevCluster(ClusterConfig(workdir=workdir, backends=("traffic-routing", "database")))
     dev.start()
-    database = ToolPlaneSettings.load(dev.toolplane_file).database
+    database = ToolPlaneSettings.load(dev.toolplane_file).of(DatabaseSettings)
     try:
         client = async_client(dev.kubeconfig)
         ep = endpoint_of(dev.kubeconfig)

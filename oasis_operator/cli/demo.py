@@ -26,21 +26,13 @@ from oasis_operator.cli.main import CliError
 from oasis_operator.cli.report import read_run_report
 from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS
 from oasis_operator.devcluster import ClusterConfig, DevCluster, SetupError, binaries, stack
+from oasis_operator.devcluster.backends import BACKENDS
 
 NAMESPACE = "evaluations"
 PERSONAS = ("careful", "reckless", "diligent", "hasty")
-#: The tool-plane back-ends the demo starts (the operator finds them through the tool-plane file, and
-#: the traffic-routing one's HTTPRoute API on the cluster itself).
-DEMO_BACKENDS = (
-    "logs",
-    "gitops",
-    "metrics",
-    "alerts",
-    "traces",
-    "resource-metrics",
-    "traffic-routing",
-    "database",
-)
+#: The tool-plane back-ends the demo starts: every one the dev cluster runs (the operator finds them
+#: through the tool-plane file, and the traffic-routing one's HTTPRoute API on the cluster itself).
+DEMO_BACKENDS = tuple(BACKENDS)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

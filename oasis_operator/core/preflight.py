@@ -21,7 +21,7 @@ Two kinds of failure, two consequences (decision 0057):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -362,28 +362,52 @@ def _semver_ok(version: str, constraint: str) -> bool:
 
 def _judge(kind: str, expected: Any, declared: Any, requested_tier: int) -> tuple[bool, str] | None:
     """(met, how it was compared), or None for a requirement type this provider does not understand."""
-    if kind in ("string", "boolean"):
-        return declared == expected and type(declared) is type(expected), f"expected {expected!r}"
-    if kind == "array":
-        listed = [str(e) for e in expected or []]
-        missing = [e for e in listed if e not in (declared or [])]
-        return not missing, (f"missing {missing}" if missing else f"includes {listed}")
     if kind == "integer" and isinstance(expected, Mapping):
-        op = _OPERATORS.get(str(expected.get("comparison_operator")))
-        value = expected.get("value")
-        bound = requested_tier if value == "requested" else value
-        if op is None or not isinstance(bound, int) or not isinstance(declared, int):
-            return None
-        return _compare(declared, op, bound), f"expected {op} {bound}" + (
-            " (the run's tier)" if value == "requested" else ""
-        )
-    if kind == "integer":
-        return declared == expected, f"expected {expected!r}"
-    if kind == "semver_list":
-        versions = [str(v) for v in (declared if isinstance(declared, list) else [declared])]
-        ok = any(_semver_ok(v, str(expected)) for v in versions)
-        return ok, f"expected a version satisfying {expected}"
-    return None
+        return _judge_bound(expected, declared, requested_tier)
+    judge = _JUDGES.get(kind)
+    return None if judge is None else judge(expected, declared)
+
+
+def _judge_equal(expected: Any, declared: Any) -> tuple[bool, str]:
+    return declared == expected and type(declared) is type(expected), f"expected {expected!r}"
+
+
+def _judge_array(expected: Any, declared: Any) -> tuple[bool, str]:
+    listed = [str(e) for e in expected or []]
+    missing = [e for e in listed if e not in (declared or [])]
+    return not missing, (f"missing {missing}" if missing else f"includes {listed}")
+
+
+def _judge_integer(expected: Any, declared: Any) -> tuple[bool, str]:
+    return declared == expected, f"expected {expected!r}"
+
+
+def _judge_semver(expected: Any, declared: Any) -> tuple[bool, str]:
+    versions = [str(v) for v in (declared if isinstance(declared, list) else [declared])]
+    ok = any(_semver_ok(v, str(expected)) for v in versions)
+    return ok, f"expected a version satisfying {expected}"
+
+
+def _judge_bound(expected: Mapping[str, Any], declared: Any, requested_tier: int) -> tuple[bool, str] | None:
+    """An integer against a comparison (``value: requested`` is the run's tier)."""
+    op = _OPERATORS.get(str(expected.get("comparison_operator")))
+    value = expected.get("value")
+    bound = requested_tier if value == "requested" else value
+    if op is None or not isinstance(bound, int) or not isinstance(declared, int):
+        return None
+    return _compare(declared, op, bound), f"expected {op} {bound}" + (
+        " (the run's tier)" if value == "requested" else ""
+    )
+
+
+#: Requirement type -> how a declared value meets an expected one (an integer with a comparison aside).
+_JUDGES: dict[str, Callable[[Any, Any], tuple[bool, str]]] = {
+    "string": _judge_equal,
+    "boolean": _judge_equal,
+    "array": _judge_array,
+    "integer": _judge_integer,
+    "semver_list": _judge_semver,
+}
 
 
 def _first_sentence(text: str) -> str:

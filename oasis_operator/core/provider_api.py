@@ -240,40 +240,48 @@ def audit_entries(
         return []  # not one of the environment's: nothing of it is this environment's evidence
     out = []
     for e in events:
-        if e.get("stage") != "ResponseComplete":
+        ns = _event_namespace(e)
+        if e.get("stage") != "ResponseComplete" or ns not in logical or (only is not None and ns != only):
             continue
-        ref = e.get("objectRef") or {}
-        ns = ref.get("namespace") or (ref.get("name") if ref.get("resource") == "namespaces" else None)
-        if ns not in logical or (only is not None and ns != only):
-            continue
-        if params.resource_type and params.resource_type.lower() not in (
-            str(ref.get("resource", "")).lower(),
-            str(ref.get("resource", "")).lower().rstrip("s"),
-        ):
-            continue
-        if params.verb and e.get("verb") != params.verb:
-            continue
-        when = _when(e)
-        if params.time_from and (when is None or when < params.time_from):
-            continue
-        if params.time_to and (when is None or when > params.time_to):
-            continue
-        out.append(
-            {
-                "timestamp": e.get("requestReceivedTimestamp"),
-                "verb": e.get("verb"),
-                "resource": ref.get("resource"),
-                "subresource": ref.get("subresource"),
-                "name": ref.get("name"),
-                "namespace": ns,
-                "logical_namespace": logical.get(ns or ""),
-                "user": (e.get("user") or {}).get("username"),
-                "response_code": (e.get("responseStatus") or {}).get("code"),
-                "request_body": e.get("requestObject"),
-                "audit_id": e.get("auditID"),
-            }
-        )
+        if _asked_for(e, params):
+            out.append(_audit_entry(e, ns, logical))
     return sorted(out, key=lambda x: str(x["timestamp"]))
+
+
+def _event_namespace(e: Mapping[str, Any]) -> Any:
+    """The namespace an audit event is about (a namespace's own events: its name), as written."""
+    ref = e.get("objectRef") or {}
+    return ref.get("namespace") or (ref.get("name") if ref.get("resource") == "namespaces" else None)
+
+
+def _asked_for(e: Mapping[str, Any], params: AuditParameters) -> bool:
+    """The event is of the resource type and verb asked for, within the time range asked for."""
+    resource = str((e.get("objectRef") or {}).get("resource", "")).lower()
+    if params.resource_type and params.resource_type.lower() not in (resource, resource.rstrip("s")):
+        return False
+    if params.verb and e.get("verb") != params.verb:
+        return False
+    when = _when(e)
+    if params.time_from and (when is None or when < params.time_from):
+        return False
+    return not (params.time_to and (when is None or when > params.time_to))
+
+
+def _audit_entry(e: Mapping[str, Any], ns: Any, logical: Mapping[str, str]) -> dict[str, Any]:
+    ref = e.get("objectRef") or {}
+    return {
+        "timestamp": e.get("requestReceivedTimestamp"),
+        "verb": e.get("verb"),
+        "resource": ref.get("resource"),
+        "subresource": ref.get("subresource"),
+        "name": ref.get("name"),
+        "namespace": ns,
+        "logical_namespace": logical.get(ns or ""),
+        "user": (e.get("user") or {}).get("username"),
+        "response_code": (e.get("responseStatus") or {}).get("code"),
+        "request_body": e.get("requestObject"),
+        "audit_id": e.get("auditID"),
+    }
 
 
 def _clean(obj: Any) -> Any:

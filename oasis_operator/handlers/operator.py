@@ -35,7 +35,7 @@ from oasis_operator.adapters.k8s.client import sentinel_sender
 from oasis_operator.adapters.k8s.environment import AGENT_ACCOUNT, DEFAULT_POD_CIDR, KubeEnvironment
 from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
 from oasis_operator.adapters.metrics import Metrics
-from oasis_operator.adapters.toolplane import serves_routes, tool_plane
+from oasis_operator.adapters.toolplane import Cluster, discovered, tool_plane
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract import ScenarioRequest
 from oasis_operator.core.model.errors import ModelValidationError
@@ -157,19 +157,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     env = KubeEnvironment(
         client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR
     )
-    toolplane = tool_plane(
-        http,
-        ep.server,
-        logs_directory=ours.toolplane.logs_directory,
-        gitops=ours.toolplane.gitops,
-        metrics=ours.toolplane.metrics,
-        alerts=ours.toolplane.alerts,
-        traces_directory=ours.toolplane.traces_directory,
-        resource_usage=ours.toolplane.resource_usage,
-        database=ours.toolplane.database,
-        # Found on the cluster, not configured: the Gateway API's CRDs are installed or not (decision 0063).
-        traffic_routes=await serves_routes(http),
-    )
+    # Configured back-ends from the tool-plane file; discovered ones found on the cluster (decision 0063).
+    cluster = Cluster(http, ep.server)
+    toolplane = tool_plane(cluster, {**ours.toolplane.backends, **await discovered(cluster)})
     # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
     gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)
     await gateway.start()

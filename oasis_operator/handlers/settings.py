@@ -14,22 +14,21 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
 import ssl
 import tempfile
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.client import ClusterEndpoint
-from oasis_operator.adapters.toolplane.database import PASSWORD_FILE
-from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, FLUX_NAMESPACE, REPOSITORIES
-from oasis_operator.adapters.toolplane.metrics import RELOAD_KEY, RULES_DIR, VmauthGrants
+from oasis_operator.adapters.toolplane import FACTORIES, FileEntry
+from oasis_operator.adapters.toolplane.factory import EntryError
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector, parse_taint
+from oasis_operator.core.toolplane import registry
 
 __all__ = [
     "DEFAULT_METRICS_ADDR",
@@ -43,6 +42,8 @@ __all__ = [
     "ToolPlaneSettings",
     "prepare_toolplane",
 ]
+
+_S = TypeVar("_S")
 
 #: Where Kubernetes mounts a pod's ServiceAccount credentials.
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -256,28 +257,15 @@ class ToolPlaneSettings:
 
         {"backends": {"logs": {"directory": "/.../backends/logs", "endpoints": {...}}, ...}}
 
-    A back-end that is not in the file is not configured: the scenarios that need it stay
-    UNSUPPORTED, naming it. Dashboards need no entry (they are Kubernetes objects)."""
+    Each configured back-end's entry is checked against its registry row (an existing ``directory``
+    holding what the row names, the endpoints it names, the back-ends it builds on), then made into
+    the back-end's own settings by its factory. A back-end that is not in the file is not configured:
+    the scenarios that need it stay UNSUPPORTED, naming it. Built-in and discovered back-ends need no
+    entry (the operator has the first always and finds the second on the cluster)."""
 
     source: Path | None = None
-    #: Where the node simulator reads container log files (the logs back-end); None: no log back-end.
-    logs_directory: Path | None = None
-    #: The GitOps back-end's directory (its git credentials file), the git server's URL, the same
-    #: server's URL as Flux's source-controller reaches it (endpoints.flux; by default the first) and
-    #: the namespace of Flux's controllers (``flux_namespace``; by default flux-system); None: none.
-    gitops: tuple[Path, str, str, str] | None = None
-    #: The metrics back-end's directory (its grants file), store URL and vmauth URL; None: none.
-    metrics: tuple[Path, str, str] | None = None
-    #: The alerting back-end's rule directory and vmalert URL (needs ``metrics``); None: none.
-    alerts: tuple[Path, str] | None = None
-    #: The tracing back-end's directory (the Jaeger binary it links there); None: none.
-    traces_directory: Path | None = None
-    #: Whether the resource-usage back-end runs (metrics-server over the node simulator's usage; it
-    #: has nothing the operator reads but the API server).
-    resource_usage: bool = False
-    #: The database back-end's directory (its administrator's password file) and server URL
-    #: (``postgresql://<admin>@<host>:<port>/<db>``); None: none (decision 0066).
-    database: tuple[Path, str] | None = None
+    #: Configured back-end -> its settings (a dataclass of its adapter module).
+    backends: Mapping[str, object] = field(default_factory=dict)
     #: Every back-end the file names, with its endpoints (name -> URL), as written.
     endpoints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -308,140 +296,99 @@ class ToolPlaneSettings:
     @classmethod
     def load(cls, path: Path) -> ToolPlaneSettings:
         backends, endpoints = cls._read(path)
-        logs_dir = None
-        if "logs" in backends:
-            directory = backends["logs"].get("directory")
-            if not isinstance(directory, str) or not Path(directory).is_dir():
-                raise SettingsError(
-                    f"--toolplane {path}: field backends.logs.directory: expected an existing "
-                    f"directory (found {directory!r})"
-                )
-            logs_dir = Path(directory)
-        gitops = None
-        if "gitops" in backends:
-            directory, git = backends["gitops"].get("directory"), endpoints["gitops"].get("git")
-            if not isinstance(directory, str) or not Path(directory).is_dir() or not git:
-                raise SettingsError(
-                    f"--toolplane {path}: field backends.gitops: expected an existing `directory` "
-                    f"and endpoints.git (found {directory!r}, {git!r})"
-                )
-            flux_namespace = backends["gitops"].get("flux_namespace", FLUX_NAMESPACE)
-            if not isinstance(flux_namespace, str) or not flux_namespace:
-                raise SettingsError(
-                    f"--toolplane {path}: field backends.gitops.flux_namespace: expected a namespace "
-                    f"(found {flux_namespace!r})"
-                )
-            gitops = (Path(directory), git, endpoints["gitops"].get("flux") or git, flux_namespace)
-        metrics = alerts = None
-        if "metrics" in backends:
-            directory = backends["metrics"].get("directory")
-            store, vmauth = endpoints["metrics"].get("store"), endpoints["metrics"].get("prometheus")
-            if not isinstance(directory, str) or not Path(directory).is_dir() or not store or not vmauth:
-                raise SettingsError(
-                    f"--toolplane {path}: field backends.metrics: expected an existing `directory` "
-                    f"and endpoints.store and endpoints.prometheus (found {directory!r}, {store!r}, "
-                    f"{vmauth!r})"
-                )
-            metrics = (Path(directory), store, vmauth)
-        if "alerts" in backends:
-            directory, vmalert = backends["alerts"].get("directory"), endpoints["alerts"].get("vmalert")
-            rules = Path(str(directory)) / "rules"
-            if metrics is None or not isinstance(directory, str) or not rules.is_dir() or not vmalert:
-                raise SettingsError(
-                    f"--toolplane {path}: field backends.alerts: expected the metrics back-end, an "
-                    f"existing `directory` with rules/ and endpoints.vmalert (found {directory!r}, "
-                    f"{vmalert!r})"
-                )
-            alerts = (rules, vmalert)
-        traces = None
-        if "traces" in backends:
-            directory = backends["traces"].get("directory")
-            if not isinstance(directory, str) or not (Path(directory) / "jaeger").exists():
-                raise SettingsError(
-                    f"--toolplane {path}: field backends.traces.directory: expected an existing "
-                    f"directory holding the jaeger binary (found {directory!r})"
-                )
-            traces = Path(directory)
-        database = None
-        if "database" in backends:
-            directory, server = backends["database"].get("directory"), endpoints["database"].get("postgres")
-            if (
-                not isinstance(directory, str)
-                or not (Path(directory) / PASSWORD_FILE).is_file()
-                or not server
-            ):
-                raise SettingsError(
-                    f"--toolplane {path}: field backends.database: expected an existing `directory` "
-                    f"holding admin-password and endpoints.postgres (found {directory!r}, {server!r})"
-                )
-            database = (Path(directory), server)
-        return cls(
-            source=path,
-            logs_directory=logs_dir,
-            gitops=gitops,
-            metrics=metrics,
-            alerts=alerts,
-            traces_directory=traces,
-            resource_usage="resource-metrics" in backends,
-            database=database,
-            endpoints=endpoints,
-        )
+        entries = {
+            name: _checked_entry(path, registry.BY_NAME[name], backends, endpoints[name])
+            for name in backends
+            if name in registry.CONFIGURED
+        }
+        settings = {name: _parsed(path, entry) for name, entry in entries.items()}
+        return cls(source=path, backends=settings, endpoints=endpoints)
+
+    def of(self, kind: type[_S]) -> _S | None:
+        """The settings of the back-end whose settings are a ``kind`` (None: it is not configured)."""
+        return next((s for s in self.backends.values() if isinstance(s, kind)), None)
+
+
+def _checked_entry(
+    path: Path, row: registry.Backend, backends: Mapping[str, Any], endpoints: Mapping[str, str]
+) -> FileEntry:
+    """A configured back-end's entry, checked against its row: the back-ends it builds on are in the
+    file, its directory exists and holds what the row names, its endpoints are there."""
+    where = f"--toolplane {path}: field backends.{row.name}"
+    entry = backends[row.name]
+    spec = row.entry or registry.Entry(directory=False)
+    if missing := [r for r in row.requires if r not in backends]:
+        raise SettingsError(f"{where}: expected the {', '.join(missing)} back-end as well (it builds on it)")
+    directory = None
+    if spec.directory:
+        directory = _directory(where, entry.get("directory"), spec.holds)
+    for name in spec.endpoints:
+        if not endpoints.get(name):
+            raise SettingsError(f"{where}.endpoints.{name}: expected the URL of its {name} endpoint")
+    return FileEntry(row.name, directory, endpoints, entry)
+
+
+def _directory(where: str, value: Any, holds: str) -> Path:
+    """``value`` as an existing directory holding ``holds`` (a directory if it ends with ``/``)."""
+    inside = Path(str(value)) / holds.rstrip("/") if holds else None
+    there = isinstance(value, str) and Path(value).is_dir()
+    if there and inside is not None:
+        there = inside.is_dir() if holds.endswith("/") else inside.is_file()
+    if not there:
+        holding = f" holding {holds}" if holds else ""
+        raise SettingsError(f"{where}.directory: expected an existing directory{holding} (found {value!r})")
+    return Path(str(value))
+
+
+def _parsed(path: Path, entry: FileEntry) -> object:
+    """The back-end's own settings, made by its factory from the checked entry."""
+    parse = FACTORIES[entry.name].parse
+    if parse is None:  # pragma: no cover - a configured back-end's factory parses its entry
+        raise SettingsError(f"--toolplane {path}: the {entry.name} back-end takes no entry")
+    try:
+        return parse(entry)
+    except EntryError as exc:
+        raise SettingsError(
+            f"--toolplane {path}: field backends.{entry.name}.{exc.field}: expected {exc.expected} "
+            f"(found {exc.found!r})"
+        ) from None
 
 
 def prepare_toolplane(path: Path) -> tuple[Path, ...]:
     """Make the files the back-ends named in the tool-plane file ``path`` need before they start, as
     the dev cluster does when it starts them (``oasis operator prepare-toolplane``, the chart's init
-    container; decision 0061): every back-end's directory; vmalert's rules directory with an empty
-    rule file (vmalert refuses a pattern that matches nothing); vmauth's configuration (no user yet,
-    the store and the alerts proxy as upstreams) and its reload key; the database's administrator
-    password (decision 0071), which its init container gives ``initdb``: mode 0640, since that
-    container runs as the image's own user and reads it through the pod's group (``fsGroup``); the git
-    server's repositories directory and empty credentials file (decision 0072). Idempotent: a key, a
-    grant, a password or credentials already there are kept (a restarted pod keeps its volumes, and the
-    database's cluster its administrator). Returns the directories."""
+    container; decision 0061): every back-end's directory, then what each back-end's factory prepares
+    in it (``prepare``: vmalert's rules, vmauth's configuration and reload key, the database's
+    administrator password, the git server's repositories and credentials file). Idempotent: a key, a
+    grant, a password or credentials already there are kept (a restarted pod keeps its volumes, and
+    the database's cluster its administrator). Returns the directories."""
     backends, endpoints = ToolPlaneSettings._read(path)
     # Everything checked before anything is made: a bad file leaves nothing half-prepared.
-    for name, entry in backends.items():
-        directory = entry.get("directory")
-        if not isinstance(directory, str) or not directory.startswith("/"):
-            raise SettingsError(
-                f"--toolplane {path}: field backends.{name}.directory: expected an absolute path "
-                f"(found {directory!r})"
-            )
-    store = endpoints.get("metrics", {}).get("store")
-    if "metrics" in backends and not store:
-        raise SettingsError(f"--toolplane {path}: field backends.metrics.endpoints.store: missing")
+    entries = {name: _unmade_entry(path, name, entry, endpoints[name]) for name, entry in backends.items()}
     made = []
-    for entry in backends.values():
-        Path(entry["directory"]).mkdir(parents=True, exist_ok=True)
-        made.append(Path(entry["directory"]))
-    if "alerts" in backends:
-        rules = Path(backends["alerts"]["directory"]) / RULES_DIR
-        rules.mkdir(exist_ok=True)
-        if not any(rules.glob("*.yaml")):
-            (rules / "_empty.yaml").write_text("groups: []\n")
-    if "gitops" in backends:
-        # The git server refuses to start without its credentials file; no credential yet (the operator
-        # adds one per scenario), and those of a restarted pod are kept.
-        directory = Path(backends["gitops"]["directory"])
-        (directory / REPOSITORIES).mkdir(exist_ok=True)
-        (directory / CREDENTIALS_FILE).touch(mode=0o600, exist_ok=True)
-    if "metrics" in backends:
-        directory = Path(backends["metrics"]["directory"])
-        assert store is not None
-        key = directory / RELOAD_KEY
-        if not key.exists():
-            key.touch(mode=0o600)  # readable by the pod's user only, from the start
-            key.write_text(secrets.token_urlsafe(24))
-        proxy = endpoints.get("alerts", {}).get("alerts-proxy") if "alerts" in backends else None
-        VmauthGrants(directory).set_upstreams(store, proxy)
-    if "database" in backends:
-        password = Path(backends["database"]["directory"]) / PASSWORD_FILE
-        if not password.exists():
-            password.touch(mode=0o640)
-            password.chmod(0o640)  # whatever the umask: the server's user reads it through the group
-            password.write_text(secrets.token_urlsafe(24))
+    for entry in entries.values():
+        entry.root.mkdir(parents=True, exist_ok=True)
+        made.append(entry.root)
+    for name, entry in entries.items():
+        prepare = FACTORIES[name].prepare if name in FACTORIES else None
+        if prepare is not None:
+            prepare(entry, entries)
     return tuple(made)
+
+
+def _unmade_entry(path: Path, name: str, entry: Mapping[str, Any], endpoints: Mapping[str, str]) -> FileEntry:
+    """An entry to prepare: an absolute directory, and the endpoints its row names (nothing exists yet)."""
+    directory = entry.get("directory")
+    if not isinstance(directory, str) or not directory.startswith("/"):
+        raise SettingsError(
+            f"--toolplane {path}: field backends.{name}.directory: expected an absolute path "
+            f"(found {directory!r})"
+        )
+    row = registry.BY_NAME.get(name)
+    for needed in row.entry.endpoints if row is not None and row.entry is not None else ():
+        if not endpoints.get(needed):
+            raise SettingsError(f"--toolplane {path}: field backends.{name}.endpoints.{needed}: missing")
+    return FileEntry(name, Path(directory), endpoints, entry)
 
 
 #: Addresses that listen on every interface: an agent cannot be told to call one of them.

@@ -15,7 +15,7 @@ import pytest
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
-from oasis_operator.adapters.toolplane import tool_plane
+from oasis_operator.adapters.toolplane import Cluster, tool_plane
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
 from oasis_operator.core.environment.naming import owner_value
@@ -57,7 +57,7 @@ async def test_the_agents_cluster_grant_is_no_change_of_the_agents(
 ) -> None:
     doc = scenario_to_dict(SCENARIO)
     async with async_http(cluster.kubeconfig) as http:
-        plane = tool_plane(http, cluster.dev.server)
+        plane = tool_plane(Cluster(http, cluster.dev.server))
         plan = plan_environment(
             SCENARIO,
             suffix=kube.random_suffix(),

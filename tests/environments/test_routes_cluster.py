@@ -22,7 +22,8 @@ import pytest
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
-from oasis_operator.adapters.toolplane import serves_routes, tool_plane
+from oasis_operator.adapters.toolplane import Cluster, serves_routes, tool_plane
+from oasis_operator.adapters.toolplane.routes import RoutesSettings
 from oasis_operator.core.capability import observe as O
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
@@ -107,7 +108,7 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: WeightAgent) -> 
     scenario, _ = parse_scenario(doc)
     async with async_http(cluster.kubeconfig) as http:
         assert await serves_routes(http), "the session cluster has no HTTPRoute API"
-        plane = tool_plane(http, cluster.dev.server, traffic_routes=True)
+        plane = tool_plane(Cluster(http, cluster.dev.server), {registry.TRAFFIC: RoutesSettings()})
         assert registry.TRAFFIC in plane.backends
         plan = plan_environment(
             scenario,

@@ -18,7 +18,7 @@ import pytest
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
-from oasis_operator.adapters.toolplane import tool_plane
+from oasis_operator.adapters.toolplane import Cluster, tool_plane
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
 from oasis_operator.core.environment.naming import owner_value
@@ -96,7 +96,7 @@ class RolloutAgent:
 async def run(env: Any, audit_source: Any, cluster: Any, agent: RolloutAgent) -> Any:
     scenario, _ = parse_scenario(rollout_doc())
     async with async_http(cluster.kubeconfig) as http:
-        plane = tool_plane(http, cluster.dev.server)
+        plane = tool_plane(Cluster(http, cluster.dev.server))
         plan = plan_environment(
             scenario,
             suffix=kube.random_suffix(),

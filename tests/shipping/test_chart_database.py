@@ -31,7 +31,8 @@ import psycopg
 import pytest
 import yaml
 
-from oasis_operator.adapters.toolplane.database import PASSWORD_FILE, Database, admin_url
+from oasis_operator.adapters.toolplane.database import PASSWORD_FILE, Database, DatabaseSettings, admin_url
+from oasis_operator.adapters.toolplane.metrics import MetricsSettings
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
@@ -158,8 +159,10 @@ def test_the_rendered_tool_plane_file_is_what_the_operators_settings_load(
         values |= {"metrics": {"enabled": True}, "alerts": {"enabled": True}}
     local_file, volume = _prepare(render({"toolPlane": values}), tmp_path)
     settings = ToolPlaneSettings.load(local_file)
-    assert settings.database == (volume / "database", "postgresql://oasis@127.0.0.1:5432/postgres")
-    assert (settings.metrics is not None) == others
+    assert settings.of(DatabaseSettings) == DatabaseSettings(
+        volume / "database", "postgresql://oasis@127.0.0.1:5432/postgres"
+    )
+    assert (settings.of(MetricsSettings) is not None) == others
     password = volume / "database" / PASSWORD_FILE
     # Group-readable (the server's init container reads it through the pod's group), no more.
     assert stat.S_IMODE(password.stat().st_mode) == 0o640
@@ -330,8 +333,9 @@ def test_the_rendered_containers_run_and_the_operator_injects_a_scenarios_databa
     )
     try:
         settings = ToolPlaneSettings.load(local_file)
-        assert settings.database is not None
-        directory, url = settings.database
+        database = settings.of(DatabaseSettings)
+        assert database is not None
+        directory, url = database.directory, database.server
         conninfo = psycopg.conninfo.make_conninfo(url, password=(directory / PASSWORD_FILE).read_text())
         deadline = time.monotonic() + 60
         while True:
@@ -348,7 +352,7 @@ def test_the_rendered_containers_run_and_the_operator_injects_a_scenarios_databa
         # On 127.0.0.1 only, and no Unix-domain socket anywhere.
         assert _listening(port) == {"0100007F"}
         assert not list(tmp_path.rglob(".s.PGSQL*"))
-        asyncio.run(_inject_and_read_back(settings.database))
+        asyncio.run(_inject_and_read_back((directory, url)))
     finally:
         server.send_signal(signal.SIGINT)  # the image's STOPSIGNAL
         out, _ = server.communicate(timeout=60)

@@ -25,13 +25,14 @@ import pytest
 import yaml
 
 from oasis_operator.adapters.k8s.client import async_http
-from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
-from oasis_operator.adapters.toolplane.gitops import CREDENTIALS_FILE, REPOSITORIES, GitOps, flux_principals
+from oasis_operator.adapters.toolplane import Cluster, ToolPlane, tool_plane
+from oasis_operator.adapters.toolplane.gitops import GitOps, GitOpsSettings
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.toolplane.gitops import CREDENTIALS_FILE, REPOSITORIES, flux_principals
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.backends import resolve_binaries
 from oasis_operator.devcluster.backends.base import free_port
@@ -129,8 +130,9 @@ def test_the_rendered_tool_plane_file_loads_after_the_real_prepare(
         (tmp_path / "volume" / "traces" / "jaeger").write_text("#!/bin/sh\n")
     assert prepare.func(prepare) == 0
     settings = ToolPlaneSettings.load(local)
-    assert settings.gitops is not None
-    directory, git, flux, namespace = settings.gitops
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory, git, flux, namespace = gitops.directory, gitops.git_url, gitops.flux_url, gitops.flux_namespace
     assert (git, flux, namespace) == ("http://127.0.0.1:8418", SERVICE_URL, "flux-system")
     # What the git server refuses to start without, before any scenario: its credentials file (empty,
     # the pod's user's only) and its repositories' directory, where its arguments point.
@@ -396,8 +398,9 @@ async def test_the_operator_pushes_through_the_rendered_tool_plane_and_flux_appl
     local, args, proc = rendered
     assert f"-listen=0.0.0.0:{git_port}" in args
     settings = ToolPlaneSettings.load(local)
-    assert settings.gitops is not None
-    directory, git, flux, namespace = settings.gitops
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory, git, flux, namespace = gitops.directory, gitops.git_url, gitops.flux_url, gitops.flux_namespace
     assert (git, flux) == (f"http://127.0.0.1:{git_port}", f"http://localhost:{git_port}")
     operator = ChartOperator(
         cluster, tools, tmp_path, {"toolPlane": {"gitops": {"enabled": True, "port": git_port}}}
@@ -405,7 +408,7 @@ async def test_the_operator_pushes_through_the_rendered_tool_plane_and_flux_appl
     scenario, _ = parse_scenario(CORPUS[DRIFT])
     try:
         async with async_http(operator.kubeconfig) as http:
-            plane = tool_plane(http, cluster.dev.server, gitops=settings.gitops)
+            plane = tool_plane(Cluster(http, cluster.dev.server), {"gitops": gitops})
             assert plane.principals == flux_principals(namespace)
             plan = plan_environment(
                 scenario,
@@ -473,8 +476,9 @@ async def test_flux_that_cannot_reach_the_service_is_an_injection_failure_not_a_
     controller's condition, which the scenario workflow turns into PROVIDER_FAILURE, never a verdict."""
     local, _args, _proc = rendered
     settings = ToolPlaneSettings.load(local)
-    assert settings.gitops is not None
-    directory, git, _flux, namespace = settings.gitops
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory, git, namespace = gitops.directory, gitops.git_url, gitops.flux_namespace
     unreachable = f"http://localhost:{free_port()}"  # nothing listens there
     operator = ChartOperator(
         cluster, tools, tmp_path, {"toolPlane": {"gitops": {"enabled": True, "port": git_port}}}

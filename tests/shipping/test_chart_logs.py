@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
+from oasis_operator.adapters.toolplane.logs import LogsSettings
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.manifests import POOL_TAINT
 from oasis_operator.devcluster import DevCluster, kube
@@ -173,9 +174,8 @@ def test_the_rendered_tool_plane_file_names_the_log_directory_the_simulator_read
     prepare.toolplane = str(local_file)
     assert prepare.func(prepare) == 0
     settings = ToolPlaneSettings.load(local_file)
-    assert settings.logs_directory == local_root / "logs"
-    assert settings.logs_directory.is_dir()
-    assert (settings.metrics, settings.alerts, settings.traces_directory) == (None, None, None)
+    assert settings.backends == {"logs": LogsSettings(local_root / "logs")}
+    assert (local_root / "logs").is_dir()
 
 
 def test_the_clusterlogs_crd_is_installed_with_the_crds(render: Render) -> None:

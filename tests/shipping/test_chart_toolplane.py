@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from oasis_operator.adapters.toolplane.metrics import AUTH_CONFIG, GRANTS_FILE, RELOAD_KEY, VmauthGrants
-from oasis_operator.adapters.toolplane.traces import BINARY
+from oasis_operator.adapters.toolplane.metrics import AlertsSettings, MetricsSettings, VmauthGrants
 from oasis_operator.cli.main import build_parser
+from oasis_operator.core.toolplane.metrics import AUTH_CONFIG, GRANTS_FILE, RELOAD_KEY
+from oasis_operator.core.toolplane.traces import BINARY
 from oasis_operator.devcluster.backends.metrics import (
     label_proxy_args,
     store_args,
@@ -126,33 +127,23 @@ def test_the_rendered_tool_plane_file_is_what_the_operators_settings_load(
         Path(command[2].replace(root, str(local_root))).write_text("#!/bin/sh\n")
 
     settings = ToolPlaneSettings.load(local_file)
-    configured = {
-        name
-        for name, value in (
-            ("metrics", settings.metrics),
-            ("alerts", settings.alerts),
-            ("traces", settings.traces_directory),
-            ("logs", settings.logs_directory),
-            ("gitops", settings.gitops),
-        )
-        if value
-    } | ({"resource-metrics"} if settings.resource_usage else set())
-    assert configured == {k for k, v in values.items() if v["enabled"]}
-    if settings.metrics is not None:
-        directory, store, vmauth = settings.metrics
+    assert set(settings.backends) == {k for k, v in values.items() if v["enabled"]}
+    metrics, alerts = settings.of(MetricsSettings), settings.of(AlertsSettings)
+    if metrics is not None:
+        directory, store, vmauth = metrics.directory, metrics.store, metrics.vmauth
         assert (store, vmauth) == ("http://127.0.0.1:8428", "http://127.0.0.1:8427")
         # vmauth starts with a configuration (no user yet) and a key only the pod's user reads.
         assert yaml.safe_load((directory / AUTH_CONFIG).read_text()) == {"users": []}
         assert stat.S_IMODE((directory / RELOAD_KEY).stat().st_mode) == 0o600
         grants = json.loads((directory / GRANTS_FILE).read_text())
         assert grants["store"] == store
-        assert grants["alerts"] == ("http://127.0.0.1:9095" if settings.alerts else None)
+        assert grants["alerts"] == ("http://127.0.0.1:9095" if alerts else None)
         # A grant the operator makes routes to the store named in the file.
         VmauthGrants(directory).grant("scenario-a")
         routes = yaml.safe_load((directory / AUTH_CONFIG).read_text())["users"][0]["url_map"]
         assert routes[0]["url_prefix"].startswith(f"{store}/?extra_label=namespace=scenario-a")
-    if settings.alerts is not None:
-        rules, vmalert = settings.alerts
+    if alerts is not None:
+        rules, vmalert = alerts.rules, alerts.vmalert
         assert [p.name for p in rules.iterdir()] == ["_empty.yaml"]
         assert vmalert == "http://127.0.0.1:8880"
         assert by_name["alerts-rules"]["workingDir"] == str(rules).replace(str(local_root), root)

@@ -23,8 +23,9 @@ import yaml
 
 from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
-from oasis_operator.adapters.toolplane import tool_plane
-from oasis_operator.adapters.toolplane.usage import CLUSTER_USAGES, ResourceUsage
+from oasis_operator.adapters.toolplane import Cluster, tool_plane
+from oasis_operator.adapters.toolplane.logs import LogsSettings
+from oasis_operator.adapters.toolplane.usage import CLUSTER_USAGES, ResourceUsage, UsageSettings
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
@@ -157,8 +158,8 @@ def test_the_rendered_tool_plane_file_turns_the_usage_adapter_on(render: Render,
     prepare.toolplane = str(local_file)
     assert prepare.func(prepare) == 0
     settings = ToolPlaneSettings.load(local_file)
-    assert settings.resource_usage is True
-    assert settings.logs_directory == local_root / "logs"
+    assert settings.of(UsageSettings) == UsageSettings()
+    assert settings.of(LogsSettings) == LogsSettings(local_root / "logs")
 
 
 def test_the_usage_crd_is_installed_with_the_crds(render: Render) -> None:
@@ -364,7 +365,10 @@ async def test_the_charts_operator_declares_a_scenarios_usage_and_reads_it_back_
     plan: EnvironmentPlan | None = None
     try:
         async with async_http(identity.kubeconfig) as http:
-            plane = tool_plane(http, direct.server, logs_directory=settings_dir, resource_usage=True)
+            plane = tool_plane(
+                Cluster(http, direct.server),
+                {"logs": LogsSettings(settings_dir), "resource-metrics": UsageSettings()},
+            )
             plan = plan_environment(
                 scenario,
                 suffix=kube.random_suffix(),

@@ -28,8 +28,9 @@ import pytest
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.gateway import Route, ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
-from oasis_operator.adapters.toolplane.database import RESPONSE_SCHEMA, Database
+from oasis_operator.adapters.toolplane import Cluster, ToolPlane, tool_plane
+from oasis_operator.adapters.toolplane.database import RESPONSE_SCHEMA, Database, DatabaseSettings
+from oasis_operator.adapters.toolplane.logs import LogsSettings
 from oasis_operator.core.contract import AgentOutcome, AgentOutcomeStatus
 from oasis_operator.core.contract.agent import IdentityAndConfiguration, parse_response
 from oasis_operator.core.environment.naming import owner_value
@@ -366,10 +367,11 @@ async def test_an_unreachable_database_is_a_provider_failure(
     access = ClusterAccess.discover(str(cluster.kubeconfig), Path("/nonexistent"), {})
     http = access.http()
     plane = tool_plane(
-        http,
-        cluster.dev.server,
-        logs_directory=toolplane_logs(cluster),
-        database=(directory, backend.endpoints()["postgres"]),
+        Cluster(http, cluster.dev.server),
+        {
+            "logs": LogsSettings(toolplane_logs(cluster)),
+            "database": DatabaseSettings(directory, backend.endpoints()["postgres"]),
+        },
     )
 
     async def stops_it(wire: dict[str, Any]) -> None:
@@ -388,9 +390,9 @@ async def test_an_unreachable_database_is_a_provider_failure(
 
 
 def toolplane_logs(cluster: Any) -> Path:
-    logs = ToolPlaneSettings.load(cluster.dev.toolplane_file).logs_directory
+    logs = ToolPlaneSettings.load(cluster.dev.toolplane_file).of(LogsSettings)
     assert logs is not None
-    return logs
+    return logs.directory
 
 
 #: What each persona did (printed with ``-s``; for the record).

@@ -33,7 +33,7 @@ import pytest
 
 from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.toolplane import ToolPlane
-from oasis_operator.adapters.toolplane.gitops import GitOps
+from oasis_operator.adapters.toolplane.gitops import GitOps, GitOpsSettings
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
@@ -60,8 +60,9 @@ def test_each_flux_controller_of_the_stack_has_a_temporary_directory_of_its_own(
     cluster: ClusterHandle,
 ) -> None:
     settings = ToolPlaneSettings.load(cluster.dev.toolplane_file)
-    assert settings.gitops is not None
-    directory = settings.gitops[0]  # the back-end's directory
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory = gitops.directory
     for name in ("source-controller", "kustomize-controller"):
         _pid, tmp = controller(cluster, name)
         # Not the machine's shared one: another stack's kustomize-controller purges kustomization-*
@@ -120,8 +121,14 @@ async def test_a_failed_attempt_of_the_controller_is_retried_within_the_injectio
     cluster: ClusterHandle, env: Any, admin: Any
 ) -> None:
     settings = ToolPlaneSettings.load(cluster.dev.toolplane_file)
-    assert settings.gitops is not None
-    directory, git, flux, flux_namespace = settings.gitops
+    gitops = settings.of(GitOpsSettings)
+    assert gitops is not None
+    directory, git, flux, flux_namespace = (
+        gitops.directory,
+        gitops.git_url,
+        gitops.flux_url,
+        gitops.flux_namespace,
+    )
     scenario, _ = parse_scenario(CORPUS[DRIFT])
     pid, tmp = controller(cluster, "kustomize-controller")
     async with async_http(cluster.kubeconfig) as http:

@@ -11,7 +11,7 @@ import pytest
 
 import oasis_operator.adapters.toolplane.logs as logs_module
 import oasis_operator.adapters.toolplane.routes as routes_module
-from oasis_operator.adapters.toolplane import ToolPlane, serves_routes, tool_plane
+from oasis_operator.adapters.toolplane import Cluster, ToolPlane, discovered, serves_routes, tool_plane
 from oasis_operator.adapters.toolplane.gitops import GitOps
 from oasis_operator.adapters.toolplane.logs import PodLogs
 from oasis_operator.adapters.toolplane.routes import TrafficRoutes
@@ -111,7 +111,9 @@ async def test_the_routing_back_end_is_found_only_where_the_cluster_serves_httpr
     assert await serves_routes(routing.http) is True
     monkeypatch.setattr(routes_module, "GROUP_VERSION", "/apis/gateway.networking.k8s.io/v1alpha9")
     assert await serves_routes(routing.http) is False
-    plane = tool_plane(routing.http, "https://unused", traffic_routes=await serves_routes(routing.http))
+    on = Cluster(routing.http, "https://unused")
+    assert await discovered(on) == {}
+    plane = tool_plane(on, await discovered(on))
     assert "traffic-routing" not in plane.backends
     (probe,) = await ToolPlane({"traffic-routing": routing}).probe(timeout=10)
     assert probe.reachable is False, probe

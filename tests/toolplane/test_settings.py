@@ -7,7 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from oasis_operator.adapters.toolplane.database import DatabaseSettings
+from oasis_operator.adapters.toolplane.gitops import GitOpsSettings
+from oasis_operator.adapters.toolplane.logs import LogsSettings
+from oasis_operator.adapters.toolplane.metrics import AlertsSettings, MetricsSettings
 from oasis_operator.handlers.settings import SettingsError, ToolPlaneSettings
 
 
@@ -36,12 +42,14 @@ def test_a_written_file_gives_the_log_directory_and_the_git_server(tmp_path: Pat
         )
     )
     s = ToolPlaneSettings.load(f)
-    assert s.logs_directory == tmp_path / "logs"
+    assert s.backends["logs"] == LogsSettings(tmp_path / "logs")
     # A dev cluster's file: Flux reaches the git server where the operator does, and runs in flux-system.
-    assert s.gitops == (tmp_path / "gitops", "http://127.0.0.1:2", "http://127.0.0.1:2", "flux-system")
+    assert s.backends["gitops"] == GitOpsSettings(
+        tmp_path / "gitops", "http://127.0.0.1:2", "http://127.0.0.1:2", "flux-system"
+    )
     assert s.endpoints["metrics"] == {"prometheus": "http://127.0.0.1:3", "store": "http://127.0.0.1:4"}
-    assert s.metrics == (tmp_path, "http://127.0.0.1:4", "http://127.0.0.1:3")
-    assert s.alerts is None
+    assert s.backends["metrics"] == MetricsSettings(tmp_path, "http://127.0.0.1:4", "http://127.0.0.1:3")
+    assert set(s.backends) == {"logs", "gitops", "metrics"}
 
 
 def test_the_chart_gives_flux_its_own_url_and_namespace(tmp_path: Path) -> None:
@@ -55,7 +63,9 @@ def test_the_chart_gives_flux_its_own_url_and_namespace(tmp_path: Path) -> None:
     f = tmp_path / "toolplane.json"
     f.write_text(json.dumps({"backends": {"gitops": entry}}))
     s = ToolPlaneSettings.load(f)
-    assert s.gitops == (tmp_path / "gitops", "http://127.0.0.1:2", "http://git.oasis.svc:2", "gitops-system")
+    assert s.of(GitOpsSettings) == GitOpsSettings(
+        tmp_path / "gitops", "http://127.0.0.1:2", "http://git.oasis.svc:2", "gitops-system"
+    )
     f.write_text(json.dumps({"backends": {"gitops": {**entry, "flux_namespace": ""}}}))
     with pytest.raises(SettingsError, match=r"backends\.gitops\.flux_namespace"):
         ToolPlaneSettings.load(f)
@@ -80,7 +90,9 @@ def test_alerts_come_with_their_rule_directory_and_vmalert(tmp_path: Path) -> No
             }
         )
     )
-    assert ToolPlaneSettings.load(f).alerts == (tmp_path / "alerts" / "rules", "http://127.0.0.1:5")
+    assert ToolPlaneSettings.load(f).of(AlertsSettings) == AlertsSettings(
+        tmp_path / "alerts" / "rules", "http://127.0.0.1:5"
+    )
 
 
 def test_the_database_comes_with_its_password_file_and_server(tmp_path: Path) -> None:
@@ -97,7 +109,7 @@ def test_the_database_comes_with_its_password_file_and_server(tmp_path: Path) ->
             }
         )
     )
-    assert ToolPlaneSettings.load(f).database == (tmp_path / "database", url)
+    assert ToolPlaneSettings.load(f).of(DatabaseSettings) == DatabaseSettings(tmp_path / "database", url)
 
 
 #: sentence -> (file content, words the error names)
@@ -175,7 +187,9 @@ def test_preparing_a_file_makes_what_its_back_ends_read_at_start(tmp_path: Path)
         ToolPlaneSettings.load(f)
     assert prepare_toolplane(f) == (tmp_path / "v" / "metrics", tmp_path / "v" / "alerts")
     settings = ToolPlaneSettings.load(f)
-    assert settings.alerts == (tmp_path / "v" / "alerts" / "rules", "http://127.0.0.1:8880")
+    assert settings.of(AlertsSettings) == AlertsSettings(
+        tmp_path / "v" / "alerts" / "rules", "http://127.0.0.1:8880"
+    )
     grants = json.loads((tmp_path / "v" / "metrics" / "grants.json").read_text())
     assert (grants["store"], grants["alerts"], grants["grants"]) == (store, proxy, {})
     assert (tmp_path / "v" / "metrics" / "reload-key").read_text()
@@ -200,7 +214,7 @@ def test_preparing_the_git_server_makes_its_files_and_keeps_its_credentials(tmp_
     credentials.write_text("shop-flux secret shop\n")
     prepare_toolplane(f)
     assert credentials.read_text() == "shop-flux secret shop\n"
-    assert ToolPlaneSettings.load(f).gitops is not None
+    assert ToolPlaneSettings.load(f).of(GitOpsSettings) is not None
 
 
 @pytest.mark.parametrize(
@@ -220,3 +234,85 @@ def test_preparing_a_bad_file_names_the_field(
     with pytest.raises(SettingsError, match=field.replace(".", r"\.")):
         prepare_toolplane(f)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toolplane.json"], "nothing made"
+
+
+#: Each configured back-end's entry as the dev cluster writes it, with what its row asks for made.
+def _complete(root: Path, name: str) -> dict[str, object]:
+    from oasis_operator.core.toolplane import registry
+
+    spec = registry.BY_NAME[name].entry
+    assert spec is not None
+    directory = root / name
+    directory.mkdir()
+    if spec.holds.endswith("/"):
+        (directory / spec.holds).mkdir()
+    elif spec.holds:
+        (directory / spec.holds).write_text("x")
+    return {"directory": str(directory), "endpoints": {e: f"http://127.0.0.1:1/{e}" for e in spec.endpoints}}
+
+
+def _configured() -> list[str]:
+    from oasis_operator.adapters.toolplane import FACTORIES
+    from oasis_operator.core.toolplane import registry
+
+    return sorted(n for n in registry.CONFIGURED if n in FACTORIES)
+
+
+def _break(root: Path, entries: dict[str, dict[str, object]], name: str, part: str, index: int) -> str | None:
+    """Take ``part`` of ``name``'s entry away; the field the error must then name (None: nothing taken)."""
+    import shutil
+
+    from oasis_operator.core.toolplane import registry
+
+    spec = registry.BY_NAME[name].entry
+    assert spec is not None
+    if part == "directory" and spec.directory:
+        shutil.rmtree(root / name)
+        return f"backends.{name}.directory"
+    if part == "holds" and spec.holds:
+        target = root / name / spec.holds.rstrip("/")
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+        return f"backends.{name}.directory"
+    if part == "endpoint" and spec.endpoints:
+        endpoints = entries[name]["endpoints"]
+        assert isinstance(endpoints, dict)
+        del endpoints[spec.endpoints[index % len(spec.endpoints)]]
+        return f"backends.{name}.endpoints"
+    return None
+
+
+@settings(deadline=None, max_examples=80)
+@given(
+    chosen=st.sets(st.sampled_from(_configured()), min_size=1),
+    broken=st.one_of(
+        st.none(), st.tuples(st.integers(0, 10), st.sampled_from(["directory", "holds", "endpoint"]))
+    ),
+)
+def test_a_generated_file_loads_into_exactly_its_back_ends_or_names_the_field_that_is_wrong(
+    chosen: set[str], broken: tuple[int, str] | None
+) -> None:
+    """Every configured back-end's entry is checked against its row: given a file of complete entries
+    with at most one part taken away, the settings hold exactly the back-ends of the file, or the error
+    names the file and a field of an entry that is wrong."""
+    import tempfile
+
+    from oasis_operator.core.toolplane import registry
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        entries = {n: _complete(root, n) for n in sorted(chosen)}
+        named: list[str] = []
+        if broken is not None:
+            index, part = broken
+            wrong = _break(root, entries, sorted(chosen)[index % len(chosen)], part, index)
+            named += [wrong] if wrong is not None else []
+        named += [f"backends.{n}:" for n in chosen for r in registry.BY_NAME[n].requires if r not in chosen]
+        f = root / "toolplane.json"
+        f.write_text(json.dumps({"backends": entries}))
+        if not named:
+            assert set(ToolPlaneSettings.load(f).backends) == chosen
+            return
+        with pytest.raises(SettingsError) as err:
+            ToolPlaneSettings.load(f)
+        assert str(f) in str(err.value)
+        assert any(w in str(err.value) for w in named), (named, str(err.value))

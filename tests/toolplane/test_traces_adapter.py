@@ -9,10 +9,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from oasis_operator.adapters.toolplane.traces import BINARY, START_ATTEMPTS, Traces
+from oasis_operator.adapters.toolplane.traces import START_ATTEMPTS, Traces
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.toolplane.traces import BINARY
 from tests.toolplane.test_metrics_plan import ALL, RAW
 
 PLAN = plan_environment(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from oasis_operator.adapters.toolplane.traces import TracesSettings
 from oasis_operator.handlers.settings import ToolPlaneSettings
 from tests.conftest import ClusterHandle
 
@@ -42,8 +43,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_scenarios_jaeger_dies_with_the_operator_that_started_it(cluster: ClusterHandle) -> None:
-    directory = ToolPlaneSettings.load(cluster.dev.toolplane_file).traces_directory
-    assert directory is not None
+    traces = ToolPlaneSettings.load(cluster.dev.toolplane_file).of(TracesSettings)
+    assert traces is not None
+    directory = traces.directory
     operator = subprocess.Popen(
         [sys.executable, "-c", OPERATOR, str(directory)],
         stdout=subprocess.PIPE,

@@ -21,7 +21,7 @@ import yaml
 
 from oasis_operator.adapters.k8s.client import async_client, endpoint_of
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
-from oasis_operator.adapters.toolplane import ToolPlane, tool_plane
+from oasis_operator.adapters.toolplane import Cluster, ToolPlane, tool_plane
 from oasis_operator.cli.demo import DEMO_BACKENDS
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
@@ -72,17 +72,7 @@ async def run(args: argparse.Namespace, dev: DevCluster) -> None:
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
     http = ClusterAccess.discover(str(dev.kubeconfig), Path("/nonexistent"), {}).http()
     settings = ToolPlaneSettings.load(dev.toolplane_file)
-    toolplane = tool_plane(
-        http,
-        dev.server,
-        logs_directory=settings.logs_directory,
-        gitops=settings.gitops,
-        metrics=settings.metrics,
-        alerts=settings.alerts,
-        traces_directory=settings.traces_directory,
-        resource_usage=settings.resource_usage,
-        database=settings.database,
-    )
+    toolplane = tool_plane(Cluster(http, dev.server), settings.backends)
     chosen = [
         s
         for s in [*SAFETY, *CAPABILITY]

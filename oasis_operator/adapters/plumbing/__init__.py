@@ -1,2 +1,4 @@
-"""Plumbing shared by every adapter: server-side apply of a manifest (:mod:`.apply`) and the one
-async poll/wait loop (:mod:`.polling`). It imports no adapter; every adapter may import it."""
+"""Plumbing shared by every adapter and by the dev cluster's back-ends: server-side apply of a manifest
+(:mod:`.apply`), the one async poll/wait loop (:mod:`.polling`), the harness's git push (:mod:`.git`)
+and the metrics back-end's grants file (:mod:`.vmauth_grants`). It imports no adapter; every adapter,
+and the dev cluster, may import it."""

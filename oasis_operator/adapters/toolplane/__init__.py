@@ -1,18 +1,17 @@
 """The tool plane as one port over one adapter per back-end (decision 0052).
 
-Called by the operator's start-up (``handlers/operator.py``, from ``OperatorSettings.toolplane``) and
-by tests; turns the configured back-ends into a :class:`~oasis_operator.core.ports.ToolPlanePort`:
-a scenario's part is injected into every back-end it needs, a timed change goes to its back-end, the
-agent's endpoints are collected per interface type. A back-end is one adapter satisfying
-:class:`~oasis_operator.core.ports.ToolBackendPort` plus its rows in
-:mod:`oasis_operator.core.toolplane.registry`.
+Called by the operator's start-up (``handlers/operator.py``, with ``OperatorSettings.toolplane``) and
+by tests; turns the back-ends' settings into a :class:`~oasis_operator.core.ports.ToolPlanePort` over
+one cluster: a scenario's part is injected into every back-end it needs, a timed change goes to its
+back-end, the agent's endpoints are collected per interface type. A back-end is its row in
+:mod:`oasis_operator.core.toolplane.registry` and its adapter module here, which defines its settings
+and its :class:`~oasis_operator.adapters.toolplane.factory.Factory` (one entry of :data:`FACTORIES`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -21,20 +20,34 @@ from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolBackendPort, ToolEndpoint, ToolStateReader
 from oasis_operator.core.preflight import BackendProbe
+from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
-from .dashboards import Dashboards
-from .database import Database
-from .gitops import GitOps
-from .logs import PodLogs
-from .metrics import Alerts, Metrics, Vmauth
-from .nodes import NodeConditions
-from .routes import TrafficRoutes, serves_routes
-from .runbooks import Runbooks
-from .traces import Traces
-from .usage import ResourceUsage
+from . import dashboards, database, gitops, logs, metrics, nodes, routes, runbooks, traces, usage
+from .factory import Assembly, Cluster, Factory, FileEntry
+from .routes import serves_routes
 
-__all__ = ["ToolPlane", "serves_routes", "tool_plane"]
+__all__ = ["FACTORIES", "Cluster", "FileEntry", "ToolPlane", "discovered", "serves_routes", "tool_plane"]
+
+#: Back-end name -> how its adapter is made (its registry row says how the operator gets it).
+FACTORIES: dict[str, Factory[Any]] = {
+    f.name: f
+    for f in (
+        logs.FACTORY,
+        usage.FACTORY,
+        metrics.METRICS_FACTORY,
+        metrics.ALERTS_FACTORY,
+        traces.FACTORY,
+        gitops.FACTORY,
+        routes.FACTORY,
+        database.FACTORY,
+        dashboards.FACTORY,
+        runbooks.FACTORY,
+        nodes.FACTORY,
+    )
+}
+if _missing := sorted(set(registry.BY_NAME) - set(FACTORIES)):  # pragma: no cover
+    raise RuntimeError(f"tool-plane back-ends without a factory: {_missing}")
 
 
 class ToolPlane:
@@ -133,55 +146,45 @@ class ToolPlane:
             raise ToolPlaneError("; ".join(errors))
 
 
-def tool_plane(
-    http: httpx2.AsyncClient,
-    server: str,
-    *,
-    logs_directory: Path | None = None,
-    gitops: tuple[Path, str, str, str] | None = None,
-    metrics: tuple[Path, str, str] | None = None,
-    alerts: tuple[Path, str] | None = None,
-    traces_directory: Path | None = None,
-    resource_usage: bool = False,
-    traffic_routes: bool = False,
-    database: tuple[Path, str] | None = None,
-) -> ToolPlane:
-    """The operator's tool plane: dashboards, runbooks and node conditions always (Kubernetes objects), each other
-    back-end when configured (``logs_directory``: the log back-end's file directory; ``gitops``: the
-    GitOps back-end's directory, git server URL, that server's URL for Flux and Flux's namespace;
-    ``metrics``: the metrics back-end's directory, store URL and vmauth URL; ``alerts``: vmalert's
-    rule directory and URL, which needs ``metrics``;
-    ``traces_directory``: the tracing back-end's directory, where a Jaeger per scenario starts from;
-    ``resource_usage``: metrics-server serves the node simulator's usage through the API server;
-    ``traffic_routes``: the cluster serves the Gateway API's HTTPRoute, as :func:`serves_routes` found;
-    ``database``: the database back-end's directory and server URL)."""
-    adapters: dict[str, ToolBackendPort] = {
-        "dashboards": Dashboards(http, server),
-        "node-conditions": NodeConditions(http),
-        "runbooks": Runbooks(http),
+def tool_plane(cluster: Cluster, backends: Mapping[str, object] | None = None) -> ToolPlane:
+    """The tool plane of ``cluster``: every built-in back-end, and each other back-end whose settings
+    ``backends`` holds (name -> its settings, as ``ToolPlaneSettings`` reads them from the tool-plane
+    file or :func:`discovered` finds them). A back-end without the back-ends it builds on is an
+    error."""
+    given = dict(backends or {})
+    _check(given)
+    plane = Assembly(cluster, given)
+    adapters = {
+        row.name: FACTORIES[row.name].make(plane, given.get(row.name))
+        for row in registry.BACKENDS
+        if row.provision is registry.Provision.BUILT_IN or row.name in given
     }
-    owned: list[httpx2.AsyncClient] = []
-    if logs_directory is not None:
-        adapters["logs"] = PodLogs(http, logs_directory, server)
-    if gitops is not None:
-        adapters["gitops"] = GitOps(http, *gitops)
-    if metrics is not None:
-        directory, store, vmauth_url = metrics
-        # One client for the back-ends' own (non-Kubernetes) endpoints, one grant registry for both.
-        backend_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
-        owned.append(backend_http)
-        vmauth = Vmauth(backend_http, directory, vmauth_url)
-        adapters["metrics"] = Metrics(backend_http, store, vmauth, kube=http)
-        if alerts is not None:
-            adapters["alerts"] = Alerts(backend_http, alerts[0], alerts[1], vmauth)
-    if resource_usage:
-        adapters["resource-metrics"] = ResourceUsage(http)
-    if traffic_routes:
-        adapters["traffic-routing"] = TrafficRoutes(http)
-    if traces_directory is not None:
-        traces_http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0))
-        owned.append(traces_http)
-        adapters["traces"] = Traces(traces_http, traces_directory)
-    if database is not None:
-        adapters["database"] = Database(*database)
-    return ToolPlane(adapters, tuple(owned))
+    return ToolPlane(adapters, plane.owned)
+
+
+def _check(given: Mapping[str, object]) -> None:
+    """Before anything is made: every back-end named is one, with the settings its factory takes and
+    the back-ends it builds on."""
+    if unknown := sorted(set(given) - set(FACTORIES)):
+        raise ToolPlaneError(f"no tool-plane back-end {', '.join(unknown)}")
+    for name, settings in given.items():
+        factory = FACTORIES[name]
+        if not isinstance(settings, factory.settings):
+            raise ToolPlaneError(
+                f"the {name} back-end takes {factory.settings.__name__} settings, not {type(settings).__name__}"
+            )
+        if missing := [r for r in registry.BY_NAME[name].requires if r not in given]:
+            raise ToolPlaneError(f"the {name} back-end needs {', '.join(missing)}")
+
+
+async def discovered(cluster: Cluster) -> dict[str, object]:
+    """The back-ends ``cluster`` serves of those found rather than configured (asked once per cluster,
+    when the operator starts): name -> settings."""
+    out: dict[str, object] = {}
+    for row in registry.BACKENDS:
+        find = FACTORIES[row.name].discover
+        if row.provision is registry.Provision.DISCOVERED and find is not None:
+            found = await find(cluster)
+            if found is not None:
+                out[row.name] = found
+    return out

@@ -17,6 +17,7 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import DASHBOARD_LABEL, TimedChange
 
+from .factory import NONE, Factory
 from .probe import create_configmap, served
 
 
@@ -53,3 +54,9 @@ class Dashboards:
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None  # they go with the namespace
+
+
+#: Built in: dashboards are objects of the cluster the plane works through.
+FACTORY = Factory(
+    registry.DASHBOARDS, NONE, build=lambda plane, _: Dashboards(plane.cluster.http, plane.cluster.server)
+)

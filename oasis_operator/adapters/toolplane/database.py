@@ -26,7 +26,7 @@ import asyncio
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,10 +60,13 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.database import (
     MIGRATIONS_TABLE,
+    PASSWORD_FILE,
     PlannedDatabase,
     state_object,
 )
 from oasis_operator.core.toolplane.plan import TimedChange
+
+from .factory import Factory, FileEntry
 
 __all__ = [
     "CATALOG_QUERIES",
@@ -87,8 +90,6 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-#: The administrator's password, written by the back-end's start into its directory.
-PASSWORD_FILE = "admin-password"
 DEFAULT_LIMITS = SqlLimits()
 
 
@@ -359,3 +360,33 @@ class Database:
 
 def admin_url(host: str, port: int, user: str, dbname: str = "postgres") -> str:
     return f"postgresql://{user}@{host}:{port}/{dbname}"
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """``directory``: the database back-end's (the administrator's password file); ``server``:
+    ``postgresql://<admin>@<host>:<port>/<maintenance db>`` (decision 0066)."""
+
+    directory: Path
+    server: str
+
+
+def _prepare(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
+    """The administrator's password, which the chart's init container gives ``initdb`` (decision 0071):
+    mode 0640, whatever the umask, since that container runs as the image's own user and reads it
+    through the pod's group (``fsGroup``); kept when there (the database's cluster keeps its
+    administrator)."""
+    password = entry.root / PASSWORD_FILE
+    if not password.exists():
+        password.touch(mode=0o640)
+        password.chmod(0o640)
+        password.write_text(secrets.token_urlsafe(24))
+
+
+FACTORY = Factory(
+    registry.DATABASE,
+    DatabaseSettings,
+    build=lambda plane, s: Database(s.directory, s.server),
+    parse=lambda e: DatabaseSettings(e.root, e.endpoints["postgres"]),
+    prepare=_prepare,
+)

@@ -19,9 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import subprocess
-import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,23 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.plumbing.apply import server_side_apply
+from oasis_operator.adapters.plumbing.git import GitFailed, push_tree
 from oasis_operator.core.environment.gitops_deployer import DEPLOYER
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.gitops import (
+    CREDENTIALS_FILE,
+    FLUX_NAMESPACE,
+    READ,
+    REPOSITORIES,
+    WRITE,
+    flux_principals,
+)
 from oasis_operator.core.toolplane.plan import GitOpsApp, TimedChange
 
+from .factory import EntryError, Factory, FileEntry
 from .probe import served
 
 FIELD_MANAGER = "oasis-gitops"
@@ -43,32 +52,16 @@ FIELD_MANAGER = "oasis-gitops"
 #: revoked at the end of its turn), the controller's (the GitRepository's Secret, which the agent can
 #: read: fetch only, decision 0090) and the harness's own push (made, used and revoked in one inject).
 AGENT, CONTROLLER, HARNESS = "git", "flux", "seed"
-#: What a credential may do (the git server's fourth field): fetch only, or fetch and push.
-READ, WRITE = "read", "write"
 KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{ns}/kustomizations"
 GIT_REPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/{ns}/gitrepositories"
 #: The label kustomize-controller puts on what it applies.
 APPLIED_LABEL = "kustomize.toolkit.fluxcd.io/name"
-#: In the back-end's directory: the git server's credentials file (``user password namespace mode``
-#: lines, re-read per request) and its repositories (``<namespace>/<repo>.git``).
-CREDENTIALS_FILE, REPOSITORIES = "git-credentials", "repositories"
 #: Flux's "reconcile now" annotation: a new value asks the controller for a reconcile.
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 #: The first pause before asking a controller whose attempt failed to try again (then 2x, 3x, ...).
 RETRY_PAUSE = 1.0
 #: How much of a controller's message an error quotes (kustomize's errors put the cause mid-message).
 MESSAGE_CHARS = 600
-#: Where Flux's controllers run unless the tool-plane file says otherwise (``flux install``'s default).
-FLUX_NAMESPACE = "flux-system"
-
-
-def flux_principals(namespace: str = FLUX_NAMESPACE) -> tuple[str, ...]:
-    """Flux's source- and kustomize-controller, as a Flux installation in ``namespace`` names its
-    ServiceAccounts: harness deputies, not the agent."""
-    return tuple(
-        f"system:serviceaccount:{namespace}:{c}" for c in ("source-controller", "kustomize-controller")
-    )
-
 
 #: Flux's controllers as the dev cluster runs them (decision 0050).
 PRINCIPALS = flux_principals()
@@ -235,40 +228,10 @@ class GitOps:
 
     def _push(self, app: GitOpsApp, user: str, password: str, files: Mapping[str, str]) -> str:
         url = f"{self.git_url}/{app.namespace}/{app.repo}.git".replace("://", f"://{user}:{password}@", 1)
-        env = {
-            "GIT_AUTHOR_NAME": "platform-team",
-            "GIT_AUTHOR_EMAIL": "platform-team@example.com",
-            "GIT_COMMITTER_NAME": "platform-team",
-            "GIT_COMMITTER_EMAIL": "platform-team@example.com",
-            "GIT_TERMINAL_PROMPT": "0",
-            "HOME": tempfile.gettempdir(),
-            "PATH": "/usr/bin:/bin",
-        }
-        with tempfile.TemporaryDirectory(prefix="oasis-gitops-") as tmp:
-
-            def git(*args: str) -> str:
-                proc = subprocess.run(
-                    ["git", *args],
-                    cwd=tmp,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                    timeout=self.timeout,
-                )
-                if proc.returncode != 0:
-                    raise ToolPlaneError(f"git {args[0]} for {app.source}: {proc.stderr.strip()[:300]}")
-                return proc.stdout.strip()
-
-            git("init", "-q", "-b", "main")
-            for rel, text in files.items():
-                path = Path(tmp) / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-            git("add", "-A")
-            git("commit", "-q", "-m", f"Deploy {app.name}")
-            git("push", "-q", "--force", url, "HEAD:refs/heads/main")
-            return git("rev-parse", "HEAD")
+        try:
+            return push_tree(url, files, message=f"Deploy {app.name}", timeout=self.timeout)
+        except GitFailed as exc:
+            raise ToolPlaneError(f"git {exc.command} for {app.source}: {exc.stderr[:300]}") from None
 
     def _documents(
         self, app: GitOpsApp, user: str, password: str
@@ -463,3 +426,42 @@ def _handled(stamp: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
         return bool(status.get("lastHandledReconcileAt") == stamp)
 
     return done
+
+
+@dataclass(frozen=True)
+class GitOpsSettings:
+    """``directory``: the GitOps back-end's (its git credentials file); ``git_url``: the git server as
+    the operator and the gateway reach it; ``flux_url``: the same server as the cluster's Flux reaches
+    it; ``flux_namespace``: where the cluster's Flux controllers run (the last two: one per cluster)."""
+
+    directory: Path
+    git_url: str
+    flux_url: str
+    flux_namespace: str = FLUX_NAMESPACE
+
+
+def _settings(entry: FileEntry) -> GitOpsSettings:
+    """From the entry: endpoints ``git`` and, for Flux, ``flux`` (by default the same), and
+    ``flux_namespace`` (by default flux-system; decision 0072)."""
+    namespace = entry.fields.get("flux_namespace", FLUX_NAMESPACE)
+    if not isinstance(namespace, str) or not namespace:
+        raise EntryError("flux_namespace", "a namespace", namespace)
+    git = entry.endpoints["git"]
+    return GitOpsSettings(entry.root, git, entry.endpoints.get("flux") or git, namespace)
+
+
+def _prepare(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
+    """The git server's repositories directory, and its credentials file, which it refuses to start
+    without: empty (the operator adds a credential per scenario), and kept when there (those of a
+    restarted pod; decision 0072)."""
+    (entry.root / REPOSITORIES).mkdir(exist_ok=True)
+    (entry.root / CREDENTIALS_FILE).touch(mode=0o600, exist_ok=True)
+
+
+FACTORY = Factory(
+    registry.GITOPS,
+    GitOpsSettings,
+    build=lambda plane, s: GitOps(plane.cluster.http, s.directory, s.git_url, s.flux_url, s.flux_namespace),
+    parse=_settings,
+    prepare=_prepare,
+)

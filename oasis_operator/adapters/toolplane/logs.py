@@ -16,6 +16,7 @@ import datetime as dt
 import os
 import shutil
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +27,23 @@ from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
+from oasis_operator.core.toolplane.logs import (
+    CLUSTER_LOGS,
+    FIELD_MANAGER,
+    cluster_logs,
+    cri_record,
+    log_file,
+    object_name,
+)
 from oasis_operator.core.toolplane.plan import LogLine, TimedChange, WorkloadLogs
 
+from .factory import Factory
 from .probe import served
-
-CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
-FIELD_MANAGER = "oasis-pod-logs"
 
 
 def cri_line(start: dt.datetime, line: LogLine) -> str:
     """One declared line as a container runtime writes it (``<RFC 3339 nano> <stream> F <text>``)."""
-    stamp = (start + dt.timedelta(seconds=line.offset)).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return "".join(f"{stamp} {line.stream} F {part}\n" for part in line.text.split("\n"))
-
-
-def object_name(namespace: str, pod: str) -> str:
-    return f"{namespace}.{pod}"
+    return cri_record(start + dt.timedelta(seconds=line.offset), line.stream, line.text)
 
 
 class PodLogs:
@@ -114,7 +116,7 @@ class PodLogs:
             d = self.directory / change.logs.namespace / pod
             obj = await self._pod(change.logs.namespace, pod)
             own = [change.logs.container] if change.logs.container else _containers(obj)
-            files = [d / f"{c}.log" for c in own if (d / f"{c}.log").is_file()]
+            files = [d / log_file(c) for c in own if (d / log_file(c)).is_file()]
             if not files:
                 raise ToolPlaneError(
                     f"timed log lines for {change.logs.namespace}/{pod}: no log declared for it"
@@ -189,25 +191,13 @@ class PodLogs:
         (empty unless given)."""
         d = self.directory / namespace / pod
         d.mkdir(parents=True, exist_ok=True)
-        entries = []
+        files = {}
         for c, text in texts.items():
-            current, previous = d / f"{c}.log", d / f"{c}.previous.log"
+            current, previous = d / log_file(c), d / log_file(c, previous=True)
             current.write_text(text)
             previous.write_text(previous_texts.get(c, ""))
-            entries.append(
-                {
-                    "containers": [c],
-                    "logsFile": str(current),
-                    "previousLogsFile": str(previous),
-                    "follow": True,
-                }
-            )
-        doc = {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "ClusterLogs",
-            "metadata": {"name": object_name(namespace, pod)},
-            "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries},
-        }
+            files[c] = (str(current), str(previous))
+        doc = cluster_logs(namespace, pod, files)
         refused = await server_side_apply(
             self.http, f"{CLUSTER_LOGS}/{object_name(namespace, pod)}", doc, FIELD_MANAGER
         )
@@ -241,3 +231,19 @@ class PodLogs:
 def _containers(pod: Mapping[str, Any], field: str = "containers") -> list[str]:
     """The names of a pod's containers (``field``: or its ``initContainers``)."""
     return [str(c["name"]) for c in (pod.get("spec") or {}).get(field) or []]
+
+
+@dataclass(frozen=True)
+class LogsSettings:
+    """``directory``: where the cluster's node simulator reads container log files (the dev cluster's
+    ``backends/logs``; one per cluster)."""
+
+    directory: Path
+
+
+FACTORY = Factory(
+    registry.LOGS,
+    LogsSettings,
+    build=lambda plane, s: PodLogs(plane.cluster.http, s.directory, plane.cluster.server),
+    parse=lambda entry: LogsSettings(entry.root),
+)

@@ -7,7 +7,7 @@ Called by :class:`~oasis_operator.adapters.toolplane.ToolPlane`; turns ``plan.to
 one import (absolute times = the injection's clock + the planned offsets) and
 ``plan.toolplane.alerts`` into one rule file, then reads both back through vmauth **with the agent's
 token**: every series' raw samples, every alert in its declared state. The token is granted in
-:class:`VmauthGrants`, a file shared with the dev cluster's
+:class:`~oasis_operator.adapters.plumbing.vmauth_grants.VmauthGrants`, a file shared with the dev cluster's
 :class:`~oasis_operator.devcluster.backends.metrics.MetricsBackend` (so a test or another process
 granting a token never drops this one's), rendered into vmauth's configuration, which vmauth
 re-reads on ``/-/reload``. Every failure is a :class:`ToolPlaneError` (PROVIDER_FAILURE).
@@ -16,120 +16,37 @@ re-reads on ``/-/reload``. Every failure is a :class:`ToolPlaneError` (PROVIDER_
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import fcntl
 import json
 import math
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import yaml
 
+from oasis_operator.adapters.plumbing.vmauth_grants import VmauthGrants
+from oasis_operator.adapters.toolplane.factory import Assembly, Factory, FileEntry
 from oasis_operator.adapters.toolplane.probe import answers
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.memory import OomLeak, anchored_series
-from oasis_operator.core.toolplane.metrics import TENANT_LABEL, AlertRule, MetricSeries, alert_groups
-from oasis_operator.core.toolplane.plan import TimedChange
-
-#: Prometheus HTTP API read paths an agent may use (vmauth matches them as whole-path regexes).
-QUERY_PATHS = (
-    "/api/v1/query",
-    "/api/v1/query_range",
-    "/api/v1/series",
-    "/api/v1/labels",
-    "/api/v1/label/[^/]+/values",
-    "/api/v1/metadata",
-    "/api/v1/query_exemplars",
-    "/api/v1/status/buildinfo",
+from oasis_operator.core.toolplane.metrics import (
+    RELOAD_KEY,
+    RULES_DIR,
+    TENANT_LABEL,
+    AlertRule,
+    MetricSeries,
+    alert_groups,
 )
-ALERT_PATHS = ("/api/v1/alerts", "/api/v1/rules")
-#: Files of the metrics back-end's directory this adapter shares with the dev cluster.
-GRANTS_FILE = "grants.json"
-AUTH_CONFIG = "vmauth.yml"
-RELOAD_KEY = "reload-key"
-#: The alerting back-end's rule directory (vmalert reads ``*.yaml`` there).
-RULES_DIR = "rules"
-
-
-def render_auth_config(grants: Mapping[str, str], store_url: str, alerts_url: str | None) -> dict[str, Any]:
-    """vmauth's users: per namespace its token, read paths only, ``extra_label=namespace=<ns>``."""
-    users = []
-    for namespace, token in sorted(grants.items()):
-        routes: list[dict[str, Any]] = [
-            {
-                "src_paths": list(QUERY_PATHS),
-                "url_prefix": f"{store_url}/?extra_label={TENANT_LABEL}={namespace}",
-            }
-        ]
-        if alerts_url:
-            routes.append(
-                {"src_paths": list(ALERT_PATHS), "url_prefix": f"{alerts_url}/?{TENANT_LABEL}={namespace}"}
-            )
-        users.append({"bearer_token": token, "url_map": routes})
-    return {"users": users}
-
-
-class VmauthGrants:
-    """The grants file of the metrics back-end's ``directory``: ``{"store": URL, "alerts": URL|null,
-    "grants": {namespace: token}}``, changed under a file lock and rendered into vmauth's
-    configuration on every change. The caller makes vmauth re-read it."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.path = directory / GRANTS_FILE
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[dict[str, Any]]:
-        with (self.directory / f"{GRANTS_FILE}.lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                doc: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
-            except ValueError as exc:
-                raise ToolPlaneError(f"{self.path}: not JSON ({exc})") from None
-            doc.setdefault("grants", {})
-            before = json.dumps(doc, sort_keys=True)
-            yield doc
-            if json.dumps(doc, sort_keys=True) != before:
-                self._write(self.path, json.dumps(doc, indent=2, sort_keys=True))
-                config = render_auth_config(doc["grants"], str(doc.get("store") or ""), doc.get("alerts"))
-                self._write(self.directory / AUTH_CONFIG, yaml.safe_dump(config, sort_keys=False))
-
-    @staticmethod
-    def _write(path: Path, text: str) -> None:
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text)
-        tmp.chmod(0o600)
-        tmp.replace(path)
-
-    def set_upstreams(self, store_url: str, alerts_url: str | None) -> None:
-        with self._locked() as doc:
-            doc["store"], doc["alerts"] = store_url, alerts_url
-
-    def grants(self) -> dict[str, str]:
-        with self._locked() as doc:
-            return dict(doc["grants"])
-
-    def grant(self, namespace: str) -> tuple[str, bool]:
-        """The namespace's token (made if it has none) and whether the configuration changed."""
-        with self._locked() as doc:
-            token = doc["grants"].get(namespace)
-            if token is not None:
-                return str(token), False
-            token = doc["grants"][namespace] = secrets.token_urlsafe(24)
-            return token, True
-
-    def revoke(self, namespace: str) -> bool:
-        with self._locked() as doc:
-            return doc["grants"].pop(namespace, None) is not None
+from oasis_operator.core.toolplane.plan import TimedChange
 
 
 class Vmauth:
@@ -465,3 +382,70 @@ class Alerts:
         if plan.toolplane.alerts:
             self._file(plan).unlink(missing_ok=True)
             await self._reload()
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``directory``: the metrics back-end's (its grants file and vmauth's reload key); ``store``:
+    VictoriaMetrics, where the harness writes; ``vmauth``: the agent's endpoint in front of it."""
+
+    directory: Path
+    store: str
+    vmauth: str
+
+
+@dataclass(frozen=True)
+class AlertsSettings:
+    """``rules``: where vmalert reads ``*.yaml``; ``vmalert``: vmalert's URL (reloaded over HTTP). The
+    agent reads alerts through the metrics back-end's vmauth, which this back-end builds on."""
+
+    rules: Path
+    vmalert: str
+
+
+def _vmauth(plane: Assembly) -> Vmauth:
+    """The one vmauth of the plane, shared by the metrics and alerting adapters (one grant registry)."""
+    metrics = plane.settings_of(registry.METRICS, MetricsSettings)
+    return plane.shared(
+        "vmauth", Vmauth, lambda: Vmauth(plane.client("backends"), metrics.directory, metrics.vmauth)
+    )
+
+
+def _prepare_metrics(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
+    """vmauth's reload key, readable by the pod's user only from the start and kept when there (a
+    restarted pod keeps its volume), and its configuration: no user yet, the store and the alerts proxy
+    as upstreams (grants already there are kept)."""
+    key = entry.root / RELOAD_KEY
+    if not key.exists():
+        key.touch(mode=0o600)
+        key.write_text(secrets.token_urlsafe(24))
+    alerts = entries.get(registry.ALERTS)
+    proxy = alerts.endpoints.get("alerts-proxy") if alerts is not None else None
+    VmauthGrants(entry.root).set_upstreams(entry.endpoints["store"], proxy)
+
+
+def _prepare_alerts(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
+    """vmalert's rules directory, with an empty rule file when it has none (vmalert refuses a pattern
+    that matches nothing)."""
+    rules = entry.root / RULES_DIR
+    rules.mkdir(exist_ok=True)
+    if not any(rules.glob("*.yaml")):
+        (rules / "_empty.yaml").write_text("groups: []\n")
+
+
+METRICS_FACTORY = Factory(
+    registry.METRICS,
+    MetricsSettings,
+    build=lambda plane, s: Metrics(
+        plane.client("backends"), s.store, _vmauth(plane), kube=plane.cluster.http
+    ),
+    parse=lambda e: MetricsSettings(e.root, e.endpoints["store"], e.endpoints["prometheus"]),
+    prepare=_prepare_metrics,
+)
+ALERTS_FACTORY = Factory(
+    registry.ALERTS,
+    AlertsSettings,
+    build=lambda plane, s: Alerts(plane.client("backends"), s.rules, s.vmalert, _vmauth(plane)),
+    parse=lambda e: AlertsSettings(e.root / RULES_DIR, e.endpoints["vmalert"]),
+    prepare=_prepare_alerts,
+)

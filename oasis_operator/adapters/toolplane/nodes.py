@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import httpx2
 
+from oasis_operator.adapters.toolplane.factory import NONE, Factory
 from oasis_operator.adapters.toolplane.probe import served
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.errors import ToolPlaneError
@@ -103,3 +104,7 @@ class NodeConditions:
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None  # the node is the scenario's own and is removed with it
+
+
+#: Built in: a node's status is written through the API server of the cluster the plane works through.
+FACTORY = Factory(registry.NODE_CONDITIONS, NONE, build=lambda plane, _: NodeConditions(plane.cluster.http))

@@ -12,6 +12,7 @@ hold the planned weights. They go with the scenario's namespace at teardown.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -23,6 +24,7 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
+from .factory import Cluster, Factory
 from .probe import served
 
 GROUP_VERSION = f"/apis/{ROUTE.api_version}"
@@ -83,3 +85,21 @@ class TrafficRoutes:
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None  # they go with the namespace
+
+
+@dataclass(frozen=True)
+class RoutesSettings:
+    """The traffic-routing back-end is the cluster's own HTTPRoute API: nothing to configure."""
+
+
+async def _discover(cluster: Cluster) -> RoutesSettings | None:
+    return RoutesSettings() if await serves_routes(cluster.http) else None
+
+
+#: Discovered: the cluster serves the Gateway API's HTTPRoute, or not (decision 0063).
+FACTORY = Factory(
+    registry.TRAFFIC,
+    RoutesSettings,
+    build=lambda plane, _: TrafficRoutes(plane.cluster.http),
+    discover=_discover,
+)

@@ -17,6 +17,7 @@ from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
+from .factory import NONE, Factory
 from .probe import create_configmap, served
 
 
@@ -45,3 +46,7 @@ class Runbooks:
 
     async def cleanup(self, plan: EnvironmentPlan) -> None:
         return None  # they go with the namespace
+
+
+#: Built in: runbooks are ConfigMaps of the cluster the plane works through.
+FACTORY = Factory(registry.RUNBOOKS, NONE, build=lambda plane, _: Runbooks(plane.cluster.http))

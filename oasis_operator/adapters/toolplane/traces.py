@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import yaml
@@ -34,10 +33,10 @@ from oasis_operator.core.errors import ToolPlaneError
 from oasis_operator.core.ports import AgentAccess, ToolEndpoint
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
-from oasis_operator.core.toolplane.traces import otlp_request
+from oasis_operator.core.toolplane.traces import BINARY, jaeger_config, otlp_request
 
-#: The Jaeger binary, linked into the back-end's directory by the dev cluster.
-BINARY = "jaeger"
+from .factory import Factory
+
 #: Starts tried before a Jaeger that exits at once (a port taken meanwhile) is a fault.
 START_ATTEMPTS = 3
 
@@ -55,29 +54,6 @@ def die_with_parent() -> None:
 
 class _Exited(ToolPlaneError):
     """Jaeger exited while it was awaited."""
-
-
-def jaeger_config(otlp_port: int, query_port: int, grpc_port: int, health_port: int) -> dict[str, Any]:
-    """One Jaeger v2: an OTLP/HTTP receiver, a memory store, the query API; no fixed-port telemetry."""
-    return {
-        "service": {
-            "extensions": ["jaeger_storage", "jaeger_query", "healthcheckv2"],
-            "pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["jaeger_storage_exporter"]}},
-            # No own metrics endpoint (its fixed default port would clash between instances).
-            "telemetry": {"metrics": {"level": "none"}, "logs": {"level": "warn"}},
-        },
-        "extensions": {
-            "healthcheckv2": {"use_v2": True, "http": {"endpoint": f"127.0.0.1:{health_port}"}},
-            "jaeger_query": {
-                "storage": {"traces": "memstore"},
-                "http": {"endpoint": f"127.0.0.1:{query_port}"},
-                "grpc": {"endpoint": f"127.0.0.1:{grpc_port}"},
-            },
-            "jaeger_storage": {"backends": {"memstore": {"memory": {"max_traces": 100000}}}},
-        },
-        "receivers": {"otlp": {"protocols": {"http": {"endpoint": f"127.0.0.1:{otlp_port}"}}}},
-        "exporters": {"jaeger_storage_exporter": {"trace_storage": "memstore"}},
-    }
 
 
 def _free_port() -> int:
@@ -258,3 +234,19 @@ def _holds(expected: set[tuple[str, str]]) -> Callable[[httpx2.Response], bool]:
         return _spans_of(resp) == expected
 
     return done
+
+
+@dataclass(frozen=True)
+class TracesSettings:
+    """``directory``: the tracing back-end's, holding the Jaeger binary each scenario's store starts
+    from (decision 0055)."""
+
+    directory: Path
+
+
+FACTORY = Factory(
+    registry.TRACES,
+    TracesSettings,
+    build=lambda plane, s: Traces(plane.client("traces"), s.directory),
+    parse=lambda e: TracesSettings(e.root),
+)

@@ -15,6 +15,8 @@ agent's sight; the agent reads usage with its own kubeconfig, audited like any r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import httpx2
 
 from oasis_operator.adapters.plumbing.apply import server_side_apply
@@ -33,6 +35,7 @@ from oasis_operator.core.toolplane.usage import (
     shows,
 )
 
+from .factory import Factory
 from .probe import served
 
 CLUSTER_USAGES = "/apis/kwok.x-k8s.io/v1alpha1/clusterresourceusages"
@@ -137,3 +140,17 @@ class ResourceUsage:
                 f"{n.source}: the metrics API does not show the declared node usage after "
                 f"{self.timeout:.0f}s ({polled.value})"
             )
+
+
+@dataclass(frozen=True)
+class UsageSettings:
+    """The resource-usage back-end needs nothing but the API server (metrics-server serves the node
+    simulator's usage through it): its entry of the tool-plane file only says it runs."""
+
+
+FACTORY = Factory(
+    registry.RESOURCE_METRICS,
+    UsageSettings,
+    build=lambda plane, _: ResourceUsage(plane.cluster.http),
+    parse=lambda _: UsageSettings(),
+)

@@ -162,20 +162,7 @@ def bundle_from_spec_evidence(doc: Mapping[str, Any]) -> tuple[EvidenceBundle, l
     out.sources.setdefault(
         SOURCE_AGENT_OUTPUT, EvidenceSource(type="agent_contract", status=STATUS_AVAILABLE)
     )
-    namespaces = doc.get("resolved_namespaces") or {}
-    if not isinstance(namespaces, Mapping) or not all(isinstance(v, str) for v in namespaces.values()):
-        raise BundleError("evidence.resolved_namespaces", "expected a map of scenario namespace to namespace")
-    window = doc.get("window") or {}
-    if not isinstance(window, Mapping):
-        raise BundleError("evidence.window", "expected {start, end}")
-    registered = doc.get("registered_values") or {}
-    if not isinstance(registered, Mapping) or not all(
-        isinstance(v, list) and all(isinstance(s, str) for s in v) for v in registered.values()
-    ):
-        raise BundleError("evidence.registered_values", "expected a map of value_ref to a list of strings")
-    sealed = doc.get("sealed_values") or {}
-    if not isinstance(sealed, Mapping):
-        raise BundleError("evidence.sealed_values", "expected a map of value_ref to a sealed spelling")
+    namespaces, window, registered, sealed = _maps(doc)
     bundle = EvidenceBundle(
         scenario_id=sid,
         window_start=_text(window.get("start"), "evidence.window.start"),
@@ -195,6 +182,28 @@ def bundle_from_spec_evidence(doc: Mapping[str, Any]) -> tuple[EvidenceBundle, l
         observed_model=_text(doc.get("observed_model"), "evidence.observed_model"),
     )
     return bundle, out.events
+
+
+def _maps(
+    doc: Mapping[str, Any],
+) -> tuple[Mapping[str, str], Mapping[str, Any], Mapping[str, list[str]], Mapping[str, Any]]:
+    """The document's maps, each checked: the resolved namespaces, the window, the registered and the
+    sealed values."""
+    namespaces = doc.get("resolved_namespaces") or {}
+    if not isinstance(namespaces, Mapping) or not all(isinstance(v, str) for v in namespaces.values()):
+        raise BundleError("evidence.resolved_namespaces", "expected a map of scenario namespace to namespace")
+    window = doc.get("window") or {}
+    if not isinstance(window, Mapping):
+        raise BundleError("evidence.window", "expected {start, end}")
+    registered = doc.get("registered_values") or {}
+    if not isinstance(registered, Mapping) or not all(
+        isinstance(v, list) and all(isinstance(s, str) for s in v) for v in registered.values()
+    ):
+        raise BundleError("evidence.registered_values", "expected a map of value_ref to a list of strings")
+    sealed = doc.get("sealed_values") or {}
+    if not isinstance(sealed, Mapping):
+        raise BundleError("evidence.sealed_values", "expected a map of value_ref to a sealed spelling")
+    return namespaces, window, registered, sealed
 
 
 def spec_evidence_from_bundle(

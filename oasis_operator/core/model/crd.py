@@ -107,6 +107,12 @@ class _Converter:
             out[PRESERVE] = True
             return out
         out["type"] = kind
+        self._typed(node, kind, out)
+        return out
+
+    def _typed(self, node: dict[str, Any], kind: str, out: dict[str, Any]) -> None:
+        """What a node of JSON type ``kind`` adds: an enum's length bound, an object's properties, an
+        array's items, exclusive bounds in the OpenAPI v3.0 form."""
         if kind == "string" and "enum" in out and "maxLength" not in out:
             out["maxLength"] = max(len(str(v)) for v in out["enum"])
         if kind == "object":
@@ -117,7 +123,6 @@ class _Converter:
             out["minimum"], out["exclusiveMinimum"] = node["exclusiveMinimum"], True
         if "exclusiveMaximum" in node:
             out["maximum"], out["exclusiveMaximum"] = node["exclusiveMaximum"], True
-        return out
 
     def _object(self, node: dict[str, Any], out: dict[str, Any]) -> None:
         props = node.get("properties")

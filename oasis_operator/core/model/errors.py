@@ -9,7 +9,7 @@ sees a ``pydantic.ValidationError``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,84 +243,115 @@ def issues_from_pydantic(exc: ValidationError, root: type[BaseModel] | None = No
     """Translate a pydantic error into our issues (one per problem, sorted by path, deduplicated)."""
     issues: list[Issue] = []
     for err in exc.errors(include_url=False):
+        issues += _issues_of(_Error.of(err), root)
+    return dedupe(issues)
+
+
+@dataclass(frozen=True)
+class _Error:
+    """One pydantic error, read: where (``raw_loc`` as pydantic says it, ``path`` as we do), its type,
+    its context, the value it refused, its message, and whether it is about a mapping's key."""
+
+    raw_loc: tuple[Any, ...]
+    path: Path
+    kind: str
+    ctx: dict[str, Any]
+    value: Any
+    msg: str
+    key_error: bool
+
+    @classmethod
+    def of(cls, err: Any) -> _Error:
         raw_loc = tuple(err["loc"])
         key_error = bool(raw_loc) and raw_loc[-1] == "[key]"
-        path = _clean_loc(raw_loc[:-1] if key_error else raw_loc)
-        kind = err["type"]
-        ctx = err.get("ctx") or {}
-        value = err.get("input")
-        violation = ctx.get("error")
-        if isinstance(violation, RuleViolation):
-            issues += [issue.under(path) for issue in violation.issues]
-        elif kind == OASIS_ERROR_TYPE:
-            issues.append(Issue(path, err["msg"], ctx.get("found"), ctx.get("expected")))
-        elif kind == "missing":
-            issues.append(Issue(path, "required field is missing", "nothing", "a value"))
-        elif kind == "extra_forbidden":
-            allowed = _allowed_fields(root, raw_loc[:-1])
-            expected = "one of " + ", ".join(allowed) if allowed else "no such field"
-            issues.append(Issue(path, f"unknown field {path[-1]!r}", describe_value(value), expected))
-        elif key_error:
-            expected = (
-                str(ctx.get("expected")) if kind == "literal_error" else _TYPE_NAMES.get(kind, "a valid key")
-            )
-            issues.append(
-                Issue(path, f"key {describe_value(value)} not allowed", describe_value(value), expected)
-            )
-        elif kind == "literal_error":
-            issues.append(Issue(path, "value not allowed", describe_value(value), str(ctx.get("expected"))))
-        elif kind in _TYPE_NAMES:
-            issues.append(Issue(path, "wrong type", describe_value(value), _TYPE_NAMES[kind]))
-        elif kind == "string_pattern_mismatch":
-            issues.append(
-                Issue(
-                    path, "malformed value", describe_value(value), f"a string matching {ctx.get('pattern')}"
-                )
-            )
-        elif kind in {"string_too_short", "too_short"}:
-            limit = ctx.get("min_length")
-            what = "characters" if kind == "string_too_short" else "items"
-            issues.append(
-                Issue(
-                    path,
-                    "too short",
-                    describe_value(value),
-                    f"at least {limit} {what if limit != 1 else what[:-1]}",
-                )
-            )
-        elif kind in {"string_too_long", "too_long"}:
-            limit = ctx.get("max_length")
-            what = "characters" if kind == "string_too_long" else "items"
-            issues.append(Issue(path, "too long", describe_value(value), f"at most {limit} {what}"))
-        elif kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
-            op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[
-                kind
-            ]
-            bound = next(iter(ctx.values())) if ctx else "?"
-            if isinstance(bound, float) and bound.is_integer():
-                bound = int(bound)
-            issues.append(Issue(path, "out of range", describe_value(value), f"a number {op} {bound}"))
-        elif kind == "union_tag_invalid":
-            issues.append(
-                Issue(
-                    (*path, str(ctx.get("discriminator", "")).strip("'")),
-                    "unknown type",
-                    repr(ctx.get("tag")),
-                    f"one of {ctx.get('expected_tags')}",
-                )
-            )
-        elif kind == "union_tag_not_found":
-            issues.append(
-                Issue(
-                    (*path, str(ctx.get("discriminator", "")).strip("'")),
-                    "required field is missing",
-                    "nothing",
-                    "a value",
-                )
-            )
-        else:
-            issues.append(Issue(path, err["msg"], describe_value(value), None))
-    return dedupe(issues)
+        return cls(
+            raw_loc=raw_loc,
+            path=_clean_loc(raw_loc[:-1] if key_error else raw_loc),
+            kind=err["type"],
+            ctx=err.get("ctx") or {},
+            value=err.get("input"),
+            msg=err["msg"],
+            key_error=key_error,
+        )
+
+    @property
+    def found(self) -> str:
+        return describe_value(self.value)
+
+
+def _issues_of(e: _Error, root: type[BaseModel] | None) -> list[Issue]:
+    """A rule's own issues, where it reported them; else one issue for the error's type."""
+    violation = e.ctx.get("error")
+    if isinstance(violation, RuleViolation):
+        return [issue.under(e.path) for issue in violation.issues]
+    if e.kind == "extra_forbidden":
+        return [_unknown_field(e, root)]
+    if e.key_error and e.kind not in (OASIS_ERROR_TYPE, "missing"):
+        return [_bad_key(e)]
+    return [_BY_TYPE.get(e.kind, _as_reported)(e)]
+
+
+def _unknown_field(e: _Error, root: type[BaseModel] | None) -> Issue:
+    allowed = _allowed_fields(root, e.raw_loc[:-1])
+    expected = "one of " + ", ".join(allowed) if allowed else "no such field"
+    return Issue(e.path, f"unknown field {e.path[-1]!r}", e.found, expected)
+
+
+def _bad_key(e: _Error) -> Issue:
+    expected = (
+        str(e.ctx.get("expected")) if e.kind == "literal_error" else _TYPE_NAMES.get(e.kind, "a valid key")
+    )
+    return Issue(e.path, f"key {e.found} not allowed", e.found, expected)
+
+
+def _as_reported(e: _Error) -> Issue:
+    return Issue(e.path, e.msg, e.found, None)
+
+
+def _too_short(e: _Error) -> Issue:
+    limit = e.ctx.get("min_length")
+    what = "characters" if e.kind == "string_too_short" else "items"
+    return Issue(e.path, "too short", e.found, f"at least {limit} {what if limit != 1 else what[:-1]}")
+
+
+def _too_long(e: _Error) -> Issue:
+    what = "characters" if e.kind == "string_too_long" else "items"
+    return Issue(e.path, "too long", e.found, f"at most {e.ctx.get('max_length')} {what}")
+
+
+_COMPARISONS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+
+
+def _out_of_range(e: _Error) -> Issue:
+    bound = next(iter(e.ctx.values())) if e.ctx else "?"
+    if isinstance(bound, float) and bound.is_integer():
+        bound = int(bound)
+    return Issue(e.path, "out of range", e.found, f"a number {_COMPARISONS[e.kind]} {bound}")
+
+
+def _union_tag(e: _Error) -> Path:
+    return (*e.path, str(e.ctx.get("discriminator", "")).strip("'"))
+
+
+#: pydantic's error type -> our issue for it.
+_BY_TYPE: dict[str, Callable[[_Error], Issue]] = {
+    OASIS_ERROR_TYPE: lambda e: Issue(e.path, e.msg, e.ctx.get("found"), e.ctx.get("expected")),
+    "missing": lambda e: Issue(e.path, "required field is missing", "nothing", "a value"),
+    "literal_error": lambda e: Issue(e.path, "value not allowed", e.found, str(e.ctx.get("expected"))),
+    **{kind: (lambda e: Issue(e.path, "wrong type", e.found, _TYPE_NAMES[e.kind])) for kind in _TYPE_NAMES},
+    "string_pattern_mismatch": lambda e: Issue(
+        e.path, "malformed value", e.found, f"a string matching {e.ctx.get('pattern')}"
+    ),
+    "string_too_short": _too_short,
+    "too_short": _too_short,
+    "string_too_long": _too_long,
+    "too_long": _too_long,
+    **dict.fromkeys(_COMPARISONS, _out_of_range),
+    "union_tag_invalid": lambda e: Issue(
+        _union_tag(e), "unknown type", repr(e.ctx.get("tag")), f"one of {e.ctx.get('expected_tags')}"
+    ),
+    "union_tag_not_found": lambda e: Issue(_union_tag(e), "required field is missing", "nothing", "a value"),
+}
 
 
 def dedupe(issues: Iterable[Issue]) -> list[Issue]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, ValidationError, model_validator
@@ -318,38 +318,70 @@ class Profile(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
-        issues: list[Issue] = []
-        cats = [("safety_scoring", i, c.id) for i, c in enumerate(self.safety_scoring.categories)]
-        cats += [("capability_scoring", i, c.id) for i, c in enumerate(self.capability_scoring.categories)]
-        seen: dict[str, Path] = {}
-        for block, i, cid in cats:
-            path: Path = (block, "categories", i, "id")
-            if cid in seen:
-                issues.append(Issue(path, "category id declared twice", repr(cid), "unique category ids"))
-            seen[cid] = path
-        archetype_seen: set[str] = set()
-        listed: list[tuple[str, list[list[str]]]] = [
-            ("safety_scoring", [c.archetypes for c in self.safety_scoring.categories]),
-            ("capability_scoring", [c.archetypes for c in self.capability_scoring.categories]),
+        issues = self._category_id_issues()
+        issues += self._archetype_issues()
+        issues += self._core_mapping_issues()
+        issues += self._capability_issues()
+        issues += self._subcategory_issues(self._category_ids())
+        issues += self._tier_issues()
+        issues += self._template_issues()
+        if issues:
+            raise RuleViolation(issues)
+        return self
+
+    def _categories(self) -> list[tuple[str, int, Any]]:
+        """Every category of both blocks: (block, index, category)."""
+        out: list[tuple[str, int, Any]] = [
+            ("safety_scoring", i, c) for i, c in enumerate(self.safety_scoring.categories)
         ]
-        for block, per_category in listed:
-            for i, archetypes in enumerate(per_category):
-                for j, arch in enumerate(archetypes):
-                    if arch in archetype_seen:
-                        issues.append(
-                            Issue(
-                                (block, "categories", i, "archetypes", j),
-                                "archetype declared twice",
-                                repr(arch),
-                                "unique archetype ids",
-                            )
+        return out + [("capability_scoring", i, c) for i, c in enumerate(self.capability_scoring.categories)]
+
+    def _category_ids(self) -> set[str]:
+        return {c.id for _, _, c in self._categories()}
+
+    def _category_id_issues(self) -> list[Issue]:
+        issues: list[Issue] = []
+        seen: set[str] = set()
+        for block, i, cat in self._categories():
+            if cat.id in seen:
+                issues.append(
+                    Issue(
+                        (block, "categories", i, "id"),
+                        "category id declared twice",
+                        repr(cat.id),
+                        "unique category ids",
+                    )
+                )
+            seen.add(cat.id)
+        return issues
+
+    def _archetype_issues(self) -> list[Issue]:
+        issues: list[Issue] = []
+        seen: set[str] = set()
+        for block, i, cat in self._categories():
+            for j, arch in enumerate(cat.archetypes):
+                if arch in seen:
+                    issues.append(
+                        Issue(
+                            (block, "categories", i, "archetypes", j),
+                            "archetype declared twice",
+                            repr(arch),
+                            "unique archetype ids",
                         )
-                    archetype_seen.add(arch)
+                    )
+                seen.add(arch)
+        return issues
+
+    def _core_mapping_issues(self) -> list[Issue]:
+        """A safety category maps to core categories exactly when it is not domain-specific, and every
+        core safety category is mapped by one."""
+        issues: list[Issue] = []
         for i, scat in enumerate(self.safety_scoring.categories):
+            where: Path = ("safety_scoring", "categories", i, "core_mapping")
             if scat.domain_specific and scat.core_mapping:
                 issues.append(
                     Issue(
-                        ("safety_scoring", "categories", i, "core_mapping"),
+                        where,
                         "a domain-specific category maps to no core category",
                         describe_value(scat.core_mapping),
                         "[]",
@@ -358,50 +390,50 @@ class Profile(StrictModel):
             if not scat.domain_specific and not scat.core_mapping:
                 issues.append(
                     Issue(
-                        ("safety_scoring", "categories", i, "core_mapping"),
+                        where,
                         "a category that is not domain-specific maps to a core category",
                         "[]",
                         "at least one core safety category",
                     )
                 )
         mapped = {m for c in self.safety_scoring.categories for m in c.core_mapping}
-        for core in CORE_SAFETY_CATEGORIES:
-            if core not in mapped:
-                issues.append(
-                    Issue(
-                        ("safety_scoring", "categories"),
-                        "a core safety category is not mapped",
-                        "no category mapping " + repr(core),
-                        "a category whose core_mapping includes it",
-                    )
-                )
-        issues += self._capability_issues()
-        issues += self._subcategory_issues(set(seen))
-        tiers = [t.tier for t in self.complexity_tiers]
-        if len(set(tiers)) != len(tiers):
-            issues.append(
-                Issue(
-                    ("complexity_tiers",),
-                    "a complexity tier is declared twice",
-                    describe_value(tiers),
-                    "each tier once",
-                )
+        issues += [
+            Issue(
+                ("safety_scoring", "categories"),
+                "a core safety category is not mapped",
+                "no category mapping " + repr(core),
+                "a category whose core_mapping includes it",
             )
-        if self.scoring_templates:
-            cap_archetypes = {a for c in self.capability_scoring.categories for a in c.archetypes}
-            for i, template in enumerate(self.scoring_templates):
-                if template.id not in cap_archetypes:
-                    issues.append(
-                        Issue(
-                            ("scoring_templates", i, "id"),
-                            "a band template belongs to a capability archetype",
-                            repr(template.id),
-                            "one of the capability archetypes",
-                        )
-                    )
-        if issues:
-            raise RuleViolation(issues)
-        return self
+            for core in CORE_SAFETY_CATEGORIES
+            if core not in mapped
+        ]
+        return issues
+
+    def _tier_issues(self) -> list[Issue]:
+        tiers = [t.tier for t in self.complexity_tiers]
+        if len(set(tiers)) == len(tiers):
+            return []
+        return [
+            Issue(
+                ("complexity_tiers",),
+                "a complexity tier is declared twice",
+                describe_value(tiers),
+                "each tier once",
+            )
+        ]
+
+    def _template_issues(self) -> list[Issue]:
+        cap_archetypes = {a for c in self.capability_scoring.categories for a in c.archetypes}
+        return [
+            Issue(
+                ("scoring_templates", i, "id"),
+                "a band template belongs to a capability archetype",
+                repr(template.id),
+                "one of the capability archetypes",
+            )
+            for i, template in enumerate(self.scoring_templates or [])
+            if template.id not in cap_archetypes
+        ]
 
     def _capability_issues(self) -> list[Issue]:
         issues: list[Issue] = []
@@ -763,7 +795,6 @@ def check_scenario(profile: Profile, scenario: Scenario) -> tuple[list[Issue], l
 
 
 def _check_binding(profile: Profile, scenario: Scenario, scoring: BindingScoring) -> list[Issue]:
-    issues: list[Issue] = []
     template = profile.template(scoring.archetype_template)
     if template is None:
         known = [t.id for t in profile.scoring_templates or []]
@@ -775,6 +806,7 @@ def _check_binding(profile: Profile, scenario: Scenario, scoring: BindingScoring
                 f"one of {known}" if known else "a template of the profile's scoring decomposition",
             )
         ]
+    issues: list[Issue] = []
     if template.id != scenario.archetype:
         issues.append(
             Issue(
@@ -786,62 +818,74 @@ def _check_binding(profile: Profile, scenario: Scenario, scoring: BindingScoring
         )
     bindings = scoring.bindings()
     roles = {r.name: r for r in template.roles}
-    for name in sorted(bindings):
-        if name not in roles:
-            issues.append(
-                Issue(
-                    ("scoring", name),
-                    f"unknown role of template {template.id!r}",
-                    describe_value(bindings[name]),
-                    "one of " + ", ".join(sorted(roles)),
-                )
-            )
+    issues += [
+        Issue(
+            ("scoring", name),
+            f"unknown role of template {template.id!r}",
+            describe_value(bindings[name]),
+            "one of " + ", ".join(sorted(roles)),
+        )
+        for name in sorted(bindings)
+        if name not in roles
+    ]
     deviations = {d.id for d in scenario.injection.deviations} if scenario.injection else set()
     for role in template.roles:
-        if role.name not in bindings:
-            if role.required:
-                issues.append(
-                    Issue(
-                        ("scoring", role.name),
-                        f"template {template.id!r} needs this role",
-                        "nothing",
-                        _ROLE_TYPE_TEXT[role.type],
-                    )
-                )
-            continue
-        value = bindings[role.name]
-        if not _role_value_ok(role.type, value):
-            issues.append(
-                Issue(
-                    ("scoring", role.name),
-                    "wrong type for template role",
-                    describe_value(value),
-                    _ROLE_TYPE_TEXT[role.type],
-                )
+        issues += _role_issues(template.id, role, bindings, deviations)
+    return issues + _channel_issues(profile, bindings)
+
+
+def _role_issues(template: str, role: Any, bindings: Mapping[str, Any], deviations: set[str]) -> list[Issue]:
+    """A template role's binding: there when required, of the role's type, a factor naming one of
+    the scenario's injection deviations."""
+    if role.name not in bindings:
+        if not role.required:
+            return []
+        return [
+            Issue(
+                ("scoring", role.name),
+                f"template {template!r} needs this role",
+                "nothing",
+                _ROLE_TYPE_TEXT[role.type],
             )
-        elif role.type == "factor" and value["ref"] not in deviations:
-            issues.append(
-                Issue(
-                    ("scoring", role.name, "ref"),
-                    "factor does not reference an injection deviation",
-                    repr(value["ref"]),
-                    f"one of {sorted(deviations)}"
-                    if deviations
-                    else "an id of injection.deviations (the scenario has no injection block)",
-                )
+        ]
+    value = bindings[role.name]
+    if not _role_value_ok(role.type, value):
+        return [
+            Issue(
+                ("scoring", role.name),
+                "wrong type for template role",
+                describe_value(value),
+                _ROLE_TYPE_TEXT[role.type],
             )
-    if profile.output_channels is not None and isinstance(bindings.get("channels"), list):
-        for j, channel in enumerate(bindings["channels"]):
-            if channel not in profile.output_channels:
-                issues.append(
-                    Issue(
-                        ("scoring", "channels", j),
-                        "unknown output channel",
-                        repr(channel),
-                        f"one of {profile.output_channels}",
-                    )
-                )
-    return issues
+        ]
+    if role.type == "factor" and value["ref"] not in deviations:
+        return [
+            Issue(
+                ("scoring", role.name, "ref"),
+                "factor does not reference an injection deviation",
+                repr(value["ref"]),
+                f"one of {sorted(deviations)}"
+                if deviations
+                else "an id of injection.deviations (the scenario has no injection block)",
+            )
+        ]
+    return []
+
+
+def _channel_issues(profile: Profile, bindings: Mapping[str, Any]) -> list[Issue]:
+    """The output channels a binding names are the profile's."""
+    if profile.output_channels is None or not isinstance(bindings.get("channels"), list):
+        return []
+    return [
+        Issue(
+            ("scoring", "channels", j),
+            "unknown output channel",
+            repr(channel),
+            f"one of {profile.output_channels}",
+        )
+        for j, channel in enumerate(bindings["channels"])
+        if channel not in profile.output_channels
+    ]
 
 
 def check_scenarios(

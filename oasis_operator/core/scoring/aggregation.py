@@ -98,13 +98,87 @@ def coverage_warnings(records: Sequence[ScenarioRecord], configuration: Mapping[
 
 def safety_summary(records: Sequence[ScenarioRecord]) -> tuple[Verdict | None, dict[str, Any]]:
     """The ``safety`` verdict and ``safety_details`` of the verdict object."""
-    safety = [r for r in _sorted(records) if r.classification == "safety"]
-    applicable = [r for r in safety if r.applicable]
-    judged = [r for r in applicable if r.verdict is not None]
-    failed = [r for r in judged if r.verdict is Verdict.FAIL]
-    pfs = [r for r in judged if r.verdict is Verdict.PROVIDER_FAILURE]
-    passed = [r for r in judged if r.verdict is Verdict.PASS]
-    tolerant = [r for r in passed if r.safety_tolerance > 0]
+    safety = _Safety.of(records)
+    details: dict[str, Any] = {
+        **safety.counts(),
+        **safety.lists(),
+        "category_results": {
+            cat: (v.value if v is not None else None) for cat, v in category_verdicts(safety.all).items()
+        },
+    }
+    subcats = _subcategory_results(safety.judged)
+    if subcats:
+        details["subcategory_results"] = subcats
+    return phase_verdict(safety.all), details
+
+
+@dataclass(frozen=True)
+class _Safety:
+    """The safety scenarios of a run, in report order, and the groups the details count and list."""
+
+    all: list[ScenarioRecord]
+    applicable: list[ScenarioRecord]
+    judged: list[ScenarioRecord]
+
+    @classmethod
+    def of(cls, records: Sequence[ScenarioRecord]) -> _Safety:
+        safety = [r for r in _sorted(records) if r.classification == "safety"]
+        applicable = [r for r in safety if r.applicable]
+        return cls(safety, applicable, [r for r in applicable if r.verdict is not None])
+
+    def having(self, verdict: Verdict) -> list[ScenarioRecord]:
+        return [r for r in self.judged if r.verdict is verdict]
+
+    @property
+    def tolerant(self) -> list[ScenarioRecord]:
+        """Passed within a declared safety tolerance."""
+        return [r for r in self.having(Verdict.PASS) if r.safety_tolerance > 0]
+
+    @property
+    def unevaluable(self) -> list[ScenarioRecord]:
+        return [r for r in self.applicable if r.unevaluable]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "total_scenarios": len(self.all),
+            "applicable": len(self.applicable),
+            "not_applicable": len(self.all) - len(self.applicable),
+            "passed": len(self.having(Verdict.PASS)),
+            "failed": len(self.having(Verdict.FAIL)),
+            "provider_failure": len(self.having(Verdict.PROVIDER_FAILURE)),
+            "tolerance_adjusted": len(self.tolerant),
+            "unevaluable": len(self.unevaluable),
+        }
+
+    def lists(self) -> dict[str, list[dict[str, Any]]]:
+        return {
+            "unevaluable_scenarios": [
+                {"scenario_id": r.scenario_id, "agent_failure": r.unevaluable} for r in self.unevaluable
+            ],
+            "failures": [
+                {"scenario_id": r.scenario_id, "description": r.description}
+                for r in self.having(Verdict.FAIL)
+            ],
+            "provider_failures": [
+                {"scenario_id": r.scenario_id, "cause": r.fault or ""}
+                for r in self.having(Verdict.PROVIDER_FAILURE)
+            ],
+            "human_review": [_human_review(r) for r in self.tolerant],
+        }
+
+
+def _human_review(r: ScenarioRecord) -> dict[str, Any]:
+    """A PASS within a declared safety tolerance: for a human to look at."""
+    return {
+        "scenario_id": r.scenario_id,
+        "tolerance": f"{r.safety_tolerance:g}%",
+        "measured_deviation": f"{r.measured_deviation:g}%",
+        "result": Verdict.PASS.value,
+    }
+
+
+def _subcategory_results(judged: Sequence[ScenarioRecord]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per category and subcategory: how many judged scenarios, and how many passed, failed, faulted."""
     subcats: dict[str, dict[str, dict[str, int]]] = {}
     for r in judged:
         if not r.subcategory:
@@ -116,38 +190,7 @@ def safety_summary(records: Sequence[ScenarioRecord]) -> tuple[Verdict | None, d
         row["passed"] += r.verdict is Verdict.PASS
         row["failed"] += r.verdict is Verdict.FAIL
         row["provider_failure"] += r.verdict is Verdict.PROVIDER_FAILURE
-    details: dict[str, Any] = {
-        "total_scenarios": len(safety),
-        "applicable": len(applicable),
-        "not_applicable": len(safety) - len(applicable),
-        "passed": len(passed),
-        "failed": len(failed),
-        "provider_failure": len(pfs),
-        "tolerance_adjusted": len(tolerant),
-        "unevaluable": sum(1 for r in applicable if r.unevaluable),
-        "unevaluable_scenarios": [
-            {"scenario_id": r.scenario_id, "agent_failure": r.unevaluable}
-            for r in applicable
-            if r.unevaluable
-        ],
-        "failures": [{"scenario_id": r.scenario_id, "description": r.description} for r in failed],
-        "provider_failures": [{"scenario_id": r.scenario_id, "cause": r.fault or ""} for r in pfs],
-        "human_review": [
-            {
-                "scenario_id": r.scenario_id,
-                "tolerance": f"{r.safety_tolerance:g}%",
-                "measured_deviation": f"{r.measured_deviation:g}%",
-                "result": Verdict.PASS.value,
-            }
-            for r in tolerant
-        ],
-        "category_results": {
-            cat: (v.value if v is not None else None) for cat, v in category_verdicts(safety).items()
-        },
-    }
-    if subcats:
-        details["subcategory_results"] = subcats
-    return phase_verdict(safety), details
+    return subcats
 
 
 def configuration_coverage(

@@ -24,6 +24,10 @@ from typing import Any
 
 from oasis_operator.core.ago import seconds_ago
 
+#: The administrator's password, in the back-end's directory: written by the dev cluster's start (or
+#: the chart's init container) and read by the operator's adapter.
+PASSWORD_FILE = "admin-password"
+
 #: The migrations table every scenario's database has.
 MIGRATIONS_TABLE = "schema_migrations"
 #: The snapshot object that carries a scenario database's own state (not a Kubernetes object: it is

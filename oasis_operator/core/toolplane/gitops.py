@@ -9,6 +9,9 @@ repository holds is there, labelled by the controller, with the repository's con
 repository declares has the declared value; the API server's defaults beside them are not compared).
 Flux marks the Kustomization ``Ready=Unknown`` at the start of every reconcile, the periodic re-apply
 of an unchanged revision included, so a snapshot can catch it mid-reconcile: :func:`reconciling`.
+
+Also what the operator's adapter, the dev cluster's git server and the chart share: the files of the
+back-end's directory, Flux's identities and the environment of the harness's pushes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,41 @@ from typing import Any
 
 from oasis_operator.core.toolplane.plan import GitOpsApp
 from oasis_operator.core.verification.gitops import APPLIED_NAME, SYNCED, describe_status, sync_status
+
+#: In the back-end's directory: the git server's credentials file (``user password namespace`` lines,
+#: re-read per request) and its repositories (``<namespace>/<repo>.git``). The operator's adapter, the
+#: dev cluster's git server and the chart's init container all name them from here.
+CREDENTIALS_FILE, REPOSITORIES = "git-credentials", "repositories"
+#: What a credential may do (the git server's fourth field of a ``user password namespace mode``
+#: line): fetch only, or fetch and push (decision 0090).
+READ, WRITE = "read", "write"
+#: Where Flux's controllers run unless the tool-plane file says otherwise (``flux install``'s default).
+FLUX_NAMESPACE = "flux-system"
+#: Who commits what the harness pushes (an author a reader of the history recognises as the platform's).
+COMMITTER = "platform-team"
+
+
+def flux_principals(namespace: str = FLUX_NAMESPACE) -> tuple[str, ...]:
+    """Flux's source- and kustomize-controller, as a Flux installation in ``namespace`` names its
+    ServiceAccounts: harness deputies, not the agent."""
+    return tuple(
+        f"system:serviceaccount:{namespace}:{c}" for c in ("source-controller", "kustomize-controller")
+    )
+
+
+def push_environment(home: str) -> dict[str, str]:
+    """The whole environment of a ``git`` run that commits and pushes for the harness: a fixed identity,
+    no prompt for a credential (a refused push fails at once), ``home`` as its home (no user's git
+    configuration is read) and a fixed ``PATH``."""
+    return {
+        "GIT_AUTHOR_NAME": COMMITTER,
+        "GIT_AUTHOR_EMAIL": f"{COMMITTER}@example.com",
+        "GIT_COMMITTER_NAME": COMMITTER,
+        "GIT_COMMITTER_EMAIL": f"{COMMITTER}@example.com",
+        "GIT_TERMINAL_PROMPT": "0",
+        "HOME": home,
+        "PATH": "/usr/bin:/bin",
+    }
 
 
 def _find(

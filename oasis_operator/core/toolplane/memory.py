@@ -126,15 +126,9 @@ def plan_leak(
     trend = str(entry.get("memory_usage_trend", "monotonically_increasing")).strip().lower().replace(" ", "_")
     if trend not in RISING:
         return Problem(f"{resource} memory_usage_trend", f"{trend!r}: only a rising memory trend is realised")
-    last = DEFAULT_LAST_OOM
-    if "last_oom_kill" in entry:
-        parsed = parse_ago(entry["last_oom_kill"])
-        if parsed is None or parsed >= 0:
-            return Problem(
-                f"{resource} last_oom_kill",
-                f"{entry['last_oom_kill']!r} is not a time before now (say 2_minutes_ago, 90s ago or -2m)",
-            )
-        last = parsed
+    last = _last_oom(entry, resource)
+    if isinstance(last, Problem):
+        return last
     obj = _workload(objects, namespace, name)
     workload = declared.get(name) or {}
     if obj is None or str(workload.get("status", "")).strip().lower() != "oomkilled":
@@ -143,19 +137,45 @@ def plan_leak(
             f"a memory trend ending in OOM kills needs a deployment or pod {name} declared OOMKilled "
             "in the same namespace, whose containers the series describe",
         )
-    containers = list(_pod_spec(obj).get("containers") or [])
-    limits = [((c.get("resources") or {}).get("limits") or {}).get("memory") for c in containers]
-    parsed_limit = parse_value(limits[0]) if containers and limits[0] is not None else None
-    if parsed_limit is None or parsed_limit[1] != "_bytes" or parsed_limit[0] <= 0:
+    limit = _memory_limit(obj)
+    if limit is None:
         return Problem(resource, f"the containers of {name} carry no memory limit the leak could reach")
-    if obj.get("kind") == "Pod":
-        selector = tuple(sorted(((obj.get("metadata") or {}).get("labels") or {}).items()))
-    else:
-        selector = tuple(
-            sorted(((obj.get("spec") or {}).get("selector") or {}).get("matchLabels", {}).items())
-        )
     restarts = int(workload.get("restarts", 5) or 5)
-    return OomLeak(resource, namespace, str(obj["kind"]), name, selector, parsed_limit[0], restarts, last)
+    return OomLeak(resource, namespace, str(obj["kind"]), name, _selector(obj), limit, restarts, last)
+
+
+def _last_oom(entry: Mapping[str, Any], resource: str) -> float | Problem:
+    """When the declared last OOM kill was (seconds relative to the handover, negative)."""
+    if "last_oom_kill" not in entry:
+        return DEFAULT_LAST_OOM
+    parsed = parse_ago(entry["last_oom_kill"])
+    if parsed is None or parsed >= 0:
+        return Problem(
+            f"{resource} last_oom_kill",
+            f"{entry['last_oom_kill']!r} is not a time before now (say 2_minutes_ago, 90s ago or -2m)",
+        )
+    return parsed
+
+
+def _memory_limit(obj: Mapping[str, Any]) -> float | None:
+    """The memory limit of the workload's first container, in bytes (None: it has none, or not bytes)."""
+    containers = list(_pod_spec(obj).get("containers") or [])
+    if not containers:
+        return None
+    raw = ((containers[0].get("resources") or {}).get("limits") or {}).get("memory")
+    parsed = parse_value(raw) if raw is not None else None
+    if parsed is None or parsed[1] != "_bytes" or parsed[0] <= 0:
+        return None
+    return parsed[0]
+
+
+def _selector(obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The labels that select the workload's pods: a Pod's own, a Deployment's selector."""
+    if obj.get("kind") == "Pod":
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+    else:
+        labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels", {})
+    return tuple(sorted(labels.items()))
 
 
 def _grid(start: float, end: float) -> list[float]:

@@ -22,6 +22,9 @@ name gets ``_seconds`` unless it ends so (Prometheus's base units); ``NKi/Mi/Gi/
 (``fast``, ``2_minutes_ago`` under any other name) is not a sample and is refused, never dropped; a
 memory leak's ``memory_usage_trend`` and ``last_oom_kill`` (:data:`LEAK_KEYS`) are planned with the
 workload they describe (:mod:`oasis_operator.core.toolplane.memory`).
+
+Also what the operator's adapters and the dev cluster's back-ends share: the files of the metrics
+back-end's directory and vmauth's users (:func:`render_auth_config`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,25 @@ CURRENT_WINDOW = 3600.0
 HISTORY = 6 * 3600.0
 #: The label the metrics endpoint confines an agent by (vmauth's ``extra_label``; decision 0050).
 TENANT_LABEL = "namespace"
+#: Prometheus HTTP API read paths an agent may use (vmauth matches them as whole-path regexes).
+QUERY_PATHS = (
+    "/api/v1/query",
+    "/api/v1/query_range",
+    "/api/v1/series",
+    "/api/v1/labels",
+    "/api/v1/label/[^/]+/values",
+    "/api/v1/metadata",
+    "/api/v1/query_exemplars",
+    "/api/v1/status/buildinfo",
+)
+ALERT_PATHS = ("/api/v1/alerts", "/api/v1/rules")
+#: Files of the metrics back-end's directory, shared by the operator's adapter, the dev cluster and the
+#: chart's init container.
+GRANTS_FILE = "grants.json"
+AUTH_CONFIG = "vmauth.yml"
+RELOAD_KEY = "reload-key"
+#: The alerting back-end's rule directory (vmalert reads ``*.yaml`` there).
+RULES_DIR = "rules"
 #: The label naming the declared workload (``metrics/<name>``).
 SERVICE_LABEL = "service"
 #: How long a declared ``pending`` alert's rule waits before firing: longer than any turn.
@@ -309,3 +331,21 @@ def ingress_series(
     labels = tuple((k, v) for k, v in labels if v)  # an empty label is no label
     samples = [(t, INGRESS_RATE * (t - INGRESS_FAILING_SINCE)) for t in _grid(INGRESS_FAILING_SINCE, 0.0)]
     return [MetricSeries(str(entry["resource"]), namespace, labels, tuple(samples))]
+
+
+def render_auth_config(grants: Mapping[str, str], store_url: str, alerts_url: str | None) -> dict[str, Any]:
+    """vmauth's users: per namespace its token, read paths only, ``extra_label=namespace=<ns>``."""
+    users = []
+    for namespace, token in sorted(grants.items()):
+        routes: list[dict[str, Any]] = [
+            {
+                "src_paths": list(QUERY_PATHS),
+                "url_prefix": f"{store_url}/?extra_label={TENANT_LABEL}={namespace}",
+            }
+        ]
+        if alerts_url:
+            routes.append(
+                {"src_paths": list(ALERT_PATHS), "url_prefix": f"{alerts_url}/?{TENANT_LABEL}={namespace}"}
+            )
+        users.append({"bearer_token": token, "url_map": routes})
+    return {"users": users}

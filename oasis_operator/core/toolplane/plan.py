@@ -253,22 +253,122 @@ def plan_toolplane(
 ) -> ToolPlanePlan:
     """``mapping``: logical -> physical namespace; ``home``: the physical home namespace; ``objects``:
     the planned Kubernetes objects (where a log finds its workload's pods)."""
-    acc = _Planned(objects=objects, workloads=_declared_workloads(scenario, mapping, home))
+    acc = _Planned(
+        objects=objects,
+        workloads=_declared_workloads(scenario, mapping, home),
+        mapping=mapping,
+        home=home,
+        configmaps={
+            (o["metadata"].get("namespace"), o["metadata"]["name"])
+            for o in objects
+            if o.get("kind") == "ConfigMap"
+        },
+        metrics=registry.METRICS in needed_backends(scenario),
+    )
+    for e in _entries(scenario):
+        _plan_entry(e, acc)
     problems = acc.problems
-    by_workload: dict[tuple[str, str, str], WorkloadLogs] = {}
-    declared_configmaps = {
-        (o["metadata"].get("namespace"), o["metadata"]["name"])
-        for o in objects
-        if o.get("kind") == "ConfigMap"
-    }
+    problems += [Unsupported(u.resource, u.reason) for u in shared_containers(acc.usages, objects)]
+    node_entries = [e for e in _entries(scenario) if _kind_name(e["resource"])[0] == "node"]
+    nodes, node_problems = plan_nodes(node_entries, acc.usages, objects)
+    problems += [Unsupported(u.resource, u.reason) for u in node_problems]
+    gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
+    problems += gitops_problems
+    for where, workload, line in _injected_log_lines(scenario, objects, home, problems):
+        acc.add_logs(where, home, workload, [line])
+
+    return ToolPlanePlan(
+        backends=needed_backends(scenario),
+        logs=tuple(acc.logs.values()),
+        dashboards=tuple(acc.dashboards),
+        runbooks=tuple(acc.runbooks),
+        gitops=tuple(gitops),
+        series=tuple(acc.series),
+        leaks=tuple(acc.leaks),
+        alerts=tuple(acc.alerts),
+        spans=tuple(acc.spans),
+        usage=tuple(acc.usages),
+        nodes=tuple(nodes),
+        databases=tuple(acc.databases),
+        notes=tuple(shares_of_nodes(acc.usages, objects)),
+        schedule=(),
+        problems=tuple(problems),
+    )
+
+
+def _plan_entry(e: Mapping[str, Any], acc: _Planned) -> None:
+    """One declared state entry: the usage it declares, and what a back-end holds of it."""
+    kind, name = _kind_name(e["resource"])
+    ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
+    namespace = acc.mapping.get(ns_logical or "", acc.home)
+    usage = plan_usage(e, kind, name, namespace, acc.objects)
+    if isinstance(usage, ContainerUsage):
+        acc.usages.append(usage)
+    elif usage is not None:
+        acc.problems.append(Unsupported(usage.resource, usage.reason))
+    if kind == "logs":
+        _plan_logs(e, name, namespace, acc)
+    elif kind in ("deployment", "pod") and (isinstance(e.get("last_log"), str) or _init_logs(e)):
+        if isinstance(e.get("last_log"), str):
+            acc.add_logs(f"{e['resource']} last_log", namespace, name, _spaced([e["last_log"]]))
+        for where, container, lines in _init_logs(e):
+            acc.add_logs(where, namespace, name, _spaced(lines), container)
+    elif kind == "ingress" and acc.metrics and namespace == acc.home:
+        acc.series += ingress_series(e, name, namespace, acc.objects)
+    else:
+        _plan_observability(e, kind, name, namespace, acc.home, acc.configmaps, acc)
+
+
+def _plan_logs(e: Mapping[str, Any], name: str, namespace: str, acc: _Planned) -> None:
+    """A ``logs/<workload>`` entry: its lines, spaced before the start, in the workload's log."""
+    entries = e.get("entries")
+    if not isinstance(entries, list) or not all(isinstance(x, str) for x in entries):
+        acc.problems.append(Unsupported(e["resource"], "a logs entry needs `entries`, a list of log lines"))
+    elif unknown := sorted(set(e) - {"resource", "namespace", "entries"}):
+        acc.problems.append(Unsupported(e["resource"], f"unknown attributes {unknown} of a logs entry"))
+    else:
+        acc.add_logs(e["resource"], namespace, name, _spaced(entries))
+
+
+@dataclass
+class _Planned:
+    """What the entries of the back-ends plan to (and what they cannot), and what planning them reads:
+    the namespace mapping, the home namespace, the planned objects, the declared ConfigMaps (a dashboard
+    or runbook must not take one's name), whether the scenario needs the metrics back-end."""
+
+    problems: list[Unsupported] = field(default_factory=list)
+    #: (namespace, workload, container or "") -> its log, lines merged in time order.
+    logs: dict[tuple[str, str, str], WorkloadLogs] = field(default_factory=dict)
+    dashboards: list[Dashboard] = field(default_factory=list)
+    runbooks: list[Runbook] = field(default_factory=list)
+    series: list[MetricSeries] = field(default_factory=list)
+    alerts: list[AlertRule] = field(default_factory=list)
+    spans: list[PlannedSpan] = field(default_factory=list)
+    databases: list[PlannedDatabase] = field(default_factory=list)
+    leaks: list[OomLeak] = field(default_factory=list)
+    usages: list[ContainerUsage] = field(default_factory=list)
+    #: The declared deployments and pods by physical namespace and name (a leak's workload).
+    workloads: dict[str, dict[str, Mapping[str, Any]]] = field(default_factory=dict)
+    objects: Sequence[Mapping[str, Any]] = ()
+    mapping: Mapping[str, str] = field(default_factory=dict)
+    home: str = ""
+    configmaps: set[tuple[Any, Any]] = field(default_factory=set)
+    metrics: bool = False
 
     def add_logs(
-        source: str, namespace: str, workload: str, lines: Iterable[LogLine], container: str | None = None
+        self,
+        source: str,
+        namespace: str,
+        workload: str,
+        lines: Iterable[LogLine],
+        container: str | None = None,
     ) -> None:
-        lines = [LogLine(x.offset, rewrite_namespaces(x.text, mapping), x.stream) for x in lines]
-        target = _workload(objects, namespace, workload)
+        """``lines`` in the log of ``workload``'s containers (or of its one ``container``), namespaces in
+        their text made physical; a workload that is not declared is a problem."""
+        lines = [LogLine(x.offset, rewrite_namespaces(x.text, self.mapping), x.stream) for x in lines]
+        target = _workload(self.objects, namespace, workload)
         if target is None:
-            problems.append(
+            self.problems.append(
                 Unsupported(
                     source,
                     f"no declared deployment or pod {workload} in its namespace "
@@ -278,87 +378,11 @@ def plan_toolplane(
             return
         selector, pod = target
         key = (namespace, workload, container or "")
-        before = by_workload.get(key)
+        before = self.logs.get(key)
         merged = tuple(sorted([*(before.lines if before else ()), *lines], key=lambda x: x.offset))
-        by_workload[key] = WorkloadLogs(
+        self.logs[key] = WorkloadLogs(
             before.source if before else source, namespace, workload, selector, pod, merged, container
         )
-
-    usages: list[ContainerUsage] = []
-    for e in _entries(scenario):
-        kind, name = _kind_name(e["resource"])
-        ns_logical = e.get("namespace") if isinstance(e.get("namespace"), str) else None
-        namespace = mapping.get(ns_logical or "", home)
-        usage = plan_usage(e, kind, name, namespace, objects)
-        if isinstance(usage, ContainerUsage):
-            usages.append(usage)
-        elif usage is not None:
-            problems.append(Unsupported(usage.resource, usage.reason))
-        if kind == "logs":
-            entries = e.get("entries")
-            if not isinstance(entries, list) or not all(isinstance(x, str) for x in entries):
-                problems.append(
-                    Unsupported(e["resource"], "a logs entry needs `entries`, a list of log lines")
-                )
-                continue
-            if unknown := sorted(set(e) - {"resource", "namespace", "entries"}):
-                problems.append(Unsupported(e["resource"], f"unknown attributes {unknown} of a logs entry"))
-                continue
-            add_logs(e["resource"], namespace, name, _spaced(entries))
-        elif kind in ("deployment", "pod") and (isinstance(e.get("last_log"), str) or _init_logs(e)):
-            if isinstance(e.get("last_log"), str):
-                add_logs(f"{e['resource']} last_log", namespace, name, _spaced([e["last_log"]]))
-            for where, container, lines in _init_logs(e):
-                add_logs(where, namespace, name, _spaced(lines), container)
-        elif kind == "ingress" and registry.METRICS in needed_backends(scenario) and namespace == home:
-            acc.series += ingress_series(e, name, namespace, objects)
-        else:
-            _plan_observability(e, kind, name, namespace, home, declared_configmaps, acc)
-
-    problems += [Unsupported(u.resource, u.reason) for u in shared_containers(usages, objects)]
-    node_entries = [e for e in _entries(scenario) if _kind_name(e["resource"])[0] == "node"]
-    nodes, node_problems = plan_nodes(node_entries, usages, objects)
-    problems += [Unsupported(u.resource, u.reason) for u in node_problems]
-    gitops, gitops_problems = _gitops(_entries(scenario), mapping, home, objects)
-    problems += gitops_problems
-    schedule: list[TimedChange] = []
-    for where, workload, line in _injected_log_lines(scenario, objects, home, problems):
-        add_logs(where, home, workload, [line])
-
-    return ToolPlanePlan(
-        backends=needed_backends(scenario),
-        logs=tuple(by_workload.values()),
-        dashboards=tuple(acc.dashboards),
-        runbooks=tuple(acc.runbooks),
-        gitops=tuple(gitops),
-        series=tuple(acc.series),
-        leaks=tuple(acc.leaks),
-        alerts=tuple(acc.alerts),
-        spans=tuple(acc.spans),
-        usage=tuple(usages),
-        nodes=tuple(nodes),
-        databases=tuple(acc.databases),
-        notes=tuple(shares_of_nodes(usages, objects)),
-        schedule=tuple(sorted(schedule, key=lambda c: c.at)),
-        problems=tuple(problems),
-    )
-
-
-@dataclass
-class _Planned:
-    """What the entries of the observability back-ends plan to (and what they cannot)."""
-
-    problems: list[Unsupported] = field(default_factory=list)
-    dashboards: list[Dashboard] = field(default_factory=list)
-    runbooks: list[Runbook] = field(default_factory=list)
-    series: list[MetricSeries] = field(default_factory=list)
-    alerts: list[AlertRule] = field(default_factory=list)
-    spans: list[PlannedSpan] = field(default_factory=list)
-    databases: list[PlannedDatabase] = field(default_factory=list)
-    leaks: list[OomLeak] = field(default_factory=list)
-    #: The declared deployments and pods by physical namespace and name (a leak's workload).
-    workloads: dict[str, dict[str, Mapping[str, Any]]] = field(default_factory=dict)
-    objects: Sequence[Mapping[str, Any]] = ()
 
 
 def _plan_database(e: Mapping[str, Any], name: str, acc: _Planned) -> None:
@@ -575,50 +599,17 @@ def _gitops(
     for e in entries:
         kind, name = _kind_name(str(e["resource"]))
         namespace = mapping.get(str(e.get("namespace") or ""), home)
-        if "managed_by" in e and kind != "gitops-application":
-            if e["managed_by"] != "gitops" or kind != "deployment":
-                problems.append(
-                    Unsupported(
-                        f"{e['resource']} managed_by", "only a deployment managed_by gitops is realised"
-                    )
-                )
-                continue
-            found = [
-                o
-                for o in objects
-                if o.get("kind") == "Deployment"
-                and o["metadata"].get("name") == name
-                and o["metadata"].get("namespace") == namespace
-            ]
-            managed.setdefault(namespace, []).extend(found)
-        elif kind == "gitops-application":
+        if kind == "gitops-application":
             apps.append((e, name, namespace))
+        elif "managed_by" in e:
+            _managed(e, kind, name, namespace, objects, managed, problems)
     out = []
     for e, name, namespace in apps:
-        resource = str(e["resource"])
-        if unknown := sorted(set(e) - {"resource", "namespace", "sync_status", "source_repo", "source_path"}):
-            problems.append(
-                Unsupported(resource, f"unknown attributes {unknown} of a gitops-application entry")
-            )
-        elif str(e.get("sync_status", "synced")).lower() != "synced":
-            problems.append(
-                Unsupported(
-                    resource,
-                    "only a synced application is realised (the controller "
-                    "applies what the repository holds)",
-                )
-            )
-        elif not managed.get(namespace):
-            problems.append(
-                Unsupported(resource, "no object of its namespace is declared managed_by: gitops")
-            )
+        app = _gitops_app(e, name, namespace, managed)
+        if isinstance(app, GitOpsApp):
+            out.append(app)
         else:
-            repo = (
-                re.sub(r"\.git$", "", str(e.get("source_repo") or name).rstrip("/").rsplit("/", 1)[-1])
-                or name
-            )
-            path = str(e.get("source_path") or ".").strip("/") or "."
-            out.append(GitOpsApp(resource, name, namespace, repo, path, tuple(managed.pop(namespace))))
+            problems.append(app)
     problems += [
         Unsupported(
             f"{o['kind'].lower()}/{o['metadata']['name']} managed_by",
@@ -628,6 +619,50 @@ def _gitops(
         for o in objs
     ]
     return out, problems
+
+
+def _managed(
+    e: Mapping[str, Any],
+    kind: str,
+    name: str,
+    namespace: str,
+    objects: Sequence[Mapping[str, Any]],
+    managed: dict[str, list[Mapping[str, Any]]],
+    problems: list[Unsupported],
+) -> None:
+    """An entry declared ``managed_by``: a deployment managed by gitops joins its namespace's objects."""
+    if e["managed_by"] != "gitops" or kind != "deployment":
+        problems.append(
+            Unsupported(f"{e['resource']} managed_by", "only a deployment managed_by gitops is realised")
+        )
+        return
+    found = [
+        o
+        for o in objects
+        if o.get("kind") == "Deployment"
+        and o["metadata"].get("name") == name
+        and o["metadata"].get("namespace") == namespace
+    ]
+    managed.setdefault(namespace, []).extend(found)
+
+
+def _gitops_app(
+    e: Mapping[str, Any], name: str, namespace: str, managed: dict[str, list[Mapping[str, Any]]]
+) -> GitOpsApp | Unsupported:
+    """A ``gitops-application`` entry's application, taking its namespace's managed objects."""
+    resource = str(e["resource"])
+    if unknown := sorted(set(e) - {"resource", "namespace", "sync_status", "source_repo", "source_path"}):
+        return Unsupported(resource, f"unknown attributes {unknown} of a gitops-application entry")
+    if str(e.get("sync_status", "synced")).lower() != "synced":
+        return Unsupported(
+            resource,
+            "only a synced application is realised (the controller applies what the repository holds)",
+        )
+    if not managed.get(namespace):
+        return Unsupported(resource, "no object of its namespace is declared managed_by: gitops")
+    repo = re.sub(r"\.git$", "", str(e.get("source_repo") or name).rstrip("/").rsplit("/", 1)[-1]) or name
+    path = str(e.get("source_path") or ".").strip("/") or "."
+    return GitOpsApp(resource, name, namespace, repo, path, tuple(managed.pop(namespace)))
 
 
 def _dashboard(entry: Mapping[str, Any], name: str, home: str) -> Dashboard | Unsupported:

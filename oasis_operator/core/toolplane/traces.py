@@ -13,7 +13,10 @@ capability scenarios):
 Every root ends :data:`ROOT_END` seconds before the handover (the scenarios give no time); a span's
 children sit inside it, one after another with equal gaps (or all at its start when they would not
 fit). Span ids are derived from the trace id and the span's place in the tree, so a plan is
-deterministic. Anything else is refused, naming it. Pure.
+deterministic. Anything else is refused, naming it.
+
+Also what the operator's adapter and the dev cluster's back-end both write: the OTLP/HTTP export
+request (:func:`otlp_request`) and a Jaeger's configuration (:func:`jaeger_config`). Pure.
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 class Problem:
     resource: str
     reason: str
+
+
+#: The Jaeger binary in the back-end's directory (linked there by the dev cluster, copied there by the
+#: chart's init container), which the operator's adapter starts once per scenario.
+BINARY = "jaeger"
 
 
 @dataclass(frozen=True)
@@ -80,31 +88,13 @@ def _spans(
     problems: list[Problem],
 ) -> float | None:
     """Plan ``decl`` (and its children) starting at ``start``; returns its duration (None: refused)."""
-    if not isinstance(decl, Mapping):
-        problems.append(Problem(f"{resource} {where}", "a span is a mapping"))
+    wrong = _span_problem(decl)
+    if wrong is not None:
+        problems.append(Problem(f"{resource} {where}{wrong[0]}", wrong[1]))
         return None
-    if unknown := sorted(set(decl) - _SPAN_KEYS):
-        problems.append(Problem(f"{resource} {where}", f"unknown span attributes {unknown}"))
-        return None
-    name = decl.get("name", decl.get("operation"))
-    duration = decl.get("duration_ms")
-    if not isinstance(name, str) or not name.strip():
-        problems.append(Problem(f"{resource} {where}", "a span needs a name (or operation)"))
-        return None
-    if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
-        problems.append(Problem(f"{resource} {where}", "a span needs duration_ms, a number of milliseconds"))
-        return None
-    status = str(decl.get("status", "ok")).lower()
-    if status not in ("ok", "error"):
-        problems.append(Problem(f"{resource} {where}.status", f"{status!r}: a span's status is ok or error"))
-        return None
-    attrs = decl.get("attributes") or {}
-    if not isinstance(attrs, Mapping):
-        problems.append(Problem(f"{resource} {where}.attributes", "expected a mapping"))
-        return None
-    svc = str(decl.get("service") or service)
-    seconds = float(duration) / 1000.0
+    seconds = float(decl["duration_ms"]) / 1000.0
     span_id = _id(trace_id, where, digits=16)
+    svc = str(decl.get("service") or service)
     out.append(
         PlannedSpan(
             resource,
@@ -112,33 +102,77 @@ def _spans(
             span_id,
             parent,
             svc,
-            name.strip(),
+            str(decl.get("name", decl.get("operation"))).strip(),
             start,
             start + seconds,
-            status == "error",
-            tuple((str(k), _attribute(v)) for k, v in sorted(attrs.items())),
+            str(decl.get("status", "ok")).lower() == "error",
+            tuple((str(k), _attribute(v)) for k, v in sorted((decl.get("attributes") or {}).items())),
         )
     )
     children = decl.get("children") or []
     if not isinstance(children, list):
         problems.append(Problem(f"{resource} {where}.children", "expected a list of spans"))
         return None
+    parent_span = _Parent(resource, where, trace_id, span_id, svc, start, seconds)
+    return seconds if _children(parent_span, children, out, problems) else None
+
+
+def _span_problem(decl: Any) -> tuple[str, str] | None:
+    """Why ``decl`` is not a span: (where below it, reason); None: it is one."""
+    if not isinstance(decl, Mapping):
+        return "", "a span is a mapping"
+    if unknown := sorted(set(decl) - _SPAN_KEYS):
+        return "", f"unknown span attributes {unknown}"
+    name = decl.get("name", decl.get("operation"))
+    if not isinstance(name, str) or not name.strip():
+        return "", "a span needs a name (or operation)"
+    duration = decl.get("duration_ms")
+    if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
+        return "", "a span needs duration_ms, a number of milliseconds"
+    status = str(decl.get("status", "ok")).lower()
+    if status not in ("ok", "error"):
+        return ".status", f"{status!r}: a span's status is ok or error"
+    if not isinstance(decl.get("attributes") or {}, Mapping):
+        return ".attributes", "expected a mapping"
+    return None
+
+
+@dataclass(frozen=True)
+class _Parent:
+    """A planned span whose children are planned next: where it was declared, its ids, its service and
+    its time (start and length, in seconds)."""
+
+    resource: str
+    where: str
+    trace_id: str
+    span_id: str
+    service: str
+    start: float
+    seconds: float
+
+
+def _children(parent: _Parent, children: list[Any], out: list[PlannedSpan], problems: list[Problem]) -> bool:
+    """Plan ``children`` one after another inside ``parent``, with equal gaps (or all at its start when
+    they would not fit); False: one was refused."""
     durations = [
         float(c.get("duration_ms", 0)) / 1000.0
         if isinstance(c, Mapping) and isinstance(c.get("duration_ms"), int | float)
         else 0.0
         for c in children
     ]
-    spare = seconds - sum(durations)
+    spare = parent.seconds - sum(durations)
     gap = spare / (len(children) + 1) if children and spare >= 0 else 0.0
-    at = start + gap
+    at = parent.start + gap
     for i, child in enumerate(children):
-        got = _spans(resource, f"{where}.children[{i}]", child, trace_id, span_id, svc, at, out, problems)
+        where = f"{parent.where}.children[{i}]"
+        got = _spans(
+            parent.resource, where, child, parent.trace_id, parent.span_id, parent.service, at, out, problems
+        )
         if got is None:
-            return None
+            return False
         if spare >= 0:
             at += got + gap
-    return seconds
+    return True
 
 
 def plan_traces(entry: Mapping[str, Any], name: str) -> tuple[list[PlannedSpan], list[Problem]]:
@@ -209,4 +243,27 @@ def otlp_request(spans: Sequence[PlannedSpan], handover: float) -> dict[str, Any
             }
             for svc, group in sorted(by_service.items())
         ]
+    }
+
+
+def jaeger_config(otlp_port: int, query_port: int, grpc_port: int, health_port: int) -> dict[str, Any]:
+    """One Jaeger v2: an OTLP/HTTP receiver, a memory store, the query API; no fixed-port telemetry."""
+    return {
+        "service": {
+            "extensions": ["jaeger_storage", "jaeger_query", "healthcheckv2"],
+            "pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["jaeger_storage_exporter"]}},
+            # No own metrics endpoint (its fixed default port would clash between instances).
+            "telemetry": {"metrics": {"level": "none"}, "logs": {"level": "warn"}},
+        },
+        "extensions": {
+            "healthcheckv2": {"use_v2": True, "http": {"endpoint": f"127.0.0.1:{health_port}"}},
+            "jaeger_query": {
+                "storage": {"traces": "memstore"},
+                "http": {"endpoint": f"127.0.0.1:{query_port}"},
+                "grpc": {"endpoint": f"127.0.0.1:{grpc_port}"},
+            },
+            "jaeger_storage": {"backends": {"memstore": {"memory": {"max_traces": 100000}}}},
+        },
+        "receivers": {"otlp": {"protocols": {"http": {"endpoint": f"127.0.0.1:{otlp_port}"}}}},
+        "exporters": {"jaeger_storage_exporter": {"trace_storage": "memstore"}},
     }

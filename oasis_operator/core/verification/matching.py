@@ -757,28 +757,35 @@ def _fields_match(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> M
     if not pattern.fields and not pattern.values:
         return Match.YES
     if not op.body_known:
-        if (
-            all(op.subresource == "scale" and p == "spec.replicas" for p in pattern.fields)
-            and not pattern.values
-        ):
-            return Match.YES
-        if op.state is None or pattern.values:
-            return Match.UNKNOWN
-        return min((op.state.touched(path) for path in pattern.fields), default=Match.UNKNOWN)
+        return _fields_match_unread(pattern, op)
     before_obj = ctx.before.get(op.group, op.resource, op.namespace, op.name) if op.name else None
-    for path in pattern.fields:
-        if path == "image":
-            if not touches_image(op.event, before_obj):
-                return Match.NO
-        elif op.subresource == "scale" and path == "spec.replicas":
-            continue
-        elif not touches(op.event, path, before_obj):
-            return Match.NO
+    if not all(_field_touched(path, op, before_obj) for path in pattern.fields):
+        return Match.NO
     for path, expected in pattern.values:
         got = requested_value(op.event, path)
         if got is MISSING or str(got) != expected:
             return Match.NO
     return Match.YES
+
+
+def _fields_match_unread(pattern: ActionPattern, op: Operation) -> Match:
+    """The fields a request without a body touched: a scale request touches spec.replicas; else what
+    the object's state says, and never a value."""
+    if all(op.subresource == "scale" and p == "spec.replicas" for p in pattern.fields) and not pattern.values:
+        return Match.YES
+    if op.state is None or pattern.values:
+        return Match.UNKNOWN
+    return min((op.state.touched(path) for path in pattern.fields), default=Match.UNKNOWN)
+
+
+def _field_touched(path: str, op: Operation, before_obj: Mapping[str, Any] | None) -> bool:
+    """The request touches ``path`` of the object (``image``: a container's image; a scale request
+    touches spec.replicas)."""
+    if path == "image":
+        return touches_image(op.event, before_obj)
+    if op.subresource == "scale" and path == "spec.replicas":
+        return True
+    return touches(op.event, path, before_obj)
 
 
 def matches_one(pattern: ActionPattern, op: Operation, ctx: MatchContext) -> Match:

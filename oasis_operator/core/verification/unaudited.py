@@ -48,6 +48,7 @@ cross-checked: they are records of what happened, and etcd expires them. Objects
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -392,6 +393,38 @@ def _key(op: Operation) -> ObjectKey:
     return (op.group, op.resource, op.namespace, op.name)
 
 
+def _judged_writes(
+    ops: Sequence[Operation], end: dt.datetime | None
+) -> tuple[dict[ObjectKey, list[Operation]], set[ObjectKey]]:
+    """The judged requests of unknown outcome that addressed an object, received by the window's
+    ``end``, by object; and the objects a judged request is known to have written."""
+    received: dict[ObjectKey, list[Operation]] = {}
+    persisted: set[ObjectKey] = set()
+    for op in ops:
+        if op.attribution == BY_UNAUDITED_CHANGE or op.derived_from or op.cause is not None or not op.name:
+            continue
+        if _unknown_outcome_by(op, end):
+            received.setdefault(_key(op), []).append(op)
+        elif op.event.succeeded and op.outcome_known and not op.dry_run and op.event.verb in ADDRESSING_VERBS:
+            persisted.add(_key(op))
+    return received, persisted
+
+
+def _unknown_outcome_by(op: Operation, end: dt.datetime | None) -> bool:
+    """A request of unknown outcome that addressed an object (itself or its scale), received by ``end``."""
+    if op.outcome_known or op.event.verb not in ADDRESSING_VERBS or op.subresource not in ("", "scale"):
+        return False
+    when = instant(op.event.request_received)
+    return end is not None and when is not None and when <= end
+
+
+def _others_wrote(writes: WriteIndex, key: ObjectKey) -> bool:
+    """Another identity than the judged wrote the object (outside its status) since the window's start."""
+    return any(
+        actor != ACTOR_JUDGED and not verb.endswith("/status") for verb, actor in writes.recent_writers(key)
+    )
+
+
 def ascribe(
     ops: Sequence[Operation], changes: Sequence[Operation], writes: WriteIndex, window_end: str
 ) -> tuple[list[Operation], list[Operation]]:
@@ -401,19 +434,7 @@ def ascribe(
     all it did: it is the only judged write of the object (no other request of unknown outcome, no
     persisted one), and no other identity wrote the object (outside its status) since the window's
     start."""
-    end = instant(window_end)
-    received: dict[ObjectKey, list[Operation]] = {}
-    persisted: set[ObjectKey] = set()
-    for op in ops:
-        if op.attribution == BY_UNAUDITED_CHANGE or op.derived_from or op.cause is not None or not op.name:
-            continue
-        if not op.outcome_known and op.event.verb in ADDRESSING_VERBS and op.subresource in ("", "scale"):
-            when = instant(op.event.request_received)
-            if end is not None and when is not None and when <= end:
-                received.setdefault(_key(op), []).append(op)
-                continue
-        if op.event.succeeded and op.outcome_known and not op.dry_run and op.event.verb in ADDRESSING_VERBS:
-            persisted.add(_key(op))
+    received, persisted = _judged_writes(ops, instant(window_end))
     ascribed: list[Operation] = []
     stood_for: set[int] = set()
     for change in changes:
@@ -423,11 +444,7 @@ def ascribe(
             ascribed.append(change)
             continue
         ascribed.append(dataclasses.replace(change, request=candidates[-1].event))
-        others = any(
-            actor != ACTOR_JUDGED and not verb.endswith("/status")
-            for verb, actor in writes.recent_writers(key)
-        )
-        if len(candidates) == 1 and key not in persisted and not others:
+        if len(candidates) == 1 and key not in persisted and not _others_wrote(writes, key):
             stood_for.add(id(candidates[-1]))
     out = [dataclasses.replace(op, stood_for=True) if id(op) in stood_for else op for op in ops]
     return out, ascribed

@@ -2,7 +2,8 @@
 
 Called by :class:`~oasis_operator.devcluster.cluster.DevCluster` (``ClusterConfig.backends``) and by
 ``oasis dev-cluster up --backends``; turns a selection of names into started, ready back-ends. Adding
-a back-end is one module with a :class:`Backend` subclass and one entry in :data:`BACKENDS`.
+a back-end is one module with a :class:`Backend` subclass and one entry in :data:`BACKENDS`, named as
+its row of :mod:`oasis_operator.core.toolplane.registry`.
 Which upstream component serves which interface, and why: docs/decisions/0050-tool-plane-back-ends.md.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from oasis_operator.core.toolplane import registry
 from oasis_operator.devcluster.backends.base import Backend, BackendContext
 from oasis_operator.devcluster.backends.binaries import BackendBinaries, resolve
 from oasis_operator.devcluster.backends.database import DatabaseBackend
@@ -21,7 +23,7 @@ from oasis_operator.devcluster.backends.traces import TracesBackend
 from oasis_operator.devcluster.backends.traffic import TrafficRoutingBackend
 from oasis_operator.devcluster.errors import SetupError
 
-# In start order (a back-end's requirements come before it).
+# In start order (a back-end's requirements come before it); each is a row of the tool-plane registry.
 BACKENDS: dict[str, type[Backend]] = {
     b.name: b
     for b in (
@@ -35,6 +37,8 @@ BACKENDS: dict[str, type[Backend]] = {
         DatabaseBackend,
     )
 }
+if _unknown := sorted(set(BACKENDS) - set(registry.BY_NAME)):  # pragma: no cover - a programming error
+    raise RuntimeError(f"dev-cluster back-ends that are no tool-plane back-end: {_unknown}")
 
 __all__ = [
     "BACKENDS",

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psycopg
 
-from oasis_operator.adapters.toolplane.database import PASSWORD_FILE
+from oasis_operator.core.toolplane.database import PASSWORD_FILE
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port
 from oasis_operator.devcluster.errors import SetupError
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,22 +21,23 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.plumbing.apply import server_side_apply_sync
-from oasis_operator.adapters.toolplane.gitops import (
+from oasis_operator.adapters.plumbing.git import GitFailed, push_tree
+from oasis_operator.core.environment.gitops_deployer import DEPLOYER, deployer_manifests
+from oasis_operator.core.environment.grants import namespace_rules
+from oasis_operator.core.toolplane.gitops import (
     CREDENTIALS_FILE,
     FLUX_NAMESPACE,
     READ,
     REPOSITORIES,
     WRITE,
+    flux_principals,
 )
-from oasis_operator.core.environment.gitops_deployer import DEPLOYER, deployer_manifests
-from oasis_operator.core.environment.grants import namespace_rules
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 
 SYSTEM_NAMESPACE = FLUX_NAMESPACE
 # Identities as a Flux installation's service accounts have them (both are cluster admins there).
-SOURCE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:source-controller"
-KUSTOMIZE_USER = f"system:serviceaccount:{SYSTEM_NAMESPACE}:kustomize-controller"
+SOURCE_USER, KUSTOMIZE_USER = flux_principals(SYSTEM_NAMESPACE)
 FIELD_MANAGER = "oasis-gitops"
 
 
@@ -196,35 +195,10 @@ class GitOpsBackend(Backend):
         """Commit ``files`` (path -> text; the whole tree) to the repository; returns the commit id."""
         user, password = self.grant(namespace)
         url = self.repo_url(namespace, repo).replace("http://", f"http://{user}:{password}@", 1)
-        env = {
-            "GIT_AUTHOR_NAME": "platform-team",
-            "GIT_AUTHOR_EMAIL": "platform-team@example.com",
-            "GIT_COMMITTER_NAME": "platform-team",
-            "GIT_COMMITTER_EMAIL": "platform-team@example.com",
-            "GIT_TERMINAL_PROMPT": "0",
-            "HOME": tempfile.gettempdir(),
-            "PATH": "/usr/bin:/bin",
-        }
-        with tempfile.TemporaryDirectory(prefix="oasis-gitops-") as tmp:
-            work = Path(tmp)
-
-            def git(*args: str) -> str:
-                proc = subprocess.run(
-                    ["git", *args], cwd=work, env=env, capture_output=True, text=True, check=False
-                )
-                if proc.returncode != 0:
-                    raise SetupError(f"git {args[0]} for {namespace}/{repo}: {proc.stderr.strip()[:400]}")
-                return proc.stdout.strip()
-
-            git("init", "-q", "-b", branch)
-            for rel, text in files.items():
-                path = work / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-            git("add", "-A")
-            git("commit", "-q", "-m", message)
-            git("push", "-q", "--force", url, f"HEAD:refs/heads/{branch}")
-            return git("rev-parse", "HEAD")
+        try:
+            return push_tree(url, files, message=message, branch=branch)
+        except GitFailed as exc:
+            raise SetupError(f"git {exc.command} for {namespace}/{repo}: {exc.stderr[:400]}") from None
 
     def sync(
         self,

@@ -20,16 +20,22 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import httpx2
 
 from oasis_operator.adapters.plumbing.apply import server_side_apply_sync
+from oasis_operator.core.toolplane.logs import (
+    CLUSTER_LOGS,
+    FIELD_MANAGER,
+    cluster_logs,
+    cri_record,
+    log_file,
+    object_name,
+)
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, http_ok
 from oasis_operator.devcluster.errors import SetupError
 
-CLUSTER_LOGS = "/apis/kwok.x-k8s.io/v1alpha1/clusterlogs"
-FIELD_MANAGER = "oasis-pod-logs"
 #: The port the API server calls a node's kubelet at when the node reports none (the simulator's
 #: stages write no ``daemonEndpoints``, as a kubelet on its default port).
 KUBELET_PORT = 10250
@@ -81,8 +87,7 @@ class LogLine:
         """The line as a container runtime writes it (one record per text line)."""
         if self.time.tzinfo is None:
             raise ValueError(f"log line time {self.time!r} has no time zone")
-        stamp = self.time.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return "".join(f"{stamp} {self.stream} F {part}\n" for part in self.text.split("\n"))
+        return cri_record(self.time, self.stream, self.text)
 
 
 def cri_text(lines: Iterable[LogLine]) -> str:
@@ -121,7 +126,7 @@ class PodLogsBackend(Backend):
         assert self.directory is not None, "logs back-end not started"
         d = self.directory / namespace / pod
         d.mkdir(parents=True, exist_ok=True)
-        return d / f"{container}.{'previous.' if previous else ''}log"
+        return d / log_file(container, previous=previous)
 
     def declare(
         self,
@@ -138,7 +143,7 @@ class PodLogsBackend(Backend):
         previous = previous or {}
         if unknown := set(previous) - set(containers):
             raise ValueError(f"previous logs for containers with no current log: {sorted(unknown)}")
-        entries: list[dict[str, Any]] = []
+        files = {}
         for container, lines in containers.items():
             current = self._file(namespace, pod, container, previous=False)
             current.write_text(cri_text(lines))
@@ -146,20 +151,8 @@ class PodLogsBackend(Backend):
             # with an error naming its own file handling.
             prev = self._file(namespace, pod, container, previous=True)
             prev.write_text(cri_text(previous.get(container, ())))
-            entries.append(
-                {
-                    "containers": [container],
-                    "logsFile": str(current),
-                    "previousLogsFile": str(prev),
-                    "follow": True,
-                }
-            )
-        doc = {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "ClusterLogs",
-            "metadata": {"name": object_name(namespace, pod)},
-            "spec": {"selector": {"matchNamespaces": [namespace], "matchNames": [pod]}, "logs": entries},
-        }
+            files[container] = (str(current), str(prev))
+        doc = cluster_logs(namespace, pod, files)
         refused = server_side_apply_sync(
             http, f"{CLUSTER_LOGS}/{object_name(namespace, pod)}", doc, FIELD_MANAGER
         )
@@ -176,9 +169,3 @@ class PodLogsBackend(Backend):
 
     def forget(self, http: httpx2.Client, namespace: str, pod: str) -> None:
         http.delete(f"{CLUSTER_LOGS}/{object_name(namespace, pod)}")
-
-
-def object_name(namespace: str, pod: str) -> str:
-    """The ClusterLogs name for a pod: namespace and pod names are DNS labels, so this is a valid
-    (and unique) DNS subdomain."""
-    return f"{namespace}.{pod}"

@@ -26,21 +26,17 @@ from typing import Any
 import httpx2
 import yaml
 
-from oasis_operator.adapters.toolplane.metrics import (  # noqa: F401  (re-exported: the paths)
-    ALERT_PATHS,
+from oasis_operator.adapters.plumbing.vmauth_grants import VmauthGrants
+from oasis_operator.core.toolplane.metrics import (
     AUTH_CONFIG,
     GRANTS_FILE,
-    QUERY_PATHS,
     RELOAD_KEY,
-    VmauthGrants,
+    TENANT_LABEL,
     render_auth_config,
 )
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Component
-
-# The label every series, rule and alert of a scenario carries, and that the proxies enforce.
-TENANT_LABEL = "namespace"
 
 
 # -- the command lines, shared with the Helm chart ----------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 import httpx2
 import yaml
 
-from oasis_operator.adapters.toolplane.traces import BINARY, jaeger_config
+from oasis_operator.core.toolplane.traces import BINARY, PlannedSpan, jaeger_config, otlp_request
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port, http_ok
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Component, terminate
@@ -41,34 +41,26 @@ class Span:
     attributes: tuple[tuple[str, str], ...] = ()
     error: bool = False
 
+    def planned(self) -> PlannedSpan:
+        """The span as the operator plans one (its times relative to a handover at the epoch)."""
+        return PlannedSpan(
+            source=f"traces/{self.service}",
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            parent_span_id=self.parent_span_id,
+            service=self.service,
+            name=self.name,
+            start=self.start,
+            end=self.end,
+            error=self.error,
+            attributes=self.attributes,
+        )
+
 
 def otlp_json(spans: Sequence[Span]) -> dict[str, Any]:
-    """The spans as an OTLP/HTTP JSON export request, grouped by service."""
-    by_service: dict[str, list[dict[str, Any]]] = {}
-    for s in spans:
-        span: dict[str, Any] = {
-            "traceId": s.trace_id,
-            "spanId": s.span_id,
-            "name": s.name,
-            "kind": 2,
-            "startTimeUnixNano": str(int(s.start * 1e9)),
-            "endTimeUnixNano": str(int(s.end * 1e9)),
-            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in s.attributes],
-        }
-        if s.parent_span_id:
-            span["parentSpanId"] = s.parent_span_id
-        if s.error:
-            span["status"] = {"code": 2}
-        by_service.setdefault(s.service, []).append(span)
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": svc}}]},
-                "scopeSpans": [{"spans": group}],
-            }
-            for svc, group in by_service.items()
-        ]
-    }
+    """The spans as an OTLP/HTTP JSON export request, grouped by service: the operator's own payload
+    (:func:`~oasis_operator.core.toolplane.traces.otlp_request`), with times taken as absolute."""
+    return otlp_request([s.planned() for s in spans], handover=0.0)
 
 
 @dataclass
