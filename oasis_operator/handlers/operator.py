@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import os
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import Secret
 from prometheus_client import start_http_server
 
-from oasis_operator.adapters.agents import sandbox
+from oasis_operator.adapters.agents import confinement, sandbox
 from oasis_operator.adapters.agents.factory import SubprocessPolicy, build_agent
 from oasis_operator.adapters.agents.job import AgentJobTarget
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
@@ -45,7 +47,7 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentPort
 from oasis_operator.core.reasons import PROVIDER_FAULTS
 from oasis_operator.core.verdicts import Verdict
-from oasis_operator.handlers.settings import OperatorSettings
+from oasis_operator.handlers.settings import OperatorSettings, toolplane_secret_paths, user_credential_paths
 from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPorts
 
 log = logging.getLogger("oasis.operator")
@@ -61,13 +63,23 @@ def login(memo: kopf.Memo, **_: Any) -> Any:
     return settings.access.connection_info()
 
 
-def subprocess_policy(settings: OperatorSettings) -> SubprocessPolicy:
+def subprocess_policy(
+    settings: OperatorSettings, environ: Mapping[str, str] | None = None
+) -> SubprocessPolicy:
     """``adapter: subprocess`` is refused unless the operator accepts it; then it runs sandboxed,
-    hidden from every credential of the operator, the audit log and other agents' private files."""
-    hidden = [*map(str, settings.secret_paths()), tempfile.gettempdir()]
+    hidden from every credential of the operator and of its user (``environ``: the kubeconfig chain,
+    ``~/.kube``, the dev clusters' PKI), the tool plane's secrets, the audit log and other agents'
+    private files; its network is its own (decision 0098)."""
+    environ = os.environ if environ is None else environ
+    hidden = [
+        *map(str, settings.secret_paths()),
+        *map(str, user_credential_paths(environ)),
+        *map(str, toolplane_secret_paths(settings.toolplane)),
+        tempfile.gettempdir(),
+    ]
     if settings.audit.log is not None:
         hidden.append(str(settings.audit.log.resolve().parent))
-    return SubprocessPolicy(allowed=settings.allow_subprocess_agents, hidden=tuple(hidden))
+    return SubprocessPolicy(allowed=settings.allow_subprocess_agents, hidden=tuple(dict.fromkeys(hidden)))
 
 
 def job_target(request: ScenarioRequest) -> AgentJobTarget:
@@ -88,11 +100,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="oasis.dev")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="oasis.dev")
     if ours.allow_subprocess_agents:
-        if sandbox.abi_version() < 1:
-            raise kopf.PermanentError(
-                "--allow-subprocess-agents: Linux Landlock is not available here, so a "
-                "local agent process cannot be kept away from the operator's credentials"
-            )
+        if why := confinement.unavailable():
+            raise kopf.PermanentError(f"--allow-subprocess-agents: {why}")
         sandbox.make_undumpable()
     client = AsyncClient(ours.access.lightkube_config(), field_manager="oasis-operator")
     ep = ours.access.endpoint()

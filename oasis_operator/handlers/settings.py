@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import secrets
 import ssl
 import tempfile
@@ -386,6 +387,37 @@ class ToolPlaneSettings:
             database=database,
             endpoints=endpoints,
         )
+
+
+def toolplane_secret_paths(settings: ToolPlaneSettings) -> tuple[Path, ...]:
+    """What an agent run as a local process must never read of the tool plane: the tool-plane file's
+    directory (a dev cluster's: its PKI and kubeconfigs sit beside it) and every back-end's directory
+    (the database's administrator password, the git server's credentials, vmauth's grants and reload
+    key, other scenarios' logs)."""
+    if settings.source is None:
+        return ()
+    backends, _endpoints = ToolPlaneSettings._read(settings.source)
+    found = [settings.source.resolve().parent]
+    found += [Path(e["directory"]) for e in backends.values() if isinstance(e.get("directory"), str)]
+    return tuple(found)
+
+
+def oasis_cache_root(environ: Mapping[str, str]) -> Path:
+    """The directory of our builds and dev clusters: ``$OASIS_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/oasis-operator``, else ``~/.cache/oasis-operator``."""
+    if environ.get("OASIS_CACHE_DIR"):
+        return Path(environ["OASIS_CACHE_DIR"])
+    home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
+    return Path(environ.get("XDG_CACHE_HOME") or home / ".cache") / "oasis-operator"
+
+
+def user_credential_paths(environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """Where the operator's user keeps cluster credentials an agent run as a local process must
+    never read: every file of the ``KUBECONFIG`` chain, ``~/.kube``, and the dev clusters' directory
+    (each cluster's PKI, CA and service-account signing keys included, and its kubeconfigs)."""
+    home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
+    chain = [Path(p).expanduser() for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return (*chain, home / ".kube", oasis_cache_root(environ) / "clusters")
 
 
 def prepare_toolplane(path: Path) -> tuple[Path, ...]:
