@@ -28,7 +28,7 @@ from lightkube.resources.core_v1 import Secret
 from prometheus_client import start_http_server
 
 from oasis_operator.adapters.agents import confinement, sandbox
-from oasis_operator.adapters.agents.factory import SubprocessPolicy, build_agent
+from oasis_operator.adapters.agents.factory import EndpointPolicy, SubprocessPolicy, build_agent
 from oasis_operator.adapters.agents.job import AgentJobTarget
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
@@ -131,6 +131,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     username = me.json().get("status", {}).get("userInfo", {}).get("username", "")
     store = Store(client)
     policy = subprocess_policy(ours)
+    endpoints = EndpointPolicy(allow_local=ours.allow_local_agent_endpoints)
 
     async def agent_for(spec: EvaluationRunSpec, namespace: str, run_name: str = "") -> AgentPort:
         credentials = None
@@ -161,6 +162,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
             job_target_for=job_target,
             job_identity=identity,
             subprocess_policy=policy,
+            endpoint_policy=endpoints,
         )
 
     env = KubeEnvironment(

@@ -548,6 +548,8 @@ class OperatorSettings:
     barrier_timeout: float = 15.0
     #: Accept ``adapter: subprocess`` (an agent run as a process of the operator's pod, sandboxed).
     allow_subprocess_agents: bool = False
+    #: Let ``agent.endpoint`` lead to this machine (loopback, its own addresses): a local operator.
+    allow_local_agent_endpoints: bool = False
     #: Run scenarios that write cluster-scoped objects (the operator holds the rights to; chart value
     #: rbac.clusterScopedScenarios); without, they are excluded as unsupported.
     cluster_scoped_scenarios: bool = False
@@ -617,6 +619,7 @@ class OperatorSettings:
             pod_cidr=args.pod_cidr or "",
             barrier_timeout=float(args.barrier_timeout),
             allow_subprocess_agents=bool(args.allow_subprocess_agents),
+            allow_local_agent_endpoints=bool(getattr(args, "allow_local_agent_endpoints", False)),
             cluster_scoped_scenarios=bool(args.cluster_scoped_scenarios),
             namespaces=tuple(args.namespace or ()),
             liveness=liveness,
