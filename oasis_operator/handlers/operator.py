@@ -30,6 +30,7 @@ from prometheus_client import start_http_server
 from oasis_operator.adapters.agents import confinement, sandbox
 from oasis_operator.adapters.agents.factory import EndpointPolicy, SubprocessPolicy, build_agent
 from oasis_operator.adapters.agents.job import AgentJobTarget
+from oasis_operator.adapters.agents.job_objects import sweep_identity_places
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
@@ -52,8 +53,12 @@ from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPo
 
 log = logging.getLogger("oasis.operator")
 FINALIZER = "oasis.dev/finalizer"
-#: Name of the Job (and its ConfigMap) that runs a Job agent in a scenario's home namespace.
+#: Prefix of the generated names of the Job (and its ConfigMap) that runs a Job agent in a scenario's
+#: home namespace.
 AGENT_JOB_NAME = f"{AGENT_ACCOUNT}-run"
+#: An identity question's namespace older than this was left by a crash (its Job's own deadline is
+#: the run's identity timeout, minutes at most).
+IDENTITY_PLACE_TTL = dt.timedelta(minutes=15)
 
 
 @kopf.on.login()
@@ -267,6 +272,11 @@ async def _housekeeping(
             if last is not None:
                 metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
+            if tick % 3 == 0:
+                # Identity questions' namespaces a crash left behind (decision 0099).
+                await sweep_identity_places(
+                    client, older_than=IDENTITY_PLACE_TTL, now=dt.datetime.now(dt.UTC)
+                )
             if tick % 3 == 0 and owned:
                 # Asked by the sweep after it has listed what exists (a scenario records its owner
                 # before creating anything): one starting meanwhile is never taken for an orphan.

@@ -89,7 +89,8 @@ def build_agent(
     """The adapter for ``spec``. ``credentials`` is the Secret ``spec.credentialsRef`` names, as the
     API returned it; ``timeout_seconds`` the run's per-scenario agent budget, if it sets one.
 
-    ``job_identity`` is where the identity Job runs (name, namespace, ServiceAccount); ``subprocess_policy``
+    ``job_identity`` names the identity Job and the run it belongs to (it runs in a throwaway namespace
+    of its own, without a token: decision 0099); ``subprocess_policy``
     (the operator's) refuses or sandboxes ``subprocess``; without one a local command runs as is.
     ``endpoint_policy`` (the operator's) refuses an ``http`` endpoint that leads into the operator and
     guards every connection the same way; without one the endpoint is called as given.
@@ -135,13 +136,14 @@ def build_agent(
     if kube_client is None or job_target_for is None:
         raise ValueError("the job adapter needs a Kubernetes client and the scenario's Job target")
     job = AgentJobSettings(image=spec.image)
-    if job_identity is not None:
-        job = replace(
-            job,
-            identity_namespace=job_identity.namespace,
-            identity_service_account=job_identity.service_account,
-        )
     job = job if timeout_seconds is None else replace(job, timeout_seconds=timeout_seconds)
     if job_identity is not None:
-        return KubernetesJobAgent(job, kube_client, job_target_for, identity_job_name=job_identity.name)
+        # Only the name and the run it belongs to: the identity Job runs in a namespace of its own.
+        return KubernetesJobAgent(
+            job,
+            kube_client,
+            job_target_for,
+            identity_job_name=job_identity.name,
+            identity_run=f"{job_identity.namespace}.{job_identity.name}",
+        )
     return KubernetesJobAgent(job, kube_client, job_target_for)
