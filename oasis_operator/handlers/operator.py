@@ -28,7 +28,13 @@ from lightkube.resources.core_v1 import Secret
 from prometheus_client import start_http_server
 
 from oasis_operator.adapters.agents import confinement, sandbox
-from oasis_operator.adapters.agents.factory import EndpointPolicy, SubprocessPolicy, build_agent
+from oasis_operator.adapters.agents.credentials import credentials_refusal, ensure_credentials_policy
+from oasis_operator.adapters.agents.factory import (
+    AdapterNotAllowed,
+    EndpointPolicy,
+    SubprocessPolicy,
+    build_agent,
+)
 from oasis_operator.adapters.agents.job import AgentJobTarget
 from oasis_operator.adapters.agents.job_objects import sweep_identity_places
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
@@ -36,7 +42,7 @@ from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import sentinel_sender
 from oasis_operator.adapters.k8s.environment import AGENT_ACCOUNT, DEFAULT_POD_CIDR, KubeEnvironment
-from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
+from oasis_operator.adapters.k8s.store import GROUP, VERSION, EvaluationRun, Store
 from oasis_operator.adapters.metrics import Metrics
 from oasis_operator.adapters.toolplane import serves_routes, tool_plane
 from oasis_operator.core import run_status as rs
@@ -138,9 +144,21 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     policy = subprocess_policy(ours)
     endpoints = EndpointPolicy(allow_local=ours.allow_local_agent_endpoints)
 
+    try:  # who may have a Secret sent to an agent (decision 0099): pinned at admission
+        credentials_policy: dt.datetime | None = await ensure_credentials_policy(client)
+    except ApiError as exc:
+        credentials_policy = None
+        log.warning("cannot install the credentials admission policy (%s): credentialsRef is refused", exc)
+
     async def agent_for(spec: EvaluationRunSpec, namespace: str, run_name: str = "") -> AgentPort:
         credentials = None
         if spec.agent.credentials_ref is not None:
+            run: dict[str, Any] = (await client.get(EvaluationRun, run_name, namespace=namespace)).to_dict()  # type: ignore[no-untyped-call]
+            refusal = await credentials_refusal(
+                client, run, spec.agent.credentials_ref.name, credentials_policy
+            )
+            if refusal is not None:
+                raise AdapterNotAllowed(refusal)
             try:
                 secret = await client.get(Secret, spec.agent.credentials_ref.name, namespace=namespace)
             except ApiError as exc:
@@ -233,7 +251,6 @@ async def live_owners(client: AsyncClient) -> set[str]:
     """The owners the orphan sweep spares: every scenario some run on the cluster has in flight (its
     stored status), and what a provider API on the same cluster holds (its Lease, while it runs)."""
     from oasis_operator.adapters.k8s.owner_leases import fresh_owners
-    from oasis_operator.adapters.k8s.store import EvaluationRun
 
     runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
     return rs.live_owners(r.to_dict() for r in runs) | await fresh_owners(client)
