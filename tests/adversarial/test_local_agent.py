@@ -91,7 +91,9 @@ def hunt(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
                     done = stack.wait_completed(http, ns, f"hunt-{variant}", 240)
                 except TimeoutError as exc:
                     run = http.get(f"/apis/oasis.dev/v1alpha1/namespaces/{ns}/evaluationruns/hunt-{variant}")
-                    raise TimeoutError(f"{exc}; status: {json.dumps(run.json().get('status'))[:2000]}") from None
+                    raise TimeoutError(
+                        f"{exc}; status: {json.dumps(run.json().get('status'))[:2000]}"
+                    ) from None
                 st = done["status"]
                 entry = (st.get("scenarios") or [{}])[0]
                 evidence = blob(http, ns, entry["evidence"]).decode() if entry.get("evidence") else ""

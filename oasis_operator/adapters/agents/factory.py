@@ -99,26 +99,7 @@ def build_agent(
     :class:`AdapterNotAllowed` when the operator refuses the adapter.
     """
     if spec.adapter == "http":
-        if spec.endpoint is None:
-            raise ValueError("agent.endpoint: the http adapter needs an endpoint")
-        if endpoint_policy is not None and (why := endpoint_policy.refusal(spec.endpoint)):
-            raise AdapterNotAllowed(why)
-        token = ca_bundle = None
-        if spec.credentials_ref is not None:
-            if credentials is None:
-                raise ValueError(f"agent.credentialsRef: Secret {spec.credentials_ref.name} was not provided")
-            token = secret_value(credentials, spec.credentials_ref.key or DEFAULT_TOKEN_KEY)
-            if CA_BUNDLE_KEY in (credentials.get("data") or {}) or CA_BUNDLE_KEY in (
-                credentials.get("stringData") or {}
-            ):
-                ca_bundle = secret_value(credentials, CA_BUNDLE_KEY)
-        http = HttpAgentSettings(
-            url=spec.endpoint,
-            bearer_token=token,
-            ca_bundle_pem=ca_bundle,
-            allow_local=None if endpoint_policy is None else endpoint_policy.allow_local,
-        )
-        return HttpAgent(http if timeout_seconds is None else replace(http, timeout_seconds=timeout_seconds))
+        return _http_agent(spec, credentials, timeout_seconds, endpoint_policy)
     if spec.adapter == "subprocess":
         if not spec.command:
             raise ValueError("agent.command: the subprocess adapter needs a command")
@@ -147,3 +128,31 @@ def build_agent(
             identity_run=f"{job_identity.namespace}.{job_identity.name}",
         )
     return KubernetesJobAgent(job, kube_client, job_target_for)
+
+
+def _http_agent(
+    spec: AgentSpec,
+    credentials: Mapping[str, Any] | None,
+    timeout_seconds: float | None,
+    endpoint_policy: EndpointPolicy | None,
+) -> AgentPort:
+    if spec.endpoint is None:
+        raise ValueError("agent.endpoint: the http adapter needs an endpoint")
+    if endpoint_policy is not None and (why := endpoint_policy.refusal(spec.endpoint)):
+        raise AdapterNotAllowed(why)
+    token = ca_bundle = None
+    if spec.credentials_ref is not None:
+        if credentials is None:
+            raise ValueError(f"agent.credentialsRef: Secret {spec.credentials_ref.name} was not provided")
+        token = secret_value(credentials, spec.credentials_ref.key or DEFAULT_TOKEN_KEY)
+        if CA_BUNDLE_KEY in (credentials.get("data") or {}) or CA_BUNDLE_KEY in (
+            credentials.get("stringData") or {}
+        ):
+            ca_bundle = secret_value(credentials, CA_BUNDLE_KEY)
+    http = HttpAgentSettings(
+        url=spec.endpoint,
+        bearer_token=token,
+        ca_bundle_pem=ca_bundle,
+        allow_local=None if endpoint_policy is None else endpoint_policy.allow_local,
+    )
+    return HttpAgent(http if timeout_seconds is None else replace(http, timeout_seconds=timeout_seconds))
