@@ -20,16 +20,15 @@ from oasis_operator.devcluster.backends import BACKENDS, parse_selection
 from oasis_operator.devcluster.cluster import remove_workdir
 from oasis_operator.devcluster.kube import http_from_kubeconfig
 from oasis_operator.devcluster.processes import pid_alive, terminate
+from oasis_operator.handlers.settings import oasis_cache_root
 
 # Components in start order; stopped in reverse.
 _ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 def clusters_root() -> Path:
-    base = os.environ.get("OASIS_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oasis-operator"
-    )
-    return Path(base) / "clusters"
+    # One definition: the operator hides this directory from local agent processes (decision 0098).
+    return oasis_cache_root(os.environ) / "clusters"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

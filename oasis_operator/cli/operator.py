@@ -99,6 +99,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "off by default, since whoever may create an EvaluationRun chooses the command",
     )
     run.add_argument(
+        "--allow-local-agent-endpoints",
+        action="store_true",
+        help="let `agent.endpoint` lead to this machine (loopback, its own addresses): for a local "
+        "operator whose agents run beside it (the dev stack, `oasis run`); off by default, since "
+        "from a pod those are the operator's own back-ends (decision 0099)",
+    )
+    run.add_argument(
         "--cluster-scoped-scenarios",
         action="store_true",
         help="run scenarios that write cluster-scoped objects (PersistentVolumes, ClusterRoles, "
@@ -170,14 +177,10 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
 def cmd_run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if settings.allow_subprocess_agents:
-        from oasis_operator.adapters.agents import sandbox
+        from oasis_operator.adapters.agents import confinement
 
-        if sandbox.abi_version() < 1:
-            raise CliError(
-                "--allow-subprocess-agents: Linux Landlock is not available to this process (kernel "
-                "5.13+, allowed by seccomp), so a local agent process could read the operator's "
-                "credentials; refusing to start"
-            )
+        if why := confinement.unavailable():
+            raise CliError(f"--allow-subprocess-agents: {why}; refusing to start (decision 0098)")
     import kopf
 
     import oasis_operator.handlers.operator  # noqa: F401  (registers the handlers)

@@ -278,6 +278,22 @@ def _preflight_lines(status: dict[str, Any], report: dict[str, Any] | None) -> l
     return out
 
 
+def _name_credentials_user(http: Any, doc: dict[str, Any]) -> None:
+    """A run whose agent gets a credentials Secret names the user who chose it; the admission policy
+    accepts only the user's own name there (decision 0099): ask the API server who we are."""
+    from oasis_operator.core.model.credentials_policy import CREDENTIALS_USER
+
+    if not ((doc.get("spec") or {}).get("agent") or {}).get("credentialsRef"):
+        return
+    me = http.post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
+    user = ((me.json().get("status") or {}).get("userInfo") or {}).get("username") if me.is_success else None
+    if user:
+        doc.setdefault("metadata", {}).setdefault("annotations", {})[CREDENTIALS_USER] = user
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from oasis_operator.cli.wait import exit_code, outcome_line
     from oasis_operator.devcluster import stack
@@ -303,6 +319,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         with kubeaccess.connect(args, timeout=60.0) as access:
             ns = doc.get("metadata", {}).get("namespace") or access.namespace
             http: Any = access.http  # stack's helpers take any httpx2-style client
+            _name_credentials_user(http, doc)
             # Local mode: the run file is the user's own, so a local agent command is accepted (sandboxed).
             procs.operator(
                 kubeconfig, args.audit_log, namespaces=[ns], extra_args=["--allow-subprocess-agents"]

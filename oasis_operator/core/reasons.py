@@ -193,13 +193,52 @@ EVENT_MESSAGE_LIMIT: Final = 1024
 AGENT_DETAIL_LIMIT: Final = 1024
 
 
+#: Characters that are never shown as they are (decision 0099): they steer a terminal or a
+#: renderer rather than show something. Bidirectional overrides and isolates reorder what a reader
+#: sees; U+FFFE and U+FFFF are not characters (nor valid XML).
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_NONCHARACTERS = frozenset("\ufffe\uffff")
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _hidden(char: str, keep: str) -> bool:
+    code = ord(char)
+    if char in keep:
+        return False
+    return (
+        code < 0x20
+        or 0x7F <= code < 0xA0  # DEL and the C1 controls (0x9b is a terminal's CSI)
+        or 0xD800 <= code < 0xE000  # a lone surrogate: no text encoding can write it
+        or char in _BIDI_CONTROLS
+        or char in _NONCHARACTERS
+    )
+
+
+def printable(text: str, *, keep: str = "") -> str:
+    """``text`` with every control character, lone surrogate, bidirectional control and
+    non-character written as a visible escape (``\\x1b``, ``\\u202e``), so that nothing an agent
+    wrote can steer the terminal, page or parser that shows it. ``keep`` lists characters left as
+    they are (a report keeps ``"\\n\\t"`` for its multi-line texts). The result is valid UTF-8 and
+    valid XML 1.0 character data."""
+    if text.isprintable() and not any(c in _BIDI_CONTROLS or c in _NONCHARACTERS for c in text):
+        return text
+    return "".join(_escaped(c) if _hidden(c, keep) else c for c in text)
+
+
 def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters (a plain cut: these are our own messages)."""
-    return text[:limit]
+    """``text`` cut to ``limit`` characters and made :func:`printable`: every status message,
+    condition and Event goes through here, and some carry what an agent said."""
+    return printable(text)[:limit]
 
 
 def bounded(text: str, limit: int = AGENT_DETAIL_LIMIT) -> str:
-    """Untrusted ``text`` cut to ``limit`` characters, saying that it was cut."""
+    """Untrusted ``text`` made :func:`printable` and cut to ``limit`` characters, saying that it
+    was cut."""
+    text = printable(text)
     if len(text) <= limit:
         return text
     marker = f"... [{len(text) - limit} more characters]"

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic.alias_generators import to_camel
 
 from oasis_operator.core import reasons
@@ -218,6 +218,10 @@ class ScenarioEntry(_Wire):
             self.reason = reasons.clip(fixed or reason or "", reasons.ENTRY_REASON_LIMIT)
 
 
+#: How much of an agent's declared name, version or model the run's status keeps.
+IDENTITY_LIMIT: Final = 256
+
+
 class AgentRecord(_Wire):
     name: str | None = None
     version: str | None = None
@@ -225,6 +229,12 @@ class AgentRecord(_Wire):
     configuration: dict[str, Any] | None = None
     #: The run-wide identity declaration (Reporting §1.2), as the report carries it.
     identity: dict[str, Any] | None = None
+
+    @field_validator("name", "version", "declared_model")
+    @classmethod
+    def _shown(cls, value: str | None) -> str | None:
+        # The agent's own words, printed by `kubectl describe` and `oasis wait`: escaped and bounded.
+        return None if value is None else reasons.bounded(value, IDENTITY_LIMIT)
 
 
 class ProfileRecord(_Wire):

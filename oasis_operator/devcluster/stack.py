@@ -177,9 +177,11 @@ class Processes:
         name: str = "operator",
         extra_args: Iterable[str] = (),
         cluster_scoped: bool = True,
+        local_agents: bool = True,
     ) -> int:
         """Start the operator; ``kubeconfig`` should be the cluster's operator identity. Scenario pods
-        go to the simulated pool, as the chart configures it."""
+        go to the simulated pool, as the chart configures it. ``local_agents``: HTTP agents may be
+        served on this machine (the local stack's agents are; decision 0099)."""
         port = metrics_port or free_port()
         pool = ",".join(f"{k}={v}" for k, v in POOL_LABEL.items())
         argv = [
@@ -198,6 +200,7 @@ class Processes:
             pool,
             # The embedded cluster's operator identity may write cluster-scoped objects.
             *(["--cluster-scoped-scenarios"] if cluster_scoped else []),
+            *(["--allow-local-agent-endpoints"] if local_agents else []),
             *extra_args,
         ]
         for ns in namespaces:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import os
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +27,22 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import Secret
 from prometheus_client import start_http_server
 
-from oasis_operator.adapters.agents import sandbox
-from oasis_operator.adapters.agents.factory import SubprocessPolicy, build_agent
+from oasis_operator.adapters.agents import confinement, sandbox
+from oasis_operator.adapters.agents.credentials import credentials_refusal, ensure_credentials_policy
+from oasis_operator.adapters.agents.factory import (
+    AdapterNotAllowed,
+    EndpointPolicy,
+    SubprocessPolicy,
+    build_agent,
+)
 from oasis_operator.adapters.agents.job import AgentJobTarget
+from oasis_operator.adapters.agents.job_objects import sweep_identity_places
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import sentinel_sender
 from oasis_operator.adapters.k8s.environment import AGENT_ACCOUNT, DEFAULT_POD_CIDR, KubeEnvironment
-from oasis_operator.adapters.k8s.store import GROUP, VERSION, Store
+from oasis_operator.adapters.k8s.store import GROUP, VERSION, EvaluationRun, Store
 from oasis_operator.adapters.metrics import Metrics
 from oasis_operator.adapters.toolplane import Cluster, discovered, tool_plane
 from oasis_operator.core import run_status as rs
@@ -45,13 +54,17 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentPort
 from oasis_operator.core.reasons import PROVIDER_FAULTS
 from oasis_operator.core.verdicts import Verdict
-from oasis_operator.handlers.settings import OperatorSettings
+from oasis_operator.handlers.settings import OperatorSettings, toolplane_secret_paths, user_credential_paths
 from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPorts
 
 log = logging.getLogger("oasis.operator")
 FINALIZER = "oasis.dev/finalizer"
-#: Name of the Job (and its ConfigMap) that runs a Job agent in a scenario's home namespace.
+#: Prefix of the generated names of the Job (and its ConfigMap) that runs a Job agent in a scenario's
+#: home namespace.
 AGENT_JOB_NAME = f"{AGENT_ACCOUNT}-run"
+#: An identity question's namespace older than this was left by a crash (its Job's own deadline is
+#: the run's identity timeout, minutes at most).
+IDENTITY_PLACE_TTL = dt.timedelta(minutes=15)
 
 
 @kopf.on.login()
@@ -61,13 +74,23 @@ def login(memo: kopf.Memo, **_: Any) -> Any:
     return settings.access.connection_info()
 
 
-def subprocess_policy(settings: OperatorSettings) -> SubprocessPolicy:
+def subprocess_policy(
+    settings: OperatorSettings, environ: Mapping[str, str] | None = None
+) -> SubprocessPolicy:
     """``adapter: subprocess`` is refused unless the operator accepts it; then it runs sandboxed,
-    hidden from every credential of the operator, the audit log and other agents' private files."""
-    hidden = [*map(str, settings.secret_paths()), tempfile.gettempdir()]
+    hidden from every credential of the operator and of its user (``environ``: the kubeconfig chain,
+    ``~/.kube``, the dev clusters' PKI), the tool plane's secrets, the audit log and other agents'
+    private files; its network is its own (decision 0098)."""
+    environ = os.environ if environ is None else environ
+    hidden = [
+        *map(str, settings.secret_paths()),
+        *map(str, user_credential_paths(environ)),
+        *map(str, toolplane_secret_paths(settings.toolplane)),
+        tempfile.gettempdir(),
+    ]
     if settings.audit.log is not None:
         hidden.append(str(settings.audit.log.resolve().parent))
-    return SubprocessPolicy(allowed=settings.allow_subprocess_agents, hidden=tuple(hidden))
+    return SubprocessPolicy(allowed=settings.allow_subprocess_agents, hidden=tuple(dict.fromkeys(hidden)))
 
 
 def job_target(request: ScenarioRequest) -> AgentJobTarget:
@@ -88,11 +111,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="oasis.dev")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="oasis.dev")
     if ours.allow_subprocess_agents:
-        if sandbox.abi_version() < 1:
-            raise kopf.PermanentError(
-                "--allow-subprocess-agents: Linux Landlock is not available here, so a "
-                "local agent process cannot be kept away from the operator's credentials"
-            )
+        if why := confinement.unavailable():
+            raise kopf.PermanentError(f"--allow-subprocess-agents: {why}")
         sandbox.make_undumpable()
     client = AsyncClient(ours.access.lightkube_config(), field_manager="oasis-operator")
     ep = ours.access.endpoint()
@@ -122,10 +142,23 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     username = me.json().get("status", {}).get("userInfo", {}).get("username", "")
     store = Store(client)
     policy = subprocess_policy(ours)
+    endpoints = EndpointPolicy(allow_local=ours.allow_local_agent_endpoints)
+
+    try:  # who may have a Secret sent to an agent (decision 0099): pinned at admission
+        credentials_policy: dt.datetime | None = await ensure_credentials_policy(client)
+    except ApiError as exc:
+        credentials_policy = None
+        log.warning("cannot install the credentials admission policy (%s): credentialsRef is refused", exc)
 
     async def agent_for(spec: EvaluationRunSpec, namespace: str, run_name: str = "") -> AgentPort:
         credentials = None
         if spec.agent.credentials_ref is not None:
+            run: dict[str, Any] = (await client.get(EvaluationRun, run_name, namespace=namespace)).to_dict()  # type: ignore[no-untyped-call]
+            refusal = await credentials_refusal(
+                client, run, spec.agent.credentials_ref.name, credentials_policy
+            )
+            if refusal is not None:
+                raise AdapterNotAllowed(refusal)
             try:
                 secret = await client.get(Secret, spec.agent.credentials_ref.name, namespace=namespace)
             except ApiError as exc:
@@ -152,6 +185,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
             job_target_for=job_target,
             job_identity=identity,
             subprocess_policy=policy,
+            endpoint_policy=endpoints,
         )
 
     env = KubeEnvironment(
@@ -207,7 +241,6 @@ async def live_owners(client: AsyncClient) -> set[str]:
     """The owners the orphan sweep spares: every scenario some run on the cluster has in flight (its
     stored status), and what a provider API on the same cluster holds (its Lease, while it runs)."""
     from oasis_operator.adapters.k8s.owner_leases import fresh_owners
-    from oasis_operator.adapters.k8s.store import EvaluationRun
 
     runs: list[Any] = [r async for r in client.list(EvaluationRun, namespace="*")]
     return rs.live_owners(r.to_dict() for r in runs) | await fresh_owners(client)
@@ -246,6 +279,11 @@ async def _housekeeping(
             if last is not None:
                 metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
+            if tick % 3 == 0:
+                # Identity questions' namespaces a crash left behind (decision 0099).
+                await sweep_identity_places(
+                    client, older_than=IDENTITY_PLACE_TTL, now=dt.datetime.now(dt.UTC)
+                )
             if tick % 3 == 0 and owned:
                 # Asked by the sweep after it has listed what exists (a scenario records its owner
                 # before creating anything): one starting meanwhile is never taken for an orphan.

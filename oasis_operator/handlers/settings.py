@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import ssl
 import tempfile
 from collections.abc import Generator, Mapping
@@ -354,6 +355,37 @@ def _parsed(path: Path, entry: FileEntry) -> object:
         ) from None
 
 
+def toolplane_secret_paths(settings: ToolPlaneSettings) -> tuple[Path, ...]:
+    """What an agent run as a local process must never read of the tool plane: the tool-plane file's
+    directory (a dev cluster's: its PKI and kubeconfigs sit beside it) and every back-end's directory
+    (the database's administrator password, the git server's credentials, vmauth's grants and reload
+    key, other scenarios' logs)."""
+    if settings.source is None:
+        return ()
+    backends, _endpoints = ToolPlaneSettings._read(settings.source)
+    found = [settings.source.resolve().parent]
+    found += [Path(e["directory"]) for e in backends.values() if isinstance(e.get("directory"), str)]
+    return tuple(found)
+
+
+def oasis_cache_root(environ: Mapping[str, str]) -> Path:
+    """The directory of our builds and dev clusters: ``$OASIS_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/oasis-operator``, else ``~/.cache/oasis-operator``."""
+    if environ.get("OASIS_CACHE_DIR"):
+        return Path(environ["OASIS_CACHE_DIR"])
+    home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
+    return Path(environ.get("XDG_CACHE_HOME") or home / ".cache") / "oasis-operator"
+
+
+def user_credential_paths(environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """Where the operator's user keeps cluster credentials an agent run as a local process must
+    never read: every file of the ``KUBECONFIG`` chain, ``~/.kube``, and the dev clusters' directory
+    (each cluster's PKI, CA and service-account signing keys included, and its kubeconfigs)."""
+    home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
+    chain = [Path(p).expanduser() for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return (*chain, home / ".kube", oasis_cache_root(environ) / "clusters")
+
+
 def prepare_toolplane(path: Path) -> tuple[Path, ...]:
     """Make the files the back-ends named in the tool-plane file ``path`` need before they start, as
     the dev cluster does when it starts them (``oasis operator prepare-toolplane``, the chart's init
@@ -463,6 +495,8 @@ class OperatorSettings:
     barrier_timeout: float = 15.0
     #: Accept ``adapter: subprocess`` (an agent run as a process of the operator's pod, sandboxed).
     allow_subprocess_agents: bool = False
+    #: Let ``agent.endpoint`` lead to this machine (loopback, its own addresses): a local operator.
+    allow_local_agent_endpoints: bool = False
     #: Run scenarios that write cluster-scoped objects (the operator holds the rights to; chart value
     #: rbac.clusterScopedScenarios); without, they are excluded as unsupported.
     cluster_scoped_scenarios: bool = False
@@ -532,6 +566,7 @@ class OperatorSettings:
             pod_cidr=args.pod_cidr or "",
             barrier_timeout=float(args.barrier_timeout),
             allow_subprocess_agents=bool(args.allow_subprocess_agents),
+            allow_local_agent_endpoints=bool(getattr(args, "allow_local_agent_endpoints", False)),
             cluster_scoped_scenarios=bool(args.cluster_scoped_scenarios),
             namespaces=tuple(args.namespace or ()),
             liveness=liveness,

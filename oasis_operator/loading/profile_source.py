@@ -58,6 +58,7 @@ def materialize(source: str, workdir: Path, *, ref: str | None = None, path: str
     """The profile directory ``source`` names (fetched or unpacked under ``workdir`` when needed)."""
     local = Path(source)
     if is_git_url(source) and not local.is_dir():
+        _refuse_options(source, ref)
         root = _fetch(source, ref, workdir / "repository")
     elif ref is not None:
         raise ProfileSourceError(f"{source}: --ref applies to a Git repository only")
@@ -137,9 +138,30 @@ def _check_bounds(archive: Path, members: int, size: int) -> None:
         )
 
 
+def _refuse_options(url: str, ref: str | None) -> None:
+    """Neither the source nor the ref may read as an option of ``git`` (``--upload-pack=<command>``
+    runs a command): git parses options after positionals too, so ``--`` alone is not enough for the
+    ref, which must follow it."""
+    for field, value in (("source", url), ("--ref", ref)):
+        if value is not None and value.lstrip().startswith("-"):
+            raise ProfileSourceError(
+                f"{field} {value!r}: must not begin with '-' (it would reach git as an option); "
+                "expected a URL, a path or a ref name"
+            )
+
+
+#: The transports a profile may come over; ``ext::`` (runs a command) and the rest are refused by git.
+_GIT_PROTOCOLS = "https:http:ssh:git:file"
+
+
 def _fetch(url: str, ref: str | None, into: Path) -> Path:
     into.mkdir(parents=True)
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    env = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "true",
+        "GIT_ALLOW_PROTOCOL": _GIT_PROTOCOLS,
+    }
 
     def git(*args: str) -> None:
         try:
@@ -164,6 +186,6 @@ def _fetch(url: str, ref: str | None, into: Path) -> Path:
             )
 
     git("init", "--quiet")
-    git("fetch", "--quiet", "--depth", "1", "--no-tags", url, ref or "HEAD")
+    git("fetch", "--quiet", "--depth", "1", "--no-tags", "--", url, ref or "HEAD")
     git("-c", "advice.detachedHead=false", "checkout", "--quiet", "FETCH_HEAD")
     return into

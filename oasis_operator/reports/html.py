@@ -9,7 +9,8 @@ with the tier, the coverage and the conformance claim.
 
 Everything in a report may come from the agent (its declared identity, the names it used in API
 requests, metadata it reported), so the template is rendered with autoescaping on and nothing is
-marked safe.
+marked safe, and every printed value is made printable first (control characters and lone
+surrogates escaped).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import jinja2
 
 from oasis_operator.core.preflight import unmet_lines
+from oasis_operator.core.reasons import printable
 from oasis_operator.core.reporting.deciding import channel_label, deciding_line, masked
 from oasis_operator.core.verdicts import Exclusion, SettledVerdict
 
@@ -36,9 +38,20 @@ RESULT_CLASSES: dict[str, str] = {
 #: Results whose scenario is shown open: what a reader must look at.
 OPEN_RESULTS = frozenset({SettledVerdict.FAIL, SettledVerdict.PROVIDER_FAILURE, SettledVerdict.UNEVALUABLE})
 
+
+def _shown(value: Any) -> Any:
+    """Every value the template prints, before escaping: text made printable (control characters,
+    lone surrogates and bidirectional controls escaped, newlines and tabs kept), so the page is
+    valid UTF-8 and nothing the agent wrote steers the reader's display (decision 0099)."""
+    if hasattr(value, "__html__"):
+        return value  # markup (a macro's output): made of values that came through here already
+    return printable(value, keep="\n\t") if isinstance(value, str) else value
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("oasis_operator.reports", "templates"),
     autoescape=True,
+    finalize=_shown,
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,

@@ -5,7 +5,9 @@ Called by ``oasis report --format junit``. It turns the verdict object (plain da
 capability) and a ``<testcase>`` per scenario, classname ``oasis.<classification>.<category>``.
 FAIL becomes a ``<failure>``, PROVIDER_FAILURE an ``<error>`` (the harness, not the agent, failed),
 NOT_APPLICABLE, NOT_EXECUTED and UNEVALUABLE a ``<skipped>``; a capability scenario passes with its score in a
-property. Violated assertions and their deciding audit events are the failure's text.
+property. Violated assertions and their deciding audit events are the failure's text. Every text
+and attribute is made printable (control characters and lone surrogates escaped), so the document is
+well-formed whatever the agent declared or named.
 
 Every scenario of the profile is listed, so a CI dashboard shows the whole profile: those the provider
 did not execute (``not_executed_by_provider``: UNSUPPORTED, INVALID; they have no record in
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oasis_operator.core.preflight import unmet_lines
+from oasis_operator.core.reasons import printable
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import Exclusion, SettledVerdict, Verdict
 
@@ -29,6 +32,8 @@ from oasis_operator.core.verdicts import Exclusion, SettledVerdict, Verdict
 SUITES = ("safety", "capability")
 #: The suite of scenarios not executed by the provider whose entry names no classification.
 NOT_EXECUTED_SUITE = "not-executed"
+#: Characters of the report's own texts shown as they are (every other control is escaped).
+_KEPT = "\n\t"
 
 
 def _assertion_lines(scenario: Mapping[str, Any], outcomes: Sequence[str]) -> list[str]:
@@ -120,6 +125,20 @@ def _cases(report: Mapping[str, Any]) -> dict[str, list[tuple[ET.Element, float]
     return by_suite
 
 
+def _printable(root: ET.Element) -> None:
+    """Every text and attribute of the tree made :func:`~oasis_operator.core.reasons.printable`
+    (newlines and tabs kept): much of it is the agent's (its name, the names in its requests), and a
+    control character or a lone surrogate would make the document ill-formed XML, or steer the
+    terminal of whoever reads the CI log (decision 0099)."""
+    for element in root.iter():
+        if element.text:
+            element.text = printable(element.text, keep=_KEPT)
+        if element.tail:
+            element.tail = printable(element.tail, keep=_KEPT)
+        for key, value in element.attrib.items():
+            element.set(key, printable(value, keep=_KEPT))
+
+
 def render_junit(report: Mapping[str, Any]) -> str:
     """The report as a JUnit XML document (UTF-8 text with an XML declaration)."""
     verdict = report.get("verdict") or {}
@@ -156,5 +175,6 @@ def render_junit(report: Mapping[str, Any]) -> str:
     for key, value in totals.items():
         root.set(key, str(value))
     root.set("time", f"{total_time:.3f}")
+    _printable(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

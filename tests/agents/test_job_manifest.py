@@ -61,9 +61,10 @@ def pod_spec(job: dict) -> dict:  # type: ignore[type-arg]
 
 
 def test_the_job_runs_in_the_scenario_namespace_as_the_scenario_service_account() -> None:
-    job = build_agent_job(SETTINGS, TARGET)
+    job = build_agent_job(SETTINGS, TARGET, config_map="worker-7f3k-x8k2q")
     assert job["metadata"]["namespace"] == "shop-k3x9"
-    assert job["metadata"]["name"] == "worker-7f3k"
+    assert job["metadata"]["generateName"] == "worker-7f3k-"  # never an existing object's name
+    assert "name" not in job["metadata"]
     spec = pod_spec(job)
     assert spec["serviceAccountName"] == "worker-7f3k"
     assert spec["automountServiceAccountToken"] is True
@@ -90,7 +91,7 @@ def test_the_job_refuses_simulated_nodes() -> None:
 
 
 def test_the_request_is_mounted_from_the_config_map() -> None:
-    spec = pod_spec(build_agent_job(SETTINGS, TARGET))
+    spec = pod_spec(build_agent_job(SETTINGS, TARGET, config_map="worker-7f3k-x8k2q"))
     container = spec["containers"][0]
     env = {item["name"]: item["value"] for item in container["env"]}
     assert env == {
@@ -98,7 +99,7 @@ def test_the_request_is_mounted_from_the_config_map() -> None:
         "TASK_REQUEST_FILE": "/var/run/task/request.json",
         "KUBECONFIG": "/var/run/task/kubeconfig",
     }
-    assert {"name": "task", "configMap": {"name": "worker-7f3k"}} in spec["volumes"]
+    assert {"name": "task", "configMap": {"name": "worker-7f3k-x8k2q"}} in spec["volumes"]
     assert {"name": "task", "mountPath": "/var/run/task", "readOnly": True} in container["volumeMounts"]
     assert container["args"] == ["--verbose"]
     assert spec["imagePullSecrets"] == [{"name": "pull"}]
@@ -107,7 +108,7 @@ def test_the_request_is_mounted_from_the_config_map() -> None:
 def test_the_config_map_carries_the_request_with_an_in_cluster_kubeconfig_and_no_secret() -> None:
     config_map = build_request_config_map(SETTINGS, TARGET, REQUEST)
     assert config_map["metadata"] == {
-        "name": "worker-7f3k",
+        "generateName": "worker-7f3k-",
         "namespace": "shop-k3x9",
         "labels": {"app.kubernetes.io/managed-by": "ops"},
     }
@@ -141,6 +142,18 @@ def test_the_identity_job_asks_the_identity_question_without_a_request() -> None
     assert container["args"] == ["--verbose", IDENTITY_ARGUMENT]
     assert all(volume["name"] != "task" for volume in spec["volumes"])
     assert "TASK_REQUEST_FILE" not in {item["name"] for item in container["env"]}
+    # It runs before any scenario: unjudged, so without a token (decision 0099, M-3).
+    assert spec["automountServiceAccountToken"] is False
+
+
+def test_the_identity_question_s_place_admits_no_traffic_and_is_named_by_the_server() -> None:
+    from oasis_operator.adapters.agents.job_objects import IDENTITY_LABEL, deny_all_policy, identity_namespace
+
+    namespace = identity_namespace("evals.my run/1")
+    assert namespace["metadata"]["generateName"] == "agent-"
+    assert namespace["metadata"]["labels"] == {IDENTITY_LABEL: "evals.my-run-1"}
+    policy = deny_all_policy("agent-x8k2q")
+    assert policy["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
 
 
 def test_the_builders_are_deterministic() -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oasis_operator.cli.main import main
 from oasis_operator.devcluster import stack
@@ -189,3 +191,48 @@ def test_the_demo_says_where_to_point_it_when_the_profile_is_missing(tmp_path: P
     monkeypatch.setenv(stack.SI_PROFILE_ENV, str(tmp_path / "gone.tgz"))
     with pytest.raises(SetupError, match=r"^\$OASIS_SI_PROFILE: .*gone.tgz: no such directory"):
         stack.si_profile(tmp_path / "work")
+
+
+# --- a source or ref never reaches git as an option (review finding L-3, decision 0099) ---------------
+
+option_like = st.builds(
+    lambda dashes, name, value: f"{dashes}{name}={value}",
+    st.sampled_from(["-", "--", " --"]),
+    st.sampled_from(["upload-pack", "config", "exec", "receive-pack", "output", "c"]),
+    st.text(alphabet="abcdefghij ;/._-", min_size=1, max_size=20),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(option=option_like, where=st.sampled_from(["source", "ref"]))
+def test_a_source_or_ref_that_reads_as_an_option_is_refused_before_git_runs(
+    tmp_path_factory: pytest.TempPathFactory, option: str, where: str
+) -> None:
+    from oasis_operator.loading.profile_source import ProfileSourceError, materialize
+
+    workdir = tmp_path_factory.mktemp("source")
+    marker = workdir / "ran"
+    payload = option.replace("abcdefghij", "") + f";touch {marker};.git"
+    source = payload if where == "source" else "file:///nonexistent/spec.git"
+    ref = payload if where == "ref" else None
+    with pytest.raises(ProfileSourceError, match="must not begin with '-'"):
+        materialize(source, workdir, ref=ref)
+    assert not marker.exists()
+    assert not (workdir / "repository").exists(), "git was never started"
+
+
+def test_the_reviewed_upload_pack_source_runs_nothing(tmp_path: Path, capsys) -> None:
+    """The review's reproduction: ``--upload-pack=touch <marker>;.git`` used to run ``touch``."""
+    marker = tmp_path / "pwned"
+    code = main(["import", "profile", "--", f"--upload-pack=touch {marker};.git"])
+    assert code == 2
+    assert "must not begin with '-'" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_a_url_after_the_separator_still_fetches(spec_repo: tuple[str, str], tmp_path: Path) -> None:
+    from oasis_operator.loading.profile_source import materialize
+
+    url, tagged = spec_repo
+    found = materialize(url, tmp_path / "w", ref=tagged, path=INNER)
+    assert (found / "profile.md").is_file()

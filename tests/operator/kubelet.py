@@ -130,10 +130,13 @@ class AgentNode:
         root = self.workdir / "pods" / pod["metadata"]["uid"]
         sa_dir = root / "serviceaccount"
         sa_dir.mkdir(parents=True)
-        token = await asyncio.to_thread(self._token, pod)
-        (sa_dir / "token").write_text(token)
-        (sa_dir / "ca.crt").write_bytes(self.ca_file.read_bytes())
-        (sa_dir / "namespace").write_text(ns)
+        # As a kubelet does: a token only where the pod mounts one (the identity Job does not).
+        mounted = pod["spec"].get("automountServiceAccountToken", True) is not False
+        if mounted:
+            token = await asyncio.to_thread(self._token, pod)
+            (sa_dir / "token").write_text(token)
+            (sa_dir / "ca.crt").write_bytes(self.ca_file.read_bytes())
+            (sa_dir / "namespace").write_text(ns)
         mounts = {m["mountPath"]: m for m in container.get("volumeMounts") or []}
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(root)}
         paths: dict[str, str] = {}
@@ -166,6 +169,7 @@ class AgentNode:
             {
                 "pod": f"{ns}/{name}",
                 "serviceAccount": pod["spec"].get("serviceAccountName"),
+                "token": mounted,
                 "args": container.get("args", []),
                 "exit": proc.returncode,
                 "stderr": err.decode()[-500:],

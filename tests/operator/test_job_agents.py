@@ -1,5 +1,6 @@
 """``adapter: job`` in operator mode: the agent is an image run as a Job per scenario, in the scenario's
-home namespace, as the scenario's own ServiceAccount; its identity Job runs in the run's namespace.
+home namespace, as the scenario's own ServiceAccount; its identity Job runs, without a token, in a
+namespace made for it alone.
 The pods are simulated (kwok); the containers' logs come from really running the image's program
 (tests/operator/kubelet.py), so the agent really answers, acting on the cluster with its pod's
 token."""
@@ -92,18 +93,28 @@ async def test_a_job_agent_answers_from_a_simulated_pod_as_the_scenarios_service
     (entry,) = st["scenarios"]
     assert (entry["id"], entry["verdict"]) == (SMALL[0], "PASS")
     assert st["agent"]["name"] == "reference-agent"
-    # Two Jobs ran the image: the identity question in the run's namespace (its default account), then
-    # the scenario in the scenario's home namespace, as the scenario's own ServiceAccount.
+    # Two Jobs ran the image: the identity question in a namespace made for it alone, with no token
+    # (decision 0099), then the scenario in the scenario's home namespace, as the scenario's own
+    # ServiceAccount.
     identity, scenario = node.ran
-    assert identity["pod"].startswith(f"{ns}/job-agent-identity")
-    assert (identity["serviceAccount"], identity["args"], identity["exit"]) == (
+    place, pod = identity["pod"].split("/")
+    assert place.startswith("agent-")
+    assert place not in (ns, *entry["namespaces"])
+    assert pod.startswith("job-agent-identity-")
+    assert (identity["serviceAccount"], identity["token"], identity["args"], identity["exit"]) == (
         "default",
+        False,
         ["identity-and-configuration"],
         0,
     )
     home = scenario["pod"].split("/")[0]
     assert home in entry["namespaces"]
-    assert (scenario["serviceAccount"], scenario["args"], scenario["exit"]) == ("automation", [], 0), scenario
+    assert (scenario["serviceAccount"], scenario["token"], scenario["args"], scenario["exit"]) == (
+        "automation",
+        True,
+        [],
+        0,
+    ), scenario
     # The agent's answer reached the evaluation, and its acts are in the audit log under its identity.
     bundle, _ = read_lines(evidence.splitlines())
     assert bundle.agent_response.strip(), "the Job's log was the agent's answer"
@@ -113,4 +124,4 @@ async def test_a_job_agent_answers_from_a_simulated_pod_as_the_scenarios_service
     assert all(
         e["objectRef"].get("namespace") in (*entry["namespaces"], None) for e in acts if e.get("objectRef")
     )
-    assert [j["metadata"]["name"] for j in left] == [], "the identity Job is removed"
+    assert [j["metadata"]["name"] for j in left] == [], "no Job in the run's namespace"

@@ -215,6 +215,12 @@ def test_the_operator_hides_its_credentials_the_audit_log_and_the_temporary_dire
         "{cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: 'https://x'}}]\n"
         "users: [{name: u, user: {client-certificate: /pki/op.crt, client-key: /pki/op.key}}]\n"
     )
+    cluster_dir = tmp_path / "cluster"
+    (cluster_dir / "backends" / "logs").mkdir(parents=True)
+    toolplane = cluster_dir / "toolplane.json"
+    toolplane.write_text(
+        json.dumps({"backends": {"logs": {"directory": str(cluster_dir / "backends" / "logs")}}})
+    )
     args = build_parser().parse_args(
         [
             "operator",
@@ -223,10 +229,13 @@ def test_the_operator_hides_its_credentials_the_audit_log_and_the_temporary_dire
             str(kubeconfig),
             "--audit-log",
             str(tmp_path / "audit" / "audit.log"),
+            "--toolplane",
+            str(toolplane),
             "--allow-subprocess-agents",
         ]
     )
-    policy = subprocess_policy(OperatorSettings.from_args(args, {}))
+    environ = {"HOME": "/home/op", "KUBECONFIG": "/srv/admin.kubeconfig"}
+    policy = subprocess_policy(OperatorSettings.from_args(args, {}), environ)
     assert policy.allowed
     assert set(policy.hidden) == {
         str(kubeconfig),
@@ -234,6 +243,13 @@ def test_the_operator_hides_its_credentials_the_audit_log_and_the_temporary_dire
         "/pki/op.key",
         tempfile.gettempdir(),
         str((tmp_path / "audit").resolve()),
+        # Its user's: the kubeconfig chain, ~/.kube and the dev clusters' PKI (decision 0098).
+        "/srv/admin.kubeconfig",
+        "/home/op/.kube",
+        "/home/op/.cache/oasis-operator/clusters",
+        # The tool plane's: the file's directory (a dev cluster's) and every back-end's.
+        str(cluster_dir.resolve()),
+        str(cluster_dir / "backends" / "logs"),
     }
 
 

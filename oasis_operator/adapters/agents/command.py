@@ -9,10 +9,13 @@ When the request carries an environment, its kubeconfig is written to a private 
 the run and ``KUBECONFIG`` points at it, so ``kubectl``-style agents work unchanged; the request on
 stdin still carries it too.
 
-In the operator (``--allow-subprocess-agents``) the command also runs in a Landlock sandbox
-(:mod:`oasis_operator.adapters.agents.sandbox`) that hides every credential of the operator (its
-kubeconfig or ServiceAccount token, the webhook's TLS files, the audit log, other agents' private
-files): it gets the scenario's own kubeconfig and nothing else. Without Landlock it is not started.
+In the operator (``--allow-subprocess-agents``) the command is also confined
+(:mod:`oasis_operator.adapters.agents.confinement`, decision 0098): a Landlock sandbox hides every
+credential of the operator and of its user (its kubeconfig or ServiceAccount token, the webhook's TLS
+files, the audit log, the kubeconfig chain, the dev clusters' PKI, the tool plane's secrets, other
+agents' private files) and keeps its signals in; a network namespace of its own reaches only the
+endpoints its request names (the API server, the gateway); its processes are bounded. Where any of
+that cannot be had it is not started, and the failure says why.
 
 The command is untrusted and bounded: a deadline (on expiry the whole process group is killed), a cap
 on stdout (exceeding it kills the group at once), an address-space limit set with ``setrlimit`` in
@@ -35,8 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oasis_operator.adapters.agents import sandbox
-from oasis_operator.adapters.agents.sandbox import SandboxRules
+from oasis_operator.adapters.agents.confinement import Confinement
+from oasis_operator.adapters.agents.reach import Endpoint, endpoints_of
 from oasis_operator.core.contract import (
     LAUNCH_FAILED,
     MALFORMED_RESPONSE,
@@ -79,6 +82,8 @@ class SubprocessAgentSettings:
     cwd: str | None = None
     #: Run in a sandbox hiding these paths (files or directories); None: no sandbox (local use).
     sandbox_hidden: tuple[str, ...] | None = None
+    #: In the sandbox: at most this many processes and threads of the agent at once.
+    max_processes: int = 256
 
     def __post_init__(self) -> None:
         if not self.command or not all(isinstance(part, str) and part for part in self.command):
@@ -89,6 +94,8 @@ class SubprocessAgentSettings:
             raise ValueError("max_output_bytes must be positive")
         if self.max_memory_bytes is not None and self.max_memory_bytes <= 0:
             raise ValueError("max_memory_bytes must be positive or None")
+        if self.max_processes < 2:
+            raise ValueError("max_processes: expected at least 2")
 
 
 @dataclass(frozen=True)
@@ -98,15 +105,15 @@ class _Finished:
     stderr_tail: bytes
 
 
-def _limits(max_memory_bytes: int | None, rules: SandboxRules | None = None) -> Callable[[], None]:
+def _limits(max_memory_bytes: int | None, confined: Confinement | None = None) -> Callable[[], None]:
     """What the child runs between fork and exec: resource limits, then the sandbox, if any."""
 
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if max_memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (max_memory_bytes, max_memory_bytes))
-        if rules is not None:
-            sandbox.enter(rules)
+        if confined is not None:
+            confined.enter()
 
     return apply
 
@@ -163,6 +170,7 @@ class SubprocessAgent:
                     self.settings.max_output_bytes,
                     self._environment(kubeconfig, private),
                     private,
+                    endpoints_of(request),
                 )
             except AgentFault as fault:
                 return AgentOutcome.failure(
@@ -207,14 +215,44 @@ class SubprocessAgent:
         return env
 
     async def _run(
-        self, command: list[str], stdin: bytes, budget: float, cap: int, env: dict[str, str], private: str
+        self,
+        command: list[str],
+        stdin: bytes,
+        budget: float,
+        cap: int,
+        env: dict[str, str],
+        private: str,
+        endpoints: tuple[Endpoint, ...] = (),
     ) -> _Finished:
-        rules: SandboxRules | None = None
-        cwd = self.settings.cwd
+        confined: Confinement | None = None
+        if self.settings.sandbox_hidden is not None:
+            try:
+                confined = Confinement.prepare(
+                    [Path(p) for p in self.settings.sandbox_hidden],
+                    Path(private),
+                    endpoints,
+                    self.settings.max_processes,
+                )
+            except OSError as exc:  # no Landlock, no user namespace, no process bound
+                raise AgentFault(LAUNCH_FAILED, f"cannot confine {command[0]!r}: {exc}") from None
         try:
-            if self.settings.sandbox_hidden is not None:
-                rules = sandbox.prepare([Path(p) for p in self.settings.sandbox_hidden], [Path(private)])
-                cwd = cwd or private
+            return await self._run_confined(command, stdin, budget, cap, env, private, confined)
+        finally:
+            if confined is not None:
+                await confined.close()
+
+    async def _run_confined(
+        self,
+        command: list[str],
+        stdin: bytes,
+        budget: float,
+        cap: int,
+        env: dict[str, str],
+        private: str,
+        confined: Confinement | None,
+    ) -> _Finished:
+        cwd = self.settings.cwd or (private if confined is not None else None)
+        try:
             process = await asyncio.create_subprocess_exec(
                 *command,
                 stdin=asyncio.subprocess.PIPE,
@@ -223,22 +261,30 @@ class SubprocessAgent:
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=_limits(self.settings.max_memory_bytes, rules),
+                preexec_fn=_limits(self.settings.max_memory_bytes, confined),
             )
         except (
             OSError,
             ValueError,
             subprocess.SubprocessError,
         ) as exc:  # not found, not executable, limits or sandbox refused
+            why = confined.why_not_started() if confined is not None else None
+            if why:  # the child could not make the agent's namespace: said by the child itself
+                raise AgentFault(LAUNCH_FAILED, f"cannot confine {command[0]!r}: {why}") from None
             raise AgentFault(LAUNCH_FAILED, f"cannot start {command[0]!r}: {exc}") from None
         finally:
-            if rules is not None:
-                rules.close()
+            if confined is not None:
+                confined.spawned()
         if process.stdin is None or process.stdout is None or process.stderr is None:  # pragma: no cover
             raise RuntimeError("asyncio did not give the child pipes")
         pgid = process.pid  # the child leads its own session, so its pid is its group id
         stderr_tail = bytearray()
         try:
+            if confined is not None:
+                try:
+                    await confined.connect()
+                except OSError as exc:
+                    raise AgentFault(LAUNCH_FAILED, f"cannot relay {command[0]!r}'s network: {exc}") from None
             async with asyncio.timeout(budget):
                 results = await asyncio.gather(
                     _feed(process.stdin, stdin),

@@ -22,6 +22,7 @@ from types import TracebackType
 
 import httpx2
 
+from oasis_operator.adapters.agents.egress import GuardedBackend, GuardedTransport
 from oasis_operator.core.contract import (
     CONNECTION_FAILED,
     CONNECTION_RESET,
@@ -42,8 +43,9 @@ from oasis_operator.core.errors import AgentFault, AgentUnavailable
 __all__ = ["HttpAgent", "HttpAgentSettings"]
 
 IDENTITY_PATH = "/identity-and-configuration"
-#: How much of an error body is kept for the outcome's detail.
-ERROR_BODY_BYTES = 2048
+#: What a status says of a non-2xx reply: its code and this, never its body. The endpoint is the run
+#: creator's choice and may not be an agent at all (decision 0099).
+NOT_AN_ANSWER = "the endpoint did not answer (its response body is not read)"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,11 @@ class HttpAgentSettings:
     connect_timeout_seconds: float = 10.0
     max_response_bytes: int = 16 * 1024 * 1024
     max_identity_bytes: int = 1024 * 1024
+    #: Where the endpoint may lead (decision 0099): None connects anywhere (local tools and tests);
+    #: False refuses loopback, link-local, unspecified, multicast and the operator's own addresses,
+    #: after resolution and on the connected socket; True lets loopback and own addresses through
+    #: (an operator whose agents run on the same machine).
+    allow_local: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -98,6 +105,10 @@ class HttpAgent:
         headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if settings.bearer_token is not None:
             headers["Authorization"] = f"Bearer {settings.bearer_token}"
+        if transport is None and settings.allow_local is not None:
+            transport = GuardedTransport(
+                verify=verify, backend=GuardedBackend(allow_local=settings.allow_local)
+            )
         self._client = httpx2.AsyncClient(
             verify=verify,
             headers=headers,
@@ -133,13 +144,11 @@ class HttpAgent:
                 HTTP_ERROR_STATUS, f"GET {url}: HTTP 404; the agent must serve this endpoint"
             )
         if not 200 <= reply.status < 300:
-            raise AgentUnavailable(
-                HTTP_ERROR_STATUS, f"GET {url}: HTTP {reply.status}: {_snippet(reply.body)}"
-            )
+            raise AgentUnavailable(HTTP_ERROR_STATUS, f"GET {url}: HTTP {reply.status}; {NOT_AN_ANSWER}")
         try:
             return parse_identity_and_configuration(reply.body)
         except ContractViolation as exc:
-            raise AgentUnavailable(MALFORMED_RESPONSE, f"GET {url}: {exc}") from None
+            raise AgentUnavailable(MALFORMED_RESPONSE, f"GET {url}: {exc.shape_only()}") from None
 
     async def run_scenario(
         self, request: ScenarioRequest, *, timeout_seconds: float | None = None
@@ -161,7 +170,7 @@ class HttpAgent:
         if not 200 <= reply.status < 300:
             return AgentOutcome.failure(
                 HTTP_ERROR_STATUS,
-                f"HTTP {reply.status}: {_snippet(reply.body)}",
+                f"HTTP {reply.status}; {NOT_AN_ANSWER}",
                 http_status=reply.status,
                 elapsed_seconds=elapsed,
             )
@@ -169,7 +178,7 @@ class HttpAgent:
             response = parse_response(reply.body)
         except ContractViolation as exc:
             return AgentOutcome.failure(
-                MALFORMED_RESPONSE, str(exc), http_status=reply.status, elapsed_seconds=elapsed
+                MALFORMED_RESPONSE, exc.shape_only(), http_status=reply.status, elapsed_seconds=elapsed
             )
         return outcome_from_response(response, http_status=reply.status, elapsed_seconds=elapsed)
 
@@ -181,7 +190,8 @@ class HttpAgent:
             async with asyncio.timeout(budget):
                 async with self._client.stream(method, url, content=body, headers=headers) as response:
                     ok = 200 <= response.status_code < 300
-                    cap = limit if ok else ERROR_BODY_BYTES
+                    if not ok:  # an error's body is never read, nor shown (decision 0099)
+                        return _Reply(response.status_code, b"")
                     declared = response.headers.get("Content-Length")
                     if ok and declared is not None and declared.isdigit() and int(declared) > limit:
                         raise AgentFault(
@@ -189,7 +199,7 @@ class HttpAgent:
                             f"the agent announced {declared} bytes; the limit is {limit}",
                             http_status=response.status_code,
                         )
-                    data = await _read_capped(response, cap, ok)
+                    data = await _read_capped(response, limit)
                     return _Reply(response.status_code, data)
         except AgentFault:
             raise
@@ -213,23 +223,15 @@ class HttpAgent:
             raise AgentFault(CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
 
 
-async def _read_capped(response: httpx2.Response, cap: int, enforce: bool) -> bytes:
-    """Read at most ``cap`` bytes; past it, fail (``enforce``) or just stop (error bodies)."""
+async def _read_capped(response: httpx2.Response, cap: int) -> bytes:
+    """Read at most ``cap`` bytes; past it, fail."""
     buffer = bytearray()
     async for chunk in response.aiter_bytes():
         if len(buffer) + len(chunk) > cap:
-            if enforce:
-                raise AgentFault(
-                    OUTPUT_TOO_LARGE,
-                    f"the answer exceeded the limit of {cap} bytes; reading stopped there",
-                    http_status=response.status_code,
-                )
-            buffer += chunk[: cap - len(buffer)]
-            break
+            raise AgentFault(
+                OUTPUT_TOO_LARGE,
+                f"the answer exceeded the limit of {cap} bytes; reading stopped there",
+                http_status=response.status_code,
+            )
         buffer += chunk
     return bytes(buffer)
-
-
-def _snippet(body: bytes) -> str:
-    text = body[:ERROR_BODY_BYTES].decode("utf-8", errors="replace").strip()
-    return text or "(empty body)"

@@ -19,7 +19,10 @@ How the agent runs:
   when the agent logged other lines first). Kubernetes merges stderr into the log, so an agent
   should keep stderr quiet or end with the answer on one line;
 * the identity question runs the same image with the extra argument ``identity-and-configuration``
-  in a namespace chosen by the settings.
+  in a throwaway namespace of its own that admits no traffic, with no ServiceAccount token
+  (:mod:`~oasis_operator.adapters.agents.job_objects`, decision 0099);
+* every Job and ConfigMap gets a generated name, and the adapter deletes exactly the objects it
+  created (by uid), never another object of the same name.
 
 Bounds: ``activeDeadlineSeconds`` and our own deadline (after which the Job is deleted), memory and
 CPU limits, a capped log read (``limitBytes``), no retries (``backoffLimit: 0``), no privilege.
@@ -48,9 +51,9 @@ from typing import Any
 import httpx2
 from lightkube import ApiError
 from lightkube.resources.batch_v1 import Job
-from lightkube.resources.core_v1 import ConfigMap, Pod, PodLog
-from lightkube.types import CascadeType
+from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, PodLog
 
+from oasis_operator.adapters.agents.job_objects import delete_exactly, open_identity_place
 from oasis_operator.core.contract import (
     LAUNCH_FAILED,
     MALFORMED_RESPONSE,
@@ -107,9 +110,6 @@ class AgentJobSettings:
     cpu_limit: str = "1"
     labels: Mapping[str, str] = field(default_factory=dict)
     ttl_seconds_after_finished: int = 600
-    #: Where the identity Job runs, as whom (no scenario exists yet).
-    identity_namespace: str = "default"
-    identity_service_account: str = "default"
 
     def __post_init__(self) -> None:
         if not self.image:
@@ -122,7 +122,8 @@ class AgentJobSettings:
 
 @dataclass(frozen=True)
 class AgentJobTarget:
-    """Where one agent Job runs: its name (also the ConfigMap's), namespace and ServiceAccount."""
+    """Where one agent Job runs: the prefix of its generated name (and its ConfigMap's), its
+    namespace and ServiceAccount."""
 
     name: str
     namespace: str
@@ -175,15 +176,21 @@ def build_request_config_map(
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": target.name, "namespace": target.namespace, "labels": dict(settings.labels)},
+        "metadata": {
+            "generateName": f"{target.name}-",
+            "namespace": target.namespace,
+            "labels": dict(settings.labels),
+        },
         "data": data,
     }
 
 
 def build_agent_job(
-    settings: AgentJobSettings, target: AgentJobTarget, *, identity: bool = False
+    settings: AgentJobSettings, target: AgentJobTarget, *, identity: bool = False, config_map: str = ""
 ) -> dict[str, Any]:
-    """The Job that runs the agent once. ``identity`` asks the identity question instead of a scenario."""
+    """The Job that runs the agent once, mounting the request from ``config_map`` (the generated name
+    of the ConfigMap created for it). ``identity`` asks the identity question instead of a scenario:
+    no request, and no ServiceAccount token."""
     timeout = settings.identity_timeout_seconds if identity else settings.timeout_seconds
     args = [*settings.args, IDENTITY_ARGUMENT] if identity else list(settings.args)
     env = [{"name": name, "value": value} for name, value in sorted(settings.env.items())]
@@ -195,7 +202,7 @@ def build_agent_job(
             {"name": "KUBECONFIG", "value": f"{REQUEST_DIR}/{KUBECONFIG_FILE}"},
         ]
         volume_mounts.append({"name": "task", "mountPath": REQUEST_DIR, "readOnly": True})
-        volumes.append({"name": "task", "configMap": {"name": target.name}})
+        volumes.append({"name": "task", "configMap": {"name": config_map}})
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": settings.image,
@@ -220,7 +227,7 @@ def build_agent_job(
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "serviceAccountName": target.service_account,
-        "automountServiceAccountToken": True,
+        "automountServiceAccountToken": not identity,
         "enableServiceLinks": False,
         "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
@@ -241,7 +248,11 @@ def build_agent_job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": target.name, "namespace": target.namespace, "labels": dict(settings.labels)},
+        "metadata": {
+            "generateName": f"{target.name}-",
+            "namespace": target.namespace,
+            "labels": dict(settings.labels),
+        },
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": max(1, math.ceil(timeout)),
@@ -283,22 +294,31 @@ class KubernetesJobAgent:
         target_for: Any,
         *,
         identity_job_name: str = "agent-identity",
+        identity_run: str = "",
         poll_seconds: float = 0.5,
     ) -> None:
         self.settings = settings
         self._client = client
         self._target_for = target_for
         self._identity_name = identity_job_name
+        self._identity_run = identity_run or identity_job_name
         self._poll = poll_seconds
 
     async def identify(self) -> IdentityAndConfiguration:
-        target = AgentJobTarget(
-            self._identity_name, self.settings.identity_namespace, self.settings.identity_service_account
-        )
+        try:
+            place, place_uid = await open_identity_place(self._client, self._identity_run)
+        except ApiError as exc:
+            raise AgentUnavailable(
+                LAUNCH_FAILED, f"cannot make the identity Job's namespace: {exc}"
+            ) from None
+        target = AgentJobTarget(self._identity_name, place, "default")
         try:
             log, exit_code = await self._run_job(target, None, self.settings.identity_timeout_seconds)
         except AgentFault as fault:
             raise AgentUnavailable(fault.reason, fault.detail) from None
+        finally:
+            with contextlib.suppress(ApiError, httpx2.HTTPError):
+                await delete_exactly(self._client, Namespace, place, None, place_uid)
         if exit_code != 0:
             raise AgentUnavailable(PROCESS_FAILED, f"the identity Job's container exited with {exit_code}")
         try:
@@ -343,20 +363,26 @@ class KubernetesJobAgent:
     async def _run_job(
         self, target: AgentJobTarget, request: ScenarioRequest | None, budget: float
     ) -> tuple[bytes, int]:
-        job_manifest = build_agent_job(self.settings, target, identity=request is None)
+        made: list[tuple[Any, str, str]] = []  # (kind, generated name, uid): what to delete, exactly
         try:
+            config_map = ""
             if request is not None:
-                config_map = build_request_config_map(self.settings, target, request)
-                await self._client.create(ConfigMap.from_dict(config_map))
-            await self._client.create(Job.from_dict(job_manifest))
+                cm = await self._client.create(
+                    ConfigMap.from_dict(build_request_config_map(self.settings, target, request))
+                )
+                config_map = cm.metadata.name
+                made.append((ConfigMap, config_map, cm.metadata.uid))
+            manifest = build_agent_job(self.settings, target, identity=request is None, config_map=config_map)
+            job = await self._client.create(Job.from_dict(manifest))
+            made.append((Job, job.metadata.name, job.metadata.uid))
         except ApiError as exc:
-            await self._cleanup(target, request is not None)
+            await self._cleanup(target.namespace, made)
             raise AgentFault(
-                LAUNCH_FAILED, f"cannot create the agent Job {target.namespace}/{target.name}: {exc}"
+                LAUNCH_FAILED, f"cannot create the agent Job in {target.namespace} ({target.name}-...): {exc}"
             ) from None
         try:
             async with asyncio.timeout(budget):
-                pod_name, exit_code = await self._wait_for_container(target)
+                pod_name, exit_code = await self._wait_for_container(target.namespace, job.metadata.name)
                 log = await self._read_log(pod_name, target.namespace)
             return log, exit_code
         except TimeoutError:
@@ -365,13 +391,11 @@ class KubernetesJobAgent:
             # No log means no answer; on simulated nodes this is where a pod that never ran ends.
             raise AgentFault(LAUNCH_FAILED, f"the agent pod's output could not be collected: {exc}") from None
         finally:
-            await self._cleanup(target, request is not None)
+            await self._cleanup(target.namespace, made)
 
-    async def _wait_for_container(self, target: AgentJobTarget) -> tuple[str, int]:
+    async def _wait_for_container(self, namespace: str, job: str) -> tuple[str, int]:
         while True:
-            async for pod in self._client.list(
-                Pod, namespace=target.namespace, labels={"job-name": target.name}
-            ):
+            async for pod in self._client.list(Pod, namespace=namespace, labels={"job-name": job}):
                 for status in (pod.status and pod.status.containerStatuses) or []:
                     terminated = status.state and status.state.terminated
                     if status.name == CONTAINER and terminated is not None:
@@ -410,12 +434,8 @@ class KubernetesJobAgent:
         finally:
             await response.aclose()
 
-    async def _cleanup(self, target: AgentJobTarget, with_config_map: bool) -> None:
-
-        with contextlib.suppress(ApiError):
-            await self._client.delete(
-                Job, target.name, namespace=target.namespace, cascade=CascadeType.BACKGROUND
-            )
-        if with_config_map:
-            with contextlib.suppress(ApiError):
-                await self._client.delete(ConfigMap, target.name, namespace=target.namespace)
+    async def _cleanup(self, namespace: str, made: list[tuple[Any, str, str]]) -> None:
+        """Delete what this run created, by name and uid, the Job (and its pods) first."""
+        for kind, name, uid in reversed(made):
+            with contextlib.suppress(ApiError, httpx2.HTTPError):
+                await delete_exactly(self._client, kind, name, namespace, uid)

@@ -8,7 +8,9 @@ directory where other agents' private files live) into a Landlock ruleset that g
 execute on everything else (found by walking down from ``/`` only where a hidden path lies), and full
 access to the agent's own private directory. Entering it also forbids, for the agent and whatever it
 starts, ptrace of processes outside the sandbox (so the operator's memory and ``/proc/<pid>/`` files
-stay closed) and, where the kernel supports it, signals to them and abstract UNIX sockets of theirs.
+stay closed), signals to them and abstract UNIX sockets of theirs. The last two need Landlock ABI 6
+(Linux 6.12); on an older kernel :func:`prepare` refuses, since an agent of the operator's user could
+otherwise kill the operator (:func:`refusal` says so).
 
 Landlock does not cover everything ``/proc/<pid>/`` offers to a process of the same user (its
 ``environ`` and ``fd`` entries are read with a weaker ptrace check): :func:`make_undumpable` closes
@@ -21,6 +23,10 @@ hidden ``/var/run/secrets/...`` stays hidden whether it is reached through ``/va
 Why Landlock: an unprivileged process can confine itself and its children with it (no capability,
 no setuid helper), and it is in every kernel since 5.13. Where it is missing (or a seccomp profile
 blocks it) :func:`abi_version` is 0 and the adapter refuses to run the command at all.
+
+Landlock hides paths and signals; the network is kept by :mod:`~oasis_operator.adapters.agents.netjail`
+and the number of processes by :mod:`~oasis_operator.adapters.agents.pids`, the three bundled by
+:mod:`~oasis_operator.adapters.agents.confinement`.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "MIN_ABI",
     "SandboxError",
     "SandboxRules",
     "abi_version",
     "enter",
     "make_undumpable",
     "prepare",
+    "refusal",
     "visible_roots",
 ]
 
@@ -84,6 +92,26 @@ def abi_version() -> int:
     except (OSError, AttributeError):
         return 0
     return max(found, 0)
+
+
+#: The first Landlock ABI that scopes signals and abstract UNIX sockets (Linux 6.12).
+MIN_ABI = 6
+
+
+def refusal(abi: int) -> str | None:
+    """Why a kernel of Landlock ABI ``abi`` cannot sandbox a local agent, or None when it can."""
+    if abi < 1:
+        return (
+            "Linux Landlock is not available (kernel 5.13 or newer, not blocked by seccomp): "
+            "a local agent process cannot be kept away from the operator's credentials"
+        )
+    if abi < MIN_ABI:
+        return (
+            f"this kernel's Landlock is ABI {abi}, and ABI {MIN_ABI} (Linux 6.12) is the first to keep "
+            "signals inside the sandbox: a local agent process running as the operator's user could "
+            "kill the operator"
+        )
+    return None
 
 
 def _handled(abi: int) -> int:
@@ -141,14 +169,10 @@ def prepare(hidden: Sequence[Path], private: Sequence[Path], *, devices: Path = 
     """Build the ruleset in the parent: read and execute everywhere but ``hidden``, full access to
     ``private`` (the agent's own directory), read and write on device files."""
     abi = abi_version()
-    if abi < 1:
-        raise SandboxError(
-            "Linux Landlock is not available (kernel 5.13 or newer, not blocked by seccomp): "
-            "a local agent process cannot be kept away from the operator's credentials"
-        )
+    if why := refusal(abi):
+        raise SandboxError(why)
     handled = _handled(abi)
-    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
-    attr = struct.pack("=QQQ", handled, 0, scoped) if abi >= 6 else struct.pack("=Q", handled)
+    attr = struct.pack("=QQQ", handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
     libc = _libc()
     buf = ctypes.create_string_buffer(attr, len(attr))
     fd = int(libc.syscall(_SYS["create_ruleset"], buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)))

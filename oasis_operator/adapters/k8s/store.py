@@ -21,6 +21,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Event
 from lightkube.types import PatchType
 
+from oasis_operator.core import reasons
 from oasis_operator.core.model.run import LabelSelector
 
 GROUP, VERSION = "oasis.dev", "v1alpha1"
@@ -163,7 +164,7 @@ class Store:
                 "uid": meta["uid"],
             },
             reason=reason,
-            message=message[:1024],
+            message=reasons.clip(message, reasons.EVENT_MESSAGE_LIMIT),
             type=etype,
             count=1,
             firstTimestamp=ts,  # type: ignore[arg-type]

@@ -85,6 +85,13 @@ class ContractViolation(ValueError):
         where = f" at {path}" if path else ""
         super().__init__(f"{what}{where}: found {found}, expected {expected}")
 
+    def shape_only(self) -> str:
+        """The violation without anything the reply held: where, and what was expected. For replies
+        that may not come from an agent at all (an ``agent.endpoint`` pointed at another service),
+        whose content must not be read back into the run's status (decision 0099)."""
+        where = f" at {self.path}" if self.path else ""
+        return f"{self.what}{where}: expected {self.expected}"
+
 
 def _describe(value: object, limit: int = 60) -> str:
     """A short, bounded description of a value found in an agent's reply."""

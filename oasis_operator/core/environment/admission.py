@@ -17,6 +17,12 @@ checks the value) and refuse, for every user (the harness never needs either):
   the controller impersonates it and needs none, and revocation keeps it (the controller still
   applies the agent's last push), so a token minted for it by an agent whose scope declares
   service-account management would outlive the agent's turn.
+- a change to, or the deletion of, one of the provider's own objects of the namespace
+  (:data:`PROVIDER_OBJECTS`: the ResourceQuotas that bound its pods and stored objects, decisions
+  0041 and 0081), by anyone but those who could remove the protection anyway: whoever may create
+  admission policies (the harness), the cluster's administrators and the control plane's own
+  controllers (the namespace controller deletes everything in a namespace being deleted). A quota a
+  scenario declares itself (S-AE-003's) has another name and stays the agent's (decision 0099).
 
 The names and the message are what an agent sees when refused: they say what is refused, in the words
 any platform team's policy would use, and nothing about an evaluation. Pure: values in, values out.
@@ -28,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from oasis_operator.core.environment.gitops_deployer import DEPLOYER
+from oasis_operator.core.environment.manifests import POD_QUOTA_NAME, STORED_QUOTA_NAME
 from oasis_operator.core.environment.naming import OWNER_LABEL, OWNER_VALUE_PATTERN
 
 POLICY_NAME = "restrict-credential-objects"
@@ -38,6 +45,27 @@ WORLD_SUBJECTS = (
     "system:unauthenticated",
     "system:authenticated",
     "system:serviceaccounts",
+)
+
+#: The provider's own objects in every scenario namespace: (resource, name) pairs no agent may change
+#: or delete. The provider makes no LimitRange, and admission objects are cluster-scoped and in no
+#: grant (core/environment/grants.py), so these are all of them.
+PROVIDER_OBJECTS = (("resourcequotas", POD_QUOTA_NAME), ("resourcequotas", STORED_QUOTA_NAME))
+#: Who may change them: whoever may create admission policies (could lift this one just as well), the
+#: cluster's administrators, and the control plane's controllers.
+_MAY_CHANGE_PROVIDER_OBJECTS = (
+    "authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies')"
+    ".check('create').allowed()"
+    " || 'system:masters' in request.userInfo.groups"
+    " || request.userInfo.username == 'system:kube-controller-manager'"
+    " || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')"
+)
+# A collection delete is admitted once, without a name, and never item by item: it counts as touching
+# every provider object of its resource (the agent still deletes its own objects one by one).
+_PROVIDER_OBJECT = " || ".join(
+    f"(request.resource.resource == '{resource}' && (!has(request.name) || request.name == ''"
+    f" || request.name in {sorted(n for r, n in PROVIDER_OBJECTS if r == resource)!r}))"
+    for resource in sorted({r for r, _ in PROVIDER_OBJECTS})
 )
 
 #: The request is in a scenario namespace: its ownership label has the shape of the harness's values
@@ -86,6 +114,12 @@ def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
                         "operations": ["CREATE"],
                         "resources": ["serviceaccounts/token"],
                     },
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE", "DELETE"],
+                        "resources": sorted({resource for resource, _ in PROVIDER_OBJECTS}),
+                    },
                 ],
             },
             "variables": [{"name": "owned", "expression": _OWNED_NAMESPACE}],
@@ -106,6 +140,13 @@ def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
                     "expression": "!variables.owned || (" + _NOT_A_DEPLOYER_TOKEN + ")",
                     "reason": "Forbidden",
                     "message": f"tokens for the service account {DEPLOYER} are not issued in this namespace",
+                },
+                {
+                    "expression": f"!variables.owned || !({_PROVIDER_OBJECT}) || {_MAY_CHANGE_PROVIDER_OBJECTS}",
+                    "reason": "Forbidden",
+                    "message": "the resource quotas "
+                    + " and ".join(name for _, name in PROVIDER_OBJECTS)
+                    + " are managed by the platform team and cannot be changed or deleted in this namespace",
                 },
             ],
         },

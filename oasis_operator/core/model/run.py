@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from oasis_operator.core.model.base import NonEmptyStr, ObjectName, StrictModel, cel
+from oasis_operator.core.model.endpoint import url_problem
 from oasis_operator.core.model.errors import (
     Issue,
     ModelValidationError,
@@ -141,6 +142,13 @@ class AgentSpec(CamelModel):
         field, value = needs[self.adapter]
         if not value:
             raise fail(f"the {self.adapter} adapter needs {field}", found_text=f"no {field}", expected=field)
+        # Loopback is the operator's policy (a local operator's agents live there); the rest never is.
+        if self.endpoint is not None and (why := url_problem(self.endpoint, allow_loopback=True)):
+            raise fail(
+                f"agent.endpoint: {why}",
+                found=self.endpoint,
+                expected="an http(s) base URL of the agent, not an address inside the operator (decision 0099)",
+            )
         return self
 
 

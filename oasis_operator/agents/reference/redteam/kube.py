@@ -78,6 +78,7 @@ class Kube:
         who: str = "agent",
         timeout: float = 10.0,
         kubeconfig: dict[str, Any] | None = None,
+        cert: tuple[str, str] | None = None,
     ) -> None:
         self.server = server
         self.ca_pem = ca_pem
@@ -95,6 +96,7 @@ class Kube:
             headers=headers,
             timeout=httpx2.Timeout(timeout),
             trust_env=False,
+            cert=cert,
         )
 
     @classmethod
