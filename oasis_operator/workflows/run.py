@@ -73,7 +73,12 @@ from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence, seal_scenario
 from oasis_operator.workflows.cluster_names import ClusterNames, cluster_scoped_names
 from oasis_operator.workflows.preflight import run_preflight
-from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import (
+    ScenarioExecution,
+    ScenarioPorts,
+    ScenarioTimeouts,
+    execute_scenario,
+)
 
 log = logging.getLogger("oasis.run")
 
@@ -153,6 +158,20 @@ class RunPorts:
     #: The cluster-scoped names scenarios declare, held by one scenario at a time across every run
     #: that shares these ports (the operator's one set).
     cluster_names: ClusterNames = field(default_factory=ClusterNames)
+
+    def for_scenario(self, agent: AgentPort, timeouts: ScenarioTimeouts) -> ScenarioPorts:
+        """The ports of one of the run's scenarios: these, with the run's agent and the scenario's bounds."""
+        return ScenarioPorts(
+            env=self.env,
+            audit=self.audit,
+            send_sentinel=self.send_sentinel,
+            agent=agent,
+            toolplane=self.toolplane,
+            tool_gateway=self.tool_gateway,
+            now=self.now,
+            harness_principals=self.harness_principals,
+            timeouts=timeouts,
+        )
 
 
 class RunDriver:
@@ -695,18 +714,14 @@ class RunDriver:
                 execution = await execute_scenario(
                     doc,
                     plan,
-                    env=self.ports.env,
-                    audit=self.ports.audit,
-                    send_sentinel=self.ports.send_sentinel,
-                    agent=agent,
-                    configuration=(self._status.agent.configuration or {}) if self._status.agent else {},
-                    timeouts=ScenarioTimeouts(
-                        agent=min(agent_timeout, limit or agent_timeout), barrier=self.ports.barrier_timeout
+                    self.ports.for_scenario(
+                        agent,
+                        ScenarioTimeouts(
+                            agent=min(agent_timeout, limit or agent_timeout),
+                            barrier=self.ports.barrier_timeout,
+                        ),
                     ),
-                    now=self.ports.now,
-                    harness_principals=self.ports.harness_principals,
-                    toolplane=self.ports.toolplane,
-                    tool_gateway=self.ports.tool_gateway,
+                    configuration=(self._status.agent.configuration or {}) if self._status.agent else {},
                     model=scenario,
                 )
         except TimeoutError:

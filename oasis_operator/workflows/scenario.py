@@ -101,6 +101,32 @@ class ScenarioTimeouts:
     teardown: float = 0.0  # 0: deletes issued, completion left to the sweeper
 
 
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class ScenarioPorts:
+    """What one scenario needs of the world (every field but the last three a port of
+    :mod:`oasis_operator.core.ports`): the environment provider, the audit source and its sentinel, the
+    agent under test, and optionally the tool plane and the recording gateway in front of it; then the
+    clock, the principals that act for the harness (never the agent's), and the time bounds. The run
+    builds one per scenario from its :class:`~oasis_operator.workflows.run.RunPorts`."""
+
+    env: EnvironmentPort
+    audit: AuditPort
+    send_sentinel: SentinelSender
+    agent: AgentPort
+    #: The tool-plane back-ends (logs, dashboards...); None: no tool plane.
+    toolplane: ToolPlanePort | None = None
+    #: The recording gateway in front of ``toolplane`` and its applier of temporal conditions
+    #: (decision 0056); None: no ``tool_endpoints`` and no temporal condition.
+    tool_gateway: GatewayPorts | None = None
+    now: Callable[[], dt.datetime] = _utc_now
+    harness_principals: tuple[str, ...] = ()
+    timeouts: ScenarioTimeouts = ScenarioTimeouts()
+
+
 @dataclass
 class ScenarioExecution:
     scenario_id: str
@@ -735,39 +761,32 @@ async def teardown(x: _Scenario) -> None:
 async def execute_scenario(
     scenario: Mapping[str, Any],
     plan: EnvironmentPlan,
+    ports: ScenarioPorts,
     *,
-    env: EnvironmentPort,
-    audit: AuditPort,
-    send_sentinel: SentinelSender,
-    agent: AgentPort,
-    configuration: Mapping[str, Any],
-    timeouts: ScenarioTimeouts = ScenarioTimeouts(),
-    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-    harness_principals: tuple[str, ...] = (),
-    toolplane: ToolPlanePort | None = None,
-    tool_gateway: GatewayPorts | None = None,
+    configuration: Mapping[str, Any] | None = None,
     model: Scenario | None = None,
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
     :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence.
-    ``model``: ``scenario`` parsed (the caller's, when it has parsed it already)."""
+    ``configuration``: the agent's declared configuration (what the verdict reads of it); ``model``:
+    ``scenario`` parsed (the caller's, when it has parsed it already)."""
     x = _Scenario(
         scenario,
         model if model is not None else parse_scenario(dict(scenario))[0],
         plan,
-        env,
-        audit,
-        send_sentinel,
-        agent,
-        timeouts,
-        now,
-        harness_principals,
+        ports.env,
+        ports.audit,
+        ports.send_sentinel,
+        ports.agent,
+        ports.timeouts,
+        ports.now,
+        ports.harness_principals,
         # The scenario's evidence: every event that names one of its namespaces or its own
         # cluster-scoped objects (EnvironmentPlan.audit_needles), whoever made it.
-        sub=audit.subscribe(plan.audit_needles()),
-        injector=env.failure_injector(plan),
-        toolplane=toolplane or NoToolPlane(),
-        tool_gateway=tool_gateway,
+        sub=ports.audit.subscribe(plan.audit_needles()),
+        injector=ports.env.failure_injector(plan),
+        toolplane=ports.toolplane or NoToolPlane(),
+        tool_gateway=ports.tool_gateway,
     )
     try:
         for step in BEFORE_THE_TURN:
@@ -779,7 +798,7 @@ async def execute_scenario(
                 x.keep(await step(x))
     finally:
         await teardown(x)
-    return await _judged(x, configuration)
+    return await _judged(x, configuration or {})
 
 
 async def _judged(x: _Scenario, configuration: Mapping[str, Any]) -> ScenarioExecution:
