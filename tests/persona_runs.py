@@ -78,7 +78,7 @@ async def run_through_gateway(
     try:
         async with async_http(kubeconfig) as http:
             return await execute_scenario(
-                dict(doc),
+                parse_scenario(dict(doc))[0],
                 plan,
                 cluster_ports(
                     env,

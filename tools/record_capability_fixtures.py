@@ -234,7 +234,7 @@ async def record(
     await gateway.start()
     try:
         execution = await execute_scenario(
-            original,
+            parse_scenario(original)[0],
             plan,
             ScenarioPorts(
                 env=env,

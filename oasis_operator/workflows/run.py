@@ -47,7 +47,9 @@ from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environme
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.gateway.port import GatewayPorts
+from oasis_operator.core.model.base import dump
 from oasis_operator.core.model.errors import ModelValidationError
+from oasis_operator.core.model.profile import ComplexityTier, Profile, parse_profile
 from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.ports import (
@@ -189,7 +191,12 @@ class RunDriver:
         self._status = RunStatus()
         self._run: dict[str, Any] = {}
         self._spec: EvaluationRunSpec | None = None
+        #: Each scenario as declared (sealed when stored beside the report), and parsed once: the run
+        #: plans and executes the model, never the document again.
         self._docs: dict[str, dict[str, Any]] = {}
+        self._scenarios: dict[str, Scenario] = {}
+        #: The run's Profile, parsed once (at preparation; after a restart, when the report needs it).
+        self._profile: Profile | None = None
         self._agent: AgentPort | None = None
         #: How the run was cancelled while it ran: the spec's shutdown, or "Deleted".
         self._cancelled: str | None = None
@@ -424,12 +431,9 @@ class RunDriver:
     async def _prepare(self) -> Hold | None:
         """Resolve what the run needs, ask the agent who it is, preflight, and plan every scenario: a
         chain, the first :class:`Hold` wins."""
-        profile = await self.ports.store.get_profile(self.ns, self.spec.profile_ref.name)
-        if profile is None:
-            return _waiting(
-                reasons.PROFILE_NOT_FOUND,
-                f"Profile {self.spec.profile_ref.name} does not exist in {self.ns} yet",
-            )
+        profile = await self._read_profile()
+        if isinstance(profile, Hold):
+            return profile
         selected = await self._select(profile)
         if isinstance(selected, Hold):
             return selected
@@ -448,20 +452,32 @@ class RunDriver:
             )
         return None
 
-    async def _select(self, profile: Mapping[str, Any]) -> list[dict[str, Any]] | Hold:
+    async def _read_profile(self) -> Profile | Hold:
+        """The run's Profile, parsed (and kept); one that does not exist or does not validate is waited
+        for, never run with a part of it."""
+        name = self.spec.profile_ref.name
+        manifest = await self.ports.store.get_profile(self.ns, name)
+        if manifest is None:
+            return _waiting(reasons.PROFILE_NOT_FOUND, f"Profile {name} does not exist in {self.ns} yet")
+        try:
+            self._profile = parse_profile(manifest.get("spec") or {})
+        except ModelValidationError as exc:
+            return _waiting(reasons.PROFILE_INVALID, f"Profile {name} does not validate: {exc}")
+        return self._profile
+
+    async def _select(self, profile: Profile) -> list[dict[str, Any]] | Hold:
         """The Scenario objects the run evaluates: the profile's suite in its order (every member must
         exist, else the run waits), or every Scenario matching the selector (at least one)."""
         selection = self.spec.scenarios
         objs = await self.ports.store.list_scenarios(self.ns, selection.selector)
         if selection.suite:
-            suites = (profile.get("spec") or {}).get("suites") or []
-            suite = next((s for s in suites if selection.suite in (s.get("id"), s.get("name"))), None)
+            suite = next((s for s in profile.suites or () if selection.suite in (s.id, s.name)), None)
             if suite is None:
                 return _waiting(
                     reasons.SCENARIOS_NOT_FOUND,
                     f"Profile {self.spec.profile_ref.name} has no suite {selection.suite} yet",
                 )
-            ids = [str(i) for i in suite.get("scenarios") or []]
+            ids = list(suite.scenarios)
             by_id = {str(o["spec"].get("id")): o for o in objs}
             # With a selector too: the suite's members that also match it; every member must exist.
             every = (
@@ -496,7 +512,7 @@ class RunDriver:
             self._agent = None
             return _waiting(reasons.AGENT_NOT_READY, f"agent identity: {exc}")
 
-    async def _preflight(self, profile: Mapping[str, Any]) -> Hold | None:
+    async def _preflight(self, profile: Profile) -> Hold | None:
         """The named step before the first scenario (decision 0057): the evidence path's self-tests and
         the provider checked against the profile's requirements and the run's tier. A broken evidence
         path ends the run without a verdict; unmet requirements are recorded and the run goes on (its
@@ -505,7 +521,7 @@ class RunDriver:
             audit=self.ports.audit,
             send_sentinel=self.ports.send_sentinel,
             toolplane=self.ports.toolplane,
-            profile_spec=profile.get("spec") or {},
+            profile=profile,
             tier=self.spec.tier,
             timeout=self.ports.barrier_timeout,
         )
@@ -537,7 +553,7 @@ class RunDriver:
         return None
 
     async def _plan_scenarios(
-        self, profile: Mapping[str, Any], selected: list[dict[str, Any]], ident: IdentityAndConfiguration
+        self, profile: Profile, selected: list[dict[str, Any]], ident: IdentityAndConfiguration
     ) -> None:
         configuration = dict(ident.configuration)
         self._status.agent = rs.AgentRecord(
@@ -548,10 +564,9 @@ class RunDriver:
             identity=provenance.identity_declaration(ident.identity.model_dump()),
         )
         entries = [self._triaged(obj, configuration) for obj in selected]
-        pspec = profile.get("spec") or {}
         self._status.scenarios = entries
         self._status.profile = rs.ProfileRecord(
-            name=self.spec.profile_ref.name, id=pspec.get("id"), version=pspec.get("version")
+            name=self.spec.profile_ref.name, id=profile.id, version=profile.version
         )
         reason = self._status.transition(RunEvent.PREPARED)
         runnable = sum(1 for e in entries if e.step is Step.PENDING)
@@ -567,19 +582,14 @@ class RunDriver:
         doc = obj["spec"]
         name = obj["metadata"]["name"]
         self._docs[name] = doc
-        entry = ScenarioEntry(
-            name=name,
-            id=doc.get("id"),
-            category=doc.get("category"),
-            classification=doc.get("classification"),
-            step=Step.PENDING,
-            attempt=0,
-        )
+        entry = ScenarioEntry(name=name, id=doc.get("id"), step=Step.PENDING, attempt=0)
         try:
-            scenario, _ = parse_scenario(dict(doc))
+            scenario = self._scenario(name)
         except ModelValidationError as exc:  # the model refuses it: never run
+            entry.category, entry.classification = doc.get("category"), doc.get("classification")
             decided = unreadable(str(exc))
         else:
+            entry.category, entry.classification = scenario.category, scenario.classification
             decided = triage(
                 scenario,
                 configuration,
@@ -592,6 +602,14 @@ class RunDriver:
             entry.exclusive = decided.exclusive
         return entry
 
+    def _scenario(self, name: str) -> Scenario:
+        """``name``'s scenario, parsed from its document once (:class:`ModelValidationError` if it does
+        not validate)."""
+        scenario = self._scenarios.get(name)
+        if scenario is None:
+            scenario = self._scenarios[name] = parse_scenario(dict(self._docs[name]))[0]
+        return scenario
+
     async def _agent_port(self) -> AgentPort:
         if self._agent is None:
             self._agent = await self.ports.agent_for(self.spec, self.ns, self.name)
@@ -599,8 +617,13 @@ class RunDriver:
 
     # -- resume / cleanup --------------------------------------------------------------------------
     async def _resume(self) -> None:
+        """The run's scenarios as they are stored now (a document edited since it was parsed is parsed
+        again when it next runs), and what a restart cut off cleaned up."""
         for o in await self.ports.store.list_scenarios(self.ns):
-            self._docs[o["metadata"]["name"]] = o["spec"]
+            name = o["metadata"]["name"]
+            if self._docs.get(name) != o["spec"]:
+                self._docs[name] = o["spec"]
+                self._scenarios.pop(name, None)
         await self._cleanup_in_flight()
 
     async def _cleanup_in_flight(self) -> None:
@@ -700,7 +723,7 @@ class RunDriver:
     async def _one(self, name: str, agent_timeout: float) -> None:
         """One scenario of the run: its environment planned and recorded, executed within
         ``timeouts.scenario``, its verdict recorded and announced."""
-        doc, scenario, plan = await self._plan_attempt(name)
+        scenario, plan = await self._plan_attempt(name)
         limit = parse_duration(self.spec.timeouts.scenario if self.spec.timeouts else None, 0.0) or None
         agent = await self._agent_port()
         try:
@@ -712,7 +735,7 @@ class RunDriver:
             ):
                 # timeouts.scenario bounds the whole scenario; the agent's turn can never outlast it.
                 execution = await execute_scenario(
-                    doc,
+                    scenario,
                     plan,
                     self.ports.for_scenario(
                         agent,
@@ -722,22 +745,20 @@ class RunDriver:
                         ),
                     ),
                     configuration=(self._status.agent.configuration or {}) if self._status.agent else {},
-                    model=scenario,
                 )
         except TimeoutError:
             # Torn down on the way out (execute_scenario's cleanup ran); no verdict rests on a cut window.
-            await self._record_timeout(name, doc)
+            await self._record_timeout(name, scenario.id)
             return
-        await self._record_execution(name, doc, execution)
+        await self._record_execution(name, execution)
 
-    async def _plan_attempt(self, name: str) -> tuple[dict[str, Any], Scenario, EnvironmentPlan]:
+    async def _plan_attempt(self, name: str) -> tuple[Scenario, EnvironmentPlan]:
         entry = self._status.entry(name)
-        doc = self._docs[name]
-        scenario, _ = parse_scenario(doc)
+        scenario = self._scenario(name)
         attempt = entry.attempt + 1
         # A re-run's environments get names of their own (the previous run's may still be going away).
         rerun = f"{self._status.rerun_token}/" if self._status.rerun_token else ""
-        owner = owner_value(self._run["metadata"]["uid"], f"{rerun}{doc.get('id')}#{attempt}")
+        owner = owner_value(self._run["metadata"]["uid"], f"{rerun}{scenario.id}#{attempt}")
         plan = plan_environment(
             scenario,
             suffix=suffix_for(owner),
@@ -749,9 +770,9 @@ class RunDriver:
         async with self._lock:
             entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
             await self._save()  # recorded before anything exists, so a restart can clean it up
-        return doc, scenario, plan
+        return scenario, plan
 
-    async def _record_timeout(self, name: str, doc: Mapping[str, Any]) -> None:
+    async def _record_timeout(self, name: str, scenario_id: str) -> None:
         reason = (
             f"timeouts.scenario ({self.spec.timeouts.scenario if self.spec.timeouts else ''}) was exceeded"
         )
@@ -762,19 +783,17 @@ class RunDriver:
             self._status.abort(f"{name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
             await self._save()
         await self._event(
-            "Warning", reasons.EVENT_PROVIDER_FAILURE, f"{doc.get('id')}: PROVIDER_FAILURE ({reason})"
+            "Warning", reasons.EVENT_PROVIDER_FAILURE, f"{scenario_id}: PROVIDER_FAILURE ({reason})"
         )
         self.ports.metrics.scenario_finished(
             entry.category or "", PROVIDER_FAILURE, {}, reasons.FAULT_SCENARIO_TIMEOUT
         )
 
-    async def _record_execution(
-        self, name: str, doc: Mapping[str, Any], execution: ScenarioExecution
-    ) -> None:
+    async def _record_execution(self, name: str, execution: ScenarioExecution) -> None:
         # Stored sealed: no registered (secret) value in plaintext, a fresh salt per scenario (decision 0054).
         # (CPU work of up to a second on large evidence: off the event loop, other scenarios go on.)
         sealed = await asyncio.to_thread(seal_evidence, execution.evidence_text, secrets.token_hex(16))
-        names = await self.ports.store.put_blob(self._run, "evidence", str(doc.get("id")), sealed.encode())
+        names = await self.ports.store.put_blob(self._run, "evidence", execution.scenario_id, sealed.encode())
         verdict = execution.verdict
         reason = scenario_reason(execution)
         entry = self._status.entry(name)
@@ -787,7 +806,9 @@ class RunDriver:
                 self._status.abort(f"{name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
             await self._save()
         etype, ereason = rs.scenario_event(verdict)
-        await self._event(etype, ereason, f"{doc.get('id')}: {verdict}" + (f" ({reason})" if reason else ""))
+        await self._event(
+            etype, ereason, f"{execution.scenario_id}: {verdict}" + (f" ({reason})" if reason else "")
+        )
         self.ports.metrics.scenario_finished(
             entry.category or "", verdict, execution.timings, execution.fault
         )
@@ -899,35 +920,46 @@ class RunDriver:
         """The report, and what it was computed from besides the evidence: the run directory's
         ``run.json`` (the run description, the profile's scoring data, the scenario file's name) and
         the scenario documents, so that ``oasis evaluate --run-dir`` recomputes it from an export."""
-        profile = await self.ports.store.get_profile(self.ns, self.spec.profile_ref.name) or {}
-        pspec = profile.get("spec") or {}
+        profile = self._profile or await self._profile_after_restart()
         executed = [s for s in self._status.entries if s.verdict not in NOT_EXECUTED_BY_PROVIDER]
-        # The scenarios as stored beside the report: their declared secret values sealed (decision 0054).
-        docs = [seal_scenario(self._docs[s.name]) for s in executed if s.name in self._docs]
-        scenarios = [parse_scenario(d)[0] for d in docs]
+        # The scenarios as stored beside the report: their declared secret values sealed (decision
+        # 0054); the report reads them as a replay will (a sealed document is parsed on its own).
+        docs: list[dict[str, Any]] = []
+        scenarios: list[Scenario] = []
         texts: dict[str, str] = {}
         for s in executed:
-            if s.evidence and s.name in self._docs:
-                texts[str(self._docs[s.name].get("id"))] = (
-                    await self.ports.store.get_blob(self.ns, s.evidence)
-                ).decode()
+            if s.name not in self._docs:
+                continue
+            sealed = seal_scenario(self._docs[s.name])
+            scenario = self._scenario(s.name) if sealed == self._docs[s.name] else parse_scenario(sealed)[0]
+            docs.append(sealed)
+            scenarios.append(scenario)
+            if s.evidence:
+                texts[scenario.id] = (await self.ports.store.get_blob(self.ns, s.evidence)).decode()
 
         def evidence(sid: str) -> Any:
             text = texts.get(sid)
             return read_lines(text.splitlines()) if text else None
 
-        run_doc = self.run_description(pspec)
-        safety_cats = [c.get("id") for c in ((pspec.get("safety_scoring") or {}).get("categories") or [])]
-        report = run_report(run_doc, scenarios, evidence, pspec.get("capability_scoring"), safety_cats)
+        run_doc = self.run_description(profile)
+        scoring = profile.capability_scoring if profile is not None else None
+        safety_cats = [c.id for c in profile.safety_scoring.categories] if profile is not None else []
+        report = run_report(run_doc, scenarios, evidence, scoring, safety_cats)
         run_file = {
             **run_doc,
             "scenario_files": [SCENARIOS_FILE],
-            "capability_scoring": pspec.get("capability_scoring"),
+            "capability_scoring": dump(scoring) if scoring is not None else None,
             "safety_categories": safety_cats,
         }
         return report, run_file, docs
 
-    def run_description(self, pspec: Mapping[str, Any]) -> dict[str, Any]:
+    async def _profile_after_restart(self) -> Profile | None:
+        """The run's Profile read again (an operator restarted since the run was prepared); one gone or
+        no longer valid leaves the report without capability scoring and safety categories."""
+        held = await self._read_profile()
+        return None if isinstance(held, Hold) else held
+
+    def run_description(self, profile: Profile | None) -> dict[str, Any]:
         """Everything of the run the report is computed from besides scenarios and evidence (the
         ``run.json`` of an exported run directory): metadata, per-scenario non-scoring metadata and
         session ids, and the scenarios the provider did not execute."""
@@ -939,7 +971,7 @@ class RunDriver:
                 {"version": agent.version, "declared_model": agent.declared_model}
             )
         )
-        tiers = {t.get("tier"): t for t in pspec.get("complexity_tiers") or [] if isinstance(t, Mapping)}
+        tiers = {t.tier: t for t in profile.complexity_tiers} if profile is not None else {}
         completed = self._now_str()
         # Wall time of each executed scenario (reports and JUnit show it; the verdict never reads it),
         # and its session: the ownership value its environment's objects carry (the join key from the
@@ -966,8 +998,8 @@ class RunDriver:
             "agent_version": agent.version,
             "agent_identity": identity,
             "agent_configuration": agent.configuration or {},
-            "domain_profile": pspec.get("id"),
-            "domain_profile_version": pspec.get("version"),
+            "domain_profile": profile.id if profile is not None else None,
+            "domain_profile_version": profile.version if profile is not None else None,
             "oasis_core_version": provenance.OASIS_CORE_VERSION,
             "evaluation_implementation": provenance.evaluation_implementation(),
             "environment": self._environment(tiers),
@@ -982,10 +1014,11 @@ class RunDriver:
             "not_executed_by_provider": unsupported,
         }
 
-    def _environment(self, tiers: Mapping[Any, Mapping[str, Any]]) -> dict[str, Any]:
+    def _environment(self, tiers: Mapping[int, ComplexityTier]) -> dict[str, Any]:
         """``metadata.environment``: with the preflight's checks and tier evidence when it ran."""
         pf = self._status.preflight
-        lines = [str(r) for r in (tiers.get(self.spec.tier) or {}).get("environment") or []]
+        tier = tiers.get(self.spec.tier)
+        lines = list(tier.environment) if tier is not None else []
         if pf is None or pf.checks is None:
             return provenance.environment_description(
                 tier=self.spec.tier, tier_requirements=lines, conformance_check=PREFLIGHT_SUMMARY

@@ -54,7 +54,7 @@ from oasis_operator.core.evidence.bundle import (
 from oasis_operator.core.evidence.codec import render_text
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.gateway.port import GatewayPorts, GatewayRoute
-from oasis_operator.core.model.scenario import Scenario, parse_scenario
+from oasis_operator.core.model.scenario import Scenario, TemporalCondition
 from oasis_operator.core.ports import (
     AgentAccess,
     AgentPort,
@@ -84,7 +84,7 @@ from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.stimuli.conversation import conversation_context
-from oasis_operator.core.stimuli.injection import InjectionError, field_of, output_injections
+from oasis_operator.core.stimuli.injection import InjectionError, output_injections
 from oasis_operator.core.stimuli.temporal import TimingError, Trigger, due, fire_at, parse_timing
 from oasis_operator.core.toolplane.gitops import reconciling as gitops_reconciling
 from oasis_operator.core.toolplane.gitops import unsettled as gitops_unsettled
@@ -171,22 +171,24 @@ def registered_values(plan: EnvironmentPlan) -> dict[str, tuple[str, ...]]:
 
 
 def scenario_request(
-    scenario: Mapping[str, Any], plan: EnvironmentPlan, access: Any, route: GatewayRoute | None = None
+    scenario: Scenario, plan: EnvironmentPlan, access: AgentAccess, route: GatewayRoute | None = None
 ) -> ScenarioRequest:
-    agent = (scenario.get("preconditions") or {}).get("agent") or {}
-    scope = agent.get("scope") or {}
+    """What the agent is asked: the prompt, tools and mode the scenario declares, its namespaces as
+    provisioned, its credentials, the gateway's endpoints and the declared prior turns."""
+    agent = scenario.preconditions.agent
+    zones = agent.scope.zones if agent.scope is not None else None
     endpoints = (
         {name: ToolEndpoint(url=e.url, token=e.token) for name, e in route.endpoints.items()} if route else {}
     )
     return ScenarioRequest(
         prompt=plan.prompt or " ",
-        tools=tuple(agent.get("tools") or ()),
-        mode=str(agent.get("mode") or "autonomous"),
-        scope=AgentScope(namespaces=tuple(plan.scoped_namespaces()), zones=tuple(scope.get("zones") or ())),
+        tools=tuple(agent.tools),
+        mode=agent.mode,
+        scope=AgentScope(namespaces=tuple(plan.scoped_namespaces()), zones=tuple(zones or ())),
         environment=AgentEnvironment(
             kubeconfig=access.kubeconfig, namespace=access.namespace, tool_endpoints=endpoints
         ),
-        conversation_context=conversation_context(scenario.get("stimuli") or ()),
+        conversation_context=conversation_context(scenario.stimuli),
     )
 
 
@@ -196,23 +198,33 @@ KUBERNETES_INTERFACE = "container-orchestration"
 SETTLE_POLL = 1.0
 
 
-def gateway_interfaces(scenario: Mapping[str, Any]) -> tuple[str, ...]:
+def gateway_interfaces(scenario: Scenario) -> tuple[str, ...]:
     """The scenario's interface types besides the Kubernetes API (the tool plane may serve them)."""
-    agent = (scenario.get("preconditions") or {}).get("agent") or {}
-    return tuple(t for t in agent.get("tools") or () if t != KUBERNETES_INTERFACE)
+    return tuple(t for t in scenario.preconditions.agent.tools if t != KUBERNETES_INTERFACE)
 
 
-def temporal_triggers(scenario: Mapping[str, Any]) -> list[tuple[int, Trigger, Any]]:
-    """(index, trigger, stimulus) of each temporal condition; :class:`TimingError` for one that cannot be
-    placed in time (the support check refuses such a scenario before it runs)."""
+#: A temporal condition placed in time: its index among the stimuli, its trigger, the stimulus.
+TimedStimulus = tuple[int, Trigger, TemporalCondition]
+
+
+def temporal_triggers(scenario: Scenario) -> tuple[TimedStimulus, ...]:
+    """Each temporal condition with its trigger; :class:`TimingError` for one that cannot be placed in
+    time (the support check refuses such a scenario before it runs)."""
     out = []
-    for i, s in enumerate(scenario.get("stimuli") or ()):
-        if field_of(s, "type") == "temporal_condition":
+    for i, s in enumerate(scenario.stimuli):
+        if isinstance(s, TemporalCondition):
             try:
-                out.append((i, parse_timing(field_of(s, "timing")), s))
+                out.append((i, parse_timing(s.timing), s))
             except TimingError as exc:
                 raise TimingError(f"stimuli[{i}]: {exc}") from None
-    return out
+    return tuple(out)
+
+
+def _placed_in_time(scenario: Scenario) -> tuple[TimedStimulus, ...] | TimingError:
+    try:
+        return temporal_triggers(scenario)
+    except TimingError as exc:
+        return exc
 
 
 def _iso(t: dt.datetime) -> str:
@@ -269,9 +281,7 @@ def fault_of(exc: BaseException, default: str, prefix: str = "") -> Fault:
 class _Scenario:
     """One execution in progress: the ports, and the evidence as the steps gather it."""
 
-    doc: Mapping[str, Any]
-    #: The same scenario, parsed once: what the verdict and the score read.
-    model: Scenario
+    scenario: Scenario
     plan: EnvironmentPlan
     env: EnvironmentPort
     audit: AuditPort
@@ -282,6 +292,8 @@ class _Scenario:
     harness_principals: tuple[str, ...]
     sub: AuditSubscription
     injector: InjectorPort
+    #: The temporal conditions placed in time, once (or why one cannot be: a fault before the turn).
+    triggers: tuple[TimedStimulus, ...] | TimingError = ()
     toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
     changes_applied: int = 0  # timed changes of the tool plane applied so far
     tool_gateway: GatewayPorts | None = None
@@ -396,12 +408,12 @@ async def open_tool_route(x: _Scenario) -> Fault | None:
     """The scenario's tool-plane interfaces behind one recording route, with its output injections.
     Without a tool plane, or with no interface besides the Kubernetes API, there is nothing to open (the
     support check has already refused a scenario whose interfaces nothing supplies)."""
-    interfaces = gateway_interfaces(x.doc)
+    interfaces = gateway_interfaces(x.scenario)
     if x.tool_gateway is None or not interfaces:
         return None
     try:
         upstreams = await x.tool_gateway.upstreams.upstreams(x.plan, x.access, interfaces)
-        injections = output_injections(x.doc.get("stimuli") or (), upstreams)
+        injections = output_injections(x.scenario.stimuli, upstreams)
         if not upstreams:
             if all(i in THROUGH_THE_API_SERVER for i in interfaces):
                 # Every interface is read through the API server (audited there): the gateway was asked
@@ -421,10 +433,9 @@ async def open_tool_route(x: _Scenario) -> Fault | None:
 async def check_timed_stimuli(x: _Scenario) -> Fault | None:
     """Every temporal condition can be placed in time and has an applier, or the agent does not run
     (the support check refuses such scenarios first; this holds whoever calls the workflow)."""
-    try:
-        triggers = temporal_triggers(x.doc)
-    except TimingError as exc:
-        return Fault(FAULT_STIMULUS, str(exc))
+    triggers = x.triggers
+    if isinstance(triggers, TimingError):
+        return Fault(FAULT_STIMULUS, str(triggers))
     if triggers and (x.tool_gateway is None or x.tool_gateway.applier is None):
         return Fault(
             FAULT_STIMULUS,
@@ -477,6 +488,11 @@ def _call_instants(x: _Scenario, handover_wall: dt.datetime, handover_mono: floa
     return calls
 
 
+def _timed(x: _Scenario) -> tuple[TimedStimulus, ...]:
+    """The temporal conditions of a scenario that passed :func:`check_timed_stimuli`."""
+    return () if isinstance(x.triggers, TimingError) else x.triggers
+
+
 async def temporal_conditions(
     x: _Scenario, handover_wall: dt.datetime, handover_mono: float, poll: float = 0.05
 ) -> None:
@@ -486,7 +502,7 @@ async def temporal_conditions(
     The loop wakes on each of the agent's calls through the gateway (before the call is answered, so a
     trigger it makes due fires before the agent can act on the answer), at a trigger's own instant, and
     every ``poll`` seconds for the agent's own API requests, which are seen in the audit log."""
-    pending = temporal_triggers(x.doc)
+    pending = list(_timed(x))
     while pending:
         seen = len(x.route.call_instants) if x.route is not None else 0
         calls = _call_instants(x, handover_wall, handover_mono)
@@ -516,10 +532,10 @@ def _unfired_triggers(x: _Scenario, gateway_calls: list[float], answered: float)
     it should have been: nothing the scenario tests about it was tested, a fault (decision 0043). One
     never due, or due only by the agent's own API requests that the audit log had not yet shown, is
     noted (and a PASS beside it is vacuous: the engine reads ``temporal_applied``)."""
-    for index, trigger, stimulus in temporal_triggers(x.doc):
+    for index, trigger, stimulus in _timed(x):
         if index in x.fired:
             continue
-        label = f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')})"
+        label = f"stimuli[{index}] (temporal_condition, {stimulus.timing})"
         at = fire_at(trigger, gateway_calls)
         if at is not None and at <= answered:
             x.keep(
@@ -533,7 +549,9 @@ def _unfired_triggers(x: _Scenario, gateway_calls: list[float], answered: float)
         x.stimulus_notes.append(f"{label} not applied: its trigger was not reached during the agent's turn")
 
 
-async def _apply_temporal(x: _Scenario, index: int, stimulus: Any, handover_mono: float, calls: int) -> None:
+async def _apply_temporal(
+    x: _Scenario, index: int, stimulus: TemporalCondition, handover_mono: float, calls: int
+) -> None:
     """One temporal condition's change, noted when applied; a change that cannot be applied is a fault."""
     try:
         assert x.tool_gateway is not None
@@ -544,7 +562,7 @@ async def _apply_temporal(x: _Scenario, index: int, stimulus: Any, handover_mono
         return
     x.temporal_applied.append(index)
     x.stimulus_notes.append(
-        f"stimuli[{index}] (temporal_condition, {field_of(stimulus, 'timing')}) applied at "
+        f"stimuli[{index}] (temporal_condition, {stimulus.timing}) applied at "
         f"+{time.monotonic() - handover_mono:.3f}s after the handover ({calls} tool call(s) seen)"
     )
 
@@ -558,12 +576,10 @@ async def agent_turn(x: _Scenario) -> None:
     await x.injector.start()
     assert x.access is not None
     schedule = asyncio.create_task(apply_schedule(x, started)) if x.plan.toolplane.schedule else None
-    triggers = (
-        asyncio.create_task(temporal_conditions(x, handover, started)) if temporal_triggers(x.doc) else None
-    )
+    triggers = asyncio.create_task(temporal_conditions(x, handover, started)) if _timed(x) else None
     try:
         x.outcome = await x.agent.run_scenario(
-            scenario_request(x.doc, x.plan, x.access, x.route), timeout_seconds=x.timeouts.agent
+            scenario_request(x.scenario, x.plan, x.access, x.route), timeout_seconds=x.timeouts.agent
         )
     finally:
         if triggers is not None:
@@ -759,20 +775,17 @@ async def teardown(x: _Scenario) -> None:
 
 
 async def execute_scenario(
-    scenario: Mapping[str, Any],
+    scenario: Scenario,
     plan: EnvironmentPlan,
     ports: ScenarioPorts,
     *,
     configuration: Mapping[str, Any] | None = None,
-    model: Scenario | None = None,
 ) -> ScenarioExecution:
     """The steps in order: :data:`BEFORE_THE_TURN` (the first fault skips the agent), the agent's turn,
     :data:`AFTER_THE_TURN` (all of them), teardown (always); then the verdict, from the evidence.
-    ``configuration``: the agent's declared configuration (what the verdict reads of it); ``model``:
-    ``scenario`` parsed (the caller's, when it has parsed it already)."""
+    ``configuration``: the agent's declared configuration (what the verdict reads of it)."""
     x = _Scenario(
         scenario,
-        model if model is not None else parse_scenario(dict(scenario))[0],
         plan,
         ports.env,
         ports.audit,
@@ -787,6 +800,7 @@ async def execute_scenario(
         injector=ports.env.failure_injector(plan),
         toolplane=ports.toolplane or NoToolPlane(),
         tool_gateway=ports.tool_gateway,
+        triggers=_placed_in_time(scenario),
     )
     try:
         for step in BEFORE_THE_TURN:
@@ -818,7 +832,7 @@ async def _judged(x: _Scenario, configuration: Mapping[str, Any]) -> ScenarioExe
     bundle = _bundle(x, configuration)
     events = x.sub.events
     evidence_text = render_text(bundle, events)
-    record, detail = evaluate_scenario(x.model, configuration, (bundle, events))
+    record, detail = evaluate_scenario(x.scenario, configuration, (bundle, events))
     if x.fault is not None:
         record = replace(
             record, fault=clip(f"{x.fault.reason}: {x.fault.detail or x.teardown_error}", FAULT_LIMIT)
@@ -826,7 +840,7 @@ async def _judged(x: _Scenario, configuration: Mapping[str, Any]) -> ScenarioExe
     x.timings["total"] = time.monotonic() - x.t0
     await asyncio.sleep(0)
     return ScenarioExecution(
-        str(x.doc.get("id")),
+        x.scenario.id,
         record,
         detail,
         evidence_text,
@@ -840,7 +854,7 @@ def _bundle(x: _Scenario, configuration: Mapping[str, Any]) -> EvidenceBundle:
     response = x.outcome.response if x.outcome is not None else None
     principal = x.access.username if x.access is not None else ""
     return EvidenceBundle(
-        scenario_id=str(x.doc.get("id")),
+        scenario_id=x.scenario.id,
         window_start=x.window_start,
         window_end=x.window_end,
         window_closed=x.window_closed,

@@ -20,7 +20,6 @@ from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfigu
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
-from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import execute_scenario
 from tests.cluster_ports import cluster_ports
@@ -56,7 +55,6 @@ class LookingAgent:
 async def test_the_agents_cluster_grant_is_no_change_of_the_agents(
     env, audit_source, cluster, tmp_path
 ) -> None:
-    doc = scenario_to_dict(SCENARIO)
     async with async_http(cluster.kubeconfig) as http:
         plane = tool_plane(http, cluster.dev.server)
         plan = plan_environment(
@@ -71,7 +69,7 @@ async def test_the_agents_cluster_grant_is_no_change_of_the_agents(
         await gateway.start()
         try:
             result = await execute_scenario(
-                doc,
+                SCENARIO,
                 plan,
                 cluster_ports(
                     env,

@@ -274,7 +274,7 @@ async def run(env: KubeEnvironment, source: FileAuditSource, cluster, *steps: St
     plan = plan_environment(SCENARIO, suffix=kube.random_suffix(), owner=owner_value("paths", SCENARIO.id))
     async with async_http(cluster.kubeconfig) as http:
         return await execute_scenario(
-            scenario_to_dict(SCENARIO),
+            SCENARIO,
             plan,
             cluster_ports(env, source, http, InMemoryAgent(IDENTITY, scripted(*steps))),
         )

@@ -121,7 +121,7 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: WeightAgent) -> 
         await gateway.start()
         try:
             result = await execute_scenario(
-                doc,
+                scenario,
                 plan,
                 cluster_ports(
                     env,

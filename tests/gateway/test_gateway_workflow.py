@@ -27,7 +27,7 @@ from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.gateway.port import GatewayPorts, Upstream
-from oasis_operator.core.model.scenario import scenario_to_dict
+from oasis_operator.core.model.scenario import parse_scenario, scenario_to_dict
 from oasis_operator.core.reasons import FAULT_TOOL_GATEWAY
 from oasis_operator.core.reporting.verdict_object import build_report
 from oasis_operator.core.verification.vacuity import INJECTION_NOT_RECEIVED
@@ -147,7 +147,7 @@ async def run(env, audit_source, cluster, agent_url: str, tool_gateway: GatewayP
         async_http(cluster.kubeconfig) as http,
     ):
         return doc, await execute_scenario(
-            doc,
+            parse_scenario(doc)[0],
             plan,
             cluster_ports(
                 env,

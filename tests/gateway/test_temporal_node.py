@@ -109,7 +109,7 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: RolloutAgent) ->
         await gateway.start()
         try:
             return await execute_scenario(
-                rollout_doc(),
+                scenario,
                 plan,
                 cluster_ports(
                     env,
@@ -255,7 +255,7 @@ async def judged_kubelet_run(env: Any, audit_source: Any, cluster: Any, agent: K
         )
         assert plan.supported, plan.unsupported
         assert NODE in plan.audit_needles()
-        return await execute_scenario(doc, plan, cluster_ports(env, audit_source, http, agent))
+        return await execute_scenario(scenario, plan, cluster_ports(env, audit_source, http, agent))
 
 
 async def test_the_controllers_condition_taint_is_explained_and_is_not_the_agents(

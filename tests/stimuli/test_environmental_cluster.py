@@ -102,9 +102,7 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: Reader) -> Any:
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("envstim", scenario.id))
     assert plan.supported, plan.unsupported
     async with async_http(cluster.kubeconfig) as http:
-        return await execute_scenario(
-            doc, plan, cluster_ports(env, audit_source, http, agent), model=scenario
-        )
+        return await execute_scenario(scenario, plan, cluster_ports(env, audit_source, http, agent))
 
 
 def unaudited(result: Any) -> int:

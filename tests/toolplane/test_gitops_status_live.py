@@ -165,7 +165,7 @@ async def run(
     async with async_http(cluster.kubeconfig) as http:
         try:
             result = await execute_scenario(
-                doc,
+                scenario,
                 plan,
                 cluster_ports(
                     env,

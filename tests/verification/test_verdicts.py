@@ -14,6 +14,7 @@ import yaml
 from oasis_operator.core.evidence.bundle import EvidenceBundle, ToolCall
 from oasis_operator.core.judging.engine import fold
 from oasis_operator.core.judging.plan import Plan
+from oasis_operator.core.model.profile import CapabilityScoringBlock, parse_capability_scoring
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.verdict_object import build_report, render_json, render_yaml
 from oasis_operator.core.scoring import primitives
@@ -33,13 +34,18 @@ from tests.environments.test_support import CORPUS
 SI = Path(__file__).resolve().parents[3] / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
 
 
-def si_capability_scoring() -> dict[str, Any]:
+def si_capability_scoring_data() -> dict[str, Any]:
+    """The SI profile's ``capability_scoring`` block as written."""
     text = (SI / "capability-categories.md").read_text()
     for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
         data = yaml.safe_load(block)
         if isinstance(data, dict) and "capability_scoring" in data:
             return dict(data["capability_scoring"])
     raise AssertionError("no capability_scoring block")
+
+
+def si_capability_scoring() -> CapabilityScoringBlock:
+    return parse_capability_scoring(si_capability_scoring_data())
 
 
 def plan(tolerance: float = 0.0) -> Plan:
@@ -204,7 +210,7 @@ def test_not_applicable_capability_scenarios_are_excluded_never_zero() -> None:
 
 def test_tier_one_coverage_is_complete_with_one_archetype_per_category() -> None:
     scoring = si_capability_scoring()
-    records = [cap(f"s{i}", c["archetypes"][0], 0.5) for i, c in enumerate(scoring["categories"])]
+    records = [cap(f"s{i}", c.archetypes[0], 0.5) for i, c in enumerate(scoring.categories)]
     assert capability_block(records, scoring, tier=1)["coverage"]["complete"] is True
     assert capability_block(records, scoring, tier=2)["coverage"]["complete"] is False
 

@@ -85,7 +85,7 @@ async def test_a_capability_scenario_whose_provisioning_failed_is_a_provider_fai
     agent = NeverCalled()
     async with async_http(cluster.kubeconfig) as http:
         execution = await execute_scenario(
-            doc,
+            scenario,
             plan,
             cluster_ports(
                 env if how == "pods never run" else StateNotObserved(env),

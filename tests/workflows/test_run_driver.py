@@ -443,6 +443,21 @@ async def test_a_run_waits_for(sentence: str) -> None:
     assert driver.retry_in > first, "it backs off"
 
 
+async def test_a_profile_that_does_not_validate_is_waited_for_never_run_in_part() -> None:
+    w = world(only=SMALL)
+    [key] = w.store.profiles
+    valid = copy.deepcopy(w.store.profiles[key])
+    del w.store.profiles[key]["spec"]["capability_scoring"]
+    w.submit()
+    assert await w.drive() == "waiting"
+    assert w.condition("Reconciling")["reason"] == reasons.PROFILE_INVALID
+    assert "capability_scoring" in w.status()["message"]
+    assert w.agent.turns == [], "nothing runs on a part of a profile"
+    w.store.profiles[key] = valid
+    assert await w.drive() == "finished"
+    assert w.status()["verdict"] == "PASS"
+
+
 async def test_a_run_waits_for_its_agent_then_runs() -> None:
     w = world(only=SMALL)
     w.agent.identity_error = AgentUnavailable(reasons.AGENT_CONNECTION_FAILED, "connection refused")

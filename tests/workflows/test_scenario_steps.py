@@ -34,6 +34,7 @@ from tests.fakes import Turn, answers
 from tests.workflows.world import DESTRUCTION, World, si_manifests
 
 DOC = next(m["spec"] for m in si_manifests()[1:] if m["spec"]["id"] == DESTRUCTION)
+SCENARIO, _ = parse_scenario(DOC)
 
 
 def plan_of(doc: dict[str, Any]) -> Any:
@@ -42,7 +43,7 @@ def plan_of(doc: dict[str, Any]) -> Any:
 
 
 async def execute(w: World) -> ScenarioExecution:
-    return await execute_scenario(DOC, plan_of(DOC), w.scenario_ports())
+    return await execute_scenario(SCENARIO, plan_of(DOC), w.scenario_ports())
 
 
 def stops_the_stream(w: World) -> Any:

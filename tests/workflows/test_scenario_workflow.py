@@ -18,7 +18,6 @@ from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
-from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.core.reasons import FAULT_AUDIT_BARRIER
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
@@ -56,7 +55,7 @@ async def run_one(scenario, persona_url: str, env, source, cluster, *, barrier: 
         async_http(cluster.kubeconfig) as http,
     ):
         return await execute_scenario(
-            scenario_to_dict(scenario),
+            scenario,
             plan,
             cluster_ports(env, source, http, agent, timeouts=ScenarioTimeouts(agent=60, barrier=barrier)),
         )

@@ -15,7 +15,7 @@ from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.ports import AgentAccess, NoToolPlane, ToolEndpoint
 from oasis_operator.core.toolplane.plan import GitOpsApp, LogLine, TimedChange, ToolPlanePlan, WorkloadLogs
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
-from tests.workflows.test_scenario_steps import DOC, plan_of
+from tests.workflows.test_scenario_steps import DOC, SCENARIO, plan_of
 from tests.workflows.world import World
 
 LOGS = WorkloadLogs("logs/web", "default-bcdfg", "web", (("app", "web"),), None, (LogLine(-3.0, "hello"),))
@@ -55,7 +55,7 @@ def with_toolplane(part: ToolPlanePlan) -> EnvironmentPlan:
 
 async def execute(w: World, toolplane: Any, plan: EnvironmentPlan | None = None) -> ScenarioExecution:
     return await execute_scenario(
-        DOC,
+        SCENARIO,
         plan or with_toolplane(ToolPlanePlan(backends=frozenset({"logs"}), logs=(LOGS,))),
         w.scenario_ports(toolplane=toolplane),
     )
@@ -184,7 +184,7 @@ async def test_an_application_never_settled_before_the_turn_is_a_provider_failur
     w = World()
     tp = FakeGitOps(w, ["Unknown"])
     execution = await execute_scenario(
-        DOC,
+        SCENARIO,
         gitops_plan(),
         w.scenario_ports(toolplane=tp, timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=1.5)),
     )
@@ -209,7 +209,7 @@ async def test_a_reconcile_in_progress_is_read_again(readings: list[str], before
     w = World()
     tp = FakeGitOps(w, readings)
     execution = await execute_scenario(
-        DOC,
+        SCENARIO,
         gitops_plan(),
         w.scenario_ports(toolplane=tp, timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=5)),
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core import yaml_text
+from oasis_operator.core.model.profile import CapabilityScoringBlock
 from oasis_operator.core.reporting.provenance import IDENTITY_KEYS
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
@@ -140,7 +141,7 @@ def build_report(
     run: Mapping[str, Any],
     records: Sequence[ScenarioRecord],
     details: Mapping[str, ScenarioDetail],
-    capability_scoring: Mapping[str, Any] | None,
+    capability_scoring: CapabilityScoringBlock | None,
     safety_categories: Sequence[str],
 ) -> dict[str, Any]:
     """The verdict object of a run (see the module docstring)."""
