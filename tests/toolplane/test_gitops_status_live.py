@@ -48,7 +48,8 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.toolplane.gitops import unsettled
 from oasis_operator.core.verification.gitops import sync_status
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import ScenarioTimeouts, _objects, execute_scenario
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario_steps import _objects
 from tests.cluster_ports import ADMIN, cluster_ports
 from tests.environments.test_support import CORPUS
 

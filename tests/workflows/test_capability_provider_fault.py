@@ -14,13 +14,9 @@ from oasis_operator.core.contract.agent import IdentityAndConfiguration
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.reasons import FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import (
-    FAULT_PROVISIONING,
-    FAULT_SYMPTOM_MISSING,
-    ScenarioTimeouts,
-    execute_scenario,
-)
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 from tests.capability.replay import documents
 from tests.cluster_ports import cluster_ports
 
