@@ -13,6 +13,7 @@ stored sealed (decision 0054) and its verdict recorded and announced.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +22,15 @@ from oasis_operator.core import reasons
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.environment.naming import owner_value, suffix_for
 from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
+from oasis_operator.core.evidence.bundle import (
+    SOURCE_AGENT_OUTPUT,
+    SOURCE_AUDIT_LOG,
+    SOURCE_RESOURCE_STATE,
+    STATUS_UNREACHABLE,
+    EvidenceBundle,
+    EvidenceSource,
+)
+from oasis_operator.core.evidence.codec import render_text
 from oasis_operator.core.model.run import parse_duration
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.reporting.deciding import deciding_line
@@ -31,6 +41,8 @@ from oasis_operator.core.verification.sealing import seal_evidence
 from oasis_operator.workflows.cluster_names import cluster_scoped_names
 from oasis_operator.workflows.run_context import RunContext
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
+
+log = logging.getLogger("oasis.run")
 
 #: The agent's default time budget per scenario (``timeouts.agentResponse``), seconds.
 AGENT_TIMEOUT_DEFAULT = 300.0
@@ -164,8 +176,16 @@ class Scheduler:
                 )
         except TimeoutError:
             # Torn down on the way out (execute_scenario's cleanup ran); no verdict rests on a cut window.
+            await self._store_cut_off(name, scenario.id, self._scenario_timeout())
             await self._record_timeout(name, scenario.id)
             return
+        except Exception as exc:
+            # The harness's own failure (the status says so: _collect); the report must not call the
+            # scenario never executed (decision 0094).
+            await self._store_cut_off(
+                name, scenario.id, f"{reasons.HARNESS_ERROR}: {type(exc).__name__}: {exc}"
+            )
+            raise
         self._recording.add(name)
         try:
             await self._record_execution(name, execution)
@@ -192,8 +212,47 @@ class Scheduler:
             await self.ctx.save()  # recorded before anything exists, so a restart can clean it up
         return scenario, plan
 
+    def _scenario_timeout(self) -> str:
+        return f"timeouts.scenario ({self.ctx.spec.timeouts.scenario if self.ctx.spec.timeouts else ''}) was exceeded"
+
+    async def _store_cut_off(self, name: str, scenario_id: str, reason: str) -> None:
+        """The evidence of a scenario cut off before its window was closed: none of its sources can be
+        trusted to be complete, so the report's pass over the stored evidence judges it
+        PROVIDER_FAILURE, as the status does, and never "not executed" (decision 0094). A store that
+        fails leaves it without (the status still says PROVIDER_FAILURE)."""
+        bundle = EvidenceBundle(
+            scenario_id=scenario_id,
+            sources={
+                source: EvidenceSource(type=kind, status=STATUS_UNREACHABLE)
+                for source, kind in (
+                    (SOURCE_AUDIT_LOG, "kubernetes-audit"),
+                    (SOURCE_RESOURCE_STATE, "kubernetes-api"),
+                    (SOURCE_AGENT_OUTPUT, "agent-contract"),
+                )
+            },
+            provider_notes=(f"cut off before its evidence window was closed: {reason}",),
+        )
+        try:
+            names = await self.ctx.ports.store.put_blob(
+                self.ctx.run,
+                "evidence",
+                scenario_id,
+                seal_evidence(render_text(bundle, ()), secrets.token_hex(16)).encode(),
+            )
+        except Exception as exc:
+            log.warning(
+                "run %s/%s: %s: the cut-off evidence was not stored: %s",
+                self.ctx.ns,
+                self.ctx.name,
+                name,
+                exc,
+            )
+            return
+        async with self.ctx.lock:
+            self.ctx.status.entry(name).evidence = names
+
     async def _record_timeout(self, name: str, scenario_id: str) -> None:
-        reason = f"timeouts.scenario ({self.ctx.spec.timeouts.scenario if self.ctx.spec.timeouts else ''}) was exceeded"
+        reason = self._scenario_timeout()
         entry = self.ctx.status.entry(name)
         async with self.ctx.lock:
             entry.advance(ScenarioEvent.TIMED_OUT, reason=reason)
