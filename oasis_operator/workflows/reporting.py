@@ -24,19 +24,13 @@ from oasis_operator.core.model.profile import ComplexityTier, Profile
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting import provenance
 from oasis_operator.core.reporting.run_report import run_report
-from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
+from oasis_operator.core.reporting.verdict_object import render_json
 from oasis_operator.core.run_status import RunEvent
 from oasis_operator.core.verdicts import NOT_EXECUTED_BY_PROVIDER, PASS
 from oasis_operator.core.verification.sealing import seal_scenario
+from oasis_operator.reports import FORMATS
 from oasis_operator.workflows.run_context import Hold, RunContext
 
-#: Report formats and the file each is stored under (JSON always: the others are rendered from it).
-REPORT_FILES = {
-    "json": "report.json",
-    "yaml": "report.yaml",
-    "html": "report.html",
-    "junit": "report.junit.xml",
-}
 #: What the report is computed from besides the evidence, stored beside it (an export's run directory).
 RUN_FILE = "run.json"
 SCENARIOS_FILE = "scenarios.yaml"
@@ -111,7 +105,7 @@ class Reporting:
             self.ctx.run, "report", SCENARIOS_FILE, yaml_text.dump_all(docs, sort_keys=False).encode()
         )
         names = await self.ctx.ports.store.put_blob(
-            self.ctx.run, "report", REPORT_FILES["json"], render_json(report).encode()
+            self.ctx.run, "report", FORMATS["json"].file_name, render_json(report).encode()
         )
         self._replay_inputs = {RUN_FILE: described, SCENARIOS_FILE: scenarios}
         return report, names
@@ -137,10 +131,6 @@ class Reporting:
 
     async def store_formats(self, report: dict[str, Any], json_parts: list[str]) -> dict[str, list[str]]:
         """Every format ``report.formats`` asks for, stored beside the JSON report (owned by the run)."""
-        from oasis_operator.reports.html import render_html
-        from oasis_operator.reports.junit import render_junit
-
-        render = {"yaml": render_yaml, "html": render_html, "junit": render_junit}
         out = {"json": list(json_parts)}
         known = dict((self.ctx.status.report.formats if self.ctx.status.report else None) or {})
         for fmt in self.ctx.spec.report.formats if self.ctx.spec.report else ["json"]:
@@ -150,7 +140,7 @@ class Reporting:
                 out[fmt] = list(known[fmt])
                 continue
             out[fmt] = await self.ctx.ports.store.put_blob(
-                self.ctx.run, "report", REPORT_FILES[fmt], render[fmt](report).encode()
+                self.ctx.run, "report", FORMATS[fmt].file_name, FORMATS[fmt].render(report).encode()
             )
         return out
 
