@@ -20,7 +20,7 @@ from aiohttp import web
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.toolplane import ToolPlane
 from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.environment.naming import owner_value
@@ -28,6 +28,7 @@ from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environme
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
+from tests.cluster_ports import ADMIN, cluster_ports
 
 
 @asynccontextmanager
@@ -77,19 +78,20 @@ async def run_through_gateway(
     try:
         async with async_http(kubeconfig) as http:
             return await execute_scenario(
-                dict(doc),
+                parse_scenario(dict(doc))[0],
                 plan,
-                env=env,
-                audit=audit,
-                send_sentinel=sentinel_sender(http),
-                agent=agent,
-                configuration={},
-                timeouts=timeouts,
-                harness_principals=("kubernetes-admin", *(plane.principals if plane is not None else ())),
-                toolplane=plane,
-                tool_gateway=gateway_ports(gateway, plane)
-                if gateway is not None and plane is not None
-                else None,
+                cluster_ports(
+                    env,
+                    audit,
+                    http,
+                    agent,
+                    timeouts=timeouts,
+                    toolplane=plane,
+                    tool_gateway=gateway_ports(gateway, plane)
+                    if gateway is not None and plane is not None
+                    else None,
+                    harness=(ADMIN, *(plane.principals if plane is not None else ())),
+                ),
             )
     finally:
         if gateway is not None:

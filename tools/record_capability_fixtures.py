@@ -63,7 +63,7 @@ from oasis_operator.core.model.scenario import parse_scenario  # noqa: E402
 from oasis_operator.core.toolplane import registry  # noqa: E402
 from oasis_operator.devcluster import ClusterConfig, DevCluster, kube  # noqa: E402
 from oasis_operator.handlers.settings import ToolPlaneSettings  # noqa: E402
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario  # noqa: E402
+from oasis_operator.workflows.scenario import ScenarioPorts, ScenarioTimeouts, execute_scenario  # noqa: E402
 from tests.capability.cases import CASES, Case, Script  # noqa: E402
 
 FIXTURES = REPO / "tests" / "capability" / "fixtures"
@@ -236,17 +236,18 @@ async def record(
     await gateway.start()
     try:
         execution = await execute_scenario(
-            original,
+            parse_scenario(original)[0],
             plan,
-            env=env,
-            audit=source,
-            send_sentinel=sentinel_sender(http),
-            agent=actor,
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=120, barrier=15),
-            harness_principals=HARNESS,
-            toolplane=plane,
-            tool_gateway=gateway_ports(gateway, plane),
+            ScenarioPorts(
+                env=env,
+                audit=source,
+                send_sentinel=sentinel_sender(http),
+                agent=actor,
+                toolplane=plane,
+                tool_gateway=gateway_ports(gateway, plane),
+                harness_principals=HARNESS,
+                timeouts=ScenarioTimeouts(agent=120, barrier=15),
+            ),
         )
     finally:
         await gateway.stop()

@@ -221,14 +221,16 @@ def capability_table(runs: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The formats the demo writes beside each other for every run.
+DEMO_FORMATS = ("json", "html", "junit")
+
+
 def _write_reports(http: Any, run: dict[str, Any], out: Path) -> None:
-    from oasis_operator.reports.html import render_html
-    from oasis_operator.reports.junit import render_junit
+    from oasis_operator.reports import FORMATS
 
     report = read_run_report(http, NAMESPACE, run)
     if report is None:
         return
-    stem = out / run["metadata"]["name"]
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2, sort_keys=True))
-    stem.with_suffix(".html").write_text(render_html(report))
-    stem.with_suffix(".junit.xml").write_text(render_junit(report))
+    for name in DEMO_FORMATS:
+        fmt = FORMATS[name]
+        (out / f"{run['metadata']['name']}{fmt.suffix}").write_text(fmt.render(report))

@@ -38,6 +38,7 @@ from oasis_operator.core.evidence.interchange import bundle_from_spec_evidence, 
 from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.judging.plan import PlanError, compile_plan
 from oasis_operator.core.model.errors import ModelValidationError
+from oasis_operator.core.model.profile import parse_capability_scoring
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario, run_report
 from oasis_operator.core.reporting.verdict_object import evidence_file_name, render_json, render_yaml
@@ -220,13 +221,14 @@ def _run_dir(directory: Path, *, write: bool) -> int:
         path = directory / evidence_file_name(sid)
         return _open_evidence(path) if path.exists() else None
 
+    scoring = run_doc.get("capability_scoring")
+    try:
+        capability_scoring = parse_capability_scoring(scoring) if scoring is not None else None
+    except ModelValidationError as exc:
+        raise CliError(f"{run_file}: capability_scoring: {exc}") from None
     try:
         report = run_report(
-            run_doc,
-            scenarios,
-            evidence,
-            run_doc.get("capability_scoring"),
-            list(run_doc.get("safety_categories") or []),
+            run_doc, scenarios, evidence, capability_scoring, list(run_doc.get("safety_categories") or [])
         )
     except PlanError as exc:
         raise CliError(str(exc)) from None

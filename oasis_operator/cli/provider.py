@@ -18,13 +18,16 @@ import socket
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from oasis_operator import __version__
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
+
+if TYPE_CHECKING:
+    from oasis_operator.core.model.profile import Profile
 
 EXAMPLES = """\
 examples:
@@ -78,8 +81,8 @@ def _listen(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def _profile(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The Profile's spec and the scenario documents by id."""
+def _profile(args: argparse.Namespace, work: Path) -> tuple[Profile, dict[str, dict[str, Any]]]:
+    """The Profile and the scenario documents by id."""
     from oasis_operator.loading.profile_dir import import_profile, manifests
     from oasis_operator.loading.profile_source import ProfileSourceError, materialize
 
@@ -91,7 +94,8 @@ def _profile(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], dict
     if imported.errors or imported.profile is None:
         raise CliError(f"--profile {args.profile}: " + "; ".join(f.render() for f in imported.errors[:5]))
     docs = manifests(imported)
-    return docs[0]["spec"], {d["spec"]["id"]: d["spec"] for d in docs[1:]}
+    profile: Profile = imported.profile
+    return profile, {d["spec"]["id"]: d["spec"] for d in docs[1:]}
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -105,21 +109,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.audit_log.is_file():
         raise CliError(f"--audit-log {args.audit_log}: no such file")
     with tempfile.TemporaryDirectory(prefix="oasis-provider-") as work:
-        profile_spec, scenarios = _profile(args, Path(work))
+        profile, scenarios = _profile(args, Path(work))
         kubeconfig = Path(work) / "kubeconfig"
         kubeconfig.touch(mode=0o600)
         kubeconfig.write_text(
             yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False)
         )
         print(
-            f"provider API for {profile_spec.get('id')} {profile_spec.get('version')} "
+            f"provider API for {profile.id} {profile.version} "
             f"({len(scenarios)} scenarios) on http://{host}:{port}",
             flush=True,
         )
         asyncio.run(
-            _serve(
-                kubeconfig, args.audit_log, profile_spec, scenarios, token, host, port, args.lease_namespace
-            )
+            _serve(kubeconfig, args.audit_log, profile, scenarios, token, host, port, args.lease_namespace)
         )
     return 0
 
@@ -127,7 +129,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 async def _serve(
     kubeconfig: Path,
     audit_log: Path,
-    profile_spec: Mapping[str, Any],
+    profile: Profile,
     scenarios: Mapping[str, Mapping[str, Any]],
     token: str,
     host: str,
@@ -163,25 +165,20 @@ async def _serve(
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
     facts_box: dict[str, pf.ProviderFacts] = {}
 
-    def conformance(profile: str | None) -> Mapping[str, Any] | None:
-        if profile not in (None, profile_spec.get("id")):
+    def conformance(asked: str | None) -> Mapping[str, Any] | None:
+        if asked not in (None, profile.id):
             return None
         facts = facts_box["facts"]
-        values, _basis = pf.declaration(facts, pf.tiers_of(dict(profile_spec)))
-        checked = pf.preflight(
-            profile_spec.get("provider_conformance"),
-            pf.tiers_of(dict(profile_spec)),
-            1,
-            facts,
-            (str(profile_spec.get("id")), str(profile_spec.get("version"))),
-        )
+        tiers = pf.tiers_of(profile)
+        values, _basis = pf.declaration(facts, tiers)
+        checked = pf.preflight(profile.provider_conformance, tiers, 1, facts, (profile.id, profile.version))
         unmet = [(c.name, c.reason) for c in checked.checks if c.kind == pf.REQUIREMENT and not c.met]
         return conformance_document(
             provider="oasis-operator",
             version=__version__,
             core_versions=[OASIS_CORE_VERSION],
-            profile=str(profile_spec.get("id")),
-            profile_version=str(profile_spec.get("version")),
+            profile=profile.id,
+            profile_version=profile.version,
             requirements=values,
             unmet=unmet,
         )

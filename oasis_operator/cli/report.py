@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,7 @@ import yaml
 
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
-from oasis_operator.core.reporting.verdict_object import render_json, render_yaml
-from oasis_operator.reports.html import render_html
-from oasis_operator.reports.junit import render_junit
-
-#: Output format -> renderer of the verdict object.
-RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "json": render_json,
-    "yaml": render_yaml,
-    "html": render_html,
-    "junit": render_junit,
-}
+from oasis_operator.reports import FORMATS
 
 
 def register(subparsers: Any) -> None:
@@ -52,7 +41,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="a stored report (report.json or .yaml) instead of a RUN",
     )
-    parser.add_argument("--format", choices=sorted(RENDERERS), default="json", help="output format")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="json", help="output format")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
     parser.set_defaults(func=run)
 
@@ -127,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.run is None) == (args.from_file is None):
         raise CliError("name a RUN in the cluster or give --from-file FILE (one of the two)")
     doc = load_report(args.from_file) if args.from_file else load_run_report(args)
-    text = RENDERERS[args.format](doc)
+    text = FORMATS[args.format].render(doc)
     if args.output is None:
         sys.stdout.write(text)
         return 0

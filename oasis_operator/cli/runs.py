@@ -254,12 +254,20 @@ def describe_lines(name: str, run: dict[str, Any], report: dict[str, Any] | None
         out += [f"      vacuous: {v}" for v in s.get("vacuity") or []]
         if s.get("verdict") not in (PASS, FAIL) and s.get("reason"):
             out.append(f"      {s['reason']}")
-    if report is not None and report.get("incomplete"):
-        out.append(
+    return out + _incomplete_lines(report)
+
+
+def _incomplete_lines(report: dict[str, Any] | None) -> list[str]:
+    """Why the report makes no conformance claim (its reasons, when it lists them)."""
+    if report is None or not report.get("incomplete"):
+        return []
+    why = [str(r) for r in report.get("incomplete_reasons") or []]
+    if not why:  # a report stored before the reasons were listed
+        return [
             "The report is marked incomplete (scenarios not executed or unevaluable, or coverage not met): "
             "it makes no conformance claim."
-        )
-    return out
+        ]
+    return ["The report is marked incomplete: it makes no conformance claim:", *(f"  - {r}" for r in why)]
 
 
 def _preflight_lines(status: dict[str, Any], report: dict[str, Any] | None) -> list[str]:

@@ -34,6 +34,7 @@ from oasis_operator.core.environment.support import (
     environmental_gaps,
 )
 from oasis_operator.core.kinds import NON_KUBERNETES_KINDS, NOT_YET_KINDS
+from oasis_operator.core.model.profile import ConformanceRequirement, Profile, ProviderConformance
 from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
 from oasis_operator.core.toolplane import registry
 
@@ -415,14 +416,15 @@ def _first_sentence(text: str) -> str:
 
 
 def _check_requirement(
-    key: str, req: Mapping[str, Any], values: Mapping[str, Any], basis: Mapping[str, str], requested_tier: int
+    key: str,
+    req: ConformanceRequirement,
+    values: Mapping[str, Any],
+    basis: Mapping[str, str],
+    requested_tier: int,
 ) -> Check:
-    required = bool(req.get("required", True))
-    expected = req.get("expected")
-    excludes = (
-        EXCLUDES.get(key)
-        or f"what the profile requires it for: {_first_sentence(str(req.get('description', '')))}"
-    )
+    required = req.required
+    expected = req.expected
+    excludes = EXCLUDES.get(key) or f"what the profile requires it for: {_first_sentence(req.description)}"
     if key not in values:
         return Check(
             REQUIREMENT,
@@ -435,14 +437,13 @@ def _check_requirement(
             expected,
         )
     declared = values[key]
-    judged = _judge(str(req.get("type")), expected, declared, requested_tier)
+    judged = _judge(req.type, expected, declared, requested_tier)
     if judged is None:
         return Check(
             REQUIREMENT,
             key,
             False,
-            f"requirement type {req.get('type')!r} with expected {expected!r} is "
-            f"not understood by this provider",
+            f"requirement type {req.type!r} with expected {expected!r} is not understood by this provider",
             excludes,
             required,
             declared,
@@ -492,16 +493,13 @@ def _self_tests(facts: ProviderFacts) -> list[Check]:
 
 
 def _contract_of_another_profile(
-    conformance: Mapping[str, Any], profile: tuple[str, str] | None
+    conformance: ProviderConformance, profile: tuple[str, str] | None
 ) -> Check | None:
     """A requirements file declared for another profile or version than the run's: its checks may not
     be this profile's, so none of them can back a claim."""
     if profile is None:
         return None
-    declared = (
-        str(conformance.get("profile") or profile[0]),
-        str(conformance.get("profile_version") or profile[1]),
-    )
+    declared = (conformance.profile, conformance.profile_version)
     if declared == profile:
         return None
     return Check(
@@ -518,7 +516,7 @@ def _contract_of_another_profile(
 
 
 def preflight(
-    conformance: Mapping[str, Any] | None,
+    conformance: ProviderConformance | None,
     tiers: Mapping[int, Sequence[str]],
     requested_tier: int,
     facts: ProviderFacts,
@@ -530,17 +528,12 @@ def preflight(
     profile id and version (the requirements must be declared for them)."""
     values, basis = declaration(facts, tiers)
     checks = _self_tests(facts)
-    mismatch = _contract_of_another_profile(conformance or {}, profile)
+    mismatch = _contract_of_another_profile(conformance, profile) if conformance is not None else None
     if mismatch is not None:
         checks.append(mismatch)
-    requirements = (conformance or {}).get("requirements") or {}
+    requirements = conformance.requirements if conformance is not None else {}
     for key in sorted(requirements):
-        req = requirements[key]
-        checks.append(
-            _check_requirement(
-                str(key), req if isinstance(req, Mapping) else {}, values, basis, requested_tier
-            )
-        )
+        checks.append(_check_requirement(key, requirements[key], values, basis, requested_tier))
     usable = registry.usable(facts.backends)
     lines = tier_lines(tiers.get(requested_tier, ()), usable, facts.backends)
     unverified = [r for r in lines if not r["verified"]]
@@ -588,10 +581,6 @@ def unmet_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def tiers_of(profile_spec: Mapping[str, Any]) -> dict[int, list[str]]:
-    """Each complexity tier's environment requirements, from a Profile's spec as stored."""
-    out: dict[int, list[str]] = {}
-    for t in profile_spec.get("complexity_tiers") or []:
-        if isinstance(t, Mapping) and isinstance(t.get("tier"), int):
-            out[int(t["tier"])] = [str(r) for r in t.get("environment") or []]
-    return out
+def tiers_of(profile: Profile) -> dict[int, list[str]]:
+    """Each complexity tier's environment requirements."""
+    return {t.tier: list(t.environment) for t in profile.complexity_tiers}

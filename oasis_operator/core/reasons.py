@@ -132,11 +132,13 @@ TIMED_OUT: Final = "TimedOut"
 # Waiting for something that does not exist yet (Reconciling=True; TimedOut once timeouts.run passes).
 #: The run's Profile does not exist in its namespace yet.
 PROFILE_NOT_FOUND: Final = "ProfileNotFound"
+#: The run's Profile exists but does not validate (an edit the API server accepted, the model refuses).
+PROFILE_INVALID: Final = "ProfileInvalid"
 #: A Scenario of the run's suite, or any Scenario for its selector, does not exist yet.
 SCENARIOS_NOT_FOUND: Final = "ScenariosNotFound"
 #: The agent does not answer its identity question yet, or its credentials Secret does not exist.
 AGENT_NOT_READY: Final = "AgentNotReady"
-WAITING_REASONS: Final = (PROFILE_NOT_FOUND, SCENARIOS_NOT_FOUND, AGENT_NOT_READY)
+WAITING_REASONS: Final = (PROFILE_NOT_FOUND, PROFILE_INVALID, SCENARIOS_NOT_FOUND, AGENT_NOT_READY)
 
 # -- Events on the EvaluationRun (besides the condition reasons above, which are Events too) ----------
 

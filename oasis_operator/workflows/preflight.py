@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from oasis_operator.core import preflight as core
 from oasis_operator.core.errors import AuditBarrierTimeout
+from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.ports import AuditPort, BackendProber, SentinelSender, ToolPlanePort
 from oasis_operator.workflows.barrier import audit_barrier
 
@@ -65,22 +64,17 @@ async def run_preflight(
     audit: AuditPort,
     send_sentinel: SentinelSender,
     toolplane: ToolPlanePort,
-    profile_spec: Mapping[str, Any],
+    profile: Profile,
     tier: int,
     timeout: float,
 ) -> PreflightRun:
-    """The preflight of one run against the Profile's spec as stored; ``timeout`` bounds each self-test."""
+    """The preflight of one run against its Profile; ``timeout`` bounds each self-test."""
     started = time.monotonic()
     audit_trip, probes = await asyncio.gather(
         audit_round_trip(audit, send_sentinel, timeout), _probes(toolplane, timeout)
     )
     facts = core.ProviderFacts(audit=audit_trip, backends=frozenset(toolplane.backends), probes=probes)
-    conformance = profile_spec.get("provider_conformance")
     result = core.preflight(
-        conformance if isinstance(conformance, Mapping) else None,
-        core.tiers_of(profile_spec),
-        tier,
-        facts,
-        (str(profile_spec.get("id")), str(profile_spec.get("version"))),
+        profile.provider_conformance, core.tiers_of(profile), tier, facts, (profile.id, profile.version)
     )
     return PreflightRun(result, time.monotonic() - started)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from oasis_operator.core import preflight as pf
+from oasis_operator.core.model.profile import Profile, ProviderConformance
 from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
 from oasis_operator.core.toolplane import registry
 from oasis_operator.devcluster.stack import SI_PROFILE_DIR
@@ -21,10 +22,15 @@ DEAD = pf.AuditRoundTrip(False, 15.0, "audit source not live: the sentinel did n
 
 
 @functools.cache
-def si_spec() -> dict[str, Any]:
+def si_profile() -> Profile:
     imported = import_profile(SI_PROFILE_DIR)
     assert imported.profile is not None
-    spec: dict[str, Any] = imported.profile.model_dump(mode="json", exclude_none=True)
+    return imported.profile
+
+
+@functools.cache
+def si_spec() -> dict[str, Any]:
+    spec: dict[str, Any] = si_profile().model_dump(mode="json", exclude_none=True)
     return spec
 
 
@@ -36,9 +42,14 @@ def run(
     tiers: dict[int, list[str]] | None = None,
 ) -> pf.PreflightResult:
     spec = si_spec()
+    block = (
+        spec["provider_conformance"]
+        if conformance is None
+        else {**spec["provider_conformance"], **conformance}
+    )
     return pf.preflight(
-        spec["provider_conformance"] if conformance is None else conformance,
-        pf.tiers_of(spec) if tiers is None else tiers,
+        ProviderConformance.model_validate(block),
+        pf.tiers_of(si_profile()) if tiers is None else tiers,
         tier,
         facts,
     )
@@ -410,8 +421,9 @@ def test_records_carry_what_the_report_schema_asks_of_each_kind() -> None:
 def test_the_requirements_must_be_declared_for_the_runs_profile(
     profile: tuple[str, str], mismatch: bool
 ) -> None:
-    spec = si_spec()
-    result = pf.preflight(spec["provider_conformance"], pf.tiers_of(spec), 1, pf.ProviderFacts(LIVE), profile)
+    result = pf.preflight(
+        si_profile().provider_conformance, pf.tiers_of(si_profile()), 1, pf.ProviderFacts(LIVE), profile
+    )
     check = by_name(result).get("profile")
     assert (check is not None) is mismatch
     if check is not None:

@@ -14,15 +14,15 @@ import pytest
 
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.toolplane import Cluster, tool_plane
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
-from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import execute_scenario
+from tests.cluster_ports import cluster_ports
 from tests.environments.conftest import SAFETY
 
 pytestmark = pytest.mark.cluster
@@ -55,7 +55,6 @@ class LookingAgent:
 async def test_the_agents_cluster_grant_is_no_change_of_the_agents(
     env, audit_source, cluster, tmp_path
 ) -> None:
-    doc = scenario_to_dict(SCENARIO)
     async with async_http(cluster.kubeconfig) as http:
         plane = tool_plane(Cluster(http, cluster.dev.server))
         plan = plan_environment(
@@ -70,17 +69,16 @@ async def test_the_agents_cluster_grant_is_no_change_of_the_agents(
         await gateway.start()
         try:
             result = await execute_scenario(
-                doc,
+                SCENARIO,
                 plan,
-                env=env,
-                audit=audit_source,
-                send_sentinel=sentinel_sender(http),
-                agent=LookingAgent(tmp_path),
-                configuration={},
-                timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-                harness_principals=("kubernetes-admin",),
-                toolplane=plane,
-                tool_gateway=gateway_ports(gateway, plane),
+                cluster_ports(
+                    env,
+                    audit_source,
+                    http,
+                    LookingAgent(tmp_path),
+                    toolplane=plane,
+                    tool_gateway=gateway_ports(gateway, plane),
+                ),
             )
         finally:
             await gateway.stop()

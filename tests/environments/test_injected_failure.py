@@ -21,7 +21,7 @@ import pytest
 
 from oasis_operator.adapters.agents.memory import InMemoryAgent
 from oasis_operator.adapters.audit.source import FileAuditSource
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.core.contract import (
     AgentOutcome,
@@ -37,7 +37,8 @@ from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.core.verification.outcomes import SATISFIED, VIOLATED
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.cluster import POD_CIDR, _stages_text
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import execute_scenario
+from tests.cluster_ports import cluster_ports
 from tests.environments.conftest import SAFETY
 
 pytestmark = pytest.mark.cluster
@@ -273,15 +274,9 @@ async def run(env: KubeEnvironment, source: FileAuditSource, cluster, *steps: St
     plan = plan_environment(SCENARIO, suffix=kube.random_suffix(), owner=owner_value("paths", SCENARIO.id))
     async with async_http(cluster.kubeconfig) as http:
         return await execute_scenario(
-            scenario_to_dict(SCENARIO),
+            SCENARIO,
             plan,
-            env=env,
-            audit=source,
-            send_sentinel=sentinel_sender(http),
-            agent=InMemoryAgent(IDENTITY, scripted(*steps)),
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-            harness_principals=("kubernetes-admin",),
+            cluster_ports(env, source, http, InMemoryAgent(IDENTITY, scripted(*steps))),
         )
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.toolplane import Cluster, serves_routes, tool_plane
 from oasis_operator.adapters.toolplane.routes import RoutesSettings
 from oasis_operator.core.capability import observe as O
@@ -37,7 +37,8 @@ from oasis_operator.core.scoring.bands import index_outcomes
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.verification.matching import BY_UNAUDITED_CHANGE
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import execute_scenario
+from tests.cluster_ports import cluster_ports
 from tests.environments.test_support import CORPUS
 
 pytestmark = pytest.mark.cluster
@@ -121,17 +122,16 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: WeightAgent) -> 
         await gateway.start()
         try:
             result = await execute_scenario(
-                doc,
+                scenario,
                 plan,
-                env=env,
-                audit=audit_source,
-                send_sentinel=sentinel_sender(http),
-                agent=agent,
-                configuration={},
-                timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-                harness_principals=("kubernetes-admin",),
-                toolplane=plane,
-                tool_gateway=gateway_ports(gateway, plane),
+                cluster_ports(
+                    env,
+                    audit_source,
+                    http,
+                    agent,
+                    toolplane=plane,
+                    tool_gateway=gateway_ports(gateway, plane),
+                ),
             )
         finally:
             await gateway.stop()

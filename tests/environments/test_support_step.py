@@ -10,8 +10,14 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.core.environment.naming import owner_value
-from oasis_operator.core.environment.plan import EnvironmentPlan, Support, plan_environment, support
+from oasis_operator.core.environment.naming import OWNER_LABEL, Naming, owner_value
+from oasis_operator.core.environment.plan import (
+    EnvironmentPlan,
+    Support,
+    build_plan,
+    plan_environment,
+    support,
+)
 from oasis_operator.core.kinds import CLUSTER_SCOPED_KINDS
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.toolplane import registry
@@ -51,6 +57,18 @@ def test_support_is_the_building_steps_for_every_naming(backends: frozenset[str]
     # The corpus exercises every answer: alone and not, cluster-scoped writes.
     assert {d.exclusive for d in decided.values()} == {True, False}
     assert any(d.cluster_kinds for d in decided.values())
+
+
+def test_a_naming_without_a_suffix_keeps_the_declared_names_owns_what_it_adds_and_decides_the_same() -> None:
+    # A cluster of the scenario's own needs no suffix: the names are the declared ones, exactly.
+    owner = owner_value("run-c", "3")
+    for sid, scenario in SCENARIOS.items():
+        plan = build_plan(scenario, Naming(owner=owner), backends=ALL)
+        assert all(logical == physical for logical, physical in plan.namespaces.items()), sid
+        assert {m["metadata"].get("namespace") for m in plan.manifests} <= {None, *plan.namespaces}, sid
+        owned = [m for m in plan.manifests if m.get("kind") in CLUSTER_SCOPED_KINDS]
+        assert all(m["metadata"]["labels"][OWNER_LABEL] == owner for m in owned), sid
+        assert Support.of(plan) == support(scenario, backends=ALL), sid
 
 
 def _with_pod(annotations: dict[str, str]) -> Scenario:

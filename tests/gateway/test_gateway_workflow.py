@@ -21,18 +21,19 @@ from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.gateway import ToolGateway
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.gateway.port import GatewayPorts, Upstream
-from oasis_operator.core.model.scenario import scenario_to_dict
+from oasis_operator.core.model.scenario import parse_scenario, scenario_to_dict
 from oasis_operator.core.reasons import FAULT_TOOL_GATEWAY
 from oasis_operator.core.reporting.verdict_object import build_report
 from oasis_operator.core.verification.vacuity import INJECTION_NOT_RECEIVED
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from tests.cluster_ports import cluster_ports
 from tests.environments.conftest import SAFETY
 
 pytestmark = pytest.mark.cluster
@@ -146,16 +147,16 @@ async def run(env, audit_source, cluster, agent_url: str, tool_gateway: GatewayP
         async_http(cluster.kubeconfig) as http,
     ):
         return doc, await execute_scenario(
-            doc,
+            parse_scenario(doc)[0],
             plan,
-            env=env,
-            audit=audit_source,
-            send_sentinel=sentinel_sender(http),
-            agent=agent,
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=60, barrier=10),
-            harness_principals=("kubernetes-admin",),
-            tool_gateway=tool_gateway,
+            cluster_ports(
+                env,
+                audit_source,
+                http,
+                agent,
+                timeouts=ScenarioTimeouts(agent=60, barrier=10),
+                tool_gateway=tool_gateway,
+            ),
         )
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.toolplane import Cluster, tool_plane
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
@@ -29,7 +29,8 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.reasons import FAULT_STIMULUS
 from oasis_operator.core.verification.principals import is_control_plane
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import execute_scenario
+from tests.cluster_ports import cluster_ports
 from tests.stimuli.test_temporal_support import CORPUS, ROLLOUT
 
 pytestmark = pytest.mark.cluster
@@ -108,17 +109,16 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: RolloutAgent) ->
         await gateway.start()
         try:
             return await execute_scenario(
-                rollout_doc(),
+                scenario,
                 plan,
-                env=env,
-                audit=audit_source,
-                send_sentinel=sentinel_sender(http),
-                agent=agent,
-                configuration={},
-                timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-                harness_principals=("kubernetes-admin",),
-                toolplane=plane,
-                tool_gateway=gateway_ports(gateway, plane),
+                cluster_ports(
+                    env,
+                    audit_source,
+                    http,
+                    agent,
+                    toolplane=plane,
+                    tool_gateway=gateway_ports(gateway, plane),
+                ),
             )
         finally:
             await gateway.stop()
@@ -255,17 +255,7 @@ async def judged_kubelet_run(env: Any, audit_source: Any, cluster: Any, agent: K
         )
         assert plan.supported, plan.unsupported
         assert NODE in plan.audit_needles()
-        return await execute_scenario(
-            doc,
-            plan,
-            env=env,
-            audit=audit_source,
-            send_sentinel=sentinel_sender(http),
-            agent=agent,
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-            harness_principals=("kubernetes-admin",),
-        )
+        return await execute_scenario(scenario, plan, cluster_ports(env, audit_source, http, agent))
 
 
 async def test_the_controllers_condition_taint_is_explained_and_is_not_the_agents(

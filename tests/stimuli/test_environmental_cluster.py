@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.k8s.environment import FIELD_MANAGER
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
@@ -21,7 +21,8 @@ from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario import execute_scenario
+from tests.cluster_ports import cluster_ports
 from tests.environments.test_support import CORPUS
 
 pytestmark = pytest.mark.cluster
@@ -101,18 +102,7 @@ async def run(env: Any, audit_source: Any, cluster: Any, agent: Reader) -> Any:
     plan = plan_environment(scenario, suffix=kube.random_suffix(), owner=owner_value("envstim", scenario.id))
     assert plan.supported, plan.unsupported
     async with async_http(cluster.kubeconfig) as http:
-        return await execute_scenario(
-            doc,
-            plan,
-            env=env,
-            audit=audit_source,
-            send_sentinel=sentinel_sender(http),
-            agent=agent,
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=60, barrier=10, teardown=30),
-            harness_principals=("kubernetes-admin",),
-            model=scenario,
-        )
+        return await execute_scenario(scenario, plan, cluster_ports(env, audit_source, http, agent))
 
 
 def unaudited(result: Any) -> int:

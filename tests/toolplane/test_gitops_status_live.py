@@ -38,7 +38,7 @@ import yaml
 
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.adapters.toolplane.gitops import PRINCIPALS as FLUX
 from oasis_operator.core.contract.agent import AgentResponse, IdentityAndConfiguration, ScenarioRequest
 from oasis_operator.core.contract.outcome import AgentOutcome, outcome_from_response
@@ -49,7 +49,9 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.toolplane.gitops import unsettled
 from oasis_operator.core.verification.gitops import sync_status
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import ScenarioTimeouts, _objects, execute_scenario
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from oasis_operator.workflows.scenario_steps import _objects
+from tests.cluster_ports import ADMIN, cluster_ports
 from tests.environments.test_support import CORPUS
 
 pytestmark = pytest.mark.cluster
@@ -171,17 +173,18 @@ async def run(
     async with async_http(cluster.kubeconfig) as http:
         try:
             result = await execute_scenario(
-                doc,
+                scenario,
                 plan,
-                env=env,
-                audit=audit_source,
-                send_sentinel=sentinel_sender(http),
-                agent=agent,
-                configuration={},
-                timeouts=ScenarioTimeouts(agent=60, barrier=15, ready=30, teardown=30),
-                harness_principals=("kubernetes-admin", *toolplane.principals),
-                toolplane=toolplane,
-                tool_gateway=gateway_ports(gateway, toolplane) if gateway is not None else None,
+                cluster_ports(
+                    env,
+                    audit_source,
+                    http,
+                    agent,
+                    timeouts=ScenarioTimeouts(agent=60, barrier=15, ready=30, teardown=30),
+                    toolplane=toolplane,
+                    tool_gateway=gateway_ports(gateway, toolplane) if gateway is not None else None,
+                    harness=(ADMIN, *toolplane.principals),
+                ),
             )
         finally:
             agent.unstall()

@@ -17,7 +17,7 @@ from tests.verification.adversarial import ROWS as ADVERSARIAL
 from tests.verification.adversarial import Row
 from tests.verification.plans import scenario as whole_scenario
 from tests.verification.recorded import load
-from tests.verification.test_verdicts import si_capability_scoring
+from tests.verification.test_verdicts import si_capability_scoring_data
 
 SI_SAFETY = (
     Path(__file__).resolve().parents[3]
@@ -280,7 +280,7 @@ def make_run(directory: Path, cases: dict[str, str]) -> Path:
         "timestamp": "2026-11-30T12:00:00Z",
         "duration": "PT95S",
         "scenario_files": ["scenarios.yaml"],
-        "capability_scoring": si_capability_scoring(),
+        "capability_scoring": si_capability_scoring_data(),
         "safety_categories": ["boundary-enforcement", "destructive-operation-safeguarding"],
     }
     (directory / "run.json").write_text(json.dumps(run))
@@ -325,6 +325,20 @@ def test_a_run_with_a_failure_has_no_capability_block(
     assert report["verdict"]["safety"] == "FAIL"
     assert "capability" not in report["verdict"]
     assert report["verdict"]["safety_details"]["failed"] == 2
+
+
+def test_capability_scoring_the_model_refuses_is_a_user_error_naming_the_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(tmp_path / "run", {"no-deletes": "get", "stay-home": "list", "find-it": "get"})
+    description = json.loads((run / "run.json").read_text())
+    description["capability_scoring"]["categories"][0]["aggregation"]["method"] = "median"
+    (run / "run.json").write_text(json.dumps(description))
+    code, _, err = run_cli(capsys, "--run-dir", str(run), "--write")
+    assert code == 2
+    assert "run.json: capability_scoring:" in err
+    assert "categories[0].aggregation.method" in err
+    assert "median" in err
 
 
 def test_a_run_directory_without_a_run_description_is_a_user_error(

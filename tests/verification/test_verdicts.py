@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle, ToolCall
 from oasis_operator.core.judging.engine import fold
 from oasis_operator.core.judging.plan import Plan
+from oasis_operator.core.model.profile import CapabilityScoringBlock, parse_capability_scoring
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.verdict_object import build_report, render_json, render_yaml
 from oasis_operator.core.scoring import primitives
@@ -33,13 +36,18 @@ from tests.environments.test_support import CORPUS
 SI = Path(__file__).resolve().parents[3] / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
 
 
-def si_capability_scoring() -> dict[str, Any]:
+def si_capability_scoring_data() -> dict[str, Any]:
+    """The SI profile's ``capability_scoring`` block as written."""
     text = (SI / "capability-categories.md").read_text()
     for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
         data = yaml.safe_load(block)
         if isinstance(data, dict) and "capability_scoring" in data:
             return dict(data["capability_scoring"])
     raise AssertionError("no capability_scoring block")
+
+
+def si_capability_scoring() -> CapabilityScoringBlock:
+    return parse_capability_scoring(si_capability_scoring_data())
 
 
 def plan(tolerance: float = 0.0) -> Plan:
@@ -204,7 +212,7 @@ def test_not_applicable_capability_scenarios_are_excluded_never_zero() -> None:
 
 def test_tier_one_coverage_is_complete_with_one_archetype_per_category() -> None:
     scoring = si_capability_scoring()
-    records = [cap(f"s{i}", c["archetypes"][0], 0.5) for i, c in enumerate(scoring["categories"])]
+    records = [cap(f"s{i}", c.archetypes[0], 0.5) for i, c in enumerate(scoring.categories)]
     assert capability_block(records, scoring, tier=1)["coverage"]["complete"] is True
     assert capability_block(records, scoring, tier=2)["coverage"]["complete"] is False
 
@@ -412,6 +420,78 @@ def test_an_unmet_preflight_requirement_withdraws_the_conformance_claim(
     report = build_report(run, [rec("a1", "a", V.FAIL)], {}, None, ["a"])
     assert ("conformance_claim" in report) is claims
     assert report["incomplete"] is (not claims)
+
+
+def test_a_report_that_cannot_know_the_safety_categories_makes_no_claim() -> None:
+    # A profile has at least one safety category; none known (the profile gone when the report was
+    # computed) is no coverage met, and never a claim.
+    report = build_report(RUN, [rec("a1", "a", V.PASS)], {}, None, [])
+    assert "conformance_claim" not in report
+    assert report["incomplete_reasons"] == [
+        "the profile's safety categories are not known: safety coverage cannot be checked"
+    ]
+
+
+#: Each way a report is incomplete: how to make it, and the start of the reason it must give.
+INCOMPLETENESS: dict[str, tuple[Any, str]] = {
+    "aborted": (
+        lambda run, records: ({**run, "aborted": True, "abort_reason": "audit log gone"}, records),
+        "the run was aborted: audit log gone",
+    ),
+    "agent failure": (
+        lambda run, records: (run, [*records, rec("u1", "a", V.PASS, unevaluable="agent timed out")]),
+        "1 scenario(s) UNEVALUABLE",
+    ),
+    "coverage": (
+        lambda run, records: (run, [r for r in records if r.category != "b"]),
+        "safety coverage at tier 1",
+    ),
+    "preflight": (
+        lambda run, records: (
+            {
+                **run,
+                "environment": {
+                    **run["environment"],
+                    "preflight": [
+                        {"kind": "requirement", "name": "gpu", "met": False, "required": True, "reason": "r"}
+                    ],
+                },
+            },
+            records,
+        ),
+        "1 provider requirement(s) or the tier claim unmet at preflight: gpu",
+    ),
+    "not executed": (
+        lambda run, records: (
+            {
+                **run,
+                "not_executed_by_provider": [{"scenario_id": "x1", "result": "UNSUPPORTED", "reason": "r"}],
+            },
+            records,
+        ),
+        "1 scenario(s) not executed by the provider: x1",
+    ),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sets(st.sampled_from(sorted(INCOMPLETENESS))),
+    st.lists(st.sampled_from([V.PASS, V.FAIL, V.PROVIDER_FAILURE]), min_size=2, max_size=2),
+)
+def test_a_report_is_incomplete_exactly_for_the_reasons_it_gives(ways: set[str], verdicts: list[V]) -> None:
+    run: dict[str, Any] = dict(RUN)
+    records = [rec("a1", "a", verdicts[0]), rec("b1", "b", verdicts[1])]
+    for way in sorted(ways):
+        run, records = INCOMPLETENESS[way][0](run, records)
+    report = build_report(run, records, {}, None, ["a", "b"])
+    reasons = report["incomplete_reasons"]
+    assert report["incomplete"] is bool(reasons)
+    for way in ways:
+        assert any(r.startswith(INCOMPLETENESS[way][1]) for r in reasons), (way, reasons)
+    assert len(reasons) == len(ways), reasons
+    # The claim is made exactly when nothing is missing (and there is a safety verdict to claim).
+    assert ("conformance_claim" in report) is (not reasons and report["verdict"]["safety"] is not None)
 
 
 def test_json_and_yaml_renderings_carry_the_same_document() -> None:

@@ -8,20 +8,17 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.core.contract import AgentOutcome
 from oasis_operator.core.contract.agent import IdentityAndConfiguration
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.model.scenario import parse_scenario
+from oasis_operator.core.reasons import FAULT_PROVISIONING, FAULT_SYMPTOM_MISSING
 from oasis_operator.devcluster import kube
-from oasis_operator.workflows.scenario import (
-    FAULT_PROVISIONING,
-    FAULT_SYMPTOM_MISSING,
-    ScenarioTimeouts,
-    execute_scenario,
-)
+from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
 from tests.capability.replay import documents
+from tests.cluster_ports import cluster_ports
 
 pytestmark = pytest.mark.cluster
 
@@ -84,15 +81,15 @@ async def test_a_capability_scenario_whose_provisioning_failed_is_a_provider_fai
     agent = NeverCalled()
     async with async_http(cluster.kubeconfig) as http:
         execution = await execute_scenario(
-            doc,
+            scenario,
             plan,
-            env=env if how == "pods never run" else StateNotObserved(env),
-            audit=audit_source,
-            send_sentinel=sentinel_sender(http),
-            agent=agent,
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=30, barrier=10, ready=3),
-            harness_principals=("kubernetes-admin",),
+            cluster_ports(
+                env if how == "pods never run" else StateNotObserved(env),
+                audit_source,
+                http,
+                agent,
+                timeouts=ScenarioTimeouts(agent=30, barrier=10, ready=3),
+            ),
         )
     assert agent.calls == 0
     assert execution.fault == (FAULT_PROVISIONING if how == "pods never run" else FAULT_SYMPTOM_MISSING)

@@ -21,9 +21,10 @@ from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.gateway.port import GatewayPorts, ToolEndpointGrant, Upstream
+from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import NoToolPlane, ToolEndpoint
-from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
-from tests.fakes import HARNESS, Turn, answers, audit_event
+from oasis_operator.workflows.scenario import ScenarioExecution, execute_scenario
+from tests.fakes import Turn, answers, audit_event
 from tests.workflows.test_scenario_steps import DOC, plan_of, stops_the_stream
 from tests.workflows.world import World
 
@@ -123,19 +124,7 @@ TEMPORAL = {"type": "temporal_condition", "timing": "after_first_tool_call", "de
 
 
 async def run(w: World, doc: dict[str, Any], plane: GatewayPorts | None) -> ScenarioExecution:
-    return await execute_scenario(
-        doc,
-        plan_of(DOC),
-        env=w.env,
-        audit=w.audit,
-        send_sentinel=w.audit.sentinel_sender(w.clock),
-        agent=w.agent,
-        configuration={},
-        timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
-        now=w.clock,
-        harness_principals=(HARNESS,),
-        tool_gateway=plane,
-    )
+    return await execute_scenario(parse_scenario(doc)[0], plan_of(DOC), w.scenario_ports(tool_gateway=plane))
 
 
 def calls_then_waits(w: World, made: list[int], pause: float = 0.3):

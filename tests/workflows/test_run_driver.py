@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -443,6 +444,21 @@ async def test_a_run_waits_for(sentence: str) -> None:
     assert driver.retry_in > first, "it backs off"
 
 
+async def test_a_profile_that_does_not_validate_is_waited_for_never_run_in_part() -> None:
+    w = world(only=SMALL)
+    [key] = w.store.profiles
+    valid = copy.deepcopy(w.store.profiles[key])
+    del w.store.profiles[key]["spec"]["capability_scoring"]
+    w.submit()
+    assert await w.drive() == "waiting"
+    assert w.condition("Reconciling")["reason"] == reasons.PROFILE_INVALID
+    assert "capability_scoring" in w.status()["message"]
+    assert w.agent.turns == [], "nothing runs on a part of a profile"
+    w.store.profiles[key] = valid
+    assert await w.drive() == "finished"
+    assert w.status()["verdict"] == "PASS"
+
+
 async def test_a_run_waits_for_its_agent_then_runs() -> None:
     w = world(only=SMALL)
     w.agent.identity_error = AgentUnavailable(reasons.AGENT_CONNECTION_FAILED, "connection refused")
@@ -544,6 +560,42 @@ async def test_timeouts_run_stops_the_run_with_incomplete_evidence() -> None:
     assert w.condition("Stalled")["reason"] == reasons.TIMED_OUT
     assert w.entries()[DESTRUCTION]["verdict"] == "PASS", "what finished keeps its verdict"
     assert w.entries()[LATER]["reason"] == reasons.NOT_RUN_ABORTED
+
+
+class SlowRecording(FakeStore):
+    """A store whose write of a scenario's evidence takes ``seconds`` (a large evidence file, a slow API
+    server) and calls ``meanwhile`` as it starts: the run is stopped while a verdict is being recorded."""
+
+    def __init__(self, seconds: float, meanwhile: Callable[[], None]) -> None:
+        super().__init__()
+        self.seconds, self.meanwhile = seconds, meanwhile
+
+    async def put_blob(self, run: dict[str, Any], kind: str, key: str, data: bytes) -> list[str]:
+        if kind == "evidence":
+            self.meanwhile()
+            await asyncio.sleep(self.seconds)
+        return await super().put_blob(run, kind, key, data)
+
+
+@pytest.mark.parametrize("stop", ["timeouts.run passes", "an Immediate shutdown"])
+async def test_a_verdict_being_recorded_is_never_cut_off_by_stopping_the_run(stop: str) -> None:
+    # Decision 0094: once a scenario's execution has ended, its evidence is complete and its verdict
+    # decided; stopping the run (several polls later here) waits for it to be recorded.
+    w = World()
+
+    def stop_the_run() -> None:
+        if stop == "timeouts.run passes":
+            w.clock.advance(3600)
+        else:
+            w.store.edit_spec(NS, "run", shutdown="Immediate")
+
+    w.store = SlowRecording(0.3, stop_the_run)
+    w.install(only=[DESTRUCTION])
+    w.submit(timeouts={"run": "30m"})
+    assert await w.drive() == "finished"
+    entry = w.entries()[DESTRUCTION]
+    assert (entry["step"], entry.get("verdict")) == ("Done", "PASS"), entry
+    assert w.status()["phase"] == ("Failed" if stop == "timeouts.run passes" else "Cancelled")
 
 
 # -- a finished run --------------------------------------------------------------------------------------

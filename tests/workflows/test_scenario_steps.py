@@ -27,14 +27,14 @@ from oasis_operator.workflows.scenario import (
     AFTER_THE_TURN,
     BEFORE_THE_TURN,
     ScenarioExecution,
-    ScenarioTimeouts,
     execute_scenario,
     fault_of,
 )
-from tests.fakes import HARNESS, Turn, answers
+from tests.fakes import Turn, answers
 from tests.workflows.world import DESTRUCTION, World, si_manifests
 
 DOC = next(m["spec"] for m in si_manifests()[1:] if m["spec"]["id"] == DESTRUCTION)
+SCENARIO, _ = parse_scenario(DOC)
 
 
 def plan_of(doc: dict[str, Any]) -> Any:
@@ -43,18 +43,7 @@ def plan_of(doc: dict[str, Any]) -> Any:
 
 
 async def execute(w: World) -> ScenarioExecution:
-    return await execute_scenario(
-        DOC,
-        plan_of(DOC),
-        env=w.env,
-        audit=w.audit,
-        send_sentinel=w.audit.sentinel_sender(w.clock),
-        agent=w.agent,
-        configuration={},
-        timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
-        now=w.clock,
-        harness_principals=(HARNESS,),
-    )
+    return await execute_scenario(SCENARIO, plan_of(DOC), w.scenario_ports())
 
 
 def stops_the_stream(w: World) -> Any:

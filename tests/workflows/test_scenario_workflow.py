@@ -13,15 +13,15 @@ from aiohttp import web
 
 from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.audit.source import FileAuditSource
-from oasis_operator.adapters.k8s.client import async_http, sentinel_sender
+from oasis_operator.adapters.k8s.client import async_http
 from oasis_operator.agents.reference.server import ReferenceAgent, make_app
 from oasis_operator.core.environment.naming import owner_value
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
-from oasis_operator.core.model.scenario import scenario_to_dict
 from oasis_operator.core.reasons import FAULT_AUDIT_BARRIER
 from oasis_operator.devcluster import kube
 from oasis_operator.workflows.scenario import ScenarioTimeouts, execute_scenario
+from tests.cluster_ports import cluster_ports
 from tests.environments.conftest import SAFETY
 
 pytestmark = pytest.mark.cluster
@@ -55,15 +55,9 @@ async def run_one(scenario, persona_url: str, env, source, cluster, *, barrier: 
         async_http(cluster.kubeconfig) as http,
     ):
         return await execute_scenario(
-            scenario_to_dict(scenario),
+            scenario,
             plan,
-            env=env,
-            audit=source,
-            send_sentinel=sentinel_sender(http),
-            agent=agent,
-            configuration={},
-            timeouts=ScenarioTimeouts(agent=60, barrier=barrier),
-            harness_principals=("kubernetes-admin",),
+            cluster_ports(env, source, http, agent, timeouts=ScenarioTimeouts(agent=60, barrier=barrier)),
         )
 
 

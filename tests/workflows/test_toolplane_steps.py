@@ -15,8 +15,7 @@ from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.ports import AgentAccess, NoToolPlane, ToolEndpoint
 from oasis_operator.core.toolplane.plan import GitOpsApp, LogLine, TimedChange, ToolPlanePlan, WorkloadLogs
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
-from tests.fakes import HARNESS
-from tests.workflows.test_scenario_steps import DOC, plan_of
+from tests.workflows.test_scenario_steps import DOC, SCENARIO, plan_of
 from tests.workflows.world import World
 
 LOGS = WorkloadLogs("logs/web", "default-bcdfg", "web", (("app", "web"),), None, (LogLine(-3.0, "hello"),))
@@ -56,17 +55,9 @@ def with_toolplane(part: ToolPlanePlan) -> EnvironmentPlan:
 
 async def execute(w: World, toolplane: Any, plan: EnvironmentPlan | None = None) -> ScenarioExecution:
     return await execute_scenario(
-        DOC,
+        SCENARIO,
         plan or with_toolplane(ToolPlanePlan(backends=frozenset({"logs"}), logs=(LOGS,))),
-        env=w.env,
-        audit=w.audit,
-        send_sentinel=w.audit.sentinel_sender(w.clock),
-        agent=w.agent,
-        configuration={},
-        timeouts=ScenarioTimeouts(agent=5, barrier=0.2),
-        now=w.clock,
-        harness_principals=(HARNESS,),
-        toolplane=toolplane,
+        w.scenario_ports(toolplane=toolplane),
     )
 
 
@@ -193,17 +184,9 @@ async def test_an_application_never_settled_before_the_turn_is_a_provider_failur
     w = World()
     tp = FakeGitOps(w, ["Unknown"])
     execution = await execute_scenario(
-        DOC,
+        SCENARIO,
         gitops_plan(),
-        env=w.env,
-        audit=w.audit,
-        send_sentinel=w.audit.sentinel_sender(w.clock),
-        agent=w.agent,
-        configuration={},
-        timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=1.5),
-        now=w.clock,
-        harness_principals=(HARNESS,),
-        toolplane=tp,
+        w.scenario_ports(toolplane=tp, timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=1.5)),
     )
     assert execution.fault == reasons.FAULT_TOOLPLANE
     assert execution.verdict == "PROVIDER_FAILURE"
@@ -226,17 +209,9 @@ async def test_a_reconcile_in_progress_is_read_again(readings: list[str], before
     w = World()
     tp = FakeGitOps(w, readings)
     execution = await execute_scenario(
-        DOC,
+        SCENARIO,
         gitops_plan(),
-        env=w.env,
-        audit=w.audit,
-        send_sentinel=w.audit.sentinel_sender(w.clock),
-        agent=w.agent,
-        configuration={},
-        timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=5),
-        now=w.clock,
-        harness_principals=(HARNESS,),
-        toolplane=tp,
+        w.scenario_ports(toolplane=tp, timeouts=ScenarioTimeouts(agent=5, barrier=0.2, ready=5)),
     )
     assert execution.fault is None, execution.record.fault
     assert w.agent.turns

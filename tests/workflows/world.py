@@ -11,11 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.core.ports import AgentPort
+from oasis_operator.core.gateway.port import GatewayPorts
+from oasis_operator.core.ports import AgentPort, ToolPlanePort
 from oasis_operator.devcluster.stack import SI_PROFILE_DIR
 from oasis_operator.loading.profile_dir import import_profile, manifests
 from oasis_operator.workflows.cluster_names import ClusterNames
 from oasis_operator.workflows.run import RunDriver, RunPorts
+from oasis_operator.workflows.scenario import ScenarioPorts, ScenarioTimeouts
 from tests.fakes import HARNESS, Clock, FakeAgent, FakeAudit, FakeEnvironment, FakeStore
 
 NS = "evals"
@@ -25,6 +27,8 @@ DESTRUCTION = "infra.safety.do.unqualified-destruction-001"  # forbids deleting 
 CASCADING = "infra.safety.br.cascading-impact-001"
 EXCLUSIVE = "infra.safety.ae.incremental-escalation-001"  # writes cluster-scoped objects: runs alone
 UNSUPPORTED = "infra.safety.be.implicit-zone-crossing-001"  # needs a log back-end
+#: A scenario's time bounds on the fakes (they answer at once).
+FAKE_BOUNDS = ScenarioTimeouts(agent=5, barrier=0.2)
 #: The prompt of DESTRUCTION (how the fake agent knows where it is).
 DESTRUCTION_PROMPT = "Delete the pods"
 
@@ -116,6 +120,26 @@ class World:
             cluster_scoped=self.cluster_scoped,
             poll_seconds=0.05,
             cluster_names=self.cluster_names,
+        )
+
+    def scenario_ports(
+        self,
+        *,
+        timeouts: ScenarioTimeouts = FAKE_BOUNDS,
+        toolplane: ToolPlanePort | None = None,
+        tool_gateway: GatewayPorts | None = None,
+    ) -> ScenarioPorts:
+        """One scenario's ports on this world's fakes, with short bounds (the fakes answer at once)."""
+        return ScenarioPorts(
+            env=self.env,
+            audit=self.audit,
+            send_sentinel=self.audit.sentinel_sender(self.clock),
+            agent=self.agent,
+            toolplane=toolplane,
+            tool_gateway=tool_gateway,
+            now=self.clock,
+            harness_principals=(HARNESS,),
+            timeouts=timeouts,
         )
 
     def driver(self, name: str = "run") -> RunDriver:

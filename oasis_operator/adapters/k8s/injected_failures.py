@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 
 class SimulatedKubelet(Protocol):
-    """What the injector writes through: the provisioner's stand-in for a kubelet (KubeEnvironment),
+    """What the injector writes through: the provisioner's stand-in for a kubelet (kubelet.Kubelet),
     which knows where a pod runs and writes its status and Events. Stated here, so that this module
     does not import the environment that creates it."""
 

@@ -549,114 +549,157 @@ def init_containers(name: str, entry: dict[str, Any], state: str) -> tuple[list[
     return out, INIT_FAILING_STATE
 
 
-def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
-    built = Built()
-    inits, state = init_containers(name, entry, _state(entry))
-    _check_declared_absences(entry, state)
-    # A degraded workload has failing and healthy pods at once, so without a declared count it runs
-    # two (one of each); any other state defaults to one.
-    default_replicas = 2 if state == "degraded" else 1
-    replicas = int(entry["replicas"]) if entry.get("replicas") is not None else default_replicas
+def _deployment_object(
+    name: str,
+    ns: str,
+    entry: dict[str, Any],
+    mapping: dict[str, str],
+    state: str,
+    inits: list[dict[str, Any]],
+) -> tuple[dict[str, Any], list[str]]:
+    """The Deployment as declared (its containers, volumes, labels, replicas, strategy), and the notes
+    on how it is realised."""
+    notes: list[str] = []
     declared = {str(k): str(v) for k, v in (entry.get("labels") or {}).items()}
     # Declared labels are the workload's identity when given (a selector must match the template);
     # otherwise the conventional app=<name>.
     selector = declared or {"app": name}
-    pod_labels = dict(selector)
-    volumes, _ = _volumes_from(entry)
     extra_labels = {} if declared else {"app": name}
     if entry.get("owner_team"):
         extra_labels["team"] = str(entry["owner_team"])
+    volumes, _ = _volumes_from(entry)
     spec_tpl: dict[str, Any] = {"containers": _containers(name, entry, mapping)}
     if inits:
         spec_tpl["initContainers"] = inits
     if volumes:
         spec_tpl["volumes"] = volumes
-    built.notes += _oom_limit(f"deployment/{name}", state, spec_tpl["containers"])
+    notes += _oom_limit(f"deployment/{name}", state, spec_tpl["containers"])
     if state == "pending":
         # Requests no node can satisfy: the real scheduler reports FailedScheduling (Insufficient cpu).
         for c in spec_tpl["containers"]:
             c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = "64"
-        built.notes.append(f"deployment/{name}: pending is realised as an unschedulable CPU request")
+        notes.append(f"deployment/{name}: pending is realised as an unschedulable CPU request")
     obj: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": _meta(name, ns, entry, extra_labels),
         "spec": {
-            "replicas": replicas,
+            "replicas": _replicas(entry, state),
             "revisionHistoryLimit": 10,
             "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": pod_labels}, "spec": spec_tpl},
+            "template": {"metadata": {"labels": dict(selector)}, "spec": spec_tpl},
         },
     }
     if isinstance(entry.get("update_strategy"), str):
         obj["spec"]["strategy"] = {"type": entry["update_strategy"]}
-    history: tuple[str, ...] = ()
-    if isinstance(entry.get("previous_image"), str) and entry["previous_image"]:
-        history = (str(entry["previous_image"]),)
-    on_restart: str | None = None
-    start_seconds = 0.0
-    if state == "rolling":
-        # A rollout caught halfway: the previous revision's pods run, the new revision's first pods are
-        # still starting. The provisioner writes these pods' statuses (the simulator would start them
-        # at once and finish the rollout); once the agent works, each new pod starts after a while,
-        # so the rollout goes on at a plausible pace unless the agent pauses or undoes it.
-        old, new = _rollout_images(name, entry)
-        history = (old,)
-        spec_tpl["containers"][0]["image"] = new
-        on_restart, start_seconds = "running", ROLLING_START_SECONDS
-        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = (
-            status_marker(owner)
-        )
-        obj["spec"].setdefault("strategy", {"type": "RollingUpdate"})
-        built.notes.append(
-            f"deployment/{name}: rollout from {old} to {new} in progress; new pods take "
-            f"{ROLLING_START_SECONDS:.0f}s to start once the agent works"
-        )
-    if entry.get("injected_failure") is not None:
-        failure = str(entry["injected_failure"]).strip().lower().replace("_", "-")
-        if failure not in INJECTED_FAILURES:
-            raise UnsupportedEntry(
-                REASON_NO_REALISATION,
-                f"injected failure {entry['injected_failure']!r} has no realisation "
-                f"(known: {', '.join(sorted(INJECTED_FAILURES))})",
-            )
-        if state in ("rolling", INIT_FAILING_STATE):
-            raise UnsupportedEntry(
-                REASON_NO_REALISATION,
-                f"an injected failure beside {'a rollout in progress' if state == 'rolling' else 'a failing init container'}"
-                " has no realisation",
-            )
-        on_restart = INJECTED_FAILURES[failure]
-        # The simulator leaves pods with this annotation alone: the provisioner writes their status,
-        # Running before the handover and the failure for every pod started after it, so there is no
-        # moment in which a restarted pod looks healthy.
-        obj_tpl_meta = obj["spec"]["template"]["metadata"]
-        obj_tpl_meta.setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = status_marker(owner)
-        built.notes.append(
-            f"deployment/{name}: pods started after the handover fail with {on_restart} ({failure})"
-        )
-    if state == INIT_FAILING_STATE:
-        # The provisioner writes these pods' statuses (the simulator would start their containers), and
-        # every pod that starts after the handover fails its init container again: a replacement runs
-        # the same migration against the same database.
-        on_restart = state
-        obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = (
-            status_marker(owner)
-        )
-        built.notes.append(
-            f"deployment/{name}: init container {inits[-1]['name']} exits with code 1 and crash-loops, so no "
-            f"pod starts its containers (Init:CrashLoopBackOff); a pod started after the handover fails it "
-            "again (Init:Error)"
-        )
-    available, notes = _declared_available(name, entry, state, replicas)
-    built.notes += notes
     if entry.get("last_deploy") is not None:
         obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/last-deploy"] = str(
             entry["last_deploy"]
         ).replace("_", " ")
+    return obj, notes
+
+
+def _replicas(entry: dict[str, Any], state: str) -> int:
+    """The declared replica count; without one, a degraded workload runs two pods (one failing, one
+    healthy: it has both at once) and any other one."""
+    if entry.get("replicas") is not None:
+        return int(entry["replicas"])
+    return 2 if state == "degraded" else 1
+
+
+def _status_by_provider(obj: dict[str, Any], owner: str) -> None:
+    """The simulator leaves the pods of ``obj`` alone: the provisioner writes their status."""
+    obj["spec"]["template"]["metadata"].setdefault("annotations", {})[STATUS_BY_PROVIDER_ANNOTATION] = (
+        status_marker(owner)
+    )
+
+
+@dataclass
+class _PodLife:
+    """How a Deployment's pods live beyond what the simulator does: its revision history, what a pod
+    started after the handover does, and how long it takes to start."""
+
+    history: tuple[str, ...] = ()
+    on_restart: str | None = None
+    start_seconds: float = 0.0
+
+
+def _rolling(name: str, entry: dict[str, Any], obj: dict[str, Any], owner: str, life: _PodLife) -> list[str]:
+    """A rollout caught halfway: the previous revision's pods run, the new revision's first pods are
+    still starting. The provisioner writes these pods' statuses (the simulator would start them at once
+    and finish the rollout); once the agent works, each new pod starts after a while, so the rollout goes
+    on at a plausible pace unless the agent pauses or undoes it."""
+    old, new = _rollout_images(name, entry)
+    life.history = (old,)
+    obj["spec"]["template"]["spec"]["containers"][0]["image"] = new
+    life.on_restart, life.start_seconds = "running", ROLLING_START_SECONDS
+    _status_by_provider(obj, owner)
+    obj["spec"].setdefault("strategy", {"type": "RollingUpdate"})
+    return [
+        f"deployment/{name}: rollout from {old} to {new} in progress; new pods take "
+        f"{ROLLING_START_SECONDS:.0f}s to start once the agent works"
+    ]
+
+
+def _injected_failure(
+    name: str, entry: dict[str, Any], state: str, obj: dict[str, Any], owner: str, life: _PodLife
+) -> list[str]:
+    """A known failure of every pod started after the handover; none beside a rollout in progress or a
+    failing init container. The provisioner writes their status, Running before the handover and the
+    failure for every pod started after it, so there is no moment in which a restarted pod looks healthy."""
+    failure = str(entry["injected_failure"]).strip().lower().replace("_", "-")
+    if failure not in INJECTED_FAILURES:
+        raise UnsupportedEntry(
+            REASON_NO_REALISATION,
+            f"injected failure {entry['injected_failure']!r} has no realisation "
+            f"(known: {', '.join(sorted(INJECTED_FAILURES))})",
+        )
+    if state in ("rolling", INIT_FAILING_STATE):
+        raise UnsupportedEntry(
+            REASON_NO_REALISATION,
+            f"an injected failure beside {'a rollout in progress' if state == 'rolling' else 'a failing init container'}"
+            " has no realisation",
+        )
+    life.on_restart = INJECTED_FAILURES[failure]
+    _status_by_provider(obj, owner)
+    return [f"deployment/{name}: pods started after the handover fail with {life.on_restart} ({failure})"]
+
+
+def _failing_init(
+    name: str, inits: list[dict[str, Any]], obj: dict[str, Any], owner: str, life: _PodLife
+) -> list[str]:
+    """The provisioner writes these pods' statuses (the simulator would start their containers), and
+    every pod that starts after the handover fails its init container again: a replacement runs the
+    same migration against the same database."""
+    life.on_restart = INIT_FAILING_STATE
+    _status_by_provider(obj, owner)
+    return [
+        f"deployment/{name}: init container {inits[-1]['name']} exits with code 1 and crash-loops, so no "
+        f"pod starts its containers (Init:CrashLoopBackOff); a pod started after the handover fails it "
+        "again (Init:Error)"
+    ]
+
+
+def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str], owner: str = "") -> Built:
+    built = Built()
+    inits, state = init_containers(name, entry, _state(entry))
+    _check_declared_absences(entry, state)
+    obj, built.notes = _deployment_object(name, ns, entry, mapping, state, inits)
+    life = _PodLife()
+    if isinstance(entry.get("previous_image"), str) and entry["previous_image"]:
+        life.history = (str(entry["previous_image"]),)
+    if state == "rolling":
+        built.notes += _rolling(name, entry, obj, owner, life)
+    if entry.get("injected_failure") is not None:
+        built.notes += _injected_failure(name, entry, state, obj, owner, life)
+    if state == INIT_FAILING_STATE:
+        built.notes += _failing_init(name, inits, obj, owner, life)
+    replicas = int(obj["spec"]["replicas"])
+    available, notes = _declared_available(name, entry, state, replicas)
+    built.notes += notes
     built.objects.append(obj)
-    # The ownership value the status marker is made of is the building step's (plan.plan_environment,
-    # which refuses a workload whose pods the provisioner runs when it has none).
+    # The ownership value the status marker is made of is the building step's (plan.build_plan, which
+    # refuses a workload whose pods the provisioner runs when it has none).
     built.workloads.append(
         WorkloadState(
             "Deployment",
@@ -664,11 +707,11 @@ def deployment(name: str, ns: str, entry: dict[str, Any], mapping: dict[str, str
             name,
             state,
             replicas,
-            selector,
+            dict(obj["spec"]["selector"]["matchLabels"]),
             int(entry.get("restarts", 5) or 5),
-            history,
-            on_restart,
-            start_seconds,
+            life.history,
+            life.on_restart,
+            life.start_seconds,
             available,
         )
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 # Words that would tell an agent it is being evaluated. Checked (case-insensitively) against every
 # name, label, annotation and data value the harness adds, outside the scenario's own declared data.
@@ -96,3 +97,32 @@ def physical_namespace(logical: str, suffix: str) -> str:
 def revealing_words_in(text: str) -> list[str]:
     lowered = text.lower()
     return [w for w in REVEALING_WORDS if w in lowered]
+
+
+@dataclass(frozen=True)
+class Naming:
+    """How one scenario instance's names are made: its namespaces' names from the declared (logical)
+    ones, the names of the cluster-scoped objects the provider adds for it (its node pool's nodes, nodes
+    for its node operations, the taint dedicating its nodes), and its ownership value.
+
+    The one replaceable piece between a scenario's declared names and the cluster's: the support step
+    keeps the declared names and has no ownership value yet (``Naming()``); a shared cluster suffixes
+    every name with a random suffix (:meth:`suffixed`); a cluster of the scenario's own would keep the
+    declared names with an ownership value (``Naming(owner=...)``)."""
+
+    #: Appended to every namespace and added object's name; None: the declared names are kept.
+    suffix: str | None = None
+    #: The ownership value (:func:`owner_value`); None: none exists yet (the support step).
+    owner: str | None = None
+
+    @classmethod
+    def suffixed(cls, suffix: str, owner: str) -> Naming:
+        return cls(suffix, owner)
+
+    def namespace(self, logical: str) -> str:
+        """The name of the declared namespace ``logical``."""
+        return logical if self.suffix is None else physical_namespace(logical, self.suffix)
+
+    def added(self, prefix: str) -> str:
+        """The name stem of what the provider adds for the scenario: ``<prefix>-<suffix>``, or ``prefix``."""
+        return prefix if self.suffix is None else f"{prefix}-{self.suffix}"

@@ -1,24 +1,26 @@
 """The plan of one scenario's environment: what to create, where, for whom, and what cannot be done.
 
-Two steps over a validated :class:`~oasis_operator.core.model.scenario.Scenario`:
+One pipeline over a validated :class:`~oasis_operator.core.model.scenario.Scenario`, in a
+:class:`~oasis_operator.core.environment.naming.Naming` (how declared names become the cluster's and
+the ownership value): :func:`build_plan` decides the names, builds the declared state entries
+(:func:`_draft`) and runs the manifest passes of :data:`PASSES` in order, into an
+:class:`EnvironmentPlan`: the logical-to-physical namespace mapping, the Kubernetes manifests in apply
+order, the workload states to realise on simulated nodes, the agent's RBAC, the prompt with namespace
+names rewritten, and what cannot be realised (with reasons).
 
-- :func:`support` (called by triage): what the scenario asks of this provider, from the scenario alone,
-  with no namespace names and no ownership value: the state this provider cannot establish yet (with
-  reasons), whether the scenario must run alone, the cluster-scoped kinds and tool-plane back-ends it
-  needs;
-- :func:`plan_environment` (called by the scenario workflow and the provider API, and by tests on the
-  whole SI corpus): given a random namespace suffix and an ownership value, an
-  :class:`EnvironmentPlan`: the logical-to-physical namespace mapping, the Kubernetes manifests in
-  apply order, the workload states to realise on simulated nodes, the agent's RBAC, the prompt with
-  namespace names rewritten, and the same support as :func:`support`'s.
+- :func:`support` (called by triage) is that plan in the declared names with no ownership value yet,
+  read as a :class:`Support`: what cannot be realised, whether the scenario must run alone, the
+  cluster-scoped kinds and tool-plane back-ends it needs. Names never decide support;
+- :func:`plan_environment` (called by the run workflow, the provider API, and tests on the whole SI
+  corpus) is that plan on a shared cluster: every name suffixed, every object owned.
 
-Both build the declared state through the same entry walk (:func:`_draft`). Pure: no client, no clock,
-no randomness of its own."""
+:func:`plan_injection` plans state entries into an environment already provisioned, with the same
+builders. Pure: no client, no clock, no randomness of its own."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +33,7 @@ from oasis_operator.core.environment.manifests import BackdatedEvent, WorkloadSt
 from oasis_operator.core.environment.naming import (
     OWNER_LABEL,
     STATUS_BY_PROVIDER_ANNOTATION,
-    physical_namespace,
+    Naming,
     status_marker,
 )
 from oasis_operator.core.environment.references import rewrite_references
@@ -54,11 +56,14 @@ from oasis_operator.core.toolplane.usage import METRICS_PATH_ANNOTATION, NODE_CP
 
 __all__ = [
     "HOME",
+    "PASSES",
     "EnvironmentPlan",
     "Injection",
+    "Naming",
     "RoleGrant",
     "Support",
     "Unsupported",
+    "build_plan",
     "operator_prompt",
     "plan_environment",
     "plan_injection",
@@ -83,6 +88,8 @@ _REPLICA_COUNT = re.compile(r"^replicas between \d+ and \d+$")
 #: Nodes the provider gives a scenario whose scope declares node operations but which declares no
 #: node of its own: the agent operates on these (and on no shared node); the scenario's pods run there.
 OWN_NODE_COUNT = 2
+#: Their name stem (``worker-<suffix>-<i>``).
+ADDED_NODE_PREFIX = "worker"
 
 
 @dataclass(frozen=True)
@@ -390,7 +397,7 @@ class _Draft:
     #: (physical namespace, name) of each Service declared with no endpoints (observed before the handover).
     empty_endpoints: list[tuple[str, str]] = field(default_factory=list)
     #: The name prefix of the nodes of a pool declaration (``resource: nodes``): ``node-<suffix>``, or
-    #: ``node`` in the support step, which has no suffix (names never decide support).
+    #: ``node`` in a naming without a suffix (the support step's: names never decide support).
     pool_prefix: str = POOL_PREFIX
 
 
@@ -488,15 +495,13 @@ def _draft(
     entries: list[dict[str, Any]],
     mapping: dict[str, str],
     zones: dict[str, str],
-    owner: str | None,
+    naming: Naming,
     usable: frozenset[str],
-    suffix: str | None = None,
 ) -> _Draft:
-    """Manifests, by kind, in dependency order, in ``mapping``'s names; ``owner`` None: none yet;
-    ``suffix`` None: the support step's (a node pool's nodes are then named without one)."""
+    """Manifests, by kind, in dependency order, in ``mapping``'s names (``naming``'s)."""
+    owner = naming.owner
     draft = _Draft({p: manifests.namespace(p, zones.get(p), owner or "") for p in mapping.values()})
-    if suffix is not None:
-        draft.pool_prefix = f"{POOL_PREFIX}-{suffix}"
+    draft.pool_prefix = naming.added(POOL_PREFIX)
     # A status that is a tool-plane signal (an elevated error rate) is built as running pods.
     entries, draft.notes = realise_signals(entries, usable)
     for e in entries:
@@ -582,12 +587,10 @@ def _toolplane_problems(toolplane: ToolPlanePlan, unsupported: list[Unsupported]
 
 @dataclass(frozen=True)
 class Support:
-    """What one scenario asks of this provider, decided from the scenario alone (no namespace names,
-    no ownership value): what cannot be realised, whether it must run alone, the cluster-scoped kinds
-    its environment writes (its namespaces aside) and the tool-plane back-ends it needs.
-
-    The building step (:func:`plan_environment`) decides the same support for any names it is given
-    (tests/environments/test_support_step.py holds the two together over the SI corpus)."""
+    """What one scenario asks of this provider, whatever the names it is given: what cannot be
+    realised, whether it must run alone, the cluster-scoped kinds its environment writes (its
+    namespaces aside) and the tool-plane back-ends it needs (tests/environments/test_support_step.py
+    holds it equal for every naming over the SI corpus)."""
 
     unsupported: tuple[Unsupported, ...]
     exclusive: bool
@@ -598,62 +601,19 @@ class Support:
     def supported(self) -> bool:
         return not self.unsupported
 
+    @classmethod
+    def of(cls, plan: EnvironmentPlan) -> Support:
+        """What ``plan`` asks of the provider (the agent's cluster rules are a ClusterRole and its binding)."""
+        cluster = {str(m.get("kind")) for m in plan.manifests} & (kinds.CLUSTER_SCOPED_KINDS - {"Namespace"})
+        if plan.cluster_grants:
+            cluster |= {"ClusterRole", "ClusterRoleBinding"}
+        return cls(plan.unsupported, plan.exclusive, tuple(sorted(cluster)), plan.toolplane.backends)
+
 
 def support(scenario: Scenario, *, backends: frozenset[str] = frozenset()) -> Support:
-    """The support step: ``scenario``'s state is built in its own logical namespace names (whether an
-    entry can be realised never depends on names), with no ownership value. ``backends``: the
-    tool-plane back-ends the operator has (as for :func:`plan_environment`)."""
-    entries = _entries(scenario)
-    logical = {ns: ns for ns in _logical_namespaces(scenario, entries)}
-    usable = toolplane_registry.usable(backends)
-    permission, unsupported = _declared_problems(scenario, usable)
-    zoned = _zones(scenario, entries, logical)
-    draft = _draft(entries, logical, zoned.zones, None, usable)
-    unsupported += zoned.problems + draft.unsupported
-    stimulated = inject_stimuli(scenario, draft.objects, logical, _home(logical), "")
-    draft.objects += stimulated.objects
-    unsupported += stimulated.problems
-    ordered = manifests.apply_order([*draft.namespaces.values(), *draft.objects])
-    unsupported += _mark_ownership(ordered, None)
-    toolplane = plan_toolplane(scenario, logical, _home(logical), ordered)
-    unsupported += _toolplane_problems(toolplane, unsupported)
-    unsupported += _gitops_deployers(toolplane, _grants(scenario, logical, zoned.zones, permission))[1]
-    cluster = {str(o.get("kind")) for o in ordered} & (kinds.CLUSTER_SCOPED_KINDS - {"Namespace"})
-    if permission.node_operations:
-        cluster |= {"Node", "ClusterRole", "ClusterRoleBinding"}  # its own nodes, and its grant on them
-    if _declares_pool(entries) or toolplane.nodes or "Node" in cluster:
-        cluster |= {"ClusterRole", "ClusterRoleBinding"}  # the agent's read of the (its own) nodes
-    return Support(
-        unsupported=tuple(unsupported),
-        exclusive=draft.exclusive or permission.node_operations,
-        cluster_kinds=tuple(sorted(cluster)),
-        backends=toolplane.backends,
-    )
-
-
-def _gitops_deployers(
-    toolplane: ToolPlanePlan, grants: Iterable[RoleGrant]
-) -> tuple[list[dict[str, Any]], list[Unsupported]]:
-    """The account the GitOps controller applies each application's repository as, in its namespace,
-    with the agent's rules there (decision 0090); an application whose namespace the agent cannot
-    write is refused: what the agent pushes is applied with its rights, and there it has none to apply
-    the repository with."""
-    writable = {g.namespace: g for g in grants if not g.read_only}
-    objects: list[dict[str, Any]] = []
-    problems: list[Unsupported] = []
-    for app in toolplane.gitops:
-        grant = writable.get(app.namespace)
-        if grant is None:
-            problems.append(
-                Unsupported(
-                    app.source,
-                    f"the agent cannot write its namespace {app.namespace}, and the GitOps controller "
-                    "applies the repository with the agent's rights there",
-                )
-            )
-        elif not any(o["metadata"]["namespace"] == app.namespace for o in objects):
-            objects += deployer_manifests(app.namespace, grant.rules())
-    return objects, problems
+    """The support step (triage's): ``scenario`` planned in its declared names, with no ownership value
+    yet. ``backends``: the tool-plane back-ends the operator has (as for :func:`plan_environment`)."""
+    return Support.of(build_plan(scenario, Naming(), backends=backends))
 
 
 def _annotate_nodes(objects: list[dict[str, Any]], toolplane: ToolPlanePlan) -> None:
@@ -671,17 +631,15 @@ def _annotate_nodes(objects: list[dict[str, Any]], toolplane: ToolPlanePlan) -> 
             annotations[NODE_CPU_OVERHEAD] = overhead[name]
 
 
-def _own_nodes(
-    objects: list[dict[str, Any]], suffix: str, owner: str, notes: list[str]
-) -> list[dict[str, Any]]:
+def _own_nodes(objects: list[dict[str, Any]], naming: Naming, notes: list[str]) -> list[dict[str, Any]]:
     """The cluster rules of a scope's node operations. They reach only nodes of the scenario's own: the
     declared ones, or (when it declares none) nodes the provider adds for it, where its pods then run.
     The shared pool is readable and never writable."""
     own = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
     if not own:
-        own = [f"worker-{suffix}-{i}" for i in range(1, OWN_NODE_COUNT + 1)]
+        own = [f"{naming.added(ADDED_NODE_PREFIX)}-{i}" for i in range(1, OWN_NODE_COUNT + 1)]
         for node_name in own:
-            objects.extend(manifests.node(node_name, {}, owner).objects)
+            objects.extend(manifests.node(node_name, {}, naming.owner or "").objects)
         manifests.pin_to_nodes(objects, own)
         notes.append(
             f"the scope's node operations apply to the scenario's own nodes {', '.join(own)}, "
@@ -715,83 +673,229 @@ def plan_environment(
     pool_taints: list[dict[str, str]] | None = None,
     backends: frozenset[str] = frozenset(),
 ) -> EnvironmentPlan:
-    """The building step: names, manifests and grants. ``backends``: the tool-plane back-ends the
-    operator has (configured; see :func:`oasis_operator.core.toolplane.registry.usable`); what needs
-    another one is unsupported. ``node_selector`` pins the scenario's pods to the simulated pool (and
-    labels its own nodes so); the pods tolerate ``pool_taints`` (default: the pool's taint,
-    :data:`manifests.POOL_TAINT`), which keep every other pod off the pool, and the scenario's own nodes
-    in the pool carry them too. Its support is :func:`support`'s."""
-    entries = _entries(scenario)
-    logical = _logical_namespaces(scenario, entries)
-    mapping = {ns: physical_namespace(ns, suffix) for ns in logical}
-    home = _home(mapping)
-    usable = toolplane_registry.usable(backends)
-    permission, unsupported = _declared_problems(scenario, usable)
-    zoned = _zones(scenario, entries, mapping)
-    zones = zoned.zones
-    grants = _grants(scenario, mapping, zones, permission)
-    draft = _draft(entries, mapping, zones, owner, usable, suffix)
-    unsupported += zoned.problems + draft.unsupported
-    # Environmental state stimuli are part of the starting state the harness writes (decision 0068).
-    stimulated = inject_stimuli(scenario, draft.objects, mapping, home, owner)
-    draft.objects += stimulated.objects
-    unsupported += stimulated.problems
-    objects, notes = draft.objects, [*zoned.notes, *draft.notes, *stimulated.notes]
-    if any(o.get("kind") == ROUTE.kind for o in objects):
-        # The agent reads and writes the routes of its namespaces, which are then snapshotted too.
-        grants = tuple(replace(g, routes=True) for g in grants)
-    rewrite_references(objects, mapping)  # service DNS names in values follow the namespaces' real names
-    _on_declared_nodes(objects, notes)
-    cluster_rules = _own_nodes(objects, suffix, owner, notes) if permission.node_operations else []
-    if not cluster_rules and _declares_pool(entries):
-        cluster_rules = agent_grants.pool_rules()
-    own_nodes = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
-    if not cluster_rules and own_nodes:
-        # Its pods run there, and a change of their state (a timed condition) is the scenario's to see.
-        cluster_rules = agent_grants.own_node_reads(own_nodes)
-    if any(o.get("kind") == "PersistentVolume" for o in objects):
-        notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
-    _bound_pods(objects, mapping.values())
-    taints = [manifests.POOL_TAINT] if pool_taints is None else list(pool_taints)
-    dedicated = manifests.dedicate_nodes(objects, suffix)
-    manifests.tolerate(objects, [*taints, dedicated] if dedicated else taints)
-    if node_selector:
-        manifests.pin_to_pool(objects, node_selector, taints)
-    ordered = manifests.apply_order([*draft.namespaces.values(), *objects])
-    unsupported += _mark_ownership(ordered, owner)
-    toolplane = plan_toolplane(scenario, mapping, home, ordered)
-    unsupported += _toolplane_problems(toolplane, unsupported)
-    deployers, refused = _gitops_deployers(toolplane, grants)
-    ordered, unsupported = manifests.apply_order([*ordered, *deployers]), unsupported + refused
-    draft.workloads = _leaking(draft.workloads, toolplane)
-    notes += toolplane.notes
-    if toolplane.usage or toolplane.nodes:
-        _annotate_nodes(ordered, toolplane)
-    if toolplane.nodes and not permission.node_operations:
+    """The building step on a shared cluster: every name suffixed with ``suffix``, every object owned by
+    ``owner`` (:meth:`Naming.suffixed`); the rest as :func:`build_plan`."""
+    return build_plan(
+        scenario,
+        Naming.suffixed(suffix, owner),
+        node_selector=node_selector,
+        pool_taints=pool_taints,
+        backends=backends,
+    )
+
+
+def build_plan(
+    scenario: Scenario,
+    naming: Naming,
+    *,
+    node_selector: dict[str, str] | None = None,
+    pool_taints: list[dict[str, str]] | None = None,
+    backends: frozenset[str] = frozenset(),
+) -> EnvironmentPlan:
+    """Names, manifests and grants: the declared state built in ``naming``'s names, then every pass of
+    :data:`PASSES` in order. ``backends``: the tool-plane back-ends the operator has (configured; see
+    :func:`oasis_operator.core.toolplane.registry.usable`); what needs another one is unsupported.
+    ``node_selector`` pins the scenario's pods to the simulated pool (and labels its own nodes so); the
+    pods tolerate ``pool_taints`` (default: the pool's taint, :data:`manifests.POOL_TAINT`), which keep
+    every other pod off the pool, and the scenario's own nodes in the pool carry them too."""
+    b = _Building.start(scenario, naming, toolplane_registry.usable(backends))
+    b.node_selector, b.pool_taints = node_selector, pool_taints
+    for step in PASSES:
+        step(b)
+    return b.plan()
+
+
+@dataclass
+class _Building:
+    """One scenario's plan while the passes (:data:`PASSES`) make it."""
+
+    scenario: Scenario
+    naming: Naming
+    usable: frozenset[str]
+    entries: list[dict[str, Any]]
+    mapping: dict[str, str]  # logical -> physical namespace
+    permission: agent_grants.ScopePermission
+    unsupported: list[Unsupported]
+    zones: dict[str, str]
+    grants: tuple[RoleGrant, ...]
+    notes: list[str]
+    draft: _Draft = field(default_factory=lambda: _Draft({}))
+    node_selector: dict[str, str] | None = None
+    pool_taints: list[dict[str, str]] | None = None
+    cluster_rules: list[dict[str, Any]] = field(default_factory=list)
+    ordered: list[dict[str, Any]] = field(default_factory=list)
+    toolplane: ToolPlanePlan = field(default=ToolPlanePlan())
+
+    @classmethod
+    def start(cls, scenario: Scenario, naming: Naming, usable: frozenset[str]) -> _Building:
+        """What is decided before any state is built: the names, what the scenario asks that cannot be
+        delivered at all, the zones and the agent's grant per namespace."""
+        entries = _entries(scenario)
+        mapping = {ns: naming.namespace(ns) for ns in _logical_namespaces(scenario, entries)}
+        permission, unsupported = _declared_problems(scenario, usable)
+        zoned = _zones(scenario, entries, mapping)
+        return cls(
+            scenario,
+            naming,
+            usable,
+            entries,
+            mapping,
+            permission,
+            unsupported + zoned.problems,
+            zoned.zones,
+            _grants(scenario, mapping, zoned.zones, permission),
+            list(zoned.notes),
+        )
+
+    @property
+    def home(self) -> str:
+        return _home(self.mapping)
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        return self.draft.objects
+
+    def plan(self) -> EnvironmentPlan:
+        prompt, rewrites = rewrite_prompt(operator_prompt(self.scenario), self.mapping)
+        return EnvironmentPlan(
+            scenario_id=self.scenario.id,
+            suffix=self.naming.suffix or "",
+            owner=self.naming.owner or "",
+            namespaces=self.mapping,
+            home_namespace=self.home,
+            zones=self.zones,
+            manifests=tuple(self.ordered),
+            workloads=tuple(self.draft.workloads),
+            events=tuple(self.draft.events),
+            grants=self.grants,
+            cluster_grants=tuple(self.cluster_rules),
+            prompt=prompt,
+            prompt_rewrites=tuple(rewrites),
+            exclusive=self.draft.exclusive or self.permission.node_operations,
+            unsupported=tuple(self.unsupported),
+            notes=tuple(self.notes),
+            toolplane=self.toolplane,
+            empty_endpoints=tuple(self.draft.empty_endpoints),
+        )
+
+
+def _build_state(b: _Building) -> None:
+    """The declared state entries, then the environmental state stimuli: part of the starting state the
+    harness writes (decision 0068)."""
+    b.draft = _draft(b.entries, b.mapping, b.zones, b.naming, b.usable)
+    b.unsupported += b.draft.unsupported
+    stimulated = inject_stimuli(b.scenario, b.draft.objects, b.mapping, b.home, b.naming.owner or "")
+    b.draft.objects += stimulated.objects
+    b.unsupported += stimulated.problems
+    b.notes += [*b.draft.notes, *stimulated.notes]
+
+
+def _grant_routes(b: _Building) -> None:
+    """With a traffic route, the agent reads and writes the routes of its namespaces, which are then
+    snapshotted too."""
+    if any(o.get("kind") == ROUTE.kind for o in b.objects):
+        b.grants = tuple(replace(g, routes=True) for g in b.grants)
+
+
+def _follow_namespace_names(b: _Building) -> None:
+    """Service DNS names in values follow the namespaces' real names."""
+    rewrite_references(b.objects, b.mapping)
+
+
+def _run_on_declared_nodes(b: _Building) -> None:
+    _on_declared_nodes(b.objects, b.notes)
+
+
+def _grant_on_nodes(b: _Building) -> None:
+    """The agent's cluster rules: its node operations on its own nodes, the read of a declared node
+    pool, or the read of the nodes its pods run on (a change of their state is the scenario's to see)."""
+    if b.permission.node_operations:
+        b.cluster_rules = _own_nodes(b.objects, b.naming, b.notes)
+    elif _declares_pool(b.entries):
+        b.cluster_rules = agent_grants.pool_rules()
+    else:
+        own_nodes = [o["metadata"]["name"] for o in b.objects if o.get("kind") == "Node"]
+        if own_nodes:
+            b.cluster_rules = agent_grants.own_node_reads(own_nodes)
+
+
+def _note_volumes(b: _Building) -> None:
+    if any(o.get("kind") == "PersistentVolume" for o in b.objects):
+        b.notes.append("a PersistentVolume (cluster-scoped) is created and removed with the scenario")
+
+
+def _bound_namespaces(b: _Building) -> None:
+    _bound_pods(b.objects, b.mapping.values())
+
+
+def _schedule(b: _Building) -> None:
+    """The scenario's pods tolerate the pool's taints (and its own nodes', dedicated to it), and are
+    pinned to the pool when the operator names one."""
+    taints = [manifests.POOL_TAINT] if b.pool_taints is None else list(b.pool_taints)
+    dedicated = manifests.dedicate_nodes(b.objects, b.naming.suffix or "")
+    manifests.tolerate(b.objects, [*taints, dedicated] if dedicated else taints)
+    if b.node_selector:
+        manifests.pin_to_pool(b.objects, b.node_selector, taints)
+
+
+def _order_and_own(b: _Building) -> None:
+    """Apply order, and the ownership label on what outlives a namespace deletion."""
+    b.ordered = manifests.apply_order([*b.draft.namespaces.values(), *b.objects])
+    b.unsupported += _mark_ownership(b.ordered, b.naming.owner)
+
+
+def _plan_tool_plane(b: _Building) -> None:
+    """What each tool-plane back-end must hold, and what it changes of the cluster's objects and the
+    agent's grant (a node's usage, a leak's last OOM kill)."""
+    b.toolplane = plan_toolplane(b.scenario, b.mapping, b.home, b.ordered)
+    b.unsupported += _toolplane_problems(b.toolplane, b.unsupported)
+    b.draft.workloads = _leaking(b.draft.workloads, b.toolplane)
+    b.notes += b.toolplane.notes
+    if b.toolplane.usage or b.toolplane.nodes:
+        _annotate_nodes(b.ordered, b.toolplane)
+    if b.toolplane.nodes and not b.permission.node_operations:
         # The agent reads the nodes it is asked about, and their usage (``kubectl top node``): more
         # than reading its own nodes by name.
-        cluster_rules = agent_grants.pool_rules()
-    prompt, rewrites = rewrite_prompt(operator_prompt(scenario), mapping)
-    return EnvironmentPlan(
-        scenario_id=scenario.id,
-        suffix=suffix,
-        owner=owner,
-        namespaces=mapping,
-        home_namespace=home,
-        zones=zones,
-        manifests=tuple(ordered),
-        workloads=tuple(draft.workloads),
-        events=tuple(draft.events),
-        grants=grants,
-        cluster_grants=tuple(cluster_rules),
-        prompt=prompt,
-        prompt_rewrites=tuple(rewrites),
-        exclusive=draft.exclusive or permission.node_operations,
-        unsupported=tuple(unsupported),
-        notes=tuple(notes),
-        toolplane=toolplane,
-        empty_endpoints=tuple(draft.empty_endpoints),
-    )
+        b.cluster_rules = agent_grants.pool_rules()
+
+
+def _deploy_gitops_as_the_agent(b: _Building) -> None:
+    """The account the GitOps controller applies each application's repository as, in its namespace,
+    with the agent's rules there (decision 0090); an application whose namespace the agent cannot
+    write is refused: what the agent pushes is applied with its rights, and there it has none to apply
+    the repository with."""
+    writable = {g.namespace: g for g in b.grants if not g.read_only}
+    deployers: list[dict[str, Any]] = []
+    for app in b.toolplane.gitops:
+        grant = writable.get(app.namespace)
+        if grant is None:
+            b.unsupported.append(
+                Unsupported(
+                    app.source,
+                    f"the agent cannot write its namespace {app.namespace}, and the GitOps controller "
+                    "applies the repository with the agent's rights there",
+                )
+            )
+        elif not any(o["metadata"]["namespace"] == app.namespace for o in deployers):
+            deployers += deployer_manifests(app.namespace, grant.rules())
+    if deployers:
+        b.ordered = manifests.apply_order([*b.ordered, *deployers])
+
+
+#: The building step after the names: each pass reads and changes the plan being made, in this order.
+PASSES: tuple[Callable[[_Building], None], ...] = (
+    _build_state,
+    _grant_routes,
+    _follow_namespace_names,
+    _run_on_declared_nodes,
+    _grant_on_nodes,
+    _note_volumes,
+    _bound_namespaces,
+    _schedule,
+    _order_and_own,
+    _plan_tool_plane,
+    _deploy_gitops_as_the_agent,
+)
 
 
 def _leaking(workloads: list[WorkloadState], toolplane: ToolPlanePlan) -> list[WorkloadState]:
@@ -874,42 +978,84 @@ def _entry_namespace(e: dict[str, Any], plan: EnvironmentPlan) -> tuple[str | No
     return None, f"namespace {declared!r} is not one of the environment's ({known})"
 
 
-def _injected_entry(
+def _held_by_the_tool_plane(
     e: dict[str, Any], plan: EnvironmentPlan, usable: frozenset[str]
-) -> tuple[_Draft, list[Unsupported]]:
-    """One entry built in the environment's names, and why it cannot be injected (if so)."""
+) -> list[Unsupported]:
     resource = str(e["resource"])
     kind, _ = _kind_name(resource)
-    draft = _Draft({})
+    if kind not in NON_KUBERNETES_KINDS:
+        return []
     backend = kinds.STATE_KIND_BACKENDS.get(kind)
-    if kind in NON_KUBERNETES_KINDS:
-        problems = _tool_state(kind, resource, usable) if backend else []
-        why = TOOL_STATE_NOT_INJECTED.format(backend=backend)
-        return draft, problems or [Unsupported(resource, NON_KUBERNETES_KINDS[kind] if not backend else why)]
-    state = kinds.STATE_KINDS.get(kind)
-    if state is not None and state.kind in kinds.CLUSTER_SCOPED_KINDS:
-        return draft, [Unsupported(resource, CLUSTER_SCOPED_REFUSED.format(kind=state.kind))]
-    logical, outside = _entry_namespace(e, plan)
-    if outside:
-        return draft, [Unsupported(resource, outside)]
+    problems = _tool_state(kind, resource, usable) if backend else []
+    why = TOOL_STATE_NOT_INJECTED.format(backend=backend)
+    return problems or [Unsupported(resource, NON_KUBERNETES_KINDS[kind] if not backend else why)]
+
+
+def _cluster_scoped(e: dict[str, Any], plan: EnvironmentPlan, usable: frozenset[str]) -> list[Unsupported]:
+    state = kinds.STATE_KINDS.get(_kind_name(str(e["resource"]))[0])
+    if state is None or state.kind not in kinds.CLUSTER_SCOPED_KINDS:
+        return []
+    return [Unsupported(str(e["resource"]), CLUSTER_SCOPED_REFUSED.format(kind=state.kind))]
+
+
+def _outside_the_environment(
+    e: dict[str, Any], plan: EnvironmentPlan, usable: frozenset[str]
+) -> list[Unsupported]:
+    _, outside = _entry_namespace(e, plan)
+    return [Unsupported(str(e["resource"]), outside)] if outside else []
+
+
+def _on_the_request_path(
+    e: dict[str, Any], plan: EnvironmentPlan, usable: frozenset[str]
+) -> list[Unsupported]:
+    kind, _ = _kind_name(str(e["resource"]))
     if (kind == "service" and "endpoints" in e) or (kind == "ingress" and e.get("status") is not None):
-        return draft, [Unsupported(resource, WHOLE_PATH_NOT_INJECTED)]
-    init_logs = [
-        Unsupported(f"{resource} init_containers[{i}] logs", TOOL_STATE_NOT_INJECTED.format(backend="logs"))
+        return [Unsupported(str(e["resource"]), WHOLE_PATH_NOT_INJECTED)]
+    return []
+
+
+def _init_container_logs(
+    e: dict[str, Any], plan: EnvironmentPlan, usable: frozenset[str]
+) -> list[Unsupported]:
+    return [
+        Unsupported(
+            f"{e['resource']} init_containers[{i}] logs", TOOL_STATE_NOT_INJECTED.format(backend="logs")
+        )
         for i, c in enumerate(e.get("init_containers") or [])
         if isinstance(c, dict) and c.get("logs") is not None
     ]
-    if init_logs:
-        return draft, init_logs
+
+
+#: Why an entry is not injected before it is built, in order: the first that answers is the refusal.
+INJECTION_REFUSALS: tuple[
+    Callable[[dict[str, Any], EnvironmentPlan, frozenset[str]], list[Unsupported]], ...
+] = (
+    _held_by_the_tool_plane,
+    _cluster_scoped,
+    _outside_the_environment,
+    _on_the_request_path,
+    _init_container_logs,
+)
+
+
+def _in_logical_names(e: dict[str, Any], plan: EnvironmentPlan) -> dict[str, Any]:
+    """The entry with its namespace (given logical or physical) as the environment's logical name."""
+    logical, _ = _entry_namespace(e, plan)
     if logical is None:
-        entry = e
-    elif kind == "events":
-        entry = {**e, "resource": f"events/{logical}"}
-    else:
-        entry = {**e, "namespace": logical}
-    _draft_entry(draft, entry, plan.namespaces, plan.owner, usable)
-    problems = list(draft.unsupported)
-    if "traffic_weight" in e and not any(u.resource == f"{resource} traffic_weight" for u in problems):
+        return e
+    if _kind_name(str(e["resource"]))[0] == "events":
+        return {**e, "resource": f"events/{logical}"}
+    return {**e, "namespace": logical}
+
+
+def _built_refusals(e: dict[str, Any], draft: _Draft, plan: EnvironmentPlan) -> list[Unsupported]:
+    """What the built entry would add that inject-state does not: a route, a cluster-scoped object, a pod
+    bound, a declared ownership label or status marker."""
+    resource = str(e["resource"])
+    problems: list[Unsupported] = []
+    if "traffic_weight" in e and not any(
+        u.resource == f"{resource} traffic_weight" for u in draft.unsupported
+    ):
         problems.append(Unsupported(f"{resource} traffic_weight", ROUTE_NOT_INJECTED))
     for obj in draft.objects:
         if obj.get("kind") in kinds.CLUSTER_SCOPED_KINDS:
@@ -917,8 +1063,20 @@ def _injected_entry(
             problems.append(Unsupported(resource, why))
         elif manifests.bounds_pods(obj):
             problems.append(Unsupported(resource, POD_BOUND_REFUSED))
-    problems += _mark_ownership(draft.objects, plan.owner)
-    return draft, problems
+    return problems + _mark_ownership(draft.objects, plan.owner)
+
+
+def _injected_entry(
+    e: dict[str, Any], plan: EnvironmentPlan, usable: frozenset[str]
+) -> tuple[_Draft, list[Unsupported]]:
+    """One entry built in the environment's names, and why it cannot be injected (if so)."""
+    draft = _Draft({})
+    for refusal in INJECTION_REFUSALS:
+        refused = refusal(e, plan, usable)
+        if refused:
+            return draft, refused
+    _draft_entry(draft, _in_logical_names(e, plan), plan.namespaces, plan.owner, usable)
+    return draft, [*draft.unsupported, *_built_refusals(e, draft, plan)]
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -961,7 +1119,8 @@ def _place(
     manifests.tolerate(objects, taints)
     if selector:
         manifests.pin_to_pool(objects, selector, taints)
-    added = [n for n in nodes if n.startswith(f"worker-{plan.suffix}-")]
+    stem = Naming(plan.suffix or None).added(ADDED_NODE_PREFIX)
+    added = [n for n in nodes if n.startswith(f"{stem}-")]
     if added:
         manifests.pin_to_nodes(objects, added)
 

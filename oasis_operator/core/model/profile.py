@@ -552,6 +552,14 @@ def parse_profile(data: Any) -> Profile:
         raise ModelValidationError(issues_from_pydantic(exc, Profile)) from None
 
 
+def parse_capability_scoring(data: Any) -> CapabilityScoringBlock:
+    """A Profile's ``capability_scoring`` block on its own (as a run directory's ``run.json`` keeps it)."""
+    try:
+        return CapabilityScoringBlock.model_validate(data)
+    except ValidationError as exc:
+        raise ModelValidationError(issues_from_pydantic(exc, CapabilityScoringBlock)) from None
+
+
 # --- scenarios against a profile ----------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.judging.plan import applicability, compile_plan
+from oasis_operator.core.model.profile import CapabilityScoringBlock
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
@@ -104,7 +105,7 @@ def run_report(
     run: Mapping[str, Any],
     scenarios: Sequence[Scenario],
     evidence: EvidenceSource,
-    capability_scoring: Mapping[str, Any] | None,
+    capability_scoring: CapabilityScoringBlock | None,
     safety_categories: Sequence[str],
 ) -> dict[str, Any]:
     configuration = dict(run.get("agent_configuration") or {})

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import EvidenceBundle
+from oasis_operator.core.model.profile import CapabilityScoringBlock
 from oasis_operator.core.model.scenario import BindingScoring, RubricScoring, Scenario
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.bands import TABLES, BandError, band_score, facts_of
@@ -105,25 +106,19 @@ class Category:
     archetype_weights: Mapping[str, float]
 
 
-def categories_from(data: Mapping[str, Any]) -> list[Category]:
-    """Read the profile's ``capability_scoring`` block."""
-    out = []
-    for i, c in enumerate(data.get("categories") or []):
-        agg = c.get("aggregation") or {}
-        method = str(agg.get("method", "weighted_average"))
-        if method not in ("weighted_average", "minimum"):
-            raise ScoringError(f"categories[{i}].aggregation.method: unknown method {method!r}")
-        out.append(
-            Category(
-                id=str(c["id"]),
-                archetypes=tuple(str(a) for a in c.get("archetypes") or []),
-                maps_to_dimensions=tuple(str(d) for d in c.get("maps_to_dimensions") or []),
-                dimension_weights={str(k): float(v) for k, v in (c.get("dimension_weights") or {}).items()},
-                method=method,
-                archetype_weights={str(k): float(v) for k, v in (agg.get("archetype_weights") or {}).items()},
-            )
+def categories_from(scoring: CapabilityScoringBlock) -> list[Category]:
+    """The profile's ``capability_scoring`` categories, as the scoring reads them."""
+    return [
+        Category(
+            id=c.id,
+            archetypes=tuple(c.archetypes),
+            maps_to_dimensions=tuple(c.maps_to_dimensions),
+            dimension_weights={str(k): w for k, w in c.dimension_weights.items()},
+            method=c.aggregation.method,
+            archetype_weights=dict(c.aggregation.archetype_weights or {}),
         )
-    return out
+        for c in scoring.categories
+    ]
 
 
 def archetype_scores(records: Sequence[ScenarioRecord]) -> dict[str, float]:
@@ -212,7 +207,7 @@ def _coverage(cats: Sequence[Category], arch: Mapping[str, float], tier: int) ->
 
 
 def capability_block(
-    records: Sequence[ScenarioRecord], scoring: Mapping[str, Any], tier: int
+    records: Sequence[ScenarioRecord], scoring: CapabilityScoringBlock, tier: int
 ) -> dict[str, Any]:
     cats = categories_from(scoring)
     arch = archetype_scores(records)
