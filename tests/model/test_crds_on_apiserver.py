@@ -12,6 +12,7 @@ import httpx2
 import pytest
 import yaml
 
+from oasis_operator.core.model.credentials_policy import CREDENTIALS_USER, policy_manifests
 from oasis_operator.core.model.crd import API_VERSION, all_crds
 from oasis_operator.devcluster import kube
 from oasis_operator.loading.documents import load_paths
@@ -48,6 +49,20 @@ def kubeapi(cluster: Any) -> Iterator[httpx2.Client]:
                 break
             assert time.monotonic() < deadline, f"CRDs not served: {served.status_code} {served.text[:300]}"
             time.sleep(0.2)
+        # The admission policy the operator installs at start (decision 0099), applied as it applies it.
+        for manifest in policy_manifests():
+            plural = (
+                "validatingadmissionpolicies"
+                if manifest["kind"] == "ValidatingAdmissionPolicy"
+                else ("validatingadmissionpolicybindings")
+            )
+            response = http.patch(
+                f"/apis/admissionregistration.k8s.io/v1/{plural}/{manifest['metadata']['name']}",
+                params=APPLY,
+                headers=APPLY_HEADERS,
+                content=json.dumps(manifest),
+            )
+            assert response.status_code in (200, 201), response.text
         yield http
 
 
@@ -118,9 +133,46 @@ def _example_manifests() -> list[dict[str, Any]]:
     return out
 
 
+PLACEHOLDER = "REPLACE-WITH-YOUR-USER-NAME"
+
+
+def whoami(http: httpx2.Client) -> str:
+    """The requester's user name as the API server sees it (``kubectl auth whoami``)."""
+    review = http.post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
+    assert review.status_code == 201, review.text
+    return str(review.json()["status"]["userInfo"]["username"])
+
+
+def as_requester(doc: dict[str, Any], user: str) -> dict[str, Any]:
+    """The example with its placeholder replaced, as its reader is told to (decision 0099)."""
+    annotations = doc["metadata"].get("annotations", {})
+    if annotations.get(CREDENTIALS_USER) != PLACEHOLDER:
+        return doc
+    return {**doc, "metadata": {**doc["metadata"], "annotations": {**annotations, CREDENTIALS_USER: user}}}
+
+
+def test_an_example_run_with_the_placeholder_is_refused_with_the_annotation_named(
+    kubeapi: httpx2.Client, namespace: str
+) -> None:
+    run = _run(namespace)
+    assert run["metadata"]["annotations"][CREDENTIALS_USER] == PLACEHOLDER
+    deadline = time.monotonic() + 30  # the API server loads a new policy by a watch
+    while (response := apply(kubeapi, run, namespace)).status_code != 403:
+        assert time.monotonic() < deadline, f"accepted: {response.status_code} {response.text[:300]}"
+        kubeapi.delete(_url(run, namespace))
+        time.sleep(0.2)
+    message = response.json()["message"]
+    assert CREDENTIALS_USER in message and whoami(kubeapi) in message, message
+
+
 def test_examples_are_accepted_and_read_back_unchanged(kubeapi: httpx2.Client, namespace: str) -> None:
-    docs = _example_manifests()
+    user = whoami(kubeapi)
+    docs = [as_requester(d, user) for d in _example_manifests()]
     assert sorted(d["kind"] for d in docs) == ["EvaluationRun"] * 2 + ["Profile"] + ["Scenario"] * 5
+    assert any(d["metadata"].get("annotations", {}).get(CREDENTIALS_USER) == user for d in docs)
     for doc in docs:
         response = apply(kubeapi, doc, namespace)
         assert response.status_code in (200, 201), f"{doc['metadata']['name']}: {response.text[:500]}"
@@ -171,7 +223,7 @@ def _run(namespace: str) -> dict[str, Any]:
 
 
 def test_run_transition_rules(kubeapi: httpx2.Client, namespace: str) -> None:
-    run = _run(namespace)
+    run = as_requester(_run(namespace), whoami(kubeapi))
     assert apply(kubeapi, run, namespace).status_code in (200, 201)
 
     moved = json.loads(json.dumps(run))

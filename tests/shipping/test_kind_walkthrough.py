@@ -10,7 +10,8 @@ What cannot run without Docker is replaced, and each replacement is named where 
 ``kind create cluster`` (the embedded control plane instead), the image (the same program, started
 as a process), ``--wait`` and ``rollout status`` (no container runtime: pods stay Pending), the
 port-forward (a scrape from the host's address instead), ``git clone`` (the spec checkout next to
-the project), the API server's webhook sender (a forwarder of the audit log, with the same
+the project), the agent's pod (a process on this machine, so the operator is told to allow agent
+endpoints on its own addresses), the API server's webhook sender (a forwarder of the audit log, with the same
 certificate). The fixed ClusterIP becomes one of the embedded cluster's service range, and the ports
 free ones of this machine.
 """
@@ -271,6 +272,9 @@ def walkthrough(
                     "run",
                     *args,
                     f"--service-account-dir={sa_dir}",
+                    # The agent's pod is a process of this machine here, at one of the operator's own
+                    # addresses, which the chart's operator refuses (decision 0099): let those through.
+                    "--allow-local-agent-endpoints",
                 ],
                 env=env,
             )
