@@ -17,6 +17,7 @@ The tree::
     │   │   └── StateRefused         ... refused before any of it was applied (inject-state)
     │   ├── InjectedFailureNotSettled  InjectedFailureNotSettled
     │   ├── AuditBarrierTimeout      AuditBarrierTimeout
+    │   ├── TargetUnavailable        TargetUnavailable
     │   └── RevocationFailed         RevocationNotVerified
     └── AgentFault                   the agent misbehaved: an AGENT_FAILURE outcome, never a provider fault
         └── AgentUnavailable         ... at its identity question: the run cannot start (and waits)
@@ -44,6 +45,7 @@ __all__ = [
     "ProvisioningError",
     "RevocationFailed",
     "StateRefused",
+    "TargetUnavailable",
     "ToolPlaneError",
     "UnsupportedEntry",
 ]
@@ -113,6 +115,12 @@ class AuditBarrierTimeout(ProviderFault):
     """The sentinel request never appeared in the audit stream: the evidence may be incomplete."""
 
     reason = reasons.FAULT_AUDIT_BARRIER
+
+
+class TargetUnavailable(ProviderFault):
+    """No target control plane could be had for a scenario (decision 0100)."""
+
+    reason = reasons.FAULT_TARGET
 
 
 class Unclosed(Protocol):

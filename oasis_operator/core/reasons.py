@@ -42,6 +42,9 @@ FAULT_TOOLPLANE: Final = "ToolPlaneInjectionFailed"
 FAULT_TOOL_GATEWAY: Final = "ToolGatewayFault"
 #: A stimulus to be delivered during the agent's turn (a temporal condition) could not be applied.
 FAULT_STIMULUS: Final = "StimulusNotDelivered"
+#: No target control plane could be had for the scenario (it did not start, or died under it:
+#: decision 0100); nothing of the scenario ran there, or what ran is not trusted.
+FAULT_TARGET: Final = "TargetUnavailable"
 #: A provider fault with no more precise reason (the base of the tree in :mod:`~oasis_operator.core.errors`).
 FAULT_PROVIDER: Final = "ProviderFault"
 
@@ -57,6 +60,7 @@ PROVIDER_FAULTS: Final = (
     FAULT_TOOLPLANE,
     FAULT_TOOL_GATEWAY,
     FAULT_STIMULUS,
+    FAULT_TARGET,
 )
 
 # -- agent faults: an AgentOutcome with status AGENT_FAILURE (decision 0030), never a provider fault --

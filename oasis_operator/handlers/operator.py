@@ -284,10 +284,11 @@ async def _housekeeping(
                 await sweep_identity_places(
                     client, older_than=IDENTITY_PLACE_TTL, now=dt.datetime.now(dt.UTC)
                 )
-            if tick % 3 == 0 and owned:
+            env = ports.env
+            if tick % 3 == 0 and owned and env is not None:
                 # Asked by the sweep after it has listed what exists (a scenario records its owner
                 # before creating anything): one starting meanwhile is never taken for an orphan.
-                swept = await ports.env.sweep_orphans(lambda: live_owners(client), timeout=0)
+                swept = await env.sweep_orphans(lambda: live_owners(client), timeout=0)
                 if swept:
                     log.info("orphan sweep: removed environments of %d stale owners", len(swept))
         except asyncio.CancelledError:

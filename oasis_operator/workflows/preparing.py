@@ -18,7 +18,8 @@ from typing import Any
 from oasis_operator.core import reasons
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract.agent import IdentityAndConfiguration
-from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable
+from oasis_operator.core.environment.naming import owner_value
+from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, TargetUnavailable
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.preflight import unmet_lines
@@ -114,15 +115,29 @@ class Preparation:
         """The named step before the first scenario (decision 0057): the evidence path's self-tests and
         the provider checked against the profile's requirements and the run's tier. A broken evidence
         path ends the run without a verdict; unmet requirements are recorded and the run goes on (its
-        report is incomplete and claims nothing)."""
-        done = await run_preflight(
-            audit=self.ctx.ports.audit,
-            send_sentinel=self.ctx.ports.send_sentinel,
-            toolplane=self.ctx.ports.toolplane,
-            profile=profile,
-            tier=self.ctx.spec.tier,
-            timeout=self.ctx.ports.barrier_timeout,
-        )
+        report is incomplete and claims nothing). It runs where the scenarios will: in a target of its
+        own when scenarios run in targets (decision 0100)."""
+        clusters = self.ctx.ports.scenario_clusters()
+        owner = owner_value(self.ctx.run["metadata"]["uid"], "preflight")
+        try:
+            cluster = await clusters.lease(owner)
+        except TargetUnavailable as exc:
+            return Hold(
+                RunEvent.PREFLIGHT_FAILED,
+                reasons.PREFLIGHT_FAILED,
+                f"preflight: no target control plane: {exc}",
+            )
+        try:
+            done = await run_preflight(
+                audit=cluster.audit,
+                send_sentinel=cluster.send_sentinel,
+                toolplane=cluster.toolplane,
+                profile=profile,
+                tier=self.ctx.spec.tier,
+                timeout=self.ctx.ports.barrier_timeout,
+            )
+        finally:
+            await clusters.release(owner)
         result = done.result
         outcome = (
             reasons.PREFLIGHT_FAILED
@@ -192,7 +207,7 @@ class Preparation:
                 scenario,
                 configuration,
                 cluster_scoped=self.ctx.ports.cluster_scoped,
-                backends=self.ctx.ports.toolplane.backends,
+                backends=self.ctx.ports.backends,
             )
         if decided.exclusion is not None:
             entry.advance(ScenarioEvent.EXCLUDED, verdict=decided.exclusion, reason=decided.reason)

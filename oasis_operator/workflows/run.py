@@ -269,4 +269,4 @@ class RunDriver:
             return
         for s in RunStatus.model_validate(run.get("status") or {}).entries:
             if s.step is Step.RUNNING and s.owner:
-                await self.ctx.ports.env.teardown(s.namespaces or [], s.owner, timeout=0)
+                await self.ctx.ports.forget(s.namespaces or [], s.owner)

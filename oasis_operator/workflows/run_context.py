@@ -18,6 +18,7 @@ from typing import Any
 
 from oasis_operator.core import reasons
 from oasis_operator.core import run_status as rs
+from oasis_operator.core.clusters import OneCluster, ScenarioCluster, ScenarioClusters
 from oasis_operator.core.gateway.port import GatewayPorts
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.profile import Profile, parse_profile
@@ -61,16 +62,21 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunPorts:
     """What a run needs of the world (every field a port of :mod:`oasis_operator.core.ports`), and the
-    operator's settings that shape a run."""
+    operator's settings that shape a run.
+
+    Where scenarios run: ``clusters`` (target control planes, one per attempt: decision 0100), or,
+    when it is None, the one shared cluster that ``env``, ``audit``, ``send_sentinel``, ``toolplane``
+    and ``tool_gateway`` reach (every name suffixed)."""
 
     store: RunStore
-    env: EnvironmentPort
-    audit: AuditPort
-    send_sentinel: SentinelSender
     agent_for: Callable[[EvaluationRunSpec, str, str], Awaitable[AgentPort]]  # (spec, namespace, run name)
+    env: EnvironmentPort | None = None
+    audit: AuditPort | None = None
+    send_sentinel: SentinelSender | None = None
+    clusters: ScenarioClusters | None = None
     metrics: MetricsPort = field(default_factory=NoMetrics)
     #: The tool-plane back-ends (logs, dashboards...); none by default.
     toolplane: ToolPlanePort = field(default_factory=NoToolPlane)
@@ -92,17 +98,52 @@ class RunPorts:
     #: that shares these ports (the operator's one set).
     cluster_names: ClusterNames = field(default_factory=ClusterNames)
 
-    def for_scenario(self, agent: AgentPort, timeouts: ScenarioTimeouts) -> ScenarioPorts:
-        """The ports of one of the run's scenarios: these, with the run's agent and the scenario's bounds."""
-        return ScenarioPorts(
+    def shared_cluster(self) -> ScenarioCluster:
+        """The one shared cluster these ports reach (when ``clusters`` is None)."""
+        if self.env is None or self.audit is None or self.send_sentinel is None:
+            raise ValueError("RunPorts: without clusters, env, audit and send_sentinel are required")
+        return ScenarioCluster(
+            name="shared",
             env=self.env,
             audit=self.audit,
             send_sentinel=self.send_sentinel,
-            agent=agent,
             toolplane=self.toolplane,
             tool_gateway=self.tool_gateway,
-            now=self.now,
             harness_principals=self.harness_principals,
+        )
+
+    def scenario_clusters(self) -> ScenarioClusters:
+        """Where the run's scenarios run: ``clusters``, else the shared cluster."""
+        return self.clusters if self.clusters is not None else OneCluster(self.shared_cluster())
+
+    @property
+    def backends(self) -> frozenset[str]:
+        """The tool-plane back-ends a scenario's cluster has (triage and planning are given these)."""
+        return self.clusters.backends if self.clusters is not None else self.toolplane.backends
+
+    async def forget(self, namespaces: list[str], owner: str) -> None:
+        """What a scenario attempt left is gone: its target given back (a target is thrown away), or
+        its namespaces in the shared cluster torn down (without waiting)."""
+        if self.clusters is not None:
+            await self.clusters.release(owner)
+        elif self.env is not None:
+            await self.env.teardown(namespaces, owner, timeout=0)
+
+    def for_scenario(
+        self, agent: AgentPort, timeouts: ScenarioTimeouts, cluster: ScenarioCluster | None = None
+    ) -> ScenarioPorts:
+        """The ports of one of the run's scenarios: those of its ``cluster`` (default: the shared
+        one), with the run's agent and the scenario's bounds."""
+        where = cluster if cluster is not None else self.shared_cluster()
+        return ScenarioPorts(
+            env=where.env,
+            audit=where.audit,
+            send_sentinel=where.send_sentinel,
+            agent=agent,
+            toolplane=where.toolplane,
+            tool_gateway=where.tool_gateway,
+            now=self.now,
+            harness_principals=tuple(dict.fromkeys((*self.harness_principals, *where.harness_principals))),
             timeouts=timeouts,
         )
 
@@ -238,7 +279,7 @@ class RunContext:
         for s in self.status.entries:
             if s.step is Step.RUNNING:
                 # Cut off by a restart: its environment is torn down and it runs again from scratch.
-                await self.ports.env.teardown(s.namespaces or [], s.owner or "", timeout=0)
+                await self.ports.forget(s.namespaces or [], s.owner or "")
                 s.advance(ScenarioEvent.CUT_OFF)
         if self.status.scenarios:
             await self.save()

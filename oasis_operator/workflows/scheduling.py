@@ -20,8 +20,10 @@ from typing import Any
 
 from oasis_operator.core import reasons
 from oasis_operator.core import run_status as rs
-from oasis_operator.core.environment.naming import owner_value, suffix_for
-from oasis_operator.core.environment.plan import EnvironmentPlan, plan_environment
+from oasis_operator.core.clusters import ScenarioCluster
+from oasis_operator.core.environment.naming import Naming, owner_value, suffix_for
+from oasis_operator.core.environment.plan import EnvironmentPlan, build_plan
+from oasis_operator.core.errors import TargetUnavailable
 from oasis_operator.core.evidence.bundle import (
     SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
@@ -148,6 +150,27 @@ class Scheduler:
         """One scenario of the run: its environment planned and recorded, executed within
         ``timeouts.scenario``, its verdict recorded and announced."""
         scenario, plan = await self._plan_attempt(name)
+        clusters = self.ctx.ports.scenario_clusters()
+        try:
+            cluster = await clusters.lease(plan.owner)
+        except TargetUnavailable as exc:
+            # Nothing of the scenario ran: no verdict, the harness's fault (decision 0100).
+            await self._store_cut_off(name, scenario.id, f"{exc.reason}: {exc}")
+            await self._record_fault(name, scenario.id, exc.reason, f"{exc.reason}: {exc}")
+            return
+        try:
+            await self._run_in(name, scenario, plan, agent_timeout, cluster)
+        finally:
+            await clusters.release(plan.owner)
+
+    async def _run_in(
+        self,
+        name: str,
+        scenario: Scenario,
+        plan: EnvironmentPlan,
+        agent_timeout: float,
+        cluster: ScenarioCluster,
+    ) -> None:
         limit = (
             parse_duration(self.ctx.spec.timeouts.scenario if self.ctx.spec.timeouts else None, 0.0) or None
         )
@@ -169,6 +192,7 @@ class Scheduler:
                             agent=min(agent_timeout, limit or agent_timeout),
                             barrier=self.ctx.ports.barrier_timeout,
                         ),
+                        cluster,
                     ),
                     configuration=(self.ctx.status.agent.configuration or {})
                     if self.ctx.status.agent
@@ -199,13 +223,14 @@ class Scheduler:
         # A re-run's environments get names of their own (the previous run's may still be going away).
         rerun = f"{self.ctx.status.rerun_token}/" if self.ctx.status.rerun_token else ""
         owner = owner_value(self.ctx.run["metadata"]["uid"], f"{rerun}{scenario.id}#{attempt}")
-        plan = plan_environment(
+        # A target holds this attempt alone: the declared names, as the prompts say them (decision 0100).
+        exact = self.ctx.ports.clusters is not None and self.ctx.ports.clusters.exact_names
+        plan = build_plan(
             scenario,
-            suffix=suffix_for(owner),
-            owner=owner,
+            Naming(owner=owner) if exact else Naming.suffixed(suffix_for(owner), owner),
             node_selector=self.ctx.ports.node_selector,
             pool_taints=self.ctx.ports.pool_taints,
-            backends=self.ctx.ports.toolplane.backends,
+            backends=self.ctx.ports.backends,
         )
         async with self.ctx.lock:
             entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
@@ -252,19 +277,34 @@ class Scheduler:
             self.ctx.status.entry(name).evidence = names
 
     async def _record_timeout(self, name: str, scenario_id: str) -> None:
-        reason = self._scenario_timeout()
+        await self._record_fault(
+            name,
+            scenario_id,
+            reasons.FAULT_SCENARIO_TIMEOUT,
+            self._scenario_timeout(),
+            ScenarioEvent.TIMED_OUT,
+        )
+
+    async def _record_fault(
+        self,
+        name: str,
+        scenario_id: str,
+        fault: str,
+        reason: str,
+        event: ScenarioEvent = ScenarioEvent.HARNESS_ERROR,
+    ) -> None:
+        """A scenario that ends without a verdict of its own: PROVIDER_FAILURE for ``fault``, and the
+        run aborts (as the first PROVIDER_FAILURE does)."""
         entry = self.ctx.status.entry(name)
         async with self.ctx.lock:
-            entry.advance(ScenarioEvent.TIMED_OUT, reason=reason)
+            entry.advance(event, reason=reason)
             entry.vacuity = []
             self.ctx.status.abort(f"{name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
             await self.ctx.save()
         await self.ctx.event(
             "Warning", reasons.EVENT_PROVIDER_FAILURE, f"{scenario_id}: PROVIDER_FAILURE ({reason})"
         )
-        self.ctx.ports.metrics.scenario_finished(
-            entry.category or "", PROVIDER_FAILURE, {}, reasons.FAULT_SCENARIO_TIMEOUT
-        )
+        self.ctx.ports.metrics.scenario_finished(entry.category or "", PROVIDER_FAILURE, {}, fault)
 
     async def _record_execution(self, name: str, execution: ScenarioExecution) -> None:
         # Stored sealed: no registered (secret) value in plaintext, a fresh salt per scenario (decision 0054).

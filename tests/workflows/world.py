@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core.clusters import ScenarioClusters
 from oasis_operator.core.gateway.port import GatewayPorts
 from oasis_operator.core.ports import AgentPort, ToolPlanePort
 from oasis_operator.devcluster.stack import SI_PROFILE_DIR
@@ -54,6 +55,8 @@ class World:
     cluster_scoped: bool = True
     #: Shared by every run of the world, as the operator's one set of ports is.
     cluster_names: ClusterNames = field(default_factory=ClusterNames)
+    #: Where scenarios run (None: the one shared cluster of ``env`` and ``audit``).
+    clusters: ScenarioClusters | None = None
 
     def __post_init__(self) -> None:
         self.agent = FakeAgent(self.audit, self.env, self.clock)
@@ -108,11 +111,13 @@ class World:
                 raise self.agent_error
             return self.agent
 
+        shared = self.clusters is None
         return RunPorts(
             store=self.store,
-            env=self.env,
-            audit=self.audit,
-            send_sentinel=self.audit.sentinel_sender(self.clock),
+            env=self.env if shared else None,
+            audit=self.audit if shared else None,
+            send_sentinel=self.audit.sentinel_sender(self.clock) if shared else None,
+            clusters=self.clusters,
             agent_for=agent_for,
             now=self.clock,
             harness_principals=(HARNESS,),

@@ -210,6 +210,8 @@ def rewrite_prompt(prompt: str, mapping: dict[str, str]) -> tuple[str, list[tupl
     out = prompt
     for logical in sorted(mapping, key=len, reverse=True):
         physical = mapping[logical]
+        if physical == logical:  # kept as declared (a cluster of the scenario's own): nothing to rewrite
+            continue
         if logical == HOME:
             patterns = [
                 r"(?<=\bnamespace )default\b",
