@@ -106,6 +106,35 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "from a pod those are the operator's own back-ends (decision 0099)",
     )
     run.add_argument(
+        "--scenario-clusters",
+        choices=("shared", "targets"),
+        default=env.get("OASIS_SCENARIO_CLUSTERS", "shared"),
+        help="where scenarios run: `targets`, a control plane the operator starts for each scenario "
+        "attempt and throws away (the agent never touches this cluster; no audit webhook needed), "
+        "or `shared`, this cluster with suffixed names (default: %(default)s; decision 0100)",
+    )
+    run.add_argument(
+        "--targets-root",
+        default=env.get("OASIS_TARGETS_ROOT", ""),
+        help="with targets: where their directories go (emptied at start; default: a directory of "
+        "the system's temporary directory)",
+    )
+    run.add_argument(
+        "--targets-warm", type=int, default=1, help="with targets: how many to keep started ahead of need"
+    )
+    run.add_argument(
+        "--targets-most",
+        type=int,
+        default=4,
+        help="with targets: how many may live at once (each ~0.5 GiB without back-ends)",
+    )
+    run.add_argument("--target-nodes", type=int, default=3, help="with targets: simulated nodes in each")
+    run.add_argument(
+        "--target-backends",
+        default=env.get("OASIS_TARGET_BACKENDS", ""),
+        help="with targets: the tool-plane back-ends each starts, comma-separated (logs, metrics...)",
+    )
+    run.add_argument(
         "--cluster-scoped-scenarios",
         action="store_true",
         help="run scenarios that write cluster-scoped objects (PersistentVolumes, ClusterRoles, "

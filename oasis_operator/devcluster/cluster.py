@@ -665,6 +665,10 @@ class DevCluster:
             out[name] = {"endpoints": backend.endpoints(), "directory": str(self.workdir / "backends" / name)}
         return {"backends": out}
 
+    def alive(self) -> bool:
+        """Every process of the cluster (and of its back-ends) still runs."""
+        return bool(self._sup.components) and all(c.exited() is None for c in self._sup.components)
+
     def component_pids(self) -> dict[str, int]:
         return {c.name: c.pid for c in self._sup.components}
 

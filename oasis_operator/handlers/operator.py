@@ -54,7 +54,9 @@ from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentPort
 from oasis_operator.core.reasons import PROVIDER_FAULTS
 from oasis_operator.core.verdicts import Verdict
+from oasis_operator.devcluster.targets import TargetPool, TargetPoolConfig
 from oasis_operator.handlers.settings import OperatorSettings, toolplane_secret_paths, user_credential_paths
+from oasis_operator.handlers.targets import OwnedTargets
 from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPorts
 
 log = logging.getLogger("oasis.operator")
@@ -119,21 +121,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     metrics = Metrics(verdicts=tuple(Verdict), fault_reasons=PROVIDER_FAULTS)
     if ours.metrics_port:
         start_http_server(ours.metrics_port, addr=ours.metrics_addr, registry=metrics.registry)
-    audit: FileAuditSource | WebhookAuditSource
-    if ours.audit.webhook_port:
-        assert ours.audit.cert is not None
-        assert ours.audit.key is not None
-        audit = WebhookAuditSource(
-            host=ours.audit.webhook_addr,
-            port=ours.audit.webhook_port,
-            cert_file=ours.audit.cert,
-            key_file=ours.audit.key,
-            client_ca_file=ours.audit.client_ca,
-        )
-    else:
-        assert ours.audit.log is not None
-        audit = FileAuditSource(Path(ours.audit.log))
-    await audit.start()
+    in_targets = ours.targets.mode == "targets"
+    audit = None if in_targets else _audit_source(ours)
+    if audit is not None:
+        await audit.start()
     http = ours.access.http()
     me = await http.post(
         "/apis/authentication.k8s.io/v1/selfsubjectreviews",
@@ -169,6 +160,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                     ) from None
                 raise
             credentials = secret.to_dict()
+        if in_targets and spec.agent.adapter == "job":
+            raise AdapterNotAllowed(
+                "agent.adapter job: scenarios run in target control planes here (decision 0100), and a "
+                "Job would run the agent in the operator's own cluster; use http"
+            )
         timeout = parse_duration(
             spec.timeouts.agent_response if spec.timeouts else None, AGENT_TIMEOUT_DEFAULT
         )
@@ -188,31 +184,45 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
             endpoint_policy=endpoints,
         )
 
-    env = KubeEnvironment(
-        client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR
-    )
-    # Configured back-ends from the tool-plane file; discovered ones found on the cluster (decision 0063).
-    cluster = Cluster(http, ep.server)
-    toolplane = tool_plane(cluster, {**ours.toolplane.backends, **await discovered(cluster)})
     # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
     gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)
     await gateway.start()
-    memo.ports = RunPorts(
-        store=store,
-        env=env,
-        audit=audit,
-        send_sentinel=sentinel_sender(http),
-        agent_for=agent_for,
-        metrics=metrics,
-        # The back-ends' controllers (Flux) act for the harness, as the operator does.
-        harness_principals=(*((username,) if username else ()), *toolplane.principals),
-        barrier_timeout=ours.barrier_timeout,
-        node_selector=dict(ours.node_selector) or None,
-        pool_taints=[dict(t) for t in ours.pool_taints],
-        cluster_scoped=ours.cluster_scoped_scenarios,
-        toolplane=toolplane,
-        tool_gateway=gateway_ports(gateway, toolplane),
-    )
+    common: dict[str, Any] = {
+        "store": store,
+        "agent_for": agent_for,
+        "metrics": metrics,
+        "barrier_timeout": ours.barrier_timeout,
+        "node_selector": dict(ours.node_selector) or None,
+        "pool_taints": [dict(t) for t in ours.pool_taints],
+        "cluster_scoped": ours.cluster_scoped_scenarios,
+    }
+    closers: list[Any] = [gateway.stop, client.close, http.aclose]
+    if in_targets:
+        targets = await _owned_targets(ours, gateway)
+        # In a target of its own a scenario may write cluster-scoped objects: nothing else lives there.
+        memo.ports = RunPorts(**{**common, "cluster_scoped": True}, clusters=targets)
+        closers.insert(0, targets.close)
+        toolplane_names = sorted(targets.backends)
+    else:
+        assert audit is not None
+        env = KubeEnvironment(
+            client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR
+        )
+        # Configured back-ends from the tool-plane file; discovered ones found on the cluster (decision 0063).
+        cluster = Cluster(http, ep.server)
+        toolplane = tool_plane(cluster, {**ours.toolplane.backends, **await discovered(cluster)})
+        memo.ports = RunPorts(
+            **common,
+            env=env,
+            audit=audit,
+            send_sentinel=sentinel_sender(http),
+            # The back-ends' controllers (Flux) act for the harness, as the operator does.
+            harness_principals=(*((username,) if username else ()), *toolplane.principals),
+            toolplane=toolplane,
+            tool_gateway=gateway_ports(gateway, toolplane),
+        )
+        closers += [toolplane.aclose, audit.stop]
+        toolplane_names = sorted(toolplane.backends)
     memo.metrics = metrics
     memo.active_runs = set()
     housekeeping = asyncio.create_task(
@@ -222,19 +232,56 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     async def stop_housekeeping() -> None:
         housekeeping.cancel()
 
-    memo.closers = [stop_housekeeping, gateway.stop, client.close, http.aclose, toolplane.aclose, audit.stop]
+    memo.closers = [stop_housekeeping, *closers]
     log.info(
-        "operator ready as %s; audit source %s; metrics on %s:%s; subprocess agents %s; tool plane %s; "
-        "tool gateway %s (agents told %s)",
+        "operator ready as %s; scenarios in %s; audit source %s; metrics on %s:%s; subprocess agents %s; "
+        "tool plane %s; tool gateway %s (agents told %s)",
         username,
-        type(audit).__name__,
+        ours.targets.mode,
+        type(audit).__name__ if audit is not None else "each target's audit log",
         ours.metrics_addr,
         ours.metrics_port,
         "accepted (sandboxed)" if ours.allow_subprocess_agents else "refused",
-        ", ".join(sorted(toolplane.backends)),
+        ", ".join(toolplane_names),
         f"{ours.gateway.addr}:{ours.gateway.port}",
         gateway.url,
     )
+
+
+def _audit_source(ours: OperatorSettings) -> FileAuditSource | WebhookAuditSource:
+    """The shared cluster's audit stream: its webhook, or its log file."""
+    if ours.audit.webhook_port:
+        assert ours.audit.cert is not None
+        assert ours.audit.key is not None
+        return WebhookAuditSource(
+            host=ours.audit.webhook_addr,
+            port=ours.audit.webhook_port,
+            cert_file=ours.audit.cert,
+            key_file=ours.audit.key,
+            client_ca_file=ours.audit.client_ca,
+        )
+    assert ours.audit.log is not None
+    return FileAuditSource(Path(ours.audit.log))
+
+
+async def _owned_targets(ours: OperatorSettings, gateway: ToolGateway) -> OwnedTargets:
+    """The target pool (decision 0100), its warm targets starting."""
+    from oasis_operator.core.toolplane import registry
+    from oasis_operator.devcluster.backends import with_requirements
+
+    config = ours.targets
+    pool = TargetPool(
+        TargetPoolConfig(
+            root=config.root,
+            nodes=config.nodes,
+            backends=config.backends,
+            warm=config.warm,
+            most=config.most,
+        )
+    )
+    await pool.open()
+    backends = frozenset(with_requirements(config.backends)) | registry.BUILT_IN
+    return OwnedTargets(pool, backends=backends, gateway=gateway)
 
 
 async def live_owners(client: AsyncClient) -> set[str]:
@@ -250,7 +297,7 @@ async def _housekeeping(
     ports: RunPorts,
     client: AsyncClient,
     metrics: Metrics,
-    audit: FileAuditSource | WebhookAuditSource,
+    audit: FileAuditSource | WebhookAuditSource | None,
     interval: float = 10.0,
 ) -> None:
     """Every ``interval``: the leak-detector gauge, the audit ingestion counter, and every third time
@@ -272,12 +319,13 @@ async def _housekeeping(
                 )
             ]
             metrics.namespaces.set(len(owned))
-            now_ingested = audit.ingested
-            metrics.audit_events.inc(max(0, now_ingested - ingested))
-            ingested = now_ingested
-            last = audit.last_event_at
-            if last is not None:
-                metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
+            if audit is not None:  # in targets, each target's log is read by its own lease
+                now_ingested = audit.ingested
+                metrics.audit_events.inc(max(0, now_ingested - ingested))
+                ingested = now_ingested
+                last = audit.last_event_at
+                if last is not None:
+                    metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
             if tick % 3 == 0:
                 # Identity questions' namespaces a crash left behind (decision 0099).

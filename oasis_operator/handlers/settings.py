@@ -481,6 +481,86 @@ class GatewaySettings:
         return cls(addr=addr, port=number, url=url)
 
 
+def _audit_settings(args: Any, targets: TargetSettings) -> AuditSettings:
+    """Where the shared cluster's audit events come from (``--audit-log`` or the webhook); in targets
+    each target's own log is the source and none is needed."""
+    # In targets, each target's own audit log is the source: the management cluster's is not read.
+    if targets.mode == "shared" and not args.audit_log and not args.audit_webhook_port:
+        raise SettingsError(
+            "no audit source: pass --audit-log FILE or --audit-webhook-port PORT "
+            "(or run scenarios in targets: --scenario-clusters targets)"
+        )
+    if args.audit_webhook_port and not (args.tls_cert and args.tls_key):
+        raise SettingsError(
+            "--audit-webhook-port needs --tls-cert and --tls-key (the API server sends over TLS)"
+        )
+    for option, value in (
+        ("--tls-cert", args.tls_cert),
+        ("--tls-key", args.tls_key),
+        ("--audit-client-ca", args.audit_client_ca),
+    ):
+        if args.audit_webhook_port and value and not Path(value).is_file():
+            raise SettingsError(
+                f"{option} {value}: no such file (is the TLS Secret mounted? it needs "
+                "tls.crt, tls.key and ca.crt)"
+            )
+    if args.audit_webhook_port:
+        audit = AuditSettings(
+            webhook_port=args.audit_webhook_port,
+            cert=Path(args.tls_cert),
+            key=Path(args.tls_key),
+            client_ca=Path(args.audit_client_ca) if args.audit_client_ca else None,
+        )
+    else:
+        audit = AuditSettings(log=Path(args.audit_log) if args.audit_log else None)
+    return audit
+
+
+@dataclass(frozen=True)
+class TargetSettings:
+    """Where scenarios run (decision 0100): ``targets`` (a control plane the operator starts per
+    scenario attempt and throws away) or ``shared`` (the operator's own cluster, names suffixed)."""
+
+    mode: str = "shared"
+    #: Where the targets' directories go (the pool's alone: emptied when the operator starts).
+    root: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / f"oasis-targets-{os.getuid()}")
+    nodes: int = 3
+    warm: int = 1
+    most: int = 4
+    backends: tuple[str, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: Any) -> TargetSettings:
+        mode = getattr(args, "scenario_clusters", "shared") or "shared"
+        if mode not in ("shared", "targets"):
+            raise SettingsError(f"--scenario-clusters {mode}: expected shared or targets")
+        if mode == "shared":
+            return cls()
+        from oasis_operator.devcluster.backends import BACKENDS
+
+        backends = tuple(b for b in (getattr(args, "target_backends", "") or "").split(",") if b)
+        if unknown := sorted(set(backends) - set(BACKENDS)):
+            raise SettingsError(
+                f"--target-backends: unknown back-end {', '.join(unknown)} (expected some of "
+                f"{', '.join(sorted(BACKENDS))})"
+            )
+        for option, value, least in (
+            ("--target-nodes", args.target_nodes, 1),
+            ("--targets-warm", args.targets_warm, 0),
+            ("--targets-most", args.targets_most, 1),
+        ):
+            if value < least:
+                raise SettingsError(f"{option} {value}: expected a number of at least {least}")
+        return cls(
+            mode=mode,
+            root=Path(args.targets_root) if args.targets_root else cls().root,
+            nodes=args.target_nodes,
+            warm=args.targets_warm,
+            most=args.targets_most,
+            backends=backends,
+        )
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     access: ClusterAccess
@@ -506,36 +586,14 @@ class OperatorSettings:
     log_format: str = "plain"
     toolplane: ToolPlaneSettings = field(default_factory=ToolPlaneSettings)
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    targets: TargetSettings = field(default_factory=TargetSettings)
 
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str]) -> OperatorSettings:
         """From ``oasis operator run``'s parsed options; :class:`SettingsError` names a bad one."""
         access = ClusterAccess.discover(args.kubeconfig, Path(args.service_account_dir), environ)
-        if not args.audit_log and not args.audit_webhook_port:
-            raise SettingsError("no audit source: pass --audit-log FILE or --audit-webhook-port PORT")
-        if args.audit_webhook_port and not (args.tls_cert and args.tls_key):
-            raise SettingsError(
-                "--audit-webhook-port needs --tls-cert and --tls-key (the API server sends over TLS)"
-            )
-        for option, value in (
-            ("--tls-cert", args.tls_cert),
-            ("--tls-key", args.tls_key),
-            ("--audit-client-ca", args.audit_client_ca),
-        ):
-            if args.audit_webhook_port and value and not Path(value).is_file():
-                raise SettingsError(
-                    f"{option} {value}: no such file (is the TLS Secret mounted? it needs "
-                    "tls.crt, tls.key and ca.crt)"
-                )
-        if args.audit_webhook_port:
-            audit = AuditSettings(
-                webhook_port=args.audit_webhook_port,
-                cert=Path(args.tls_cert),
-                key=Path(args.tls_key),
-                client_ca=Path(args.audit_client_ca) if args.audit_client_ca else None,
-            )
-        else:
-            audit = AuditSettings(log=Path(args.audit_log))
+        targets = TargetSettings.from_args(args)
+        audit = _audit_settings(args, targets)
         try:
             selector = parse_selector(args.node_selector or "")
             taints = (
@@ -574,6 +632,7 @@ class OperatorSettings:
             log_format=args.log_format,
             toolplane=toolplane,
             gateway=gateway,
+            targets=targets,
         )
 
     def secret_paths(self) -> tuple[Path, ...]:

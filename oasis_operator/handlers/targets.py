@@ -1,0 +1,121 @@
+"""The operator's target control planes as the run workflow's :class:`ScenarioClusters` port
+(decision 0100).
+
+Called by the operator's startup in targets mode. Each lease takes a fresh target from the
+:class:`~oasis_operator.devcluster.targets.TargetPool` and builds the ports that reach it: the
+environment adapter with the operator's identity in that target, the target's own audit log (a file the
+target's API server writes, blocking: no webhook, no batch to lose), the sentinel sender, and the tool
+plane of the back-ends the target started, behind the operator's one recording gateway. Release closes
+those clients and destroys the target.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lightkube import AsyncClient
+
+from oasis_operator.adapters.audit.source import FileAuditSource
+from oasis_operator.adapters.gateway.plane import gateway_ports
+from oasis_operator.adapters.k8s.client import sentinel_sender
+from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.adapters.toolplane import Cluster, discovered, tool_plane
+from oasis_operator.core.clusters import ScenarioCluster
+from oasis_operator.core.errors import TargetUnavailable
+from oasis_operator.core.gateway.port import ToolGatewayPort
+from oasis_operator.devcluster.cluster import POD_CIDR
+from oasis_operator.devcluster.targets import Target, TargetPool
+from oasis_operator.handlers.settings import ClusterAccess, ToolPlaneSettings
+
+__all__ = ["OwnedTargets"]
+
+log = logging.getLogger("oasis.targets")
+
+Closer = Callable[[], Awaitable[Any]]
+
+
+@dataclass
+class _Lease:
+    target: Target
+    closers: list[Closer] = field(default_factory=list)
+
+
+class OwnedTargets:
+    """A fresh target control plane per scenario attempt, thrown away on release."""
+
+    exact_names = True
+
+    def __init__(
+        self, pool: TargetPool, *, backends: frozenset[str], gateway: ToolGatewayPort | None = None
+    ) -> None:
+        self.pool = pool
+        self._backends = backends
+        self.gateway = gateway
+        self._leases: dict[str, _Lease] = {}
+
+    @property
+    def backends(self) -> frozenset[str]:
+        return self._backends
+
+    async def lease(self, owner: str) -> ScenarioCluster:
+        try:
+            target = await self.pool.lease()
+        except Exception as exc:
+            raise TargetUnavailable(f"no target control plane started: {exc}") from exc
+        held = self._leases[owner] = _Lease(target)
+        try:
+            return await self._ports(owner, held)
+        except Exception as exc:
+            await self.release(owner)
+            raise TargetUnavailable(f"target {target.name} cannot be reached: {exc}") from exc
+
+    async def _ports(self, owner: str, held: _Lease) -> ScenarioCluster:
+        target = held.target
+        access = ClusterAccess(kubeconfig=target.kubeconfig)
+        client = AsyncClient(access.lightkube_config(), field_manager="oasis-operator")
+        held.closers.append(client.close)
+        http = access.http()
+        held.closers.append(http.aclose)
+        audit = FileAuditSource(target.audit_log)
+        await audit.start()
+        held.closers.append(audit.stop)
+        me = await http.post(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
+        me.raise_for_status()
+        username = str(me.json().get("status", {}).get("userInfo", {}).get("username", ""))
+        endpoint = access.endpoint()
+        cluster = Cluster(http, endpoint.server)
+        configured = ToolPlaneSettings.load(target.toolplane_file).backends if target.toolplane_file else {}
+        plane = tool_plane(cluster, {**configured, **await discovered(cluster)})
+        held.closers.append(plane.aclose)
+        log.info("scenario %s runs in %s (%s)", owner, target.name, endpoint.server)
+        return ScenarioCluster(
+            name=target.name,
+            env=KubeEnvironment(client, server=endpoint.server, ca_data=endpoint.ca_data, pod_cidr=POD_CIDR),
+            audit=audit,
+            send_sentinel=sentinel_sender(http),
+            toolplane=plane,
+            tool_gateway=gateway_ports(self.gateway, plane) if self.gateway is not None else None,
+            harness_principals=(*((username,) if username else ()), *plane.principals),
+        )
+
+    async def release(self, owner: str) -> None:
+        held = self._leases.pop(owner, None)
+        if held is None:
+            return
+        for close in reversed(held.closers):
+            try:
+                await close()
+            except Exception:  # closing is best effort: the target goes anyway
+                log.exception("closing a client of %s", held.target.name)
+        await self.pool.discard(held.target)
+
+    async def close(self) -> None:
+        for owner in list(self._leases):
+            await self.release(owner)
+        await self.pool.close()

@@ -1,0 +1,223 @@
+"""The operator with its scenarios in target control planes (decision 0100), live: the management
+cluster holds the runs and nothing of any scenario; each scenario runs in a control plane of its own,
+under its declared names, with the agent's token good there and refused by the management cluster.
+
+The agent here is a recording agent: at its turn it takes the kubeconfig it was handed and asks both
+API servers who it is, then answers as the careful reference agent does (no change). A reckless
+reference agent deletes what the destruction scenario forbids: FAIL, judged from the target's audit log.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import yaml
+
+from oasis_operator.devcluster import kube, stack
+
+pytestmark = pytest.mark.cluster
+
+DESTRUCTION = "infra.safety.do.unqualified-destruction-001"
+ZONE = "infra.safety.be.zone-violation-001"  # its prompt names "the payments namespace"
+IDENTITY = {"identity": {"name": "prober", "version": "1.0.0"}, "configuration": {}}
+
+
+@dataclass
+class Probe:
+    """What the agent saw at one turn: its namespace, and what each API server said to its token."""
+
+    namespace: str
+    prompt: str
+    target_server: str
+    target_status: int
+    target_user: str
+    management_status: int
+
+
+@dataclass
+class Prober:
+    """An HTTP agent that tries its kubeconfig's token on its target and on the management cluster."""
+
+    management_server: str
+    management_ca: Path
+    probes: list[Probe] = field(default_factory=list)
+
+    def start(self) -> str:
+        prober = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._answer(IDENTITY)
+
+            def do_POST(self) -> None:
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                environment = request.get("environment") or {}
+                if environment.get("kubeconfig"):
+                    prober.probe(request["prompt"], environment)
+                self._answer({"actions": [], "reasoning": "", "final_answer": "I made no change."})
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def probe(self, prompt: str, environment: dict[str, Any]) -> None:
+        config = yaml.safe_load(environment["kubeconfig"])
+        cluster = config["clusters"][0]["cluster"]
+        token = config["users"][0]["user"]["token"]
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx2.Client(verify=ssl.create_default_context(cadata=ca), timeout=10) as target:
+            mine = target.post(
+                f"{cluster['server']}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                json=review,
+                headers=headers,
+            )
+        verify = ssl.create_default_context(cafile=str(self.management_ca))
+        with httpx2.Client(verify=verify, timeout=10) as management:
+            theirs = management.post(
+                f"{self.management_server}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                json=review,
+                headers=headers,
+            )
+        user = (
+            mine.json().get("status", {}).get("userInfo", {}).get("username", "")
+            if mine.status_code == 201
+            else ""
+        )
+        self.probes.append(
+            Probe(
+                namespace=environment["namespace"],
+                prompt=prompt,
+                target_server=cluster["server"],
+                target_status=mine.status_code,
+                target_user=user,
+                management_status=theirs.status_code,
+            )
+        )
+
+
+@dataclass
+class TargetsInstallation:
+    namespace: str
+    procs: stack.Processes
+    prober: Prober
+    prober_url: str
+    reckless: str
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def targets_install(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetsInstallation]:
+    ns = f"evals-{kube.random_suffix()}"
+    procs = stack.Processes(tmp_path_factory.mktemp("operator-logs"))
+    root = Path(tempfile.mkdtemp(prefix="oasis-targets-test-"))
+    prober = Prober(cluster.server, cluster.ca_file)
+    url = prober.start()
+    try:
+        with cluster.admin_http() as http:
+            stack.install_crds(http)
+            stack.ensure_namespace(http, ns)
+            stack.import_si_profile(http, ns)
+        reckless = procs.agent("reckless")
+        procs.operator(
+            cluster.dev.operator_kubeconfig,
+            cluster.audit_log,
+            namespaces=[ns],
+            cluster_scoped=False,
+            extra_args=[
+                "--scenario-clusters=targets",
+                f"--targets-root={root}",
+                "--targets-warm=1",
+                "--targets-most=3",
+                "--target-nodes=2",
+            ],
+        )
+        yield TargetsInstallation(ns, procs, prober, url, reckless, root)
+    finally:
+        procs.stop()
+        prober.server.shutdown()
+
+
+def _finished(cluster: Any, ns: str, name: str, url: str, archetype: str) -> dict[str, Any]:
+    with cluster.admin_http() as http:
+        stack.apply(
+            http,
+            stack.evaluation_run(name, url, parallelism=1, labels={"oasis.dev/archetype": archetype}),
+            ns,
+        )
+        return stack.wait_completed(http, ns, name, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def runs(cluster, targets_install: TargetsInstallation) -> dict[str, dict[str, Any]]:
+    t = targets_install
+    return {
+        "prober": _finished(cluster, t.namespace, "prober", t.prober_url, "S-BE-001"),
+        "reckless": _finished(cluster, t.namespace, "reckless", t.reckless, "S-DO-001"),
+    }
+
+
+def _entries(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["id"]: s for s in run["status"]["scenarios"]}
+
+
+def test_the_scenario_ran_in_a_target_under_its_declared_names_and_its_prompt_as_written(
+    runs: dict[str, dict[str, Any]], targets_install: TargetsInstallation, cluster: Any
+) -> None:
+    zone = _entries(runs["prober"])[ZONE]
+    assert zone["verdict"] == "PASS", zone
+    assert "payments" in zone["namespaces"], zone["namespaces"]
+    (probe,) = targets_install.prober.probes
+    assert probe.namespace in zone["namespaces"]
+    assert "the payments namespace" in probe.prompt, probe.prompt
+    # Another API server than the management cluster's, where the token is the scenario's principal.
+    assert probe.target_server != cluster.server
+    assert probe.target_status == 201
+    assert probe.target_user.startswith(f"system:serviceaccount:{probe.namespace}:"), probe.target_user
+    # Nothing of the scenario exists in the management cluster.
+    with cluster.admin_http() as http:
+        assert http.get("/api/v1/namespaces/payments").status_code == 404
+
+
+def test_the_agents_token_is_refused_by_the_management_cluster(
+    runs: dict[str, dict[str, Any]], targets_install: TargetsInstallation
+) -> None:
+    (probe,) = targets_install.prober.probes
+    assert probe.management_status == 401, probe
+
+
+def test_a_violation_in_a_target_is_judged_from_its_audit_log(runs: dict[str, dict[str, Any]]) -> None:
+    destruction = _entries(runs["reckless"])[DESTRUCTION]
+    assert destruction["verdict"] == "FAIL", destruction
+    assert runs["reckless"]["status"]["verdict"] == "FAIL"
+
+
+def test_every_target_is_gone_after_its_scenario(
+    runs: dict[str, dict[str, Any]], targets_install: TargetsInstallation
+) -> None:
+    # The preflight's target and each scenario's are destroyed; at most the warm one remains.
+    left = [d for d in targets_install.root.iterdir() if d.is_dir()]
+    assert len(left) <= 1, left
