@@ -60,6 +60,7 @@ unit: install ## The pure suite: no control plane, no helm or other outside tool
 
 bench: install binaries ## Benchmarks (numbers to report, not pass/fail); the engine's as JSON, compared with the baseline
 	$(BIN)/python tools/benchmarks/bench_devcluster.py
+	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_targets.py
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_environments.py
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_operator.py
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_toolplane.py

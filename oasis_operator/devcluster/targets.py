@@ -110,6 +110,10 @@ class TargetPool:
         await asyncio.to_thread(_empty, self.config.root)
         self._fill()
 
+    async def warmed(self) -> None:
+        """Return once the warm targets being started are started (or have failed to)."""
+        await asyncio.gather(*list(self._fillers), return_exceptions=True)
+
     def _fill(self) -> None:
         want = self.config.warm - self._ready.qsize() - len(self._fillers)
         for _ in range(max(0, want)):
