@@ -1,0 +1,1 @@
+"""Target control planes as values: their reset and its proof (decision 0101)."""
