@@ -130,6 +130,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     run.add_argument("--target-nodes", type=int, default=3, help="with targets: simulated nodes in each")
     run.add_argument(
+        "--no-target-reuse",
+        action="store_true",
+        help="with targets: destroy each after one scenario attempt instead of resetting it to its "
+        "baseline with a proof and leasing it again (decision 0101)",
+    )
+    run.add_argument(
         "--target-backends",
         default=env.get("OASIS_TARGET_BACKENDS", ""),
         help="with targets: the tool-plane back-ends each starts, comma-separated (logs, metrics...)",

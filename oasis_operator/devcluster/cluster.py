@@ -102,6 +102,9 @@ class ClusterConfig:
     # "resource-metrics" metrics-server scrapes it there too (decision 0074). None: the API server and
     # metrics-server reach the simulator through the kubelet tunnel.
     kubelet_address: str | None = None
+    # Store every object as JSON in etcd (instead of protobuf), so the harness can read and compare
+    # what is stored: the target control planes' reset and its proof (decision 0101).
+    storage_json: bool = False
 
 
 @dataclass
@@ -278,6 +281,7 @@ class DevCluster:
             f"--service-account-issuer={SA_ISSUER}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=RBAC",
+            *(["--storage-media-type=application/json"] if cfg.storage_json else []),
             "--allow-privileged=true",
             "--profiling=false",
             # Auditing: the evidence of what agents do.

@@ -3,11 +3,15 @@ controller-manager, scheduler, simulated nodes), one per scenario attempt, start
 thrown away after use (decision 0100).
 
 Called by the operator's target port (:mod:`oasis_operator.handlers.targets`). A target holds one
-scenario attempt and nothing else: no CRDs, no runs, no operator, no other scenario. It is never
-reset and never reused: what an agent did there (a ClusterRoleBinding, a webhook, a planted object,
-a token it minted) is gone with the processes and the directory, so no later scenario can inherit it
-and no proof of a clean reset is needed. The cost is a start per attempt, hidden by keeping ``warm``
-targets started before they are asked for.
+scenario attempt at a time and nothing else: no CRDs, no runs, no operator, no other scenario.
+
+When an attempt gives its target back, the target is **reset** to the baseline read after its own
+bootstrap (its etcd keyspace written back: :mod:`oasis_operator.core.targets.reset`) and the reset is
+**proven** by reading the keyspace again; a target whose reset cannot be proven within
+:data:`RESET_ROUNDS` rounds is destroyed and replaced (decision 0101). A reset target rests for
+:data:`QUARANTINE_SECONDS` before it is leased again: the API server keeps a token it has accepted for
+10 seconds, so a token of the previous attempt (its ServiceAccount now gone) could otherwise act once
+more under the same name in the next one. ``reuse=False`` destroys every target after one attempt.
 
 Every process is tied to the operator's (it dies with it); the pool's root directory is emptied when
 the pool starts, so targets a crashed operator left on disk are gone too.
@@ -25,12 +29,42 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx2
+
+from oasis_operator.core.targets.reset import reset_writes, residue
 from oasis_operator.devcluster import binaries as binaries_mod
+from oasis_operator.devcluster import etcd_store
 from oasis_operator.devcluster.cluster import ClusterConfig, DevCluster
 
-__all__ = ["Target", "TargetPool", "TargetPoolConfig"]
+__all__ = ["QUARANTINE_SECONDS", "RESET_ROUNDS", "ResetProof", "Target", "TargetPool", "TargetPoolConfig"]
 
 log = logging.getLogger("oasis.targets")
+
+#: How long kube-apiserver keeps a token it accepted (its token authentication cache: 10 s), and a
+#: second more: after that no token of a deleted ServiceAccount is accepted.
+QUARANTINE_SECONDS = 11.0
+#: Reset rounds before a target that still differs from its baseline is given up (a controller that
+#: was mid-way through the agent's work may re-create something right after a round).
+RESET_ROUNDS = 4
+#: Between a round's writes and the read that proves them.
+_SETTLE_SECONDS = 0.3
+#: The bootstrap is over when two reads this far apart agree.
+_BASELINE_GAP = 1.0
+_BASELINE_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class ResetProof:
+    """How a reset went: the rounds it took, the writes and the time, and what still differs."""
+
+    rounds: int
+    writes: int
+    seconds: float
+    residue: tuple[str, ...]
+
+    @property
+    def proven(self) -> bool:
+        return not self.residue
 
 
 @dataclass(frozen=True)
@@ -49,6 +83,10 @@ class TargetPoolConfig:
     most: int = 4
     #: Seconds a target may take to become ready.
     ready_timeout: float = 120.0
+    #: Reset and reuse a target after an attempt (False: destroy it and start another).
+    reuse: bool = True
+    #: How long a reset target rests before it is leased again.
+    quarantine_seconds: float = QUARANTINE_SECONDS
 
 
 @dataclass
@@ -59,6 +97,12 @@ class Target:
     cluster: DevCluster
     started_seconds: float
     leased_at: float = field(default=0.0)
+    #: The keyspace after the target's own bootstrap (empty until read).
+    baseline: dict[str, bytes] = field(default_factory=dict, repr=False)
+    #: Not to be leased before this (time.monotonic()).
+    rests_until: float = 0.0
+    #: Attempts it has held.
+    uses: int = 0
 
     @property
     def kubeconfig(self) -> Path:
@@ -77,6 +121,41 @@ class Target:
         """Every process of the target still runs."""
         return self.cluster.alive()
 
+    def _etcd(self) -> httpx2.Client:
+        return httpx2.Client(base_url=self.cluster.etcd_url, timeout=10)
+
+    def take_baseline(self) -> None:
+        """Read the keyspace once the target's own bootstrap has settled (two reads agree)."""
+        deadline = time.monotonic() + _BASELINE_TIMEOUT
+        with self._etcd() as etcd:
+            before = etcd_store.read_all(etcd)
+            while True:
+                time.sleep(_BASELINE_GAP)
+                now = etcd_store.read_all(etcd)
+                if not residue(before, now) or time.monotonic() > deadline:
+                    self.baseline = now
+                    return
+                before = now
+
+    def reset(self) -> ResetProof:
+        """Write the keyspace back to the baseline, round after round, until a read proves it."""
+        started = time.monotonic()
+        writes = 0
+        left: list[str] = []
+        rounds = 0
+        with self._etcd() as etcd:
+            while rounds < RESET_ROUNDS:
+                rounds += 1
+                todo = reset_writes(self.baseline, etcd_store.read_all(etcd))
+                if todo:
+                    etcd_store.apply_writes(etcd, todo)
+                    writes += len(todo)
+                    time.sleep(_SETTLE_SECONDS)
+                left = residue(self.baseline, etcd_store.read_all(etcd))
+                if not left:
+                    break
+        return ResetProof(rounds, writes, time.monotonic() - started, tuple(left))
+
 
 class TargetPool:
     """Starts targets (in threads: a start is minutes of blocking process management at worst), keeps
@@ -94,7 +173,10 @@ class TargetPool:
         self._bins = bins
         self._make = make or (lambda cfg: DevCluster(cfg, self._bins))
         self._numbers = itertools.count(1)
-        self._ready: asyncio.Queue[Target] = asyncio.Queue()
+        #: Started (or reset) targets no one holds, each resting until its ``rests_until``.
+        self._ready: list[Target] = []
+        #: Set whenever a target is put back among the ready ones.
+        self._returned = asyncio.Event()
         #: Targets alive (starting, warm or leased): at most ``config.most``.
         self._slots = asyncio.Semaphore(max(1, config.most))
         #: One start at a time: two control planes starting at once on a small machine both miss
@@ -102,8 +184,9 @@ class TargetPool:
         self._starting = asyncio.Lock()
         self._fillers: set[asyncio.Task[None]] = set()
         self._closed = False
-        #: Start times (seconds) of every target so far, for the metrics and the benchmark.
+        #: Start times (seconds) of every target so far, and every reset, for the benchmark.
         self.start_seconds: list[float] = []
+        self.resets: list[ResetProof] = []
 
     async def open(self) -> None:
         """Empty the root (targets of an earlier process) and start the warm targets."""
@@ -115,8 +198,10 @@ class TargetPool:
         await asyncio.gather(*list(self._fillers), return_exceptions=True)
 
     def _fill(self) -> None:
-        want = self.config.warm - self._ready.qsize() - len(self._fillers)
+        want = self.config.warm - len(self._ready) - len(self._fillers)
         for _ in range(max(0, want)):
+            if self._slots.locked():  # a warm target only in a free slot: leases come first
+                return
             task = asyncio.create_task(self._warm_one(), name="oasis-target-warm")
             self._fillers.add(task)
             task.add_done_callback(self._fillers.discard)
@@ -130,7 +215,11 @@ class TargetPool:
         if self._closed:
             await self.discard(target)
             return
-        await self._ready.put(target)
+        self._put_back(target)
+
+    def _put_back(self, target: Target) -> None:
+        self._ready.append(target)
+        self._returned.set()
 
     async def _start_one(self) -> Target:
         await self._slots.acquire()
@@ -143,32 +232,74 @@ class TargetPool:
                     backends=self.config.backends,
                     ready_timeout=self.config.ready_timeout,
                     tie_to_parent=True,
+                    storage_json=True,
                 )
                 cluster = self._make(cfg)
+                target = Target(name=name, cluster=cluster, started_seconds=0.0)
                 started = time.monotonic()
                 await asyncio.to_thread(cluster.start)
-                took = time.monotonic() - started
+                if self.config.reuse:
+                    await asyncio.to_thread(target.take_baseline)
+                took = target.started_seconds = time.monotonic() - started
         except BaseException:
             self._slots.release()
             raise
         self.start_seconds.append(took)
         log.info("target %s started in %.1fs", name, took)
-        return Target(name=name, cluster=cluster, started_seconds=took)
+        return target
 
     async def lease(self) -> Target:
-        """A started target, all of it alive, used by no one before; raises what its start raised."""
+        """A started target, all of it alive, at its baseline and rested; raises what its start raised."""
         while True:
-            try:
-                target = self._ready.get_nowait()
-            except asyncio.QueueEmpty:
-                target = await self._start_one()
+            target = await self._next()
             if target.alive():
                 break
-            log.warning("warm target %s died before it was leased; discarded", target.name)
+            log.warning("target %s died while no one held it; discarded", target.name)
             await self.discard(target)
         target.leased_at = time.monotonic()
+        target.uses += 1
         self._fill()
         return target
+
+    async def _next(self) -> Target:
+        """A rested ready target, else a new one in a free slot, else the first to finish resting."""
+        while True:
+            now = time.monotonic()
+            rested = [t for t in self._ready if t.rests_until <= now]
+            if rested:
+                self._ready.remove(rested[0])
+                return rested[0]
+            if not self._slots.locked():
+                return await self._start_one()
+            self._returned.clear()
+            soonest = min((t.rests_until for t in self._ready), default=now + 1.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._returned.wait(), timeout=max(0.05, soonest - now))
+
+    async def give_back(self, target: Target) -> None:
+        """The attempt is done with ``target``: reset and proven, it rests and is leased again; else
+        (or without reuse) it is destroyed."""
+        if not self.config.reuse or self._closed or not target.alive():
+            await self.discard(target)
+            return
+        try:
+            proof = await asyncio.to_thread(target.reset)
+        except Exception as exc:
+            log.warning("target %s: the reset failed (%s); destroyed", target.name, exc)
+            await self.discard(target)
+            return
+        self.resets.append(proof)
+        if not proof.proven:
+            log.warning(
+                "target %s: not back at its baseline after %d rounds (%s); destroyed",
+                target.name,
+                proof.rounds,
+                "; ".join(proof.residue[:3]),
+            )
+            await self.discard(target)
+            return
+        target.rests_until = time.monotonic() + self.config.quarantine_seconds
+        self._put_back(target)
 
     async def discard(self, target: Target) -> None:
         """Stop the target's processes and remove its directory: nothing of it is kept."""
@@ -184,8 +315,8 @@ class TargetPool:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        while not self._ready.empty():
-            await self.discard(self._ready.get_nowait())
+        while self._ready:
+            await self.discard(self._ready.pop())
 
 
 def _destroy(cluster: DevCluster) -> None:

@@ -277,6 +277,7 @@ async def _owned_targets(ours: OperatorSettings, gateway: ToolGateway) -> OwnedT
             backends=config.backends,
             warm=config.warm,
             most=config.most,
+            reuse=config.reuse,
         )
     )
     await pool.open()

@@ -528,6 +528,8 @@ class TargetSettings:
     warm: int = 1
     most: int = 4
     backends: tuple[str, ...] = ()
+    #: Reset a target after an attempt, with a proof, and lease it again (decision 0101).
+    reuse: bool = True
 
     @classmethod
     def from_args(cls, args: Any) -> TargetSettings:
@@ -558,6 +560,7 @@ class TargetSettings:
             warm=args.targets_warm,
             most=args.targets_most,
             backends=backends,
+            reuse=not getattr(args, "no_target_reuse", False),
         )
 
 

@@ -6,7 +6,8 @@ Called by the operator's startup in targets mode. Each lease takes a fresh targe
 environment adapter with the operator's identity in that target, the target's own audit log (a file the
 target's API server writes, blocking: no webhook, no batch to lose), the sentinel sender, and the tool
 plane of the back-ends the target started, behind the operator's one recording gateway. Release closes
-those clients and destroys the target.
+those clients and gives the target back to the pool, which resets it with a proof or destroys it
+(decision 0101).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class _Lease:
 
 
 class OwnedTargets:
-    """A fresh target control plane per scenario attempt, thrown away on release."""
+    """A target control plane per scenario attempt, at its baseline, reset (or destroyed) on release."""
 
     exact_names = True
 
@@ -111,9 +112,9 @@ class OwnedTargets:
         for close in reversed(held.closers):
             try:
                 await close()
-            except Exception:  # closing is best effort: the target goes anyway
+            except Exception:  # closing is best effort: the target is reset or destroyed anyway
                 log.exception("closing a client of %s", held.target.name)
-        await self.pool.discard(held.target)
+        await self.pool.give_back(held.target)
 
     async def close(self) -> None:
         for owner in list(self._leases):

@@ -203,7 +203,7 @@ def targets_install(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 "--scenario-clusters=targets",
                 f"--targets-root={root}",
                 "--targets-warm=1",
-                "--targets-most=3",
+                "--targets-most=2",
                 "--target-nodes=2",
             ],
         )
@@ -269,12 +269,17 @@ def test_a_violation_in_a_target_is_judged_from_its_audit_log(runs: dict[str, di
     assert runs["reckless"]["status"]["verdict"] == "FAIL"
 
 
-def test_every_target_is_gone_after_its_scenario(
+def test_two_targets_served_every_attempt_each_reset_with_a_proof(
     runs: dict[str, dict[str, Any]], targets_install: TargetsInstallation
 ) -> None:
-    # The preflight's target and each scenario's are destroyed; at most the warm one remains.
+    """Six leases (a preflight and a scenario per run) on at most two targets: reused after a proven
+    reset, never destroyed for a reset that failed (decision 0101)."""
     left = [d for d in targets_install.root.iterdir() if d.is_dir()]
-    assert len(left) <= 1, left
+    assert 1 <= len(left) <= 2, left
+    log = (targets_install.procs.sup.log_dir / "operator.log").read_text()
+    assert log.count("started in") <= 2, log[-3000:]
+    assert "not back at its baseline" not in log
+    assert "the reset failed" not in log
 
 
 def test_a_privileged_host_pod_is_an_object_in_the_target_and_nothing_on_any_node(
