@@ -12,8 +12,8 @@ import httpx2
 import pytest
 import yaml
 
-from oasis_operator.core.model.credentials_policy import CREDENTIALS_USER, policy_manifests
 from oasis_operator.core.model.crd import API_VERSION, all_crds
+from oasis_operator.core.model.credentials_policy import CREDENTIALS_USER, policy_manifests
 from oasis_operator.devcluster import kube
 from oasis_operator.loading.documents import load_paths
 from oasis_operator.loading.profile_dir import ImportedProfile, manifests
@@ -165,7 +165,8 @@ def test_an_example_run_with_the_placeholder_is_refused_with_the_annotation_name
         kubeapi.delete(_url(run, namespace))
         time.sleep(0.2)
     message = response.json()["message"]
-    assert CREDENTIALS_USER in message and whoami(kubeapi) in message, message
+    assert CREDENTIALS_USER in message, message
+    assert whoami(kubeapi) in message, message
 
 
 def test_examples_are_accepted_and_read_back_unchanged(kubeapi: httpx2.Client, namespace: str) -> None:
