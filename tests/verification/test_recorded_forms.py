@@ -42,3 +42,18 @@ def test_a_case_stored_in_both_forms_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="both plain and gzip'd"):
         load_from(tmp_path, case)
+
+
+def test_the_recorder_writes_the_form_the_loader_reads(tmp_path: Path) -> None:
+    """tools/record_audit_fixtures.py's writer, over a stored case's own text: the loader reads back
+    the same case, and no plain copy is left beside the compressed one."""
+    from tests.verification.test_live_recording import recorder
+
+    case = "scale"
+    (tmp_path / f"{case}.meta.json").write_text("stale plain copy")
+    for name in (f"{case}.jsonl", f"{case}.meta.json"):
+        text = gzip.decompress((FIXTURES / f"{name}.gz").read_bytes()).decode()
+        recorder().write_packed(tmp_path / name, text)
+        assert gzip.decompress((tmp_path / f"{name}.gz").read_bytes()).decode() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{case}.jsonl.gz", f"{case}.meta.json.gz"]
+    assert load_from(tmp_path, case) == load(case)
