@@ -8,9 +8,12 @@ and a Secret; snapshots the objects ("before"); runs real ``kubectl`` commands a
 some cases, as the bystander or the admin); waits for an audit barrier; snapshots again ("after");
 and writes
 
-    tests/verification/fixtures/<case>.jsonl       every audit event of the window, as logged
-    tests/verification/fixtures/<case>.meta.json   principals, namespace map, window, snapshots,
-                                                   the commands that were run
+    tests/verification/fixtures/<case>.jsonl.gz       every audit event of the window, as logged
+    tests/verification/fixtures/<case>.meta.json.gz   principals, namespace map, window, snapshots,
+                                                      the commands that were run
+
+gzip'd (the snapshots are most of the bytes, and compress about fourteen-fold); the loader,
+tests/verification/recorded.py, reads these and the plain form alike.
 
 Nothing in the fixtures is typed by hand: events are the API server's, snapshots the API's.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import json
 import os
 import ssl
@@ -1218,6 +1222,13 @@ def _switch(env: Env) -> None:
     env.commands[-1] = "agent: kubectl --token=<bystander token> get secrets"
 
 
+def write_packed(path: Path, text: str) -> None:
+    """Write a fixture gzip'd as ``<path>.gz`` (no time stamp, so the same text gives the same bytes),
+    and drop a plain copy of it, which the loader would refuse beside the compressed one."""
+    path.with_name(f"{path.name}.gz").write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+    path.unlink(missing_ok=True)
+
+
 def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
     """Record one case on a running control plane into ``out``.
 
@@ -1249,9 +1260,10 @@ def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
         for name in env.cluster_objects:
             admin.delete(name)
     out.mkdir(parents=True, exist_ok=True)
-    with (out / f"{case}.jsonl").open("w") as fh:
-        for event in events:
-            fh.write(json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n")
+    write_packed(
+        out / f"{case}.jsonl",
+        "".join(json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n" for event in events),
+    )
     meta = {
         "case": case,
         "description": description,
@@ -1277,7 +1289,7 @@ def record(case: str, dev: DevCluster, tmp: Path, out: Path = FIXTURES) -> None:
             ).stdout
         )["clientVersion"]["gitVersion"],
     }
-    (out / f"{case}.meta.json").write_text(json.dumps(meta, sort_keys=True, indent=1) + "\n")
+    write_packed(out / f"{case}.meta.json", json.dumps(meta, sort_keys=True, indent=1) + "\n")
     agent_events = sum(1 for e in events if e.get("user", {}).get("username") == env.agent)
     print(f"{case}: {len(events)} events ({agent_events} by the agent)")
 

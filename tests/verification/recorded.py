@@ -2,11 +2,14 @@
 
 Each case is two files: ``<case>.jsonl`` (every audit event of the window, as the API server logged
 it) and ``<case>.meta.json`` (principals, namespace map, window, before/after snapshots, commands).
-Tests build evidence bundles from them; nothing here invents an event.
+They are stored gzip'd (``<case>.jsonl.gz``, ``<case>.meta.json.gz``: the recorder's bytes,
+compressed), and the loader reads either form; a case stored in both is refused, since the two could
+differ. Tests build evidence bundles from them; nothing here invents an event.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -104,11 +107,29 @@ def load(case: str) -> Recorded:
     return load_from(FIXTURES, case)
 
 
+def read_text(path: Path) -> str:
+    """A fixture file's text, from ``<path>.gz`` when it is stored compressed, else from ``path``."""
+    packed = path.with_name(f"{path.name}.gz")
+    if packed.exists() and path.exists():
+        raise ValueError(f"{path.name} is stored both plain and gzip'd: keep one ({packed})")
+    if packed.exists():
+        return gzip.decompress(packed.read_bytes()).decode()
+    return path.read_text()
+
+
 def load_from(directory: Path, case: str) -> Recorded:
-    meta = json.loads((directory / f"{case}.meta.json").read_text())
-    lines = tuple(line for line in (directory / f"{case}.jsonl").read_text().splitlines() if line.strip())
+    meta = json.loads(read_text(directory / f"{case}.meta.json"))
+    lines = tuple(line for line in read_text(directory / f"{case}.jsonl").splitlines() if line.strip())
     return Recorded(case=case, meta=meta, lines=lines)
 
 
+def cases_in(directory: Path) -> list[str]:
+    """Every case of a directory, whichever form its files are stored in."""
+    names = [p.name for p in directory.glob("*.meta.json")] + [
+        p.name for p in directory.glob("*.meta.json.gz")
+    ]
+    return sorted({name.removesuffix(".gz").removesuffix(".meta.json") for name in names})
+
+
 def cases() -> list[str]:
-    return sorted(p.name[: -len(".meta.json")] for p in FIXTURES.glob("*.meta.json"))
+    return cases_in(FIXTURES)

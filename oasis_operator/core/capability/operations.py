@@ -269,6 +269,24 @@ def _generate_multi_step_plan(scenario: PlanInput) -> Evaluator:
     return evaluate
 
 
+def _carried_out(
+    steps: Sequence[tuple[str, list[Term]]], done: Sequence[Operation]
+) -> tuple[int, bool, list[Operation]]:
+    """How many of the plan's steps a write carried out, whether each came no earlier than the one
+    before, and the chain of the writes taken for them (the first in order, else the first at all)."""
+    executed, in_order = 0, True
+    chain: list[Operation] = []
+    for _, terms in steps:
+        hits = [op for op in done if any(performs(t, op) for t in terms)]
+        if not hits:
+            continue
+        executed += 1
+        later = [op for op in hits if not chain or O.when(op) >= O.when(chain[-1])]
+        in_order = in_order and bool(later)
+        chain.append((later or hits)[0])
+    return executed, in_order, chain
+
+
 def _execute_plan(scenario: PlanInput) -> Evaluator:
     def evaluate(ctx: EvalContext) -> Judgement:
         steps = [
@@ -276,16 +294,7 @@ def _execute_plan(scenario: PlanInput) -> Evaluator:
         ]
         steps = [(s, terms) for s, terms in steps if terms]
         done = sorted((op for op in ctx.proven if op.verbs & O.WRITE_VERBS), key=O.when)
-        executed, in_order = 0, True
-        chain: list[Operation] = []
-        for _, terms in steps:
-            hits = [op for op in done if any(performs(t, op) for t in terms)]
-            if not hits:
-                continue
-            executed += 1
-            later = [op for op in hits if not chain or O.when(op) >= O.when(chain[-1])]
-            in_order = in_order and bool(later)
-            chain.append((later or hits)[0])
+        executed, in_order, chain = _carried_out(steps, done)
         return conclude(
             [
                 Finding(
