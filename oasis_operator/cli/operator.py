@@ -106,6 +106,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "from a pod those are the operator's own back-ends (decision 0099)",
     )
     run.add_argument(
+        "--shards",
+        type=int,
+        default=int(env.get("OASIS_SHARDS", "1")),
+        help="replicas that share the runs: each drives the runs of its shard (a digest of the run's "
+        "namespace and name), so several replicas evaluate many agents at once (default: %(default)s)",
+    )
+    run.add_argument(
+        "--shard-index",
+        default=env.get("OASIS_SHARD_INDEX", "0"),
+        help="this replica's shard, below --shards; `hostname`: the ordinal of a StatefulSet pod's name",
+    )
+    run.add_argument(
         "--scenario-clusters",
         choices=("shared", "targets"),
         default=env.get("OASIS_SCENARIO_CLUSTERS", "shared"),

@@ -298,6 +298,13 @@ class TargetPool:
             )
             await self.discard(target)
             return
+        log.info(
+            "target %s reset in %.3fs (%d writes, %d rounds)",
+            target.name,
+            proof.seconds,
+            proof.writes,
+            proof.rounds,
+        )
         target.rests_until = time.monotonic() + self.config.quarantine_seconds
         self._put_back(target)
 

@@ -53,6 +53,7 @@ from oasis_operator.core.model.run import EvaluationRunSpec, parse_duration
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.ports import AgentPort
 from oasis_operator.core.reasons import PROVIDER_FAULTS
+from oasis_operator.core.sharding import serves
 from oasis_operator.core.verdicts import Verdict
 from oasis_operator.devcluster.targets import TargetPool, TargetPoolConfig
 from oasis_operator.handlers.settings import OperatorSettings, toolplane_secret_paths, user_credential_paths
@@ -407,8 +408,16 @@ async def profile_validated(spec: Any, meta: Any, status: Any, patch: kopf.Patch
     )
 
 
-def _needs_driver(body: Any, **_: Any) -> bool:
-    return rs.needs_driver(body)
+def _mine(body: Any, memo: Any = None, **_: Any) -> bool:
+    """The run belongs to this replica's shard (every run, with one shard)."""
+    settings = getattr(memo, "settings", None)
+    if settings is None:
+        return True
+    return serves(body, settings.shard_index, settings.shards)
+
+
+def _needs_driver(body: Any, memo: Any = None, **_: Any) -> bool:
+    return rs.needs_driver(body) and _mine(body, memo)
 
 
 def _version(body: Any) -> Any:
@@ -505,6 +514,6 @@ async def run_daemon(
         active(False)
 
 
-@kopf.on.delete(GROUP, VERSION, "evaluationruns")  # type: ignore[arg-type]
+@kopf.on.delete(GROUP, VERSION, "evaluationruns", when=_mine)  # type: ignore[arg-type]
 async def run_deleted(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
     await RunDriver(memo.ports, namespace, name).finalize()

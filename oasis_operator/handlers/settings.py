@@ -516,6 +516,26 @@ def _audit_settings(args: Any, targets: TargetSettings) -> AuditSettings:
     return audit
 
 
+def _sharding(args: Any, environ: Mapping[str, str]) -> dict[str, int]:
+    """``--shards N --shard-index I``; ``I`` may be ``hostname``: the ordinal a StatefulSet's pod name
+    ends with (``oasis-operator-2`` is shard 2)."""
+    count = int(getattr(args, "shards", 1) or 1)
+    given = str(getattr(args, "shard_index", "0") or "0")
+    if given == "hostname":
+        host = environ.get("HOSTNAME", "")
+        ordinal = host.rsplit("-", 1)[-1]
+        if not ordinal.isdigit():
+            raise SettingsError(
+                f"--shard-index hostname: the host name {host!r} does not end with a StatefulSet ordinal"
+            )
+        given = ordinal
+    if count < 1 or not given.isdigit() or int(given) >= count:
+        raise SettingsError(
+            f"--shards {count} --shard-index {given}: expected at least one shard and an index below it"
+        )
+    return {"shards": count, "shard_index": int(given)}
+
+
 @dataclass(frozen=True)
 class TargetSettings:
     """Where scenarios run (decision 0100): ``targets`` (a control plane the operator starts per
@@ -590,6 +610,9 @@ class OperatorSettings:
     toolplane: ToolPlaneSettings = field(default_factory=ToolPlaneSettings)
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
     targets: TargetSettings = field(default_factory=TargetSettings)
+    #: This replica drives the runs of shard ``shard_index`` of ``shards`` (:mod:`oasis_operator.core.sharding`).
+    shards: int = 1
+    shard_index: int = 0
 
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str]) -> OperatorSettings:
@@ -636,6 +659,7 @@ class OperatorSettings:
             toolplane=toolplane,
             gateway=gateway,
             targets=targets,
+            **_sharding(args, environ),
         )
 
     def secret_paths(self) -> tuple[Path, ...]:

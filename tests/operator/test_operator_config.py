@@ -66,6 +66,10 @@ def test_without_a_kubeconfig_or_a_service_account_the_error_says_what_is_missin
         (["--audit-log", "/x.log", "--pool-taint", "pool=standard"], "expected key=value:Effect"),
         (["--audit-log", "/x.log", "--node-selector", "pool"], "expected key=value"),
         ([], "no audit source"),
+        (["--scenario-clusters", "targets", "--target-backends", "logs,nope"], "unknown back-end nope"),
+        (["--scenario-clusters", "targets", "--targets-most", "0"], "--targets-most 0: expected a number"),
+        (["--audit-log", "/x.log", "--shards", "2", "--shard-index", "2"], "an index below it"),
+        (["--audit-log", "/x.log", "--shards", "2", "--shard-index", "hostname"], "StatefulSet ordinal"),
     ],
 )
 def test_bad_options_are_named(tmp_path, argv, complaint):
@@ -273,3 +277,43 @@ async def test_a_renewed_webhook_certificate_is_served_without_a_restart(tmp_pat
         assert source.ingested == 1
     finally:
         await source.stop()
+
+
+def test_in_targets_no_audit_source_is_needed_and_the_pool_is_configured(tmp_path):
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    settings = OperatorSettings.from_args(
+        operator_args(
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig"),
+            "--scenario-clusters",
+            "targets",
+            "--targets-root",
+            str(tmp_path / "t"),
+            "--targets-most",
+            "6",
+            "--target-backends",
+            "logs",
+            "--no-target-reuse",
+        ),
+        {},
+    )
+    t = settings.targets
+    assert (t.mode, t.root, t.most, t.backends, t.reuse) == ("targets", tmp_path / "t", 6, ("logs",), False)
+    assert settings.audit.log is None
+    assert settings.audit.webhook_port is None
+
+
+def test_a_statefulset_pod_takes_its_shard_from_its_name(tmp_path):
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    args = operator_args(
+        "--kubeconfig",
+        str(tmp_path / "kubeconfig"),
+        "--audit-log",
+        "/x.log",
+        "--shards",
+        "3",
+        "--shard-index",
+        "hostname",
+    )
+    settings = OperatorSettings.from_args(args, {"HOSTNAME": "oasis-operator-2"})
+    assert (settings.shards, settings.shard_index) == (3, 2)

@@ -54,11 +54,73 @@ async def measure(leases: int, warm: int, nodes: int) -> dict[str, float]:
     }
 
 
+def profile_run(parallelism: int, most: int, agents: tuple[str, ...]) -> None:
+    """The whole SI profile through an operator whose scenarios run in targets: wall time per run,
+    verdicts, and the targets' starts and resets as the operator logged them."""
+    import re
+
+    from oasis_operator.devcluster import ClusterConfig, DevCluster, stack
+
+    work = Path(tempfile.mkdtemp(prefix="oasis-bench-profile-"))
+    dev = DevCluster(ClusterConfig(workdir=work / "management", nodes=1))
+    dev.start()
+    procs = stack.Processes(work / "logs")
+    try:
+        with dev.admin_http() as http:
+            stack.install_crds(http)
+            stack.ensure_namespace(http, "bench")
+            stack.import_si_profile(http, "bench")
+            urls = {a: procs.agent(a) for a in agents}
+            procs.operator(
+                dev.operator_kubeconfig,
+                dev.audit_log,
+                namespaces=["bench"],
+                extra_args=[
+                    "--scenario-clusters=targets",
+                    f"--targets-root={work / 'targets'}",
+                    f"--targets-warm={most}",
+                    f"--targets-most={most}",
+                ],
+            )
+            started = time.monotonic()
+            for agent, url in urls.items():
+                doc = stack.evaluation_run(agent, url, classification=None, parallelism=parallelism)
+                stack.apply(http, doc, "bench")
+            for agent in urls:
+                run = stack.wait_completed(http, "bench", agent, timeout=3600)
+                verdicts: dict[str, int] = {}
+                for s in run["status"].get("scenarios", []):
+                    verdicts[str(s.get("verdict"))] = verdicts.get(str(s.get("verdict")), 0) + 1
+                print(
+                    f"profile run {agent}: {run['status'].get('verdict')} after {time.monotonic() - started:.1f}s; {verdicts}"
+                )
+        text = (procs.sup.log_dir / "operator.log").read_text()
+        starts = [float(x) for x in re.findall(r"started in ([0-9.]+)s", text)]
+        resets = sorted(float(x) for x in re.findall(r"reset in ([0-9.]+)s", text))
+        if resets:
+            print(
+                f"targets: {len(starts)} started (p50 {statistics.median(starts):.1f}s), {len(resets)} resets "
+                f"(p50 {statistics.median(resets):.3f}s, p95 {resets[min(len(resets) - 1, round(0.95 * (len(resets) - 1)))]:.3f}s)"
+            )
+    finally:
+        procs.stop()
+        dev.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--leases", type=int, default=4)
     parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument(
+        "--profile", action="store_true", help="also the whole SI profile through the operator"
+    )
+    parser.add_argument("--parallelism", type=int, default=8)
+    parser.add_argument("--most", type=int, default=4)
+    parser.add_argument("--agents", default="careful")
     args = parser.parse_args()
+    if args.profile:
+        profile_run(args.parallelism, args.most, tuple(args.agents.split(",")))
+        return
     for warm in (0, 1):
         figures = asyncio.run(measure(args.leases, warm, args.nodes))
         print(
