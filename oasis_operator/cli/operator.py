@@ -119,11 +119,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     run.add_argument(
         "--scenario-clusters",
-        choices=("shared", "targets"),
+        choices=("shared", "targets", "external"),
         default=env.get("OASIS_SCENARIO_CLUSTERS", "shared"),
         help="where scenarios run: `targets`, a control plane the operator starts for each scenario "
         "attempt and throws away (the agent never touches this cluster; no audit webhook needed), "
-        "or `shared`, this cluster with suffixed names (default: %(default)s; decision 0100)",
+        "`shared`, this cluster with suffixed names, or `external`, the cluster of "
+        "--external-kubeconfig with suffixed names and its audit from --audit-log or the webhook "
+        "(default: %(default)s; decisions 0100, 0102)",
+    )
+    run.add_argument(
+        "--external-kubeconfig",
+        default=env.get("OASIS_EXTERNAL_KUBECONFIG", ""),
+        help="with --scenario-clusters external: the kubeconfig of the cluster the scenarios run in",
     )
     run.add_argument(
         "--targets-root",

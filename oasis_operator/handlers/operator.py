@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,12 @@ from oasis_operator.core.reasons import PROVIDER_FAULTS
 from oasis_operator.core.sharding import serves
 from oasis_operator.core.verdicts import Verdict
 from oasis_operator.devcluster.targets import TargetPool, TargetPoolConfig
-from oasis_operator.handlers.settings import OperatorSettings, toolplane_secret_paths, user_credential_paths
+from oasis_operator.handlers.settings import (
+    ClusterAccess,
+    OperatorSettings,
+    toolplane_secret_paths,
+    user_credential_paths,
+)
 from oasis_operator.handlers.targets import OwnedTargets
 from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPorts
 
@@ -123,6 +129,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     if ours.metrics_port:
         start_http_server(ours.metrics_port, addr=ours.metrics_addr, registry=metrics.registry)
     in_targets = ours.targets.mode == "targets"
+    elsewhere = ours.targets.mode != "shared"  # the scenarios' cluster is not this one
     audit = None if in_targets else _audit_source(ours)
     if audit is not None:
         await audit.start()
@@ -161,10 +168,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
                     ) from None
                 raise
             credentials = secret.to_dict()
-        if in_targets and spec.agent.adapter == "job":
+        if elsewhere and spec.agent.adapter == "job":
             raise AdapterNotAllowed(
-                "agent.adapter job: scenarios run in target control planes here (decision 0100), and a "
-                "Job would run the agent in the operator's own cluster; use http"
+                f"agent.adapter job: scenarios run in {ours.targets.mode} clusters here (decision 0100), "
+                "and a Job would run the agent in the operator's own cluster; use http"
             )
         timeout = parse_duration(
             spec.timeouts.agent_response if spec.timeouts else None, AGENT_TIMEOUT_DEFAULT
@@ -198,6 +205,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         "cluster_scoped": ours.cluster_scoped_scenarios,
     }
     closers: list[Any] = [gateway.stop, client.close, http.aclose]
+    scenario_client = client
     if in_targets:
         targets = await _owned_targets(ours, gateway)
         # In a target of its own a scenario may write cluster-scoped objects: nothing else lives there.
@@ -206,28 +214,37 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         toolplane_names = sorted(targets.backends)
     else:
         assert audit is not None
+        # Shared: the scenarios in this cluster; external: in the cluster of --external-kubeconfig.
+        where = await _scenario_cluster(ours, _Access(client, http, ep.server, ep.ca_data, username))
+        if where.client is not client:
+            closers += [where.client.close, where.http.aclose]
         env = KubeEnvironment(
-            client, server=ep.server, ca_data=ep.ca_data, pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR
+            where.client,
+            server=where.server,
+            ca_data=where.ca_data,
+            pod_cidr=ours.pod_cidr or DEFAULT_POD_CIDR,
         )
         # Configured back-ends from the tool-plane file; discovered ones found on the cluster (decision 0063).
-        cluster = Cluster(http, ep.server)
+        cluster = Cluster(where.http, where.server)
         toolplane = tool_plane(cluster, {**ours.toolplane.backends, **await discovered(cluster)})
         memo.ports = RunPorts(
             **common,
             env=env,
             audit=audit,
-            send_sentinel=sentinel_sender(http),
+            send_sentinel=sentinel_sender(where.http),
             # The back-ends' controllers (Flux) act for the harness, as the operator does.
-            harness_principals=(*((username,) if username else ()), *toolplane.principals),
+            harness_principals=(*((where.username,) if where.username else ()), *toolplane.principals),
             toolplane=toolplane,
             tool_gateway=gateway_ports(gateway, toolplane),
         )
         closers += [toolplane.aclose, audit.stop]
         toolplane_names = sorted(toolplane.backends)
+        scenario_client = where.client
     memo.metrics = metrics
     memo.active_runs = set()
     housekeeping = asyncio.create_task(
-        _housekeeping(memo.ports, client, metrics, audit), name="oasis-housekeeping"
+        _housekeeping(memo.ports, client, metrics, audit, scenario_client=scenario_client),
+        name="oasis-housekeeping",
     )
 
     async def stop_housekeeping() -> None:
@@ -263,6 +280,41 @@ def _audit_source(ours: OperatorSettings) -> FileAuditSource | WebhookAuditSourc
         )
     assert ours.audit.log is not None
     return FileAuditSource(Path(ours.audit.log))
+
+
+@dataclass(frozen=True)
+class _Access:
+    """A cluster as the operator reaches it: its clients, address, CA and the operator's name there."""
+
+    client: AsyncClient
+    http: Any
+    server: str
+    ca_data: str
+    username: str
+
+
+async def _whoami(http: Any) -> str:
+    me = await http.post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
+    return str(me.json().get("status", {}).get("userInfo", {}).get("username", ""))
+
+
+async def _scenario_cluster(ours: OperatorSettings, management: _Access) -> _Access:
+    """Where shared-mode scenarios run: this cluster, or the external one (decision 0102)."""
+    if ours.targets.mode != "external" or ours.targets.external_kubeconfig is None:
+        return management
+    access = ClusterAccess(kubeconfig=ours.targets.external_kubeconfig)
+    http = access.http()
+    endpoint = access.endpoint()
+    return _Access(
+        AsyncClient(access.lightkube_config(), field_manager="oasis-operator"),
+        http,
+        endpoint.server,
+        endpoint.ca_data,
+        await _whoami(http),
+    )
 
 
 async def _owned_targets(ours: OperatorSettings, gateway: ToolGateway) -> OwnedTargets:
@@ -301,6 +353,8 @@ async def _housekeeping(
     metrics: Metrics,
     audit: FileAuditSource | WebhookAuditSource | None,
     interval: float = 10.0,
+    *,
+    scenario_client: AsyncClient | None = None,
 ) -> None:
     """Every ``interval``: the leak-detector gauge, the audit ingestion counter, and every third time
     the orphan sweep (scenario environments no run has in flight: left by a crash or a lost delete)."""
@@ -315,7 +369,9 @@ async def _housekeeping(
         try:
             owned = [
                 n
-                async for n in client.list(Namespace, labels={OWNER_LABEL: operators.exists()})
+                async for n in (scenario_client or client).list(
+                    Namespace, labels={OWNER_LABEL: operators.exists()}
+                )
                 if is_owner_value(
                     str(((n.metadata.labels if n.metadata else None) or {}).get(OWNER_LABEL, ""))
                 )

@@ -484,8 +484,9 @@ class GatewaySettings:
 def _audit_settings(args: Any, targets: TargetSettings) -> AuditSettings:
     """Where the shared cluster's audit events come from (``--audit-log`` or the webhook); in targets
     each target's own log is the source and none is needed."""
-    # In targets, each target's own audit log is the source: the management cluster's is not read.
-    if targets.mode == "shared" and not args.audit_log and not args.audit_webhook_port:
+    # In targets, each target's own audit log is the source: the management cluster's is not read;
+    # shared and external read the audit of the cluster the scenarios run in.
+    if targets.mode != "targets" and not args.audit_log and not args.audit_webhook_port:
         raise SettingsError(
             "no audit source: pass --audit-log FILE or --audit-webhook-port PORT "
             "(or run scenarios in targets: --scenario-clusters targets)"
@@ -550,14 +551,24 @@ class TargetSettings:
     backends: tuple[str, ...] = ()
     #: Reset a target after an attempt, with a proof, and lease it again (decision 0101).
     reuse: bool = True
+    #: ``external``: the cluster the scenarios run in, shared by them (decision 0102).
+    external_kubeconfig: Path | None = None
 
     @classmethod
     def from_args(cls, args: Any) -> TargetSettings:
         mode = getattr(args, "scenario_clusters", "shared") or "shared"
-        if mode not in ("shared", "targets"):
-            raise SettingsError(f"--scenario-clusters {mode}: expected shared or targets")
+        if mode not in ("shared", "targets", "external"):
+            raise SettingsError(f"--scenario-clusters {mode}: expected shared, targets or external")
         if mode == "shared":
             return cls()
+        if mode == "external":
+            given = getattr(args, "external_kubeconfig", "") or ""
+            if not given or not Path(given).is_file():
+                raise SettingsError(
+                    f"--scenario-clusters external: --external-kubeconfig {given or '(none)'}: expected the "
+                    "kubeconfig file of the cluster the scenarios run in"
+                )
+            return cls(mode=mode, external_kubeconfig=Path(given))
         from oasis_operator.devcluster.backends import BACKENDS
 
         backends = tuple(b for b in (getattr(args, "target_backends", "") or "").split(",") if b)
