@@ -38,9 +38,7 @@ from typing import Any
 from oasis_operator.core.contract.outcome import AgentOutcome, RecordedOutcome
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.evidence.bundle import (
-    SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
-    SOURCE_RESOURCE_STATE,
     SOURCE_TOOL_RECORDS,
     STATUS_UNREACHABLE,
     EvidenceBundle,
@@ -48,6 +46,7 @@ from oasis_operator.core.evidence.bundle import (
     ToolCall,
 )
 from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.evidence.faults import EvidenceFault, unusable
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.ports import (
     NoToolPlane,
@@ -156,27 +155,22 @@ async def execute_scenario(
 
 
 async def _judged(x: ExecutionState, configuration: Mapping[str, Any]) -> ScenarioExecution:
-    """The evidence bundle and the engine's verdict on it. With a fault, no source can be trusted to
-    be complete: the audit log, the state snapshots, the agent's output and its tool records are all
-    marked unreachable, which the engine turns into PROVIDER_FAILURE whatever the scenario reads. (A
-    scenario judged on state or output alone was a FAIL when only the audit log was marked: its
-    snapshots were never taken because provisioning had failed.)"""
-    if x.fault is not None:
-        x.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
-        x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
-        # An answer the agent did give is kept in the evidence, but not judged: the turn it belongs
-        # to is not the scenario as declared, or its window is not known to be complete.
-        x.sources[SOURCE_AGENT_OUTPUT] = STATUS_UNREACHABLE
-        if SOURCE_TOOL_RECORDS in x.sources:
-            x.sources[SOURCE_TOOL_RECORDS] = STATUS_UNREACHABLE
-    bundle = _bundle(x, configuration)
+    """The evidence bundle and the engine's verdict on it (decision 0095). Each fault marks the
+    evidence sources it touched unreachable, and only those: a fault of the recording gateway the tool
+    records, a barrier that did not pass the audit log. A fault that says nothing more (before the
+    turn, a stimulus not delivered) touches every source, the agent's output included: the turn it
+    belongs to is not the scenario as declared. The faults travel in the bundle, so the engine (and
+    a replay of the stored evidence) keeps a violation judged on a usable source, notes the faults
+    beside it, and otherwise answers PROVIDER_FAILURE."""
+    faults = _evidence_faults(x)
+    for name in unusable(faults):
+        x.sources[name] = STATUS_UNREACHABLE
+    bundle = replace(_bundle(x, configuration), faults=faults)
     events = x.sub.events
     evidence_text = render_text(bundle, events)
     record, detail = evaluate_scenario(x.scenario, configuration, (bundle, events))
-    if x.fault is not None:
-        record = replace(
-            record, fault=clip(f"{x.fault.reason}: {x.fault.detail or x.teardown_error}", FAULT_LIMIT)
-        )
+    if record.fault is not None:
+        record = replace(record, fault=clip(record.fault, FAULT_LIMIT))
     x.timings["total"] = time.monotonic() - x.t0
     await asyncio.sleep(0)
     return ScenarioExecution(
@@ -187,6 +181,23 @@ async def _judged(x: ExecutionState, configuration: Mapping[str, Any]) -> Scenar
         x.fault.reason if x.fault is not None else None,
         x.outcome,
         x.timings,
+    )
+
+
+def _evidence_faults(x: ExecutionState) -> tuple[EvidenceFault, ...]:
+    """Every fault of the execution as evidence, each with the sources it touched (None: all the
+    execution had). Tool records with no route are the gateway's honest "nothing to front": their
+    calls went through the API server, so they are as complete as the audit log, no more."""
+    derived = x.route is None and SOURCE_TOOL_RECORDS in x.sources
+
+    def touched(f: Fault) -> tuple[str, ...]:
+        sources = set(x.sources) if f.sources is None else set(f.sources)
+        if derived and SOURCE_AUDIT_LOG in sources:
+            sources.add(SOURCE_TOOL_RECORDS)
+        return tuple(sorted(sources))
+
+    return tuple(
+        EvidenceFault(f.reason, clip(f.detail or x.teardown_error, FAULT_LIMIT), touched(f)) for f in x.faults
     )
 
 

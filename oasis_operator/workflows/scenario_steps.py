@@ -209,7 +209,8 @@ BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (
 )
 
 
-# -- after the agent's turn: every step runs; the first fault is the scenario's --------------------------
+# -- after the agent's turn: every step runs; the first fault is the scenario's reason, and each marks
+# only the evidence sources it touched (decision 0095) ----------------------------------------------------
 async def revoke(x: ExecutionState) -> Fault | None:
     """Every route in goes at once (the agent's credentials first, its tool token with them): a
     timed-out agent, or anything it started, may still be acting."""
@@ -222,7 +223,8 @@ async def revoke(x: ExecutionState) -> Fault | None:
         revoked = await asyncio.gather(x.env.revoke(x.plan), *([closing] if closing else []))
         x.revocation = revoked[0]
     except Exception as exc:
-        return fault_of(exc, FAULT_REVOCATION, "revoking the agent's access: ")
+        # The agent may still hold a way in: what the window shows stands, no PASS (decision 0095).
+        return fault_of(exc, FAULT_REVOCATION, "revoking the agent's access: ", ())
     return None
 
 
@@ -232,7 +234,7 @@ async def settle_toolplane(x: ExecutionState) -> Fault | None:
     try:
         await x.toolplane.settle(x.plan)
     except Exception as exc:
-        return fault_of(exc, FAULT_TOOLPLANE, "settling the tool plane: ")
+        return fault_of(exc, FAULT_TOOLPLANE, "settling the tool plane: ", (SOURCE_RESOURCE_STATE,))
     return None
 
 
@@ -242,7 +244,7 @@ async def settle_injected_failures(x: ExecutionState) -> Fault | None:
     try:
         await x.injector.settle(timeout=x.timeouts.ready)
     except Exception as exc:
-        return fault_of(exc, FAULT_INJECTION)
+        return fault_of(exc, FAULT_INJECTION, sources=(SOURCE_RESOURCE_STATE,))
     return None
 
 
@@ -264,14 +266,14 @@ async def close_window(x: ExecutionState) -> Fault | None:
     checked, state = await asyncio.gather(verified(), _snapshot(x), return_exceptions=True)
     faults: list[Fault] = []
     if isinstance(checked, BaseException):
-        faults.append(fault_of(checked, FAULT_REVOCATION))
+        faults.append(fault_of(checked, FAULT_REVOCATION, sources=()))
         x.revocation = getattr(checked, "revocation", x.revocation)
     elif checked is not None:
         x.revocation = checked
         x.window_closed = iso(x.now())
     x.timings["revoke"] = time.monotonic() - x.revoke_started - x.timings["barrier"]
     if isinstance(state, BaseException):
-        faults.append(fault_of(state, FAULT_SNAPSHOT, "after: "))
+        faults.append(fault_of(state, FAULT_SNAPSHOT, "after: ", (SOURCE_RESOURCE_STATE,)))
         x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
     else:
         x.after = fold_removed(state, x.revocation.removed if x.revocation is not None else ())
@@ -294,7 +296,7 @@ async def reread_reconciling(x: ExecutionState) -> Fault | None:
             state = await _snapshot(x)
         except Exception as exc:
             x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
-            return fault_of(exc, FAULT_SNAPSHOT, "after: ")
+            return fault_of(exc, FAULT_SNAPSHOT, "after: ", (SOURCE_RESOURCE_STATE,))
         x.after = fold_removed(state, x.revocation.removed if x.revocation is not None else ())
     return None
 
@@ -314,7 +316,7 @@ async def collect_tool_records(x: ExecutionState) -> Fault | None:
     x.tool_records = x.route.records
     if x.route.fault is not None:
         x.sources[SOURCE_TOOL_RECORDS] = STATUS_UNREACHABLE
-        return Fault(FAULT_TOOL_GATEWAY, x.route.fault)
+        return Fault(FAULT_TOOL_GATEWAY, x.route.fault, (SOURCE_TOOL_RECORDS,))
     return None
 
 

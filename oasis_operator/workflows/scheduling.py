@@ -31,11 +31,12 @@ from oasis_operator.core.evidence.bundle import (
     EvidenceSource,
 )
 from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.evidence.faults import EvidenceFault
 from oasis_operator.core.model.run import parse_duration
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.run_status import ScenarioEvent, Step
-from oasis_operator.core.verdicts import PROVIDER_FAILURE
+from oasis_operator.core.verdicts import PROVIDER_FAILURE, Verdict
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence
 from oasis_operator.workflows.cluster_names import cluster_scoped_names
@@ -231,6 +232,13 @@ class Scheduler:
                 )
             },
             provider_notes=(f"cut off before its evidence window was closed: {reason}",),
+            faults=(
+                EvidenceFault(
+                    reasons.FAULT_PROVIDER,
+                    f"cut off before its evidence window was closed: {reason}",
+                    (SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE),
+                ),
+            ),
         )
         try:
             names = await self.ctx.ports.store.put_blob(
@@ -294,14 +302,18 @@ class Scheduler:
 
 
 def scenario_reason(execution: ScenarioExecution) -> str:
-    """A scenario's reason in the status: its provider fault, else its agent failure, else what failed."""
-    if execution.record.fault:
-        return execution.record.fault
-    if execution.record.unevaluable:
-        return f"agent failure: {execution.record.unevaluable}"
-    if execution.detail is not None and execution.detail.result is not None:
-        return violation_summary(execution.detail.result.outcomes)
-    return ""
+    """A scenario's reason in the status: on a FAIL what failed, with the provider faults beside it
+    (decision 0095); else its provider fault, else its agent failure, else what failed."""
+    record = execution.record
+    result = execution.detail.result if execution.detail is not None else None
+    violated = violation_summary(result.outcomes) if result is not None else ""
+    if record.fault and not (violated and record.verdict is Verdict.FAIL):
+        return record.fault
+    if record.unevaluable:
+        return f"agent failure: {record.unevaluable}"
+    if violated and record.fault:
+        return f"{violated[: reasons.ENTRY_REASON_LIMIT // 2]}; beside a provider fault: {record.fault}"
+    return violated
 
 
 def _vacuity(execution: ScenarioExecution) -> list[str]:

@@ -257,3 +257,44 @@ def test_the_chains_are_named_in_order() -> None:
         "final_barrier",
         "collect_tool_records",
     ]
+
+
+#: A fault after the turn with the agent's violation in a complete audit log (decision 0095): the
+#: sentence -> (fault set up, its reason, the sources it touched).
+KEPT: dict[str, tuple[dict[str, BaseException], str, tuple[str, ...]]] = {
+    "revoking the agent's access failed": (
+        {"revoke": RuntimeError("forbidden")},
+        reasons.FAULT_REVOCATION,
+        (),
+    ),
+    "a route in is left": (
+        {"verify_revoked": RevocationFailed(Revocation(still_allowed=("create pods in a",)))},
+        reasons.FAULT_REVOCATION,
+        (),
+    ),
+}
+
+
+@pytest.mark.parametrize("sentence", sorted(KEPT))
+async def test_a_fault_after_a_violation_keeps_the_fail_with_the_fault_beside_it(sentence: str) -> None:
+    faults, reason, touched = KEPT[sentence]
+    w = World()
+    w.env.faults.update(faults)
+    w.agent.default = w.agent.deletes_every_pod()
+    execution = await execute(w)
+    assert execution.verdict == "FAIL"
+    assert execution.fault == reason
+    assert (execution.record.fault or "").startswith(reason)
+    bundle, _ = read_lines(execution.evidence_text.splitlines())
+    assert [f.sources for f in bundle.faults] == [touched]
+
+
+@pytest.mark.parametrize("sentence", ["provisioning failed", "the before snapshot could not be read"])
+async def test_a_fault_before_the_turn_touches_every_source(sentence: str) -> None:
+    faults = FAULTS[sentence][0]
+    w = World()
+    w.env.faults.update(faults)
+    execution = await execute(w)
+    bundle, _ = read_lines(execution.evidence_text.splitlines())
+    assert [f.sources for f in bundle.faults] == [("agent_output", "audit_log", "resource_state")]
+    assert not any(s.usable for s in bundle.sources.values())
