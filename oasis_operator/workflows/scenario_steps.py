@@ -36,7 +36,7 @@ from oasis_operator.core.reasons import (
     FAULT_TOOL_GATEWAY,
     FAULT_TOOLPLANE,
 )
-from oasis_operator.core.stimuli.injection import InjectionError, output_injections
+from oasis_operator.core.stimuli.injection import InjectionError, output_injections, route_notes, undelivered
 from oasis_operator.core.stimuli.temporal import TimingError
 from oasis_operator.core.toolplane.gitops import reconciling as gitops_reconciling
 from oasis_operator.core.toolplane.gitops import unsettled as gitops_unsettled
@@ -310,13 +310,25 @@ async def final_barrier(x: ExecutionState) -> Fault | None:
 
 async def collect_tool_records(x: ExecutionState) -> Fault | None:
     """The route's records, every call until now included (refused calls after the revocation too); a
-    gateway that cannot vouch for them makes the evidence incomplete."""
+    gateway that cannot vouch for them is a fault of the tool records only (decision 0095). An
+    injection that found no place in any answer the agent got is a stimulus not delivered: a fault
+    that touches no source (what the agent did stands), never a PASS (decision 0096). Refused calls
+    only counted and bodies kept as digests are noted."""
     if x.route is None:
         return None
     x.tool_records = x.route.records
+    x.stimulus_notes.extend(route_notes(x.route.refused_unrecorded, x.route.bodies_digested))
     if x.route.fault is not None:
         x.sources[SOURCE_TOOL_RECORDS] = STATUS_UNREACHABLE
         return Fault(FAULT_TOOL_GATEWAY, x.route.fault, (SOURCE_TOOL_RECORDS,))
+    missed = undelivered(x.tool_records)
+    if missed:
+        return Fault(
+            FAULT_STIMULUS,
+            f"stimuli[{missed[0]}] (tool_output_injection) had no place in any answer the agent got "
+            "from the call it names",
+            (),
+        )
     return None
 
 
