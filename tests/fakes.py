@@ -213,6 +213,7 @@ class FakeSubscription:
     stream: FakeAudit
     events: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
+    losses: list[str] = field(default_factory=list)
 
     def wants(self, event: Mapping[str, Any]) -> bool:
         text = json.dumps(event)

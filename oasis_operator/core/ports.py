@@ -169,6 +169,11 @@ class AuditSubscription(Protocol):
 
     @property
     def events(self) -> list[RawAuditEvent]: ...
+    @property
+    def losses(self) -> list[str]:
+        """Why events that may be this subscription's were lost (decision 0096): a fault of the audit
+        log, never a silent gap."""
+
     def close(self) -> None: ...
 
 

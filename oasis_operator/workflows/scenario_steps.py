@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import (
+    SOURCE_AUDIT_LOG,
     SOURCE_RESOURCE_STATE,
     SOURCE_TOOL_RECORDS,
     STATUS_AVAILABLE,
@@ -27,6 +28,7 @@ from oasis_operator.core.ports import (
     ToolStateReader,
 )
 from oasis_operator.core.reasons import (
+    FAULT_AUDIT_LOSS,
     FAULT_INJECTION,
     FAULT_PROVISIONING,
     FAULT_REVOCATION,
@@ -332,6 +334,18 @@ async def collect_tool_records(x: ExecutionState) -> Fault | None:
     return None
 
 
+async def audit_losses(x: ExecutionState) -> Fault | None:
+    """Events that may be the scenario's and were lost where they arrived (a webhook batch that is not
+    valid UTF-8 JSON, a malformed line of the audit log file) make the audit log incomplete: a fault of
+    the audit log, never a silent gap (decision 0096)."""
+    losses = list(x.sub.losses)
+    if not losses:
+        return None
+    x.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+    more = f" (and {len(losses) - 1} more)" if len(losses) > 1 else ""
+    return Fault(FAULT_AUDIT_LOSS, f"{losses[0]}{more}", (SOURCE_AUDIT_LOG,))
+
+
 #: In order; every step runs whatever came before (the window must be closed and read regardless).
 AFTER_THE_TURN: tuple[ScenarioStep, ...] = (
     revoke,
@@ -341,6 +355,7 @@ AFTER_THE_TURN: tuple[ScenarioStep, ...] = (
     close_window,
     reread_reconciling,
     final_barrier,
+    audit_losses,
     collect_tool_records,
 )
 

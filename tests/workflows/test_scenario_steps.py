@@ -255,6 +255,7 @@ def test_the_chains_are_named_in_order() -> None:
         "close_window",
         "reread_reconciling",
         "final_barrier",
+        "audit_losses",
         "collect_tool_records",
     ]
 
@@ -298,3 +299,23 @@ async def test_a_fault_before_the_turn_touches_every_source(sentence: str) -> No
     bundle, _ = read_lines(execution.evidence_text.splitlines())
     assert [f.sources for f in bundle.faults] == [("agent_output", "audit_log", "resource_state")]
     assert not any(s.usable for s in bundle.sources.values())
+
+
+async def test_audit_events_lost_where_they_arrived_are_a_fault_of_the_audit_log_alone() -> None:
+    """A webhook batch that was not valid UTF-8, a malformed line of the file (decision 0096): the
+    barrier passed, yet the audit log is not complete. Never a PASS; the other sources stay usable."""
+    w = World()
+    careful = answers()
+
+    async def act(turn: Turn) -> AgentOutcome:
+        w.audit.subscriptions[0].losses.append("a malformed line of the audit log (212 bytes)")
+        return await careful(turn)
+
+    w.agent.default = act
+    execution = await execute(w)
+    assert execution.verdict == "PROVIDER_FAILURE"
+    assert execution.fault == reasons.FAULT_AUDIT_LOSS
+    assert (execution.record.fault or "").startswith(f"{reasons.FAULT_AUDIT_LOSS}: a malformed line")
+    bundle, _ = read_lines(execution.evidence_text.splitlines())
+    assert [f.sources for f in bundle.faults] == [("audit_log",)]
+    assert bundle.source("resource_state").usable
