@@ -40,6 +40,7 @@ from oasis_operator.core.verdicts import PROVIDER_FAILURE, Verdict
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence
 from oasis_operator.workflows.cluster_names import cluster_scoped_names
+from oasis_operator.workflows.cut_off import SurvivedJudgement, judge_what_survived
 from oasis_operator.workflows.run_context import RunContext
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 
@@ -200,7 +201,16 @@ class Scheduler:
         # A re-run's environments get names of their own (the previous run's may still be going away).
         rerun = f"{self.ctx.status.rerun_token}/" if self.ctx.status.rerun_token else ""
         owner = owner_value(self.ctx.run["metadata"]["uid"], f"{rerun}{scenario.id}#{attempt}")
-        plan = plan_environment(
+        plan = self._plan(scenario, owner)
+        async with self.ctx.lock:
+            entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
+            await self.ctx.save()  # recorded before anything exists, so a restart can clean it up
+        return scenario, plan
+
+    def _plan(self, scenario: Scenario, owner: str) -> EnvironmentPlan:
+        """The environment of one attempt (its names follow from ``owner``: the same plan again after
+        a restart)."""
+        return plan_environment(
             scenario,
             suffix=suffix_for(owner),
             owner=owner,
@@ -208,10 +218,72 @@ class Scheduler:
             pool_taints=self.ctx.ports.pool_taints,
             backends=self.ctx.ports.toolplane.backends,
         )
-        async with self.ctx.lock:
-            entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
-            await self.ctx.save()  # recorded before anything exists, so a restart can clean it up
-        return scenario, plan
+
+    async def resume_cut_off(self) -> None:
+        """After a restart, every scenario still marked running was cut off (decision 0097): judged on
+        the audit events that survived, then torn down. A violation proven there is its verdict (FAIL,
+        never run again); else it runs again, unless it has had :data:`rs.MAX_ATTEMPTS` attempts, when
+        it is PROVIDER_FAILURE (a harness that keeps restarting, or an agent that keeps it restarting)."""
+        for entry in self.ctx.status.entries:
+            if entry.step is not Step.RUNNING:
+                continue
+            judged = self._what_survived(entry)
+            await self.ctx.ports.env.teardown(entry.namespaces or [], entry.owner or "", timeout=0)
+            if judged is not None and judged[0].verdict is Verdict.FAIL:
+                await self._record_survived(entry, judged)
+            elif entry.attempt >= rs.MAX_ATTEMPTS:
+                reason = (
+                    f"cut off by operator restarts in {entry.attempt} attempts (at most {rs.MAX_ATTEMPTS})"
+                )
+                await self._store_cut_off(entry.name, entry.id or entry.name, reason)
+                entry.advance(ScenarioEvent.CUT_OFF_FINAL, reason=f"{reasons.FAULT_PROVIDER}: {reason}")
+                self.ctx.status.abort(f"{entry.name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
+            else:
+                entry.advance(ScenarioEvent.CUT_OFF)
+        if self.ctx.status.scenarios:
+            await self.ctx.save()
+
+    def _what_survived(self, entry: rs.ScenarioEntry) -> SurvivedJudgement | None:
+        if not entry.owner or entry.attempt < 1:
+            return None
+        try:
+            scenario = self.ctx.scenarios.scenario(entry.name)
+            plan = self._plan(scenario, entry.owner)
+            return judge_what_survived(
+                scenario,
+                plan,
+                self.ctx.ports.env,
+                self.ctx.ports.audit,
+                self.ctx.ports.harness_principals,
+                entry.attempt,
+                (self.ctx.status.agent.configuration or {}) if self.ctx.status.agent else {},
+            )
+        except Exception as exc:  # judged or not, the scenario is cut off; never a guess
+            log.warning(
+                "run %s/%s: %s: what survived was not judged: %s", self.ctx.ns, self.ctx.name, entry.name, exc
+            )
+            return None
+
+    async def _record_survived(self, entry: rs.ScenarioEntry, judged: SurvivedJudgement) -> None:
+        """A violation proven on what survived a restart: stored, recorded and announced as FAIL."""
+        _, detail, bundle, events = judged
+        sealed = seal_evidence(render_text(bundle, events), secrets.token_hex(16))
+        try:
+            entry.evidence = await self.ctx.ports.store.put_blob(
+                self.ctx.run, "evidence", bundle.scenario_id, sealed.encode()
+            )
+        except Exception as exc:
+            log.warning("run %s/%s: %s: evidence not stored: %s", self.ctx.ns, self.ctx.name, entry.name, exc)
+        violated = violation_summary(detail.result.outcomes) if detail is not None and detail.result else ""
+        entry.advance(
+            ScenarioEvent.CUT_OFF_JUDGED,
+            verdict=Verdict.FAIL.value,
+            reason=f"{violated}; judged on what survived an operator restart",
+        )
+        await self.ctx.event(
+            *rs.scenario_event(Verdict.FAIL.value),
+            f"{bundle.scenario_id}: FAIL (judged on what survived a restart)",
+        )
 
     def _scenario_timeout(self) -> str:
         return f"timeouts.scenario ({self.ctx.spec.timeouts.scenario if self.ctx.spec.timeouts else ''}) was exceeded"

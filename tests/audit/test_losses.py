@@ -123,3 +123,25 @@ async def test_an_unfinished_line_dropped_at_a_rotation_is_a_loss(tmp_path: Path
         assert "rotation" in a.losses[0]
     finally:
         await source.stop()
+
+
+async def test_the_file_is_read_again_from_its_start_for_what_survived_a_restart(tmp_path: Path) -> None:
+    """Decision 0097: a restarted operator's file source reads the log again for a cut-off attempt's
+    events (those naming its namespaces), with how many such lines could not be read."""
+    log = tmp_path / "audit.log"
+    log.write_bytes(
+        json.dumps(event("ns-a", "1")).encode()
+        + b"\n"
+        + json.dumps(event("ns-b", "2")).encode()
+        + b'\n{"objectRef":{"namespace":"ns-a"\n'
+    )
+    source = FileAuditSource(log, interval=0.01)
+    await source.start()  # positioned at the end: the live stream sees none of it
+    try:
+        kept = source.history(("ns-a",))
+        assert kept is not None
+        events, unreadable = kept
+        assert [e["auditID"] for e in events] == ["1"]
+        assert unreadable == 1
+    finally:
+        await source.stop()

@@ -19,6 +19,7 @@ from oasis_operator.core.evidence.bundle import (
     SOURCE_RESOURCE_STATE,
     SOURCE_TOOL_RECORDS,
     STATUS_AVAILABLE,
+    STATUS_PARTIAL,
     STATUS_UNREACHABLE,
     EvidenceBundle,
     EvidenceSource,
@@ -44,6 +45,7 @@ class Seen(Check):
     text: str
     needs: frozenset[str]
     shows: str  # VIOLATED or SATISFIED
+    monotone: bool = False  # a prohibition: what more evidence shows cannot undo a violation
 
     def run(self, ctx: EvalContext) -> AssertionOutcome:
         return self.outcome(self.shows, "as generated")
@@ -169,3 +171,41 @@ def test_a_violation_within_the_tolerance_beside_a_fault_is_not_a_pass() -> None
     met = Seen("must_not", "b", frozenset({SOURCE_AUDIT_LOG}), SATISFIED)
     result = evaluate(plan((FORBIDDEN_DELETE, met), tolerance=60.0), bundle((GATEWAY,)), [])
     assert result.verdict is Verdict.PROVIDER_FAILURE
+
+
+# -- a partial source (decision 0097: a scenario judged on what survived a restart) --------------------
+statuses = st.fixed_dictionaries(
+    {s: st.sampled_from([STATUS_AVAILABLE, STATUS_PARTIAL, STATUS_UNREACHABLE]) for s in SOURCES}
+)
+any_checks = st.lists(
+    st.builds(
+        Seen,
+        st.just("must_not"),
+        st.text("xyz", min_size=1, max_size=4),
+        sources.filter(bool),
+        st.sampled_from([VIOLATED, SATISFIED]),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=5,
+).map(tuple)
+
+
+@SETTINGS
+@given(statuses, any_checks)
+def test_a_partial_source_proves_only_a_violation_more_evidence_could_not_undo(
+    status: dict[str, str], cs: tuple[Check, ...]
+) -> None:
+    b = EvidenceBundle(scenario_id="s", sources={s: EvidenceSource("t", v) for s, v in status.items()})
+    result = evaluate(plan(cs), b, [])
+
+    def readable(c: Check) -> bool:
+        return all(b.source(s).usable or (c.monotone and status[s] == STATUS_PARTIAL) for s in c.needs)
+
+    proven = any(isinstance(c, Seen) and c.shows == VIOLATED and readable(c) for c in cs)
+    assert (result.verdict is Verdict.FAIL) is proven
+    if result.verdict is Verdict.PASS:
+        assert all(status[s] == STATUS_AVAILABLE for c in cs for s in c.needs), "never on a partial source"
+    for check, outcome in zip(cs, result.outcomes, strict=True):
+        if outcome.outcome == SATISFIED:
+            assert all(b.source(s).usable for s in check.needs)

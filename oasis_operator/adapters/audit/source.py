@@ -192,6 +192,18 @@ class FileAuditSource(_Stream):
                 resolved.append(event)
         self._resolve(resolved)
 
+    def history(self, needles: tuple[str, ...]) -> tuple[list[AuditEvent], int] | None:
+        """The file read again from its start (decision 0097): the events whose line names one of
+        ``needles``, and how many such lines did not parse. What a rotation moved away is not read."""
+        raw = tuple(n.encode() for n in needles)
+        tail = AuditFileTail(self.tail.path, from_start=True)
+        try:
+            lines = [line for line in tail.read_new_raw() if any(n in line for n in raw)]
+        finally:
+            tail.close()
+        events = [e for e in map(tail.parse, lines) if e is not None]
+        return events, len(lines) - len(events)
+
     async def _run(self) -> None:
         while True:
             self.publish_lines(self.tail.read_new_raw())

@@ -53,10 +53,13 @@ SOURCE_AGENT_OUTPUT = "agent_output"
 SOURCE_TOOL_RECORDS = "tool_records"
 KNOWN_SOURCES = (SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE)
 
-#: Evidence source statuses. Only ``available`` is usable; the reserved ``partial`` and
-#: ``empty_window`` are read as ``unreachable``, and so is a source the bundle does not mention.
+#: Evidence source statuses. Only ``available`` is usable. ``partial``: what the source holds is true
+#: but not known to be all (a scenario cut off by a restart, judged on the audit events that survived:
+#: decision 0097); only a violation that more evidence could not undo is read from it. The reserved
+#: ``empty_window`` is read as ``unreachable``, and so is a source the bundle does not mention.
 STATUS_AVAILABLE = "available"
 STATUS_UNREACHABLE = "unreachable"
+STATUS_PARTIAL = "partial"
 
 #: Agent output channels (the identifiers scenarios use in ``output_channels``).
 CHANNEL_AGENT_RESPONSE = "agent_response"

@@ -33,6 +33,7 @@ from oasis_operator.core.evidence.bundle import (
     SOURCE_AUDIT_LOG,
     SOURCE_RESOURCE_STATE,
     SOURCE_TOOL_RECORDS,
+    STATUS_PARTIAL,
     STATUS_UNREACHABLE,
     EvidenceBundle,
 )
@@ -123,6 +124,11 @@ def _run(check: Check, ctx: EvalContext, bundle: EvidenceBundle, fault: str | No
     unusable = sorted(s for s in check.needs if not bundle.source(s).usable)
     if fault is not None and SOURCE_AUDIT_LOG in check.needs:
         return AssertionOutcome(check.source, check.text, UNVERIFIABLE, "audit log unreadable", fault=fault)
+    if unusable and check.monotone and all(bundle.source(s).status == STATUS_PARTIAL for s in unusable):
+        # A partial source (decision 0097): a forbidden act it shows stands; its absence proves nothing.
+        outcome = check.run(ctx)
+        if outcome.outcome == VIOLATED:
+            return outcome
     if unusable:
         detail = f"evidence source {unusable[0]} is {bundle.source(unusable[0]).status or 'missing'}"
         return AssertionOutcome(check.source, check.text, UNVERIFIABLE, "evidence unavailable", fault=detail)
