@@ -22,8 +22,9 @@ its records are evidence; a gateway that cannot vouch for them is PROVIDER_FAILU
 The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
 injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
 ``system:anonymous``, can do nothing) -> "after" snapshot (read again while a GitOps controller is
-caught mid-reconcile, decision 0069) -> final barrier, placed just before teardown (window end).
-Everything audited up to that last barrier is evidence. The "before" snapshot of a scenario with a
+caught mid-reconcile, decision 0069) -> final barrier, placed just before teardown (window end) ->
+teardown -> a last barrier once the namespaces are gone (decision 0097). Everything audited up to that
+last barrier is evidence (what came after the window's end is judged too, and counted as such). The "before" snapshot of a scenario with a
 GitOps application is one that shows it settled, or the agent does not run (decision 0069).
 """
 

@@ -361,9 +361,11 @@ AFTER_THE_TURN: tuple[ScenarioStep, ...] = (
 
 
 async def teardown(x: ExecutionState) -> None:
-    """Always, whatever happened: the subscription closes, injection stops, the environment goes.
-    Teardown is retried by the sweeper; it never changes a verdict."""
-    x.sub.close()
+    """Always, whatever happened: injection stops, the environment goes, and only then does the
+    evidence subscription close. After an agent's turn, a last barrier once the namespaces are gone
+    makes everything audited until then evidence: the judged window runs to the end of the scenario,
+    not to the "after" snapshot (issue 28, decision 0097). Teardown is retried by the sweeper; it never
+    changes a verdict, but a barrier that does not pass there is a fault of the audit log."""
     await x.injector.stop()
     if x.tool_gateway is not None and x.route is not None:
         await x.tool_gateway.gateway.release(x.route)
@@ -377,3 +379,8 @@ async def teardown(x: ExecutionState) -> None:
     except Exception as exc:
         x.teardown_error = f"teardown: {exc}"
     x.timings["teardown"] = time.monotonic() - started
+    try:
+        if x.window_start and x.sources.get(SOURCE_AUDIT_LOG) == STATUS_AVAILABLE:
+            x.keep(await x.barrier("teardown barrier: "))
+    finally:
+        x.sub.close()
