@@ -5,7 +5,9 @@ document, its plan and the ports (environment provider, audit source, agent) int
 :class:`ScenarioExecution`: the scenario's record and detail as the verification engine judged them,
 and the byte-stable evidence file they rest on. Every harness fault (the state could not be
 established, the audit stream did not catch up, the API failed, the agent's access could not be
-provably revoked) becomes PROVIDER_FAILURE with its reason, never a PASS or a FAIL. The agent is judged
+provably revoked) marks the evidence sources it touched unusable and is never a PASS: a violation
+judged on a usable source stays FAIL with the fault beside it, else the scenario is PROVIDER_FAILURE
+with its reason (decision 0095). The agent is judged
 only on what the audit log and the cluster state show; its own account is recorded beside, never
 trusted, and an agent failure with no violation in the evidence is UNEVALUABLE, never PASS.
 
@@ -17,7 +19,7 @@ the turn at their time after the handover.
 With a tool plane (decision 0053), the scenario's non-Kubernetes interfaces are opened as a route of the
 recording gateway before the handover (their endpoints and token go in the request), temporal
 conditions fire during the turn as their timing says, the route is closed with the other routes in, and
-its records are evidence; a gateway that cannot vouch for them is PROVIDER_FAILURE.
+its records are evidence; a gateway that cannot vouch for them is a fault of the tool records.
 
 The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
 injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
