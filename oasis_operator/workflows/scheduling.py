@@ -227,7 +227,7 @@ class Scheduler:
         for entry in self.ctx.status.entries:
             if entry.step is not Step.RUNNING:
                 continue
-            judged = self._what_survived(entry)
+            judged = await self._what_survived(entry)
             await self.ctx.ports.env.teardown(entry.namespaces or [], entry.owner or "", timeout=0)
             if judged is not None and judged[0].verdict is Verdict.FAIL:
                 await self._record_survived(entry, judged)
@@ -243,13 +243,15 @@ class Scheduler:
         if self.ctx.status.scenarios:
             await self.ctx.save()
 
-    def _what_survived(self, entry: rs.ScenarioEntry) -> SurvivedJudgement | None:
+    async def _what_survived(self, entry: rs.ScenarioEntry) -> SurvivedJudgement | None:
+        """The cut-off attempt judged (off the event loop: the audit log is read again from its start)."""
         if not entry.owner or entry.attempt < 1:
             return None
         try:
             scenario = self.ctx.scenarios.scenario(entry.name)
             plan = self._plan(scenario, entry.owner)
-            return judge_what_survived(
+            return await asyncio.to_thread(
+                judge_what_survived,
                 scenario,
                 plan,
                 self.ctx.ports.env,
