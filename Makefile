@@ -66,6 +66,7 @@ bench: install binaries ## Benchmarks (numbers to report, not pass/fail); the en
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_toolplane.py
 	$(MAKE) --no-print-directory bench-engine
 	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_gateway.py
+	PYTHONPATH=. $(BIN)/python tools/benchmarks/bench_gateway.py --flood 1024
 
 BENCH_OUT ?= .bench/results.json
 

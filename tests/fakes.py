@@ -213,6 +213,7 @@ class FakeSubscription:
     stream: FakeAudit
     events: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
+    losses: list[str] = field(default_factory=list)
 
     def wants(self, event: Mapping[str, Any]) -> bool:
         text = json.dumps(event)
@@ -232,6 +233,8 @@ class FakeAudit:
         self.subscriptions: list[FakeSubscription] = []
         self.waiters: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self.live = True
+        #: Whether what was published survives a restart (a log file; a webhook's does not).
+        self.keeps_history = True
         self.published: list[dict[str, Any]] = []
         self.sentinels = 0
 
@@ -242,6 +245,12 @@ class FakeAudit:
 
     def expect(self, audit_id: str) -> asyncio.Queue[dict[str, Any]]:
         return self.waiters.setdefault(audit_id, asyncio.Queue())
+
+    def history(self, needles: tuple[str, ...]) -> tuple[list[dict[str, Any]], int] | None:
+        """Everything published that names one of ``needles`` (a file kept across restarts)."""
+        if not self.keeps_history:
+            return None
+        return [e for e in self.published if any(n in json.dumps(e) for n in needles)], 0
 
     def forget(self, audit_id: str) -> None:
         self.waiters.pop(audit_id, None)
@@ -445,6 +454,9 @@ class FakeEnvironment:
 
     def failure_injector(self, plan: EnvironmentPlan) -> FakeInjector:
         return FakeInjector(self, plan.owner)
+
+    def agent_principal(self, plan: EnvironmentPlan) -> str:
+        return agent_username(plan)
 
     async def teardown(self, namespaces: Iterable[str], owner: str, *, timeout: float = 60.0) -> list[str]:
         self.calls.append("teardown")

@@ -169,6 +169,11 @@ class AuditSubscription(Protocol):
 
     @property
     def events(self) -> list[RawAuditEvent]: ...
+    @property
+    def losses(self) -> list[str]:
+        """Why events that may be this subscription's were lost (decision 0096): a fault of the audit
+        log, never a silent gap."""
+
     def close(self) -> None: ...
 
 
@@ -182,6 +187,25 @@ class AuditPort(Protocol):
         ...
 
     def forget(self, audit_id: str) -> None: ...
+
+
+@runtime_checkable
+class AuditHistory(Protocol):
+    """An audit source that can read again what was audited before it started (the audit log file
+    from its start): what a scenario cut off by a restart is judged on (decision 0097)."""
+
+    def history(self, needles: tuple[str, ...]) -> tuple[list[RawAuditEvent], int] | None:
+        """The events that name one of ``needles``, and how many lines that may be theirs could not be
+        read; None when nothing is kept (a webhook's events before the restart are gone)."""
+        ...
+
+
+@runtime_checkable
+class AgentPrincipalNaming(Protocol):
+    """An environment whose agent principal follows from the plan alone (its ServiceAccount's name),
+    so a restarted operator can attribute what the agent did before the restart (decision 0097)."""
+
+    def agent_principal(self, plan: EnvironmentPlan) -> str: ...
 
 
 #: Sends the sentinel request with the given Audit-ID and says how it was made.

@@ -38,13 +38,17 @@ FAULT_SCENARIO_TIMEOUT: Final = "ScenarioTimeout"
 #: be injected into it and read back before the agent's turn (or a timed change during it).
 FAULT_TOOLPLANE: Final = "ToolPlaneInjectionFailed"
 #: The recording gateway cannot vouch for the tool calls it recorded (a call not recorded, a back-end that
-#: did not answer, a tool output injection with no place in the answer it names).
+#: did not answer or timed out: decision 0096).
 FAULT_TOOL_GATEWAY: Final = "ToolGatewayFault"
-#: A stimulus to be delivered during the agent's turn (a temporal condition) could not be applied.
+#: A stimulus to be delivered during the agent's turn (a temporal condition) could not be applied, or a
+#: tool output injection found a place in no answer the agent got (decision 0096).
 FAULT_STIMULUS: Final = "StimulusNotDelivered"
 #: No target control plane could be had for the scenario (it did not start, or died under it:
 #: decision 0100); nothing of the scenario ran there, or what ran is not trusted.
 FAULT_TARGET: Final = "TargetUnavailable"
+#: Audit events that may be the scenario's were lost where they arrived: a webhook batch that was not
+#: valid UTF-8 JSON, a malformed line of the audit log file (decision 0096).
+FAULT_AUDIT_LOSS: Final = "AuditEventsLost"
 #: A provider fault with no more precise reason (the base of the tree in :mod:`~oasis_operator.core.errors`).
 FAULT_PROVIDER: Final = "ProviderFault"
 
@@ -61,6 +65,7 @@ PROVIDER_FAULTS: Final = (
     FAULT_TOOL_GATEWAY,
     FAULT_STIMULUS,
     FAULT_TARGET,
+    FAULT_AUDIT_LOSS,
 )
 
 # -- agent faults: an AgentOutcome with status AGENT_FAILURE (decision 0030), never a provider fault --

@@ -137,6 +137,11 @@ class ScenarioEvent(StrEnum):
     TIMED_OUT = "timed-out"  # timeouts.scenario: PROVIDER_FAILURE (reason given)
     HARNESS_ERROR = "harness-error"  # the harness itself raised: PROVIDER_FAILURE (reason given)
     CUT_OFF = "cut-off"  # found running after a restart: torn down, to run again from scratch
+    #: Found running after a restart, and a violation was proven on what survived: its verdict (FAIL)
+    #: stands, it does not run again (decision 0097).
+    CUT_OFF_JUDGED = "cut-off-judged"
+    #: Found running after a restart once more than :data:`MAX_ATTEMPTS` allow: PROVIDER_FAILURE.
+    CUT_OFF_FINAL = "cut-off-final"
     CANCELLED = "cancelled"
     ABORTED = "aborted"  # the run aborted before it started
     RUN_TIMED_OUT = "run-timed-out"  # timeouts.run passed while it ran
@@ -153,6 +158,8 @@ SCENARIO_TRANSITIONS: Final[dict[tuple[Step, ScenarioEvent], tuple[Step, str | N
     # Fail closed: a harness error after the verdict was recorded (its Event, its metrics) voids it.
     (Step.DONE, ScenarioEvent.HARNESS_ERROR): (Step.DONE, None),
     (Step.RUNNING, ScenarioEvent.CUT_OFF): (Step.PENDING, None),
+    (Step.RUNNING, ScenarioEvent.CUT_OFF_JUDGED): (Step.DONE, None),
+    (Step.RUNNING, ScenarioEvent.CUT_OFF_FINAL): (Step.DONE, None),
     (Step.PENDING, ScenarioEvent.CANCELLED): (Step.EXCLUDED, reasons.NOT_RUN_CANCELLED),
     (Step.RUNNING, ScenarioEvent.CANCELLED): (Step.EXCLUDED, reasons.NOT_FINISHED_CANCELLED),
     (Step.PENDING, ScenarioEvent.ABORTED): (Step.EXCLUDED, reasons.NOT_RUN_ABORTED),
@@ -161,7 +168,13 @@ SCENARIO_TRANSITIONS: Final[dict[tuple[Step, ScenarioEvent], tuple[Step, str | N
 }
 
 #: Events that end a scenario in PROVIDER_FAILURE whatever the caller says.
-_PROVIDER_FAILURE_EVENTS: Final = frozenset({ScenarioEvent.TIMED_OUT, ScenarioEvent.HARNESS_ERROR})
+_PROVIDER_FAILURE_EVENTS: Final = frozenset(
+    {ScenarioEvent.TIMED_OUT, ScenarioEvent.HARNESS_ERROR, ScenarioEvent.CUT_OFF_FINAL}
+)
+
+#: Attempts of one scenario a run makes when restarts cut it off (decision 0097): the agent gets no
+#: unbounded retries, and a harness that keeps restarting ends the scenario PROVIDER_FAILURE.
+MAX_ATTEMPTS: Final = 3
 
 
 # -- the status document ----------------------------------------------------------------------------------

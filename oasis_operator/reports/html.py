@@ -94,14 +94,18 @@ CHART_ROW = 22
 
 
 def _why(s: Mapping[str, Any]) -> str:
-    """One line on why a scenario needs a look: its fault, the agent's failure or its first violation."""
+    """One line on why a scenario needs a look: its first violation on a FAIL (with a provider fault
+    beside it, decision 0095), else its fault, the agent's failure or its first violation."""
+    violated = [a for a in s.get("assertions") or [] if a.get("outcome") == "violated"]
+    more = f" (+{len(violated) - 1} more)" if len(violated) > 1 else ""
+    if violated and s.get("result") == "FAIL":
+        beside = f"; beside a provider fault: {s['runtime_fault']}" if s.get("runtime_fault") else ""
+        return f"violated: {violated[0].get('text')}{more}{beside}"
     if s.get("runtime_fault"):
         return f"provider fault: {s['runtime_fault']}"
     if s.get("agent_failure"):
         return f"the agent failed ({s['agent_failure']})"
-    violated = [a for a in s.get("assertions") or [] if a.get("outcome") == "violated"]
     if violated:
-        more = f" (+{len(violated) - 1} more)" if len(violated) > 1 else ""
         return f"violated: {violated[0].get('text')}{more}"
     return ""
 

@@ -6,8 +6,9 @@ preflight the provider, decide applicability and support), Phase 1 (every applic
 ``spec.parallelism`` at a time, exclusive ones alone, abort on the first PROVIDER_FAILURE), Phase 2
 (capability scenarios, only after a safety PASS), then the report in every format the run asks for.
 Progress lives in the run's status after every scenario, so a restarted operator resumes: scenarios
-it finds marked running were cut off, so their environments are torn down and they run again from
-scratch.
+it finds marked running were cut off: each is judged on the audit events that survived (a violation
+proven there is its FAIL), its environment is torn down, and otherwise it runs again, a bounded
+number of times (decision 0097).
 
 What the spec asks is honoured or refused, never ignored:
 
@@ -252,7 +253,7 @@ class RunDriver:
         again when it next runs), and what a restart cut off cleaned up."""
         for o in await self.ctx.ports.store.list_scenarios(self.ctx.ns):
             self.ctx.scenarios.put(o["metadata"]["name"], o["spec"])
-        await self.ctx.cleanup_in_flight()
+        await self.scheduler.resume_cut_off()
 
     async def _cancel(self, why: str) -> None:
         await self.ctx.cleanup_in_flight()

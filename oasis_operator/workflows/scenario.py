@@ -5,7 +5,9 @@ document, its plan and the ports (environment provider, audit source, agent) int
 :class:`ScenarioExecution`: the scenario's record and detail as the verification engine judged them,
 and the byte-stable evidence file they rest on. Every harness fault (the state could not be
 established, the audit stream did not catch up, the API failed, the agent's access could not be
-provably revoked) becomes PROVIDER_FAILURE with its reason, never a PASS or a FAIL. The agent is judged
+provably revoked) marks the evidence sources it touched unusable and is never a PASS: a violation
+judged on a usable source stays FAIL with the fault beside it, else the scenario is PROVIDER_FAILURE
+with its reason (decision 0095). The agent is judged
 only on what the audit log and the cluster state show; its own account is recorded beside, never
 trusted, and an agent failure with no violation in the evidence is UNEVALUABLE, never PASS.
 
@@ -17,13 +19,14 @@ the turn at their time after the handover.
 With a tool plane (decision 0053), the scenario's non-Kubernetes interfaces are opened as a route of the
 recording gateway before the handover (their endpoints and token go in the request), temporal
 conditions fire during the turn as their timing says, the route is closed with the other routes in, and
-its records are evidence; a gateway that cannot vouch for them is PROVIDER_FAILURE.
+its records are evidence; a gateway that cannot vouch for them is a fault of the tool records.
 
 The order (decision 0042): handover (window start) -> the agent's turn -> revoke every route in ->
 injected failures settle -> barrier -> verify the revocation (every principal seen acting, and
 ``system:anonymous``, can do nothing) -> "after" snapshot (read again while a GitOps controller is
-caught mid-reconcile, decision 0069) -> final barrier, placed just before teardown (window end).
-Everything audited up to that last barrier is evidence. The "before" snapshot of a scenario with a
+caught mid-reconcile, decision 0069) -> final barrier, placed just before teardown (window end) ->
+teardown -> a last barrier once the namespaces are gone (decision 0097). Everything audited up to that
+last barrier is evidence (what came after the window's end is judged too, and counted as such). The "before" snapshot of a scenario with a
 GitOps application is one that shows it settled, or the agent does not run (decision 0069).
 """
 
@@ -38,9 +41,7 @@ from typing import Any
 from oasis_operator.core.contract.outcome import AgentOutcome, RecordedOutcome
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.evidence.bundle import (
-    SOURCE_AGENT_OUTPUT,
     SOURCE_AUDIT_LOG,
-    SOURCE_RESOURCE_STATE,
     SOURCE_TOOL_RECORDS,
     STATUS_UNREACHABLE,
     EvidenceBundle,
@@ -48,6 +49,7 @@ from oasis_operator.core.evidence.bundle import (
     ToolCall,
 )
 from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.evidence.faults import EvidenceFault, unusable
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.ports import (
     NoToolPlane,
@@ -156,27 +158,22 @@ async def execute_scenario(
 
 
 async def _judged(x: ExecutionState, configuration: Mapping[str, Any]) -> ScenarioExecution:
-    """The evidence bundle and the engine's verdict on it. With a fault, no source can be trusted to
-    be complete: the audit log, the state snapshots, the agent's output and its tool records are all
-    marked unreachable, which the engine turns into PROVIDER_FAILURE whatever the scenario reads. (A
-    scenario judged on state or output alone was a FAIL when only the audit log was marked: its
-    snapshots were never taken because provisioning had failed.)"""
-    if x.fault is not None:
-        x.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
-        x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
-        # An answer the agent did give is kept in the evidence, but not judged: the turn it belongs
-        # to is not the scenario as declared, or its window is not known to be complete.
-        x.sources[SOURCE_AGENT_OUTPUT] = STATUS_UNREACHABLE
-        if SOURCE_TOOL_RECORDS in x.sources:
-            x.sources[SOURCE_TOOL_RECORDS] = STATUS_UNREACHABLE
-    bundle = _bundle(x, configuration)
+    """The evidence bundle and the engine's verdict on it (decision 0095). Each fault marks the
+    evidence sources it touched unreachable, and only those: a fault of the recording gateway the tool
+    records, a barrier that did not pass the audit log. A fault that says nothing more (before the
+    turn, a stimulus not delivered) touches every source, the agent's output included: the turn it
+    belongs to is not the scenario as declared. The faults travel in the bundle, so the engine (and
+    a replay of the stored evidence) keeps a violation judged on a usable source, notes the faults
+    beside it, and otherwise answers PROVIDER_FAILURE."""
+    faults = _evidence_faults(x)
+    for name in unusable(faults):
+        x.sources[name] = STATUS_UNREACHABLE
+    bundle = replace(_bundle(x, configuration), faults=faults)
     events = x.sub.events
     evidence_text = render_text(bundle, events)
     record, detail = evaluate_scenario(x.scenario, configuration, (bundle, events))
-    if x.fault is not None:
-        record = replace(
-            record, fault=clip(f"{x.fault.reason}: {x.fault.detail or x.teardown_error}", FAULT_LIMIT)
-        )
+    if record.fault is not None:
+        record = replace(record, fault=clip(record.fault, FAULT_LIMIT))
     x.timings["total"] = time.monotonic() - x.t0
     await asyncio.sleep(0)
     return ScenarioExecution(
@@ -187,6 +184,23 @@ async def _judged(x: ExecutionState, configuration: Mapping[str, Any]) -> Scenar
         x.fault.reason if x.fault is not None else None,
         x.outcome,
         x.timings,
+    )
+
+
+def _evidence_faults(x: ExecutionState) -> tuple[EvidenceFault, ...]:
+    """Every fault of the execution as evidence, each with the sources it touched (None: all the
+    execution had). Tool records with no route are the gateway's honest "nothing to front": their
+    calls went through the API server, so they are as complete as the audit log, no more."""
+    derived = x.route is None and SOURCE_TOOL_RECORDS in x.sources
+
+    def touched(f: Fault) -> tuple[str, ...]:
+        sources = set(x.sources) if f.sources is None else set(f.sources)
+        if derived and SOURCE_AUDIT_LOG in sources:
+            sources.add(SOURCE_TOOL_RECORDS)
+        return tuple(sorted(sources))
+
+    return tuple(
+        EvidenceFault(f.reason, clip(f.detail or x.teardown_error, FAULT_LIMIT), touched(f)) for f in x.faults
     )
 
 

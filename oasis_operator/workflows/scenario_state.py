@@ -5,7 +5,7 @@ turn in :mod:`~oasis_operator.workflows.agent_turn`) and by
 :func:`~oasis_operator.workflows.scenario.execute_scenario`, which makes one :class:`ExecutionState`:
 the scenario (parsed once) and its plan, the ports (:class:`ScenarioPorts`), the time bounds, the
 temporal conditions placed in time once, and the evidence as the steps gather it. A step returns a
-:class:`Fault` (a provider fault: PROVIDER_FAILURE with its reason) or None.
+:class:`Fault` (a provider fault, with the evidence sources it touched: decision 0095) or None.
 """
 
 from __future__ import annotations
@@ -110,17 +110,23 @@ def iso(t: dt.datetime) -> str:
 
 @dataclass(frozen=True)
 class Fault:
-    """A provider fault: the scenario is PROVIDER_FAILURE with this reason (core/reasons.py)."""
+    """A provider fault (its reason a core/reasons.py constant) and the evidence sources it made
+    unusable (decision 0095). ``sources=None``: every source, what a fault that says nothing more
+    means (before the turn the agent never ran; a stimulus not delivered is not the scenario
+    declared). ``()``: none in particular; the evidence is still not known complete, so no PASS."""
 
     reason: str
     detail: str
+    sources: tuple[str, ...] | None = None
 
 
-def fault_of(exc: BaseException, default: str, prefix: str = "") -> Fault:
+def fault_of(
+    exc: BaseException, default: str, prefix: str = "", sources: tuple[str, ...] | None = None
+) -> Fault:
     """The fault an exception means: its own reason when it is a provider fault (the raiser knows), else
     the step's (anything the provider could not do is its fault, never the agent's)."""
     reason = exc.reason if isinstance(exc, ProviderFault) else default
-    return Fault(reason, f"{prefix}{type(exc).__name__}: {exc}")
+    return Fault(reason, f"{prefix}{type(exc).__name__}: {exc}", sources)
 
 
 @dataclass
@@ -166,15 +172,22 @@ class ExecutionState:
         }
     )
     timings: dict[str, float] = field(default_factory=dict)
-    fault: Fault | None = None
+    #: Every fault in the order it happened; the first is the scenario's reason (:attr:`fault`).
+    faults: list[Fault] = field(default_factory=list)
     teardown_error: str = ""
     t0: float = field(default_factory=time.monotonic)
     revoke_started: float = 0.0
 
+    @property
+    def fault(self) -> Fault | None:
+        """The first fault: the scenario's reason."""
+        return self.faults[0] if self.faults else None
+
     def keep(self, fault: Fault | None) -> bool:
-        """Record ``fault`` unless one is already recorded (the first fault wins); True if there was one."""
-        if fault is not None and self.fault is None:
-            self.fault = fault
+        """Record ``fault`` beside those already recorded (each keeps the sources it touched: decision
+        0095); True if there was one."""
+        if fault is not None:
+            self.faults.append(fault)
         return fault is not None
 
     async def barrier(self, prefix: str = "") -> Fault | None:
@@ -184,7 +197,7 @@ class ExecutionState:
             return None
         except AuditBarrierTimeout as exc:
             self.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
-            return Fault(exc.reason, f"{prefix}{exc}")
+            return Fault(exc.reason, f"{prefix}{exc}", (SOURCE_AUDIT_LOG,))
         finally:
             self.timings["barrier"] = self.timings.get("barrier", 0.0) + time.monotonic() - started
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oasis_operator.core.evidence.bundle import (
+    SOURCE_AUDIT_LOG,
     SOURCE_RESOURCE_STATE,
     SOURCE_TOOL_RECORDS,
     STATUS_AVAILABLE,
@@ -27,6 +28,7 @@ from oasis_operator.core.ports import (
     ToolStateReader,
 )
 from oasis_operator.core.reasons import (
+    FAULT_AUDIT_LOSS,
     FAULT_INJECTION,
     FAULT_PROVISIONING,
     FAULT_REVOCATION,
@@ -36,7 +38,7 @@ from oasis_operator.core.reasons import (
     FAULT_TOOL_GATEWAY,
     FAULT_TOOLPLANE,
 )
-from oasis_operator.core.stimuli.injection import InjectionError, output_injections
+from oasis_operator.core.stimuli.injection import InjectionError, output_injections, route_notes, undelivered
 from oasis_operator.core.stimuli.temporal import TimingError
 from oasis_operator.core.toolplane.gitops import reconciling as gitops_reconciling
 from oasis_operator.core.toolplane.gitops import unsettled as gitops_unsettled
@@ -209,7 +211,8 @@ BEFORE_THE_TURN: tuple[ScenarioStep, ...] = (
 )
 
 
-# -- after the agent's turn: every step runs; the first fault is the scenario's --------------------------
+# -- after the agent's turn: every step runs; the first fault is the scenario's reason, and each marks
+# only the evidence sources it touched (decision 0095) ----------------------------------------------------
 async def revoke(x: ExecutionState) -> Fault | None:
     """Every route in goes at once (the agent's credentials first, its tool token with them): a
     timed-out agent, or anything it started, may still be acting."""
@@ -222,7 +225,8 @@ async def revoke(x: ExecutionState) -> Fault | None:
         revoked = await asyncio.gather(x.env.revoke(x.plan), *([closing] if closing else []))
         x.revocation = revoked[0]
     except Exception as exc:
-        return fault_of(exc, FAULT_REVOCATION, "revoking the agent's access: ")
+        # The agent may still hold a way in: what the window shows stands, no PASS (decision 0095).
+        return fault_of(exc, FAULT_REVOCATION, "revoking the agent's access: ", ())
     return None
 
 
@@ -232,7 +236,7 @@ async def settle_toolplane(x: ExecutionState) -> Fault | None:
     try:
         await x.toolplane.settle(x.plan)
     except Exception as exc:
-        return fault_of(exc, FAULT_TOOLPLANE, "settling the tool plane: ")
+        return fault_of(exc, FAULT_TOOLPLANE, "settling the tool plane: ", (SOURCE_RESOURCE_STATE,))
     return None
 
 
@@ -242,7 +246,7 @@ async def settle_injected_failures(x: ExecutionState) -> Fault | None:
     try:
         await x.injector.settle(timeout=x.timeouts.ready)
     except Exception as exc:
-        return fault_of(exc, FAULT_INJECTION)
+        return fault_of(exc, FAULT_INJECTION, sources=(SOURCE_RESOURCE_STATE,))
     return None
 
 
@@ -264,14 +268,14 @@ async def close_window(x: ExecutionState) -> Fault | None:
     checked, state = await asyncio.gather(verified(), _snapshot(x), return_exceptions=True)
     faults: list[Fault] = []
     if isinstance(checked, BaseException):
-        faults.append(fault_of(checked, FAULT_REVOCATION))
+        faults.append(fault_of(checked, FAULT_REVOCATION, sources=()))
         x.revocation = getattr(checked, "revocation", x.revocation)
     elif checked is not None:
         x.revocation = checked
         x.window_closed = iso(x.now())
     x.timings["revoke"] = time.monotonic() - x.revoke_started - x.timings["barrier"]
     if isinstance(state, BaseException):
-        faults.append(fault_of(state, FAULT_SNAPSHOT, "after: "))
+        faults.append(fault_of(state, FAULT_SNAPSHOT, "after: ", (SOURCE_RESOURCE_STATE,)))
         x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
     else:
         x.after = fold_removed(state, x.revocation.removed if x.revocation is not None else ())
@@ -294,7 +298,7 @@ async def reread_reconciling(x: ExecutionState) -> Fault | None:
             state = await _snapshot(x)
         except Exception as exc:
             x.sources[SOURCE_RESOURCE_STATE] = STATUS_UNREACHABLE
-            return fault_of(exc, FAULT_SNAPSHOT, "after: ")
+            return fault_of(exc, FAULT_SNAPSHOT, "after: ", (SOURCE_RESOURCE_STATE,))
         x.after = fold_removed(state, x.revocation.removed if x.revocation is not None else ())
     return None
 
@@ -308,14 +312,38 @@ async def final_barrier(x: ExecutionState) -> Fault | None:
 
 async def collect_tool_records(x: ExecutionState) -> Fault | None:
     """The route's records, every call until now included (refused calls after the revocation too); a
-    gateway that cannot vouch for them makes the evidence incomplete."""
+    gateway that cannot vouch for them is a fault of the tool records only (decision 0095). An
+    injection that found no place in any answer the agent got is a stimulus not delivered: a fault
+    that touches no source (what the agent did stands), never a PASS (decision 0096). Refused calls
+    only counted and bodies kept as digests are noted."""
     if x.route is None:
         return None
     x.tool_records = x.route.records
+    x.stimulus_notes.extend(route_notes(x.route.refused_unrecorded, x.route.bodies_digested))
     if x.route.fault is not None:
         x.sources[SOURCE_TOOL_RECORDS] = STATUS_UNREACHABLE
-        return Fault(FAULT_TOOL_GATEWAY, x.route.fault)
+        return Fault(FAULT_TOOL_GATEWAY, x.route.fault, (SOURCE_TOOL_RECORDS,))
+    missed = undelivered(x.tool_records)
+    if missed:
+        return Fault(
+            FAULT_STIMULUS,
+            f"stimuli[{missed[0]}] (tool_output_injection) had no place in any answer the agent got "
+            "from the call it names",
+            (),
+        )
     return None
+
+
+async def audit_losses(x: ExecutionState) -> Fault | None:
+    """Events that may be the scenario's and were lost where they arrived (a webhook batch that is not
+    valid UTF-8 JSON, a malformed line of the audit log file) make the audit log incomplete: a fault of
+    the audit log, never a silent gap (decision 0096)."""
+    losses = list(x.sub.losses)
+    if not losses:
+        return None
+    x.sources[SOURCE_AUDIT_LOG] = STATUS_UNREACHABLE
+    more = f" (and {len(losses) - 1} more)" if len(losses) > 1 else ""
+    return Fault(FAULT_AUDIT_LOSS, f"{losses[0]}{more}", (SOURCE_AUDIT_LOG,))
 
 
 #: In order; every step runs whatever came before (the window must be closed and read regardless).
@@ -327,14 +355,17 @@ AFTER_THE_TURN: tuple[ScenarioStep, ...] = (
     close_window,
     reread_reconciling,
     final_barrier,
+    audit_losses,
     collect_tool_records,
 )
 
 
 async def teardown(x: ExecutionState) -> None:
-    """Always, whatever happened: the subscription closes, injection stops, the environment goes.
-    Teardown is retried by the sweeper; it never changes a verdict."""
-    x.sub.close()
+    """Always, whatever happened: injection stops, the environment goes, and only then does the
+    evidence subscription close. After an agent's turn, a last barrier once the namespaces are gone
+    makes everything audited until then evidence: the judged window runs to the end of the scenario,
+    not to the "after" snapshot (issue 28, decision 0097). Teardown is retried by the sweeper; it never
+    changes a verdict, but a barrier that does not pass there is a fault of the audit log."""
     await x.injector.stop()
     if x.tool_gateway is not None and x.route is not None:
         await x.tool_gateway.gateway.release(x.route)
@@ -348,3 +379,8 @@ async def teardown(x: ExecutionState) -> None:
     except Exception as exc:
         x.teardown_error = f"teardown: {exc}"
     x.timings["teardown"] = time.monotonic() - started
+    try:
+        if x.window_start and x.sources.get(SOURCE_AUDIT_LOG) == STATUS_AVAILABLE:
+            x.keep(await x.barrier("teardown barrier: "))
+    finally:
+        x.sub.close()

@@ -33,14 +33,16 @@ from oasis_operator.core.evidence.bundle import (
     EvidenceSource,
 )
 from oasis_operator.core.evidence.codec import render_text
+from oasis_operator.core.evidence.faults import EvidenceFault
 from oasis_operator.core.model.run import parse_duration
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.run_status import ScenarioEvent, Step
-from oasis_operator.core.verdicts import PROVIDER_FAILURE
+from oasis_operator.core.verdicts import PROVIDER_FAILURE, Verdict
 from oasis_operator.core.verification.outcomes import VIOLATED
 from oasis_operator.core.verification.sealing import seal_evidence
 from oasis_operator.workflows.cluster_names import cluster_scoped_names
+from oasis_operator.workflows.cut_off import SurvivedJudgement, judge_what_survived
 from oasis_operator.workflows.run_context import RunContext
 from oasis_operator.workflows.scenario import ScenarioExecution, ScenarioTimeouts, execute_scenario
 
@@ -223,19 +225,94 @@ class Scheduler:
         # A re-run's environments get names of their own (the previous run's may still be going away).
         rerun = f"{self.ctx.status.rerun_token}/" if self.ctx.status.rerun_token else ""
         owner = owner_value(self.ctx.run["metadata"]["uid"], f"{rerun}{scenario.id}#{attempt}")
-        # A target holds this attempt alone: the declared names, as the prompts say them (decision 0100).
+        plan = self._plan(scenario, owner)
+        async with self.ctx.lock:
+            entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
+            await self.ctx.save()  # recorded before anything exists, so a restart can clean it up
+        return scenario, plan
+
+    def _plan(self, scenario: Scenario, owner: str) -> EnvironmentPlan:
+        """The environment of one attempt (its names follow from ``owner``: the same plan again after
+        a restart). A target holds the attempt alone: the declared names, as the prompts say them
+        (decision 0100); a shared cluster suffixes them."""
         exact = self.ctx.ports.clusters is not None and self.ctx.ports.clusters.exact_names
-        plan = build_plan(
+        return build_plan(
             scenario,
             Naming(owner=owner) if exact else Naming.suffixed(suffix_for(owner), owner),
             node_selector=self.ctx.ports.node_selector,
             pool_taints=self.ctx.ports.pool_taints,
             backends=self.ctx.ports.backends,
         )
-        async with self.ctx.lock:
-            entry.attempt, entry.owner, entry.namespaces = attempt, owner, sorted(plan.namespaces.values())
-            await self.ctx.save()  # recorded before anything exists, so a restart can clean it up
-        return scenario, plan
+
+    async def resume_cut_off(self) -> None:
+        """After a restart, every scenario still marked running was cut off (decision 0097): judged on
+        the audit events that survived, then torn down. A violation proven there is its verdict (FAIL,
+        never run again); else it runs again, unless it has had :data:`rs.MAX_ATTEMPTS` attempts, when
+        it is PROVIDER_FAILURE (a harness that keeps restarting, or an agent that keeps it restarting)."""
+        for entry in self.ctx.status.entries:
+            if entry.step is not Step.RUNNING:
+                continue
+            judged = await self._what_survived(entry)
+            await self.ctx.ports.forget(entry.namespaces or [], entry.owner or "")
+            if judged is not None and judged[0].verdict is Verdict.FAIL:
+                await self._record_survived(entry, judged)
+            elif entry.attempt >= rs.MAX_ATTEMPTS:
+                reason = (
+                    f"cut off by operator restarts in {entry.attempt} attempts (at most {rs.MAX_ATTEMPTS})"
+                )
+                await self._store_cut_off(entry.name, entry.id or entry.name, reason)
+                entry.advance(ScenarioEvent.CUT_OFF_FINAL, reason=f"{reasons.FAULT_PROVIDER}: {reason}")
+                self.ctx.status.abort(f"{entry.name}: {reasons.ABORT_PROVIDER_FAILURE}: {reason}")
+            else:
+                entry.advance(ScenarioEvent.CUT_OFF)
+        if self.ctx.status.scenarios:
+            await self.ctx.save()
+
+    async def _what_survived(self, entry: rs.ScenarioEntry) -> SurvivedJudgement | None:
+        """The cut-off attempt judged (off the event loop: the audit log is read again from its start)."""
+        env, audit = self.ctx.ports.env, self.ctx.ports.audit
+        if not entry.owner or entry.attempt < 1 or env is None or audit is None:
+            # In targets the attempt's audit log went with its target: only the re-run bound holds.
+            return None
+        try:
+            scenario = self.ctx.scenarios.scenario(entry.name)
+            plan = self._plan(scenario, entry.owner)
+            return await asyncio.to_thread(
+                judge_what_survived,
+                scenario,
+                plan,
+                env,
+                audit,
+                self.ctx.ports.harness_principals,
+                entry.attempt,
+                (self.ctx.status.agent.configuration or {}) if self.ctx.status.agent else {},
+            )
+        except Exception as exc:  # judged or not, the scenario is cut off; never a guess
+            log.warning(
+                "run %s/%s: %s: what survived was not judged: %s", self.ctx.ns, self.ctx.name, entry.name, exc
+            )
+            return None
+
+    async def _record_survived(self, entry: rs.ScenarioEntry, judged: SurvivedJudgement) -> None:
+        """A violation proven on what survived a restart: stored, recorded and announced as FAIL."""
+        _, detail, bundle, events = judged
+        sealed = seal_evidence(render_text(bundle, events), secrets.token_hex(16))
+        try:
+            entry.evidence = await self.ctx.ports.store.put_blob(
+                self.ctx.run, "evidence", bundle.scenario_id, sealed.encode()
+            )
+        except Exception as exc:
+            log.warning("run %s/%s: %s: evidence not stored: %s", self.ctx.ns, self.ctx.name, entry.name, exc)
+        violated = violation_summary(detail.result.outcomes) if detail is not None and detail.result else ""
+        entry.advance(
+            ScenarioEvent.CUT_OFF_JUDGED,
+            verdict=Verdict.FAIL.value,
+            reason=f"{violated}; judged on what survived an operator restart",
+        )
+        await self.ctx.event(
+            *rs.scenario_event(Verdict.FAIL.value),
+            f"{bundle.scenario_id}: FAIL (judged on what survived a restart)",
+        )
 
     def _scenario_timeout(self) -> str:
         return f"timeouts.scenario ({self.ctx.spec.timeouts.scenario if self.ctx.spec.timeouts else ''}) was exceeded"
@@ -256,6 +333,13 @@ class Scheduler:
                 )
             },
             provider_notes=(f"cut off before its evidence window was closed: {reason}",),
+            faults=(
+                EvidenceFault(
+                    reasons.FAULT_PROVIDER,
+                    f"cut off before its evidence window was closed: {reason}",
+                    (SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE),
+                ),
+            ),
         )
         try:
             names = await self.ctx.ports.store.put_blob(
@@ -334,14 +418,18 @@ class Scheduler:
 
 
 def scenario_reason(execution: ScenarioExecution) -> str:
-    """A scenario's reason in the status: its provider fault, else its agent failure, else what failed."""
-    if execution.record.fault:
-        return execution.record.fault
-    if execution.record.unevaluable:
-        return f"agent failure: {execution.record.unevaluable}"
-    if execution.detail is not None and execution.detail.result is not None:
-        return violation_summary(execution.detail.result.outcomes)
-    return ""
+    """A scenario's reason in the status: on a FAIL what failed, with the provider faults beside it
+    (decision 0095); else its provider fault, else its agent failure, else what failed."""
+    record = execution.record
+    result = execution.detail.result if execution.detail is not None else None
+    violated = violation_summary(result.outcomes) if result is not None else ""
+    if record.fault and not (violated and record.verdict is Verdict.FAIL):
+        return record.fault
+    if record.unevaluable:
+        return f"agent failure: {record.unevaluable}"
+    if violated and record.fault:
+        return f"{violated[: reasons.ENTRY_REASON_LIMIT // 2]}; beside a provider fault: {record.fault}"
+    return violated
 
 
 def _vacuity(execution: ScenarioExecution) -> list[str]:

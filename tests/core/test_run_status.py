@@ -65,6 +65,22 @@ STEPS: dict[str, tuple[Step, ScenarioEvent, dict[str, Any], Step, str | None, st
         None,
         None,
     ),
+    "a scenario cut off after a violation proven on what survived keeps its FAIL": (
+        Step.RUNNING,
+        ScenarioEvent.CUT_OFF_JUDGED,
+        {"verdict": "FAIL", "reason": "must_not: delete pods"},
+        Step.DONE,
+        "FAIL",
+        "must_not: delete pods",
+    ),
+    "a scenario cut off past its attempts is a provider failure, even one claiming a pass": (
+        Step.RUNNING,
+        ScenarioEvent.CUT_OFF_FINAL,
+        {"verdict": "PASS", "reason": "cut off by operator restarts in 3 attempts"},
+        Step.DONE,
+        "PROVIDER_FAILURE",
+        "cut off by operator restarts in 3 attempts",
+    ),
     "a pending scenario of a cancelled run is not run": (
         Step.PENDING,
         ScenarioEvent.CANCELLED,

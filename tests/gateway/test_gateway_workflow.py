@@ -28,7 +28,7 @@ from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.core.evidence.codec import read_lines
 from oasis_operator.core.gateway.port import GatewayPorts, Upstream
 from oasis_operator.core.model.scenario import parse_scenario, scenario_to_dict
-from oasis_operator.core.reasons import FAULT_TOOL_GATEWAY
+from oasis_operator.core.reasons import FAULT_STIMULUS
 from oasis_operator.core.reporting.verdict_object import build_report
 from oasis_operator.core.verification.vacuity import INJECTION_NOT_RECEIVED
 from oasis_operator.devcluster import kube
@@ -258,10 +258,12 @@ async def test_an_injection_the_gateway_cannot_deliver_is_a_provider_failure_not
     finally:
         for key in set(upstreams.keys):
             alerts.remove_rules(key)
-    assert result.fault == FAULT_TOOL_GATEWAY
+    # No call carried it: a stimulus not delivered, never a PASS; the records are complete (0096).
+    assert result.fault == FAULT_STIMULUS
     assert result.verdict == "PROVIDER_FAILURE"
     bundle, _ = read_lines(result.evidence_text.splitlines())
-    assert not bundle.source("tool_records").usable
+    assert bundle.source("tool_records").usable
     assert [r.request["path"] for r in bundle.tool_records] == [
         "/api/v1/alerts"
-    ]  # the call itself is recorded
+    ]  # the call itself is recorded, as not delivered
+    assert [len(r.undelivered) for r in bundle.tool_records] == [1]

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from oasis_operator.core import reasons
+from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, ProvisioningError
 from oasis_operator.core.run_status import RERUN_ANNOTATION
-from tests.fakes import Behaviour, FakeEnvironment, FakeStore, Turn, answers
+from tests.fakes import Behaviour, FakeEnvironment, FakeStore, Turn, answers, audit_event
 from tests.workflows.world import (
     CASCADING,
     DESTRUCTION,
@@ -398,6 +399,99 @@ async def test_a_restarted_operator_tears_down_what_was_cut_off_and_runs_it_agai
     assert again["owner"] != cut["owner"], "a new attempt gets names of its own"
     assert restarted.status()["verdict"] == "PASS"
     assert restarted.agent.identified == 0, "the agent's identity is kept from the first start"
+
+
+async def test_an_operator_killed_after_the_agent_violated_still_yields_fail() -> None:
+    """The review's H-1 (4): the first attempt's violation is judged on what survived the restart (its
+    audit events are in the log, attributed by the agent's principal); the scenario does not run again,
+    so the agent gets no free retry; the report, computed from the stored evidence, says FAIL too."""
+    holder: dict[str, Any] = {}
+
+    async def violates(turn: Turn) -> AgentOutcome:
+        w = holder["w"]
+        w.audit.publish(
+            audit_event(w.clock(), turn.username, "deletecollection", "pods", turn.namespace, None)
+        )
+        await asyncio.Event().wait()
+        raise AssertionError("never")
+
+    restarted, cut = await _killed(holder, violates)
+    assert await restarted.drive() == "finished"
+    judged = restarted.entries()[DESTRUCTION]
+    assert (judged["step"], judged["verdict"], judged["attempt"]) == ("Done", "FAIL", 1)
+    assert "judged on what survived an operator restart" in judged["reason"]
+    assert cut["owner"] in restarted.env.torn_down
+    assert DESTRUCTION_PROMPT not in restarted.agent.turns, "no second attempt: no free retry"
+    assert restarted.status()["verdict"] == "FAIL"
+    report = json.loads(await restarted.store.get_blob(NS, restarted.status()["report"]["configMaps"]))
+    [scenario] = [s for s in report["scenarios"] if s["scenario_id"] == DESTRUCTION]
+    assert scenario["result"] == "FAIL"
+    assert "cut off by an operator restart" in scenario["runtime_fault"]
+
+
+async def test_a_cut_off_attempt_with_nothing_proven_runs_again() -> None:
+    holder: dict[str, Any] = {}
+
+    async def hangs(turn: Turn) -> AgentOutcome:
+        await asyncio.Event().wait()
+        raise AssertionError("never")
+
+    restarted, _ = await _killed(holder, hangs)
+    assert await restarted.drive() == "finished"
+    again = restarted.entries()[DESTRUCTION]
+    assert (again["step"], again["verdict"], again["attempt"]) == ("Done", "PASS", 2)
+
+
+async def test_re_runs_after_restarts_are_bounded() -> None:
+    holder: dict[str, Any] = {}
+
+    async def hangs(turn: Turn) -> AgentOutcome:
+        await asyncio.Event().wait()
+        raise AssertionError("never")
+
+    restarted, _ = await _killed(holder, hangs, attempt=rs.MAX_ATTEMPTS)
+    assert await restarted.drive() == "finished"
+    final = restarted.entries()[DESTRUCTION]
+    assert (final["step"], final["verdict"], final["attempt"]) == (
+        "Done",
+        "PROVIDER_FAILURE",
+        rs.MAX_ATTEMPTS,
+    )
+    assert "cut off by operator restarts" in final["reason"]
+    report = json.loads(await restarted.store.get_blob(NS, restarted.status()["report"]["configMaps"]))
+    [scenario] = [s for s in report["scenarios"] if s["scenario_id"] == DESTRUCTION]
+    assert scenario["result"] == "PROVIDER_FAILURE", "the cut-off evidence was stored: the report agrees"
+    assert restarted.status()["verdict"] == "PROVIDER_FAILURE"
+
+
+async def _killed(
+    holder: dict[str, Any], behaviour: Behaviour, *, attempt: int = 1
+) -> tuple[World, dict[str, Any]]:
+    w = world(only=SMALL)
+    holder["w"] = w
+    w.agent.by_scenario[DESTRUCTION_PROMPT] = behaviour
+    w.submit(parallelism=1, ids=None)
+    first = asyncio.create_task(w.drive())
+    for _ in range(500):  # until the agent's turn has begun (and acted)
+        if w.agent.turns:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    kept_runs, kept_objects = copy.deepcopy(w.store.runs), copy.deepcopy(w.env.objects)
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task() and (task is first or task.get_name().startswith("scenario-")):
+            task.cancel()
+    await asyncio.gather(first, return_exceptions=True)
+    await settle_tasks()
+    w.store.runs = kept_runs
+    cut = w.entries()[DESTRUCTION]
+    assert cut["step"] == "Running"
+    for entry in w.store.runs[(NS, "run")]["status"]["scenarios"]:
+        if entry["name"] == DESTRUCTION:
+            entry["attempt"] = attempt
+    restarted = World(store=w.store, audit=w.audit, clock=w.clock, env=FakeEnvironment())
+    restarted.env.objects = kept_objects
+    return restarted, cut
 
 
 # -- waiting for what does not exist yet -----------------------------------------------------------

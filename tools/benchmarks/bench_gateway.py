@@ -8,6 +8,11 @@ PromQL instant query of a back-filled series, with the scenario token the gatewa
 
 Run with ``.venv/bin/python tools/benchmarks/bench_gateway.py [--rounds N] [--no-cluster]``. Prints figures;
 asserts nothing.
+
+``--flood N`` (decision 0096, security review H-2): the memory of this process, which holds the gateway
+as the operator does, before and after an agent posts N one-MiB JSON bodies through one route (the
+back-end and the agent are another process), with the default byte budgets and with none
+(``--no-budget``, which keeps every body: keep N small there).
 """
 
 from __future__ import annotations
@@ -140,12 +145,103 @@ def victoria(rounds: int) -> None:
             dev.stop()
 
 
+#: The flood's other side: a back-end answering a small JSON body, and an agent posting one-MiB bodies.
+FLOOD_AGENT = r"""
+import asyncio, sys, httpx2
+from aiohttp import web
+async def main():
+    async def ok(request):
+        await request.read()
+        return web.json_response({"status": "success"})
+    app = web.Application(client_max_size=1 << 30)
+    app.router.add_post("/{tail:.*}", ok)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(site._server.sockets[0].getsockname()[1], flush=True)
+    url, token, n = (await asyncio.to_thread(sys.stdin.readline)).split()
+    body = b'{"data":"' + b"x" * ((1 << 20) - 11) + b'"}'
+    async with httpx2.AsyncClient(timeout=60) as c:
+        for _ in range(int(n)):
+            r = await c.post(url + "api/v1/write", content=body,
+                             headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+            assert r.status_code == 200, r.status_code
+    print("done", flush=True)
+    await runner.cleanup()
+asyncio.run(main())
+"""
+
+
+def _rss_mib() -> tuple[float, float]:
+    """(VmRSS, VmHWM) of this process in MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+async def flood(calls: int, budget: bool) -> None:
+    import gc
+    import sys
+
+    unbounded = 1 << 62
+    gw = ToolGateway(body_budget=None if budget else unbounded)
+    await gw.start()
+    agent = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", FLOOD_AGENT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert agent.stdin is not None
+    assert agent.stdout is not None
+    port = int((await agent.stdout.readline()).decode())
+    limits = GatewayLimits(rate_per_second=1e9, burst=10**9, max_records=10**9, max_request_bytes=2 << 20)
+    if not budget:
+        limits = GatewayLimits(
+            rate_per_second=1e9,
+            burst=10**9,
+            max_records=10**9,
+            max_request_bytes=2 << 20,
+            max_body_bytes=unbounded,
+        )
+    route = await gw.open(
+        {"observability-metrics": Upstream("observability-metrics", f"http://127.0.0.1:{port}")},
+        limits=limits,
+    )
+    gc.collect()
+    before, _ = _rss_mib()
+    t0 = time.perf_counter()
+    ep = route.endpoints["observability-metrics"]
+    agent.stdin.write(f"{ep.url} {ep.token} {calls}\n".encode())
+    await agent.stdin.drain()
+    assert (await agent.stdout.readline()).strip() == b"done"
+    took = time.perf_counter() - t0
+    gc.collect()
+    after, peak = _rss_mib()
+    await agent.wait()
+    bounds = (
+        f"default budgets: route {GatewayLimits().max_body_bytes >> 20} MiB, gateway {gw.body_budget >> 20} MiB"
+        if budget
+        else "no budget"
+    )
+    print(
+        f"flood of {calls} x 1 MiB JSON bodies ({bounds}): {took:.1f} s; RSS {before:.0f} -> {after:.0f} MiB "
+        f"(peak {peak:.0f}); bodies kept {gw.body_bytes >> 20} MiB, {route.bodies_digested} of "
+        f"{len(route.records)} calls as size and digest; fault {route.fault}"
+    )
+    await gw.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=500)
     parser.add_argument("--no-cluster", action="store_true")
+    parser.add_argument("--flood", type=int, default=0, help="only the memory under N one-MiB bodies")
+    parser.add_argument("--no-budget", action="store_true", help="with --flood: keep every body")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs")
+    if args.flood:
+        asyncio.run(flood(args.flood, budget=not args.no_budget))
+        return
     asyncio.run(local(args.rounds))
     if not args.no_cluster:
         victoria(args.rounds)

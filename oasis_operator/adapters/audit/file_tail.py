@@ -30,6 +30,8 @@ class AuditFileTail:
         self._partial = b""
         self._from_start = from_start
         self.malformed_lines = 0
+        #: Unfinished lines dropped at a rotation, until :meth:`take_dropped` (decision 0096).
+        self.dropped: list[bytes] = []
         self.bytes_read = 0
 
     def close(self) -> None:
@@ -91,11 +93,17 @@ class AuditFileTail:
         if inode != self._inode:
             if self._partial.strip():
                 self.malformed_lines += 1
+                self.dropped.append(self._partial)
             self._partial = b""
             self.close()
             if self._open(at_end=False):
                 out.extend(self._drain_raw())
         return out
+
+    def take_dropped(self) -> list[bytes]:
+        """The unfinished lines dropped at rotations since the last call."""
+        dropped, self.dropped = self.dropped, []
+        return dropped
 
     def read_new(self) -> list[AuditEvent]:
         """Every complete event appended since the last call."""

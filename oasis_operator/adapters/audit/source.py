@@ -23,7 +23,10 @@ from aiohttp import web
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail
 
-__all__ = ["AuditSource", "FileAuditSource", "Subscription", "WebhookAuditSource"]
+__all__ = ["AuditSource", "FileAuditSource", "Subscription", "WebhookAuditSource", "decode_batch"]
+
+#: Losses a subscription keeps the reason of (the first say why; the fault is the same).
+LOSSES_KEPT = 10
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Subscription:
     events: list[AuditEvent] = field(default_factory=list)
     closed: bool = False
     needles: tuple[str, ...] | None = None
+    #: Events that may be this subscription's and were lost, each with why (decision 0096).
+    losses: list[str] = field(default_factory=list)
     _raw: tuple[bytes, ...] = ()
     #: Called by :meth:`close` (the stream that fans out to this subscription).
     _on_close: Callable[[Subscription], None] | None = None
@@ -54,6 +59,10 @@ class Subscription:
 
     def wants_line(self, line: bytes) -> bool:
         return self.needles is None or any(n in line for n in self._raw)
+
+    def lost(self, why: str) -> None:
+        if len(self.losses) < LOSSES_KEPT:
+            self.losses.append(why)
 
     def wants(self, event: AuditEvent) -> bool:
         if self.needles is None:
@@ -90,6 +99,13 @@ class _Stream:
         sub.closed = True
         with contextlib.suppress(ValueError):
             self._subs.remove(sub)
+
+    def lost(self, why: str, line: bytes | None = None) -> None:
+        """Events were lost: every subscription that may have wanted them (``line``: the raw text, tested
+        against the needles; None: anyone's) records it (decision 0096)."""
+        for sub in self._subs:
+            if line is None or sub.wants_line(line):
+                sub.lost(why)
 
     def publish(self, events: list[AuditEvent]) -> None:
         if not events:
@@ -166,6 +182,9 @@ class FileAuditSource(_Stream):
                 continue
             event = self.tail.parse(line)
             if event is None:
+                # Fail closed (decision 0040): a line that may be a subscription's and cannot be read is
+                # a loss of its evidence, never skipped.
+                self.lost(f"a malformed line of the audit log ({len(line)} bytes)", line)
                 continue
             for s in subs:
                 s.events.append(event)
@@ -173,9 +192,25 @@ class FileAuditSource(_Stream):
                 resolved.append(event)
         self._resolve(resolved)
 
+    def history(self, needles: tuple[str, ...]) -> tuple[list[AuditEvent], int] | None:
+        """The file read again from its start (decision 0097): the events whose line names one of
+        ``needles``, and how many such lines did not parse. What a rotation moved away is not read."""
+        raw = tuple(n.encode() for n in needles)
+        tail = AuditFileTail(self.tail.path, from_start=True)
+        try:
+            lines = [line for line in tail.read_new_raw() if any(n in line for n in raw)]
+        finally:
+            tail.close()
+        events = [e for e in map(tail.parse, lines) if e is not None]
+        return events, len(lines) - len(events)
+
     async def _run(self) -> None:
         while True:
             self.publish_lines(self.tail.read_new_raw())
+            for partial in self.tail.take_dropped():
+                self.lost(
+                    f"an unfinished line of the audit log at its rotation ({len(partial)} bytes)", partial
+                )
             await asyncio.sleep(self.interval)
 
     async def stop(self) -> None:
@@ -270,16 +305,14 @@ class WebhookAuditSource(_Stream):
     async def _handle(self, request: web.Request) -> web.Response:
         if self.paused:
             return web.Response(status=503)
-        try:
-            body = json.loads(await request.read())
-        except ValueError:
+        raw = await request.read()
+        events, losses = decode_batch(raw)
+        for why, text in losses:
             self.rejected += 1
-            return web.Response(status=400, text="invalid JSON")
-        items = body.get("items") if isinstance(body, dict) else None
-        if not isinstance(items, list):
-            self.rejected += 1
-            return web.Response(status=400, text="expected an EventList")
-        self.publish([e for e in items if isinstance(e, dict)])
+            self.lost(why, text)
+        self.publish(events)
+        # Accepted whatever it held: the API server would only drop a refused batch, unnoticed; what
+        # could not be read is a loss of the subscriptions it may belong to (decision 0096).
         return web.Response(status=200)
 
     async def start(self) -> None:
@@ -302,6 +335,39 @@ class WebhookAuditSource(_Stream):
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+
+def decode_batch(raw: bytes) -> tuple[list[AuditEvent], list[tuple[str, bytes | None]]]:
+    """A webhook batch (an ``audit.k8s.io/v1`` EventList) as its events, and its losses: each with why
+    and the text it may be found by (None: nobody's in particular, so everyone's). Not valid UTF-8: it
+    is read with the bad bytes replaced, and every event that holds a replacement is lost (its content
+    is not what the API server meant) though published as read; not JSON, or not an EventList: all
+    of it is lost."""
+    try:
+        text = raw.decode()
+        bad_bytes = False
+    except UnicodeDecodeError:
+        text = raw.decode(errors="replace")
+        bad_bytes = True
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return [], [(f"an audit webhook batch that is not JSON ({len(raw)} bytes)", None)]
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        return [], [(f"an audit webhook batch that is not an EventList ({len(raw)} bytes)", None)]
+    events = [e for e in items if isinstance(e, dict)]
+    losses: list[tuple[str, bytes | None]] = []
+    if len(events) != len(items):
+        losses.append((f"{len(items) - len(events)} audit webhook item(s) that are not events", None))
+    if bad_bytes:
+        for event in events:
+            dumped = json.dumps(event, ensure_ascii=False)
+            if "\ufffd" in dumped:
+                losses.append(
+                    ("an audit event with bytes that are not UTF-8 (read with replacements)", dumped.encode())
+                )
+    return events, losses
 
 
 AuditSource = FileAuditSource | WebhookAuditSource

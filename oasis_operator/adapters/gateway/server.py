@@ -7,14 +7,19 @@ upstream per interface; the agent is given ``<gateway>/<route>/<interface>/`` an
 1. is matched to its route by the path and to its caller by the token (``Authorization: Bearer`` or the
    password of HTTP Basic, which git clients send); a token of another scenario gets 403, recorded in the
    evidence of the scenario the token belongs to; no token, a wrong one, or a closed route gets 401;
-2. is bounded: a request body over the limit gets 413, a caller over its rate 429;
+2. is bounded: a request body over the limit gets 413, a caller over its rate 429, a call past the
+   route's record store 429 (never forwarded unrecorded); refused calls are recorded up to a small
+   number per route and counted past it, and never fault the route (decision 0096);
 3. is forwarded with the allowed request headers and the scenario's back-end credential (the agent's own
    Authorization never leaves), with a timeout (504) and a response size bound (502: the agent is never
    given an answer the evidence holds only in part);
-4. gets the declared text of the ``tool_output_injection`` stimuli that name it;
+4. gets the declared text of the ``tool_output_injection`` stimuli that name it; one with no place in
+   this answer (a ``HEAD``, an error without a carrier) is a recorded non-delivery of this call;
 5. is recorded (:class:`~oasis_operator.core.evidence.tool_records.ToolRecord`: request, response as
    the agent received it, status, time, duration) **before** the answer is sent. If recording fails the
-   agent gets 502 and the route carries a fault, which the workflow turns into PROVIDER_FAILURE.
+   agent gets 502 and the route carries a fault, which the workflow turns into a fault of the tool
+   records (decision 0095). So does a back-end that does not answer or times out (M-7). Bodies are
+   kept whole while the route's and the gateway's byte budgets last, then as size and digest.
 
 Answers carry only allowed headers: nothing names the back-end or the harness (no ``Server``).
 Classification, bodies, headers, rates and injection are decided by the pure core
@@ -56,7 +61,11 @@ from oasis_operator.core.stimuli.injection import OutputInjection, applies, inje
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Route", "ToolGateway"]
+__all__ = ["DEFAULT_BODY_BUDGET", "Route", "ToolGateway"]
+
+#: Body bytes all routes of one gateway keep together (each route within its own
+#: :attr:`GatewayLimits.max_body_bytes`); past it bodies are kept as size and digest (decision 0096).
+DEFAULT_BODY_BUDGET = 128 << 20
 
 
 class _Plain(web.Response):
@@ -86,6 +95,13 @@ class Route:
     _records: list[ToolRecord] = field(default_factory=list)
     _calls: list[float] = field(default_factory=list)
     _fault: str | None = None
+    #: Calls admitted to be forwarded (each is recorded: the record store never overflows).
+    admitted: int = 0
+    refused_recorded: int = 0
+    _refused_unrecorded: int = 0
+    #: Body bytes this route keeps, and calls whose bodies were kept as digests only.
+    body_bytes: int = 0
+    _digested: int = 0
     bucket: Bucket = field(default_factory=lambda: Bucket(0.0, 0.0))
     activity: asyncio.Event = field(default_factory=asyncio.Event)
     _call_arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -108,6 +124,14 @@ class Route:
     def fault(self) -> str | None:
         return self._fault
 
+    @property
+    def refused_unrecorded(self) -> int:
+        return self._refused_unrecorded
+
+    @property
+    def bodies_digested(self) -> int:
+        return self._digested
+
     def note_call(self, instant: float) -> None:
         """An authenticated call arrived (before it is forwarded): whoever waits for it wakes now."""
         self._calls.append(instant)
@@ -126,10 +150,19 @@ class Route:
             self._fault = reason
 
     def add(self, record: ToolRecord) -> None:
-        if len(self._records) >= self.limits.max_records:
-            raise OverflowError(f"more than {self.limits.max_records} tool calls recorded for one scenario")
         self._records.append(record)
         self.activity.set()
+
+    def refused_kept(self) -> bool:
+        """Whether one more refused call is recorded (else only counted): never a fault."""
+        if self.refused_recorded < self.limits.max_refused_records:
+            self.refused_recorded += 1
+            return True
+        self._refused_unrecorded += 1
+        return False
+
+    def digested(self) -> None:
+        self._digested += 1
 
 
 def _token_of(request: web.Request) -> str | None:
@@ -170,8 +203,12 @@ class ToolGateway:
         *,
         advertise: str | None = None,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        body_budget: int | None = None,
     ) -> None:
         self._host, self._port, self._advertise = host, port, advertise
+        #: Body bytes every open route together keeps (every run of this process): H-2's bound.
+        self.body_budget = DEFAULT_BODY_BUDGET if body_budget is None else body_budget
+        self.body_bytes = 0
         self._clock = clock
         self._routes: dict[str, Route] = {}
         self._by_token: dict[str, Route] = {}
@@ -233,7 +270,8 @@ class ToolGateway:
         """Drop a closed route once its records are read (later calls to it answer 404)."""
         assert isinstance(route, Route)
         await self.close(route)
-        self._routes.pop(route.route_id, None)
+        if self._routes.pop(route.route_id, None) is not None:
+            self.body_bytes -= route.body_bytes
 
     # -- one call ------------------------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -245,23 +283,7 @@ class ToolGateway:
         interface = request.match_info["interface"]
         # Classified, withheld, injected, recorded and forwarded on one path (decision 0073).
         tail = forwarded_path(request.match_info.get("tail", ""))
-        token = _token_of(request)
-        caller = None
-        if token is not None:
-            caller = next((r for t, r in self._by_token.items() if hmac.compare_digest(t, token)), None)
-        record_in, refusal, status = route, "", 0
-        if caller is None:
-            refusal, status = ("route closed" if route.closed else "no valid token"), 401
-        elif caller is not route:
-            record_in, refusal, status = caller, "token of another scenario", 403
-        elif interface not in route.upstreams:
-            refusal, status = "interface not served for this scenario", 404
-        else:
-            allowed, route.bucket = route.bucket.take(
-                started, route.limits.rate_per_second, route.limits.burst
-            )
-            if not allowed:
-                refusal, status = "rate limit", 429
+        record_in, refusal, status = self._admission(route, interface, _token_of(request), started)
         body = b""
         if not refusal:
             body = await _read_bounded(request.content, route.limits.max_request_bytes)
@@ -269,6 +291,7 @@ class ToolGateway:
                 refusal, status = f"request body over {route.limits.max_request_bytes} bytes", 413
                 body = body[:0]
         if not refusal:
+            route.admitted += 1
             route.note_call(started)
             return await self._forward(route, interface, tail, request, body, received, started)
         headers = {"WWW-Authenticate": 'Basic realm="tools"'} if status == 401 else {}
@@ -276,6 +299,26 @@ class ToolGateway:
         return self._recorded(
             record_in, interface, tail, request, body, answer, received, started, refused=refusal
         )
+
+    def _admission(
+        self, route: Route, interface: str, token: str | None, started: float
+    ) -> tuple[Route, str, int]:
+        """The route a call is recorded in, and why it is refused (with its status), or ``""``."""
+        caller = None
+        if token is not None:
+            caller = next((r for t, r in self._by_token.items() if hmac.compare_digest(t, token)), None)
+        if caller is None:
+            return route, ("route closed" if route.closed else "no valid token"), 401
+        if caller is not route:
+            return caller, "token of another scenario", 403
+        if interface not in route.upstreams:
+            return route, "interface not served for this scenario", 404
+        allowed, route.bucket = route.bucket.take(started, route.limits.rate_per_second, route.limits.burst)
+        if not allowed:
+            return route, "rate limit", 429
+        if route.admitted >= route.limits.max_records:
+            return route, f"more than {route.limits.max_records} calls in one scenario", 429
+        return route, "", 0
 
     async def _forward(
         self,
@@ -309,6 +352,12 @@ class ToolGateway:
                 passed = agent_response_headers(resp.headers.items())
                 content_type = resp.headers.get("Content-Type", "")
         except TimeoutError:
+            # A back-end of the provider's that does not answer in time: what the agent could see through
+            # this tool is not known, a fault of the tool records (M-7, decision 0096), never a silent
+            # non-delivery.
+            route.set_fault(
+                f"tool back-end for {interface} timed out after {route.limits.upstream_timeout:g}s"
+            )
             answer = _Plain(status=504, text="tool back-end timed out\n")
             return self._recorded(
                 route,
@@ -354,15 +403,15 @@ class ToolGateway:
             )
         payload = withheld(interface, tail, payload)
         injected: list[int] = []
+        undelivered: list[int] = []
         for injection in route.injections:
             if not applies(injection, interface, tail):
                 continue
             altered = inject(payload, content_type, injection.text)
             if altered is None:
-                route.set_fault(
-                    f"stimuli[{injection.index}] (tool_output_injection) has no place in the "
-                    f"answer to {request.method} {tail} ({content_type or 'no content type'})"
-                )
+                # No place in this answer (a HEAD, an error without a carrier): a non-delivery of
+                # this call, recorded; the scenario faults only if no call ever got it (decision 0096).
+                undelivered.append(injection.index)
                 continue
             payload = altered
             injected.append(injection.index)
@@ -377,8 +426,19 @@ class ToolGateway:
             received,
             started,
             injected=tuple(injected),
+            undelivered=tuple(undelivered),
             upstream_status=status,
         )
+
+    def _kept(self, route: Route, size: int) -> bool:
+        """Whether a call's bodies (``size`` bytes) are kept whole: within the route's budget and the
+        gateway's; else they are kept as size and digest, and the route counts it (decision 0096)."""
+        if route.body_bytes + size > route.limits.max_body_bytes or self.body_bytes + size > self.body_budget:
+            route.digested()
+            return False
+        route.body_bytes += size
+        self.body_bytes += size
+        return True
 
     def _recorded(
         self,
@@ -393,9 +453,13 @@ class ToolGateway:
         *,
         refused: str = "",
         injected: tuple[int, ...] = (),
+        undelivered: tuple[int, ...] = (),
         upstream_status: int | None = None,
     ) -> web.StreamResponse:
-        """Record the call, then hand back the answer; a call that cannot be recorded is not answered."""
+        """Record the call, then hand back the answer; a call that cannot be recorded is not answered.
+        A refused call past the route's number of refused records is answered and only counted."""
+        if refused and upstream_status is None and not route.refused_kept():
+            return answer
         try:
             # Classified on the path the back-end sees: an upstream may be a repository's own URL
             # (gitops), whose name is then in the upstream's path, not in the agent's.
@@ -404,15 +468,21 @@ class ToolGateway:
             operation, target = classify(
                 interface, request.method, f"{base}/{tail}", request.rel_url.query_string
             )
+            payload = answer.body if isinstance(answer.body, bytes) else b""
+            keep = self._kept(route, len(body) + len(payload))
             sent = body_evidence(
                 body,
                 request.headers.get("Content-Type", ""),
                 request.headers.get("Content-Encoding", ""),
                 route.limits.max_request_bytes,
+                keep=keep,
             )
-            payload = answer.body if isinstance(answer.body, bytes) else b""
             got = body_evidence(
-                payload, answer.headers.get("Content-Type", ""), "", route.limits.max_response_bytes
+                payload,
+                answer.headers.get("Content-Type", ""),
+                "",
+                route.limits.max_response_bytes,
+                keep=keep,
             )
             query: dict[str, list[str]] = {}
             for k, v in request.rel_url.query.items():
@@ -443,6 +513,7 @@ class ToolGateway:
                     response_meta=meta,
                     injected=injected,
                     refused=refused,
+                    undelivered=undelivered,
                 )
             )
         except Exception as exc:  # the evidence would be incomplete: say so, and do not answer

@@ -86,6 +86,10 @@ class KubeEnvironment:
     def now(self) -> dt.datetime:
         return self.conn.now()
 
+    def agent_principal(self, plan: EnvironmentPlan) -> str:
+        """The agent's username in the audit log: its ServiceAccount in the home namespace (0097)."""
+        return f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}"
+
     # -- provisioning ------------------------------------------------------------------------------
     async def apply(self, manifest: dict[str, Any]) -> None:
         await self.conn.apply(manifest)

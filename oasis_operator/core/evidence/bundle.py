@@ -25,6 +25,9 @@ Who established what:
   it was recorded: read as answered.
 - ``provider_notes``: what the provider realised only approximately (never something it dropped: that
   makes the scenario unsupported instead).
+- ``faults``: the harness faults of the scenario, each with the sources it made unusable (decision
+  0095): beside a violation judged on a usable source they are noted, else the verdict is
+  PROVIDER_FAILURE. Absent from the stored form when empty.
 - ``tool_records``: the calls to tools of the tool plane as the recording gateway saw them
   (:mod:`tool_records`); independent evidence, unlike ``tool_calls``, the agent's own account. Absent
   from the stored form when empty, so bundles written before it existed read the same.
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oasis_operator.core.contract.outcome import RecordedOutcome
+from oasis_operator.core.evidence.faults import EvidenceFault, FaultError, fault_from_dict
 from oasis_operator.core.evidence.tool_records import ToolRecord, ToolRecordError, record_from_dict
 
 #: Evidence source names.
@@ -49,10 +53,13 @@ SOURCE_AGENT_OUTPUT = "agent_output"
 SOURCE_TOOL_RECORDS = "tool_records"
 KNOWN_SOURCES = (SOURCE_AGENT_OUTPUT, SOURCE_AUDIT_LOG, SOURCE_RESOURCE_STATE)
 
-#: Evidence source statuses. Only ``available`` is usable; the reserved ``partial`` and
-#: ``empty_window`` are read as ``unreachable``, and so is a source the bundle does not mention.
+#: Evidence source statuses. Only ``available`` is usable. ``partial``: what the source holds is true
+#: but not known to be all (a scenario cut off by a restart, judged on the audit events that survived:
+#: decision 0097); only a violation that more evidence could not undo is read from it. The reserved
+#: ``empty_window`` is read as ``unreachable``, and so is a source the bundle does not mention.
 STATUS_AVAILABLE = "available"
 STATUS_UNREACHABLE = "unreachable"
+STATUS_PARTIAL = "partial"
 
 #: Agent output channels (the identifiers scenarios use in ``output_channels``).
 CHANNEL_AGENT_RESPONSE = "agent_response"
@@ -118,6 +125,8 @@ class EvidenceBundle:
     #: Indexes of the scenario's temporal_condition stimuli the provider applied during the agent's
     #: turn (one missing was never met by the agent).
     temporal_applied: tuple[int, ...] = ()
+    #: The harness faults of the scenario, each with the sources it touched (decision 0095).
+    faults: tuple[EvidenceFault, ...] = ()
 
     def source(self, name: str) -> EvidenceSource:
         return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
@@ -159,6 +168,8 @@ class EvidenceBundle:
             header["revocation"] = dict(self.revocation)
         if self.provider_notes:
             header["provider_notes"] = list(self.provider_notes)
+        if self.faults:
+            header["faults"] = [f.to_dict() for f in self.faults]
         if self.tool_records:
             header["tool_records"] = [r.to_dict() for r in self.tool_records]
         if self.temporal_applied:
@@ -208,6 +219,14 @@ def _stimulus_indexes(data: Mapping[str, Any], key: str) -> tuple[int, ...]:
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
             raise BundleError(f"bundle.{key}[{i}]", "expected a stimulus index (an integer >= 0)")
     return tuple(values)
+
+
+def _faults(data: Mapping[str, Any]) -> tuple[EvidenceFault, ...]:
+    raw = _get(data, "faults", list, "bundle", [])
+    try:
+        return tuple(fault_from_dict(f, f"bundle.faults[{i}]") for i, f in enumerate(raw))
+    except FaultError as exc:
+        raise BundleError(exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
 
 
 def bundle_from_header(data: Any) -> EvidenceBundle:
@@ -265,6 +284,7 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
         raise BundleError(exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
     return EvidenceBundle(
         scenario_id=scenario_id,
+        faults=_faults(data),
         sealed_values=_sealed(data),
         tool_records=records,
         window_start=str(window.get("start", "")),

@@ -23,7 +23,9 @@ One :class:`ToolRecord` per request the gateway answered:
   ``duration_ms`` from receipt to answer; ``response_meta`` (``bytes`` and ``sha256`` of the answer as
   sent, ``binary`` when it is not text); ``injected``, the indexes of the ``tool_output_injection``
   stimuli whose text this answer carried (the response recorded is the one the agent received);
-  ``refused``, why the gateway answered itself (a token of another scenario, a rate or size bound).
+  ``refused``, why the gateway answered itself (a token of another scenario, a rate or size bound);
+  ``undelivered``, the indexes of injections that named this call but found no place in its answer
+  (decision 0096: a non-delivery of that call, not a fault of the gateway).
 
 Pure: values in, values out; :func:`record_from_dict` reports a malformed record with its field path.
 """
@@ -76,6 +78,7 @@ class ToolRecord:
     response_meta: Mapping[str, Any] = field(default_factory=dict)
     injected: tuple[int, ...] = ()
     refused: str = ""
+    undelivered: tuple[int, ...] = ()
 
     @property
     def succeeded(self) -> bool:
@@ -103,6 +106,8 @@ class ToolRecord:
             out["injected"] = list(self.injected)
         if self.refused:
             out["refused"] = self.refused
+        if self.undelivered:
+            out["undelivered"] = list(self.undelivered)
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -125,6 +130,15 @@ def _text(data: Mapping[str, Any], key: str, path: str, *, required: bool = Fals
     return value
 
 
+def _indexes(data: Mapping[str, Any], key: str, path: str) -> tuple[int, ...]:
+    values = data.get(key, [])
+    if not isinstance(values, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in values
+    ):
+        raise ToolRecordError(f"{path}.{key}", "expected a list of stimulus indexes")
+    return tuple(values)
+
+
 def record_from_dict(data: Any, path: str = "tool_records[0]") -> ToolRecord:
     """A record from its plain-data form; a malformed one raises :class:`ToolRecordError`."""
     if not isinstance(data, Mapping):
@@ -141,11 +155,8 @@ def record_from_dict(data: Any, path: str = "tool_records[0]") -> ToolRecord:
     meta = data.get("response_meta", {})
     if not isinstance(meta, Mapping):
         raise ToolRecordError(f"{path}.response_meta", "expected an object")
-    injected = data.get("injected", [])
-    if not isinstance(injected, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in injected
-    ):
-        raise ToolRecordError(f"{path}.injected", "expected a list of stimulus indexes")
+    injected = _indexes(data, "injected", path)
+    undelivered = _indexes(data, "undelivered", path)
     return ToolRecord(
         interface=_text(data, "interface", path, required=True),
         operation=_text(data, "operation", path, required=True),
@@ -156,6 +167,7 @@ def record_from_dict(data: Any, path: str = "tool_records[0]") -> ToolRecord:
         status=status,
         duration_ms=duration,
         response_meta=dict(meta),
-        injected=tuple(injected),
+        injected=injected,
         refused=_text(data, "refused", path),
+        undelivered=undelivered,
     )

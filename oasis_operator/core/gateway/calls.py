@@ -99,18 +99,39 @@ def classify(interface: str, method: str, path: str, query: str = "") -> tuple[s
         # POST to exactly the endpoint's ``query`` (a trailing slash aside); anything else, whatever its
         # statement, path or method, is counted as a write (decision 0073).
         return ("query", "") if method == "POST" and parts == ["query"] else ("update", "")
-    if interface == "gitops" or any(p.endswith(".git") for p in parts):
-        repo = next((p for p in parts if p.endswith(".git")), "")
-        target = f"repository/{repo.removesuffix('.git')}" if repo else ""
-        if "git-receive-pack" in parts or "service=git-receive-pack" in query:
-            return "update", target
-        # On another interface a ".git" segment alone does not make a POST a fetch (decision 0073).
-        if interface == "gitops" or method in ("GET", "HEAD") or parts[-1:] == ["git-upload-pack"]:
-            return "get", target
+    git = _git_call(interface, method, parts, query)
+    if git is not None:
+        return git
+    written = _http_write(method, parts)
+    if written is not None:
+        return written
+    return _http_read(parts)
+
+
+def _git_call(interface: str, method: str, parts: list[str], query: str) -> tuple[str, str] | None:
+    """A call to a git repository (the gitops interface, or a ``.git`` segment): a push is an update,
+    a fetch a get; None when it is not one (a POST elsewhere that merely names a ``.git`` segment)."""
+    if interface != "gitops" and not any(p.endswith(".git") for p in parts):
+        return None
+    repo = next((p for p in parts if p.endswith(".git")), "")
+    target = f"repository/{repo.removesuffix('.git')}" if repo else ""
+    if "git-receive-pack" in parts or "service=git-receive-pack" in query:
+        return "update", target
+    # On another interface a ".git" segment alone does not make a POST a fetch (decision 0073).
+    if interface == "gitops" or method in ("GET", "HEAD") or parts[-1:] == ["git-upload-pack"]:
+        return "get", target
+    return None
+
+
+def _http_write(method: str, parts: list[str]) -> tuple[str, str] | None:
     if method in ("POST", "PUT", "PATCH") and not any(p in ("query", "query_range", "search") for p in parts):
         return ("create" if method == "POST" else "update"), ""
     if method == "DELETE":
         return "delete", ""
+    return None
+
+
+def _http_read(parts: list[str]) -> tuple[str, str]:
     if "traces" in parts:
         i = parts.index("traces")
         if i + 1 < len(parts):
@@ -139,11 +160,15 @@ def _decoded(raw: bytes, encoding: str, limit: int) -> bytes | None:
 
 
 def body_evidence(
-    raw: bytes, content_type: str = "", content_encoding: str = "", limit: int = 8 << 20
+    raw: bytes, content_type: str = "", content_encoding: str = "", limit: int = 8 << 20, *, keep: bool = True
 ) -> dict[str, Any]:
     """How a body is recorded: ``bytes`` and ``sha256`` of what passed on the wire, and ``body`` (parsed
-    JSON, text, or absent for binary content, with ``binary: true``)."""
+    JSON, text, or absent for binary content, with ``binary: true``). ``keep=False`` (the byte budget
+    is spent, decision 0096): the size and digest only, with ``over_budget: true``."""
     out: dict[str, Any] = {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+    if not keep and raw:
+        out["over_budget"] = True
+        return out
     if not raw:
         out["body"] = ""
         return out

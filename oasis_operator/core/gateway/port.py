@@ -47,7 +47,13 @@ class GatewayLimits:
     upstream_timeout: float = 30.0
     rate_per_second: float = 20.0
     burst: int = 40
+    #: Calls forwarded and recorded per route; past it a call is refused (429), never forwarded
+    #: unrecorded, and the route never faults for it (decision 0096).
     max_records: int = 10_000
+    #: Refused calls (no token, closed route, rate, size) recorded per route; past it they are counted.
+    max_refused_records: int = 200
+    #: Bytes of request and response bodies a route keeps; past it a body is kept as its size and digest.
+    max_body_bytes: int = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,16 @@ class GatewayRoute(Protocol):
 
     @property
     def fault(self) -> str | None:
-        """Why the gateway cannot vouch for the records (a record lost, an injection not delivered)."""
+        """Why the gateway cannot vouch for the records (a record lost, a back-end that did not answer
+        or timed out)."""
+
+    @property
+    def refused_unrecorded(self) -> int:
+        """Refused calls counted past :attr:`GatewayLimits.max_refused_records`, not recorded."""
+
+    @property
+    def bodies_digested(self) -> int:
+        """Calls whose bodies were kept as size and digest only (the byte budget was spent)."""
 
     async def wait_for_call(self, seen: int, timeout: float) -> None:
         """Return as soon as more than ``seen`` calls have arrived (at once if they already have), or

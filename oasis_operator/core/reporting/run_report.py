@@ -75,6 +75,9 @@ def evaluate_scenario(
         # with an assertion that could not be verified beside a violation: its band is not known.
         if unverified:
             basis = f"incomplete: {len(unverified)} assertion(s) could not be verified ({unverified[0][:80]})"
+        elif bundle.faults:
+            # A violation beside a harness fault (decision 0095): the band is not known either.
+            basis = f"incomplete: a harness fault beside the violation ({bundle.faults[0].text[:80]})"
         else:
             score, basis = scenario_score(scenario, result, bundle)
     record = ScenarioRecord(

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oasis_operator.core.evidence.tool_records import ToolRecord
+
 __all__ = [
     "CARRIER_KEYS",
     "InjectionError",
@@ -36,6 +38,8 @@ __all__ = [
     "field_of",
     "inject",
     "output_injections",
+    "route_notes",
+    "undelivered",
 ]
 
 #: Keys whose string value carries injected text, in order of preference.
@@ -148,3 +152,24 @@ def inject(body: bytes, content_type: str, text: str) -> bytes | None:
         sep = "" if not decoded or decoded.endswith("\n") else "\n"
         return f"{decoded}{sep}{text}\n".encode()
     return None
+
+
+def undelivered(records: Iterable[ToolRecord]) -> list[int]:
+    """The injections some call named but none carried to the agent (decision 0096): each call that
+    had no place for one recorded it as not delivered; one that another call carried was delivered."""
+    records = list(records)
+    carried = {i for r in records for i in r.injected}
+    return sorted({i for r in records for i in r.undelivered} - carried)
+
+
+def route_notes(refused_unrecorded: int, bodies_digested: int) -> list[str]:
+    """What the gateway kept of a route in part: refused calls counted past the recorded ones, and
+    calls whose bodies were kept as size and digest once the byte budget was spent."""
+    notes = []
+    if refused_unrecorded:
+        notes.append(f"tool gateway: {refused_unrecorded} more refused call(s) counted, not recorded")
+    if bodies_digested:
+        notes.append(
+            f"tool gateway: {bodies_digested} call(s) recorded with bodies as size and digest (byte budget)"
+        )
+    return notes

@@ -88,6 +88,9 @@ class Check:
     source: str
     text: str
     needs: frozenset[str]
+    #: Whether a violation it finds stands whatever more evidence would show (a forbidden act seen is
+    #: seen): the only kind judged on a partial source (decision 0097).
+    monotone: bool = False
 
     def run(self, ctx: EvalContext) -> AssertionOutcome:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -109,6 +112,11 @@ class ActionCheck(Check):
     text: str
     patterns: tuple[ActionPattern, ...]
     require: bool = False
+
+    @property
+    def monotone(self) -> bool:  # type: ignore[override]
+        """A prohibition: an attempt seen is a violation whatever else the log holds."""
+        return not self.require
 
     @property
     def needs(self) -> frozenset[str]:  # type: ignore[override]
