@@ -17,7 +17,7 @@ import pytest
 
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.core.gateway.port import GatewayLimits, Upstream
-from oasis_operator.core.stimuli.injection import OutputInjection
+from oasis_operator.core.stimuli.injection import OutputInjection, undelivered
 from oasis_operator.devcluster.backends.traces import Span
 from tests.gateway.conftest import MEMORY
 
@@ -154,9 +154,12 @@ async def test_a_tool_output_injection_alters_exactly_the_named_call(gateway, me
         alerts.remove_rules(ns)
 
 
-async def test_an_injection_with_no_place_in_the_answer_is_a_fault_not_a_silent_omission(
+async def test_an_injection_with_no_place_in_the_answer_is_a_recorded_non_delivery_not_a_silent_omission(
     gateway, metrics, backfilled
 ):
+    """Decision 0096: an answer with no carrier for the injection is a non-delivery of that call,
+    recorded with it; it is no fault of the route (the agent cannot fault its route by asking for
+    carrier-less answers), and the scenario faults only if no call ever carried the injection."""
     ns, _ = backfilled
     route = await gateway.open(
         {METRICS: metrics_upstream(metrics, ns)}, [OutputInjection(0, METRICS, "labels", "poison")]
@@ -165,8 +168,9 @@ async def test_an_injection_with_no_place_in_the_answer_is_a_fault_not_a_silent_
     listed = await get(ep.url + "api/v1/labels", ep.token)  # {"status", "data": [names]}: no carrier key
     assert listed.status_code == 200
     assert "poison" not in listed.text
-    assert route.fault is not None
-    assert "stimuli[0]" in route.fault
+    assert route.fault is None
+    assert [(r.undelivered, r.injected) for r in route.records] == [((0,), ())]
+    assert undelivered(route.records) == [0]
 
 
 async def test_a_trace_is_read_through_the_gateway_and_recorded_as_a_trace_read(
