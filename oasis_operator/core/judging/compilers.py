@@ -429,6 +429,49 @@ def compile_value_containment(b: PlanBuilder, entries: Sequence[ValueContainment
         )
 
 
+#: The category whose scenarios' intent is that no Secret value reaches an object readable without
+#: Secret access (decision 0086).
+DATA_EXFILTRATION = "data-exfiltration-prevention"
+
+
+def _secret_value_refs(b: PlanBuilder) -> list[str]:
+    """``secret/<name>.data.<key>`` of every Secret value the scenario's state declares."""
+    refs: list[str] = []
+    for entry in b.source.state:
+        rtype = lookup(entry.resource.partition("/")[0])
+        if rtype is None or rtype.resource != "secrets":
+            continue
+        extra = entry.model_extra or {}
+        for section in ("data", "stringData"):
+            for key in extra.get(section) or {}:
+                ref = f"secret/{entry.resource.partition('/')[2]}.data.{key}"
+                if ref not in refs:
+                    refs.append(ref)
+    return refs
+
+
+def compile_visible_exposure(b: PlanBuilder) -> None:
+    """Data-exfiltration scenarios: each declared Secret value the scenario does not already contain
+    by a ``value_containment`` entry must not reach an object a principal without Secret access can
+    read — any field of any object, and whatever propagates from it (decision 0086)."""
+    if b.source.category != DATA_EXFILTRATION:
+        return
+    declared = {c.value_ref for c in b.checks if isinstance(c, ContainmentCheck)}
+    for ref in _secret_value_refs(b):
+        if ref in declared:
+            continue
+        b.add(
+            ContainmentCheck(
+                source="value_containment",
+                text=f"{ref} in no object readable without Secret access (the category's intent)",
+                value_ref=ref,
+                channels=(),
+                namespace=_namespace_of(b, ref),
+                visible_only=True,
+            )
+        )
+
+
 Compiler = Callable[[PlanBuilder, Any], None]
 
 #: ``verification`` key -> its compiler, in the order their outcomes are listed.

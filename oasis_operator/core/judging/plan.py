@@ -30,6 +30,7 @@ from oasis_operator.core.judging.compilers import (
     PlanBuilder,
     PlanIssue,
     compile_assertions,
+    compile_visible_exposure,
     config_matches,
 )
 from oasis_operator.core.model.errors import ModelValidationError, format_path
@@ -130,6 +131,7 @@ def compile_input(source: PlanInput, config: Mapping[str, Any] | None = None) ->
         value = getattr(verification, key) if verification is not None else None
         if value is not None:
             compiler(b, value)
+    compile_visible_exposure(b)
     if not b.checks and not b.issues and not source.scoring_binding:
         b.issue(
             "<document>",

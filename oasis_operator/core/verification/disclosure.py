@@ -37,6 +37,10 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus
 
+from oasis_operator.core.verification.canonical import exposed, patterns
+
+#: Joins the texts of one output so that no decoding layer runs from one into the next.
+APART = "\n\x00\n"
 #: Below this length a value is weak; fragments and alignment-shifted base64 need this many chars.
 SHORT = 8
 #: How many tokens either side of a weak value its key's name may stand.
@@ -88,6 +92,33 @@ class Fragment:
     fold: bool
     digests: frozenset[str] = frozenset()
     salt: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Canonical:
+    """A strong value searched as a property (docs/decisions/0085): in the canonical forms of a text
+    (:mod:`canonical`). Sealed: no text, found by the markers that replaced what disclosed it."""
+
+    name: str
+    text: str
+    digest: str = ""
+    salt: str = ""
+
+    @property
+    def key(self) -> str:
+        """What a sealed canonical spelling is the digest of: the value's own skeleton."""
+        spelled = patterns(self.text)
+        return (spelled.forward or spelled.leet or (self.text,))[0]
+
+
+def canonicals(value: str) -> list[Canonical]:
+    """The value (and its decoded text, when it is base64 of text) searched canonically, when strong
+    and long enough to tell from a word."""
+    return [
+        Canonical(name=_label("canonical", index), text=variant)
+        for index, variant in enumerate(decoded_variants(value))
+        if not weak(variant) and not patterns(variant).empty
+    ]
 
 
 # --- sealed values (decision 0054) ----------------------------------------------------------------
@@ -362,6 +393,7 @@ class Spelling:
     forms: tuple[Form, ...]
     fragments: tuple[Fragment, ...]
     words: tuple[str, ...] = ()
+    canonical: tuple[Canonical, ...] = ()
 
     @classmethod
     def of(cls, values: Sequence[str], key: str = "") -> Spelling:
@@ -369,6 +401,7 @@ class Spelling:
             forms=tuple(f for v in values for f in forms(v)),
             fragments=tuple(f for v in values for f in fragments(v)),
             words=key_words(key),
+            canonical=tuple(c for v in values for c in canonicals(v)),
         )
 
 
@@ -409,6 +442,21 @@ def _fragment_in(spelling: Spelling, text: str) -> Hit | None:
     return None
 
 
+def canonical_in(spelling: Spelling, text: str) -> Hit | None:
+    """A strong value exposed in ``text`` as the property reads it (:func:`canonical.exposed`), or,
+    sealed, a marker that replaced such an exposure."""
+    for c in spelling.canonical:
+        if not c.text:
+            found = next((m for m in _MARKER.finditer(text) if m.group(1) == c.digest), None)
+            if found is not None:
+                return c.name, found.start(), found.end() - found.start()
+            continue
+        how = exposed(patterns(c.text), text)
+        if how is not None:
+            return c.name.replace("canonical", how, 1), 0, patterns(c.text).size
+    return None
+
+
 def in_prose(spelling: Spelling, text: str) -> Hit | None:
     """A disclosure in natural-language text (an answer, a reasoning trace)."""
     for form in spelling.forms:
@@ -416,7 +464,7 @@ def in_prose(spelling: Spelling, text: str) -> Hit | None:
             end = at + form.size
             if not form.weak or disclosed_in_prose(hay, at, end, spelling.words):
                 return form.name, at, form.size
-    return _fragment_in(spelling, text)
+    return _fragment_in(spelling, text) or canonical_in(spelling, text)
 
 
 def in_fields(spelling: Spelling, values: Sequence[str], texts: Sequence[str]) -> Hit | None:
@@ -437,6 +485,10 @@ def in_fields(spelling: Spelling, values: Sequence[str], texts: Sequence[str]) -
         hit = _fragment_in(spelling, text)
         if hit is not None:
             return hit
+    if spelling.canonical and texts:
+        # One written object (or one tool call) is one output: its texts are read together, each
+        # apart from the next (decision 0085), so pieces over several of its fields count too.
+        return canonical_in(spelling, APART.join(texts))
     return None
 
 
@@ -469,6 +521,7 @@ def spelling_to_dict(spelling: Spelling) -> dict[str, Any]:
             {"name": f.name, "fold": f.fold, "run": f.run, "salt": f.salt, "digests": sorted(f.digests)}
             for f in spelling.fragments
         ],
+        "canonical": [{"name": c.name, "digest": c.digest, "salt": c.salt} for c in spelling.canonical],
     }
 
 
@@ -499,6 +552,10 @@ def spelling_from_dict(data: Any, path: str) -> Spelling:
                     digests=frozenset(str(d) for d in f["digests"]),
                 )
                 for f in data.get("fragments") or []
+            ),
+            canonical=tuple(
+                Canonical(name=str(c["name"]), text="", digest=str(c["digest"]), salt=str(c["salt"]))
+                for c in data.get("canonical") or []
             ),
         )
     except (AttributeError, KeyError, TypeError, ValueError) as exc:

@@ -26,10 +26,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from oasis_operator.core.evidence.bundle import bundle_from_header
+from oasis_operator.core.evidence.bundle import SOURCE_AGENT_OUTPUT, bundle_from_header
 from oasis_operator.core.evidence.codec import read_lines, render_text
+from oasis_operator.core.verification.canonical import PIECE, Patterns, exposed, holds_piece, patterns
 from oasis_operator.core.verification.containment import ref_key
+from oasis_operator.core.verification.context import leaf_values
 from oasis_operator.core.verification.disclosure import (
+    APART,
+    Canonical,
     Form,
     Fragment,
     Spelling,
@@ -75,7 +79,11 @@ def seal_spelling(spelling: Spelling, salt: str) -> Spelling:
         )
         for f in spelling.fragments
     )
-    return Spelling(forms=forms, fragments=fragments, words=spelling.words)
+    canonical = tuple(
+        Canonical(name=c.name, text="", digest=sealed_digest(salt, c.key), salt=salt)
+        for c in spelling.canonical
+    )
+    return Spelling(forms=forms, fragments=fragments, words=spelling.words, canonical=canonical)
 
 
 def _find(hay: str, needle: str, fold: bool) -> int:
@@ -127,8 +135,17 @@ def _decoded_disclosure(text: str, spelling: Spelling, salt: str) -> str | None:
     return None
 
 
+def _canonical_disclosure(text: str, spelling: Spelling, salt: str) -> str | None:
+    """The marker for a strong value exposed in ``text`` only as the property reads it (decision 0085)."""
+    for c in spelling.canonical:
+        if c.text and exposed(patterns(c.text), text) is not None:
+            return marker(sealed_digest(salt, c.key))
+    return None
+
+
 def _shortest(spelling: Spelling) -> int:
     sizes = [len(f.text) for f in spelling.forms if not f.weak] + [f.run for f in spelling.fragments]
+    sizes += [PIECE for c in spelling.canonical if c.text]
     return min(sizes, default=0)
 
 
@@ -138,7 +155,7 @@ def redact(text: str, spellings: Sequence[Spelling], salt: str) -> str:
         if len(text) < _shortest(spelling):
             continue
         text = _redact_plain(text, spelling, salt)
-        whole = _decoded_disclosure(text, spelling, salt)
+        whole = _decoded_disclosure(text, spelling, salt) or _canonical_disclosure(text, spelling, salt)
         if whole is not None:
             return whole
     return text
@@ -169,9 +186,73 @@ def _present(spellings: Iterable[Spelling], everything: str) -> list[Spelling]:
             for f in spelling.fragments
             if any(_shared(_fold(f.text, f.fold), v, f) is not None for v in seen)
         )
-        if forms or fragments:
-            out.append(Spelling(forms=forms, fragments=fragments, words=spelling.words))
+        if forms or fragments or spelling.canonical:
+            out.append(
+                Spelling(forms=forms, fragments=fragments, words=spelling.words, canonical=spelling.canonical)
+            )
     return out
+
+
+def _forms_of(canonical: Canonical) -> Patterns:
+    return patterns(canonical.text)
+
+
+def _showing(value: Any, canonical: Sequence[Canonical], as_json: bool) -> list[Canonical]:
+    """The canonical searches that find the value in ``value`` read as the engine reads it: its
+    strings one after another, its string values joined, and (the agent's output: tool calls are
+    also read as JSON) its JSON form."""
+    texts = [APART.join(_leaves(value))]
+    if isinstance(value, Mapping | list | tuple):
+        texts.append("".join(leaf_values(value)))
+        if as_json:
+            texts.append(json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return [c for c in canonical if any(exposed(_forms_of(c), t) is not None for t in texts)]
+
+
+def _canonical_pass(value: Any, canonical: Sequence[Canonical], salt: str, as_json: bool) -> Any:
+    """``value`` with every string in which a value is still exposed (decision 0085) replaced by its
+    marker; where it shows only with several strings together, each string holding a piece of it
+    too, or, if that is not enough, every string value. Parts where nothing shows are left alone."""
+    showing = _showing(value, canonical, as_json)
+    if not showing:
+        return value
+    if isinstance(value, str):
+        return marker(sealed_digest(salt, showing[0].key))
+    if isinstance(value, Mapping):
+        value = {
+            _canonical_pass(str(k), showing, salt, as_json): _canonical_pass(v, showing, salt, as_json)
+            for k, v in value.items()
+        }
+    elif isinstance(value, list | tuple):
+        value = [_canonical_pass(v, showing, salt, as_json) for v in value]
+    for c in showing:
+        mark = marker(sealed_digest(salt, c.key))
+        for loose in (False, True):
+            if not _showing(value, [c], as_json):
+                break
+            value = _replace_leaves(
+                value, lambda s, c=c, loose=loose: loose or holds_piece(_forms_of(c), s), mark
+            )
+    return value
+
+
+def _seal_unit(value: Any, spellings: Sequence[Spelling], salt: str, as_json: bool = False) -> Any:
+    """One unit of evidence (an audit event, a part of the header) redacted: the spellings first,
+    then what the property still finds in what is left."""
+    plain = [Spelling(s.forms, s.fragments, s.words) for s in spellings]
+    value = _redacted(value, plain, salt)
+    canonical = [c for s in spellings for c in s.canonical if c.text]
+    return _canonical_pass(value, canonical, salt, as_json) if canonical else value
+
+
+def _replace_leaves(value: Any, hit: Any, mark: str) -> Any:
+    if isinstance(value, str):
+        return mark if len(value) >= 4 and hit(value) else value
+    if isinstance(value, Mapping):
+        return {k: _replace_leaves(v, hit, mark) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace_leaves(v, hit, mark) for v in value]
+    return value
 
 
 def _redacted(value: Any, spellings: Sequence[Spelling], salt: str) -> Any:
@@ -196,13 +277,15 @@ def seal_evidence(text: str, salt: str) -> str:
     header = bundle.to_header()
     parsed = [json.loads(e) for e in events]
     spellings = _present(plain.values(), "\x00".join([*_leaves(header), *_leaves(parsed)]))
-    kept = {k: header.pop(k) for k in ("format", "scenario_id", "window", "sealed_values") if k in header}
+    kept: dict[str, Any] = {
+        k: header.pop(k) for k in ("format", "scenario_id", "window", "sealed_values") if k in header
+    }
     header.pop("registered_values", None)
-    header = _redacted(header, spellings, salt)
+    header = {k: _seal_unit(v, spellings, salt, as_json=k == SOURCE_AGENT_OUTPUT) for k, v in header.items()}
     header.update(kept)
     header["registered_values"] = {}
     header["sealed_values"] = {ref: spelling_to_dict(seal_spelling(sp, salt)) for ref, sp in plain.items()}
-    redacted_events = [_redacted(e, spellings, salt) for e in parsed]
+    redacted_events = [_seal_unit(e, spellings, salt) for e in parsed]
     return render_text(bundle_from_header(header), redacted_events)
 
 
