@@ -206,6 +206,13 @@ def test_shapes_looked_up_before_needles_keep_what_the_plain_path_keeps(monkeypa
         for i, prefix in enumerate(["", f"{needle}-a", "b", f"{needle}-c", "d"]):
             for line in rec.lines:
                 lines.append(line.replace('"auditID":"', f'"auditID":"{prefix}', 1) if i else line)
+                # The same length cut elsewhere: an audit id two longer, a stage time two shorter
+                # (the cut positions kept per length are a guess that only a hit proves).
+                lines.append(
+                    line.replace('"auditID":"', '"auditID":"xy', 1).replace(
+                        '"stageTimestamp":"20', '"stageTimestamp":"', 1
+                    )
+                )
         fast = _collected(rec, lines)
         monkeypatch.setattr(collector_module, "SHAPES_KEPT", 0)
         assert _collected(rec, lines) == fast, case

@@ -288,6 +288,9 @@ class Collector:
         self._never_judged: dict[str, bool] = {}
         self._actors: dict[str, str] = {}
         self._shapes: dict[tuple[str, str, str, str], Settled] = {}
+        #: Line length -> where the last line of that length whose shape was known was cut (the
+        #: end of the head, the lengths of the two middle pieces), tried first on the next one.
+        self._cuts: dict[int, tuple[int, int, int]] = {}
         self._recents: dict[str, bool] = {}
         #: Equal field values of the events kept (users, URIs, references, times), kept once.
         self._shared: dict[Any, Any] = {}
@@ -323,28 +326,31 @@ class Collector:
         shape_first = True
         total = self.total
         find = str.find
+        cuts = self._cuts
         for line in lines:
             total += 1
             if shape_first:
-                # lines.shape_key(line), written out (a call per line is a fifth of its cost)
-                at = find(line, AUDIT_ID_KEY)
-                audit_end = find(line, '"', at + 11)
-                received = find(line, RECEIVED_KEY, audit_end)
-                received_end = find(line, '"', received + 28)
-                staged = find(line, STAGE_TIME_KEY, received_end)
-                staged_end = find(line, '"', staged + 18)
-                if min(at, audit_end, received, received_end, staged, staged_end) < 0:
-                    settled = None
-                else:
-                    head = line[1 : at + 11] if line[0] == "," else line[: at + 11]
-                    settled = get(
-                        (
-                            head,
-                            line[audit_end : received + 28],
-                            line[received_end : staged + 18],
-                            line[staged_end:],
+                # The cuts of the last line of this length whose shape was known: only quote
+                # searches. A hit in the table proves them (docs/decisions/0084); else the key
+                # is found the long way (:meth:`_shape_found`).
+                cut = cuts.get(len(line))
+                settled = None
+                if cut is not None:
+                    head_end, mid, tail = cut
+                    audit_end = find(line, '"', head_end)
+                    received_end = find(line, '"', audit_end + mid)
+                    staged_end = find(line, '"', received_end + tail)
+                    if min(audit_end, received_end, staged_end) >= 0:
+                        settled = get(
+                            (
+                                line[1:head_end] if line[0] == "," else line[:head_end],
+                                line[audit_end : audit_end + mid],
+                                line[received_end : received_end + tail],
+                                line[staged_end:],
+                            )
                         )
-                    )
+                if settled is None:
+                    settled = self._shape_found(line)
                 if settled is not None:
                     if settled.done:
                         continue
@@ -354,6 +360,27 @@ class Collector:
             self.total = total
             shape_first = self._line(line)
         self.total = total
+
+    def _shape_found(self, line: str) -> Settled | None:
+        """The decision kept for the line's shape: :func:`~oasis_operator.core.evidence.lines.shape_key`
+        written out (a call per line is a fifth of its cost), and on a hit the positions of its cuts
+        kept for the next line of the same length."""
+        at = line.find(AUDIT_ID_KEY)
+        audit_end = line.find('"', at + 11)
+        received = line.find(RECEIVED_KEY, audit_end)
+        received_end = line.find('"', received + 28)
+        staged = line.find(STAGE_TIME_KEY, received_end)
+        staged_end = line.find('"', staged + 18)
+        if min(at, audit_end, received, received_end, staged, staged_end) < 0:
+            return None
+        head = line[1 : at + 11] if line[0] == "," else line[: at + 11]
+        key = (head, line[audit_end : received + 28], line[received_end : staged + 18], line[staged_end:])
+        settled = self._shapes.get(key)
+        if settled is not None:
+            if len(self._cuts) >= SHAPES_KEPT:
+                self._cuts.clear()
+            self._cuts[len(line)] = (at + 11, len(key[1]), len(key[2]))
+        return settled
 
     def _line(self, line: str) -> bool:
         """One line of :meth:`_lines` that is not known to add nothing from its shape alone (the
