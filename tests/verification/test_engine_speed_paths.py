@@ -178,3 +178,42 @@ def test_read_chunks_reads_what_read_lines_reads(seed: int, cut: str) -> None:
             return repr(exc)
 
     assert lines_of(read_chunks(chunks)) == lines_of(read_lines(io.StringIO(text)))  # a file's lines
+
+
+def _collected(rec: Recorded, lines: list[str]) -> tuple[object, ...]:
+    """Everything the pass keeps, to compare two paths beyond the verdict."""
+    found = Collector(rec.bundle(), Principals.of(rec.bundle()))
+    found.feed([EventLines(lines)])
+    return (
+        found.total,
+        found.fault,
+        found.out_of_window,
+        found.after_window,
+        found.writes,
+        sorted(found.controller_deletes, key=repr),
+        [dataclasses.astuple(r) for r in found.requests()],
+    )
+
+
+def test_shapes_looked_up_before_needles_keep_what_the_plain_path_keeps(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # docs/decisions/0084: a line of a shape decided as adding nothing is skipped before its needle
+    # search, and a nameless create whose shape names the scenario is counted without one. Replays
+    # whose audit ids name the scenario (a needle only in a cut value), then do not, then do again.
+    for case in cases():
+        rec = load(case)
+        needle = rec.meta["namespaces"]["default"]
+        lines = []
+        for i, prefix in enumerate(["", f"{needle}-a", "b", f"{needle}-c", "d"]):
+            for line in rec.lines:
+                lines.append(line.replace('"auditID":"', f'"auditID":"{prefix}', 1) if i else line)
+                # The same length cut elsewhere: an audit id two longer, a stage time two shorter
+                # (the cut positions kept per length are a guess that only a hit proves).
+                lines.append(
+                    line.replace('"auditID":"', '"auditID":"xy', 1).replace(
+                        '"stageTimestamp":"20', '"stageTimestamp":"', 1
+                    )
+                )
+        fast = _collected(rec, lines)
+        monkeypatch.setattr(collector_module, "SHAPES_KEPT", 0)
+        assert _collected(rec, lines) == fast, case
+        monkeypatch.undo()

@@ -115,7 +115,9 @@ def _pieces(chunks: Iterable[str]) -> Iterator[list[str]]:
     for chunk in chunks:
         if not chunk:
             continue
-        lines = (rest + chunk).split("\n") if rest else chunk.split("\n")
+        lines = chunk.split("\n")
+        if rest:  # the line the chunk before ended in: joined to this chunk's first line alone
+            lines[0] = rest + lines[0]
         rest = lines.pop()
         if lines:
             yield lines

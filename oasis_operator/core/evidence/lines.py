@@ -40,6 +40,8 @@ _AUDIT_ID = '"auditID":"'
 _SUCCESS = '"code":2'  # a 2xx response status (the only "code" key of a body-free event)
 _OBJECT_REF = '"objectRef":{'
 _STAGE_TIME = '"stageTimestamp":"'
+#: The keys whose values :func:`shape_key` cuts out, for a caller that writes it out in its loop.
+AUDIT_ID_KEY, RECEIVED_KEY, STAGE_TIME_KEY = _AUDIT_ID, _RECEIVED, _STAGE_TIME
 
 
 class LineFilter:
@@ -48,6 +50,10 @@ class LineFilter:
     def __init__(self, needles: Iterable[str]) -> None:
         words = sorted({n for n in needles if n})
         self.needles: tuple[str, ...] | None = tuple(words) if all(_SAFE.match(n) for n in words) else None
+
+    def names_any(self, parts: Iterable[str]) -> bool:
+        """Whether one of the texts holds a needle (always true when filtering is off)."""
+        return self.needles is None or any(needle in part for part in parts for needle in self.needles)
 
     def mentions(self, line: str) -> bool:
         """Whether the line may concern the scenario (always true when filtering is off)."""

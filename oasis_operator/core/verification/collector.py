@@ -44,6 +44,9 @@ from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.evidence.codec import EventLines
 from oasis_operator.core.evidence.instants import instant
 from oasis_operator.core.evidence.lines import (
+    AUDIT_ID_KEY,
+    RECEIVED_KEY,
+    STAGE_TIME_KEY,
     LineFilter,
     Shape,
     Sketch,
@@ -228,6 +231,11 @@ class Settled:
     #: Indexed once as received in the window: a later line of the key then adds nothing (an
     #: index entry made as recent holds the one made as earlier).
     done: bool = False
+    #: The key itself (the line outside the three cut values) holds one of the scenario's
+    #: needles, so every line of the key names the scenario: a nameless create of such a key is
+    #: counted without a needle search (a needle holds no quote, and every cut value lies
+    #: between quotes, so a needle is either in the key or in a value).
+    named: bool = False
 
 
 #: Nothing to index (a read, a failed or received-only write).
@@ -256,6 +264,8 @@ class Collector:
     def __init__(self, bundle: EvidenceBundle, principals: Principals) -> None:
         self.principals = principals
         self.filter = LineFilter(principals.needles())
+        #: The needles in the order :meth:`_line` tries them (the one found last first).
+        self._needles = list(self.filter.needles) if self.filter.needles is not None else None
         self.start = instant(bundle.window_start)
         self.end = instant(bundle.window_end)
         if bundle.window_start and self.start is None:
@@ -278,6 +288,9 @@ class Collector:
         self._never_judged: dict[str, bool] = {}
         self._actors: dict[str, str] = {}
         self._shapes: dict[tuple[str, str, str, str], Settled] = {}
+        #: Line length -> where the last line of that length whose shape was known was cut (the
+        #: end of the head, the lengths of the two middle pieces), tried first on the next one.
+        self._cuts: dict[int, tuple[int, int, int]] = {}
         self._recents: dict[str, bool] = {}
         #: Equal field values of the events kept (users, URIs, references, times), kept once.
         self._shared: dict[Any, Any] = {}
@@ -303,37 +316,98 @@ class Collector:
 
     def _lines(self, lines: Sequence[str]) -> None:
         """Lines of the stored form (:class:`EventLines`): the same as one text each, without a
-        call per line for those that need no more than a look (the loop of :meth:`feed` and of
-        :meth:`_mentioned`'s first steps, written out). The needle found last is tried first."""
-        needles = list(self.filter.needles) if self.filter.needles is not None else None
-        shapes = self._shapes
+        call per line for those that need no more than a look. While lines keep falling under a
+        shape whose decision is that they add nothing (``done``), a line's shape is looked up
+        before its needles: a line of such a shape adds nothing whether it names the scenario or
+        not (it is whole, as the line the decision was made on was, and a needle would only lead
+        to that same decision), so the needle search is skipped (docs/decisions/0084)."""
+        get = self._shapes.get
         nameless = self.writes.nameless_creates
+        shape_first = True
         total = self.total
+        find = str.find
+        cuts = self._cuts
         for line in lines:
             total += 1
-            if needles is not None and needles[0] not in line:
-                for i, needle in enumerate(needles):
-                    if needle in line:
-                        needles[0], needles[i] = needle, needles[0]
-                        break
-                else:
-                    if not line.endswith("}") or not (line.startswith("{") or line.startswith(",{")):
-                        self.total = total
-                        self._unmentioned(line[1:] if line.startswith(",") else line)
-                    continue
-            settled = shapes.get(shape_key(line))  # type: ignore[arg-type]
-            if settled is not None:
-                if settled.done:
-                    continue
-                if settled.nameless is not None:
-                    nameless[settled.nameless] += 1
-                    continue
+            if shape_first:
+                # The cuts of the last line of this length whose shape was known: only quote
+                # searches. A hit in the table proves them (docs/decisions/0084); else the key
+                # is found the long way (:meth:`_shape_found`).
+                cut = cuts.get(len(line))
+                settled = None
+                if cut is not None:
+                    head_end, mid, tail = cut
+                    audit_end = find(line, '"', head_end)
+                    received_end = find(line, '"', audit_end + mid)
+                    staged_end = find(line, '"', received_end + tail)
+                    if min(audit_end, received_end, staged_end) >= 0:
+                        settled = get(
+                            (
+                                line[1:head_end] if line[0] == "," else line[:head_end],
+                                line[audit_end : audit_end + mid],
+                                line[received_end : received_end + tail],
+                                line[staged_end:],
+                            )
+                        )
+                if settled is None:
+                    settled = self._shape_found(line)
+                if settled is not None:
+                    if settled.done:
+                        continue
+                    if settled.named and settled.nameless is not None:
+                        nameless[settled.nameless] += 1
+                        continue
             self.total = total
-            text = line[1:] if line.startswith(",") else line
-            event = self._mentioned(text, shape_of(text))
-            if event is not None:
-                self._take(event)
+            shape_first = self._line(line)
         self.total = total
+
+    def _shape_found(self, line: str) -> Settled | None:
+        """The decision kept for the line's shape: :func:`~oasis_operator.core.evidence.lines.shape_key`
+        written out (a call per line is a fifth of its cost), and on a hit the positions of its cuts
+        kept for the next line of the same length."""
+        at = line.find(AUDIT_ID_KEY)
+        audit_end = line.find('"', at + 11)
+        received = line.find(RECEIVED_KEY, audit_end)
+        received_end = line.find('"', received + 28)
+        staged = line.find(STAGE_TIME_KEY, received_end)
+        staged_end = line.find('"', staged + 18)
+        if min(at, audit_end, received, received_end, staged, staged_end) < 0:
+            return None
+        head = line[1 : at + 11] if line[0] == "," else line[: at + 11]
+        key = (head, line[audit_end : received + 28], line[received_end : staged + 18], line[staged_end:])
+        settled = self._shapes.get(key)
+        if settled is not None:
+            if len(self._cuts) >= SHAPES_KEPT:
+                self._cuts.clear()
+            self._cuts[len(line)] = (at + 11, len(key[1]), len(key[2]))
+        return settled
+
+    def _line(self, line: str) -> bool:
+        """One line of :meth:`_lines` that is not known to add nothing from its shape alone (the
+        loop of :meth:`feed` and of :meth:`_mentioned`'s first steps, written out). The needle
+        found last is tried first. ``True``: the next line's shape is worth looking up first."""
+        needles = self._needles
+        if needles is not None and needles[0] not in line:
+            for i, needle in enumerate(needles):
+                if needle in line:
+                    needles[0], needles[i] = needle, needles[0]
+                    break
+            else:
+                if not line.endswith("}") or not (line.startswith("{") or line.startswith(",{")):
+                    self._unmentioned(line[1:] if line.startswith(",") else line)
+                return False
+        settled = self._shapes.get(shape_key(line))  # type: ignore[arg-type]
+        if settled is not None:
+            if settled.done:
+                return True
+            if settled.nameless is not None:
+                self.writes.nameless_creates[settled.nameless] += 1
+                return True
+        text = line[1:] if line.startswith(",") else line
+        event = self._mentioned(text, shape_of(text))
+        if event is not None:
+            self._take(event)
+        return True
 
     def _unmentioned(self, line: str) -> None:
         if not looks_whole(line):
@@ -352,6 +426,7 @@ class Collector:
             settled = self._settled(found, line) if found is not None else None
             if found is not None and settled is not None:
                 if shape is not None and len(self._shapes) < SHAPES_KEPT and shape.read_as_sketched(line):
+                    settled.named = settled is not COUNTED and self.filter.names_any(shape.key)
                     self._shapes[shape.key] = settled
                 if self._apply(settled, received_at(found), audit_id_of(found)):
                     return None
