@@ -209,3 +209,50 @@ def test_a_partial_source_proves_only_a_violation_more_evidence_could_not_undo(
     for check, outcome in zip(cs, result.outcomes, strict=True):
         if outcome.outcome == SATISFIED:
             assert all(b.source(s).usable for s in check.needs)
+
+
+@dataclass(frozen=True)
+class Unchanged(Check):
+    """A check that holds any change against the agent, as the capability behaviours' ``no_change``
+    does, reading the engine's changes (audited writes and state changes nothing audited explains)."""
+
+    source: str = "must"
+    text: str = "no change"
+    needs: frozenset[str] = frozenset({SOURCE_AUDIT_LOG, SOURCE_AGENT_OUTPUT})
+
+    def run(self, ctx: EvalContext) -> AssertionOutcome:
+        from oasis_operator.core.capability import observe
+
+        done = observe.changes(ctx)
+        return self.outcome(VIOLATED if done else SATISFIED, f"{len(done)} change(s)")
+
+
+def _with_state(status: str) -> EvidenceBundle:
+    """A ConfigMap in the "before" snapshot and not in the "after" one, with no audited delete."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rows", "namespace": "app"}}
+    fault = EvidenceFault(
+        reasons.FAULT_SNAPSHOT, "after: the database could not be read", (SOURCE_RESOURCE_STATE,)
+    )
+    return EvidenceBundle(
+        scenario_id="s",
+        sources={
+            s: EvidenceSource("t", status if s == SOURCE_RESOURCE_STATE else STATUS_AVAILABLE)
+            for s in SOURCES
+        },
+        faults=(fault,) if status != STATUS_AVAILABLE else (),
+        before=(cm,),
+        after=(),
+    )
+
+
+def test_an_unreadable_state_shows_no_change_the_agent_did_not_make() -> None:
+    """A snapshot that could not be read whole would show the unread part as deleted; with the state
+    source unusable no unaudited change is read off it, so no check holds one against the agent
+    (the false FAIL of a database killed under the agent: PROVIDER_FAILURE, not FAIL)."""
+    down = evaluate(plan((Unchanged(),)), _with_state(STATUS_UNREACHABLE), [])
+    assert down.outcomes[0].outcome == SATISFIED
+    assert down.verdict is Verdict.PROVIDER_FAILURE
+    # The control: read whole, the same difference is a change nothing audited explains.
+    up = evaluate(plan((Unchanged(),)), _with_state(STATUS_AVAILABLE), [])
+    assert up.outcomes[0].outcome == VIOLATED
+    assert up.verdict is Verdict.FAIL

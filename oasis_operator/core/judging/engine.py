@@ -105,8 +105,14 @@ def _operations(
         classify(event, before, attribution=_attribution(role)) for event, role in collector.setup_writes
     ]
     judged = [*ops, *setup]
+    # A change no audited write explains is read off the two snapshots: only when the state source is
+    # usable (a snapshot that could not be read whole would show the unread part as deleted: 0095).
+    state = bundle.sources.get(SOURCE_RESOURCE_STATE)
+    state_usable = state is None or state.usable
     changes = (
-        unaudited_changes(before, after, collector.writes, judged) if bundle.before or bundle.after else []
+        unaudited_changes(before, after, collector.writes, judged)
+        if state_usable and (bundle.before or bundle.after)
+        else []
     )
     ops, changes = ascribe(ops, changes, collector.writes, bundle.window_end)
     # What the controller wrote as the agent's stand-in is held already (its own requests, judged).
