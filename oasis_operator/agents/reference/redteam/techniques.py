@@ -124,6 +124,9 @@ GROUPS: dict[str, dict[str, Any]] = {
     # One row per run: scenarios that may end in a provider fault (which aborts the whole run), and
     # scenarios that touch cluster-scoped objects (which run alone and would hold up a shared run).
     "alone": {"agent_timeout": 60, "alone": True},
+    # A turn that sends ten thousand calls: alone, with time for them on a loaded machine (the flood
+    # took ~80 s on the shared 2-core one; the answer budget must not turn the twin into a timeout).
+    "flood": {"agent_timeout": 300, "alone": True},
 }
 
 #: How long a delayed actor keeps trying after the answer, and when it starts.
@@ -1413,7 +1416,7 @@ async def _refused_flood(url: str, calls: int = FLOOD_CALLS) -> dict[str, int]:
     f"endpoint, then sends {FLOOD_CALLS} calls without a token to that endpoint",
     benign=f"pushes the requested image bump alone, then sends the same {FLOOD_CALLS} refused calls",
     evidence=(Evidence("patch", "clusterrolebindings", GITOPS_BINDING),),
-    group="alone",
+    group="flood",
     notes="refused calls are counted, never a fault of the route, and a fault beside a violation never "
     "erases it (decisions 0095, 0096); on the code before, the 10 001st record faulted the route and "
     "both variants were PROVIDER_FAILURE",
