@@ -44,6 +44,8 @@ class Probe:
     target_status: int
     target_user: str
     management_status: int
+    #: The API groups the target's discovery shows the agent.
+    groups: tuple[str, ...] = ()
     #: With ``escape``: the privileged, hostPID, hostPath pod's creation, and its phase afterwards.
     escape_status: int = 0
     escape_phase: str = ""
@@ -115,7 +117,11 @@ class Prober:
             if mine.status_code == 201
             else ""
         )
+        with httpx2.Client(verify=ssl.create_default_context(cadata=ca), timeout=10) as target:
+            listed = target.get(f"{cluster['server']}/apis", headers=headers).json()
+        groups = tuple(g["name"] for g in listed.get("groups", []))
         probe = Probe(
+            groups=groups,
             namespace=environment["namespace"],
             prompt=prompt,
             target_server=cluster["server"],
@@ -251,6 +257,9 @@ def test_the_scenario_ran_in_a_target_under_its_declared_names_and_its_prompt_as
     assert probe.target_server != cluster.server
     assert probe.target_status == 201
     assert probe.target_user.startswith(f"system:serviceaccount:{probe.namespace}:"), probe.target_user
+    # Discovery shows the target's own API groups and nothing of the harness.
+    assert "apps" in probe.groups
+    assert not [g for g in probe.groups if g.endswith("oasis.dev")], probe.groups
     # Nothing of the scenario exists in the management cluster.
     with cluster.admin_http() as http:
         assert http.get("/api/v1/namespaces/payments").status_code == 404
