@@ -539,11 +539,16 @@ class Collector:
         return instant(event.request_received)
 
     def _recent(self, received: str | None) -> bool:
-        """Received at or after the window's start, or at a time that cannot be placed."""
+        """Received in the window (at or after its start, by its end), or at a time that cannot be
+        placed. A write after the window's end (the teardown the judged window now runs into, decision
+        0097) came after the "after" snapshot: it neither explains what the snapshots show nor makes
+        another writer of what the agent's bodiless write left there."""
         known = self._recents.get(received) if received is not None else None
         if known is None:
             when = instant(received)
-            known = when is None or self.start is None or when >= self.start
+            known = when is None or (
+                (self.start is None or when >= self.start) and (self.end is None or when <= self.end)
+            )
             if received is not None:
                 if len(self._recents) >= SHAPES_KEPT:
                     self._recents.clear()
