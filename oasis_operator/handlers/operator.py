@@ -41,7 +41,7 @@ from oasis_operator.adapters.agents.job_objects import sweep_identity_places
 from oasis_operator.adapters.audit.source import FileAuditSource, WebhookAuditSource
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import sentinel_sender
+from oasis_operator.adapters.k8s.client import sentinel_sender, whoami
 from oasis_operator.adapters.k8s.environment import AGENT_ACCOUNT, DEFAULT_POD_CIDR, KubeEnvironment
 from oasis_operator.adapters.k8s.store import GROUP, VERSION, EvaluationRun, Store
 from oasis_operator.adapters.metrics import Metrics
@@ -294,14 +294,6 @@ class _Access:
     username: str
 
 
-async def _whoami(http: Any) -> str:
-    me = await http.post(
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-    )
-    return str(me.json().get("status", {}).get("userInfo", {}).get("username", ""))
-
-
 async def _scenario_cluster(ours: OperatorSettings, management: _Access) -> _Access:
     """Where shared-mode scenarios run: this cluster, or the external one (decision 0102)."""
     if ours.targets.mode != "external" or ours.targets.external_kubeconfig is None:
@@ -314,7 +306,7 @@ async def _scenario_cluster(ours: OperatorSettings, management: _Access) -> _Acc
         http,
         endpoint.server,
         endpoint.ca_data,
-        await _whoami(http),
+        await whoami(http),
     )
 
 

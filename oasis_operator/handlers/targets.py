@@ -21,7 +21,7 @@ from lightkube import AsyncClient
 
 from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.gateway.plane import gateway_ports
-from oasis_operator.adapters.k8s.client import sentinel_sender
+from oasis_operator.adapters.k8s.client import sentinel_sender, whoami
 from oasis_operator.adapters.k8s.environment import KubeEnvironment
 from oasis_operator.adapters.toolplane import Cluster, discovered, tool_plane
 from oasis_operator.core.clusters import ScenarioCluster
@@ -83,12 +83,7 @@ class OwnedTargets:
         audit = FileAuditSource(target.audit_log)
         await audit.start()
         held.closers.append(audit.stop)
-        me = await http.post(
-            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-        )
-        me.raise_for_status()
-        username = str(me.json().get("status", {}).get("userInfo", {}).get("username", ""))
+        username = await whoami(http)
         endpoint = access.endpoint()
         cluster = Cluster(http, endpoint.server)
         configured = ToolPlaneSettings.load(target.toolplane_file).backends if target.toolplane_file else {}
