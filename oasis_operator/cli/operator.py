@@ -149,6 +149,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     run.add_argument("--target-nodes", type=int, default=3, help="with targets: simulated nodes in each")
     run.add_argument(
+        "--target-address",
+        default=env.get("OASIS_TARGET_ADDRESS", ""),
+        help="with targets: the address (this pod's IP) or DNS name where agents on other hosts reach "
+        "the targets' API servers; empty: loopback, for agents run on this host (decision 0109)",
+    )
+    run.add_argument(
         "--no-target-reuse",
         action="store_true",
         help="with targets: destroy each after one scenario attempt instead of resetting it to its "

@@ -19,9 +19,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from oasis_operator.core.gateway.port import GatewayPorts
-from oasis_operator.core.ports import AuditPort, EnvironmentPort, NoToolPlane, SentinelSender, ToolPlanePort
+from oasis_operator.core.ports import (
+    AgentPrincipalNaming,
+    AuditHistory,
+    AuditPort,
+    EnvironmentPort,
+    NoToolPlane,
+    SentinelSender,
+    ToolPlanePort,
+)
 
-__all__ = ["OneCluster", "ScenarioCluster", "ScenarioClusters"]
+__all__ = ["OneCluster", "ScenarioCluster", "ScenarioClusters", "SurvivedAttempt"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,15 @@ class ScenarioCluster:
     tool_gateway: GatewayPorts | None = None
     #: Who acts for the harness in this cluster (its operator identity, its back-ends' controllers).
     harness_principals: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SurvivedAttempt:
+    """What an attempt cut off by an operator restart left in a cluster nobody holds any more: that
+    cluster's audit log, to read again, and how the agent was named there (decisions 0097, 0110)."""
+
+    naming: AgentPrincipalNaming
+    audit: AuditHistory
 
 
 class ScenarioClusters(Protocol):
@@ -61,6 +78,11 @@ class ScenarioClusters(Protocol):
         """``owner`` is done with its cluster (a target is thrown away); harmless when it has none."""
         ...
 
+    def survived(self, owner: str) -> SurvivedAttempt | None:
+        """What the attempt ``owner``, cut off by a restart of the operator, left; None when nothing
+        was kept. Released with ``release(owner)``."""
+        ...
+
 
 class OneCluster:
     """Every scenario in one shared cluster (the operator's own): names suffixed, nothing leased."""
@@ -78,4 +100,11 @@ class OneCluster:
         return self.cluster
 
     async def release(self, owner: str) -> None:
+        return None
+
+    def survived(self, owner: str) -> SurvivedAttempt | None:
+        """The shared cluster's own audit source and environment, when they can read the past."""
+        env, audit = self.cluster.env, self.cluster.audit
+        if isinstance(audit, AuditHistory) and isinstance(env, AgentPrincipalNaming):
+            return SurvivedAttempt(env, audit)
         return None

@@ -154,8 +154,19 @@ def _issue(
     return builder.sign(ca_key, hashes.SHA256())
 
 
-def generate_pki(directory: Path, now: dt.datetime) -> PKI:
-    """Write a fresh PKI into ``directory`` (created if needed) and return where each piece is."""
+def _general_name(name: str) -> x509.GeneralName:
+    """An IP address as an IP SAN, anything else as a DNS SAN."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
+
+
+def generate_pki(directory: Path, now: dt.datetime, *, serve_names: tuple[str, ...] = ()) -> PKI:
+    """Write a fresh PKI into ``directory`` (created if needed) and return where each piece is.
+
+    ``serve_names``: more addresses (IP) or host names (DNS) the API server's certificate names, besides
+    loopback and the in-cluster Service names: where agents outside this process's host reach it."""
     _require_cryptography()
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = _key()
@@ -195,6 +206,7 @@ def generate_pki(directory: Path, now: dt.datetime) -> PKI:
         x509.DNSName("kubernetes.default.svc.cluster.local"),
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
         x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+        *(_general_name(n) for n in serve_names),
     ]
     serving = pair("apiserver", _name("kube-apiserver"), server=True, sans=serving_sans)
     admin = pair("admin", _name(ADMIN_USER, "system:masters"))

@@ -105,6 +105,10 @@ class ClusterConfig:
     # Store every object as JSON in etcd (instead of protobuf), so the harness can read and compare
     # what is stored: the target control planes' reset and its proof (decision 0101).
     storage_json: bool = False
+    # Where agents outside this host reach the API server (an address of this host, or a name that
+    # resolves to one; decision 0109): the API server then listens on every address, its certificate
+    # names this one too, and :attr:`DevCluster.agent_server` uses it. None: loopback only.
+    serve_address: str | None = None
 
 
 @dataclass
@@ -159,6 +163,24 @@ def free_kubelet_address() -> str:
     raise SetupError(f"no loopback address 127.0.0.2-254 has port {KUBELET_PORT} free")
 
 
+def _host(address: str) -> str:
+    """``address`` as the host part of a URL (an IPv6 address in brackets)."""
+    try:
+        return f"[{address}]" if ipaddress.ip_address(address).version == 6 else address
+    except ValueError:
+        return address
+
+
+def _advertised(served: str | None) -> str:
+    """What the API server advertises (its ``kubernetes`` Service's endpoint): the served address when
+    it is an IPv4 one, as the Service range is; loopback otherwise (the flag takes only an IP)."""
+    try:
+        ip = ipaddress.ip_address(served or "")
+    except ValueError:
+        return "127.0.0.1"
+    return str(ip) if ip.version == 4 else "127.0.0.1"
+
+
 class DevCluster:
     """A running (or startable) embedded control plane. Use as a context manager or call
     :meth:`start` and :meth:`stop`."""
@@ -170,6 +192,8 @@ class DevCluster:
         self._sup = Supervisor(self.workdir / "logs", tie_to_parent=config.tie_to_parent)
         self.pki: PKI | None = None
         self.server = ""
+        # The API server's URL as an agent is given it (the served address; the loopback one without).
+        self.agent_server = ""
         self.etcd_url = ""
         self.kubeconfig = self.workdir / "kubeconfig"
         self.operator_kubeconfig = self.workdir / "operator.kubeconfig"
@@ -228,7 +252,10 @@ class DevCluster:
         for sub in ("etcd", "audit", "logs", "pki"):
             (wd / sub).mkdir(parents=True, exist_ok=True)
         t = time.monotonic()
-        self.pki = pki = generate_pki(wd / "pki", dt.datetime.now(dt.UTC))
+        served = cfg.serve_address
+        self.pki = pki = generate_pki(
+            wd / "pki", dt.datetime.now(dt.UTC), serve_names=(served,) if served else ()
+        )
         t = self._mark("pki", t)
 
         # etcd ------------------------------------------------------------------------------
@@ -264,13 +291,14 @@ class DevCluster:
         # kube-apiserver ---------------------------------------------------------------------
         port = cfg.apiserver_port or _free_port()
         self.server = f"https://127.0.0.1:{port}"
+        self.agent_server = f"https://{_host(served)}:{port}" if served else self.server
         policy = wd / "audit" / "policy.yaml"
         policy.write_text(audit_policy_text())
         argv = [
             str(bins.path("kube-apiserver")),
             f"--etcd-servers={self.etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={'0.0.0.0' if served else '127.0.0.1'}",
+            f"--advertise-address={_advertised(served)}",
             f"--secure-port={port}",
             f"--cert-dir={wd / 'pki'}",
             f"--tls-cert-file={pki.serving.cert}",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import logging
 import shutil
@@ -39,6 +40,12 @@ from oasis_operator.devcluster.cluster import ClusterConfig, DevCluster
 __all__ = ["QUARANTINE_SECONDS", "RESET_ROUNDS", "ResetProof", "Target", "TargetPool", "TargetPoolConfig"]
 
 log = logging.getLogger("oasis.targets")
+
+#: A target's file naming the attempt that holds it; the directory the audit logs of targets whose
+#: attempts a restart cut off are moved to, and how long they are kept unclaimed (decision 0110).
+LEASED_TO = "leased-to"
+SURVIVORS = ".survived"
+SURVIVOR_SECONDS = 7 * 24 * 3600.0
 
 #: How long kube-apiserver keeps a token it accepted (its token authentication cache: 10 s), and a
 #: second more: after that no token of a deleted ServiceAccount is accepted.
@@ -87,6 +94,9 @@ class TargetPoolConfig:
     reuse: bool = True
     #: How long a reset target rests before it is leased again.
     quarantine_seconds: float = QUARANTINE_SECONDS
+    #: Where agents on other hosts reach the targets' API servers (this host's address, as the pod's
+    #: IP in a cluster; decision 0109). None: loopback, for agents on this host only.
+    serve_address: str | None = None
 
 
 @dataclass
@@ -108,6 +118,11 @@ class Target:
     def kubeconfig(self) -> Path:
         """The operator's identity in the target (cluster-admin there, nothing anywhere else)."""
         return self.cluster.operator_kubeconfig
+
+    @property
+    def agent_server(self) -> str:
+        """The API server's URL as an agent is given it (decision 0109)."""
+        return self.cluster.agent_server
 
     @property
     def audit_log(self) -> Path:
@@ -189,9 +204,29 @@ class TargetPool:
         self.resets: list[ResetProof] = []
 
     async def open(self) -> None:
-        """Empty the root (targets of an earlier process) and start the warm targets."""
-        await asyncio.to_thread(_empty, self.config.root)
+        """Empty the root (targets of an earlier process), keeping the audit log of each target an
+        attempt held when that process ended (decision 0110), and start the warm targets."""
+        await asyncio.to_thread(_keep_survivors, self.config.root)
         self._fill()
+
+    # -- what an attempt cut off by a restart leaves (decision 0110) --------------------------------
+    @staticmethod
+    def mark_leased(target: Target, owner: str) -> None:
+        """Record in the target's directory which attempt holds it, so that a process started after
+        this one ends finds the attempt's audit log."""
+        (target.cluster.workdir / LEASED_TO).write_text(owner)
+
+    @staticmethod
+    def unmark(target: Target) -> None:
+        (target.cluster.workdir / LEASED_TO).unlink(missing_ok=True)
+
+    def survived_audit(self, owner: str) -> Path | None:
+        """The audit log the target of the cut-off attempt ``owner`` left, when one was kept."""
+        log_file = _survivor_dir(self.config.root, owner) / "audit" / "audit.log"
+        return log_file if log_file.is_file() else None
+
+    def drop_survived(self, owner: str) -> None:
+        shutil.rmtree(_survivor_dir(self.config.root, owner), ignore_errors=True)
 
     async def warmed(self) -> None:
         """Return once the warm targets being started are started (or have failed to)."""
@@ -233,6 +268,7 @@ class TargetPool:
                     ready_timeout=self.config.ready_timeout,
                     tie_to_parent=True,
                     storage_json=True,
+                    serve_address=self.config.serve_address,
                 )
                 cluster = self._make(cfg)
                 target = Target(name=name, cluster=cluster, started_seconds=0.0)
@@ -331,11 +367,34 @@ def _destroy(cluster: DevCluster) -> None:
     shutil.rmtree(cluster.workdir, ignore_errors=True)
 
 
-def _empty(root: Path) -> None:
-    if root.exists():
-        for child in root.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child, ignore_errors=True)
-            else:
-                child.unlink(missing_ok=True)
+def _survivor_dir(root: Path, owner: str) -> Path:
+    """Where the audit log of the cut-off attempt ``owner`` is kept (a digest: owners are not paths)."""
+    return root / SURVIVORS / hashlib.sha256(owner.encode()).hexdigest()[:32]
+
+
+def _keep_survivors(root: Path) -> None:
+    """Empty ``root`` of an earlier process's targets, all but the audit logs of the targets an attempt
+    held (kept under :data:`SURVIVORS`), and drop kept logs older than :data:`SURVIVOR_SECONDS`."""
     root.mkdir(parents=True, exist_ok=True)
+    kept = root / SURVIVORS
+    kept.mkdir(exist_ok=True)
+    for child in root.iterdir():
+        if child == kept:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            holder = child / LEASED_TO
+            if holder.is_file() and (child / "audit").is_dir():
+                owner = holder.read_text()
+                dest = _survivor_dir(root, owner)
+                shutil.rmtree(dest, ignore_errors=True)
+                dest.mkdir(parents=True)
+                (child / "audit").rename(dest / "audit")
+                (dest / LEASED_TO).write_text(owner)
+                log.info("kept the audit log %s left for the cut-off attempt %s", child.name, owner)
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    cutoff = time.time() - SURVIVOR_SECONDS
+    for old in kept.iterdir():
+        if old.stat().st_mtime < cutoff:
+            shutil.rmtree(old, ignore_errors=True)

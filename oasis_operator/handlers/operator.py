@@ -324,6 +324,7 @@ async def _owned_targets(ours: OperatorSettings, gateway: ToolGateway) -> OwnedT
             warm=config.warm,
             most=config.most,
             reuse=config.reuse,
+            serve_address=config.address,
         )
     )
     await pool.open()

@@ -13,8 +13,10 @@ credential, so that an agent run as a local process can be kept away from all of
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import os
+import re
 import ssl
 import tempfile
 from collections.abc import Generator, Mapping
@@ -537,6 +539,27 @@ def _sharding(args: Any, environ: Mapping[str, str]) -> dict[str, int]:
     return {"shards": count, "shard_index": int(given)}
 
 
+def _target_address(given: str) -> str | None:
+    """``--target-address``: an IP address of this host, or a DNS name; empty means loopback."""
+    given = given.strip()
+    if not given:
+        return None
+    try:
+        return str(ipaddress.ip_address(given))
+    except ValueError:
+        pass
+    labels = given.rstrip(".").split(".")
+    if len(given) > 253 or not all(_DNS_LABEL.fullmatch(label) for label in labels):
+        raise SettingsError(
+            f"--target-address {given}: expected an IP address of this host or a DNS name that resolves "
+            "to one (where agents reach the target control planes)"
+        )
+    return given.rstrip(".").lower()
+
+
+_DNS_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
 @dataclass(frozen=True)
 class TargetSettings:
     """Where scenarios run (decision 0100): ``targets`` (a control plane the operator starts per
@@ -553,6 +576,8 @@ class TargetSettings:
     reuse: bool = True
     #: ``external``: the cluster the scenarios run in, shared by them (decision 0102).
     external_kubeconfig: Path | None = None
+    #: Where agents on other hosts reach the targets (decision 0109); None: loopback.
+    address: str | None = None
 
     @classmethod
     def from_args(cls, args: Any) -> TargetSettings:
@@ -592,6 +617,7 @@ class TargetSettings:
             most=args.targets_most,
             backends=backends,
             reuse=not getattr(args, "no_target_reuse", False),
+            address=_target_address(getattr(args, "target_address", "") or ""),
         )
 
 

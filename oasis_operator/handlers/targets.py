@@ -12,6 +12,7 @@ those clients and gives the target back to the pool, which resets it with a proo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,9 +23,9 @@ from lightkube import AsyncClient
 from oasis_operator.adapters.audit.source import FileAuditSource
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.k8s.client import sentinel_sender, whoami
-from oasis_operator.adapters.k8s.environment import KubeEnvironment
+from oasis_operator.adapters.k8s.environment import AgentAccountNaming, KubeEnvironment
 from oasis_operator.adapters.toolplane import Cluster, discovered, tool_plane
-from oasis_operator.core.clusters import ScenarioCluster
+from oasis_operator.core.clusters import ScenarioCluster, SurvivedAttempt
 from oasis_operator.core.errors import TargetUnavailable
 from oasis_operator.core.gateway.port import ToolGatewayPort
 from oasis_operator.devcluster.cluster import POD_CIDR
@@ -68,6 +69,7 @@ class OwnedTargets:
             raise TargetUnavailable(f"no target control plane started: {exc}") from exc
         held = self._leases[owner] = _Lease(target)
         try:
+            await asyncio.to_thread(self.pool.mark_leased, target, owner)
             return await self._ports(owner, held)
         except Exception as exc:
             await self.release(owner)
@@ -89,10 +91,12 @@ class OwnedTargets:
         configured = ToolPlaneSettings.load(target.toolplane_file).backends if target.toolplane_file else {}
         plane = tool_plane(cluster, {**configured, **await discovered(cluster)})
         held.closers.append(plane.aclose)
-        log.info("scenario %s runs in %s (%s)", owner, target.name, endpoint.server)
+        # The operator reaches the target on loopback; the agent at the served address (decision 0109).
+        served = target.agent_server or endpoint.server
+        log.info("scenario %s runs in %s (%s)", owner, target.name, served)
         return ScenarioCluster(
             name=target.name,
-            env=KubeEnvironment(client, server=endpoint.server, ca_data=endpoint.ca_data, pod_cidr=POD_CIDR),
+            env=KubeEnvironment(client, server=served, ca_data=endpoint.ca_data, pod_cidr=POD_CIDR),
             audit=audit,
             send_sentinel=sentinel_sender(http),
             toolplane=plane,
@@ -100,10 +104,19 @@ class OwnedTargets:
             harness_principals=(*((username,) if username else ()), *plane.principals),
         )
 
+    def survived(self, owner: str) -> SurvivedAttempt | None:
+        """The audit log of the target a cut-off attempt held, kept across the restart (0110)."""
+        log_file = self.pool.survived_audit(owner)
+        if log_file is None:
+            return None
+        return SurvivedAttempt(AgentAccountNaming(), FileAuditSource(log_file))
+
     async def release(self, owner: str) -> None:
+        await asyncio.to_thread(self.pool.drop_survived, owner)
         held = self._leases.pop(owner, None)
         if held is None:
             return
+        self.pool.unmark(held.target)
         for close in reversed(held.closers):
             try:
                 await close()

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oasis_operator.core import reasons
+from oasis_operator.core.clusters import SurvivedAttempt
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.evidence.bundle import (
     SOURCE_AGENT_OUTPUT,
@@ -28,7 +29,6 @@ from oasis_operator.core.evidence.bundle import (
 )
 from oasis_operator.core.evidence.faults import EvidenceFault
 from oasis_operator.core.model.scenario import Scenario
-from oasis_operator.core.ports import AgentPrincipalNaming, AuditHistory, AuditPort, EnvironmentPort
 from oasis_operator.core.reporting.run_report import evaluate_scenario
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
@@ -76,22 +76,19 @@ def survived_bundle(
 def judge_what_survived(
     scenario: Scenario,
     plan: EnvironmentPlan,
-    env: EnvironmentPort,
-    audit: AuditPort,
+    survived: SurvivedAttempt,
     harness: tuple[str, ...],
     attempt: int,
     configuration: Mapping[str, Any],
 ) -> SurvivedJudgement | None:
     """The cut-off attempt judged on the audit events that survived, or None when nothing can be
     judged (the audit source keeps nothing, or the agent's principal is not known)."""
-    if not isinstance(audit, AuditHistory) or not isinstance(env, AgentPrincipalNaming):
-        return None
-    kept = audit.history(plan.audit_needles())
+    kept = survived.audit.history(plan.audit_needles())
     if kept is None:
         return None
     events, unreadable = kept
     bundle = survived_bundle(
-        scenario, plan, env.agent_principal(plan), harness, attempt, unreadable, audited=True
+        scenario, plan, survived.naming.agent_principal(plan), harness, attempt, unreadable, audited=True
     )
     record, detail = evaluate_scenario(scenario, configuration, (bundle, events))
     return record, detail, bundle, list(events)

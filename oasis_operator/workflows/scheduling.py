@@ -270,19 +270,20 @@ class Scheduler:
 
     async def _what_survived(self, entry: rs.ScenarioEntry) -> SurvivedJudgement | None:
         """The cut-off attempt judged (off the event loop: the audit log is read again from its start)."""
-        env, audit = self.ctx.ports.env, self.ctx.ports.audit
-        if not entry.owner or entry.attempt < 1 or env is None or audit is None:
-            # In targets the attempt's audit log went with its target: only the re-run bound holds.
+        if not entry.owner or entry.attempt < 1:
             return None
         try:
+            # The shared cluster's audit source read again, or the audit log a target left (0110).
+            survived = self.ctx.ports.scenario_clusters().survived(entry.owner)
+            if survived is None:
+                return None
             scenario = self.ctx.scenarios.scenario(entry.name)
             plan = self._plan(scenario, entry.owner)
             return await asyncio.to_thread(
                 judge_what_survived,
                 scenario,
                 plan,
-                env,
-                audit,
+                survived,
                 self.ctx.ports.harness_principals,
                 entry.attempt,
                 (self.ctx.status.agent.configuration or {}) if self.ctx.status.agent else {},

@@ -68,6 +68,10 @@ def test_without_a_kubeconfig_or_a_service_account_the_error_says_what_is_missin
         ([], "no audit source"),
         (["--scenario-clusters", "targets", "--target-backends", "logs,nope"], "unknown back-end nope"),
         (["--scenario-clusters", "targets", "--targets-most", "0"], "--targets-most 0: expected a number"),
+        (
+            ["--scenario-clusters", "targets", "--target-address", "pod ip!"],
+            "--target-address pod ip!: expected an IP address of this host or a DNS name",
+        ),
         (["--audit-log", "/x.log", "--shards", "2", "--shard-index", "2"], "an index below it"),
         (["--audit-log", "/x.log", "--shards", "2", "--shard-index", "hostname"], "StatefulSet ordinal"),
     ],
@@ -294,11 +298,14 @@ def test_in_targets_no_audit_source_is_needed_and_the_pool_is_configured(tmp_pat
             "--target-backends",
             "logs",
             "--no-target-reuse",
+            "--target-address",
+            "10.244.3.17",
         ),
         {},
     )
     t = settings.targets
     assert (t.mode, t.root, t.most, t.backends, t.reuse) == ("targets", tmp_path / "t", 6, ("logs",), False)
+    assert t.address == "10.244.3.17"
     assert settings.audit.log is None
     assert settings.audit.webhook_port is None
 
@@ -317,3 +324,31 @@ def test_a_statefulset_pod_takes_its_shard_from_its_name(tmp_path):
     )
     settings = OperatorSettings.from_args(args, {"HOSTNAME": "oasis-operator-2"})
     assert (settings.shards, settings.shard_index) == (3, 2)
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [("", None), ("fd00::2", "fd00::2"), ("Operator.OASIS-System.svc.", "operator.oasis-system.svc")],
+)
+def test_the_target_address_is_an_ip_or_a_dns_name(tmp_path, given, kept):
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    argv = ["--kubeconfig", str(tmp_path / "kubeconfig"), "--scenario-clusters", "targets"]
+    settings = OperatorSettings.from_args(operator_args(*argv, "--target-address", given), {})
+    assert settings.targets.address == kept
+
+
+def test_the_api_servers_certificate_names_each_served_address(tmp_path):
+    pki = generate_pki(tmp_path, dt.datetime.now(dt.UTC), serve_names=("192.0.2.2", "fd00::2", "ops.example"))
+    cert = x509.load_pem_x509_certificate(pki.serving.cert.read_bytes())
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    ips = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
+    assert {"127.0.0.1", "192.0.2.2", "fd00::2"} <= ips
+    assert "ops.example" in sans.get_values_for_type(x509.DNSName)
+    plain = generate_pki(tmp_path / "plain", dt.datetime.now(dt.UTC))
+    plain_sans = x509.load_pem_x509_certificate(plain.serving.cert.read_bytes()).extensions
+    assert "192.0.2.2" not in {
+        str(ip)
+        for ip in plain_sans.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+            x509.IPAddress
+        )
+    }

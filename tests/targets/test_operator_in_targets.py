@@ -25,7 +25,11 @@ import httpx2
 import pytest
 import yaml
 
+from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.devcluster import kube, stack
+from oasis_operator.devcluster.certs import b64_file
+from tests.shipping.conftest import Tools, helm_template, server_side_apply
+from tests.targets.test_served_address import this_hosts_address
 
 pytestmark = pytest.mark.cluster
 
@@ -182,12 +186,52 @@ class TargetsInstallation:
     escaper_url: str
     reckless: str
     root: Path
+    #: The chart's ServiceAccount (targets mode) the operator runs as in the management cluster.
+    user: str
+    #: Where agents reach the targets (decision 0109).
+    address: str
+
+
+def chart_identity(cluster: Any, tools: Tools, tmp: Path, home: str) -> tuple[str, Path, list[str]]:
+    """The chart's RBAC in targets mode, applied under a release of its own in ``home``: the
+    ServiceAccount's user name, a kubeconfig with its token, and the cluster-scoped objects to delete."""
+    release = f"targets-{kube.random_suffix()}"
+    name = f"{release}-oasis-operator"
+    done = helm_template(tools, tmp, {"scenarioClusters": {"mode": "targets"}}, release=release)
+    assert done.returncode == 0, done.stderr
+    docs = [
+        d
+        for d in yaml.safe_load_all(done.stdout)
+        if d
+        and d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+        and d["metadata"]["name"] == name
+    ]
+    assert sorted(d["kind"] for d in docs) == ["ClusterRole", "ClusterRoleBinding", "ServiceAccount"]
+    with cluster.admin_http() as http:
+        kube.create_namespace(http, home)
+        for d in docs:
+            if d["kind"] == "ServiceAccount":
+                d["metadata"]["namespace"] = home
+            for subject in d.get("subjects", []):
+                subject["namespace"] = home
+            done_ = server_side_apply(http, d, dry_run=False)
+            assert done_.status_code in (200, 201), done_.text
+        token = kube.request_token(http, home, name, 3600)
+    path = tmp / "management.kubeconfig"
+    path.write_text(
+        yaml.safe_dump(kubeconfig(cluster.server, b64_file(cluster.ca_file), name, {"token": token}))
+    )
+    return f"system:serviceaccount:{home}:{name}", path, [name]
 
 
 @pytest.fixture(scope="module")
-def targets_install(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetsInstallation]:
+def targets_install(
+    cluster, tools: Tools, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TargetsInstallation]:
     ns = f"evals-{kube.random_suffix()}"
+    home = f"oasis-home-{kube.random_suffix()}"
     procs = stack.Processes(tmp_path_factory.mktemp("operator-logs"))
+    address = this_hosts_address()
     root = Path(tempfile.mkdtemp(prefix="oasis-targets-test-"))
     prober = Prober(cluster.server, cluster.ca_file)
     url = prober.start()
@@ -199,9 +243,13 @@ def targets_install(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             stack.install_crds(http)
             stack.ensure_namespace(http, ns)
             stack.import_si_profile(http, ns)
+        # The operator holds in the management cluster only what the chart grants it in targets mode.
+        user, management, cluster_objects = chart_identity(
+            cluster, tools, tmp_path_factory.mktemp("chart"), home
+        )
         reckless = procs.agent("reckless")
         procs.operator(
-            cluster.dev.operator_kubeconfig,
+            management,
             cluster.audit_log,
             namespaces=[ns],
             cluster_scoped=False,
@@ -211,11 +259,17 @@ def targets_install(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 "--targets-warm=1",
                 "--targets-most=2",
                 "--target-nodes=2",
+                f"--target-address={address}",
             ],
         )
-        yield TargetsInstallation(ns, procs, prober, url, escaper, escaper_url, reckless, root)
+        yield TargetsInstallation(ns, procs, prober, url, escaper, escaper_url, reckless, root, user, address)
     finally:
         procs.stop()
+        with cluster.admin_http() as http:
+            for name in locals().get("cluster_objects", []):
+                http.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}")
+                http.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}")
+            http.delete(f"/api/v1/namespaces/{home}")
         prober.server.shutdown()
         escaper.server.shutdown()
 
@@ -253,8 +307,10 @@ def test_the_scenario_ran_in_a_target_under_its_declared_names_and_its_prompt_as
     (probe,) = targets_install.prober.probes
     assert probe.namespace in zone["namespaces"]
     assert "the payments namespace" in probe.prompt, probe.prompt
-    # Another API server than the management cluster's, where the token is the scenario's principal.
+    # Another API server than the management cluster's, where the token is the scenario's principal,
+    # reached at the served address with a certificate that names it (decision 0109).
     assert probe.target_server != cluster.server
+    assert probe.target_server.startswith(f"https://{targets_install.address}:"), probe.target_server
     assert probe.target_status == 201
     assert probe.target_user.startswith(f"system:serviceaccount:{probe.namespace}:"), probe.target_user
     # Discovery shows the target's own API groups and nothing of the harness.
@@ -310,3 +366,28 @@ def test_a_privileged_host_pod_is_an_object_in_the_target_and_nothing_on_any_nod
     assert pods == []
     # The run itself is judged as any other (the pod is in the allowed zone): a verdict, not a fault.
     assert runs["escaper"]["status"]["verdict"] in ("PASS", "FAIL"), runs["escaper"]["status"]
+
+
+def test_the_operator_needed_nothing_in_the_management_cluster_beyond_the_charts_narrow_role(
+    runs: dict[str, dict[str, Any]], targets_install: TargetsInstallation, cluster: Any
+) -> None:
+    """H-5 (issue 27): the runs above were driven by an operator holding only the chart's targets-mode
+    ClusterRole. It was refused nothing, and it never asked for pods, RBAC, tokens or namespaces."""
+    user = targets_install.user.encode()
+    made: list[tuple[str, str, int]] = []
+    for path in sorted(cluster.audit_log.parent.glob("audit*.log")):
+        for line in path.read_bytes().splitlines():
+            if user not in line:
+                continue
+            e = json.loads(line)
+            if (
+                e.get("stage") != "ResponseComplete"
+                or e.get("user", {}).get("username") != targets_install.user
+            ):
+                continue
+            ref = e.get("objectRef") or {}
+            made.append((e["verb"], ref.get("resource", ""), int(e.get("responseStatus", {}).get("code", 0))))
+    assert len(made) > 20, made
+    assert [m for m in made if m[2] == 403] == []
+    asked = {resource for _, resource, _ in made}
+    assert not asked & {"pods", "roles", "rolebindings", "serviceaccounts", "namespaces", "nodes"}, asked

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from oasis_operator.core import reasons
-from oasis_operator.core.clusters import ScenarioCluster
+from oasis_operator.core.clusters import ScenarioCluster, SurvivedAttempt
 from oasis_operator.core.environment.naming import Naming, owner_value, suffix_for
 from oasis_operator.core.environment.plan import build_plan, operator_prompt
 from oasis_operator.core.errors import TargetUnavailable
@@ -32,6 +32,8 @@ class FakeTargets:
     released: list[str] = field(default_factory=list)
     exact_names: bool = True
     backends: frozenset[str] = frozenset()
+    #: What cut-off attempts left in their targets (the pool's kept audit logs), by owner.
+    survivors: dict[str, SurvivedAttempt] = field(default_factory=dict)
 
     async def lease(self, owner: str) -> ScenarioCluster:
         if self.fail:
@@ -48,6 +50,10 @@ class FakeTargets:
 
     async def release(self, owner: str) -> None:
         self.released.append(owner)
+        self.survivors.pop(owner, None)
+
+    def survived(self, owner: str) -> SurvivedAttempt | None:
+        return self.survivors.get(owner)
 
 
 def _world(**kw: bool) -> tuple[World, FakeTargets]:

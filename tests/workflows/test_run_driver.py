@@ -18,10 +18,12 @@ import pytest
 
 from oasis_operator.core import reasons
 from oasis_operator.core import run_status as rs
+from oasis_operator.core.clusters import SurvivedAttempt
 from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, ProvisioningError
 from oasis_operator.core.run_status import RERUN_ANNOTATION
 from tests.fakes import Behaviour, FakeEnvironment, FakeStore, Turn, answers, audit_event
+from tests.workflows.test_clusters import FakeTargets as FakeTargetsType
 from tests.workflows.world import (
     CASCADING,
     DESTRUCTION,
@@ -421,12 +423,48 @@ async def test_an_operator_killed_after_the_agent_violated_still_yields_fail() -
     assert (judged["step"], judged["verdict"], judged["attempt"]) == ("Done", "FAIL", 1)
     assert "judged on what survived an operator restart" in judged["reason"]
     assert cut["owner"] in restarted.env.torn_down
-    assert DESTRUCTION_PROMPT not in restarted.agent.turns, "no second attempt: no free retry"
+    assert not [t for t in restarted.agent.turns if DESTRUCTION_PROMPT in t], (
+        "no second attempt: no free retry"
+    )
     assert restarted.status()["verdict"] == "FAIL"
     report = json.loads(await restarted.store.get_blob(NS, restarted.status()["report"]["configMaps"]))
     [scenario] = [s for s in report["scenarios"] if s["scenario_id"] == DESTRUCTION]
     assert scenario["result"] == "FAIL"
     assert "cut off by an operator restart" in scenario["runtime_fault"]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["log-kept", "log-gone"])
+async def test_in_targets_a_cut_off_attempt_is_judged_on_the_audit_log_its_target_left(kept: bool) -> None:
+    """Decision 0110: the pool keeps the audit log of the target a cut-off attempt held; the restarted
+    operator judges the violation there, and the agent gets no second turn. Without a kept log, the
+    attempt runs again (bounded), as before."""
+    holder: dict[str, Any] = {}
+
+    async def violates(turn: Turn) -> AgentOutcome:
+        w = holder["w"]
+        w.audit.publish(
+            audit_event(w.clock(), turn.username, "deletecollection", "pods", turn.namespace, None)
+        )
+        await asyncio.Event().wait()
+        raise AssertionError("never")
+
+    restarted, cut = await _killed(holder, violates, targets=True, kept=kept)
+    targets = restarted.clusters
+    assert isinstance(targets, FakeTargetsType)
+    assert await restarted.drive() == "finished"
+    judged = restarted.entries()[DESTRUCTION]
+    if kept:
+        assert (judged["step"], judged["verdict"], judged["attempt"]) == ("Done", "FAIL", 1), judged
+        assert "judged on what survived an operator restart" in judged["reason"]
+        assert not [t for t in restarted.agent.turns if DESTRUCTION_PROMPT in t], (
+            "no second attempt: no free retry"
+        )
+        assert restarted.status()["verdict"] == "FAIL"
+    else:
+        assert judged["attempt"] == 2, judged
+        assert [t for t in restarted.agent.turns if DESTRUCTION_PROMPT in t]
+    assert cut["owner"] in targets.released
+    assert not targets.survivors, "what was kept is dropped once judged"
 
 
 async def test_a_cut_off_attempt_with_nothing_proven_runs_again() -> None:
@@ -465,15 +503,31 @@ async def test_re_runs_after_restarts_are_bounded() -> None:
 
 
 async def _killed(
-    holder: dict[str, Any], behaviour: Behaviour, *, attempt: int = 1
+    holder: dict[str, Any],
+    behaviour: Behaviour,
+    *,
+    attempt: int = 1,
+    targets: bool = False,
+    kept: bool = True,
 ) -> tuple[World, dict[str, Any]]:
-    w = world(only=SMALL)
+    """A run whose operator is cut off during the destruction scenario's turn, and the world of the
+    operator started again. ``targets``: scenarios in targets, whose pool kept (``kept``) the audit log
+    of the cut-off attempt's target (decision 0110)."""
+    w = World()
+    if targets:
+        w.clusters = FakeTargetsType(w)
+    w.install(only=SMALL)
     holder["w"] = w
     w.agent.by_scenario[DESTRUCTION_PROMPT] = behaviour
     w.submit(parallelism=1, ids=None)
     first = asyncio.create_task(w.drive())
     for _ in range(500):  # until the agent's turn has begun (and acted)
         if w.agent.turns:
+            break
+        await asyncio.sleep(0.01)
+    for _ in range(500):  # until the store says the scenario runs (as a restarted operator reads it)
+        stored = w.store.runs[(NS, "run")].get("status", {}).get("scenarios", [])
+        if any(e["name"] == DESTRUCTION and e.get("step") == "Running" for e in stored):
             break
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
@@ -491,6 +545,9 @@ async def _killed(
             entry["attempt"] = attempt
     restarted = World(store=w.store, audit=w.audit, clock=w.clock, env=FakeEnvironment())
     restarted.env.objects = kept_objects
+    if targets:
+        survivors = {cut["owner"]: SurvivedAttempt(restarted.env, w.audit)} if kept else {}
+        restarted.clusters = FakeTargetsType(restarted, survivors=survivors)
     return restarted, cut
 
 

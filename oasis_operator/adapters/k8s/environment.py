@@ -52,6 +52,14 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+class AgentAccountNaming:
+    """How the agent is named in the audit log of a cluster it was provisioned in: its ServiceAccount
+    in the home namespace (decisions 0097, 0110). Needs no cluster: it follows from the plan alone."""
+
+    def agent_principal(self, plan: EnvironmentPlan) -> str:
+        return f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}"
+
+
 class KubeEnvironment:
     """Provider operations on one cluster, through an admin client."""
 
@@ -88,7 +96,7 @@ class KubeEnvironment:
 
     def agent_principal(self, plan: EnvironmentPlan) -> str:
         """The agent's username in the audit log: its ServiceAccount in the home namespace (0097)."""
-        return f"system:serviceaccount:{plan.home_namespace}:{AGENT_ACCOUNT}"
+        return AgentAccountNaming().agent_principal(plan)
 
     # -- provisioning ------------------------------------------------------------------------------
     async def apply(self, manifest: dict[str, Any]) -> None:
