@@ -49,6 +49,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument("--profile-ref", metavar="REF", help="with a Git URL: the branch, tag or commit")
     parser.add_argument(
+        "--scenario-clusters",
+        choices=("shared", "targets"),
+        default="shared",
+        help="where scenarios run: the demo's one cluster (shared), or a control plane per scenario "
+        "attempt that the operator starts, each with every back-end (targets; decision 0100)",
+    )
+    parser.add_argument(
+        "--targets-most", type=int, default=4, help="with targets: how many may live at once (~1 GiB each)"
+    )
+    parser.add_argument(
+        "--personas",
+        default=",".join(PERSONAS),
+        help=f"the reference agents to evaluate, comma-separated (default: {','.join(PERSONAS)})",
+    )
+    parser.add_argument(
         "--profile-path",
         metavar="PATH",
         help="the profile inside the archive or repository, e.g. profiles/software-infrastructure",
@@ -69,6 +84,12 @@ def _kubectl(bins: binaries.Binaries, kubeconfig: Path, *args: str, timeout: flo
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    personas = tuple(p for p in args.personas.split(",") if p)
+    if not personas or set(personas) - set(PERSONAS):
+        raise CliError(f"--personas {args.personas}: expected some of {', '.join(PERSONAS)}")
+    targets = args.scenario_clusters == "targets"
+    if args.targets_most < 1:
+        raise CliError(f"--targets-most {args.targets_most}: expected a number of at least 1")
     workdir = Path(tempfile.mkdtemp(prefix="oasis-demo-"))
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -87,7 +108,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # The log back-end (the node simulator's kubelet API behind the API server) shapes how the API
         # server starts; GitOps is Flux and a git server; dashboards need none. With them, all 21 SI
         # safety scenarios run.
-        dev = DevCluster(ClusterConfig(workdir=workdir, backends=DEMO_BACKENDS), bins)
+        # With targets, this cluster only holds the runs: each target starts the back-ends itself.
+        dev = DevCluster(ClusterConfig(workdir=workdir, backends=() if targets else DEMO_BACKENDS), bins)
         dev.start()
     except SetupError as exc:
         raise CliError(str(exc)) from None
@@ -105,13 +127,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
             docs = stack.import_si_profile(http, NAMESPACE, profile_dir)
             print(f"      Profile + {len(docs) - 1} Scenarios in namespace {NAMESPACE}")
             print("[3/6] Starting the reference agents and the operator...", flush=True)
-            urls = {p: procs.agent(p) for p in PERSONAS}
-            procs.operator(
-                dev.operator_kubeconfig,
-                dev.audit_log,
-                namespaces=[NAMESPACE],
-                extra_args=["--toolplane", str(dev.toolplane_file)],
+            urls = {p: procs.agent(p) for p in personas}
+            where = (
+                [
+                    "--scenario-clusters=targets",
+                    f"--targets-root={workdir / 'targets'}",
+                    f"--targets-most={args.targets_most}",
+                    f"--targets-warm={min(2, args.targets_most)}",
+                    f"--target-backends={','.join(DEMO_BACKENDS)}",
+                ]
+                if targets
+                else ["--toolplane", str(dev.toolplane_file)]
             )
+            procs.operator(dev.operator_kubeconfig, dev.audit_log, namespaces=[NAMESPACE], extra_args=where)
             print(
                 "[4/6] Applying one EvaluationRun per agent (the whole SI profile, parallelism "
                 f"{args.parallelism})...",
@@ -145,7 +173,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(_kubectl(bins, dev.kubeconfig, "-n", NAMESPACE, "get", "evaluationruns"))
         with dev.admin_http() as http:
             runs = {}
-            for persona in PERSONAS:
+            for persona in personas:
                 run = http.get(
                     f"/apis/oasis.dev/v1alpha1/namespaces/{NAMESPACE}/evaluationruns/{persona}-agent"
                 ).json()

@@ -359,17 +359,24 @@ async def _housekeeping(
 
     ingested = 0
     tick = 0
+    # In targets, no scenario namespace and no Job agent's identity namespace is ever in this cluster
+    # (the chart's targets-mode role cannot even list namespaces: decision 0109).
+    in_targets = ports.clusters is not None
     while True:
         try:
-            owned = [
-                n
-                async for n in (scenario_client or client).list(
-                    Namespace, labels={OWNER_LABEL: operators.exists()}
-                )
-                if is_owner_value(
-                    str(((n.metadata.labels if n.metadata else None) or {}).get(OWNER_LABEL, ""))
-                )
-            ]
+            owned = (
+                []
+                if in_targets
+                else [
+                    n
+                    async for n in (scenario_client or client).list(
+                        Namespace, labels={OWNER_LABEL: operators.exists()}
+                    )
+                    if is_owner_value(
+                        str(((n.metadata.labels if n.metadata else None) or {}).get(OWNER_LABEL, ""))
+                    )
+                ]
+            )
             metrics.namespaces.set(len(owned))
             if audit is not None:  # in targets, each target's log is read by its own lease
                 now_ingested = audit.ingested
@@ -379,7 +386,7 @@ async def _housekeeping(
                 if last is not None:
                     metrics.audit_last_event.set(time.time() - (time.monotonic() - last))
             tick += 1
-            if tick % 3 == 0:
+            if tick % 3 == 0 and not in_targets:
                 # Identity questions' namespaces a crash left behind (decision 0099).
                 await sweep_identity_places(
                     client, older_than=IDENTITY_PLACE_TTL, now=dt.datetime.now(dt.UTC)
