@@ -26,7 +26,7 @@ lock: ## Re-resolve the dependencies (newest allowed by pyproject.toml) into .ci
 	$(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/pip install --quiet --upgrade pip
 	.lock-venv/bin/pip install --quiet '.[test]'
-	{ head -n 3 $(LOCK); .lock-venv/bin/pip freeze --exclude-editable | grep -v '^oasis-operator'; } > $(LOCK).new
+	{ head -n 3 $(LOCK); .lock-venv/bin/pip freeze --all --exclude-editable | grep -v -E '^(oasis-operator|pip)=='; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
 	rm -rf .lock-venv
 
