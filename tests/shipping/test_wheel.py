@@ -26,6 +26,7 @@ import yaml
 from tests.shipping.conftest import REPO
 from tests.verification.test_cli_evaluate import make_run
 
+PIP = (sys.executable, "-m", "pip")
 SI_DIR = REPO.parent / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
 
 
@@ -75,8 +76,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         ).stdout.strip()
     )
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet"]
-        + ["--no-deps", "--no-index", str(wheel)],
+        [
+            *PIP,
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -135,4 +144,6 @@ def test_the_wheel_generates_the_repositorys_crds(installed: Installed, tmp_path
     written = sorted(p.name for p in tmp_path.glob("*.yaml"))
     assert written == sorted(p.name for p in (REPO / "crds").glob("*.yaml"))
     for name in written:
-        assert yaml.safe_load((tmp_path / name).read_text()) == yaml.safe_load((REPO / "crds" / name).read_text())
+        assert yaml.safe_load((tmp_path / name).read_text()) == yaml.safe_load(
+            (REPO / "crds" / name).read_text()
+        )
