@@ -38,6 +38,7 @@ def release_build(out: Path, *parts: str, **env: str) -> subprocess.CompletedPro
 def test_the_release_build_makes_the_wheel_and_the_chart_of_the_tags_version(
     tools: Tools, tmp_path: Path
 ) -> None:
+    checkout = sorted(p.name for p in REPO.iterdir())
     done = release_build(tmp_path, HELM=str(tools.helm), RELEASE_TAG=f"v{VERSION}")
     assert done.returncode == 0, done.stderr[-3000:]
     wheel = tmp_path / f"oasis_operator-{VERSION}-py3-none-any.whl"
@@ -56,7 +57,7 @@ def test_the_release_build_makes_the_wheel_and_the_chart_of_the_tags_version(
     assert (meta["version"], meta["appVersion"]) == (VERSION, VERSION)
     expected = {f"oasis-operator/{p.relative_to(CHART)}" for p in CHART.rglob("*") if p.is_file()}
     assert expected - {"oasis-operator/.helmignore"} <= packaged
-    assert not any(REPO.glob("build")), "the build left build/ in the checkout"
+    assert sorted(p.name for p in REPO.iterdir()) == checkout  # no build/ or egg-info left behind
 
 
 def test_a_tag_that_is_not_the_version_is_refused_before_anything_is_built(tmp_path: Path) -> None:
