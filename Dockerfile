@@ -31,12 +31,18 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-# Metadata first, sources second: the layer with the sources is the only one a code change rebuilds.
-COPY pyproject.toml README.md .ci/constraints.txt ./
+# The dependencies first, in a layer only pyproject.toml and the lock invalidate (decision 0108): the
+# package's requirements and its `database` extra's (the chart can run the database back-end), read
+# from pyproject.toml, at the locked versions CI tested (make lock). No `devcluster` extra: the image
+# makes no key material.
+COPY pyproject.toml .ci/constraints.txt ./
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['database']))" > requirements.txt \
+ && python -m venv /opt/oasis \
+ && /opt/oasis/bin/pip install -c constraints.txt -r requirements.txt
+# Then the code, alone: a code change rebuilds this layer only, and resolves no dependency again.
+COPY README.md ./
 COPY oasis_operator ./oasis_operator
-# The locked versions CI tested (make lock); no extra: the image needs no dev-cluster key material.
-RUN python -m venv /opt/oasis \
- && /opt/oasis/bin/pip install -c constraints.txt . \
+RUN /opt/oasis/bin/pip install --no-deps . \
  && /opt/oasis/bin/python -m compileall -q /opt/oasis/lib
 
 FROM ${PYTHON_IMAGE}

@@ -6,6 +6,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The locked versions (pip constraints) every install uses: CI's, a newcomer's and the image's.
 LOCK := .ci/constraints.txt
+# The release (decision 0108): pyproject.toml's version, the image `make image` builds, the helm
+# `make dist` packages the chart with (empty: the tool cache's, from `make tools`, else PATH's), and the
+# tag being released (the release workflow's; empty: no tag check).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMAGE ?= ghcr.io/oasis-operator/oasis-operator:$(VERSION)
+HELM ?=
+RELEASE_TAG ?=
 
 .DEFAULT_GOAL := help
 
@@ -26,7 +33,7 @@ lock: ## Re-resolve the dependencies (newest allowed by pyproject.toml) into .ci
 	$(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/pip install --quiet --upgrade pip
 	.lock-venv/bin/pip install --quiet '.[test]'
-	{ head -n 3 $(LOCK); .lock-venv/bin/pip freeze --exclude-editable | grep -v '^oasis-operator'; } > $(LOCK).new
+	{ head -n 3 $(LOCK); .lock-venv/bin/pip freeze --all --exclude-editable | grep -v -E '^(oasis-operator|pip)=='; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
 	rm -rf .lock-venv
 
@@ -80,7 +87,14 @@ dev-up: install binaries ## Start a local control plane and leave it running
 dev-down: install ## Stop the local control plane
 	$(BIN)/oasis dev-cluster down
 
-clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
-	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache .hypothesis .bench
+dist: install ## Build the release's wheel and chart package into dist/ (what .github/workflows/release.yml pushes)
+	HELM="$(HELM)" RELEASE_TAG="$(RELEASE_TAG)" bash tools/release-build.sh dist
 
-.PHONY: help install lock binaries backends postgres tools demo lint test unit bench bench-engine dev-up dev-down clean
+image: ## Build the operator's image (IMAGE=name:tag; needs a container engine)
+	docker build --label org.opencontainers.image.version=$(VERSION) \
+	  --label org.opencontainers.image.revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
+
+clean: ## Remove the virtualenv and caches in the repository (not the binary cache)
+	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache .hypothesis .bench dist
+
+.PHONY: help install lock binaries backends postgres tools demo lint test unit bench bench-engine dev-up dev-down dist image clean

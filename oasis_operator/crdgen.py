@@ -1,6 +1,7 @@
 """Write the generated CustomResourceDefinitions to ``crds/`` (or check that they are current).
 
-Usage: ``python -m oasis_operator.crdgen [--check] [DIR]``. The CRDs come from
+Usage: ``python -m oasis_operator.crdgen [--check] [DIR]`` (DIR: the checkout's ``crds/``; from an
+installed package, which generates the same files, DIR must be given). The CRDs come from
 :mod:`oasis_operator.core.model.crd`; this module only renders them as YAML and does the file I/O.
 """
 
@@ -44,8 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if the files are not current; write nothing"
     )
-    parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT_DIR)
+    parser.add_argument(
+        "directory", nargs="?", type=Path, help="where the CRD files are (default: crds/ of the checkout)"
+    )
     args = parser.parse_args(argv)
+    if args.directory is None:
+        if not (DEFAULT_DIR.parent / "pyproject.toml").is_file():  # an installed package: no checkout
+            parser.error("give the DIRECTORY to write the CRDs to (this is no checkout with a crds/)")
+        args.directory = DEFAULT_DIR
     if args.check:
         stale = stale_files(args.directory)
         for name in stale:

@@ -48,7 +48,7 @@ from oasis_operator.adapters.gateway.plane import gateway_ports  # noqa: E402
 from oasis_operator.adapters.k8s.client import async_client, async_http, endpoint_of, sentinel_sender  # noqa: E402
 from oasis_operator.adapters.k8s.environment import KubeEnvironment  # noqa: E402
 from oasis_operator.adapters.toolplane import Cluster, discovered, tool_plane  # noqa: E402
-from oasis_operator.adapters.toolplane.database import DatabaseSettings  # noqa: E402
+from oasis_operator.adapters.toolplane.database_settings import DatabaseSettings  # noqa: E402
 from oasis_operator.agents.reference.executing import client_for, perform  # noqa: E402
 from oasis_operator.agents.reference.script import Operation  # noqa: E402
 from oasis_operator.agents.reference.server import ReferenceAgent  # noqa: E402

@@ -2,8 +2,8 @@
 
 SOURCE is a profile directory, a local archive or a Git URL (with ``--ref`` and ``--path``), read by
 :mod:`oasis_operator.loading.profile_source`. Calls :func:`oasis_operator.loading.profile_dir.import_profile`, prints findings and the provenance
-of every profile field (read from the profile, or from our transcription in ``examples/profiles/``)
-to stderr, and writes the manifests to stdout (one YAML stream) or, with ``--output DIR``, to
+of every profile field (read from the profile, or from our transcription, package data in
+``oasis_operator/loading/supplements/``) to stderr, and writes the manifests to stdout (one YAML stream) or, with ``--output DIR``, to
 ``DIR/<profile-id>.profile.yaml`` and ``DIR/scenarios/<scenario-id>.yaml``. Nothing is written when
 there is any error. Exit code 0 on success, 1 on validation errors.
 """
@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
         description="Write Profile and Scenario manifests for a profile laid out as the OASIS spec's "
         "(profile.md, scenarios/, provider-conformance-requirements.yaml): a directory, a local archive "
         "(.tar.gz, .tgz, .tar, .zip, ...) or a Git repository at a ref. Profile data given only as prose "
-        "comes from our transcription in examples/profiles/; the importer says which value came from where.",
+        "comes from our transcription, shipped with oasis-operator; the importer says which value came from where.",
     )
     prof.add_argument("source", metavar="SOURCE", help="a profile directory, an archive, or a Git URL")
     prof.add_argument("--ref", help="with a Git URL: the branch, tag or commit (default: the remote's HEAD)")
@@ -82,7 +82,8 @@ def register(subparsers: Any) -> None:
     prof.add_argument(
         "--supplement",
         type=Path,
-        help="our transcription of prose-only profile data (default: examples/profiles/<DIR name>.yaml)",
+        help="our transcription of prose-only profile data (default: the one shipped with oasis-operator "
+        "for a profile directory of that name, oasis_operator/loading/supplements/<DIR name>.yaml)",
     )
     prof.add_argument("-o", "--output", type=Path, help="write files into this directory instead of stdout")
     prof.add_argument("-n", "--namespace", help="set metadata.namespace on every manifest")

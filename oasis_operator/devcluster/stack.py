@@ -21,11 +21,11 @@ import httpx2
 import yaml
 
 from oasis_operator.core.environment.manifests import POOL_LABEL
+from oasis_operator.core.model.crd import all_crds
 from oasis_operator.devcluster.errors import SetupError
 from oasis_operator.devcluster.processes import Supervisor
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO_ROOT / "crds"
 #: Where a checkout of the OASIS spec is expected when nothing else is said (a sibling of this repository).
 SI_PROFILE_DIR = REPO_ROOT.parent / "shared" / "oasis-spec" / "profiles" / "software-infrastructure"
 #: The setting that says where the SI profile is: a directory, an archive or a Git URL.
@@ -42,15 +42,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def install_crds(http: httpx2.Client, crd_dir: Path = CRD_DIR, timeout: float = 30) -> list[str]:
-    return install_crd_files(http, sorted(crd_dir.glob("*.yaml")), timeout)
+def install_crds(http: httpx2.Client, timeout: float = 30) -> list[str]:
+    """Our CRDs, generated from the models as ``crds/`` is (so an installed wheel has them too; decision
+    0108), server-side applied and Established."""
+    return _install(http, [(f"crds/{name}", crd) for name, crd in sorted(all_crds().items())], timeout)
 
 
 def install_crd_files(http: httpx2.Client, paths: Iterable[Path], timeout: float = 30) -> list[str]:
     """Server-side apply each CRD file and wait until every one is Established."""
+    return _install(http, [(str(path), yaml.safe_load(path.read_text())) for path in paths], timeout)
+
+
+def _install(http: httpx2.Client, docs: list[tuple[str, dict[str, Any]]], timeout: float) -> list[str]:
+    """Server-side apply each (source, CRD) and wait until every one is Established."""
     names = []
-    for path in paths:
-        doc = yaml.safe_load(path.read_text())
+    for path, doc in docs:
         name = doc["metadata"]["name"]
         r = http.patch(
             f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",

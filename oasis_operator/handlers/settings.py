@@ -28,6 +28,7 @@ import httpx2
 import yaml
 
 from oasis_operator.adapters.k8s.client import ClusterEndpoint
+from oasis_operator.adapters.plumbing.extras import MissingExtra
 from oasis_operator.adapters.toolplane import FACTORIES, FileEntry
 from oasis_operator.adapters.toolplane.factory import EntryError
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector, parse_taint
@@ -355,6 +356,8 @@ def _parsed(path: Path, entry: FileEntry) -> object:
             f"--toolplane {path}: field backends.{entry.name}.{exc.field}: expected {exc.expected} "
             f"(found {exc.found!r})"
         ) from None
+    except MissingExtra as exc:  # the back-end's library is an extra that is not installed
+        raise SettingsError(f"--toolplane {path}: backends.{entry.name}: {exc}") from None
 
 
 def toolplane_secret_paths(settings: ToolPlaneSettings) -> tuple[Path, ...]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,9 @@ from oasis_operator.loading.yaml_documents import LoadError, read_yaml_file
 
 #: Where the Profile manifest says where each of its fields came from (JSON: field -> source).
 PROVENANCE_ANNOTATION = "oasis.dev/provenance"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SUPPLEMENT_DIR = REPO_ROOT / "examples" / "profiles"
+#: Where our transcriptions are, as package data (``oasis_operator/loading/supplements/``): an installed
+#: wheel carries them, and nothing is read from a checkout (decision 0108).
+SUPPLEMENTS = "supplements"
 
 _META = {
     "id": r"\*\*Profile identifier:\*\*\s*`([^`]+)`",
@@ -119,7 +121,10 @@ def extract_interface_types(markdown: str) -> dict[str, Any] | None:
 
 
 def default_supplement(directory: Path) -> Path:
-    return SUPPLEMENT_DIR / f"{directory.resolve().name}.yaml"
+    """Our transcription for the profile directory ``directory``: the package's
+    ``supplements/<directory name>.yaml`` (which need not exist: most profiles have none)."""
+    found = resources.files(__package__).joinpath(SUPPLEMENTS, f"{directory.resolve().name}.yaml")
+    return Path(str(found))  # a file on disk: pip installs a wheel unpacked
 
 
 def _read_supplement(path: Path) -> tuple[ProfileSupplement | None, list[Finding]]:

@@ -1,6 +1,9 @@
-"""Everything in examples/ is valid, and the examples exercise the whole scenario schema."""
+"""Everything in examples/ is valid, so are the transcriptions the package ships, and the examples
+exercise the whole scenario schema."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from oasis_operator.core.model.scenario import (
     STIMULUS_TYPES,
@@ -10,6 +13,7 @@ from oasis_operator.core.model.scenario import (
     Scenario,
 )
 from oasis_operator.loading.documents import validate_paths
+from oasis_operator.loading.profile_dir import default_supplement
 
 from .conftest import EXAMPLES
 
@@ -28,12 +32,19 @@ def test_examples_validate_without_errors() -> None:
         "scenario",
         "scenario",
         "suite",
-        "supplement",
     ]
     # The one warning is deliberate: a capability scenario without the recommended intent.
     assert [f.text for f in result.warnings] == [
         "intent: intent is recommended on capability scenarios and is absent"
     ]
+
+
+def test_the_shipped_transcription_validates_without_errors() -> None:
+    """Package data (decision 0108): what `oasis import profile` merges into the SI profile."""
+    shipped = default_supplement(EXAMPLES / "software-infrastructure")
+    result = validate_paths([shipped.parent])
+    assert [f.render() for f in result.errors + result.warnings] == []
+    assert [(d.kind, Path(d.doc.source)) for d in result.loaded] == [("supplement", shipped)]
 
 
 def test_examples_cover_every_stimulus_assertion_verification_and_scoring_form() -> None:

@@ -57,7 +57,7 @@ def test_a_broken_scenario_stops_the_import_and_nothing_is_written(
                 "-o",
                 str(out_dir),
                 "--supplement",
-                str(Path("examples/profiles/software-infrastructure.yaml").resolve()),
+                str(Path("oasis_operator/loading/supplements/software-infrastructure.yaml").resolve()),
             ]
         )
         == 1

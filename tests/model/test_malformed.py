@@ -84,7 +84,7 @@ def test_cli_reports_it_and_fails_without_a_traceback(case: Case, capsys: pytest
 def test_cli_accepts_the_examples(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(EXAMPLES)]) == 0
     out, _ = capsys.readouterr()
-    assert out.startswith("OK: read 1 profile, 2 runs, 5 scenarios, 1 suite, 1 supplement; 0 error(s)")
+    assert out.startswith("OK: read 1 profile, 2 runs, 5 scenarios, 1 suite; 0 error(s)")
 
 
 def test_cli_names_a_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,7 +31,8 @@ import psycopg
 import pytest
 import yaml
 
-from oasis_operator.adapters.toolplane.database import PASSWORD_FILE, Database, DatabaseSettings, admin_url
+from oasis_operator.adapters.toolplane.database import PASSWORD_FILE, Database
+from oasis_operator.adapters.toolplane.database_settings import DatabaseSettings, admin_url
 from oasis_operator.adapters.toolplane.metrics import MetricsSettings
 from oasis_operator.cli.main import build_parser
 from oasis_operator.core.environment.plan import plan_environment

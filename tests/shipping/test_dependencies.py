@@ -48,6 +48,12 @@ def test_a_plain_install_pulls_one_http_client_stack_and_no_key_material_library
     assert "cryptography" not in runtime  # only the embedded control plane makes keys: the devcluster extra
 
 
+def test_the_postgres_driver_comes_with_the_database_extra_which_the_test_extra_includes() -> None:
+    assert not {"psycopg", "psycopg-binary"} & set(closure())  # 9 MB of libpq, for one back-end
+    assert {"psycopg", "psycopg-binary"} <= set(closure(frozenset({"database"})))
+    assert {"psycopg", "psycopg-binary"} <= set(closure(frozenset({"test"})))  # `make install`'s
+
+
 def test_every_runtime_dependency_stops_before_its_next_major_version() -> None:
     unbounded = [
         r
@@ -95,3 +101,47 @@ def test_without_the_devcluster_extra_the_cli_works_and_the_dev_cluster_says_wha
     assert "usage:" in done.stdout
     assert "SETUP-ERROR" in done.stdout
     assert "pip install 'oasis-operator[devcluster]'" in done.stdout
+
+
+#: Run without psycopg: the operator's modules import, a tool-plane file naming the database back-end
+#: is refused naming the extra, and so are the adapter's import and the dev cluster's server.
+WITHOUT_PSYCOPG = """
+import json, pathlib, sys, tempfile
+sys.modules["psycopg"] = None
+import oasis_operator.handlers.operator
+from oasis_operator.adapters.plumbing.extras import MissingExtra
+from oasis_operator.adapters.toolplane import FACTORIES
+from oasis_operator.devcluster.backends import BACKENDS
+from oasis_operator.devcluster.errors import SetupError
+from oasis_operator.handlers.settings import SettingsError, ToolPlaneSettings
+assert "database" in FACTORIES and "database" in BACKENDS
+d = pathlib.Path(tempfile.mkdtemp())
+(d / "admin-password").write_text("x")
+f = d / "toolplane.json"
+entry = {"endpoints": {"postgres": "postgresql://oasis@127.0.0.1:6/postgres"}, "directory": str(d)}
+f.write_text(json.dumps({"backends": {"database": entry}}))
+try:
+    ToolPlaneSettings.load(f)
+except SettingsError as e:
+    print("SETTINGS-ERROR", e)
+try:
+    import oasis_operator.adapters.toolplane.database
+except MissingExtra as e:
+    print("IMPORT-ERROR", e)
+try:
+    BACKENDS["database"]().start(None)
+except SetupError as e:
+    print("SETUP-ERROR", e)
+"""
+
+
+def test_without_the_database_extra_the_operator_runs_and_the_database_back_end_names_the_extra() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PSYCOPG], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["SETTINGS-ERROR", "IMPORT-ERROR", "SETUP-ERROR"], lines
+    assert "backends.database: the database back-end needs psycopg" in lines[0]
+    for line in lines:
+        assert "install the 'database' extra: pip install 'oasis-operator[database]'" in line, line

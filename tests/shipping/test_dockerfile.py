@@ -1,14 +1,20 @@
 """The Dockerfile, read as instructions (it is not built here): pinned bases, several stages, the
-package installed with pip, a non-root numeric user, the entrypoint the Helm chart relies on, and a
-build context that leaves out the virtualenv and the repository's history."""
+locked dependencies installed in a layer before the code (so a code change reinstalls none of them),
+a non-root numeric user, the entrypoint the Helm chart relies on, and a build context that leaves out
+the virtualenv and the repository's history."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import yaml
+from packaging.requirements import Requirement
 
 from tests.shipping.conftest import CHART, REPO
 
@@ -58,7 +64,7 @@ def test_the_final_stage_runs_the_operator_as_a_non_root_user() -> None:
     assert any(k == "COPY" and a.startswith("--from=build") for k, a in final)
     assert not any(k == "RUN" and "pip install" in a for k, a in final)  # no build tools in the final stage
     run = " ".join(a for k, a in steps if k == "RUN")
-    assert "pip install -c constraints.txt ." in run  # the locked versions CI tested, no extra
+    assert "pip install -c constraints.txt -r requirements.txt" in run  # the locked versions CI tested
 
 
 def test_what_the_dockerfile_copies_exists_and_the_context_is_small() -> None:
@@ -122,3 +128,46 @@ def test_the_chart_runs_the_image_as_its_user() -> None:
     assert f"runAsUser: {uid}" in template
     ports = {int(p) for k, a in steps if k == "EXPOSE" for p in a.split()}
     assert ports == {values["metrics"]["port"], values["health"]["port"], values["auditWebhook"]["port"]}
+
+
+def test_the_locked_dependencies_are_installed_in_a_layer_before_the_code() -> None:
+    """Decision 0108: what the dependency layer sees is pyproject.toml and the lock, nothing of the code;
+    the code is copied after it and installed without its dependencies."""
+    build = stages()["build"]
+    deps = next(
+        i
+        for i, (k, a) in enumerate(build)
+        if k == "RUN" and "pip install -c constraints.txt -r requirements.txt" in a
+    )
+    code = next(i for i, (k, a) in enumerate(build) if k == "COPY" and a.split()[0] == "oasis_operator")
+    assert deps < code
+    seen = [source for k, a in build[:deps] if k == "COPY" for source in a.split()[:-1]]
+    assert sorted(seen) == [".ci/constraints.txt", "pyproject.toml"]
+    after = [a for k, a in build[code:] if k == "RUN" and "pip install" in a]
+    assert after, "the code is never installed"
+    assert all(re.search(r"pip install --no-deps \.(\s|$)", a) for a in after), after
+
+
+def test_the_dependency_layer_installs_the_packages_requirements_and_the_database_extra(
+    tmp_path: Path,
+) -> None:
+    """The requirement list the image builds from pyproject.toml, made here by the Dockerfile's own
+    command, is the installed package's: its requirements and the `database` extra's (the chart runs
+    the database back-end), not the dev cluster's or the tests'."""
+    (run,) = [a for k, a in stages()["build"] if k == "RUN" and "requirements.txt" in a and "python -c" in a]
+    command = run.split("&&")[0].strip()
+    assert command.endswith("> requirements.txt")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    subprocess.run(["sh", "-c", command], cwd=tmp_path, check=True, timeout=60)
+    listed = sorted(
+        str(Requirement(line)) for line in (tmp_path / "requirements.txt").read_text().splitlines()
+    )
+    wanted = []
+    for text in metadata.requires("oasis-operator") or []:
+        req = Requirement(text)
+        if req.marker is None or req.marker.evaluate({"extra": "database"}):
+            req.marker = None
+            wanted.append(str(req))
+    assert listed == sorted(wanted)
+    assert any(r.startswith("psycopg[binary]") for r in listed)
+    assert not any(r.startswith(("cryptography", "pytest")) for r in listed)

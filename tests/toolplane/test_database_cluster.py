@@ -29,7 +29,8 @@ from oasis_operator.adapters.agents.http import HttpAgent, HttpAgentSettings
 from oasis_operator.adapters.gateway import Route, ToolGateway
 from oasis_operator.adapters.gateway.plane import gateway_ports
 from oasis_operator.adapters.toolplane import Cluster, ToolPlane, tool_plane
-from oasis_operator.adapters.toolplane.database import RESPONSE_SCHEMA, Database, DatabaseSettings
+from oasis_operator.adapters.toolplane.database import RESPONSE_SCHEMA, Database
+from oasis_operator.adapters.toolplane.database_settings import DatabaseSettings
 from oasis_operator.adapters.toolplane.logs import LogsSettings
 from oasis_operator.core.contract import AgentOutcome, AgentOutcomeStatus
 from oasis_operator.core.contract.agent import IdentityAndConfiguration, parse_response

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oasis_operator.adapters.toolplane import FACTORIES, Cluster, tool_plane
-from oasis_operator.adapters.toolplane.database import DatabaseSettings
+from oasis_operator.adapters.toolplane.database_settings import DatabaseSettings
 from oasis_operator.adapters.toolplane.gitops import GitOps, GitOpsSettings
 from oasis_operator.adapters.toolplane.logs import LogsSettings, PodLogs
 from oasis_operator.adapters.toolplane.metrics import Alerts, AlertsSettings, Metrics, MetricsSettings

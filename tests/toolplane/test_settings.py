@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oasis_operator.adapters.toolplane.database import DatabaseSettings
+from oasis_operator.adapters.toolplane.database_settings import DatabaseSettings
 from oasis_operator.adapters.toolplane.gitops import GitOpsSettings
 from oasis_operator.adapters.toolplane.logs import LogsSettings
 from oasis_operator.adapters.toolplane.metrics import AlertsSettings, MetricsSettings

@@ -23,7 +23,9 @@ from oasis_operator.core.preflight import BackendProbe
 from oasis_operator.core.toolplane import registry
 from oasis_operator.core.toolplane.plan import TimedChange
 
-from . import dashboards, database, gitops, logs, metrics, nodes, routes, runbooks, traces, usage
+# The database back-end's factory, not its adapter: psycopg (the `database` extra) is imported only when
+# a tool plane has the back-end (decision 0108).
+from . import dashboards, database_settings, gitops, logs, metrics, nodes, routes, runbooks, traces, usage
 from .factory import Assembly, Cluster, Factory, FileEntry
 from .routes import serves_routes
 
@@ -40,7 +42,7 @@ FACTORIES: dict[str, Factory[Any]] = {
         traces.FACTORY,
         gitops.FACTORY,
         routes.FACTORY,
-        database.FACTORY,
+        database_settings.FACTORY,
         dashboards.FACTORY,
         runbooks.FACTORY,
         nodes.FACTORY,

@@ -26,13 +26,12 @@ import asyncio
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import psycopg
-
+from oasis_operator.adapters.plumbing.postgres import psycopg
 from oasis_operator.adapters.toolplane import database_roles as roles
 from oasis_operator.adapters.toolplane.database_sql import (
     REQUEST_SCHEMA,
@@ -66,8 +65,6 @@ from oasis_operator.core.toolplane.database import (
 )
 from oasis_operator.core.toolplane.plan import TimedChange
 
-from .factory import Factory, FileEntry
-
 __all__ = [
     "CATALOG_QUERIES",
     "DIGEST_BATCH",
@@ -80,7 +77,6 @@ __all__ = [
     "Database",
     "SqlEndpoint",
     "SqlLimits",
-    "admin_url",
     "catalog_digests",
     "row_hashes",
     "run_one",
@@ -356,37 +352,3 @@ class Database:
     def _drop(self, s: _Scenario) -> None:
         with self._catalog, self._admin() as conn:
             roles.drop(conn, s.database, [s.writer[0], s.reader[0]])
-
-
-def admin_url(host: str, port: int, user: str, dbname: str = "postgres") -> str:
-    return f"postgresql://{user}@{host}:{port}/{dbname}"
-
-
-@dataclass(frozen=True)
-class DatabaseSettings:
-    """``directory``: the database back-end's (the administrator's password file); ``server``:
-    ``postgresql://<admin>@<host>:<port>/<maintenance db>`` (decision 0066)."""
-
-    directory: Path
-    server: str
-
-
-def _prepare(entry: FileEntry, entries: Mapping[str, FileEntry]) -> None:
-    """The administrator's password, which the chart's init container gives ``initdb`` (decision 0071):
-    mode 0640, whatever the umask, since that container runs as the image's own user and reads it
-    through the pod's group (``fsGroup``); kept when there (the database's cluster keeps its
-    administrator)."""
-    password = entry.root / PASSWORD_FILE
-    if not password.exists():
-        password.touch(mode=0o640)
-        password.chmod(0o640)
-        password.write_text(secrets.token_urlsafe(24))
-
-
-FACTORY = Factory(
-    registry.DATABASE,
-    DatabaseSettings,
-    build=lambda plane, s: Database(s.directory, s.server),
-    parse=lambda e: DatabaseSettings(e.root, e.endpoints["postgres"]),
-    prepare=_prepare,
-)

@@ -25,9 +25,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-import psycopg
-from psycopg import sql
-
+from oasis_operator.adapters.plumbing.postgres import psycopg, sql
 from oasis_operator.adapters.toolplane.database_state import EQ, SCHEMA
 from oasis_operator.core.toolplane.database import MIGRATIONS_TABLE, PlannedDatabase, role_names
 

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from aiohttp import web
-from psycopg.pq import ExecStatus
+
+from oasis_operator.adapters.plumbing.postgres import ExecStatus, psycopg
 
 USAGE = (
     'POST /query with JSON {"sql": "<one statement>"}: runs it read-only, answers {"columns": [...], '

@@ -32,9 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import psycopg
-from psycopg import sql
-
+from oasis_operator.adapters.plumbing.postgres import psycopg, sql
 from oasis_operator.core.toolplane.database import MIGRATIONS_TABLE
 
 #: The schema of a scenario's tables (the writer owns it; ``public`` is nobody's to create in).

@@ -1,7 +1,7 @@
 """Our own transcription of profile data that a profile publishes only as prose.
 
 Who calls it: ``oasis import profile`` merges a :class:`ProfileSupplement` (from
-``examples/profiles/<profile>.yaml``) into the profile it assembles from the profile's
+``oasis_operator/loading/supplements/<profile>.yaml``) into the profile it assembles from the profile's
 machine-readable blocks, and reports for every field which of the two it came from. ``oasis validate``
 checks supplement files on their own. Raw dict -> :class:`ProfileSupplement` or
 :class:`ModelValidationError`.

@@ -30,8 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import psycopg
-
+from oasis_operator.adapters.plumbing.extras import MissingExtra
 from oasis_operator.core.toolplane.database import PASSWORD_FILE
 from oasis_operator.devcluster.backends.base import Backend, BackendContext, free_port
 from oasis_operator.devcluster.errors import SetupError
@@ -185,6 +184,10 @@ class DatabaseBackend(Backend):
         self.url = ""
 
     def start(self, ctx: BackendContext) -> None:
+        try:  # psycopg (the `database` extra) checks the server's readiness: missing, nothing starts
+            from oasis_operator.adapters.plumbing.postgres import psycopg
+        except MissingExtra as exc:
+            raise SetupError(str(exc)) from None
         d = ctx.directory(self.name)
         bins = bindir()
         prefix = _as_server_user()
