@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = bundle.agent_outcome
     if outcome is not None:
         out["agent_outcome"] = outcome.to_dict()
-        if settle_verdict(result.verdict, outcome) == UNEVALUABLE:
+        if settle_verdict(result.verdict, outcome, classification=scenario.classification) == UNEVALUABLE:
             out["evidence_verdict"], out["verdict"] = out["verdict"], UNEVALUABLE
             print(json.dumps(out, sort_keys=True, indent=2, ensure_ascii=False))
             return EXIT_UNEVALUABLE
