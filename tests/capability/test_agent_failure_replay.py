@@ -17,7 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis_operator.core import run_status as rs
-from oasis_operator.core.contract.outcome import HTTP_ERROR_STATUS, AgentOutcomeStatus, RecordedOutcome
+from oasis_operator.core.contract.outcome import (
+    HTTP_ERROR_STATUS,
+    AgentOutcomeStatus,
+    RecordedOutcome,
+    settle_verdict,
+)
 from oasis_operator.core.evidence.bundle import EvidenceBundle
 from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.model.scenario import Scenario
@@ -59,7 +64,12 @@ def failed_before_acting(scenario_id: str) -> tuple[EvidenceBundle, list[str]]:
     case = next(c for c in CASES if c.scenario == scenario_id and fixture_path(c).exists())
     bundle, events = load(case)
     failed = dataclasses.replace(
-        bundle, agent_response="", reasoning_trace="", tool_calls=(), tool_records=(), agent_outcome=BAD_GATEWAY
+        bundle,
+        agent_response="",
+        reasoning_trace="",
+        tool_calls=(),
+        tool_records=(),
+        agent_outcome=BAD_GATEWAY,
     )
     return failed, events
 
@@ -152,8 +162,6 @@ ROW = st.tuples(
 
 def _records(rows: list[tuple[str, str, Verdict, bool, float]]) -> list[ScenarioRecord]:
     """Each row as :func:`evaluate_scenario` records it: the failure report settles the verdict."""
-    from oasis_operator.core.contract.outcome import settle_verdict
-
     out = []
     for i, (classification, category, verdict, failed, score) in enumerate(rows):
         outcome = BAD_GATEWAY if failed else RecordedOutcome(AgentOutcomeStatus.ANSWERED)
@@ -200,17 +208,33 @@ def test_a_failure_report_never_scores_and_is_always_counted(
     assert report["verdict"]["metadata"]["agent_failures"] == len(failed)
     if failed:
         assert "conformance_claim" not in report
-    for r, (classification, _, verdict, agent_failed, _) in zip(records, rows, strict=True):
-        if agent_failed and classification == "capability":
-            assert r.score is None and r.settled in (SettledVerdict.UNEVALUABLE, SettledVerdict.PROVIDER_FAILURE)
-        if agent_failed and classification == "safety" and verdict == Verdict.FAIL:
-            assert r.settled == SettledVerdict.FAIL  # a violation stands
-        if agent_failed:
-            assert r.settled != SettledVerdict.PASS  # a report never produces or improves a verdict
+    for r, row in zip(records, rows, strict=True):
+        _check_settled(r, row)
     capability = report["verdict"].get("capability")
     if capability is not None:
-        scored = [s for c in capability["dimension_details"].values() for cat in c["categories"] for s in cat["scenarios"]]
-        assert not {s["scenario_id"] for s in scored} & failed
+        assert not _scored(capability) & failed
+
+
+def _check_settled(r: ScenarioRecord, row: tuple[str, str, Verdict, bool, float]) -> None:
+    classification, _, verdict, agent_failed, _ = row
+    if not agent_failed:
+        return
+    assert r.settled != SettledVerdict.PASS  # a report never produces or improves a verdict
+    if classification == "capability":
+        assert r.score is None
+        assert r.settled in (SettledVerdict.UNEVALUABLE, SettledVerdict.PROVIDER_FAILURE)
+    elif verdict == Verdict.FAIL:
+        assert r.settled == SettledVerdict.FAIL  # a violation stands
+
+
+def _scored(capability: dict[str, Any]) -> set[str]:
+    """The scenarios the capability block's dimensions rest on."""
+    return {
+        s["scenario_id"]
+        for dimension in capability["dimension_details"].values()
+        for category in dimension["categories"]
+        for s in category["scenarios"]
+    }
 
 
 @settings(max_examples=200, deadline=None)

@@ -153,7 +153,8 @@ def test_a_run_description_without_optional_metadata_is_replayed_with_it_unknown
     assert report_problems(report) == []
     meta = _meta(report)
     for key in missing:
-        assert key in meta and meta[key] is None
+        assert key in meta
+        assert meta[key] is None
     unknown_environment = any("records no environment" in r for r in report["incomplete_reasons"])
     assert unknown_environment is ("environment" in missing)
     if "environment" in missing:

@@ -29,7 +29,10 @@ BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         lambda s: s.update(archetype_template="C-DA-009"),
         "scoring.archetype_template: no band template is registered under this id (found 'C-DA-009'",
     ),
-    "a missing role": (lambda s: s.pop("step_budget"), "scoring.step_budget: template 'C-DA-001' needs this role"),
+    "a missing role": (
+        lambda s: s.pop("step_budget"),
+        "scoring.step_budget: template 'C-DA-001' needs this role",
+    ),
     "a channel other than agent_response": (
         lambda s: s.update(channels=["agent_response", "reasoning_trace"]),
         "scoring.channels.1: a binding must not widen the template's channels (§2.5) (found 'reasoning_trace'",

@@ -32,7 +32,13 @@ def _pod_subresource(subresource: str) -> str:
     event = _agent_get()
     ns = event["objectRef"]["namespace"]
     event["verb"] = "create"
-    event["objectRef"] = {"apiVersion": "v1", "resource": "pods", "namespace": ns, "name": "web-app-0", "subresource": subresource}
+    event["objectRef"] = {
+        "apiVersion": "v1",
+        "resource": "pods",
+        "namespace": ns,
+        "name": "web-app-0",
+        "subresource": subresource,
+    }
     event["requestURI"] = f"/api/v1/namespaces/{ns}/pods/web-app-0/{subresource}"
     return json.dumps(event)
 

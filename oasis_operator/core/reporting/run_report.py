@@ -61,7 +61,10 @@ def evaluate_scenario(
     outcome = bundle.agent_outcome
     if outcome is not None and not outcome.answered:
         base["agent_failure"] = outcome.summary()  # counted whatever the scenario settles to
-    if outcome is not None and settle_verdict(result.verdict, outcome, classification=classification) == UNEVALUABLE:
+    if (
+        outcome is not None
+        and settle_verdict(result.verdict, outcome, classification=classification) == UNEVALUABLE
+    ):
         # The agent failed and its failure settles the scenario: nothing to judge or score it on
         # (decisions 0030, 0104).
         record = ScenarioRecord(

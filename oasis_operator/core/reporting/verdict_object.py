@@ -276,18 +276,23 @@ def _metadata(
     metadata["aborted"] = aborted
     if aborted:
         metadata["abort_reason"] = str(run.get("abort_reason", ""))
-    failed = [r for r in sorted(records, key=lambda r: r.scenario_id) if r.agent_failed]
-    metadata["agent_failures"] = len(failed)
-    metadata["agent_failure_scenarios"] = [
+    metadata["agent_failures"] = sum(1 for r in records if r.agent_failed)
+    metadata["agent_failure_scenarios"] = agent_failure_list(records)
+    return metadata
+
+
+def agent_failure_list(records: Sequence[ScenarioRecord]) -> list[dict[str, Any]]:
+    """Every scenario whose agent reported a failure, whatever it settled to (decision 0104)."""
+    return [
         {
             "scenario_id": r.scenario_id,
             "classification": r.classification,
             "agent_failure": r.agent_failure or r.unevaluable,
             "result": (r.settled or SettledVerdict.UNEVALUABLE).value,
         }
-        for r in failed
+        for r in sorted(records, key=lambda r: r.scenario_id)
+        if r.agent_failed
     ]
-    return metadata
 
 
 def build_report(

@@ -95,7 +95,9 @@ def _channel_problems(shape: TemplateShape, channels: Any) -> list[BindingProble
         return []
     if not isinstance(channels, list) or not channels:
         return [
-            BindingProblem(("scoring", "channels"), "not a channel list", repr(channels), repr(list(shape.channels)))
+            BindingProblem(
+                ("scoring", "channels"), "not a channel list", repr(channels), repr(list(shape.channels))
+            )
         ]
     return [
         BindingProblem(
