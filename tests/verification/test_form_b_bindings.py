@@ -20,8 +20,13 @@ from oasis_operator.cli.main import main
 from oasis_operator.core.model.scenario import parse_scenario
 from oasis_operator.core.scoring.primitives import TEMPLATES
 from oasis_operator.core.scoring.templates import SHAPES, binding_problems
+from oasis_operator.core.toolplane import registry
+from oasis_operator.core.triage import triage
+from oasis_operator.core.verdicts import Exclusion
 from tests.capability.cases import CASES, DA1
 from tests.capability.replay import documents, fixture_path
+
+ALL_BACKENDS = frozenset(registry.DESCRIPTIONS)
 
 #: sentence -> how the SI binding is broken -> the field path the error names.
 BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
@@ -91,3 +96,15 @@ def test_a_run_directory_with_an_unregistered_template_is_an_input_error(
     err = capsys.readouterr().err
     assert "scenarios.yaml" in err
     assert "scoring.archetype_template" in err
+
+
+def test_a_run_never_starts_a_scenario_it_could_not_score() -> None:
+    """The operator's triage: the SI binding runs; a broken copy is INVALID with the field named."""
+    scenario, _ = parse_scenario(si_binding())
+    assert triage(scenario, {}, backends=ALL_BACKENDS).exclusion is None
+    doc = si_binding()
+    doc["scoring"].pop("step_budget")
+    broken, _ = parse_scenario(doc)
+    decided = triage(broken, {}, backends=ALL_BACKENDS)
+    assert decided.exclusion == Exclusion.INVALID
+    assert "scoring.step_budget" in decided.reason
