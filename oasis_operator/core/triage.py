@@ -27,8 +27,8 @@ from typing import Any, Final
 from oasis_operator.core import reasons
 from oasis_operator.core.environment.plan import Support, support
 from oasis_operator.core.judging.plan import applicability, verification_issues
-from oasis_operator.core.scoring.templates import binding_problems
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.scoring.templates import binding_problems
 from oasis_operator.core.verdicts import Exclusion
 
 
