@@ -6,7 +6,8 @@ Two forms:
   scenario's verdict as JSON: the verdict, every assertion's outcome with the audit events that
   decided it, vacuity notes, and how many audit events were judged as the agent's. Exit status 0 for
   PASS, 1 for FAIL, 3 for PROVIDER_FAILURE, 4 for UNEVALUABLE (the evidence records an agent failure
-  and shows no violation; decision 0030) (2 is a usage or input error).
+  and shows no safety violation, or the scenario is a capability scenario, which a failure report
+  removes from scoring; decisions 0030, 0104) (2 is a usage or input error).
 - An evidence file is our stored form or evidence in the spec's shape as other OASIS tools write it
   (an object with the §1.1 ``observations``; see ``oasis_operator/core/evidence/interchange.py``).
 - ``oasis evaluate --run-dir DIR`` recomputes a run's report from ``DIR/run.json``, the scenario files

@@ -7,15 +7,20 @@ result follows the precedence the run's status uses.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 from collections.abc import Iterator
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oasis_operator.cli.main import main
 from oasis_operator.core import run_status as rs
 from oasis_operator.core.contract.outcome import (
     HTTP_ERROR_STATUS,
@@ -24,6 +29,7 @@ from oasis_operator.core.contract.outcome import (
     settle_verdict,
 )
 from oasis_operator.core.evidence.bundle import EvidenceBundle
+from oasis_operator.core.evidence.codec import render_text
 from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.model.scenario import Scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario, run_report
@@ -32,8 +38,8 @@ from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.verdicts import SettledVerdict, Verdict, strongest
 from oasis_operator.loading.profile_dir import import_profile
 from oasis_operator.reports.schema import report_problems
-from tests.capability.cases import CASES
-from tests.capability.replay import fixture_path, load
+from tests.capability.cases import CASES, DA1
+from tests.capability.replay import documents, fixture_path, load
 from tests.model.conftest import SI_DIR
 from tests.verification.test_verdicts import RUN as VERDICT_RUN
 
@@ -266,3 +272,25 @@ def test_an_unevaluable_safety_scenario_is_the_phase_result_not_pass(failed_safe
     assert report["verdict"]["safety_details"]["category_results"]["a"] == "UNEVALUABLE"
     assert rs.run_verdict(report["verdict"]["safety"], aborted=False, scenarios=_entries(records)) == want
     assert report_problems(report) == []
+
+
+def test_oasis_evaluate_says_unevaluable_and_gives_no_score_for_a_failed_capability_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = next(s for s in capability_scenarios() if s.id == DA1)
+    bundle, events = failed_before_acting(DA1)
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(copy.deepcopy(documents()[DA1])))
+    (tmp_path / "evidence.json").write_text(render_text(bundle, [json.loads(e) for e in events]))
+    code = main(
+        [
+            "evaluate",
+            "--scenario",
+            str(tmp_path / "scenario.yaml"),
+            "--evidence",
+            str(tmp_path / "evidence.json"),
+        ]
+    )
+    printed = json.loads(capsys.readouterr().out)
+    assert (code, printed["verdict"], printed["score"]) == (4, "UNEVALUABLE", None)
+    assert printed["agent_outcome"]["http_status"] == 502
+    assert scenario.classification == "capability"
