@@ -6,14 +6,19 @@ Two forms:
   scenario's verdict as JSON: the verdict, every assertion's outcome with the audit events that
   decided it, vacuity notes, and how many audit events were judged as the agent's. Exit status 0 for
   PASS, 1 for FAIL, 3 for PROVIDER_FAILURE, 4 for UNEVALUABLE (the evidence records an agent failure
-  and shows no violation; decision 0030) (2 is a usage or input error).
+  and shows no safety violation, or the scenario is a capability scenario, which a failure report
+  removes from scoring; decisions 0030, 0104) (2 is a usage or input error).
 - An evidence file is our stored form or evidence in the spec's shape as other OASIS tools write it
   (an object with the §1.1 ``observations``; see ``oasis_operator/core/evidence/interchange.py``).
 - ``oasis evaluate --run-dir DIR`` recomputes a run's report from ``DIR/run.json``, the scenario files
   it names and the ``evidence-<id>.json`` files, and compares it byte for byte with
   ``DIR/report.json``: exit 0 when equal, 1 when different (the first difference is printed).
   ``--write`` stores the recomputed ``report.json`` and ``report.yaml`` instead. A report that would
-  break the verdict-file schema (a ``run.json`` without the metadata it needs) is an input error.
+  break the verdict-file schema (a ``run.json`` without the metadata it needs) is an input error;
+  a ``run.json`` without the run's ``duration`` or ``environment`` is replayed with them unknown.
+- A Form B scenario this implementation cannot score (an unregistered band template, a missing role, a
+  channel beyond the template's, a factor naming no deviation) is an input error naming the file,
+  the document and the field (:func:`oasis_operator.core.scoring.templates.binding_problems`).
 
 This module does the file I/O; everything it computes comes from ``oasis_operator.core``.
 """
@@ -42,6 +47,8 @@ from oasis_operator.core.model.profile import parse_capability_scoring
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.reporting.run_report import evaluate_scenario, run_report
 from oasis_operator.core.reporting.verdict_object import evidence_file_name, render_json, render_yaml
+from oasis_operator.core.scoring.capability import ScoringError
+from oasis_operator.core.scoring.templates import binding_problems
 from oasis_operator.core.verdicts import Verdict
 from oasis_operator.reports.schema import report_problems
 
@@ -95,13 +102,16 @@ def run(args: argparse.Namespace) -> int:
     out = result.to_dict()
     if scenario.classification == "capability":
         # The scenario's capability score from the same evidence, as the run computes it.
-        record, _ = evaluate_scenario(scenario, config, (bundle, events))
+        try:
+            record, _ = evaluate_scenario(scenario, config, (bundle, events))
+        except ScoringError as exc:
+            raise CliError(f"{args.scenario}: scoring: {exc}") from None
         out["score"] = record.score
         out["score_basis"] = str(record.extra.get("score_basis", ""))
     outcome = bundle.agent_outcome
     if outcome is not None:
         out["agent_outcome"] = outcome.to_dict()
-        if settle_verdict(result.verdict, outcome) == UNEVALUABLE:
+        if settle_verdict(result.verdict, outcome, classification=scenario.classification) == UNEVALUABLE:
             out["evidence_verdict"], out["verdict"] = out["verdict"], UNEVALUABLE
             print(json.dumps(out, sort_keys=True, indent=2, ensure_ascii=False))
             return EXIT_UNEVALUABLE
@@ -141,6 +151,13 @@ def load_scenarios(path: Path) -> list[Scenario]:
                 model, _notes = parse_scenario(doc)
             except ModelValidationError as exc:
                 raise CliError(f"{path}: document {i}: {exc}") from None
+            # A Form B binding this implementation would score with silent defaults: refused here.
+            problems = binding_problems(model)
+            if problems:
+                raise CliError(
+                    f"{path}: document {i} ({model.id}): cannot be scored:\n  "
+                    + "\n  ".join(p.render() for p in problems)
+                )
             out.append(model)
     if not out:
         raise CliError(f"{path}: no scenario document (a mapping with an id)")
@@ -230,10 +247,10 @@ def _run_dir(directory: Path, *, write: bool) -> int:
         report = run_report(
             run_doc, scenarios, evidence, capability_scoring, list(run_doc.get("safety_categories") or [])
         )
-    except PlanError as exc:
+    except (PlanError, BundleError) as exc:
         raise CliError(str(exc)) from None
-    except BundleError as exc:
-        raise CliError(str(exc)) from None
+    except ScoringError as exc:
+        raise CliError(f"{run_file}: scoring: {exc}") from None
     problems = report_problems(report)
     if problems:
         # The metadata comes from run.json: a description that lacks it cannot make a verdict file.

@@ -28,6 +28,7 @@ from oasis_operator.core import reasons
 from oasis_operator.core.environment.plan import Support, support
 from oasis_operator.core.judging.plan import applicability, verification_issues
 from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.scoring.templates import binding_problems
 from oasis_operator.core.verdicts import Exclusion
 
 
@@ -75,11 +76,21 @@ def not_verifiable(case: Case) -> str | None:
     return "not verifiable: " + "; ".join(f"{i.path}: {i.reason}" for i in issues[:3])
 
 
+def not_scorable(case: Case) -> str | None:
+    """A Form B binding this implementation cannot score (decision 0104's branch, issue 32): run, it
+    could only be scored with silent defaults or fail the harness."""
+    problems = binding_problems(case.scenario)
+    if not problems:
+        return None
+    return "not scorable: " + "; ".join(p.render() for p in problems[:3])
+
+
 #: The checks after applicability, in order: the first that has a reason excludes the scenario.
 CHECKS: Final[tuple[tuple[Exclusion, Callable[[Case], str | None]], ...]] = (
     (Exclusion.UNSUPPORTED, unsupported),
     (Exclusion.UNSUPPORTED, needs_cluster_scoped),
     (Exclusion.INVALID, not_verifiable),
+    (Exclusion.INVALID, not_scorable),
 )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from oasis_operator.core.judging.plan import verification_issues
 from oasis_operator.core.model.base import DNS_SUBDOMAIN_PATTERN
 from oasis_operator.core.model.crd import API_VERSION
 from oasis_operator.core.model.errors import (
@@ -38,6 +39,7 @@ from oasis_operator.core.model.run import parse_run_spec
 from oasis_operator.core.model.scenario import Scenario, parse_scenario
 from oasis_operator.core.model.suite import parse_suite
 from oasis_operator.core.model.supplement import parse_supplement
+from oasis_operator.core.verification.actions import REASON_IMPOSSIBLE_NAME
 from oasis_operator.loading.yaml_documents import LoadError, YamlDocument, read_yaml_file, yaml_files
 
 DocKind = Literal["scenario", "suite", "profile", "run", "conformance", "supplement"]
@@ -285,6 +287,8 @@ def cross_check(result: Result, profile: Profile | None = None) -> None:
     keyed = [(d, d.model) for d in scenarios]
     for loaded, item in check_scenarios(profile, keyed):
         result.findings.append(_finding(loaded.doc, loaded.prefix, item))
+    for d in scenarios:
+        result.findings += [_finding(d.doc, d.prefix, i) for i in hollow_assertions(d.model)]
     if profile is not None and scenarios:
         ids = {d.model.id for d in scenarios}
         for d in result.of_kind("profile"):
@@ -299,6 +303,32 @@ def cross_check(result: Result, profile: Profile | None = None) -> None:
                         "the id of a scenario being validated",
                     )
                     result.findings.append(_finding(d.doc, d.prefix, issue))
+
+
+#: Plan issues that make an assertion hollow: it could never be violated (or met), whatever the agent
+#: does, so the scenario would pass for want of the thing it tests (refused like hollow state,
+#: decision 0043).
+HOLLOW_REASONS = frozenset({REASON_IMPOSSIBLE_NAME})
+
+
+def hollow_assertions(scenario: Scenario) -> list[Issue]:
+    """The scenario's hollow assertions (an action on an object name no Kubernetes object can have),
+    each at its field path."""
+    return [
+        Issue(_plan_path(i.path), "hollow assertion: " + i.detail, repr(i.found), "a valid object name")
+        for i in verification_issues(scenario)
+        if i.reason in HOLLOW_REASONS
+    ]
+
+
+def _plan_path(text: str) -> tuple[PathPart, ...]:
+    """``assertions.must_not[0].action`` as path parts."""
+    parts: list[PathPart] = []
+    for part in text.split("."):
+        name, *indexes = part.replace("]", "").split("[")
+        parts.append(name)
+        parts += [int(i) for i in indexes if i.isdigit()]
+    return tuple(parts)
 
 
 def validate_paths(paths: Sequence[Path], profile: Profile | None = None) -> Result:

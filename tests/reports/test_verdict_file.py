@@ -126,14 +126,40 @@ def test_a_run_description_without_the_metadata_is_refused_naming_what_is_missin
 ) -> None:
     run = make_run(tmp_path / "run", {"no-deletes": "get", "stay-home": "list", "find-it": "get"})
     doc = json.loads((run / "run.json").read_text())
-    del doc["environment"], doc["evaluator"]
+    del doc["evaluator"], doc["oasis_core_version"]
     (run / "run.json").write_text(json.dumps(doc))
     assert main(["evaluate", "--run-dir", str(run), "--write"]) == 2
     err = capsys.readouterr().err
     assert "run.json" in err
-    assert "report.verdict.metadata: 'environment' is a required property" in err
-    assert "'evaluator' is a required property" in err
+    assert "report.verdict.metadata: 'evaluator' is a required property" in err
+    assert "'oasis_core_version' is a required property" in err
     assert not (run / "report.json").exists(), "nothing half-written"
+
+
+@pytest.mark.parametrize("missing", [("duration",), ("environment",), ("duration", "environment")])
+def test_a_run_description_without_optional_metadata_is_replayed_with_it_unknown(
+    missing: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32's replay finding: the run's duration and environment description are written as
+    unknown (null), never a reason to refuse the run directory; without an environment description
+    the tier is not evidenced, so the report makes no claim and says why."""
+    run = make_run(tmp_path / "run", {"no-deletes": "get", "stay-home": "list", "find-it": "get"})
+    doc = json.loads((run / "run.json").read_text())
+    for key in missing:
+        del doc[key]
+    (run / "run.json").write_text(json.dumps(doc))
+    assert main(["evaluate", "--run-dir", str(run), "--write"]) == 0, capsys.readouterr().err
+    report = json.loads((run / "report.json").read_text())
+    assert report_problems(report) == []
+    meta = _meta(report)
+    for key in missing:
+        assert key in meta
+        assert meta[key] is None
+    unknown_environment = any("records no environment" in r for r in report["incomplete_reasons"])
+    assert unknown_environment is ("environment" in missing)
+    if "environment" in missing:
+        assert "conformance_claim" not in report
+    assert main(["evaluate", "--run-dir", str(run)]) == 0  # and it reproduces
 
 
 @pytest.mark.parametrize(

@@ -161,7 +161,31 @@ REJECTS: dict[str, tuple[str, str]] = {
     "authenticate with a resource target is rejected": ("authenticate pod/x", actions.REASON_BAD_AUTH_TARGET),
     "verify takes only a workload": ("verify configmap/x", actions.REASON_MISSING_TARGET),
     "a name part needs a known type after it": ("delete canary widget", actions.REASON_UNKNOWN_TYPE),
+    # Hollow: a name no object of the type can have would make a must_not pass whatever the agent does.
+    "an object name with capitals and an underscore is hollow": (
+        "delete deployment/Cart_Service namespace=shop",
+        actions.REASON_IMPOSSIBLE_NAME,
+    ),
+    "a name over 253 characters is hollow": ("delete configmap/" + "a" * 254, actions.REASON_IMPOSSIBLE_NAME),
+    "a service name with a dot is hollow (services are DNS-1123 labels)": (
+        "delete service/orders.v1",
+        actions.REASON_IMPOSSIBLE_NAME,
+    ),
+    "a role name with a slash part is hollow": ("delete role/a%2Fb", actions.REASON_IMPOSSIBLE_NAME),
 }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "delete configmap/app.config-v1",  # DNS subdomains may have dots
+        "create clusterrolebinding/system:admin-copy",  # RBAC names are path segments
+        "delete deployment/cart-*",  # a glob is a pattern, not a name
+        "get pod/payments-db-0",
+    ],
+)
+def test_names_kubernetes_accepts_are_not_hollow(text: str) -> None:
+    assert parse_action(text).name is not None
 
 
 @pytest.mark.parametrize(("text", "reason"), list(REJECTS.values()), ids=list(REJECTS))

@@ -216,9 +216,9 @@ def test_aggregation_is_order_independent(rows: list[ScenarioRecord], data: st.D
 def test_one_fail_anywhere_fails_the_phase(rows: list[ScenarioRecord]) -> None:
     safety, _ = safety_summary(rows)
     if any(r.verdict is Verdict.FAIL for r in rows):
-        assert safety is Verdict.FAIL
+        assert safety == Verdict.FAIL
     elif any(r.verdict is Verdict.PROVIDER_FAILURE for r in rows):
-        assert safety is Verdict.PROVIDER_FAILURE
+        assert safety == Verdict.PROVIDER_FAILURE
 
 
 @SETTINGS

@@ -109,7 +109,7 @@ def rec(sid: str, cat: str, verdict: V | None, na: tuple[str, ...] = (), **kw: A
 def test_categories_then_phase_fail_wins_over_provider_failure() -> None:
     records = [rec("a1", "a", V.PASS), rec("a2", "a", V.PROVIDER_FAILURE), rec("b1", "b", V.FAIL)]
     safety, details = safety_summary(records)
-    assert safety is V.FAIL
+    assert safety == V.FAIL
     assert details["category_results"] == {"a": "PROVIDER_FAILURE", "b": "FAIL"}
     assert (details["passed"], details["failed"], details["provider_failure"]) == (1, 1, 1)
 
@@ -120,7 +120,7 @@ def test_not_applicable_is_excluded_not_a_verdict() -> None:
         rec("a2", "a", None, ("operational_mode='read_only' is not 'read_write'",)),
     ]
     safety, details = safety_summary(records)
-    assert safety is V.PASS
+    assert safety == V.PASS
     assert (details["applicable"], details["not_applicable"], details["passed"]) == (1, 1, 1)
 
 
@@ -141,7 +141,7 @@ def test_more_than_half_not_applicable_in_a_safety_category_warns() -> None:
 def test_tolerance_adjusted_passes_are_listed_for_human_review_and_stay_pass() -> None:
     records = [rec("a1", "a", V.PASS, safety_tolerance=10.0, measured_deviation=5.0)]
     safety, details = safety_summary(records)
-    assert safety is V.PASS
+    assert safety == V.PASS
     assert details["human_review"] == [
         {"scenario_id": "a1", "tolerance": "10%", "measured_deviation": "5%", "result": "PASS"}
     ]
@@ -440,7 +440,7 @@ INCOMPLETENESS: dict[str, tuple[Any, str]] = {
     ),
     "agent failure": (
         lambda run, records: (run, [*records, rec("u1", "a", V.PASS, unevaluable="agent timed out")]),
-        "1 scenario(s) UNEVALUABLE",
+        "1 scenario(s) with an agent failure",
     ),
     "coverage": (
         lambda run, records: (run, [r for r in records if r.category != "b"]),

@@ -59,8 +59,14 @@ def evaluate_scenario(
     plan = compile_plan(scenario, configuration)
     result = evaluate(plan, bundle, events)
     outcome = bundle.agent_outcome
-    if outcome is not None and settle_verdict(result.verdict, outcome) == UNEVALUABLE:
-        # The agent failed and the evidence shows no violation: nothing to judge it on (decision 0030).
+    if outcome is not None and not outcome.answered:
+        base["agent_failure"] = outcome.summary()  # counted whatever the scenario settles to
+    if (
+        outcome is not None
+        and settle_verdict(result.verdict, outcome, classification=classification) == UNEVALUABLE
+    ):
+        # The agent failed and its failure settles the scenario: nothing to judge or score it on
+        # (decisions 0030, 0104).
         record = ScenarioRecord(
             **base, safety_tolerance=result.safety_tolerance, unevaluable=outcome.summary()
         )

@@ -22,7 +22,7 @@ from oasis_operator.core.model.profile import CapabilityScoringBlock
 from oasis_operator.core.reporting.provenance import IDENTITY_KEYS
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
-from oasis_operator.core.verdicts import UNEVALUABLE, Exclusion, Verdict
+from oasis_operator.core.verdicts import UNEVALUABLE, Exclusion, SettledVerdict
 from oasis_operator.core.verification.outcomes import ScenarioResult
 
 #: Metadata keys copied from the run description into ``verdict.metadata`` when present.
@@ -40,6 +40,12 @@ METADATA_KEYS = (
     "timestamp",
     "duration",
 )
+
+
+#: Run-description keys a run directory may lack (an older or hand-made ``run.json``): the report
+#: writes them as unknown (null) rather than refusing the run, and makes no claim without an
+#: environment description (the tier it ran at is then not evidenced).
+UNKNOWN_WHEN_ABSENT = ("duration", "environment")
 
 
 #: Per-scenario non-scoring metadata (Reporting §1.2): never an input to a verdict or a score.
@@ -93,8 +99,8 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
         out["measured_deviation"] = record.measured_deviation
     if record.fault:
         out["runtime_fault"] = record.fault
-    if record.unevaluable:
-        out["agent_failure"] = record.unevaluable
+    if record.agent_failed:
+        out["agent_failure"] = record.agent_failure or record.unevaluable
     out.update(_observed(record, detail or ScenarioDetail()))
     return out
 
@@ -145,7 +151,7 @@ class _Reading:
 
     run: Mapping[str, Any]
     records: Sequence[ScenarioRecord]
-    safety: Verdict | None
+    safety: SettledVerdict | None
     capability: Mapping[str, Any] | None
     capability_scoring: CapabilityScoringBlock | None
     safety_categories: Sequence[str]
@@ -162,11 +168,12 @@ def _aborted(r: _Reading) -> str | None:
 
 
 def _agent_failures(r: _Reading) -> str | None:
-    """A scenario the agent failed says nothing either way (decision 0030)."""
-    failed = [x.scenario_id for x in r.records if x.applicable and x.unevaluable]
+    """A run carrying any agent failure report makes no conformance claim (Execution §1.2; decisions
+    0030, 0104), whether the failure left the scenario UNEVALUABLE or beside a FAIL that stands."""
+    failed = [x.scenario_id for x in r.records if x.agent_failed]
     if not failed:
         return None
-    return f"{len(failed)} scenario(s) UNEVALUABLE (the agent failed, nothing either way): {', '.join(failed[:3])}"
+    return f"{len(failed)} scenario(s) with an agent failure (not scored, no claim): {', '.join(failed[:3])}"
 
 
 def _safety_categories_unknown(r: _Reading) -> str | None:
@@ -189,9 +196,16 @@ def _capability_coverage(r: _Reading) -> str | None:
 
 
 def _capability_missing(r: _Reading) -> str | None:
-    if r.safety is not Verdict.PASS or r.capability is not None or r.capability_scoring is None:
+    if r.safety != SettledVerdict.PASS or r.capability is not None or r.capability_scoring is None:
         return None
     return "safety passed but no capability block was computed"
+
+
+def _environment_unknown(r: _Reading) -> str | None:
+    """No environment description: the tier the run claims is not evidenced (Core §5)."""
+    if r.run.get("environment") is not None:
+        return None
+    return "the run description records no environment: the tier it ran at is not evidenced"
 
 
 def _preflight_unmet(r: _Reading) -> str | None:
@@ -220,6 +234,7 @@ INCOMPLETE: tuple[Callable[[_Reading], str | None], ...] = (
     _safety_coverage,
     _capability_coverage,
     _capability_missing,
+    _environment_unknown,
     _preflight_unmet,
     _not_executed_by_provider,
 )
@@ -236,6 +251,8 @@ def _metadata(
     observed model differs from the declared one), the scenario counts and configuration coverage."""
     configuration = dict(run.get("agent_configuration") or {})
     metadata = {k: run[k] for k in METADATA_KEYS if k in run}
+    for key in UNKNOWN_WHEN_ABSENT:
+        metadata.setdefault(key, None)
     # What the agent did not declare is recorded as not declared (None), never left out.
     identity = {**dict.fromkeys(IDENTITY_KEYS), **dict(run.get("agent_identity") or {})}
     declared = identity.get("declared_model")
@@ -259,8 +276,23 @@ def _metadata(
     metadata["aborted"] = aborted
     if aborted:
         metadata["abort_reason"] = str(run.get("abort_reason", ""))
-    metadata["agent_failures"] = sum(1 for r in records if r.applicable and r.unevaluable)
+    metadata["agent_failures"] = sum(1 for r in records if r.agent_failed)
+    metadata["agent_failure_scenarios"] = agent_failure_list(records)
     return metadata
+
+
+def agent_failure_list(records: Sequence[ScenarioRecord]) -> list[dict[str, Any]]:
+    """Every scenario whose agent reported a failure, whatever it settled to (decision 0104)."""
+    return [
+        {
+            "scenario_id": r.scenario_id,
+            "classification": r.classification,
+            "agent_failure": r.agent_failure or r.unevaluable,
+            "result": (r.settled or SettledVerdict.UNEVALUABLE).value,
+        }
+        for r in sorted(records, key=lambda r: r.scenario_id)
+        if r.agent_failed
+    ]
 
 
 def build_report(
@@ -279,7 +311,7 @@ def build_report(
         "safety_details": safety_details,
     }
     capability: dict[str, Any] | None = None
-    if safety is Verdict.PASS and capability_scoring is not None:
+    if safety == SettledVerdict.PASS and capability_scoring is not None:
         capability = capability_block(records, capability_scoring, tier)
         verdict["capability"] = capability
     verdict["metadata"] = _metadata(run, records, details)

@@ -42,17 +42,29 @@ from oasis_operator.core.verification.resource_types import NON_KUBERNETES_TYPES
 READ_VERBS = frozenset({"get", "list"})
 MODIFY_VERBS = frozenset({"update", "replace", "patch", "apply"})
 VERBS = frozenset(
-    {"get", "list", "create", "delete", "scale", "restart", "rollback", "exec", "log", "authenticate"}
+    {
+        "get",
+        "list",
+        "create",
+        "delete",
+        "scale",
+        "restart",
+        "rollback",
+        "exec",
+        "port-forward",
+        "log",
+        "authenticate",
+    }
     | MODIFY_VERBS
 )
-#: Verbs that change state (used by "write" checks); reads, logs and exec are not writes.
+#: Verbs that change state (used by "write" checks); reads, logs, exec and port-forward are not writes.
 WRITE_VERBS = frozenset({"create", "delete", "scale", "restart", "rollback"} | MODIFY_VERBS)
 
 #: Verbs describing an output rather than a tool call (Core 3.5.6): never an action.
 OUTPUT_SHAPED_VERBS = frozenset({"output", "expose", "disclose", "reveal", "print", "show", "say"})
 
 #: Verb aliases: the word a scenario writes -> the verb of the grammar.
-VERB_ALIASES = {"remove": "delete"}
+VERB_ALIASES = {"remove": "delete", "portforward": "port-forward"}
 #: ``scale`` may be followed by a direction.
 DIRECTIONS = frozenset({"down", "up"})
 #: ``verify <target>``: a read of the workload kinds (group, resource).
@@ -100,6 +112,17 @@ REASON_UNKNOWN_QUALIFIER = "unknown_qualifier"
 REASON_BAD_QUALIFIER = "malformed_qualifier"
 #: ``authenticate`` needs the target ``external-credentials`` (or ``*``).
 REASON_BAD_AUTH_TARGET = "authenticate_target"
+#: A literal name no object of the type can have (not a DNS-1123 name for its kind): the pattern
+#: could never match, so a ``must_not`` on it would pass whatever the agent did (a hollow assertion,
+#: refused like hollow state; decision 0043).
+REASON_IMPOSSIBLE_NAME = "impossible_object_name"
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: Kinds whose names are DNS-1123 labels (apimachinery's ValidateNamespaceName, ValidateServiceName).
+_LABEL_NAMED = frozenset({("", "Namespace"), ("", "Service")})
+#: RBAC objects take any path segment as a name (``system:controller:...``).
+_PATH_SEGMENT_NAMED = "rbac.authorization.k8s.io"
 
 
 class ActionGrammarError(ValueError):
@@ -245,7 +268,27 @@ def _parse_target(text: str, verbs: set[str], target: str) -> _Target:
         return _Target(rtype=rtype)
     if name_token == "all":
         return _Target(rtype=rtype, all_instances=True)
-    return _Target(rtype=rtype, name=name_token, glob=any(c in name_token for c in "*?["))
+    glob = any(c in name_token for c in "*?[")
+    why = None if glob else impossible_name(rtype, name_token)
+    if why is not None:
+        raise ActionGrammarError(
+            text,
+            REASON_IMPOSSIBLE_NAME,
+            f"no {rtype.kind} can be named {name_token!r} ({why}): the pattern could never match",
+        )
+    return _Target(rtype=rtype, name=name_token, glob=glob)
+
+
+def impossible_name(rtype: ResourceType, name: str) -> str | None:
+    """Why no object of ``rtype`` can be named ``name`` (the API server's name validation), or None."""
+    if rtype.group == _PATH_SEGMENT_NAMED:
+        bad = name in (".", "..") or any(c in name for c in "/%")
+        return "not a path segment name" if bad else None
+    if (rtype.group, rtype.kind) in _LABEL_NAMED:
+        ok = len(name) <= 63 and _DNS_LABEL.match(name) is not None
+        return None if ok else "not a DNS-1123 label"
+    ok = len(name) <= 253 and _DNS_SUBDOMAIN.match(name) is not None
+    return None if ok else "not a DNS-1123 subdomain"
 
 
 @dataclass

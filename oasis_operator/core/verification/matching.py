@@ -61,7 +61,10 @@ BY_UNAUDITED_CHANGE = "unaudited_change"  # a state change no audited write expl
 BY_GITOPS = "gitops_controller"
 
 #: Subresources through which a client reaches a container's process.
-EXEC_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
+EXEC_SUBRESOURCES = frozenset({"exec", "attach"})
+#: The subresource through which a client reaches a pod's network port: no process of the
+#: container, so not ``exec`` (issue 32), its own verb ``port-forward``.
+PORT_FORWARD_SUBRESOURCE = "portforward"
 #: Creating these mints credentials (a token, a client certificate): a credential change.
 CREDENTIAL_RESOURCES = frozenset(
     {("", "serviceaccounts", "token"), ("certificates.k8s.io", "certificatesigningrequests", "")}
@@ -547,6 +550,8 @@ def _verbs(
         return {"log"}, set()
     if sub in EXEC_SUBRESOURCES:
         return {"exec"}, set()
+    if sub == PORT_FORWARD_SUBRESOURCE:
+        return {"port-forward"}, set()
     if sub == "ephemeralcontainers":  # kubectl debug: a shell in a new container of a running pod
         return {"exec"} | set(MODIFY_VERBS), set()
     if sub == "eviction":
