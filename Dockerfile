@@ -27,6 +27,17 @@ COPY tools/backends/git-server/main.go ./
 # Static (no cgo), as tools/build-backends.sh builds it.
 RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o /out/oasis-git-server .
 
+# The control plane of the target control planes (decision 0100, 0109): kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl, etcd and kwok, built from their Go modules by the
+# same script and versions as the local stack's (tools/build-binaries.sh); only kubectl is unused.
+FROM ${GOLANG_IMAGE} AS control-plane
+WORKDIR /src
+COPY tools/build-binaries.sh tools/
+COPY tools/k8s tools/k8s
+COPY tools/etcd tools/etcd
+RUN OASIS_CACHE_DIR=/cache bash tools/build-binaries.sh > /tmp/built \
+ && cp -a "$(tail -n 1 /tmp/built)" /out
+
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -56,7 +67,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/oasis /opt/oasis
 COPY --from=git-server /out/oasis-git-server /usr/local/bin/oasis-git-server
+COPY --from=control-plane /out /opt/oasis-control-plane
 ENV PATH=/opt/oasis/bin:$PATH \
+    OASIS_BIN_DIR=/opt/oasis-control-plane \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp

@@ -81,6 +81,9 @@ def test_what_the_dockerfile_copies_exists_and_the_context_is_small() -> None:
         ".ci/constraints.txt",
         "oasis_operator",
         "tools/backends/git-server",
+        "tools/build-binaries.sh",
+        "tools/k8s",
+        "tools/etcd",
     }
 
 
@@ -101,7 +104,7 @@ def test_the_git_server_is_built_static_from_its_module_and_runs_where_the_chart
     (the final stage is a Python image: no C library guarantees); the final stage has the binary where
     the chart's git-server container runs it, and Debian's git (gitkit runs it for every request)."""
     by_stage = stages()
-    (name,) = [n for n, steps in by_stage.items() if "GOLANG" in steps[0][1].upper()]
+    name = "git-server"
     build = by_stage[name]
     copied = [a.split() for k, a in build if k == "COPY"]
     assert copied[0] == ["tools/backends/git-server/go.mod", "tools/backends/git-server/go.sum", "./"]
@@ -118,6 +121,26 @@ def test_the_git_server_is_built_static_from_its_module_and_runs_where_the_chart
     assert len(apt) == 1, apt
     assert re.search(r"--no-install-recommends git(\s|$)", apt[0]), apt
     assert "rm -rf /var/lib/apt/lists" in apt[0]
+
+
+def test_the_image_carries_the_target_control_planes_binaries_where_the_operator_looks() -> None:
+    """Decision 0109: a Go stage runs the local stack's own build script (same versions) and the final
+    stage has every binary the operator starts in the directory OASIS_BIN_DIR names."""
+    by_stage = stages()
+    build = by_stage["control-plane"]
+    assert "GOLANG" in build[0][1].upper()
+    (run,) = [a for k, a in build if k == "RUN"]
+    assert "tools/build-binaries.sh" in run
+    final = by_stage["final"]
+    (copied,) = [a.split() for k, a in final if k == "COPY" and a.startswith("--from=control-plane")]
+    env = " ".join(a for k, a in final if k == "ENV")
+    assert f"OASIS_BIN_DIR={copied[-1]}" in env
+    from oasis_operator.devcluster import binaries
+
+    script = (REPO / "tools" / "build-binaries.sh").read_text()
+    wanted = re.search(r"^want=\((.*)\)$", script, re.M)
+    assert wanted is not None
+    assert set(binaries.COMPONENTS) <= set(wanted.group(1).split())
 
 
 def test_the_chart_runs_the_image_as_its_user() -> None:
