@@ -86,7 +86,9 @@ class Reporting:
             incomplete=incomplete,
         )
         await self.ctx.event(
-            "Normal" if verdict == PASS and not incomplete else "Warning", reasons.EVENT_RUN_COMPLETED, message
+            "Normal" if verdict == PASS and not incomplete else "Warning",
+            reasons.EVENT_RUN_COMPLETED,
+            message,
         )
         self.ctx.ports.metrics.run_finished(verdict)
         await self.ctx.save(reason=reason, message=message)
