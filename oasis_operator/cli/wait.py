@@ -116,6 +116,8 @@ def outcome_line(name: str, status: Mapping[str, Any], code: int) -> str:
     verdict = str(status.get("verdict") or "no verdict")
     if code == EXIT_INCOMPLETE:
         verdict += " (incomplete evaluation: no conformance claim)"
+    elif code in (EXIT_UNEVALUABLE, EXIT_NO_VERDICT):
+        verdict += " (no conformance claim)"
     counts = (
         f"{s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
         f"{s.get('providerFailures', 0)} provider failures, {s.get('unevaluable', 0)} unevaluable, "
