@@ -1,7 +1,8 @@
 -- Argo CD health check for oasis.dev/EvaluationRun (docs/gitops/argocd.md shows how to install it).
 --
 -- An EvaluationRun is a gate: it is Healthy only when it finished with a PASS verdict. A FAIL or a
--- PROVIDER_FAILURE (the operator sets Stalled=True for both) is Degraded, a run still working is
+-- PROVIDER_FAILURE (the operator sets Stalled=True for both) is Degraded, and so is an incomplete
+-- evaluation (phase Incomplete, Stalled=True: a PASS of what ran, no conformance claim; decision 0105), a run still working is
 -- Progressing, a suspended run is Suspended. Status written for an older generation of the spec
 -- does not count: until the operator has observed the current spec, the run is Progressing.
 local hs = {}
@@ -52,7 +53,7 @@ local succeeded = condition(status, "Succeeded")
 local verdict = status.verdict
 local phase = status.phase
 
-if (stalled ~= nil and stalled.status == "True") or verdict == "FAIL" or verdict == "PROVIDER_FAILURE" then
+if (stalled ~= nil and stalled.status == "True") or verdict == "FAIL" or verdict == "PROVIDER_FAILURE" or phase == "Incomplete" then
   hs.status = "Degraded"
   hs.message = message(stalled, "Verdict " .. tostring(verdict or phase))
   return hs

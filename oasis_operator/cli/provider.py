@@ -151,8 +151,7 @@ async def _serve(
     from oasis_operator.adapters.k8s.owner_leases import hold, renew
     from oasis_operator.core import preflight as pf
     from oasis_operator.core.environment.naming import suffix_for
-    from oasis_operator.core.provider_api import conformance_document
-    from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
+    from oasis_operator.core.provider_api import conformance_answer
     from oasis_operator.handlers.provider_api import ProviderApi
     from oasis_operator.workflows.preflight import audit_round_trip
 
@@ -168,20 +167,7 @@ async def _serve(
     def conformance(asked: str | None) -> Mapping[str, Any] | None:
         if asked not in (None, profile.id):
             return None
-        facts = facts_box["facts"]
-        tiers = pf.tiers_of(profile)
-        values, _basis = pf.declaration(facts, tiers)
-        checked = pf.preflight(profile.provider_conformance, tiers, 1, facts, (profile.id, profile.version))
-        unmet = [(c.name, c.reason) for c in checked.checks if c.kind == pf.REQUIREMENT and not c.met]
-        return conformance_document(
-            provider="oasis-operator",
-            version=__version__,
-            core_versions=[OASIS_CORE_VERSION],
-            profile=profile.id,
-            profile_version=profile.version,
-            requirements=values,
-            unmet=unmet,
-        )
+        return conformance_answer(profile, facts_box["facts"], __version__)
 
     # The audit round trip is made once at start (a server whose audit stream is dead says so in its
     # conformance answer) and again before every audit observation (the barrier).

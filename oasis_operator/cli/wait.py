@@ -5,9 +5,11 @@ Called by :mod:`oasis_operator.cli.main`; reads the run the way ``oasis get``/``
 (:mod:`oasis_operator.cli.runs`), polls its ``Completed`` condition, prints one line (verdict and
 counts) and maps the finished status to an exit code with :func:`exit_code`, which is pure.
 
-A PASS exits 0 only when the run's stored report says it is complete (``status.report.incomplete``
-is false): a PASS beside unsupported, not-executed or unevaluable scenarios, or with no report
-record, makes no conformance claim and exits 3, never 0.
+A PASS exits 0 only when the run is complete (phase Succeeded and ``status.report.incomplete`` false):
+an incomplete PASS (decision 0105: an opted-in incomplete evaluation, an unbacked tier, scenarios not
+executed) makes no conformance claim and exits 3, never 0. Every outcome has its own code, none of them
+2, which argparse and :class:`~oasis_operator.cli.main.CliError` use for a usage error (:data:`EXIT_CODES`,
+docs/usage.md).
 """
 
 from __future__ import annotations
@@ -23,30 +25,45 @@ import httpx2
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
 from oasis_operator.core.model.run import parse_duration
-from oasis_operator.core.verdicts import FAIL, PASS, PROVIDER_FAILURE
+from oasis_operator.core.verdicts import FAIL, PASS, PROVIDER_FAILURE, UNEVALUABLE
 
 EXIT_PASS: Final = 0
 EXIT_FAIL: Final = 1
-EXIT_PROVIDER_FAILURE: Final = 2
-EXIT_NO_CLAIM: Final = 3
+#: 2 is a usage error (argparse, CliError), for every command: never an outcome.
+EXIT_USAGE: Final = 2
+EXIT_INCOMPLETE: Final = 3
 EXIT_TIMEOUT: Final = 4
 EXIT_UNREADABLE: Final = 5
+EXIT_PROVIDER_FAILURE: Final = 6
+EXIT_UNEVALUABLE: Final = 7
+EXIT_NO_VERDICT: Final = 8
 
-EPILOG = """\
-exit codes:
-  0  PASS, and the report is complete (a conformance claim)
-  1  FAIL
-  2  PROVIDER_FAILURE
-  3  no conformance claim: UNEVALUABLE, or a PASS whose report is incomplete
-     (scenarios unsupported, not executed or unevaluable), or no verdict
-  4  --timeout passed before the run was Completed
-  5  the run does not exist (without --for-creation) or cannot be read
-     (no kubeconfig, API error); usage errors exit 2 as for every command
+#: code -> what it means (the help's table, docs/usage.md's, and the tests', from one place).
+EXIT_CODES: Final[dict[int, str]] = {
+    EXIT_PASS: "PASS of a complete evaluation (a conformance claim): the only code a gate opens on",
+    EXIT_FAIL: "FAIL (a safety scenario failed; complete or not)",
+    EXIT_USAGE: "usage error (bad arguments, a bad --timeout), as for every oasis command",
+    EXIT_INCOMPLETE: "incomplete PASS: what ran passed, but the evaluation is incomplete "
+    "(spec.incomplete, an unbacked tier, scenarios not executed): no conformance claim",
+    EXIT_TIMEOUT: "--timeout passed before the run was Completed",
+    EXIT_UNREADABLE: "the run does not exist (without --for-creation) or cannot be read "
+    "(no kubeconfig, API error)",
+    EXIT_PROVIDER_FAILURE: "PROVIDER_FAILURE (the harness could not vouch for the evidence)",
+    EXIT_UNEVALUABLE: "UNEVALUABLE (the agent failed where the evidence showed no violation): no claim",
+    EXIT_NO_VERDICT: "finished without a verdict: the run did not start (provider requirements "
+    "unmet, a broken evidence path, an invalid spec, a refused adapter), was cancelled or gave up",
+}
+
+EPILOG = (
+    "exit codes:\n"
+    + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
+    + """
 
 examples:
   oasis wait my-run -n evals --timeout 30m
   kubectl oasis wait my-run --for-creation --timeout 1h
 """
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -83,17 +100,23 @@ def exit_code(status: Mapping[str, Any]) -> int | None:
         return EXIT_FAIL
     if verdict == PROVIDER_FAILURE:
         return EXIT_PROVIDER_FAILURE
+    if verdict == UNEVALUABLE:
+        return EXIT_UNEVALUABLE
+    if verdict != PASS:
+        return EXIT_NO_VERDICT
     report = status.get("report") or {}
-    if verdict == PASS and status.get("phase") == "Succeeded" and report.get("incomplete") is False:
+    if status.get("phase") == "Succeeded" and report.get("incomplete") is False:
         return EXIT_PASS
-    return EXIT_NO_CLAIM
+    return EXIT_INCOMPLETE
 
 
 def outcome_line(name: str, status: Mapping[str, Any], code: int) -> str:
     """The one line ``oasis wait`` prints for a Completed run."""
     s = status.get("summary") or {}
     verdict = str(status.get("verdict") or "no verdict")
-    if code == EXIT_NO_CLAIM:
+    if code == EXIT_INCOMPLETE:
+        verdict += " (incomplete evaluation: no conformance claim)"
+    elif code in (EXIT_UNEVALUABLE, EXIT_NO_VERDICT):
         verdict += " (no conformance claim)"
     counts = (
         f"{s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "

@@ -8,14 +8,18 @@ pods exchange no traffic) are stated here, next to the tables they come from. Tu
 :class:`Check` per requirement key of the profile, per self-test and for the tier claim, each met or
 not with its reason and what not meeting it excludes. Pure: values in, values out.
 
-Two kinds of failure, two consequences (decision 0057):
+Three kinds of failure, three consequences (decisions 0057, 0105):
 
 - a self-test that fails (the audit stream did not show the probe request, a configured back-end did
   not answer) means the evidence path is broken: the run ends before any scenario, without a verdict
   (:attr:`PreflightResult.ends_run`);
-- a requirement this provider does not meet, or a tier claim the environment does not back, is
-  declared: the run goes on, the report lists each one, is marked incomplete and makes no
-  conformance claim (:attr:`PreflightResult.unmet`).
+- a provider-conformance requirement this provider does not meet (provider conformance §3.8): the run
+  does not start, no verdict file is written, unless its spec opts in to an ``incomplete``
+  evaluation (:attr:`PreflightResult.blocking`);
+- a tier claim the environment does not back (provider conformance §3.6): the run goes on, labelled
+  incomplete, without a conformance claim.
+
+Every unmet required check, of either of the last two kinds, is in :attr:`PreflightResult.unmet`.
 """
 
 from __future__ import annotations
@@ -159,8 +163,15 @@ class PreflightResult:
 
     @property
     def unmet(self) -> list[Check]:
-        """Declared gaps: the run goes on, incomplete, without a conformance claim."""
+        """Declared gaps: an evaluation that runs despite them is incomplete, without a conformance claim."""
         return [c for c in self.checks if c.kind != SELF_TEST and not c.met and c.required]
+
+    @property
+    def blocking(self) -> list[Check]:
+        """Unmet provider-conformance requirements (provider conformance §3.8): the run does not start
+        unless its spec opts in to an incomplete evaluation (decision 0105). An unbacked tier claim
+        (§3.6) only labels the evaluation incomplete."""
+        return [c for c in self.unmet if c.kind == REQUIREMENT]
 
     def records(self) -> list[dict[str, Any]]:
         return [c.record() for c in self.checks]
@@ -181,7 +192,8 @@ class PreflightResult:
             text += (
                 "; unmet: "
                 + ", ".join(c.name for c in self.unmet)
-                + " (the report makes no conformance claim)"
+                + " (no conformance claim"
+                + ("; the run starts only as an incomplete evaluation)" if self.blocking else ")")
             )
         return text
 
@@ -290,7 +302,12 @@ def declaration(
     usable = registry.usable(facts.backends)
     gaps = _state_gaps(usable)
     sources = ["audit_log", *EVIDENCE_SOURCES] if facts.audit.observed else list(EVIDENCE_SOURCES)
-    tier = _supported_tier(tiers, usable, facts.backends)
+    verified = _supported_tier(tiers, usable, facts.backends)
+    # The schema's floor (1, 2 or 3): the tier-1 shape is what every environment of this provider is,
+    # a Kubernetes API with its resource types, RBAC and the audit log (provider conformance §3.2).
+    # Whether it meets the profile's lines for the tier is the tier check (§3.6), which labels an
+    # evaluation incomplete; the verified tier is never inflated above what it verifies.
+    tier = max(1, verified)
     values: dict[str, Any] = {
         "environment_type": ENVIRONMENT_TYPE,
         "complexity_tier_supported": tier,
@@ -305,8 +322,10 @@ def declaration(
         "environment_type": "scenarios run in namespace sets of the Kubernetes cluster the operator runs against",
         "complexity_tier_supported": (
             f"every environment requirement of tier {tier} and below is verified"
-            if tier
-            else "not every environment requirement of tier 1 is verified"
+            if verified
+            else "tier 1, the lowest tier: a Kubernetes API with its resource types, RBAC and the audit "
+            "log; not every environment requirement of the profile's tier 1 is verified, so an "
+            "evaluation at tier 1 is labelled incomplete (the tier check)"
         ),
         "oasis_core_spec_version": f"this implementation follows OASIS core {OASIS_CORE_VERSION}",
         "evidence_sources_available": (

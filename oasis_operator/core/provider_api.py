@@ -20,7 +20,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from oasis_operator.core import preflight as pf
+from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.model.scenario import StateEntry
+from oasis_operator.core.reporting.provenance import OASIS_CORE_VERSION
 
 __all__ = [
     "EnvironmentRequest",
@@ -161,6 +164,25 @@ def conformance_document(
     if unmet_list:
         doc["unmet_requirements"] = unmet_list
     return doc
+
+
+def conformance_answer(profile: Profile, facts: pf.ProviderFacts, version: str) -> dict[str, Any]:
+    """``GET /v1/conformance`` for ``profile``: this provider's declaration (:func:`pf.declaration`,
+    shaped by the profile's schema: provider conformance §4) and each requirement the preflight finds
+    unmet with its reason. The tier check (§3.6) is not a requirement: it labels an evaluation
+    incomplete and is not listed here (decision 0105)."""
+    tiers = pf.tiers_of(profile)
+    values, _basis = pf.declaration(facts, tiers)
+    checked = pf.preflight(profile.provider_conformance, tiers, 1, facts, (profile.id, profile.version))
+    return conformance_document(
+        provider="oasis-operator",
+        version=version,
+        core_versions=[OASIS_CORE_VERSION],
+        profile=profile.id,
+        profile_version=profile.version,
+        requirements=values,
+        unmet=[(c.name, c.reason) for c in checked.blocking],
+    )
 
 
 def _logical(namespaces: Mapping[str, str]) -> dict[str, str]:

@@ -121,6 +121,10 @@ SAFETY_FAILED: Final = "SafetyFailed"
 PROVIDER_FAILURE: Final = "ProviderFailure"
 #: Finished: a safety scenario was UNEVALUABLE (the agent failed, the evidence shows no violation).
 UNEVALUABLE: Final = "Unevaluable"
+#: Finished: what ran passed, but the evaluation is incomplete (decision 0105: an opted-in incomplete
+#: run, an unbacked tier, coverage below the minimum, scenarios not executed): no conformance claim,
+#: and no gate opens on it.
+INCOMPLETE: Final = "Incomplete"
 #: Finished by ``spec.shutdown`` (Graceful or Immediate).
 CANCELLED: Final = "Cancelled"
 #: Finished before it started: the spec does not validate.
@@ -131,7 +135,9 @@ PREFLIGHT_FAILED: Final = "PreflightFailed"
 #: The Preflight condition: every provider-conformance requirement, self-test and the tier claim met.
 PREFLIGHT_PASSED: Final = "PreflightPassed"
 #: The Preflight condition (and a Warning Event): the evidence path works, but requirements of the
-#: profile or the tier claim are not met; the run goes on, its report is incomplete and claims nothing.
+#: profile or the tier claim are not met. Unmet requirements end the run before it starts (no verdict
+#: file) unless ``spec.incomplete`` opts in; then, as for an unbacked tier, the run goes on, its report
+#: is incomplete and claims nothing (decision 0105).
 REQUIREMENTS_UNMET: Final = "ProviderRequirementsUnmet"
 #: Finished before it started: the operator refuses the run's agent adapter.
 ADAPTER_NOT_ALLOWED: Final = "AdapterNotAllowed"

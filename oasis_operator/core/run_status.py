@@ -12,7 +12,8 @@ The rules, in one place (h11 keeps its state machine the same way):
    names the next state and the reason. Anything else is :class:`InvalidTransition`, a bug.
 2. One precedence decides every verdict above a scenario (:func:`oasis_operator.core.verdicts.strongest`):
    FAIL beats PROVIDER_FAILURE beats UNEVALUABLE beats PASS.
-3. A run ends Succeeded only with a safety PASS; any other end (FAIL, PROVIDER_FAILURE, UNEVALUABLE,
+3. A run ends Succeeded only with a safety PASS of a complete evaluation; a PASS of an incomplete one
+   ends Incomplete (decision 0105: no conformance claim, no gate opens); any other end (FAIL, PROVIDER_FAILURE, UNEVALUABLE,
    nothing judged, a run that could not start or timed out, a cancelled run) is Failed or Cancelled.
 4. An aborted run (a scenario ended in PROVIDER_FAILURE, or ``timeouts.run`` passed) has incomplete
    evidence: PROVIDER_FAILURE, unless a FAIL was already certain.
@@ -23,7 +24,7 @@ The rules, in one place (h11 keeps its state machine the same way):
      not exist yet (a Profile, a Scenario of its suite, the agent), or suspended (reason
      ``Suspended``: a suspended run is not done). Before the operator writes anything, the CRD's
      status default says the same (reason ``Pending``).
-   - ``Stalled=True`` for a finished run that did not pass.
+   - ``Stalled=True`` for a finished run that did not pass, an Incomplete one included.
    - ``Completed=True`` once the run is finished, whatever the verdict (so ``kubectl wait
      --for=condition=Completed`` returns for a failed run too); ``Succeeded=True`` only for a
      finished PASS; ``Ready`` mirrors Succeeded for tools that only read Ready.
@@ -55,9 +56,11 @@ class Phase(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     CANCELLED = "Cancelled"
+    #: Finished: what ran passed, but the evaluation is incomplete (decision 0105).
+    INCOMPLETE = "Incomplete"
 
 
-TERMINAL: Final = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELLED})
+TERMINAL: Final = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELLED, Phase.INCOMPLETE})
 
 
 class Step(StrEnum):
@@ -82,6 +85,9 @@ class RunEvent(StrEnum):
     INVALID_SPEC = "invalid-spec"
     ADAPTER_REFUSED = "adapter-refused"
     PREFLIGHT_FAILED = "preflight-failed"
+    #: The preflight found provider-conformance requirements unmet, and the spec does not opt in to an
+    #: incomplete evaluation: the run does not start (decision 0105).
+    REQUIREMENTS_UNMET = "requirements-unmet"
     GAVE_UP = "gave-up"  # timeouts.run passed before the run could start
     CANCELLED = "cancelled"
     FINISHED = "finished"  # the report is stored: the phase follows from the verdict (FINISHED_BY)
@@ -101,6 +107,7 @@ RUN_TRANSITIONS: Final[dict[tuple[Phase, RunEvent], tuple[Phase, str | None]]] =
     **{(p, RunEvent.INVALID_SPEC): (Phase.FAILED, reasons.INVALID_SPEC) for p in _OPEN},
     (Phase.PENDING, RunEvent.ADAPTER_REFUSED): (Phase.FAILED, reasons.ADAPTER_NOT_ALLOWED),
     (Phase.PENDING, RunEvent.PREFLIGHT_FAILED): (Phase.FAILED, reasons.PREFLIGHT_FAILED),
+    (Phase.PENDING, RunEvent.REQUIREMENTS_UNMET): (Phase.FAILED, reasons.REQUIREMENTS_UNMET),
     (Phase.PENDING, RunEvent.GAVE_UP): (Phase.FAILED, reasons.TIMED_OUT),
     **{(p, RunEvent.CANCELLED): (Phase.CANCELLED, reasons.CANCELLED) for p in _OPEN},
     (Phase.RUNNING, RunEvent.FINISHED): (Phase.FAILED, None),  # or SUCCEEDED: FINISHED_BY
@@ -118,14 +125,19 @@ FINISHED_BY: Final[dict[SettledVerdict, tuple[Phase, str]]] = {
 }
 
 
-def finished_phase(verdict: str | None, *, timed_out: bool = False) -> tuple[Phase, str]:
+def finished_phase(
+    verdict: str | None, *, timed_out: bool = False, incomplete: bool = False
+) -> tuple[Phase, str]:
     """The terminal phase and condition reason for a run that ended with ``verdict`` (nothing judged:
-    PROVIDER_FAILURE); a run stopped by ``timeouts.run`` that did not pass says TimedOut."""
+    PROVIDER_FAILURE); a run stopped by ``timeouts.run`` that did not pass says TimedOut; a PASS of an
+    ``incomplete`` evaluation is Incomplete, never Succeeded (decision 0105)."""
     phase, reason = FINISHED_BY[
         SettledVerdict(verdict) if verdict in set(SettledVerdict) else PROVIDER_FAILURE
     ]
     if timed_out and verdict != SettledVerdict.PASS:
         reason = reasons.TIMED_OUT
+    if incomplete and phase is Phase.SUCCEEDED:
+        phase, reason = Phase.INCOMPLETE, reasons.INCOMPLETE
     return phase, reason
 
 
@@ -332,14 +344,22 @@ class RunStatus(_Wire):
     def condition(self, kind: str) -> Mapping[str, Any]:
         return next((c for c in self.conditions or [] if c.get("type") == kind), {})
 
-    def transition(self, event: RunEvent, *, verdict: str | None = None, reason: str | None = None) -> str:
-        """Move the phase by the table; returns the condition reason to write with it."""
+    def transition(
+        self,
+        event: RunEvent,
+        *,
+        verdict: str | None = None,
+        reason: str | None = None,
+        incomplete: bool = False,
+    ) -> str:
+        """Move the phase by the table; returns the condition reason to write with it (``incomplete``:
+        the finished run's report is, decision 0105)."""
         target = RUN_TRANSITIONS.get((self.current, event))
         if target is None:
             raise InvalidTransition(f"run: no transition from {self.current} on {event}")
         phase, fixed = target
         if event is RunEvent.FINISHED:
-            phase, fixed = finished_phase(verdict, timed_out=bool(self.timed_out))
+            phase, fixed = finished_phase(verdict, timed_out=bool(self.timed_out), incomplete=incomplete)
             self.verdict = verdict
         self.phase = phase
         return fixed or reason or reasons.PROGRESSING
@@ -528,7 +548,14 @@ def run_verdict(safety: str | None, *, aborted: bool, scenarios: Sequence[Scenar
     return decided or PROVIDER_FAILURE
 
 
-def completion_message(verdict: str, counts: Mapping[str, int], *, aborted: bool, abort_reason: str) -> str:
+def completion_message(
+    verdict: str,
+    counts: Mapping[str, int],
+    *,
+    aborted: bool,
+    abort_reason: str,
+    incomplete: bool = False,
+) -> str:
     """The run's last message (and its RunCompleted Event)."""
     message = (
         f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, "
@@ -538,6 +565,8 @@ def completion_message(verdict: str, counts: Mapping[str, int], *, aborted: bool
         message += f"; {counts['unevaluable']} unevaluable (agent failures): no conformance claim"
     if aborted:
         message += f"; aborted: {abort_reason}"
+    if incomplete and verdict == SettledVerdict.PASS:
+        message += "; incomplete evaluation: no conformance claim"
     return message
 
 

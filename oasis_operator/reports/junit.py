@@ -14,7 +14,9 @@ did not execute (``not_executed_by_provider``: UNSUPPORTED, INVALID; they have n
 ``scenarios``) are skipped with their reason, in their classification's suite when the entry names
 it, else in ``oasis.not-executed``. Times are the scenario's ``duration_seconds`` when its record
 has one, else 0; a suite's time is the sum. Each suite carries an ``incomplete`` property, and a
-``preflight.unmet`` property per check the provider's preflight found unmet.
+``preflight.unmet`` property per check the provider's preflight found unmet. An incomplete evaluation
+(decision 0105) adds one more suite, ``oasis.claim``, with one failed test case, ``conformance claim``:
+a CI gate that opens on a JUnit report without failures never opens on an incomplete PASS.
 """
 
 from __future__ import annotations
@@ -172,9 +174,39 @@ def render_junit(report: Mapping[str, Any]) -> str:
             totals[key] += value
         suite.set("time", f"{suite_time:.3f}")
         total_time += suite_time
+    if report.get("incomplete") and not report.get("conformance_claim"):
+        _claim_suite(root, totals, verdict, preflight)
     for key, value in totals.items():
         root.set(key, str(value))
     root.set("time", f"{total_time:.3f}")
     _printable(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _claim_suite(
+    root: ET.Element, totals: dict[str, int], verdict: Mapping[str, Any], preflight: Sequence[str]
+) -> None:
+    """The failed ``conformance claim`` case of an incomplete evaluation (decision 0105): the scenarios'
+    own cases say what ran and how; this one says that no claim rests on them."""
+    suite = ET.SubElement(root, "testsuite", name="oasis.claim", tests="1", failures="1", errors="0")
+    suite.set("skipped", "0")
+    suite.set("time", "0.000")
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="incomplete", value="true")
+    for line in preflight:
+        ET.SubElement(props, "property", name="preflight.unmet", value=line)
+    case = ET.SubElement(suite, "testcase", name="conformance claim", classname="oasis.claim", time="0.000")
+    safety = verdict.get("safety") or "no verdict"
+    failure = ET.SubElement(
+        case,
+        "failure",
+        type="incomplete",
+        message=f"incomplete evaluation: no conformance claim (safety {safety} on what ran)",
+    )
+    failure.text = (
+        "The evaluation is incomplete (an opted-in incomplete run, unmet provider requirements, an "
+        "unbacked tier, scenarios not executed or unevaluable): its verdicts make no conformance claim."
+    )
+    totals["tests"] += 1
+    totals["failures"] += 1

@@ -5,7 +5,8 @@ Called by :class:`~oasis_operator.workflows.run.RunDriver` before a run has any 
 a chain whose first :class:`~oasis_operator.workflows.run_context.Hold` wins: the Profile (parsed once,
 waited for while it does not exist or validate), the scenarios it selects (every member of its suite,
 or at least one for its selector), the agent's identity, the preflight (decision 0057: a broken evidence
-path ends the run, unmet requirements are recorded and the run goes on without a conformance claim),
+path ends the run; decision 0105: unmet requirements end it too, no verdict file, unless the spec opts in
+to an incomplete evaluation, which goes on without a conformance claim),
 then each scenario parsed once and triaged (:mod:`oasis_operator.core.triage`).
 """
 
@@ -114,8 +115,9 @@ class Preparation:
     async def _preflight(self, profile: Profile) -> Hold | None:
         """The named step before the first scenario (decision 0057): the evidence path's self-tests and
         the provider checked against the profile's requirements and the run's tier. A broken evidence
-        path ends the run without a verdict; unmet requirements are recorded and the run goes on (its
-        report is incomplete and claims nothing). It runs where the scenarios will: in a target of its
+        path ends the run without a verdict; so do unmet requirements (decision 0105), unless
+        ``spec.incomplete`` opts in: then they are recorded and the run goes on (its report is
+        incomplete and claims nothing), as it does for an unbacked tier. It runs where the scenarios will: in a target of its
         own when scenarios run in targets (decision 0100)."""
         clusters = self.ctx.ports.scenario_clusters()
         owner = owner_value(self.ctx.run["metadata"]["uid"], "preflight")
@@ -162,6 +164,14 @@ class Preparation:
                 RunEvent.PREFLIGHT_FAILED,
                 reasons.PREFLIGHT_FAILED,
                 f"preflight: evidence path broken: {broken}",
+            )
+        if result.blocking and not self.ctx.spec.incomplete:
+            gaps = "; ".join(f"{c.name}: {c.reason}" for c in result.blocking)
+            return Hold(
+                RunEvent.REQUIREMENTS_UNMET,
+                reasons.REQUIREMENTS_UNMET,
+                f"preflight: provider requirements unmet, the run did not start (no verdict file; "
+                f"spec.incomplete: true runs it as an incomplete evaluation): {gaps}",
             )
         return None
 

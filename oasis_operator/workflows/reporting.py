@@ -74,7 +74,8 @@ class Reporting:
         await self.ctx.save(message="storing the report")  # still running: the report is recorded first
         if not keep_evidence:
             await self._drop_evidence()
-        reason = self.ctx.status.transition(RunEvent.FINISHED, verdict=verdict)
+        incomplete = bool(report.get("incomplete"))
+        reason = self.ctx.status.transition(RunEvent.FINISHED, verdict=verdict, incomplete=incomplete)
         self.ctx.status.completion_time = self.ctx.now_str()
         self._record_capability(report)
         message = rs.completion_message(
@@ -82,8 +83,13 @@ class Reporting:
             rs.summary(self.ctx.status.entries),
             aborted=bool(self.ctx.status.aborted),
             abort_reason=self.ctx.status.abort_reason or "",
+            incomplete=incomplete,
         )
-        await self.ctx.event("Normal" if verdict == PASS else "Warning", reasons.EVENT_RUN_COMPLETED, message)
+        await self.ctx.event(
+            "Normal" if verdict == PASS and not incomplete else "Warning",
+            reasons.EVENT_RUN_COMPLETED,
+            message,
+        )
         self.ctx.ports.metrics.run_finished(verdict)
         await self.ctx.save(reason=reason, message=message)
 

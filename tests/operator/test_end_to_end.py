@@ -34,7 +34,8 @@ def by_id(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_the_careful_agent_passes_every_supported_safety_scenario(finished_runs):
     run = finished_runs["careful"]
     st = run["status"]
-    assert st["phase"] == "Succeeded", (
+    # An incomplete evaluation (the dev cluster's runs opt in, decision 0105): Incomplete, never Succeeded.
+    assert st["phase"] == "Incomplete", (
         st.get("message"),
         [(s["id"], s.get("reason")) for s in st.get("scenarios", []) if s.get("verdict") != "PASS"],
     )
@@ -48,12 +49,13 @@ def test_the_careful_agent_passes_every_supported_safety_scenario(finished_runs)
         else:
             assert (s["step"], s["verdict"]) == ("Done", "PASS"), (sid, s.get("reason"))
     conds = {c["type"]: c["status"] for c in st["conditions"]}
-    # Preflight False: the SI profile's requirements this provider does not meet (decision 0057).
+    # Preflight False: the SI profile's requirements this provider does not meet (decision 0057);
+    # an incomplete PASS shuts every gate (decision 0105).
     assert conds == {
-        "Ready": "True",
+        "Ready": "False",
         "Reconciling": "False",
-        "Stalled": "False",
-        "Succeeded": "True",
+        "Stalled": "True",
+        "Succeeded": "False",
         "Completed": "True",
         "Preflight": "False",
     }

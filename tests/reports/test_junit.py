@@ -52,7 +52,8 @@ def test_a_passing_run_has_no_failures_and_suite_counts_add_up(
     reports: dict[str, Any], tmp_path: Path
 ) -> None:
     path = tmp_path / "junit.xml"
-    path.write_text(render_junit(reports["pass"]), encoding="utf-8")
+    complete = {**reports["pass"], "incomplete": False, "conformance_claim": {"claimed": True}}
+    path.write_text(render_junit(complete), encoding="utf-8")
     xml = JUnitXml.fromfile(str(path))
     suites = {suite.name: suite for suite in xml}
     assert set(suites) == {"oasis.safety", "oasis.capability"}
@@ -60,6 +61,24 @@ def test_a_passing_run_has_no_failures_and_suite_counts_add_up(
     assert (safety.tests, safety.failures, safety.errors, safety.skipped) == (3, 0, 0, 1)
     assert suites["oasis.capability"].tests == 1
     assert (xml.tests, xml.failures, xml.errors) == (4, 0, 0)
+
+
+def test_an_incomplete_pass_has_one_failure_the_missing_conformance_claim(
+    reports: dict[str, Any], tmp_path: Path
+) -> None:
+    """Decision 0105: a JUnit gate (no failures) never opens on an incomplete evaluation."""
+    path = tmp_path / "junit.xml"
+    incomplete = {k: v for k, v in reports["pass"].items() if k != "conformance_claim"}
+    path.write_text(render_junit({**incomplete, "incomplete": True}), encoding="utf-8")
+    xml = JUnitXml.fromfile(str(path))
+    suites = {suite.name: suite for suite in xml}
+    assert set(suites) == {"oasis.safety", "oasis.capability", "oasis.claim"}
+    assert suites["oasis.safety"].failures == 0, "the scenarios' own cases are unchanged"
+    (case,) = list(suites["oasis.claim"])
+    assert case.name == "conformance claim"
+    assert kinds(case) == [Failure]
+    assert "incomplete evaluation: no conformance claim (safety PASS" in case.result[0].message
+    assert (xml.tests, xml.failures, xml.errors) == (5, 1, 0)
 
 
 def test_a_not_executed_scenario_is_skipped(reports: dict[str, Any], tmp_path: Path) -> None:
@@ -77,7 +96,8 @@ def test_scenarios_the_provider_did_not_execute_are_listed_as_skipped_with_their
     cases = parsed(report, tmp_path)
     entries = report["not_executed_by_provider"]
     assert len(entries) == 4
-    assert set(cases) == {"no-deletes", "stay-home", "read-only-only", "find-it"} | {
+    # Incomplete (scenarios not executed): the failed conformance-claim case too (decision 0105).
+    assert set(cases) == {"no-deletes", "stay-home", "read-only-only", "find-it", "conformance claim"} | {
         e["scenario_id"] for e in entries
     }
     for e in entries:
@@ -87,9 +107,9 @@ def test_scenarios_the_provider_did_not_execute_are_listed_as_skipped_with_their
         assert case.classname == "oasis.not-executed.uncategorised"
     xml = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
     suites = {suite.name: suite for suite in xml}
-    assert list(suites) == ["oasis.safety", "oasis.capability", "oasis.not-executed"]
+    assert list(suites) == ["oasis.safety", "oasis.capability", "oasis.not-executed", "oasis.claim"]
     assert (suites["oasis.not-executed"].tests, suites["oasis.not-executed"].skipped) == (4, 4)
-    assert (xml.tests, xml.failures, xml.skipped) == (8, 2, 5)
+    assert (xml.tests, xml.failures, xml.skipped) == (9, 3, 5)  # and the missing claim
     for suite in xml:
         assert {p.name: p.value for p in suite.properties()}["incomplete"] == "true"
 

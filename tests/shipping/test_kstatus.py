@@ -91,9 +91,14 @@ STATES: dict[str, tuple[dict[str, Any], str]] = {
         written(Phase.RUNNING, preflight=reasons.REQUIREMENTS_UNMET),
         "wait",
     ),
-    "a run that passed, its preflight listing unmet provider requirements": (
-        written(Phase.SUCCEEDED, PASS, reasons.PASSED, preflight=reasons.REQUIREMENTS_UNMET),
-        "open",
+    # Decision 0105: an incomplete PASS never opens a gate a complete PASS opens.
+    "an opted-in incomplete run that passed what ran": (
+        written(Phase.INCOMPLETE, PASS, reasons.INCOMPLETE, preflight=reasons.REQUIREMENTS_UNMET),
+        "shut",
+    ),
+    "a run its preflight did not start (provider requirements unmet)": (
+        written(Phase.FAILED, None, reasons.REQUIREMENTS_UNMET, preflight=reasons.REQUIREMENTS_UNMET),
+        "shut",
     ),
     "a run whose preflight found the evidence path broken": (
         written(Phase.FAILED, None, reasons.PREFLIGHT_FAILED, preflight=reasons.PREFLIGHT_FAILED),

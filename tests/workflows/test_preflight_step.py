@@ -24,7 +24,7 @@ from oasis_operator.workflows.run import RunDriver, RunPorts
 from tests.workflows.world import CASCADING, DESTRUCTION, NS, PROFILE, World, si_manifests
 
 #: What this provider does not meet of the SI profile on the fakes (no back-end configured).
-UNMET = ["complexity_tier_supported", "network_policy_enforcement", "state_injection", "tier 1"]
+UNMET = ["network_policy_enforcement", "state_injection", "tier 1"]
 
 
 class ProbedToolPlane:
@@ -87,7 +87,7 @@ async def test_a_live_evidence_path_runs_the_scenarios_and_the_report_lists_ever
     assert sorted(c["name"] for c in pf["checks"] if not c["met"]) == UNMET
     cond = w.condition("Preflight")
     assert (cond["status"], cond["reason"]) == ("False", reasons.REQUIREMENTS_UNMET)
-    assert "5 of 8 provider-conformance requirements" in cond["message"]
+    assert "6 of 8 provider-conformance requirements" in cond["message"]
     # The scenarios ran (the audit round trip passed) and were judged.
     assert st["verdict"] == "PASS"
     assert w.audit.sentinels >= 1 + 2 * 2, "the preflight's probe, then each scenario's barriers"
@@ -112,6 +112,45 @@ async def test_a_live_evidence_path_runs_the_scenarios_and_the_report_lists_ever
     html = render_html(report)
     assert html.count('<li class="warning">') >= len(UNMET)
     assert "network_policy_enforcement" in html
+
+
+async def test_an_opted_in_incomplete_run_that_passes_ends_incomplete_never_succeeded() -> None:
+    """The World's runs opt in to an incomplete evaluation (decision 0105): a PASS of what ran ends
+    Incomplete, Stalled, with no conformance claim."""
+    w = world()
+    assert await w.drive() == "finished"
+    st = w.status()
+    assert (st["verdict"], st["phase"]) == ("PASS", "Incomplete")
+    stalled = w.condition("Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", reasons.INCOMPLETE)
+    assert w.condition("Succeeded")["status"] == "False"
+    assert "incomplete evaluation: no conformance claim" in st["message"]
+
+
+async def test_unmet_requirements_stop_the_run_before_any_scenario_without_a_verdict_file() -> None:
+    """Provider conformance §3.8 (decision 0105): without the opt-in, the run does not start, no
+    scenario is planned, no report is written; the status names each gap and how to opt in."""
+    w = World()
+    w.install(only=[DESTRUCTION, CASCADING])
+    w.submit(incomplete=False)
+    assert await w.drive() == "finished"
+    st = w.status()
+    assert st["phase"] == "Failed"
+    assert st.get("verdict") is None
+    assert "report" not in st, "no verdict file"
+    assert not st.get("scenarios"), "no scenario was planned, let alone run"
+    assert w.env.provisioned == []
+    assert w.condition("Completed")["reason"] == reasons.REQUIREMENTS_UNMET
+    assert w.condition("Stalled")["status"] == "True"
+    assert st["preflight"]["outcome"] == reasons.REQUIREMENTS_UNMET
+    assert st["message"].startswith("preflight: provider requirements unmet, the run did not start")
+    assert "network_policy_enforcement: " in st["message"]
+    assert "state_injection: " in st["message"]
+    assert "spec.incomplete: true" in st["message"]
+    assert reasons.REQUIREMENTS_UNMET in w.store.reasons()
+    from oasis_operator.cli.wait import EXIT_NO_VERDICT, exit_code
+
+    assert exit_code(st) == EXIT_NO_VERDICT
 
 
 async def test_a_broken_audit_path_ends_the_run_before_any_scenario_without_a_verdict() -> None:

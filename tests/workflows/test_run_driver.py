@@ -90,18 +90,19 @@ def conditions(w: World, name: str = "run") -> dict[str, str]:
 
 
 # -- how a run ends ----------------------------------------------------------------------------------
-async def test_a_careful_agent_passes_and_the_run_reads_succeeded() -> None:
+async def test_a_careful_agent_passes_and_the_run_reads_incomplete_on_this_provider() -> None:
     w = world()
     w.submit()
     assert await w.drive() == "finished"
     st = w.status()
-    assert (st["phase"], st["verdict"]) == ("Succeeded", "PASS")
-    # Preflight False: the SI profile's requirements this provider does not meet (decision 0057).
+    # Preflight False: the SI profile's requirements this provider does not meet (decision 0057); the
+    # World's runs opt in to an incomplete evaluation, so its PASS is Incomplete (decision 0105).
+    assert (st["phase"], st["verdict"]) == ("Incomplete", "PASS")
     assert conditions(w) == {
-        "Ready": "True",
+        "Ready": "False",
         "Reconciling": "False",
-        "Stalled": "False",
-        "Succeeded": "True",
+        "Stalled": "True",
+        "Succeeded": "False",
         "Completed": "True",
         "Preflight": "False",
     }
@@ -774,7 +775,7 @@ async def test_a_spec_edit_of_a_finished_run_is_observed_and_new_formats_are_ren
     await w.drive()
     st = w.status()
     assert st["observedGeneration"] == 2
-    assert st["phase"] == "Succeeded"
+    assert st["phase"] == "Incomplete"  # the World's runs are incomplete evaluations (decision 0105)
     assert set(st["report"]["formats"]) == {"json", "junit"}
     assert w.condition("Succeeded")["observedGeneration"] == 2
     junit = await w.store.get_blob(NS, st["report"]["formats"]["junit"])

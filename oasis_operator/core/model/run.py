@@ -181,6 +181,11 @@ class EvaluationRunSpec(CamelModel):
     #: tears running scenarios down at once. Once set it can only be escalated, never withdrawn.
     shutdown: Literal["Graceful", "Immediate"] | None = None
     report: ReportOptions | None = None
+    #: Opt-in: an ``incomplete`` evaluation (decision 0105). By default a run whose preflight finds a
+    #: provider-conformance requirement of its profile unmet does not start: no scenario, no verdict
+    #: file (the spec's rule). ``true`` runs it anyway; its result is labelled incomplete everywhere,
+    #: makes no conformance claim and never opens a gate a complete PASS opens.
+    incomplete: bool = False
     #: Opt-in: delete the finished run (and its children) this many seconds after completion.
     ttl_seconds_after_finished: Annotated[int, Field(ge=0)] | None = None
 
