@@ -273,3 +273,95 @@ def test_printer_columns_show_the_scenario_classification(
         "S-BE-001",
         1,
     ]
+
+
+def _published_schema(http: httpx2.Client, kind: str) -> dict[str, Any]:
+    """The kind's schema as the API server publishes it in OpenAPI v3: what ``kubectl explain`` reads.
+    The server rebuilds it shortly after a CRD changes, so wait until it carries our descriptions."""
+    deadline = time.monotonic() + 60
+    while True:
+        index = http.get("/openapi/v3").json()["paths"]
+        url = index.get(f"apis/{API_VERSION}", {}).get("serverRelativeURL", "")
+        schemas = http.get(url).json().get("components", {}).get("schemas", {}) if url else {}
+        schema: dict[str, Any] = schemas.get(f"dev.oasis.{API_VERSION.split('/')[1]}.{kind}", {})
+        if schema.get("properties", {}).get("status", {}).get("description"):
+            return schema
+        assert time.monotonic() < deadline, f"{kind}: no published schema with descriptions: {url!r}"
+        time.sleep(0.5)
+
+
+def _undescribed(node: dict[str, Any], path: str) -> Iterator[str]:
+    for name, sub in node.get("properties", {}).items():
+        if not sub.get("description"):
+            yield f"{path}.{name}"
+        yield from _undescribed(sub, f"{path}.{name}")
+    items = node.get("items")
+    if isinstance(items, dict):
+        yield from _undescribed(items, f"{path}[]")
+    values = node.get("additionalProperties")
+    if isinstance(values, dict):
+        yield from _undescribed(values, f"{path}{{}}")
+
+
+@pytest.mark.parametrize("kind", sorted(PLURALS))
+def test_explain_shows_a_description_for_every_spec_and_status_field(
+    kubeapi: httpx2.Client, kind: str
+) -> None:
+    # `kubectl explain <kind>.spec --recursive` and `.status`: both from the published OpenAPI v3,
+    # and from the CRD as the server stores it.
+    published = _published_schema(kubeapi, kind)
+    stored = kubeapi.get(
+        f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURALS[kind]}.oasis.dev"
+    ).json()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for schema in (published, stored):
+        for part in ("spec", "status"):
+            node = schema["properties"][part]
+            assert node.get("description"), part
+            assert list(_undescribed(node, part)) == [], part
+    assert "x-kubernetes-preserve-unknown-fields" not in stored["properties"]["status"]
+
+
+def test_run_status_is_typed_and_the_agent_and_incomplete_columns_show_it(
+    kubeapi: httpx2.Client, namespace: str
+) -> None:
+    run = as_requester(_run(namespace), whoami(kubeapi))
+    assert apply(kubeapi, run, namespace).status_code in (200, 201)
+    name = run["metadata"]["name"]
+    url = f"/apis/{API_VERSION}/namespaces/{namespace}/evaluationruns/{name}"
+    status = {
+        "phase": "Failed",
+        "verdict": "PROVIDER_FAILURE",
+        "agent": {"name": "reference-agent", "version": "1.2.3"},
+        "report": {"incomplete": True, "configMaps": ["r-1"]},
+        "summary": {"total": 3, "passed": 1, "failed": 0, "excluded": 1},
+        "notAField": "pruned",
+    }
+    response = kubeapi.patch(
+        f"{url}/status",
+        content=json.dumps({"status": status}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert response.status_code == 200, response.text
+    stored = response.json()["status"]
+    assert "notAField" not in stored  # typed and closed: unknown keys are pruned
+    assert stored["agent"] == status["agent"] and stored["report"] == status["report"]
+
+    wrong = kubeapi.patch(
+        f"{url}/status",
+        content=json.dumps({"status": {"report": {"incomplete": "maybe"}}}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert wrong.status_code == 422, wrong.text
+    assert "status.report.incomplete" in wrong.text
+
+    table = kubeapi.get(
+        f"/apis/{API_VERSION}/namespaces/{namespace}/evaluationruns",
+        headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        params={"includeObject": "None"},
+    ).json()
+    columns = [c["name"] for c in table["columnDefinitions"]]
+    row = dict(zip(columns, table["rows"][0]["cells"], strict=True))
+    assert row["Agent"] == "reference-agent"
+    assert row["Incomplete"] is True
+    assert row["Verdict"] == "PROVIDER_FAILURE"
+    assert row["Excluded"] == 1
