@@ -344,7 +344,8 @@ def test_run_status_is_typed_and_the_agent_and_incomplete_columns_show_it(
     assert response.status_code == 200, response.text
     stored = response.json()["status"]
     assert "notAField" not in stored  # typed and closed: unknown keys are pruned
-    assert stored["agent"] == status["agent"] and stored["report"] == status["report"]
+    assert stored["agent"] == status["agent"]
+    assert stored["report"] == status["report"]
 
     wrong = kubeapi.patch(
         f"{url}/status",
