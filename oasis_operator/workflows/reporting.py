@@ -84,7 +84,12 @@ class Reporting:
             abort_reason=self.ctx.status.abort_reason or "",
         )
         await self.ctx.event("Normal" if verdict == PASS else "Warning", reasons.EVENT_RUN_COMPLETED, message)
-        self.ctx.ports.metrics.run_finished(verdict)
+        self.ctx.ports.metrics.run_finished(
+            verdict,
+            agent=(self.ctx.status.agent.name if self.ctx.status.agent else None) or "",
+            profile=self.ctx.spec.profile_ref.name,
+            incomplete=bool(report.get("incomplete")),
+        )
         await self.ctx.save(reason=reason, message=message)
 
     async def _stored_report(self) -> tuple[dict[str, Any], list[str]]:
