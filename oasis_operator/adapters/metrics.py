@@ -149,6 +149,6 @@ class Metrics:
         name, prof = self._pairs.admit(agent, profile)
         known = verdict if not self._verdicts or verdict in self._verdicts else OTHER
         self.agent_runs.labels(agent=name, profile=prof, verdict=known).inc()
-        if incomplete:
-            self.agent_incomplete_runs.labels(agent=name, profile=prof).inc()
+        # The pair's incomplete series exists (at 0) from its first run, so increase() sees the first one.
+        self.agent_incomplete_runs.labels(agent=name, profile=prof).inc(1 if incomplete else 0)
         self.agent_last_run.labels(agent=name, profile=prof).set_to_current_time()

@@ -86,10 +86,20 @@ def test_helm_lint_accepts_every_common_value(tools: Tools, tmp_path: Path) -> N
     assert "[WARNING]" not in done.stdout
 
 
-def test_every_pod_takes_the_common_pod_values(tools: Tools, tmp_path: Path) -> None:
-    pods = _pods(_docs(helm_template(tools, tmp_path, COMMON_VALUES)))
-    assert len(pods) == 2  # the operator and the node simulator
-    for pod in pods:
+#: The common values with the chart's defaults otherwise: the node simulator in a pod of its own.
+COMMON_ONLY = {k: v for k, v in COMMON_VALUES.items() if k not in FULL_VALUES}
+
+
+@pytest.mark.parametrize(
+    ("values", "pods"), [(COMMON_VALUES, 1), (COMMON_ONLY, 2)], ids=["everything-on", "defaults"]
+)
+def test_every_pod_takes_the_common_pod_values(
+    tools: Tools, tmp_path: Path, values: dict[str, Any], pods: int
+) -> None:
+    # With the log back-end the node simulator runs in the operator's pod; else in its own.
+    rendered = _pods(_docs(helm_template(tools, tmp_path, values)))
+    assert len(rendered) == pods
+    for pod in rendered:
         assert pod["metadata"]["labels"]["team"] == "platform"
         assert pod["metadata"]["annotations"]["example.test/owner"] == "platform"
         spec = pod["spec"]
@@ -138,7 +148,8 @@ def test_without_a_mirror_images_are_as_the_values_name_them(tools: Tools, tmp_p
 def test_every_long_running_container_has_a_liveness_probe(tools: Tools, tmp_path: Path) -> None:
     docs = _docs(helm_template(tools, tmp_path, FULL_VALUES))
     containers = [(c["name"], c) for pod in _pods(docs) for c in pod["spec"]["containers"]]
-    assert len(containers) >= 9  # 8 in the operator's pod with every back-end on, and the simulator
+    # The operator, 5 back-ends, the git server and the node simulator (in the operator's pod with logs on).
+    assert len(containers) == 8
     assert [name for name, c in containers if "livenessProbe" not in c] == []
     # The back-ends listen on 127.0.0.1 only, so their probes run inside the container.
     probes = {name: c["livenessProbe"] for name, c in containers}

@@ -35,9 +35,12 @@ def test_a_finished_run_is_counted_per_agent_profile_and_verdict() -> None:
     assert runs[(*key, ("verdict", "FAIL"))] == 1
     assert runs[(*key, ("verdict", "PROVIDER_FAILURE"))] == 1
     assert _samples(metrics.registry, "oasis_agent_incomplete_runs_total") == {key: 1}
+    metrics.run_finished("PASS", agent="other-agent", profile="si")
+    incomplete = _samples(metrics.registry, "oasis_agent_incomplete_runs_total")
+    assert incomplete[(("agent", "other-agent"), ("profile", "si"))] == 0  # there, at 0
     assert _samples(metrics.registry, "oasis_agent_last_run_timestamp_seconds")[key] > 1.7e9
     # The run-wide counter is unchanged in meaning.
-    assert _samples(metrics.registry, "oasis_runs_total")[(("verdict", "PASS"),)] == 1
+    assert _samples(metrics.registry, "oasis_runs_total")[(("verdict", "PASS"),)] == 2
 
 
 def test_label_values_are_cut_and_cleaned() -> None:
