@@ -147,7 +147,8 @@ class AgentSpec(CamelModel):
     image: NonEmptyStr | None = None
     """Container image of the agent; required by the job adapter."""
     credentials_ref: SecretKeyRef | None = None
-    """Secret holding the credentials the agent needs, handed to it by the adapter."""
+    """Secret with the credentials the adapter hands to the agent. The run's creator must be allowed to
+    read it: the operator checks, as that user, before it reads the Secret."""
 
     @model_validator(mode="after")
     def _adapter_needs(self) -> Self:
@@ -190,7 +191,8 @@ class ReportOptions(CamelModel):
     )
     """Formats the report is stored in: json, yaml, html and/or junit (default json)."""
     include_evidence: bool = False
-    """Keep the raw evidence (audit events, agent transcripts) with the report."""
+    """Keep the raw evidence (ConfigMaps owned by the run) for replays and audits; by default only the
+    report, with its deciding events, is kept."""
 
 
 class EvaluationRunSpec(CamelModel):
