@@ -115,11 +115,14 @@ def test_closed_key_maps_become_objects() -> None:
 
 def _undocumented(schema: dict[str, Any]) -> list[str]:
     """Paths of the schema's fields (properties, at any depth, and the root) that ``kubectl explain``
-    would show without a description. List items and map values are not fields of their own."""
+    would show without a description. List items and map values are not fields of their own; metadata
+    is the API server's ObjectMeta, which it documents itself (a CRD may give it nothing but its type)."""
     return [
         path or "."
         for path, node in _nodes(schema)
-        if not path.endswith(("[]", "{}")) and not str(node.get("description", "")).strip()
+        if path != ".metadata"
+        and not path.endswith(("[]", "{}"))
+        and not str(node.get("description", "")).strip()
     ]
 
 

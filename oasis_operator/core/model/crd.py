@@ -394,7 +394,6 @@ def _status_schema(kind: CrdKind) -> dict[str, Any]:
 
 _API_VERSION_TEXT = "The versioned schema of this representation of an object (oasis.dev/v1alpha1)."
 _KIND_TEXT = "The REST resource this object represents."
-_METADATA_TEXT = "Standard object metadata: name, namespace, labels, annotations."
 
 
 def crd_for(kind: CrdKind) -> dict[str, Any]:
@@ -433,7 +432,9 @@ def crd_for(kind: CrdKind) -> dict[str, Any]:
                             "properties": {
                                 "apiVersion": {"type": "string", "description": _API_VERSION_TEXT},
                                 "kind": {"type": "string", "description": _KIND_TEXT},
-                                "metadata": {"type": "object", "description": _METADATA_TEXT},
+                                # Nothing but the type: the API server refuses more, and documents
+                                # ObjectMeta itself.
+                                "metadata": {"type": "object"},
                                 "spec": spec,
                                 "status": _status_schema(kind),
                             },
