@@ -4,6 +4,7 @@ read back unchanged, malformed documents rejected at admission, run transition r
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +15,7 @@ import yaml
 
 from oasis_operator.core.model.crd import API_VERSION, all_crds
 from oasis_operator.core.model.credentials_policy import CREDENTIALS_USER, policy_manifests
-from oasis_operator.devcluster import kube
+from oasis_operator.devcluster import binaries, kube
 from oasis_operator.loading.documents import load_paths
 from oasis_operator.loading.profile_dir import ImportedProfile, manifests
 
@@ -279,15 +280,29 @@ def _published_schema(http: httpx2.Client, kind: str) -> dict[str, Any]:
     """The kind's schema as the API server publishes it in OpenAPI v3: what ``kubectl explain`` reads.
     The server rebuilds it shortly after a CRD changes, so wait until it carries our descriptions."""
     deadline = time.monotonic() + 60
+    answer = ""
     while True:
-        index = http.get("/openapi/v3").json()["paths"]
-        url = index.get(f"apis/{API_VERSION}", {}).get("serverRelativeURL", "")
-        schemas = http.get(url).json().get("components", {}).get("schemas", {}) if url else {}
+        # While it rebuilds, the server may answer an empty body or an error: ask again.
+        index = http.get("/openapi/v3")
+        url = (_json(index).get("paths") or {}).get(f"apis/{API_VERSION}", {}).get("serverRelativeURL", "")
+        group = http.get(url) if url else index
+        answer = f"{group.status_code} {group.text[:200]!r}"
+        schemas = (_json(group).get("components") or {}).get("schemas") or {}
         schema: dict[str, Any] = schemas.get(f"dev.oasis.{API_VERSION.split('/')[1]}.{kind}", {})
         if schema.get("properties", {}).get("status", {}).get("description"):
             return schema
-        assert time.monotonic() < deadline, f"{kind}: no published schema with descriptions: {url!r}"
+        assert time.monotonic() < deadline, (
+            f"{kind}: no published schema with descriptions: {url!r}: {answer}"
+        )
         time.sleep(0.5)
+
+
+def _json(response: httpx2.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if response.status_code == 200 and isinstance(body, dict) else {}
 
 
 def _undescribed(node: dict[str, Any], path: str) -> Iterator[str]:
@@ -366,3 +381,27 @@ def test_run_status_is_typed_and_the_agent_and_incomplete_columns_show_it(
     assert row["Incomplete"] is True
     assert row["Verdict"] == "PROVIDER_FAILURE"
     assert row["Excluded"] == 1
+
+
+@pytest.mark.parametrize("path", ["evaluationrun.spec.agent", "evaluationrun.status.report", "scenario.spec"])
+def test_kubectl_explain_prints_the_descriptions(kubeapi: httpx2.Client, cluster: Any, path: str) -> None:
+    # kubectl itself, on the fields of one level: every field's description from the models is there.
+    kind, *parts = path.split(".")
+    plural = {k.lower(): v for k, v in PLURALS.items()}[kind]
+    published = _published_schema(kubeapi, {k.lower(): k for k in PLURALS}[kind])
+    node = published
+    for part in parts:
+        node = node["properties"][part]
+    kubectl = str(binaries.resolve(quiet=True).path("kubectl"))
+    done = subprocess.run(
+        [kubectl, "--kubeconfig", str(cluster.kubeconfig), "explain", f"{plural}.{'.'.join(parts)}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert node["description"] in text
+    for name, sub in node["properties"].items():
+        assert " ".join(sub["description"].split()) in text, name
