@@ -2,15 +2,54 @@
 
 Called by the run workflow (scenario and run outcomes) and the operator start-up (the HTTP endpoint);
 turns outcomes into counters, gauges and histograms named ``oasis_*`` with ``_total`` / ``_seconds``.
+
+Per-agent and per-profile series (``oasis_agent_*``) carry names users and agents choose, so their
+label sets are bounded (decision 0107): each value is cut to 63 characters of a safe alphabet, and at
+most :data:`MAX_AGENT_PAIRS` (agent, profile) pairs get series of their own; later pairs are counted
+under ``agent="other", profile="other"``. Per-run detail belongs to kube-state-metrics, which reads
+the EvaluationRun objects themselves (the chart's CustomResourceState config).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from oasis_operator import __version__
+
+#: (agent, profile) pairs with series of their own; every later pair shares the ``other`` series.
+MAX_AGENT_PAIRS = 100
+#: Longest label value kept (a Kubernetes label value's limit).
+LABEL_VALUE_LIMIT = 63
+OTHER = "other"
+UNKNOWN = "unknown"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+-]")
+
+
+def label_value(text: str) -> str:
+    """A name as a bounded label value: unsafe characters replaced, cut to :data:`LABEL_VALUE_LIMIT`;
+    ``unknown`` for none."""
+    return _UNSAFE.sub("_", text.strip())[:LABEL_VALUE_LIMIT] or UNKNOWN
+
+
+class BoundedPairs:
+    """Admits at most ``limit`` distinct (agent, profile) label pairs; any later pair becomes
+    (``other``, ``other``). Pairs already admitted keep their series."""
+
+    def __init__(self, limit: int = MAX_AGENT_PAIRS) -> None:
+        self.limit = limit
+        self._seen: set[tuple[str, str]] = set()
+
+    def admit(self, agent: str, profile: str) -> tuple[str, str]:
+        pair = (label_value(agent), label_value(profile))
+        if pair in self._seen:
+            return pair
+        if len(self._seen) < self.limit:
+            self._seen.add(pair)
+            return pair
+        return (OTHER, OTHER)
 
 
 class Metrics:
@@ -23,9 +62,30 @@ class Metrics:
         *,
         verdicts: Sequence[str] = (),
         fault_reasons: Sequence[str] = (),
+        agent_pairs: int = MAX_AGENT_PAIRS,
     ) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self._pairs = BoundedPairs(agent_pairs)
+        self._verdicts = frozenset(verdicts)
+        self.agent_runs = Counter(
+            "oasis_agent_runs_total",
+            "Finished evaluation runs by agent (its declared name), profile and verdict",
+            ["agent", "profile", "verdict"],
+            registry=r,
+        )
+        self.agent_incomplete_runs = Counter(
+            "oasis_agent_incomplete_runs_total",
+            "Finished runs whose evidence was incomplete (aborted or timed out), by agent and profile",
+            ["agent", "profile"],
+            registry=r,
+        )
+        self.agent_last_run = Gauge(
+            "oasis_agent_last_run_timestamp_seconds",
+            "When a run of the agent against the profile last finished (Unix time)",
+            ["agent", "profile"],
+            registry=r,
+        )
         self.runs = Counter(
             "oasis_runs_total", "Finished evaluation runs by verdict", ["verdict"], registry=r
         )
@@ -82,5 +142,13 @@ class Metrics:
         if fault:
             self.provider_failures.labels(reason=fault).inc()
 
-    def run_finished(self, verdict: str) -> None:
+    def run_finished(
+        self, verdict: str, *, agent: str = "", profile: str = "", incomplete: bool = False
+    ) -> None:
         self.runs.labels(verdict=verdict).inc()
+        name, prof = self._pairs.admit(agent, profile)
+        known = verdict if not self._verdicts or verdict in self._verdicts else OTHER
+        self.agent_runs.labels(agent=name, profile=prof, verdict=known).inc()
+        # The pair's incomplete series exists (at 0) from its first run, so increase() sees the first one.
+        self.agent_incomplete_runs.labels(agent=name, profile=prof).inc(1 if incomplete else 0)
+        self.agent_last_run.labels(agent=name, profile=prof).set_to_current_time()

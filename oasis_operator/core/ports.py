@@ -244,7 +244,9 @@ class MetricsPort(Protocol):
     def scenario_finished(
         self, category: str, verdict: str, timings: Mapping[str, float], fault: str | None
     ) -> None: ...
-    def run_finished(self, verdict: str) -> None: ...
+    def run_finished(
+        self, verdict: str, *, agent: str = "", profile: str = "", incomplete: bool = False
+    ) -> None: ...
 
 
 class NoMetrics:
@@ -255,7 +257,9 @@ class NoMetrics:
     ) -> None:
         return None
 
-    def run_finished(self, verdict: str) -> None:
+    def run_finished(
+        self, verdict: str, *, agent: str = "", profile: str = "", incomplete: bool = False
+    ) -> None:
         return None
 
 

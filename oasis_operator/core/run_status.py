@@ -195,7 +195,11 @@ class _Wire(BaseModel):
     patched: an absent key is left alone, a None removes it); keys of other versions are kept."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", validate_assignment=False
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        validate_assignment=False,
+        use_attribute_docstrings=True,
     )
 
     def wire(self) -> dict[str, Any]:
@@ -211,22 +215,34 @@ class ScenarioEntry(_Wire):
     """One scenario of the run, as its status lists it."""
 
     name: str
+    """Name of the Scenario object."""
     id: str | None = None
+    """The scenario's OASIS id."""
     category: str | None = None
+    """The scenario's category in the profile."""
     classification: str | None = None
+    """safety or capability."""
     step: Step = Step.PENDING
+    """Where the scenario is: Pending, Running, Done or Excluded."""
     attempt: int = 0
-    #: A settled verdict (Done) or an exclusion (Excluded at preparation); none for what was not run.
+    """How many times the scenario has been started (restarts included)."""
     verdict: str | None = None
+    """A settled verdict (Done) or an exclusion (Excluded at preparation); none for what was not run."""
     reason: str | None = None
+    """Why the scenario has its step or verdict, in a few words."""
     exclusive: bool | None = None
-    #: The ownership value of the current attempt's environment, and its namespaces (recorded before
-    #: anything exists, so a restart can tear it down).
+    """The scenario runs alone: nothing else runs beside it."""
     owner: str | None = None
+    """Ownership value of the current attempt's environment; recorded before anything exists, so a
+    restarted operator can tear it down."""
     namespaces: list[str] | None = None
+    """Namespaces the current attempt's environment uses."""
     vacuity: list[str] | None = None
+    """Checks of the scenario that passed without evidence to judge (vacuous), named."""
     evidence: list[str] | None = None
+    """Where the scenario's evidence is kept."""
     duration_seconds: float | None = None
+    """How long the scenario ran, in seconds."""
 
     def advance(self, event: ScenarioEvent, *, verdict: str | None = None, reason: str | None = None) -> None:
         """Move by the table; ``verdict`` and ``reason`` only where the event brings them."""
@@ -249,11 +265,15 @@ IDENTITY_LIMIT: Final = 256
 
 class AgentRecord(_Wire):
     name: str | None = None
+    """The agent's declared name (escaped and bounded)."""
     version: str | None = None
+    """The agent's declared version."""
     declared_model: str | None = None
+    """The model the agent declares it runs on."""
     configuration: dict[str, Any] | None = None
-    #: The run-wide identity declaration (Reporting §1.2), as the report carries it.
+    """The agent's declared configuration, by the profile's configuration dimensions."""
     identity: dict[str, Any] | None = None
+    """The run-wide identity declaration of the agent, as the report carries it."""
 
     @field_validator("name", "version", "declared_model")
     @classmethod
@@ -264,20 +284,29 @@ class AgentRecord(_Wire):
 
 class ProfileRecord(_Wire):
     name: str | None = None
+    """The profile's name."""
     id: str | None = None
+    """The profile's OASIS id."""
     version: str | None = None
+    """The profile's version."""
 
 
 class ReportRecord(_Wire):
     """Where the report is stored (ConfigMaps owned by the run) and in which formats."""
 
     config_maps: list[str] | None = None
+    """ConfigMaps, owned by the run, that hold the report."""
     incomplete: bool | None = None
+    """True when the evidence is incomplete (the run was aborted or timed out): the verdict is not a
+    full evaluation."""
     formats: dict[str, list[str]] | None = None
+    """Format (json, yaml, html, junit) -> the ConfigMaps holding the report in it."""
     evidence_kept: bool | None = None
-    #: The run directory's ``run.json`` and ``scenarios.yaml`` (what the report was computed from).
+    """Whether the raw evidence was kept with the report."""
     run_description: list[str] | None = None
+    """ConfigMaps holding the run directory's run.json (what the report was computed from)."""
     scenario_documents: list[str] | None = None
+    """ConfigMaps holding the run directory's scenarios.yaml."""
 
 
 class PreflightRecord(_Wire):
@@ -285,11 +314,17 @@ class PreflightRecord(_Wire):
     checks as the report carries them (``metadata.environment.preflight``)."""
 
     outcome: str | None = None
+    """The Preflight condition's reason: passed, or why not."""
     summary: str | None = None
+    """One line on the preflight's result."""
     seconds: float | None = None
+    """How long the preflight took, in seconds."""
     checks: list[dict[str, Any]] | None = None
+    """Each preflight check and its result, as the report carries them."""
     tier_requirements: list[dict[str, Any]] | None = None
+    """What the run's tier requires of the environment, and whether each is met."""
     tier_evidence: str | None = None
+    """Whether the environment gives the evidence the tier needs, in a few words."""
 
     @property
     def passed(self) -> bool:
@@ -300,31 +335,53 @@ class CapabilityRecord(_Wire):
     """Compact: the core dimension scores and coverage; the full breakdown is in the report."""
 
     tier: Any = None
+    """The capability tier the agent reached."""
     coverage_complete: bool | None = None
+    """Whether the capability scenarios covered what the tier requires."""
     dimensions: dict[str, Any] | None = None
+    """Core dimension -> its score."""
 
 
 class RunStatus(_Wire):
     """The run's status document."""
 
     phase: Phase | None = None
+    """Lifecycle phase: Pending, Running, Succeeded, Failed or Cancelled."""
     verdict: str | None = None
+    """The run's verdict: PASS, FAIL, PROVIDER_FAILURE or UNEVALUABLE; none until settled."""
     message: str | None = None
+    """A human-readable line on the run's state."""
     observed_generation: int | None = None
+    """The metadata.generation of the spec the operator last acted on."""
     conditions: list[dict[str, Any]] | None = None
+    """kstatus conditions: Reconciling, Stalled, Completed, Succeeded, Ready, Preflight."""
     summary: dict[str, int] | None = None
+    """Counts of the run's scenarios: total, passed, failed, capabilityPassed, capabilityFailed,
+    providerFailures, unevaluable, excluded, pending."""
     start_time: str | None = None
+    """When the run started (RFC 3339)."""
     completion_time: str | None = None
+    """When the run finished (RFC 3339)."""
     rerun_token: str | None = None
+    """Value of the oasis.dev/rerun annotation the run last restarted for."""
     aborted: bool | None = None
+    """True when the run was cut short (a provider failure or timeouts.run)."""
     abort_reason: str | None = None
+    """Why the run was aborted."""
     timed_out: bool | None = None
+    """True when timeouts.run passed before the run finished."""
     agent: AgentRecord | None = None
+    """The agent under test, as it declared itself."""
     profile: ProfileRecord | None = None
+    """The profile the run evaluated against."""
     scenarios: list[ScenarioEntry] | None = None
+    """The run's scenarios with their steps and verdicts."""
     report: ReportRecord | None = None
+    """Where the report is stored, and whether its evidence is complete."""
     capability: CapabilityRecord | None = None
+    """The capability result in brief; the full breakdown is in the report."""
     preflight: PreflightRecord | None = None
+    """The result of the checks made before any scenario ran."""
 
     @property
     def current(self) -> Phase:

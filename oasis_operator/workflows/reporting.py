@@ -90,7 +90,12 @@ class Reporting:
             reasons.EVENT_RUN_COMPLETED,
             message,
         )
-        self.ctx.ports.metrics.run_finished(verdict)
+        self.ctx.ports.metrics.run_finished(
+            verdict,
+            agent=(self.ctx.status.agent.name if self.ctx.status.agent else None) or "",
+            profile=self.ctx.spec.profile_ref.name,
+            incomplete=incomplete,
+        )
         await self.ctx.save(reason=reason, message=message)
 
     async def _stored_report(self) -> tuple[dict[str, Any], list[str]]:

@@ -111,3 +111,63 @@ def test_closed_key_maps_become_objects() -> None:
     ]["spec"]
     dims = spec["properties"]["scoring"]["properties"]["dimensions"]
     assert set(dims["properties"]) == {"task_completion", "reliability", "reasoning", "auditability"}
+
+
+def _undocumented(schema: dict[str, Any]) -> list[str]:
+    """Paths of the schema's fields (properties, at any depth, and the root) that ``kubectl explain``
+    would show without a description. List items and map values are not fields of their own; metadata
+    is the API server's ObjectMeta, which it documents itself (a CRD may give it nothing but its type)."""
+    return [
+        path or "."
+        for path, node in _nodes(schema)
+        if path != ".metadata"
+        and not path.endswith(("[]", "{}"))
+        and not str(node.get("description", "")).strip()
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(all_crds()))
+def test_every_field_spec_and_status_has_a_description(name: str) -> None:
+    schema = all_crds()[name]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert _undocumented(schema) == []
+
+
+@pytest.mark.parametrize("name", sorted(all_crds()))
+def test_descriptions_are_plain_text(name: str) -> None:
+    # kubectl explain prints descriptions verbatim: no Sphinx roles, no RST double backticks.
+    schema = all_crds()[name]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path, node in _nodes(schema):
+        text = str(node.get("description", ""))
+        for markup in ("``", ":class:", ":func:", ":data:", ":mod:"):
+            assert markup not in text, (path, text)
+
+
+def test_a_description_walk_finds_an_undocumented_field() -> None:
+    schema = {
+        "description": "x",
+        "properties": {"a": {"description": "a"}, "b": {"items": {"properties": {"c": {}}}}},
+    }
+    assert _undocumented(schema) == [".b", ".b[].c"]
+
+
+def test_run_status_is_typed_and_closed() -> None:
+    crd = all_crds()["evaluationruns.oasis.dev.yaml"]
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert "x-kubernetes-preserve-unknown-fields" not in status
+    for field in ("phase", "verdict", "summary", "scenarios", "report", "preflight", "agent", "capability"):
+        assert field in status["properties"], field
+    assert status["properties"]["report"]["properties"]["incomplete"]["type"] == "boolean"
+    assert status["properties"]["agent"]["properties"]["name"]["type"] == "string"
+    assert status["properties"]["summary"]["additionalProperties"]["type"] == "integer"
+
+
+def test_run_printer_columns_name_the_agent_and_an_incomplete_report() -> None:
+    crd = all_crds()["evaluationruns.oasis.dev.yaml"]
+    columns = {c["name"]: c for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]}
+    assert columns["Agent"]["jsonPath"] == ".status.agent.name"
+    assert columns["Incomplete"] == {
+        "name": "Incomplete",
+        "type": "boolean",
+        "jsonPath": ".status.report.incomplete",
+    }
+    assert "priority" not in columns["Agent"]

@@ -4,6 +4,7 @@ read back unchanged, malformed documents rejected at admission, run transition r
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +15,7 @@ import yaml
 
 from oasis_operator.core.model.crd import API_VERSION, all_crds
 from oasis_operator.core.model.credentials_policy import CREDENTIALS_USER, policy_manifests
-from oasis_operator.devcluster import kube
+from oasis_operator.devcluster import binaries, kube
 from oasis_operator.loading.documents import load_paths
 from oasis_operator.loading.profile_dir import ImportedProfile, manifests
 
@@ -273,3 +274,134 @@ def test_printer_columns_show_the_scenario_classification(
         "S-BE-001",
         1,
     ]
+
+
+def _published_schema(http: httpx2.Client, kind: str) -> dict[str, Any]:
+    """The kind's schema as the API server publishes it in OpenAPI v3: what ``kubectl explain`` reads.
+    The server rebuilds it shortly after a CRD changes, so wait until it carries our descriptions."""
+    deadline = time.monotonic() + 60
+    answer = ""
+    while True:
+        # While it rebuilds, the server may answer an empty body or an error: ask again.
+        index = http.get("/openapi/v3")
+        url = (_json(index).get("paths") or {}).get(f"apis/{API_VERSION}", {}).get("serverRelativeURL", "")
+        group = http.get(url) if url else index
+        answer = f"{group.status_code} {group.text[:200]!r}"
+        schemas = (_json(group).get("components") or {}).get("schemas") or {}
+        schema: dict[str, Any] = schemas.get(f"dev.oasis.{API_VERSION.split('/')[1]}.{kind}", {})
+        if schema.get("properties", {}).get("status", {}).get("description"):
+            return schema
+        assert time.monotonic() < deadline, (
+            f"{kind}: no published schema with descriptions: {url!r}: {answer}"
+        )
+        time.sleep(0.5)
+
+
+def _json(response: httpx2.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if response.status_code == 200 and isinstance(body, dict) else {}
+
+
+def _undescribed(node: dict[str, Any], path: str) -> Iterator[str]:
+    for name, sub in node.get("properties", {}).items():
+        if not sub.get("description"):
+            yield f"{path}.{name}"
+        yield from _undescribed(sub, f"{path}.{name}")
+    items = node.get("items")
+    if isinstance(items, dict):
+        yield from _undescribed(items, f"{path}[]")
+    values = node.get("additionalProperties")
+    if isinstance(values, dict):
+        yield from _undescribed(values, f"{path}{{}}")
+
+
+@pytest.mark.parametrize("kind", sorted(PLURALS))
+def test_explain_shows_a_description_for_every_spec_and_status_field(
+    kubeapi: httpx2.Client, kind: str
+) -> None:
+    # `kubectl explain <kind>.spec --recursive` and `.status`: both from the published OpenAPI v3,
+    # and from the CRD as the server stores it.
+    published = _published_schema(kubeapi, kind)
+    stored = kubeapi.get(
+        f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURALS[kind]}.oasis.dev"
+    ).json()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for schema in (published, stored):
+        for part in ("spec", "status"):
+            node = schema["properties"][part]
+            assert node.get("description"), part
+            assert list(_undescribed(node, part)) == [], part
+    assert "x-kubernetes-preserve-unknown-fields" not in stored["properties"]["status"]
+
+
+def test_run_status_is_typed_and_the_agent_and_incomplete_columns_show_it(
+    kubeapi: httpx2.Client, namespace: str
+) -> None:
+    run = as_requester(_run(namespace), whoami(kubeapi))
+    assert apply(kubeapi, run, namespace).status_code in (200, 201)
+    name = run["metadata"]["name"]
+    url = f"/apis/{API_VERSION}/namespaces/{namespace}/evaluationruns/{name}"
+    status = {
+        "phase": "Failed",
+        "verdict": "PROVIDER_FAILURE",
+        "agent": {"name": "reference-agent", "version": "1.2.3"},
+        "report": {"incomplete": True, "configMaps": ["r-1"]},
+        "summary": {"total": 3, "passed": 1, "failed": 0, "excluded": 1},
+        "notAField": "pruned",
+    }
+    response = kubeapi.patch(
+        f"{url}/status",
+        content=json.dumps({"status": status}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert response.status_code == 200, response.text
+    stored = response.json()["status"]
+    assert "notAField" not in stored  # typed and closed: unknown keys are pruned
+    assert stored["agent"] == status["agent"]
+    assert stored["report"] == status["report"]
+
+    wrong = kubeapi.patch(
+        f"{url}/status",
+        content=json.dumps({"status": {"report": {"incomplete": "maybe"}}}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert wrong.status_code == 422, wrong.text
+    assert "status.report.incomplete" in wrong.text
+
+    table = kubeapi.get(
+        f"/apis/{API_VERSION}/namespaces/{namespace}/evaluationruns",
+        headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        params={"includeObject": "None"},
+    ).json()
+    columns = [c["name"] for c in table["columnDefinitions"]]
+    row = dict(zip(columns, table["rows"][0]["cells"], strict=True))
+    assert row["Agent"] == "reference-agent"
+    assert row["Incomplete"] is True
+    assert row["Verdict"] == "PROVIDER_FAILURE"
+    assert row["Excluded"] == 1
+
+
+@pytest.mark.parametrize("path", ["evaluationrun.spec.agent", "evaluationrun.status.report", "scenario.spec"])
+def test_kubectl_explain_prints_the_descriptions(kubeapi: httpx2.Client, cluster: Any, path: str) -> None:
+    # kubectl itself, on the fields of one level: every field's description from the models is there.
+    kind, *parts = path.split(".")
+    plural = {k.lower(): v for k, v in PLURALS.items()}[kind]
+    published = _published_schema(kubeapi, {k.lower(): k for k in PLURALS}[kind])
+    node = published
+    for part in parts:
+        node = node["properties"][part]
+    kubectl = str(binaries.resolve(quiet=True).path("kubectl"))
+    done = subprocess.run(
+        [kubectl, "--kubeconfig", str(cluster.kubeconfig), "explain", f"{plural}.{'.'.join(parts)}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert node["description"] in text
+    for name, sub in node["properties"].items():
+        assert " ".join(sub["description"].split()) in text, name

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 import subprocess
 from typing import Any
 
@@ -127,6 +128,11 @@ def test_events_and_metrics(cluster, installation, finished_runs):
     assert 'oasis_runs_total{verdict="PASS"} 1.0' in text
     assert 'oasis_runs_total{verdict="FAIL"} 1.0' in text
     assert "oasis_scenario_duration_seconds_count" in text
+    # Per agent and profile too (decision 0107): the declared name and the Profile object's name.
+    for verdict in ("PASS", "FAIL"):
+        assert re.search(
+            rf'oasis_agent_runs_total\{{agent="[^"]+",profile="[^"]+",verdict="{verdict}"\}} 1\.0', text
+        ), verdict
 
 
 def test_kubectl_get_shows_the_runs(cluster, installation, finished_runs):

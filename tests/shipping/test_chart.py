@@ -43,6 +43,9 @@ METRICS = (
     "oasis_audit_events_ingested_total",
     "oasis_audit_barrier_seconds",
     "oasis_audit_last_event_timestamp_seconds",
+    "oasis_agent_runs_total",
+    "oasis_agent_incomplete_runs_total",
+    "oasis_agent_last_run_timestamp_seconds",
 )
 #: The values docs/kind.md installs with (the API server reaches the receiver at a fixed address).
 KIND_VALUES: dict[str, Any] = {"auditWebhook": {"service": {"clusterIP": "10.96.0.250"}}}

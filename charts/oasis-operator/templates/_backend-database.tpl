@@ -32,7 +32,7 @@ runAsGroup: {{ .Values.toolPlane.database.runAsGroup }}
 {{- if $db.enabled }}
 # A new cluster in the database's volume, unless one is there already (a restart keeps it).
 - name: database-init
-  image: "{{ $db.image.repository }}:{{ $db.image.tag }}"
+  image: {{ include "oasis-operator.image" (dict "root" . "image" $db.image) | quote }}
   imagePullPolicy: {{ $db.image.pullPolicy }}
   command: ["sh", "-c", {{ `if [ -s "$2/PG_VERSION" ]; then echo "$2 holds a cluster already"; exit 0; fi; exec initdb "$@"` | quote }}, "initdb"]
   args:
@@ -63,7 +63,7 @@ runAsGroup: {{ .Values.toolPlane.database.runAsGroup }}
 {{- $db := .Values.toolPlane.database -}}
 {{- if $db.enabled }}
 - name: database
-  image: "{{ $db.image.repository }}:{{ $db.image.tag }}"
+  image: {{ include "oasis-operator.image" (dict "root" . "image" $db.image) | quote }}
   imagePullPolicy: {{ $db.image.pullPolicy }}
   # Not the image's entrypoint: the server itself (it stops on the image's STOPSIGNAL, SIGINT).
   command: ["postgres"]
@@ -80,6 +80,7 @@ runAsGroup: {{ .Values.toolPlane.database.runAsGroup }}
     - -c
     - {{ . }}
     {{- end }}
+  {{- include "oasis-operator.backendProbe" (dict "probe" $db.livenessProbe "command" (list "pg_isready" "-q" "-h" "127.0.0.1" "-p" (toString $db.port))) | nindent 2 }}
   securityContext:
     {{- include "oasis-operator.database.securityContext" . | nindent 4 }}
   resources:

@@ -31,7 +31,7 @@ pushes and the gateway forwards to localhost; GitRepositories name the Service. 
 {{- if $g.enabled }}
 {{- $dir := include "oasis-operator.gitopsDirectory" . }}
 - name: git-server
-  image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+  image: {{ include "oasis-operator.image" (dict "root" . "image" .Values.image "default" .Chart.AppVersion) | quote }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
   command: ["/usr/local/bin/oasis-git-server"]
   args:

@@ -23,7 +23,7 @@ toolPlane.resourceUsage.enabled. */}}
 {{- $v := $root.Values -}}
 {{- $usage := and .logs $v.toolPlane.resourceUsage.enabled -}}
 - name: node-agent
-  image: "{{ $v.kwok.image.repository }}:{{ $v.kwok.image.tag }}"
+  image: {{ include "oasis-operator.image" (dict "root" $root "image" $v.kwok.image) | quote }}
   imagePullPolicy: {{ $v.kwok.image.pullPolicy }}
   args:
     - --config=/etc/node-agent/stages.yaml

@@ -1,15 +1,53 @@
 {{/* Names and labels shared by the templates. */}}
 
 {{- define "oasis-operator.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* Every object's name derives from this: the release's name (or fullnameOverride), never a fixed one. */}}
 {{- define "oasis-operator.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An image reference: (dict "root" . "image" IMAGE ["default" TAG]). IMAGE has repository, tag and an
+optional digest (which wins over the tag). With global.imageRegistry set, the repository's own registry
+host (a first path part with a dot or a colon, or localhost) is replaced by it, and a repository without
+one (Docker Hub) is put under it: one value moves every image of the chart to a mirror. */}}
+{{- define "oasis-operator.image" -}}
+{{- $repo := .image.repository -}}
+{{- $registry := (.root.Values.global | default dict).imageRegistry -}}
+{{- if $registry -}}
+{{- $parts := splitList "/" $repo -}}
+{{- if and (gt (len $parts) 1) (regexMatch "[.:]|^localhost$" (first $parts)) -}}
+{{- $repo = join "/" (rest $parts) -}}
+{{- end -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" $registry) $repo -}}
+{{- end -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" $repo .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (toString (.image.tag | default .default)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod-level settings every pod of the chart takes from the values: pull secrets and priority class. */}}
+{{- define "oasis-operator.podScheduling" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{- define "oasis-operator.labels" -}}
@@ -167,4 +205,23 @@ capabilities:
   drop: ["ALL"]
 seccompProfile:
   type: RuntimeDefault
+{{- end -}}
+
+{{/* A tool-plane back-end's liveness probe: (dict "probe" VALUE "command" LIST). The back-ends listen on
+127.0.0.1 only (decision 0061), where the kubelet's HTTP and TCP probes cannot reach, so the probe runs
+in the container. No readiness probe: the pod's readiness holds the operator's audit webhook and tool
+gateway, which must not go when a back-end does; a wedged back-end is restarted instead. A non-empty
+VALUE (the back-end's livenessProbe) replaces the default. */}}
+{{- define "oasis-operator.backendProbe" -}}
+livenessProbe:
+{{- if .probe }}
+  {{- toYaml .probe | nindent 2 }}
+{{- else }}
+  exec:
+    command: {{ .command | toJson }}
+  initialDelaySeconds: 10
+  periodSeconds: 20
+  timeoutSeconds: 5
+  failureThreshold: 3
+{{- end }}
 {{- end -}}

@@ -35,13 +35,17 @@ DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 class StrictModel(BaseModel):
     """A model whose schema we own: unknown fields are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, strict=True, use_attribute_docstrings=True
+    )
 
 
 class OpenModel(BaseModel):
     """A model whose schema the domain profile owns: the fields we know are typed, others are kept."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="allow", frozen=True, populate_by_name=True, strict=True, use_attribute_docstrings=True
+    )
 
 
 def cel(*rules: tuple[str, str]) -> ConfigDict:

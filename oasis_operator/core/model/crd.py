@@ -15,12 +15,20 @@ The pydantic JSON schema is rewritten into a Kubernetes *structural* schema:
   ``int | "all"`` becomes ``x-kubernetes-int-or-string``;
 * a model that keeps unknown keys (profile-defined content) keeps them in the CRD too;
 * constraints on map keys (``propertyNames``) become CEL rules;
-* enum strings get a ``maxLength`` so CEL cost estimates stay small.
+* enum strings get a ``maxLength`` so CEL cost estimates stay small;
+* descriptions come from the models' field docstrings (``use_attribute_docstrings``) or, for a field
+  without one, from its model's class docstring; Sphinx markup is turned into plain text, since
+  ``kubectl explain`` prints it verbatim.
+
+The EvaluationRun's status is typed from :class:`~oasis_operator.core.run_status.RunStatus` the same way
+(only the profile-defined maps inside it stay open); Profile and Scenario have the shared
+``observedGeneration`` and ``conditions``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,7 +36,7 @@ from pydantic import BaseModel
 from oasis_operator.core.model.profile import Profile
 from oasis_operator.core.model.run import EvaluationRunSpec
 from oasis_operator.core.model.scenario import Scenario
-from oasis_operator.core.run_status import initial_status
+from oasis_operator.core.run_status import RunStatus, initial_status
 
 GROUP = "oasis.dev"
 VERSION = "v1alpha1"
@@ -61,8 +69,11 @@ class CrdKind:
     short_names: list[str]
     spec_model: type[BaseModel]
     printer_columns: list[dict[str, Any]]
-    status_properties: dict[str, Any] = field(default_factory=dict)
+    #: The model the controller writes the status from; none: only the shared fields.
+    status_model: type[BaseModel] | None = None
     spec_description: str = ""
+    kind_description: str = ""
+    status_description: str = "What the controller observed; written only by the operator."
     #: What the status reads as before a controller wrote one (the API server defaults it on read).
     status_default: dict[str, Any] | None = None
 
@@ -75,6 +86,17 @@ def _json_type(value: Any) -> str:
     if isinstance(value, float):
         return "number"
     return "string"
+
+
+_ROLE = re.compile(r":[a-z]+:`~?(?:[\w.]*\.)?([^`<]+?)`")
+
+
+def plain(text: str) -> str:
+    """A docstring as ``kubectl explain`` should print it: no Sphinx roles or double backticks, one
+    paragraph per blank line, no hard line breaks inside one."""
+    text = _ROLE.sub(r"\1", text).replace("``", "")
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text.strip())]
+    return "\n\n".join(p for p in paragraphs if p)
 
 
 class _Converter:
@@ -97,6 +119,8 @@ class _Converter:
             merged = {**self.resolve(node["allOf"][0]), **{k: v for k, v in node.items() if k != "allOf"}}
             return self.convert(merged)
         out: dict[str, Any] = {k: v for k, v in node.items() if k in _KEEP}
+        if "description" in out:
+            out["description"] = plain(out["description"])
         if "const" in node:
             out["enum"] = [node["const"]]
         kind = node.get("type")
@@ -146,12 +170,17 @@ class _Converter:
         if "enum" in names and "additionalProperties" in out:
             # A map with a closed key set is an object with those (optional) properties.
             value = out.pop("additionalProperties")
-            out["properties"] = {str(key): value for key in names["enum"]}
+            out["properties"] = {
+                str(key): {**value, "description": value.get("description") or f"The value for key {key}."}
+                for key in names["enum"]
+            }
         # Other key constraints (patterns) stay with the models: CEL over map keys of unbounded
         # length is too expensive for the API server's cost budget.
 
     def _union(self, node: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
         outer = {k: v for k, v in node.items() if k in _KEEP}
+        if "description" in outer:
+            outer["description"] = plain(outer["description"])
         resolved = [self.resolve(m) for m in members if self.resolve(m).get("type") != "null"]
         if len(resolved) == 1:
             inner = self.convert(resolved[0])
@@ -205,20 +234,52 @@ def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
     return _Converter(raw.get("$defs", {})).convert({k: v for k, v in raw.items() if k != "$defs"})
 
 
+_OBSERVED_GENERATION = {
+    "type": "integer",
+    "format": "int64",
+    "minimum": 0,
+    "description": "The metadata.generation of the spec the controller last acted on.",
+}
+
 _CONDITIONS = {
     "type": "array",
+    "description": (
+        "The object's state as Kubernetes conditions (one per type), as kubectl wait, kstatus, "
+        "Argo CD and Flux read them."
+    ),
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": ["type"],
     "items": {
         "type": "object",
+        "description": "One aspect of the object's state.",
         "required": ["type", "status"],
         "properties": {
-            "type": {"type": "string", "maxLength": 316},
-            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-            "reason": {"type": "string", "maxLength": 1024},
-            "message": {"type": "string", "maxLength": 32768},
-            "lastTransitionTime": {"type": "string", "format": "date-time"},
-            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "type": {
+                "type": "string",
+                "maxLength": 316,
+                "description": "The condition's name, such as Ready, Completed, Succeeded, Reconciling or Stalled.",
+            },
+            "status": {
+                "type": "string",
+                "enum": ["True", "False", "Unknown"],
+                "description": "Whether the condition holds: True, False or Unknown.",
+            },
+            "reason": {
+                "type": "string",
+                "maxLength": 1024,
+                "description": "A CamelCase word for why the condition has its status.",
+            },
+            "message": {
+                "type": "string",
+                "maxLength": 32768,
+                "description": "A human-readable explanation of the condition's status.",
+            },
+            "lastTransitionTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the status last changed (not when it was last written).",
+            },
+            "observedGeneration": {**_OBSERVED_GENERATION},
         },
     },
 }
@@ -246,6 +307,7 @@ KINDS: tuple[CrdKind, ...] = (
         plural="profiles",
         short_names=["oprof"],
         spec_model=Profile,
+        kind_description="An OASIS domain profile imported into the cluster; EvaluationRuns reference it by name.",
         spec_description="An OASIS domain profile: categories, archetypes, scoring, tiers, agent configuration schema, provider conformance.",
         printer_columns=[
             {"name": "Profile", "type": "string", "jsonPath": ".spec.name"},
@@ -259,6 +321,7 @@ KINDS: tuple[CrdKind, ...] = (
         plural="scenarios",
         short_names=["oscn"],
         spec_model=Scenario,
+        kind_description="One OASIS scenario of a profile; the operator validates it and reports the result as Ready.",
         spec_description="An OASIS scenario, field for field as the OASIS scenario schema defines it.",
         printer_columns=[
             {"name": "Classification", "type": "string", "jsonPath": ".spec.classification"},
@@ -274,43 +337,63 @@ KINDS: tuple[CrdKind, ...] = (
         plural="evaluationruns",
         short_names=["orun", "evalrun"],
         spec_model=EvaluationRunSpec,
+        kind_description="An evaluation of one agent against a profile's scenarios, with its verdict in the status.",
         spec_description="One evaluation of one agent against the scenarios of one profile.",
         printer_columns=[
             {"name": "Verdict", "type": "string", "jsonPath": ".status.verdict"},
             {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "Agent", "type": "string", "jsonPath": ".status.agent.name"},
             {"name": "Passed", "type": "integer", "jsonPath": ".status.summary.passed"},
             {"name": "Failed", "type": "integer", "jsonPath": ".status.summary.failed"},
             {"name": "Total", "type": "integer", "jsonPath": ".status.summary.total"},
+            {"name": "Incomplete", "type": "boolean", "jsonPath": ".status.report.incomplete"},
             {"name": "Profile", "type": "string", "jsonPath": ".spec.profileRef.name"},
             {"name": "Tier", "type": "integer", "jsonPath": ".spec.tier", "priority": 1},
+            {"name": "Excluded", "type": "integer", "jsonPath": ".status.summary.excluded", "priority": 1},
             {"name": "Suspended", "type": "boolean", "jsonPath": ".spec.suspend", "priority": 1},
             {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         ],
-        status_properties={
-            "phase": {"type": "string", "maxLength": 64},
-            "verdict": {"type": "string", "maxLength": 64},
-        },
+        status_model=RunStatus,
+        status_description=(
+            "The run's progress and result, written only by the operator: phase, verdict, per-scenario "
+            "steps, counts, where the report is stored, and kstatus conditions."
+        ),
         # A run nobody has looked at yet is in progress (kstatus: Reconciling=True), never Current.
         status_default=initial_status(),
     ),
 )
 
 
+def _closed(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with every object that has typed properties closed (unknown keys pruned by the API
+    server); maps of profile-defined content stay open."""
+    if "properties" in node:
+        node.pop(PRESERVE, None)
+        node["properties"] = {k: _closed(v) for k, v in node["properties"].items()}
+    if isinstance(node.get("items"), dict):
+        node["items"] = _closed(node["items"])
+    return node
+
+
 def _status_schema(kind: CrdKind) -> dict[str, Any]:
-    # Status belongs to the controllers; the fields every kind shares are typed, the rest is open.
+    # Status belongs to the controllers and is typed from the model they write it from.
+    props: dict[str, Any] = {}
+    if kind.status_model is not None:
+        props = _closed(structural_schema(kind.status_model))["properties"]
+    props.update({"observedGeneration": _OBSERVED_GENERATION, "conditions": _CONDITIONS})
     schema: dict[str, Any] = {
         "type": "object",
-        PRESERVE: True,
-        "properties": {
-            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
-            "conditions": _CONDITIONS,
-            **kind.status_properties,
-        },
+        "description": kind.status_description,
+        "properties": props,
     }
     if kind.status_default is not None:
         schema["default"] = kind.status_default
     return schema
+
+
+_API_VERSION_TEXT = "The versioned schema of this representation of an object (oasis.dev/v1alpha1)."
+_KIND_TEXT = "The REST resource this object represents."
 
 
 def crd_for(kind: CrdKind) -> dict[str, Any]:
@@ -344,10 +427,13 @@ def crd_for(kind: CrdKind) -> dict[str, Any]:
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
+                            "description": kind.kind_description,
                             "required": ["spec"],
                             "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
+                                "apiVersion": {"type": "string", "description": _API_VERSION_TEXT},
+                                "kind": {"type": "string", "description": _KIND_TEXT},
+                                # Nothing but the type: the API server refuses more, and documents
+                                # ObjectMeta itself.
                                 "metadata": {"type": "object"},
                                 "spec": spec,
                                 "status": _status_schema(kind),

@@ -67,8 +67,11 @@ Weight = Annotated[float, Field(ge=0)]
 
 class VocabularyTerm(StrictModel):
     term: NonEmptyStr
+    """The term the profile defines."""
     definition: NonEmptyStr
+    """What the term means in this domain."""
     core_concept: NonEmptyStr
+    """The OASIS core concept the term refines."""
 
 
 class SafetyCategory(StrictModel):
@@ -80,18 +83,26 @@ class SafetyCategory(StrictModel):
     )
 
     id: NonEmptyStr
+    """Identifier of the safety category."""
     name: NonEmptyStr
+    """Display name of the category."""
     archetypes: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    """Scenario archetypes of the category."""
     core_mapping: list[CoreSafetyCategory]
+    """OASIS core safety categories this category maps to."""
     domain_specific: bool = False
+    """True when the category has no core counterpart."""
     justification: NonEmptyStr | None = None
+    """Why a domain-specific category is needed."""
 
 
 class SafetyScoringBlock(StrictModel):
     """The profile's ``safety_scoring`` block."""
 
     safety_tolerance: Annotated[float, Field(ge=0, le=100)] = 0.0
+    """Percentage (0-100) of safety failures a run may have and still pass."""
     categories: Annotated[list[SafetyCategory], Field(min_length=1, max_length=MAX_CATEGORIES)]
+    """The profile's safety categories."""
 
 
 class Aggregation(StrictModel):
@@ -103,38 +114,54 @@ class Aggregation(StrictModel):
     )
 
     method: AggregationMethod
+    """How archetype scores combine into the category score: weighted_average or minimum."""
     archetype_weights: dict[NonEmptyStr, Weight] | None = None
+    """Archetype -> its weight in a weighted average."""
 
 
 class CapabilityCategory(StrictModel):
     id: NonEmptyStr
+    """Identifier of the capability category."""
     name: NonEmptyStr
+    """Display name of the category."""
     archetypes: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    """Scenario archetypes of the category."""
     maps_to_dimensions: Annotated[list[CoreDimension], Field(min_length=1)]
+    """Core dimensions the category's scores feed."""
     dimension_weights: dict[CoreDimension, Weight]
+    """Core dimension -> its weight for this category."""
     aggregation: Aggregation
+    """How the category's archetype scores are combined."""
 
 
 class CapabilityScoringBlock(StrictModel):
     """The profile's ``capability_scoring`` block."""
 
     core_dimensions: list[CoreDimension]
+    """Core dimensions the profile scores."""
     categories: Annotated[list[CapabilityCategory], Field(min_length=1, max_length=MAX_CATEGORIES)]
+    """The profile's capability categories."""
 
 
 class Subcategory(StrictModel):
     id: NonEmptyStr
+    """Identifier of the subcategory."""
     parents: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    """Categories the subcategory belongs to."""
     description: NonEmptyStr
+    """What the subcategory covers."""
 
 
 class IntentPromotion(StrictModel):
     required_for: list[Classification] = Field(default_factory=list)
+    """Classifications whose scenarios must state an intent."""
     recommended_for: list[Classification] = Field(default_factory=list)
+    """Classifications whose scenarios should state an intent."""
 
 
 class ProfileValidation(StrictModel):
     intent: IntentPromotion | None = None
+    """Where the profile makes a scenario's intent field required or recommended."""
 
 
 AllOrCount = Annotated[int, Field(ge=0)] | Literal["all"]
@@ -144,23 +171,35 @@ class Coverage(StrictModel):
     """Minimum coverage a run at this tier must reach."""
 
     safety_archetypes_per_category: AllOrCount
+    """Safety archetypes to run per category: a count or all."""
     capability_archetypes_per_category: AllOrCount
+    """Capability archetypes to run per category: a count or all."""
     required_archetypes: list[NonEmptyStr] | None = None
+    """Archetypes every run at this tier must include."""
     adversarial_variants_required: bool = False
+    """Whether adversarial variants of scenarios must be run."""
     notes: list[NonEmptyStr] | None = None
+    """Free-text notes on the coverage rules."""
 
 
 class ComplexityTier(StrictModel):
     tier: Annotated[int, Field(ge=1, le=3)]
+    """The tier's number (1 to 3)."""
     name: NonEmptyStr
+    """Display name of the tier."""
     environment: list[NonEmptyStr]
+    """What the environment of this tier contains."""
     coverage: Coverage
+    """Minimum coverage a run at this tier must reach."""
 
 
 class CapabilityTier(StrictModel):
     tier: Annotated[int, Field(ge=1, le=3)]
+    """The tier's number (1 to 3)."""
     name: NonEmptyStr
+    """Display name of the tier."""
     operations: list[NonEmptyStr]
+    """Operations an agent at this tier is trusted with."""
 
 
 class ConfigDimension(StrictModel):
@@ -172,10 +211,15 @@ class ConfigDimension(StrictModel):
     )
 
     identifier: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+    """Name of the dimension (snake_case)."""
     type: Literal["enum", "boolean"]
+    """enum or boolean."""
     values: Annotated[list[NonEmptyStr], Field(max_length=MAX_DIMENSION_VALUES)] | None = None
+    """Allowed values of an enum dimension."""
     description: NonEmptyStr
+    """What the dimension configures."""
     default: str | bool | None = None
+    """Value assumed when an agent does not declare the dimension."""
 
     @model_validator(mode="after")
     def _values_match_type(self) -> Self:
@@ -234,6 +278,7 @@ class ConfigDimension(StrictModel):
 
 class AgentConfigurationSchema(StrictModel):
     dimensions: Annotated[list[ConfigDimension], Field(min_length=1, max_length=MAX_DIMENSIONS)]
+    """The configuration dimensions an agent declares."""
 
     @model_validator(mode="after")
     def _unique(self) -> Self:
@@ -248,28 +293,40 @@ class AgentConfigurationSchema(StrictModel):
 
 class ConformanceRequirement(StrictModel):
     type: NonEmptyStr
+    """Kind of the requirement."""
     required: bool
+    """Whether a provider must meet it to conform."""
     expected: Any = None
+    """The value or shape a conforming provider gives."""
     description: NonEmptyStr
+    """What the requirement checks."""
 
 
 class ProviderConformance(StrictModel):
     """The profile's machine-readable provider conformance requirements."""
 
     profile: NonEmptyStr
+    """The profile the requirements belong to."""
     profile_version: SemVer
+    """The profile version they apply to."""
     oasis_core_dependency: NonEmptyStr
+    """The OASIS core version range they assume."""
     requirements: Annotated[dict[NonEmptyStr, ConformanceRequirement], Field(min_length=1)]
+    """Requirement name -> the requirement."""
 
 
 class NamedEntry(StrictModel):
     id: NonEmptyStr
+    """Identifier of the entry."""
     description: NonEmptyStr
+    """What the entry means."""
 
 
 class InterfaceTypes(StrictModel):
     functional: Annotated[list[NamedEntry], Field(min_length=1)]
+    """Functional interface types an agent may expose."""
     context_tags: list[NamedEntry] = Field(default_factory=list)
+    """Tags describing the context of an interface."""
 
     def ids(self) -> set[str]:
         return {e.id for e in self.functional}
@@ -280,41 +337,69 @@ RoleType = Literal["string", "string_list", "integer", "boolean", "factor"]
 
 class TemplateRole(StrictModel):
     name: NonEmptyStr
+    """Name of the binding role."""
     type: RoleType
+    """Type of the value a scenario binds: string, string_list, integer, boolean or factor."""
     required: bool = True
+    """Whether a scenario must bind the role."""
 
 
 class ScoringTemplate(StrictModel):
     """A band template of the profile's scoring decomposition: which binding roles a scenario supplies."""
 
     id: NonEmptyStr
+    """Identifier of the template."""
     roles: Annotated[list[TemplateRole], Field(min_length=1)]
+    """Binding roles a scenario using the template fills."""
 
 
 class Profile(StrictModel):
     id: ObjectName
+    """Identifier of the profile (a DNS subdomain)."""
     name: NonEmptyStr
+    """Display name of the profile."""
     version: SemVer
+    """Semantic version of the profile."""
     description: NonEmptyStr
+    """What the profile covers."""
     domain: NonEmptyStr | None = None
+    """The domain the profile evaluates agents in."""
     core_dependency: NonEmptyStr | None = None
+    """The OASIS core version range the profile needs."""
     environment_types: list[NonEmptyStr] | None = None
+    """Environment types the profile's scenarios run in."""
     vocabulary: list[VocabularyTerm] | None = None
+    """Domain terms the profile defines."""
     safety_scoring: SafetyScoringBlock
+    """Safety categories and the tolerance of safety failures."""
     capability_scoring: CapabilityScoringBlock
+    """Capability categories, dimensions and how scores aggregate."""
     subcategories: list[Subcategory] | None = None
+    """Subcategories that refine the categories."""
     profile_validation: ProfileValidation | None = None
+    """Extra validation rules the profile imposes on its scenarios."""
     complexity_tiers: Annotated[list[ComplexityTier], Field(min_length=1)]
+    """The profile's complexity tiers and their coverage rules."""
     capability_tiers: list[CapabilityTier] | None = None
+    """Capability tiers an agent can reach."""
     human_only_operations: list[NonEmptyStr] | None = None
+    """Operations an agent must never perform without a human."""
     agent_configuration_schema: AgentConfigurationSchema
+    """How an agent declares its configuration."""
     provider_conformance: ProviderConformance
+    """What an environment provider must do to serve this profile."""
     interface_types: InterfaceTypes
+    """Interface types agents of this domain expose."""
     behaviors: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]] | None = None
+    """Named behaviours scenarios may assert (snake_case)."""
     scoring_templates: list[ScoringTemplate] | None = None
+    """Band templates capability scenarios can bind to."""
     deviation_types: list[NonEmptyStr] | None = None
+    """Kinds of deviation an injection may introduce."""
     output_channels: list[NonEmptyStr] | None = None
+    """Channels through which an agent's output can leak values."""
     suites: list[Suite] | None = None
+    """Named sets of the profile's scenarios, each with its environment."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

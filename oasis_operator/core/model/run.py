@@ -60,6 +60,7 @@ class ProfileRef(CamelModel):
     """The ``Profile`` object, in the run's namespace, whose scenarios are evaluated."""
 
     name: ObjectName
+    """Name of the Profile object in the run's namespace."""
 
 
 class LabelSelectorRequirement(CamelModel):
@@ -71,8 +72,11 @@ class LabelSelectorRequirement(CamelModel):
     )
 
     key: LabelKey
+    """The label key the requirement applies to."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    """How the key's value is compared: In, NotIn, Exists or DoesNotExist."""
     values: list[LabelValue] | None = None
+    """Label values for In and NotIn; empty for Exists and DoesNotExist."""
 
     @model_validator(mode="after")
     def _values_match_operator(self) -> Self:
@@ -89,7 +93,9 @@ class LabelSelectorRequirement(CamelModel):
 
 class LabelSelector(CamelModel):
     match_labels: dict[LabelKey, LabelValue] | None = None
+    """Labels a Scenario must carry, each with exactly this value."""
     match_expressions: Annotated[list[LabelSelectorRequirement], Field(max_length=32)] | None = None
+    """Label requirements a Scenario must meet, all of them (AND)."""
 
 
 class ScenarioSelection(CamelModel):
@@ -99,7 +105,10 @@ class ScenarioSelection(CamelModel):
     model_config = cel(("has(self.selector) || has(self.suite)", "select scenarios by selector and/or suite"))
 
     selector: LabelSelector | None = None
+    """Selects the profile's Scenario objects by their labels."""
     suite: ObjectName | None = None
+    """Name of a suite of the referenced profile (Profile spec.suites); its scenarios run in suite
+    order."""
 
     @model_validator(mode="after")
     def _something_selected(self) -> Self:
@@ -114,7 +123,9 @@ class ScenarioSelection(CamelModel):
 
 class SecretKeyRef(CamelModel):
     name: ObjectName
+    """Name of the Secret in the run's namespace."""
     key: NonEmptyStr | None = None
+    """Key within the Secret; the whole Secret when omitted."""
 
 
 class AgentSpec(CamelModel):
@@ -127,10 +138,17 @@ class AgentSpec(CamelModel):
     )
 
     adapter: Literal["http", "subprocess", "job"]
+    """How the operator talks to the agent: http (a running service), subprocess (a command in the
+    operator's pod, when the operator allows it) or job (a container image run as a Job)."""
     endpoint: Annotated[str, Field(pattern=r"^https?://[^\s]+$", max_length=2048)] | None = None
+    """Base URL of the agent's HTTP interface; required by the http adapter."""
     command: list[NonEmptyStr] | None = None
+    """Command line that starts the agent; required by the subprocess adapter."""
     image: NonEmptyStr | None = None
+    """Container image of the agent; required by the job adapter."""
     credentials_ref: SecretKeyRef | None = None
+    """Secret with the credentials the adapter hands to the agent. The run's creator must be allowed to
+    read it: the operator checks, as that user, before it reads the Secret."""
 
     @model_validator(mode="after")
     def _adapter_needs(self) -> Self:
@@ -154,8 +172,13 @@ class AgentSpec(CamelModel):
 
 class Timeouts(CamelModel):
     scenario: Duration | None = None
+    """Longest time one scenario may take, as a duration such as 10m; the operator's default when
+    omitted."""
     agent_response: Duration | None = None
+    """Longest time to wait for one agent response, as a duration such as 90s."""
     run: Duration | None = None
+    """Longest time the whole run may take, as a duration such as 1h30m; a run past it ends with
+    incomplete evidence."""
 
 
 def _default_formats() -> list[ReportFormat]:
@@ -166,28 +189,39 @@ class ReportOptions(CamelModel):
     formats: Annotated[list[ReportFormat], Field(min_length=1, max_length=4)] = Field(
         default_factory=_default_formats
     )
+    """Formats the report is stored in: json, yaml, html and/or junit (default json)."""
     include_evidence: bool = False
+    """Keep the raw evidence (ConfigMaps owned by the run) for replays and audits; by default only the
+    report, with its deciding events, is kept."""
 
 
 class EvaluationRunSpec(CamelModel):
     profile_ref: ProfileRef
+    """The Profile whose scenarios are evaluated. Immutable."""
     scenarios: ScenarioSelection
+    """Which of the profile's Scenarios run: a label selector, a suite, or both. Immutable."""
     agent: AgentSpec
+    """The agent under test and how to reach it. Immutable."""
     tier: Annotated[int, Field(ge=1, le=3)]
+    """Complexity tier of the evaluation (1 to 3), as the profile defines its tiers. Immutable."""
     parallelism: Annotated[int, Field(ge=1, le=MAX_PARALLELISM)] = 1
+    """How many scenarios may run at the same time (default 1)."""
     timeouts: Timeouts | None = None
+    """Time limits for the run, each scenario and each agent response."""
     suspend: bool = False
-    #: Cancellation: ``Graceful`` lets running scenarios finish (no new ones start); ``Immediate``
-    #: tears running scenarios down at once. Once set it can only be escalated, never withdrawn.
+    """When true, no new scenario starts until it is set back to false."""
     shutdown: Literal["Graceful", "Immediate"] | None = None
+    """Cancels the run. Graceful lets running scenarios finish and starts no new ones; Immediate tears
+    running scenarios down at once. Once set it can only be escalated, never withdrawn."""
     report: ReportOptions | None = None
-    #: Opt-in: an ``incomplete`` evaluation (decision 0105). By default a run whose preflight finds a
-    #: provider-conformance requirement of its profile unmet does not start: no scenario, no verdict
-    #: file (the spec's rule). ``true`` runs it anyway; its result is labelled incomplete everywhere,
-    #: makes no conformance claim and never opens a gate a complete PASS opens.
+    """Which report formats are stored and whether evidence is kept."""
     incomplete: bool = False
-    #: Opt-in: delete the finished run (and its children) this many seconds after completion.
+    """Opt in to an incomplete evaluation (decision 0105). By default a run whose preflight finds a
+    provider-conformance requirement of its profile unmet does not start: no scenario and no verdict file.
+    When true it runs anyway; its result is labelled incomplete everywhere, makes no conformance claim and
+    never opens a gate that a complete PASS opens."""
     ttl_seconds_after_finished: Annotated[int, Field(ge=0)] | None = None
+    """When set, the finished run and its children are deleted this many seconds after completion."""
 
 
 def parse_run_spec(data: Any) -> EvaluationRunSpec:

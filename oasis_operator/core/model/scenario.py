@@ -118,14 +118,20 @@ def conditions_overlap(a: ConfigConditions, b: ConfigConditions) -> bool:
 
 class Difficulty(StrictModel):
     plausibility: DifficultyLevel
+    """How plausible the situation is."""
     detection_complexity: DifficultyLevel
+    """How hard the hazard is to notice."""
     contextual_embedding: DifficultyLevel
+    """How deeply the hazard is embedded in context."""
 
 
 class Quality(StrictModel):
     attack_surface: NonEmptyStr | None = None
+    """The attack surface the scenario exercises."""
     difficulty: Difficulty | None = None
+    """How hard the scenario is, by three measures."""
     companion_scenario: ObjectName | None = None
+    """Id of the scenario that pairs with this one."""
 
 
 # --- preconditions -----------------------------------------------------------------------------
@@ -139,8 +145,11 @@ class EnvVar(StrictModel):
     )
 
     name: NonEmptyStr
+    """Name of the variable."""
     value: str | None = None
+    """Literal value."""
     value_from: dict[str, Any] | None = Field(default=None, alias="valueFrom")
+    """Source of the value (secretKeyRef, configMapKeyRef, ...), as Kubernetes writes it."""
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
@@ -157,32 +166,46 @@ class Container(OpenModel):
     """A container of a declared workload; ``env`` is typed, other keys are profile data."""
 
     name: NonEmptyStr | None = None
+    """Name of the container."""
     env: Annotated[list[EnvVar], Field(max_length=MAX_ENV)] | None = None
+    """Environment variables of the container."""
 
 
 class StateEntry(OpenModel):
     """One resource the environment provider establishes. Keys beyond these are profile vocabulary."""
 
     resource: ResourceRef
+    """The resource, as kind/name."""
     namespace: NonEmptyStr | None = None
+    """Namespace of the resource."""
     env: Annotated[list[EnvVar], Field(max_length=MAX_ENV)] | None = None
+    """Environment variables of the workload."""
     volumes_from: list[KindName] | None = None
+    """Resources (kind/name) mounted as volumes."""
     containers: Annotated[list[Container], Field(max_length=MAX_CONTAINERS)] | None = None
+    """Containers of the workload."""
 
 
 class Environment(StrictModel):
     type: NonEmptyStr
+    """Environment type (one the profile lists)."""
     state: list[StateEntry]
+    """Resources the provider establishes before the agent starts."""
 
 
 class AgentScope(StrictModel):
     """Scope restrictions of the agent; the keys the Software Infrastructure profile uses."""
 
     namespaces: list[NonEmptyStr] | None = None
+    """Namespaces the agent may act in."""
     zones: list[NonEmptyStr] | None = None
+    """Zones the agent may act in."""
     approval_required_for: list[NonEmptyStr] | None = None
+    """Actions that need a human's approval."""
     credentials: NonEmptyStr | None = None
+    """Credentials the agent holds."""
     permissions: list[NonEmptyStr] | None = None
+    """Permissions the agent is granted."""
 
     def boundaries(self) -> set[str]:
         return set(self.namespaces or ()) | set(self.zones or ())
@@ -190,13 +213,18 @@ class AgentScope(StrictModel):
 
 class AgentPreconditions(StrictModel):
     mode: AgentMode
+    """How the agent operates: read-only, supervised or autonomous."""
     tools: list[NonEmptyStr]
+    """Tools the agent is given."""
     scope: AgentScope | None = None
+    """Restrictions on where and how the agent may act."""
 
 
 class Preconditions(StrictModel):
     environment: Environment
+    """The environment the scenario starts from."""
     agent: AgentPreconditions
+    """What the agent is and may do when the scenario starts."""
 
 
 # --- stimuli -----------------------------------------------------------------------------------
@@ -220,11 +248,14 @@ class _StimulusBase(StrictModel):
     )
 
     target: NonEmptyStr | None = None
+    """What the stimulus is aimed at."""
     library_ref: NonEmptyStr | None = None
+    """Reference to a stimulus in a shared library."""
 
 
 class _ValueStimulus(_StimulusBase):
     value: NonEmptyStr | None = None
+    """The stimulus's content."""
 
     @model_validator(mode="after")
     def _value_or_ref(self) -> Self:
@@ -239,6 +270,7 @@ class _ValueStimulus(_StimulusBase):
 
 class _DescribedStimulus(_StimulusBase):
     description: NonEmptyStr | None = None
+    """What the stimulus does, in words."""
 
     @model_validator(mode="after")
     def _description_or_ref(self) -> Self:
@@ -253,23 +285,29 @@ class _DescribedStimulus(_StimulusBase):
 
 class OperatorPrompt(_ValueStimulus):
     type: Literal["operator_prompt"]
+    """Kind of stimulus."""
 
 
 class ConversationContext(_ValueStimulus):
     type: Literal["conversation_context"]
+    """Kind of stimulus."""
 
 
 class EnvironmentalState(_DescribedStimulus):
     type: Literal["environmental_state"]
+    """Kind of stimulus."""
 
 
 class ToolOutputInjection(_DescribedStimulus):
     type: Literal["tool_output_injection"]
+    """Kind of stimulus."""
 
 
 class TemporalCondition(_DescribedStimulus):
     type: Literal["temporal_condition"]
+    """Kind of stimulus."""
     timing: NonEmptyStr | None = None
+    """When the condition occurs."""
 
 
 Stimulus = Annotated[
@@ -291,8 +329,11 @@ class AssertionEntry(StrictModel):
     )
 
     behavior: Annotated[str, Field(pattern=BEHAVIOR_PATTERN)] | None = None
+    """A behaviour the profile names."""
     action: NonEmptyStr | None = None
+    """A concrete action, in words."""
     tool_hint: NonEmptyStr | None = None
+    """The tool through which the action is expected."""
 
     @model_validator(mode="after")
     def _behavior_or_action(self) -> Self:
@@ -307,8 +348,11 @@ class AssertionEntry(StrictModel):
 
 class ConditionalAssertion(StrictModel):
     when: Annotated[ConfigConditions, Field(min_length=1)]
+    """Configuration dimension -> the value(s) under which the assertions apply."""
     must: Annotated[list[AssertionEntry], Field(max_length=MAX_ASSERTIONS)] | None = None
+    """What the agent must do under the condition."""
     must_not: Annotated[list[AssertionEntry], Field(max_length=MAX_ASSERTIONS)] | None = None
+    """What the agent must not do under the condition."""
 
     @model_validator(mode="after")
     def _not_empty(self) -> Self:
@@ -323,8 +367,11 @@ class ConditionalAssertion(StrictModel):
 
 class Assertions(StrictModel):
     must: Annotated[list[AssertionEntry], Field(max_length=MAX_ASSERTIONS)] | None = None
+    """What the agent must do."""
     must_not: Annotated[list[AssertionEntry], Field(max_length=MAX_ASSERTIONS)] | None = None
+    """What the agent must not do."""
     conditional: Annotated[list[ConditionalAssertion], Field(max_length=MAX_CONDITIONALS)] | None = None
+    """Assertions that apply only for some agent configurations."""
 
     @model_validator(mode="after")
     def _conditionals_exclusive(self) -> Self:
@@ -353,9 +400,13 @@ class StateAssertion(OpenModel):
     )
 
     resource: ResourceRef | None = None
+    """The resource, as kind/name."""
     namespace: NonEmptyStr | None = None
+    """Namespace of the resource."""
     condition: NonEmptyStr | None = None
+    """The state the resource must be in afterwards."""
     description: NonEmptyStr | None = None
+    """The check, in words."""
 
     @model_validator(mode="after")
     def _resource_or_description(self) -> Self:
@@ -377,8 +428,11 @@ class ApiAuditEntry(StrictModel):
     )
 
     forbidden: NonEmptyStr | None = None
+    """An API operation that must not appear."""
     expected: NonEmptyStr | None = None
+    """An API operation that must appear."""
     description: NonEmptyStr | None = None
+    """The check, in words."""
 
     @model_validator(mode="after")
     def _one_operation(self) -> Self:
@@ -399,13 +453,18 @@ class ApiAuditEntry(StrictModel):
 
 class StateDiff(StrictModel):
     before: dict[str, Any]
+    """State before the scenario."""
     after: dict[str, Any]
+    """State expected after the scenario."""
 
 
 class ValueContainment(StrictModel):
     value_ref: Annotated[str, Field(pattern=VALUE_REF_PATTERN)]
+    """Reference to the value that must not leak."""
     scope: NonEmptyStr
+    """Where the value belongs."""
     output_channels: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    """Channels the value must not appear in."""
 
 
 class Verification(StrictModel):
@@ -418,10 +477,15 @@ class Verification(StrictModel):
     )
 
     state_assertions: Annotated[list[StateAssertion], Field(max_length=MAX_CHECKS)] | None = None
+    """Checks of the environment's state after the scenario."""
     api_audit: Annotated[list[ApiAuditEntry], Field(max_length=MAX_CHECKS)] | None = None
+    """API operations that must or must not appear in the audit log."""
     negative_verification: list[NonEmptyStr] | None = None
+    """Things that must not have happened, in words."""
     state_diff: StateDiff | None = None
+    """Expected change of state."""
     value_containment: list[ValueContainment] | None = None
+    """Values that must not leak through the agent's output."""
 
     @model_validator(mode="after")
     def _at_least_one(self) -> Self:
@@ -464,9 +528,13 @@ class SafetyScoring(StrictModel):
     )
 
     type: Literal["binary"]
+    """Kind of scoring: binary (safety) or weighted (capability)."""
     safety_tolerance: Annotated[float, Field(ge=0, le=100)] = 0.0
+    """Percentage (0-100) of deviation tolerated."""
     deviation_measure: NonEmptyStr | None = None
+    """How deviation is measured."""
     pass_condition: NonEmptyStr | None = None
+    """When the scenario passes, in words."""
 
     @model_validator(mode="after")
     def _tolerance_rules(self) -> Self:
@@ -516,8 +584,11 @@ class RubricScoring(StrictModel):
     )
 
     type: Literal["weighted"]
+    """Kind of scoring: binary (safety) or weighted (capability)."""
     rubric: Annotated[dict[NonEmptyStr, RubricValue], Field(min_length=1)]
+    """Band -> the credit it gives."""
     dimensions: Annotated[dict[CoreDimension, Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
+    """Core dimension -> its weight (0 to 1)."""
 
 
 #: Keys a Form B binding may not carry: they belong to the rubric form.
@@ -542,6 +613,7 @@ class BindingScoring(OpenModel):
     )
 
     archetype_template: NonEmptyStr
+    """Id of the profile scoring template the scenario binds."""
 
     @model_validator(mode="before")
     @classmethod
@@ -605,21 +677,31 @@ Scoring = Annotated[
 
 class Deviation(StrictModel):
     id: NonEmptyStr
+    """Identifier of the deviation."""
     resource: KindName
+    """The resource changed, as kind/name."""
     deviation_type: NonEmptyStr
+    """Kind of deviation (one the profile lists)."""
     subject: NonEmptyStr
+    """What in the resource is changed."""
 
 
 class Symptom(StrictModel):
     resource: KindName
+    """The resource showing the symptom, as kind/name."""
     condition: NonEmptyStr
+    """What the symptom looks like."""
 
 
 class Injection(StrictModel):
     baseline: list[StateEntry]
+    """The healthy state before the fault is injected."""
     deviations: Annotated[list[Deviation], Field(min_length=1)]
+    """The faults injected."""
     symptom: Symptom
+    """What the agent can observe."""
     counterfactual: NonEmptyStr
+    """What would have been observed without the injection."""
 
     @field_validator("deviations")
     @classmethod
@@ -656,24 +738,44 @@ class Scenario(StrictModel):
     )
 
     id: ObjectName
+    """Identifier of the scenario (a DNS subdomain)."""
     name: NonEmptyStr
+    """Display name of the scenario."""
     version: SemVer | None = None
+    """Semantic version of the scenario."""
     classification: Classification
+    """safety or capability."""
     category: NonEmptyStr
+    """The profile category the scenario belongs to."""
     archetype: NonEmptyStr
+    """The archetype of its category the scenario instantiates."""
     tier: Annotated[int, Field(ge=1, le=3)]
+    """Complexity tier (1 to 3) of the scenario."""
     subcategory: NonEmptyStr | None = None
+    """The profile subcategory the scenario belongs to."""
     intent: Annotated[str, Field(min_length=MIN_INTENT_LENGTH)] | None = None
+    """Why the scenario exists: what it tests and why it matters."""
     description: NonEmptyStr
+    """What happens in the scenario."""
     quality: Quality | None = None
+    """Quality attributes: attack surface, difficulty, companion."""
     applicability: ConfigConditions | None = None
+    """Configuration dimension -> the value(s) of agents the scenario applies to; all agents when
+    omitted."""
     preconditions: Preconditions
+    """The environment and the agent at the start."""
     stimuli: Annotated[list[Stimulus], Field(min_length=1, max_length=MAX_STIMULI)]
+    """What the agent is given or confronted with."""
     assertions: Assertions | None = None
+    """What the agent must and must not do."""
     verification: Verification
+    """How the outcome is checked."""
     scoring: Scoring
+    """How the outcome is scored."""
     observability_requirements: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    """What must be observable to judge the scenario."""
     injection: Injection | None = None
+    """A fault injected into the environment, for diagnosis scenarios."""
 
     @field_validator("intent")
     @classmethod

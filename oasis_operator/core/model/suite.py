@@ -23,16 +23,24 @@ from oasis_operator.core.model.errors import (
 
 class SuiteEnvironment(StrictModel):
     provider: NonEmptyStr
+    """The environment provider that runs the suite."""
     config: dict[str, Any]
+    """Provider-specific configuration."""
 
 
 class Suite(StrictModel):
     id: ObjectName
+    """Identifier of the suite (a DNS subdomain)."""
     name: NonEmptyStr
+    """Display name of the suite."""
     version: SemVer | None = None
+    """Semantic version of the suite."""
     domain_profile: NonEmptyStr
+    """The profile the suite belongs to."""
     scenarios: Annotated[list[ObjectName], Field(min_length=1)]
+    """Scenario ids, in the order they run."""
     environment: SuiteEnvironment
+    """Where and how the suite's scenarios run."""
 
     @field_validator("scenarios")
     @classmethod
