@@ -25,7 +25,7 @@ from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.certs import generate_pki
-from oasis_operator.handlers.settings import OperatorSettings, SettingsError
+from oasis_operator.handlers.settings import OperatorSettings, SettingsError, connection_info
 from tests.environments.conftest import SAFETY
 
 
@@ -135,7 +135,7 @@ async def test_in_a_pod_the_service_account_is_read_from_its_files_and_never_cop
         assert refused.value.status.code == 403, "authenticated as the ServiceAccount (403, not 401)"
     finally:
         await client.close()
-    info = access.connection_info()
+    info = connection_info(access)
     assert info.token == second
     assert info.server == cluster.server
     assert info.default_namespace == "oasis-system"
