@@ -86,10 +86,9 @@ def _add_examples(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -
         if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
                 key = (*path, name)
-                if not child.epilog and key in EXAMPLES:
-                    child.epilog = "examples:\n" + "\n".join(
-                        f"  {line}" for line in EXAMPLES[key].splitlines()
-                    )
+                if "examples:" not in (child.epilog or "") and key in EXAMPLES:
+                    examples = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[key].splitlines())
+                    child.epilog = f"{examples}\n\n{child.epilog}" if child.epilog else examples
                     child.formatter_class = argparse.RawDescriptionHelpFormatter
                 _add_examples(child, key)
 
@@ -106,6 +105,15 @@ EXIT_USAGE: Final = 2
 EXIT_CLUSTER: Final = 5
 #: Interrupted (Ctrl-C).
 EXIT_INTERRUPTED: Final = 130
+#: The exit codes of the commands that read the cluster (``get``, ``describe``, ``report``), for their --help.
+CLUSTER_EXIT_CODES = """\
+exit codes:
+  0  done
+  2  usage: a bad option or argument, a run or file that does not exist
+  5  the cluster cannot be reached or read: no usable kubeconfig or context, a missing credential
+     file (CA, client certificate, token file), an exec plugin failing, a refused connection, TLS,
+     an API error
+"""
 
 
 class CliError(Exception):

@@ -29,6 +29,17 @@ from oasis_operator.handlers.settings import OperatorSettings, SettingsError, co
 from tests.environments.conftest import SAFETY
 
 
+#: One context on a server nobody is asked (start-up reads the context, and talks to nobody yet).
+MINIMAL_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{name: c, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+"""
+
+
 def operator_args(*extra: str) -> Any:
     return build_parser().parse_args(["operator", "run", *extra])
 
@@ -73,14 +84,14 @@ def test_without_a_kubeconfig_or_a_service_account_the_error_says_what_is_missin
     ],
 )
 def test_bad_options_are_named(tmp_path, argv, complaint):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     args = operator_args("--kubeconfig", str(tmp_path / "kubeconfig"), *argv)
     with pytest.raises(SettingsError, match=complaint):
         OperatorSettings.from_args(args, {})
 
 
 def test_the_metrics_endpoint_listens_on_every_address_by_default(tmp_path):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     settings = OperatorSettings.from_args(
         operator_args("--kubeconfig", str(tmp_path / "kubeconfig"), "--audit-log", "/x.log"), {}
     )
@@ -280,7 +291,7 @@ async def test_a_renewed_webhook_certificate_is_served_without_a_restart(tmp_pat
 
 
 def test_in_targets_no_audit_source_is_needed_and_the_pool_is_configured(tmp_path):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     settings = OperatorSettings.from_args(
         operator_args(
             "--kubeconfig",
@@ -304,7 +315,7 @@ def test_in_targets_no_audit_source_is_needed_and_the_pool_is_configured(tmp_pat
 
 
 def test_a_statefulset_pod_takes_its_shard_from_its_name(tmp_path):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     args = operator_args(
         "--kubeconfig",
         str(tmp_path / "kubeconfig"),
