@@ -71,7 +71,9 @@ def test_a_refused_server_is_one_line_naming_it(tmp_path: Path, command: tuple[s
     ca = tmp_path / "ca.crt"
     ca.write_text(_self_signed_ca())
     port = closed_port()
-    config = kubeconfig(tmp_path / "config", {"server": f"https://127.0.0.1:{port}", "certificate-authority": str(ca)})
+    config = kubeconfig(
+        tmp_path / "config", {"server": f"https://127.0.0.1:{port}", "certificate-authority": str(ca)}
+    )
     got = oasis(*command, env={"KUBECONFIG": str(config)}, cwd=tmp_path)
     if command == ("check",):  # check reports the API as a failed check, not as an error
         assert got.returncode == 1, got.stdout + got.stderr
@@ -79,7 +81,9 @@ def test_a_refused_server_is_one_line_naming_it(tmp_path: Path, command: tuple[s
         return
     assert got.returncode == EXIT_CLUSTER, got.stderr
     line = one_line(got)
-    assert line.startswith(f"oasis: error: cannot reach the API server https://127.0.0.1:{port} (context kind-kind)")
+    assert line.startswith(
+        f"oasis: error: cannot reach the API server https://127.0.0.1:{port} (context kind-kind)"
+    )
     assert "refused" in line.lower()
 
 

@@ -28,7 +28,6 @@ from oasis_operator.devcluster.certs import generate_pki
 from oasis_operator.handlers.settings import OperatorSettings, SettingsError, connection_info
 from tests.environments.conftest import SAFETY
 
-
 #: One context on a server nobody is asked (start-up reads the context, and talks to nobody yet).
 MINIMAL_KUBECONFIG = """\
 apiVersion: v1
