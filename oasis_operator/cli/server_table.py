@@ -5,7 +5,7 @@ Called by ``oasis get`` (:mod:`oasis_operator.cli.runs`), which asks the server 
 then the CRD's printer columns, exactly those ``kubectl get`` shows, and there is no second definition
 of them here. This module only lays the Table out as kubectl does: headers upper-cased, columns of
 priority above 0 only with ``-o wide``, a ``NAMESPACE`` column first with ``-A``, ``date`` cells as
-an age (kubectl's ``HumanDuration``), missing cells as ``<none>``, line breaks in a cell as spaces, columns padded by three spaces as
+an age (kubectl's ``HumanDuration``), missing cells empty, line breaks in a cell as spaces, columns padded by three spaces as
 kubectl's tab writer pads them. Pure: the time is passed in.
 """
 
@@ -53,8 +53,8 @@ def human_duration(seconds: float) -> str:
 
 
 def _cell(value: Any, column: Mapping[str, Any], now: dt.datetime) -> str:
-    if value is None or value == "":
-        return "<none>"
+    if value is None:
+        return ""  # kubectl prints a missing cell as nothing
     if column.get("type") == "date" and isinstance(value, str):
         try:
             when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
