@@ -228,7 +228,9 @@ def test_get_prints_what_kubectl_get_prints(cluster, runs_namespace) -> None:
         assert ours.returncode == 0, ours.stderr
         assert theirs.returncode == 0, theirs.stderr
         mine, kubectls = ours.stdout.splitlines(), theirs.stdout.splitlines()
-        assert mine[0] == kubectls[0], f"the same header, columns at the same places:\n{ours.stdout}\n{theirs.stdout}"
+        assert mine[0] == kubectls[0], (
+            f"the same header, columns at the same places:\n{ours.stdout}\n{theirs.stdout}"
+        )
         assert mine[0].split()[-1] == "AGE"
         assert len(mine) == len(kubectls) == 3
         for a, b in zip(mine[1:], kubectls[1:], strict=True):
