@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from lightkube.core.exceptions import ConfigError
 
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
-from oasis_operator.cli.main import CliError
+from oasis_operator.cli.main import EXIT_CLUSTER, EXIT_USAGE, CliError
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector
 from oasis_operator.core.kinds import OWNED_CLUSTER_KINDS
-from oasis_operator.handlers.settings import SERVICE_ACCOUNT_DIR, ClusterAccess, SettingsError
+from oasis_operator.handlers.settings import SERVICE_ACCOUNT_DIR, AccessError, ClusterAccess
 
 #: Every request the operator makes, as (verb, API group, resource[/subresource]); namespaced ones
 #: are checked in every namespace (scenario namespaces get random names).
@@ -97,7 +98,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="check a cluster for the operator: audit stream, CRDs, RBAC, nodes",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
-    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: $KUBECONFIG")
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="a kubeconfig file (default: the files of $KUBECONFIG, else ~/.kube/config; "
+        "without any, the pod's ServiceAccount)",
+    )
+    parser.add_argument(
+        "--context", default=None, help="the kubeconfig context (default: its current context)"
+    )
     who = parser.add_mutually_exclusive_group()
     who.add_argument(
         "--operator",
@@ -138,10 +147,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def cmd_check(args: argparse.Namespace) -> int:
     try:
-        access = ClusterAccess.discover(args.kubeconfig, SERVICE_ACCOUNT_DIR, os.environ)
+        access = ClusterAccess.discover(args.kubeconfig, SERVICE_ACCOUNT_DIR, os.environ, args.context)
+        access.check()
         pool = parse_selector(args.pool)
-    except (SettingsError, ValueError) as exc:
-        raise CliError(str(exc)) from None
+    except ValueError as exc:  # AccessError, a bad --pool
+        raise CliError(str(exc), EXIT_CLUSTER if isinstance(exc, AccessError) else EXIT_USAGE) from None
     findings = asyncio.run(run_checks(access, args, pool))
     for f in findings:
         print(f.line())
@@ -172,7 +182,7 @@ async def run_checks(
 async def check_api(http: httpx2.AsyncClient) -> Finding:
     try:
         r = await http.get("/version")
-    except httpx2.HTTPError as exc:
+    except (httpx2.HTTPError, ConfigError) as exc:  # ConfigError: an exec credential plugin failed
         return Finding("FAIL", "api", f"{http.base_url}: {exc} (is the kubeconfig's cluster reachable?)")
     if r.status_code != 200:
         return Finding("FAIL", "api", f"{http.base_url}/version answered HTTP {r.status_code}")

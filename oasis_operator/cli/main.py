@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 from oasis_operator import __version__
 
@@ -85,16 +86,43 @@ def _add_examples(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -
         if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
                 key = (*path, name)
-                if not child.epilog and key in EXAMPLES:
-                    child.epilog = "examples:\n" + "\n".join(
-                        f"  {line}" for line in EXAMPLES[key].splitlines()
-                    )
+                if "examples:" not in (child.epilog or "") and key in EXAMPLES:
+                    examples = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[key].splitlines())
+                    child.epilog = f"{examples}\n\n{child.epilog}" if child.epilog else examples
                     child.formatter_class = argparse.RawDescriptionHelpFormatter
                 _add_examples(child, key)
 
 
+#: Exit codes of every command but ``oasis wait``, whose verdict codes its ``--help`` lists (the two
+#: tables agree: 2 for usage, 5 for a cluster that cannot be read). Documented in docs/usage.md.
+EXIT_OK: Final = 0
+#: The command ran and found a problem (``oasis check``: a check failed).
+EXIT_FAILED: Final = 1
+#: Usage: a bad option, argument or input file (argparse's own code, kept for every user error).
+EXIT_USAGE: Final = 2
+#: The cluster cannot be reached or read: no usable kubeconfig or context, a credential file missing, the
+#: server refusing the connection or failing TLS, an API error (the same code as ``oasis wait``'s 5).
+EXIT_CLUSTER: Final = 5
+#: Interrupted (Ctrl-C).
+EXIT_INTERRUPTED: Final = 130
+#: The exit codes of the commands that read the cluster (``get``, ``describe``, ``report``), for their --help.
+CLUSTER_EXIT_CODES = """\
+exit codes:
+  0  done
+  2  usage: a bad option or argument, a run or file that does not exist
+  5  the cluster cannot be reached or read: no usable kubeconfig or context, a missing credential
+     file (CA, client certificate, token file), an exec plugin failing, a refused connection, TLS,
+     an API error
+"""
+
+
 class CliError(Exception):
-    """An error caused by the user's input or environment; printed as one message, exit code 2."""
+    """An error caused by the user's input or environment; printed as one line, without a traceback,
+    and the command exits with ``exit_code`` (:data:`EXIT_USAGE` unless said)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,9 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = args.func(args)
     except CliError as exc:
         print(f"oasis: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     return int(code or 0)
 
 

@@ -31,9 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run = actions.add_parser("run", help="run the operator until interrupted")
     run.add_argument(
         "--kubeconfig",
-        default=env.get("KUBECONFIG"),
-        help="default: $KUBECONFIG; without one, the pod's ServiceAccount",
+        default=None,
+        help="a kubeconfig file (default: the files of $KUBECONFIG, else ~/.kube/config; "
+        "without any, the pod's ServiceAccount)",
     )
+    run.add_argument("--context", default=None, help="the kubeconfig context (default: its current context)")
     run.add_argument(
         "--service-account-dir",
         default=str(SERVICE_ACCOUNT_DIR),

@@ -20,13 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from oasis_operator import __version__
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
 
 if TYPE_CHECKING:
+    from oasis_operator.adapters.k8s.cluster_access import ClusterAccess
     from oasis_operator.core.model.profile import Profile
 
 EXAMPLES = """\
@@ -110,24 +109,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"--audit-log {args.audit_log}: no such file")
     with tempfile.TemporaryDirectory(prefix="oasis-provider-") as work:
         profile, scenarios = _profile(args, Path(work))
-        kubeconfig = Path(work) / "kubeconfig"
-        kubeconfig.touch(mode=0o600)
-        kubeconfig.write_text(
-            yaml.safe_dump(kubeaccess.flattened(args.kubeconfig, args.context), sort_keys=False)
-        )
+        access = kubeaccess.cluster(args)
         print(
             f"provider API for {profile.id} {profile.version} "
             f"({len(scenarios)} scenarios) on http://{host}:{port}",
             flush=True,
         )
         asyncio.run(
-            _serve(kubeconfig, args.audit_log, profile, scenarios, token, host, port, args.lease_namespace)
+            _serve(access, args.audit_log, profile, scenarios, token, host, port, args.lease_namespace)
         )
     return 0
 
 
 async def _serve(
-    kubeconfig: Path,
+    access: ClusterAccess,
     audit_log: Path,
     profile: Profile,
     scenarios: Mapping[str, Mapping[str, Any]],
@@ -137,16 +132,11 @@ async def _serve(
     lease_namespace: str = "kube-system",
 ) -> None:
     from aiohttp import web
+    from lightkube import AsyncClient
     from lightkube.core.exceptions import ApiError
 
     from oasis_operator.adapters.audit.source import FileAuditSource
-    from oasis_operator.adapters.k8s.client import (
-        async_client,
-        async_http,
-        endpoint_of,
-        sentinel_sender,
-        whoami,
-    )
+    from oasis_operator.adapters.k8s.client import sentinel_sender, whoami
     from oasis_operator.adapters.k8s.environment import KubeEnvironment
     from oasis_operator.adapters.k8s.owner_leases import hold, renew
     from oasis_operator.core import preflight as pf
@@ -157,9 +147,9 @@ async def _serve(
 
     audit = FileAuditSource(audit_log)
     await audit.start()
-    http = async_http(kubeconfig)
-    client = async_client(kubeconfig, field_manager="oasis-operator")  # as the operator applies
-    ep = endpoint_of(kubeconfig)
+    http = access.http()
+    client = AsyncClient(access.lightkube_config(), field_manager="oasis-operator")  # as the operator applies
+    ep = access.endpoint()
     send = sentinel_sender(http)
     env = KubeEnvironment(client, server=ep.server, ca_data=ep.ca_data)
     facts_box: dict[str, pf.ProviderFacts] = {}

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.cli import kubeaccess
-from oasis_operator.cli.main import CliError
+from oasis_operator.cli.main import CLUSTER_EXIT_CODES, EXIT_CLUSTER, CliError
 from oasis_operator.reports import FORMATS
 
 
@@ -30,6 +30,7 @@ def register(subparsers: Any) -> None:
         help="render a run's report as JSON, YAML, HTML or JUnit XML",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=CLUSTER_EXIT_CODES,
     )
     parser.add_argument(
         "run", nargs="?", metavar="RUN", help="an EvaluationRun in the cluster (its stored report)"
@@ -84,7 +85,7 @@ def read_run_report(http: Any, namespace: str, run: dict[str, Any]) -> dict[str,
     for cm in names:
         got = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{cm}")
         if got.status_code != 200:
-            raise CliError(f"report part {namespace}/{cm}: HTTP {got.status_code}")
+            raise CliError(f"report part {namespace}/{cm}: HTTP {got.status_code}", EXIT_CLUSTER)
         packed += base64.b64decode(got.json()["binaryData"]["data.gz"])
     doc = json.loads(gzip.decompress(packed))
     if not isinstance(doc, dict):
@@ -103,7 +104,7 @@ def load_run_report(args: argparse.Namespace) -> dict[str, Any]:
         if r.status_code == 404:
             raise CliError(f"EvaluationRun {namespace}/{name} not found")
         if r.status_code != 200:
-            raise CliError(f"reading EvaluationRun {namespace}/{name}: HTTP {r.status_code}")
+            raise CliError(f"reading EvaluationRun {namespace}/{name}: HTTP {r.status_code}", EXIT_CLUSTER)
         run_obj = r.json()
         doc = read_run_report(access.http, namespace, run_obj)
     if doc is None:

@@ -10,6 +10,7 @@ live per scenario until it completes.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sys
@@ -21,8 +22,9 @@ from typing import Any
 import yaml
 
 from oasis_operator.cli import kubeaccess
-from oasis_operator.cli.main import CliError
+from oasis_operator.cli.main import CLUSTER_EXIT_CODES, EXIT_CLUSTER, CliError
 from oasis_operator.cli.report import read_run_report
+from oasis_operator.cli.server_table import TABLE_ACCEPT, layout, render_rows, render_table
 from oasis_operator.core.preflight import unmet_lines
 from oasis_operator.core.reporting.deciding import deciding_line
 from oasis_operator.core.verdicts import FAIL, PASS
@@ -32,18 +34,26 @@ ALL_RUNS = "/apis/oasis.dev/v1alpha1/evaluationruns"
 OUTPUTS = ("json", "yaml", "wide", "name")
 
 
-GET_EXAMPLES = """\
+GET_EXAMPLES = (
+    """\
 examples:
   oasis get -n evals                   the runs of one namespace, with their verdicts
-  oasis get -A -o wide                 every namespace, with agent, profile and message
-  oasis get my-run -o yaml             one run as stored (json, yaml, name also work)
+  oasis get -A -o wide                 every namespace, with the wide columns (as kubectl get -o wide)
+  oasis get my-run -o yaml             one run as stored, the object itself (json and name work too)
   oasis get -n evals -w                keep watching: a line per change until interrupted
   oasis get --context prod-east -n ci  another kubeconfig context
+
 """
-DESCRIBE_EXAMPLES = """\
+    + CLUSTER_EXIT_CODES
+)
+DESCRIBE_EXAMPLES = (
+    """\
 examples:
   oasis describe my-run -n evals       the verdict, each failed assertion with its deciding evidence
+
 """
+    + CLUSTER_EXIT_CODES
+)
 RUN_EXAMPLES = """\
 examples:
   oasis run -f run.yaml --audit-log /var/log/kube-audit/audit.log
@@ -94,125 +104,128 @@ def _get_run(http: Any, ns: str, name: str) -> dict[str, Any]:
     if r.status_code == 404:
         raise CliError(f"EvaluationRun {ns}/{name} not found")
     if r.status_code != 200:
-        raise CliError(f"reading EvaluationRun {ns}/{name}: HTTP {r.status_code}")
+        raise CliError(f"reading EvaluationRun {ns}/{name}: HTTP {r.status_code}", EXIT_CLUSTER)
     out: dict[str, Any] = r.json()
     return out
 
 
+def _collection(access: kubeaccess.Access, args: argparse.Namespace) -> str:
+    return ALL_RUNS if args.all_namespaces else RUNS.format(ns=access.namespace)
+
+
+def _table(access: kubeaccess.Access, args: argparse.Namespace, name: str | None) -> dict[str, Any]:
+    """The server's Table of the runs (one run's, when named): the CRD's printer columns."""
+    params = {"fieldSelector": f"metadata.name={name}"} if name else {}
+    r = access.http.get(_collection(access, args), params=params, headers={"Accept": TABLE_ACCEPT})
+    where = "every namespace" if args.all_namespaces else access.namespace
+    if r.status_code != 200:
+        raise CliError(f"listing EvaluationRuns in {where}: HTTP {r.status_code}", EXIT_CLUSTER)
+    table: dict[str, Any] = r.json()
+    if name and not table.get("rows"):
+        raise CliError(f"EvaluationRun {access.namespace}/{name} not found")
+    return table
+
+
 def cmd_get(args: argparse.Namespace) -> int:
+    if args.run and args.all_namespaces:
+        raise CliError("a run name and -A do not go together: name the run's namespace with -n")
     with kubeaccess.connect(args) as access:
-        if args.run:
-            if args.all_namespaces:
-                raise CliError("a run name and -A do not go together: name the run's namespace with -n")
-            items = [_get_run(access.http, access.namespace, args.run)]
-            version = str(items[0]["metadata"].get("resourceVersion") or "")
-        else:
-            path = ALL_RUNS if args.all_namespaces else RUNS.format(ns=access.namespace)
-            r = access.http.get(path)
-            where = "every namespace" if args.all_namespaces else access.namespace
-            if r.status_code != 200:
-                raise CliError(f"listing EvaluationRuns in {where}: HTTP {r.status_code}")
-            listed = r.json()
-            items, version = (
-                listed.get("items", []),
-                str(listed.get("metadata", {}).get("resourceVersion") or ""),
+        if args.output in (None, "wide"):
+            table = _table(access, args, args.run)
+            out = render_table(
+                table, wide=args.output == "wide", all_namespaces=args.all_namespaces, now=_now()
             )
-        out = render_runs(items, args.output, all_namespaces=args.all_namespaces)
+            version = str((table.get("metadata") or {}).get("resourceVersion") or "")
+            columns = list(table.get("columnDefinitions") or [])
+            if not out and not args.watch:
+                where = "any namespace" if args.all_namespaces else f"namespace {access.namespace}"
+                print(f"No EvaluationRuns found in {where}.", file=sys.stderr)
+        elif args.run:
+            run = _get_run(access.http, access.namespace, args.run)
+            out, version, columns = render_runs([run], args.output, header=False), "", []
+            version = str(run["metadata"].get("resourceVersion") or "")
+        else:
+            r = access.http.get(_collection(access, args))
+            if r.status_code != 200:
+                raise CliError(f"listing EvaluationRuns: HTTP {r.status_code}", EXIT_CLUSTER)
+            listed = r.json()
+            out, columns = render_runs(listed.get("items", []), args.output), []
+            version = str(listed.get("metadata", {}).get("resourceVersion") or "")
         if out:
             print(out)
         if args.watch:
-            return _watch(access, args, version)
+            return _watch(access, args, version, columns)
     return 0
 
 
-def render_runs(
-    items: list[dict[str, Any]], output: str | None, *, all_namespaces: bool = False, header: bool = True
-) -> str:
-    """``oasis get``'s output for ``items``: a table (``wide`` adds columns), names, JSON or YAML.
-    Pure: the tests compare it with golden files."""
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def render_runs(items: list[dict[str, Any]], output: str | None, *, header: bool = True) -> str:
+    """``oasis get``'s output for ``items`` as names, JSON or YAML: a List, or the object itself when
+    ``header`` is False (one named run, a watch line). Pure: the tests compare it with golden files.
+    The table is the server's (:func:`~oasis_operator.cli.server_table.render_table`)."""
     if output == "name":
         return "\n".join(f"evaluationrun.oasis.dev/{it['metadata']['name']}" for it in items)
-    if output in ("json", "yaml"):
-        doc: Any = (
-            items[0]
-            if len(items) == 1 and header is False
-            else {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}}
-        )
-        return (
-            json.dumps(doc, indent=2, sort_keys=True)
-            if output == "json"
-            else yaml.safe_dump(doc, sort_keys=True).rstrip("\n")
-        )
-    wide = output == "wide"
-    cols = (["NAMESPACE"] if all_namespaces else []) + [
-        "NAME",
-        "VERDICT",
-        "PHASE",
-        "PASSED",
-        "FAILED",
-        "EXCLUDED",
-        "TOTAL",
-    ]
-    if wide:
-        cols += ["AGENT", "PROFILE", "MESSAGE"]
-    rows = [cols] if header else []
-    for it in items:
-        st = it.get("status") or {}
-        sm = st.get("summary") or {}
-        row = ([str(it["metadata"].get("namespace") or "-")] if all_namespaces else []) + [
-            it["metadata"]["name"],
-            str(st.get("verdict") or "-"),
-            str(st.get("phase") or "-"),
-            str(sm.get("passed", "-")),
-            str(sm.get("failed", "-")),
-            str(sm.get("excluded", "-")),
-            str(sm.get("total", "-")),
-        ]
-        if wide:
-            agent = st.get("agent") or {}
-            row += [
-                f"{agent.get('name')}/{agent.get('version')}" if agent else "-",
-                str(((it.get("spec") or {}).get("profileRef") or {}).get("name") or "-"),
-                " ".join(str(st.get("message") or "-").split())[:80],
-            ]
-        rows.append(row)
-    if not rows:
-        return ""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    doc: Any = (
+        items[0]
+        if len(items) == 1 and header is False
+        else {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}}
+    )
+    if output == "json":
+        return json.dumps(doc, indent=2, sort_keys=True)
+    return yaml.safe_dump(doc, sort_keys=True).rstrip("\n")
 
 
-def _watch(access: kubeaccess.Access, args: argparse.Namespace, version: str) -> int:
+def _watch(
+    access: kubeaccess.Access, args: argparse.Namespace, version: str, columns: list[dict[str, Any]]
+) -> int:
     """Follow the list with a watch from ``version``: one output line (or document) per change, until
-    interrupted; a watch the server ends is resumed from the last version seen."""
-    path = ALL_RUNS if args.all_namespaces else RUNS.format(ns=access.namespace)
+    interrupted; a watch the server ends is resumed from the last version seen. A table line is the
+    server's row for the changed run."""
     params = {"watch": "true", "allowWatchBookmarks": "true"}
     if args.run:
         params["fieldSelector"] = f"metadata.name={args.run}"
     try:
         while True:
             with access.http.stream(
-                "GET", path, params={**params, "resourceVersion": version}, timeout=None
+                "GET", _collection(access, args), params={**params, "resourceVersion": version}, timeout=None
             ) as r:
                 if r.status_code != 200:
-                    raise CliError(f"watching EvaluationRuns: HTTP {r.status_code}")
+                    raise CliError(f"watching EvaluationRuns: HTTP {r.status_code}", EXIT_CLUSTER)
                 for line in r.iter_lines():
                     if not line.strip():
                         continue
                     event = json.loads(line)
                     obj = event.get("object") or {}
                     if event.get("type") == "ERROR":
-                        raise CliError(f"watching EvaluationRuns: {obj.get('message') or obj}")
+                        raise CliError(f"watching EvaluationRuns: {obj.get('message') or obj}", EXIT_CLUSTER)
                     version = str(obj.get("metadata", {}).get("resourceVersion") or version)
-                    if event.get("type") == "BOOKMARK":
-                        continue
-                    shown = render_runs([obj], args.output, all_namespaces=args.all_namespaces, header=False)
-                    print(
-                        f"{shown}{'  (deleted)' if event.get('type') == 'DELETED' and not args.output else ''}",
-                        flush=True,
-                    )
+                    if event.get("type") != "BOOKMARK":
+                        print(_watch_line(access, args, event, obj, columns), flush=True)
     except KeyboardInterrupt:
         return 0
+
+
+def _watch_line(
+    access: kubeaccess.Access,
+    args: argparse.Namespace,
+    event: dict[str, Any],
+    obj: dict[str, Any],
+    columns: list[dict[str, Any]],
+) -> str:
+    deleted = event.get("type") == "DELETED"
+    if args.output not in (None, "wide"):
+        return render_runs([obj], args.output, header=False)
+    meta = obj.get("metadata") or {}
+    row_of: dict[str, Any] = {"rows": [{"cells": [meta.get("name")], "object": {"metadata": meta}}]}
+    if not deleted:  # the server's row for the run as it is now
+        row_of = _table(access, args, str(meta.get("name")))
+    rows = render_rows(
+        row_of, columns, wide=args.output == "wide", all_namespaces=args.all_namespaces, now=_now()
+    )
+    return layout(rows) + ("  (deleted)" if deleted else "")
 
 
 def cmd_describe(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 
 from oasis_operator.adapters.audit.file_tail import AuditEvent, AuditFileTail, is_complete
-from oasis_operator.adapters.k8s.client import http_settings
+from oasis_operator.adapters.k8s.cluster_access import ClusterAccess
 
 
 class KubeError(Exception):
@@ -114,6 +114,5 @@ def audit_barrier(
 
 
 def http_from_kubeconfig(path: Path, timeout: float = 10.0) -> httpx2.Client:
-    """A synchronous HTTP client for the current context of a kubeconfig with embedded credentials."""
-    server, tls, headers = http_settings(path)
-    return httpx2.Client(base_url=server, verify=tls, timeout=timeout, headers=headers)
+    """A synchronous HTTP client for the current context of a kubeconfig (the shared loader's)."""
+    return ClusterAccess.from_kubeconfig(path).sync_http(timeout)

@@ -60,6 +60,7 @@ from oasis_operator.devcluster.targets import TargetPool, TargetPoolConfig
 from oasis_operator.handlers.settings import (
     ClusterAccess,
     OperatorSettings,
+    connection_info,
     toolplane_secret_paths,
     user_credential_paths,
 )
@@ -80,7 +81,7 @@ IDENTITY_PLACE_TTL = dt.timedelta(minutes=15)
 def login(memo: kopf.Memo, **_: Any) -> Any:
     """kopf's connection, from the operator's own settings (asked again when a token expires)."""
     settings: OperatorSettings = memo.settings
-    return settings.access.connection_info()
+    return connection_info(settings.access)
 
 
 def subprocess_policy(
@@ -298,7 +299,7 @@ async def _scenario_cluster(ours: OperatorSettings, management: _Access) -> _Acc
     """Where shared-mode scenarios run: this cluster, or the external one (decision 0102)."""
     if ours.targets.mode != "external" or ours.targets.external_kubeconfig is None:
         return management
-    access = ClusterAccess(kubeconfig=ours.targets.external_kubeconfig)
+    access = ClusterAccess.from_kubeconfig(ours.targets.external_kubeconfig)
     http = access.http()
     endpoint = access.endpoint()
     return _Access(

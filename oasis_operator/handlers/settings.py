@@ -4,30 +4,28 @@ stream comes from, where it serves metrics, where scenario pods go, and what age
 Built once by ``oasis operator run`` from its options (:meth:`OperatorSettings.from_args`) and handed
 to the kopf handlers through kopf's memo; nothing is passed through ``os.environ``.
 
-Credentials are never written anywhere. Outside a cluster the operator reads the kubeconfig it was
-given; in a pod it reads its ServiceAccount's mounted files (token, CA) at the moment it needs them,
-so a rotated token is picked up. :meth:`ClusterAccess.secret_paths` names every file that holds a
-credential, so that an agent run as a local process can be kept away from all of them.
+How the operator reaches its cluster is :class:`ClusterAccess`, the loader every command shares
+(:mod:`oasis_operator.adapters.k8s.cluster_access`: kubectl's loading rules, ``--context``, exec
+plugins, a rotated ServiceAccount token read again). Credentials are never written anywhere.
+:meth:`ClusterAccess.secret_paths` names every file that holds a credential, so that an agent run as
+a local process can be kept away from all of them.
 """
 
 from __future__ import annotations
 
-import base64
 import ipaddress
 import json
 import os
 import re
-import ssl
 import tempfile
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
-import yaml
 
-from oasis_operator.adapters.k8s.client import ClusterEndpoint
+from oasis_operator.adapters.k8s.cluster_access import SERVICE_ACCOUNT_DIR, AccessError, ClusterAccess
 from oasis_operator.adapters.plumbing.extras import MissingExtra
 from oasis_operator.adapters.toolplane import FACTORIES, FileEntry
 from oasis_operator.adapters.toolplane.factory import EntryError
@@ -38,19 +36,19 @@ __all__ = [
     "DEFAULT_METRICS_ADDR",
     "SERVICE_ACCOUNT_DIR",
     "TOOLPLANE_FILE",
+    "AccessError",
     "AuditSettings",
     "ClusterAccess",
     "GatewaySettings",
     "OperatorSettings",
     "SettingsError",
     "ToolPlaneSettings",
+    "connection_info",
     "prepare_toolplane",
 ]
 
 _S = TypeVar("_S")
 
-#: Where Kubernetes mounts a pod's ServiceAccount credentials.
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 #: The metrics endpoint listens on every address: Prometheus scrapes it through the pod's address.
 DEFAULT_METRICS_ADDR = "0.0.0.0"
 
@@ -59,180 +57,12 @@ class SettingsError(ValueError):
     """A setting is missing or malformed; the message names the option and what was expected."""
 
 
-class _TokenFileAuth(httpx2.Auth):
-    """A bearer token read from its file for every request (the kubelet rotates the file)."""
+def connection_info(access: ClusterAccess) -> Any:
+    """kopf's connection for the operator's identity, read now (its login handler; kopf asks again on
+    a 401, so a rotated token or an exec plugin's new credential is used)."""
+    import kopf
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self.path.read_text().strip()}"
-        yield request
-
-
-@dataclass(frozen=True)
-class ClusterAccess:
-    """How the operator reaches the API server: a kubeconfig file, or the pod's ServiceAccount."""
-
-    kubeconfig: Path | None = None
-    service_account_dir: Path | None = None
-    #: In a pod: the API server's address (``KUBERNETES_SERVICE_HOST``/``_PORT``).
-    service_host: str = ""
-    service_port: str = "443"
-
-    @classmethod
-    def discover(
-        cls, kubeconfig: str | None, service_account_dir: Path, environ: Mapping[str, str]
-    ) -> ClusterAccess:
-        """The kubeconfig when one is named, else the pod's ServiceAccount; else an error."""
-        if kubeconfig:
-            path = Path(kubeconfig)
-            if not path.is_file():
-                raise SettingsError(f"--kubeconfig {path}: no such file")
-            return cls(kubeconfig=path)
-        host = environ.get("KUBERNETES_SERVICE_HOST", "")
-        if host and (service_account_dir / "token").is_file():
-            return cls(
-                service_account_dir=service_account_dir,
-                service_host=host,
-                service_port=environ.get("KUBERNETES_SERVICE_PORT", "443"),
-            )
-        raise SettingsError(
-            "no cluster credentials: pass --kubeconfig or set KUBECONFIG, or run in a pod "
-            f"whose ServiceAccount token is mounted at {service_account_dir}"
-        )
-
-    # -- the pieces of a connection ------------------------------------------------------------------
-    @property
-    def in_cluster(self) -> bool:
-        return self.service_account_dir is not None
-
-    def _kubeconfig_parts(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        assert self.kubeconfig is not None
-        doc = yaml.safe_load(self.kubeconfig.read_text())
-        try:
-            ctx = next(c["context"] for c in doc["contexts"] if c["name"] == doc["current-context"])
-            cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
-            user = next(u["user"] for u in doc["users"] if u["name"] == ctx["user"])
-        except (KeyError, StopIteration, TypeError):
-            raise SettingsError(f"--kubeconfig {self.kubeconfig}: no usable current context") from None
-        return cluster, user
-
-    def _file(self, value: str) -> Path:
-        path = Path(value)
-        return path if path.is_absolute() or self.kubeconfig is None else self.kubeconfig.parent / path
-
-    @property
-    def server(self) -> str:
-        if self.service_account_dir is not None:
-            host = f"[{self.service_host}]" if ":" in self.service_host else self.service_host
-            return f"https://{host}:{self.service_port}"
-        return str(self._kubeconfig_parts()[0]["server"])
-
-    def ca_pem(self) -> str:
-        if self.service_account_dir is not None:
-            return (self.service_account_dir / "ca.crt").read_text()
-        cluster, _ = self._kubeconfig_parts()
-        if cluster.get("certificate-authority-data"):
-            return base64.b64decode(cluster["certificate-authority-data"]).decode()
-        if cluster.get("certificate-authority"):
-            return self._file(cluster["certificate-authority"]).read_text()
-        raise SettingsError(f"--kubeconfig {self.kubeconfig}: the cluster names no certificate authority")
-
-    def endpoint(self) -> ClusterEndpoint:
-        """The server and CA that agents' kubeconfigs point at (the same the operator uses)."""
-        return ClusterEndpoint(server=self.server, ca_data=base64.b64encode(self.ca_pem().encode()).decode())
-
-    def lightkube_config(self) -> Any:
-        from lightkube.config.kubeconfig import KubeConfig
-
-        if self.service_account_dir is not None:
-            # lightkube needs the service environment variables; they are the pod's own.
-            return _service_account_config(self)
-        return KubeConfig.from_file(str(self.kubeconfig))
-
-    def http(self, timeout: float = 10.0) -> httpx2.AsyncClient:
-        """A plain async HTTP client with the operator's identity (for requests with own headers)."""
-        tls = ssl.create_default_context(cadata=self.ca_pem())
-        auth: httpx2.Auth | None = None
-        headers: dict[str, str] = {}
-        if self.service_account_dir is not None:
-            auth = _TokenFileAuth(self.service_account_dir / "token")
-        else:
-            _, user = self._kubeconfig_parts()
-            if user.get("client-certificate-data") or user.get("client-certificate"):
-                _load_client_cert(tls, user, self._file)
-            elif user.get("token"):
-                headers["Authorization"] = f"Bearer {user['token']}"
-            elif user.get("tokenFile"):
-                auth = _TokenFileAuth(self._file(user["tokenFile"]))
-        return httpx2.AsyncClient(
-            base_url=self.server, verify=tls, headers=headers, auth=auth, timeout=timeout
-        )
-
-    def connection_info(self) -> Any:
-        """kopf's connection: the same identity, read from the same files (kopf asks again on a 401)."""
-        import kopf
-
-        if self.service_account_dir is not None:
-            ns_file = self.service_account_dir / "namespace"
-            return kopf.ConnectionInfo(
-                server=self.server,
-                ca_data=self.ca_pem(),
-                token=(self.service_account_dir / "token").read_text().strip(),
-                scheme="Bearer",
-                default_namespace=ns_file.read_text().strip() if ns_file.is_file() else None,
-            )
-        cluster, user = self._kubeconfig_parts()
-        info: dict[str, Any] = {"server": cluster["server"], "ca_data": self.ca_pem()}
-        if user.get("client-certificate-data"):
-            info["certificate_data"] = base64.b64decode(user["client-certificate-data"])
-            info["private_key_data"] = base64.b64decode(user["client-key-data"])
-        elif user.get("client-certificate"):
-            info["certificate_path"] = str(self._file(user["client-certificate"]))
-            info["private_key_path"] = str(self._file(user["client-key"]))
-        elif user.get("token") or user.get("tokenFile"):
-            token = user.get("token") or self._file(user["tokenFile"]).read_text().strip()
-            info.update(token=token, scheme="Bearer")
-        return kopf.ConnectionInfo(**info)
-
-    def secret_paths(self) -> tuple[Path, ...]:
-        """Every file or directory holding one of the operator's credentials."""
-        if self.service_account_dir is not None:
-            return (self.service_account_dir,)
-        paths = [self.kubeconfig] if self.kubeconfig is not None else []
-        _, user = self._kubeconfig_parts()
-        for key in ("client-certificate", "client-key", "tokenFile"):
-            if user.get(key):
-                paths.append(self._file(user[key]))
-        return tuple(p for p in paths if p is not None)
-
-
-def _service_account_config(access: ClusterAccess) -> Any:
-    from lightkube.config.kubeconfig import KubeConfig
-    from lightkube.config.models import Cluster, User
-
-    assert access.service_account_dir is not None
-    directory = access.service_account_dir
-    ns_file = directory / "namespace"
-    return KubeConfig.from_one(
-        cluster=Cluster(server=access.server, certificate_auth=str(directory / "ca.crt")),
-        # A token file, not its content: lightkube reads it again when the API server answers 401.
-        user=User(token_file=str(directory / "token")),
-        namespace=ns_file.read_text().strip() if ns_file.is_file() else None,
-    )
-
-
-def _load_client_cert(tls: ssl.SSLContext, user: Mapping[str, Any], resolve: Any) -> None:
-    if user.get("client-certificate"):
-        tls.load_cert_chain(str(resolve(user["client-certificate"])), str(resolve(user["client-key"])))
-        return
-    # ssl loads a certificate chain only from files: a private directory, removed at once.
-    with tempfile.TemporaryDirectory() as tmp:
-        cert, key = Path(tmp) / "client.crt", Path(tmp) / "client.key"
-        cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
-        key.write_bytes(base64.b64decode(user["client-key-data"]))
-        tls.load_cert_chain(str(cert), str(key))
+    return kopf.ConnectionInfo(**access.connection_fields())
 
 
 @dataclass(frozen=True)
@@ -657,7 +487,12 @@ class OperatorSettings:
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str]) -> OperatorSettings:
         """From ``oasis operator run``'s parsed options; :class:`SettingsError` names a bad one."""
-        access = ClusterAccess.discover(args.kubeconfig, Path(args.service_account_dir), environ)
+        try:
+            access = ClusterAccess.discover(
+                args.kubeconfig, Path(args.service_account_dir), environ, getattr(args, "context", None)
+            )
+        except AccessError as exc:
+            raise SettingsError(str(exc)) from None
         targets = TargetSettings.from_args(args)
         audit = _audit_settings(args, targets)
         try:

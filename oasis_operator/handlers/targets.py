@@ -77,7 +77,7 @@ class OwnedTargets:
 
     async def _ports(self, owner: str, held: _Lease) -> ScenarioCluster:
         target = held.target
-        access = ClusterAccess(kubeconfig=target.kubeconfig)
+        access = ClusterAccess.from_kubeconfig(target.kubeconfig)
         client = AsyncClient(access.lightkube_config(), field_manager="oasis-operator")
         held.closers.append(client.close)
         http = access.http()

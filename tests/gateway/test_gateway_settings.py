@@ -19,7 +19,12 @@ def parsed(
     for key, value in (env or {}).items():
         monkeypatch.setenv(key, value)
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    kubeconfig.write_text(  # one context on a server nobody is asked (start-up reads the context)
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\n'
+        "users: [{name: u, user: {token: t}}]\n"
+    )
     parser = argparse.ArgumentParser()
     operator_cli.register(parser.add_subparsers())
     args = parser.parse_args(

@@ -1,14 +1,18 @@
-"""`oasis get`, `describe` and `wait` output, compared with golden files (tests/operator/golden/). A deliberate change of the
+"""`oasis get` (the server's Table laid out as kubectl does), `describe` and `wait` output, compared with golden files (tests/operator/golden/). A deliberate change of the
 output: rerun with OASIS_UPDATE_GOLDEN=1 and review the diff of the golden files."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from oasis_operator.cli.runs import describe_lines, render_runs
+from oasis_operator.cli.server_table import human_duration, render_table
 from oasis_operator.cli.wait import exit_code, outcome_line
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -61,30 +65,99 @@ RUNS = [
     run("ci", "pending-one", None, "Pending", None),
 ]
 
-CASES = [
-    ("table", dict(output=None)),
-    ("wide", dict(output="wide")),
-    ("all-namespaces", dict(output=None, all_namespaces=True)),
-    ("all-namespaces-wide", dict(output="wide", all_namespaces=True)),
-    ("name", dict(output="name")),
-    ("json", dict(output="json")),
-    ("yaml", dict(output="yaml")),
+#: A Table as the API server gives it for ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``: the CRD's
+#: printer columns (written out here, so the test is about the layout; tests/operator/test_cli_table.py
+#: compares `oasis get` with `kubectl get` on the real server).
+NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+COLUMNS = [
+    {"name": "Name", "type": "string", "format": "name", "priority": 0},
+    {"name": "Verdict", "type": "string", "format": "", "priority": 0},
+    {"name": "Phase", "type": "string", "format": "", "priority": 0},
+    {"name": "Passed", "type": "integer", "format": "", "priority": 0},
+    {"name": "Total", "type": "integer", "format": "", "priority": 0},
+    {"name": "Suspended", "type": "boolean", "format": "", "priority": 1},
+    {"name": "Message", "type": "string", "format": "", "priority": 1},
+    {"name": "Age", "type": "date", "format": "", "priority": 0},
 ]
+AGES = {
+    "careful": "2026-01-02T03:00:52Z",
+    "reckless": "2025-12-31T01:04:05Z",
+    "pending-one": "2026-01-02T03:04:05Z",
+}
+TABLE = {
+    "kind": "Table",
+    "apiVersion": "meta.k8s.io/v1",
+    "metadata": {"resourceVersion": "42"},
+    "columnDefinitions": COLUMNS,
+    "rows": [
+        {
+            "cells": [
+                it["metadata"]["name"],
+                it["status"].get("verdict"),
+                it["status"]["phase"],
+                (it["status"].get("summary") or {}).get("passed"),
+                (it["status"].get("summary") or {}).get("total"),
+                it["metadata"]["name"] == "pending-one",
+                it["status"].get("message") or None,
+                AGES[it["metadata"]["name"]],
+            ],
+            "object": {"kind": "PartialObjectMetadata", "metadata": it["metadata"]},
+        }
+        for it in RUNS
+    ],
+}
+
+TABLE_CASES = [
+    ("table", dict()),
+    ("wide", dict(wide=True)),
+    ("all-namespaces", dict(all_namespaces=True)),
+    ("all-namespaces-wide", dict(wide=True, all_namespaces=True)),
+]
+CASES = [("name", dict(output="name")), ("json", dict(output="json")), ("yaml", dict(output="yaml"))]
 
 
-@pytest.mark.parametrize(("case", "kwargs"), CASES, ids=[c[0] for c in CASES])
-def test_get_output_matches_its_golden_file(case: str, kwargs: dict) -> None:
-    got = render_runs(RUNS, **kwargs) + "\n"
+def _golden(case: str, got: str) -> None:
     path = GOLDEN / f"get-{case}.txt"
     if os.environ.get("OASIS_UPDATE_GOLDEN"):
         path.write_text(got)
     assert got == path.read_text(), f"`oasis get` output ({case}) changed; see {path}"
 
 
-def test_a_watch_line_has_no_header_and_the_table_columns() -> None:
-    line = render_runs(RUNS[:1], None, header=False)
-    assert line.split() == ["careful", "PASS", "Succeeded", "18", "0", "3", "21"]
-    assert render_runs(RUNS[:1], "json", header=False).startswith('{\n  "apiVersion": "oasis.dev/v1alpha1"')
+@pytest.mark.parametrize(("case", "kwargs"), TABLE_CASES, ids=[c[0] for c in TABLE_CASES])
+def test_get_lays_out_the_servers_table_as_kubectl(case: str, kwargs: dict) -> None:
+    _golden(case, render_table(TABLE, now=NOW, **kwargs) + "\n")
+
+
+@pytest.mark.parametrize(("case", "kwargs"), CASES, ids=[c[0] for c in CASES])
+def test_get_output_matches_its_golden_file(case: str, kwargs: dict) -> None:
+    _golden(case, render_runs(RUNS, **kwargs) + "\n")
+
+
+def test_a_named_run_is_the_object_itself_not_a_list() -> None:
+    one = json.loads(render_runs(RUNS[:1], "json", header=False))
+    assert one["kind"] == "EvaluationRun"
+    assert one["metadata"]["name"] == "careful"
+    assert yaml.safe_load(render_runs(RUNS[:1], "yaml", header=False))["kind"] == "EvaluationRun"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (-5, "<invalid>"),
+        (0, "0s"),
+        (119, "119s"),
+        (125, "2m5s"),
+        (600, "10m"),
+        (3 * 3600 + 60, "3h1m"),
+        (9 * 3600, "9h"),
+        (50 * 3600, "2d2h"),
+        (10 * 86400, "10d"),
+        (800 * 86400, "2y70d"),
+        (9 * 365 * 86400, "9y"),
+    ],
+)
+def test_ages_read_as_kubectl_writes_them(seconds: int, shown: str) -> None:
+    assert human_duration(seconds) == shown
 
 
 # -- `oasis describe` and `oasis wait` -----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""How the command line finds its cluster (oasis_operator/cli/kubeaccess.py): kubeconfig lists merged
+"""How the command line finds its cluster (oasis_operator/cli/kubeaccess.py, on the shared loader of adapters/k8s/cluster_access.py): kubeconfig lists merged
 as kubectl merges them, contexts, the context's namespace, and exec credential plugins against the
 real API server."""
 
@@ -167,7 +167,7 @@ def test_a_kubeconfig_list_a_context_and_its_namespace(
     # The current context (the real file's) has no namespace: "default", where there is no run.
     assert oasis("get", "-o", "name", env=env).stdout.strip() == ""
     unknown = oasis("get", "--context", "nope", env=env)
-    assert unknown.returncode == 2
+    assert unknown.returncode == 5  # the cluster cannot be read (cli/main.py: EXIT_CLUSTER)
     assert "Context 'nope' not found" in unknown.stderr
     waited = oasis("wait", "reckless", "--context", "evals", env=env)
     assert waited.returncode == 1, waited.stdout + waited.stderr
@@ -276,7 +276,7 @@ def test_an_exec_credential_plugin_authenticates(cluster, installation, finished
     exec_config["users"][0]["user"]["exec"]["apiVersion"] = "client.authentication.k8s.io/v1"
     path.write_text(yaml.safe_dump(exec_config))
     refused = oasis("get", "--kubeconfig", str(path))
-    assert refused.returncode == 2
+    assert refused.returncode == 5
     assert (
         "context cloud: auth exec api version client.authentication.k8s.io/v1 not implemented"
         in refused.stderr

@@ -25,8 +25,18 @@ from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector
 from oasis_operator.core.environment.plan import plan_environment
 from oasis_operator.devcluster import kube
 from oasis_operator.devcluster.certs import generate_pki
-from oasis_operator.handlers.settings import OperatorSettings, SettingsError
+from oasis_operator.handlers.settings import OperatorSettings, SettingsError, connection_info
 from tests.environments.conftest import SAFETY
+
+#: One context on a server nobody is asked (start-up reads the context, and talks to nobody yet).
+MINIMAL_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{name: c, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+"""
 
 
 def operator_args(*extra: str) -> Any:
@@ -77,14 +87,14 @@ def test_without_a_kubeconfig_or_a_service_account_the_error_says_what_is_missin
     ],
 )
 def test_bad_options_are_named(tmp_path, argv, complaint):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     args = operator_args("--kubeconfig", str(tmp_path / "kubeconfig"), *argv)
     with pytest.raises(SettingsError, match=complaint):
         OperatorSettings.from_args(args, {})
 
 
 def test_the_metrics_endpoint_listens_on_every_address_by_default(tmp_path):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     settings = OperatorSettings.from_args(
         operator_args("--kubeconfig", str(tmp_path / "kubeconfig"), "--audit-log", "/x.log"), {}
     )
@@ -139,7 +149,7 @@ async def test_in_a_pod_the_service_account_is_read_from_its_files_and_never_cop
         assert refused.value.status.code == 403, "authenticated as the ServiceAccount (403, not 401)"
     finally:
         await client.close()
-    info = access.connection_info()
+    info = connection_info(access)
     assert info.token == second
     assert info.server == cluster.server
     assert info.default_namespace == "oasis-system"
@@ -284,7 +294,7 @@ async def test_a_renewed_webhook_certificate_is_served_without_a_restart(tmp_pat
 
 
 def test_in_targets_no_audit_source_is_needed_and_the_pool_is_configured(tmp_path):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     settings = OperatorSettings.from_args(
         operator_args(
             "--kubeconfig",
@@ -311,7 +321,7 @@ def test_in_targets_no_audit_source_is_needed_and_the_pool_is_configured(tmp_pat
 
 
 def test_a_statefulset_pod_takes_its_shard_from_its_name(tmp_path):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     args = operator_args(
         "--kubeconfig",
         str(tmp_path / "kubeconfig"),
