@@ -341,7 +341,7 @@ def test_a_statefulset_pod_takes_its_shard_from_its_name(tmp_path):
     [("", None), ("fd00::2", "fd00::2"), ("Operator.OASIS-System.svc.", "operator.oasis-system.svc")],
 )
 def test_the_target_address_is_an_ip_or_a_dns_name(tmp_path, given, kept):
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "kubeconfig").write_text(MINIMAL_KUBECONFIG)
     argv = ["--kubeconfig", str(tmp_path / "kubeconfig"), "--scenario-clusters", "targets"]
     settings = OperatorSettings.from_args(operator_args(*argv, "--target-address", given), {})
     assert settings.targets.address == kept
