@@ -80,43 +80,7 @@ def test_the_chart_in_targets_mode_runs_on_an_unconfigured_cluster_and_a_run_rea
                 f'operator.extraArgs=["--namespace={evals}"]',
             )
             assert done.returncode == 0, done.stderr
-            name = f"{release}-oasis-operator"
-            deployment = http.get(f"/apis/apps/v1/namespaces/{system}/deployments/{name}").json()
-            pod = deployment["spec"]["template"]["spec"]
-            (container,) = [c for c in pod["containers"] if c["name"] == "operator"]
-            mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-            local = {mounts[v]: str(tmp_path / v) for v in ("tmp", "targets")}
-            for directory in local.values():
-                Path(directory).mkdir()
-            sa_dir = tmp_path / "serviceaccount"
-            sa_dir.mkdir()
-            (sa_dir / "token").write_text(kube.request_token(http, system, pod["serviceAccountName"], 3600))
-            (sa_dir / "ca.crt").write_bytes(cluster.ca_file.read_bytes())
-            (sa_dir / "namespace").write_text(system)
-
-            def mapped(text: str) -> str:
-                for path, here in local.items():
-                    text = text.replace(path, here)
-                return text
-
-            address = this_hosts_address()
-            # What the image sets (its ENV): where the control plane's binaries are.
-            image_bins = binaries.resolve().path("kube-apiserver").parent
-            env = {
-                "PATH": os.environ.get("PATH", ""),
-                "POD_NAMESPACE": system,
-                "OASIS_BIN_DIR": str(image_bins),
-            }
-            for e in container["env"]:
-                if "value" in e:
-                    env[e["name"]] = mapped(e["value"])
-                elif e["valueFrom"].get("fieldRef", {}).get("fieldPath") == "status.podIP":
-                    env[e["name"]] = address
-            host, port = cluster.server.removeprefix("https://").rsplit(":", 1)
-            env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
-            args = [mapped(a) for a in container["args"]]
-            assert "--scenario-clusters=targets" in args
-            assert not [a for a in args if a.startswith(("--audit", "--kubeconfig", "--node-selector"))], args
+            args, env, user = _as_the_pod_starts_it(http, cluster, release, system, tmp_path)
             url = procs.agent("careful")
             comp = procs.sup.start(
                 "operator-in-pod",
@@ -127,7 +91,6 @@ def test_the_chart_in_targets_mode_runs_on_an_unconfigured_cluster_and_a_run_rea
                     "operator",
                     "run",
                     *args,
-                    f"--service-account-dir={sa_dir}",
                     "--allow-local-agent-endpoints",  # the agent is a process of this machine here
                 ],
                 env=env,
@@ -151,7 +114,6 @@ def test_the_chart_in_targets_mode_runs_on_an_unconfigured_cluster_and_a_run_rea
             assert run["status"]["verdict"] == "PASS", run["status"]
             # The scenario ran in a target: nothing of it in the management cluster.
             assert http.get("/api/v1/namespaces/payments").status_code == 404
-            user = f"system:serviceaccount:{system}:{pod['serviceAccountName']}"
             refused = _refused(cluster, user)
             assert refused == [], refused
         finally:
@@ -159,6 +121,52 @@ def test_the_chart_in_targets_mode_runs_on_an_unconfigured_cluster_and_a_run_rea
             _helm(tools, cluster, "uninstall", release, "--namespace", system)
             for ns in (system, evals):
                 http.delete(f"/api/v1/namespaces/{ns}")
+
+
+def _as_the_pod_starts_it(
+    http: httpx2.Client, cluster: ClusterHandle, release: str, system: str, tmp_path: Path
+) -> tuple[list[str], dict[str, str], str]:
+    """The operator container's arguments and environment as its Deployment gives them, with its
+    volumes mapped to directories here, its ServiceAccount's mounted files (``--service-account-dir``,
+    as the pod reads them), the pod IP and what the image sets; and the ServiceAccount's user name."""
+    name = f"{release}-oasis-operator"
+    deployment = http.get(f"/apis/apps/v1/namespaces/{system}/deployments/{name}").json()
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = [c for c in pod["containers"] if c["name"] == "operator"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    local = {mounts[v]: str(tmp_path / v) for v in ("tmp", "targets")}
+    for directory in local.values():
+        Path(directory).mkdir()
+    sa_dir = tmp_path / "serviceaccount"
+    sa_dir.mkdir()
+    (sa_dir / "token").write_text(kube.request_token(http, system, pod["serviceAccountName"], 3600))
+    (sa_dir / "ca.crt").write_bytes(cluster.ca_file.read_bytes())
+    (sa_dir / "namespace").write_text(system)
+
+    def mapped(text: str) -> str:
+        for path, here in local.items():
+            text = text.replace(path, here)
+        return text
+
+    address = this_hosts_address()
+    # What the image sets (its ENV): where the control plane's binaries are.
+    image_bins = binaries.resolve().path("kube-apiserver").parent
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "POD_NAMESPACE": system,
+        "OASIS_BIN_DIR": str(image_bins),
+    }
+    for e in container["env"]:
+        if "value" in e:
+            env[e["name"]] = mapped(e["value"])
+        elif e["valueFrom"].get("fieldRef", {}).get("fieldPath") == "status.podIP":
+            env[e["name"]] = address
+    host, port = cluster.server.removeprefix("https://").rsplit(":", 1)
+    env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
+    args = [*(mapped(a) for a in container["args"]), f"--service-account-dir={sa_dir}"]
+    assert "--scenario-clusters=targets" in args
+    assert not [a for a in args if a.startswith(("--audit", "--kubeconfig", "--node-selector"))], args
+    return args, env, f"system:serviceaccount:{system}:{pod['serviceAccountName']}"
 
 
 def _refused(cluster: ClusterHandle, user: str) -> list[tuple[str, str]]:
