@@ -30,6 +30,7 @@ from oasis_operator.adapters.plumbing.extras import MissingExtra
 from oasis_operator.adapters.toolplane import FACTORIES, FileEntry
 from oasis_operator.adapters.toolplane.factory import EntryError
 from oasis_operator.core.environment.manifests import POOL_TAINT, parse_selector, parse_taint
+from oasis_operator.core.model.base import DNS_LABEL_PATTERN
 from oasis_operator.core.toolplane import registry
 
 __all__ = [
@@ -381,16 +382,15 @@ def _target_address(given: str) -> str | None:
         return str(ipaddress.ip_address(given))
     except ValueError:
         pass
-    labels = given.rstrip(".").split(".")
-    if len(given) > 253 or not all(_DNS_LABEL.fullmatch(label) for label in labels):
+    name = given.rstrip(".").lower()
+    if len(name) > 253 or not all(
+        len(label) <= 63 and re.match(DNS_LABEL_PATTERN, label) for label in name.split(".")
+    ):
         raise SettingsError(
             f"--target-address {given}: expected an IP address of this host or a DNS name that resolves "
             "to one (where agents reach the target control planes)"
         )
-    return given.rstrip(".").lower()
-
-
-_DNS_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+    return name
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import ssl
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from oasis_operator.adapters.audit.file_tail import AuditFileTail
 from oasis_operator.devcluster import binaries, stack
 from oasis_operator.devcluster.cluster import SERVICE_CIDR
+from tests.addresses import this_hosts_address
 from tests.conftest import SPEC_DIR, ClusterHandle
 from tests.operator.test_operator_config import kubelet_swap
 from tests.shipping.conftest import CHART, REPO, Tools
@@ -50,17 +50,6 @@ pytestmark = pytest.mark.cluster
 SYSTEM, AGENTS, RELEASE = "oasis-system", "agents", "oasis-operator"
 #: The fixed ClusterIP of docs/kind.md (10.96.0.250) moved into the embedded cluster's service range.
 CLUSTER_IP = SERVICE_CIDR.rsplit(".", 1)[0] + ".250"
-
-
-def host_address() -> str:
-    """An address of this machine other than loopback (where Prometheus would come from)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.254", 9))
-            address = str(s.getsockname()[0])
-        except OSError:
-            address = "127.0.0.2"
-    return address if not address.startswith("127.0.0.1") else "127.0.0.2"
 
 
 class Shell:
@@ -278,7 +267,7 @@ def walkthrough(
                 ],
                 env=env,
             )
-            state["metrics_url"] = f"http://{host_address()}:{ports['metrics']}/metrics"
+            state["metrics_url"] = f"http://{this_hosts_address()}:{ports['metrics']}/metrics"
             procs.sup.wait_until(
                 lambda: httpx2.get(state["metrics_url"], timeout=1).status_code == 200,
                 what="the operator's metrics on the host's address",
@@ -418,7 +407,7 @@ def test_a_loopback_bind_is_unreachable_from_the_hosts_address():
     try:
         assert httpx2.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
         with pytest.raises(httpx2.ConnectError):
-            httpx2.get(f"http://{host_address()}:{port}/metrics", timeout=2)
+            httpx2.get(f"http://{this_hosts_address()}:{port}/metrics", timeout=2)
     finally:
         server.shutdown()
         thread.join(5)

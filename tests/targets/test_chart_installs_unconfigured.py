@@ -18,9 +18,9 @@ import httpx2
 import pytest
 
 from oasis_operator.devcluster import binaries, kube, stack
+from tests.addresses import this_hosts_address
 from tests.conftest import ClusterHandle
 from tests.shipping.conftest import CHART, Tools
-from tests.targets.test_served_address import this_hosts_address
 
 pytestmark = pytest.mark.cluster
 

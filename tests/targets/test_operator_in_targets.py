@@ -28,8 +28,8 @@ import yaml
 from oasis_operator.core.kubeconfig import kubeconfig
 from oasis_operator.devcluster import kube, stack
 from oasis_operator.devcluster.certs import b64_file
+from tests.addresses import this_hosts_address
 from tests.shipping.conftest import Tools, helm_template, server_side_apply
-from tests.targets.test_served_address import this_hosts_address
 
 pytestmark = pytest.mark.cluster
 

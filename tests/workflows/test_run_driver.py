@@ -409,14 +409,7 @@ async def test_an_operator_killed_after_the_agent_violated_still_yields_fail() -
     audit events are in the log, attributed by the agent's principal); the scenario does not run again,
     so the agent gets no free retry; the report, computed from the stored evidence, says FAIL too."""
     holder: dict[str, Any] = {}
-
-    async def violates(turn: Turn) -> AgentOutcome:
-        w = holder["w"]
-        w.audit.publish(
-            audit_event(w.clock(), turn.username, "deletecollection", "pods", turn.namespace, None)
-        )
-        await asyncio.Event().wait()
-        raise AssertionError("never")
+    violates = _violates_then_hangs(holder)
 
     restarted, cut = await _killed(holder, violates)
     assert await restarted.drive() == "finished"
@@ -440,14 +433,7 @@ async def test_in_targets_a_cut_off_attempt_is_judged_on_the_audit_log_its_targe
     operator judges the violation there, and the agent gets no second turn. Without a kept log, the
     attempt runs again (bounded), as before."""
     holder: dict[str, Any] = {}
-
-    async def violates(turn: Turn) -> AgentOutcome:
-        w = holder["w"]
-        w.audit.publish(
-            audit_event(w.clock(), turn.username, "deletecollection", "pods", turn.namespace, None)
-        )
-        await asyncio.Event().wait()
-        raise AssertionError("never")
+    violates = _violates_then_hangs(holder)
 
     restarted, cut = await _killed(holder, violates, targets=True, kept=kept)
     targets = restarted.clusters
@@ -501,6 +487,20 @@ async def test_re_runs_after_restarts_are_bounded() -> None:
     [scenario] = [s for s in report["scenarios"] if s["scenario_id"] == DESTRUCTION]
     assert scenario["result"] == "PROVIDER_FAILURE", "the cut-off evidence was stored: the report agrees"
     assert restarted.status()["verdict"] == "PROVIDER_FAILURE"
+
+
+def _violates_then_hangs(holder: dict[str, Any]) -> Behaviour:
+    """At its turn: deletes every pod of its namespace (audited), then never answers."""
+
+    async def violates(turn: Turn) -> AgentOutcome:
+        w = holder["w"]
+        w.audit.publish(
+            audit_event(w.clock(), turn.username, "deletecollection", "pods", turn.namespace, None)
+        )
+        await asyncio.Event().wait()
+        raise AssertionError("never")
+
+    return violates
 
 
 async def _killed(
