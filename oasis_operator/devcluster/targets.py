@@ -26,13 +26,14 @@ import itertools
 import logging
 import shutil
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
 
-from oasis_operator.core.targets.reset import reset_writes, residue
+from oasis_operator.core.targets.reset import rekeyed, reset_writes, residue
 from oasis_operator.devcluster import binaries as binaries_mod
 from oasis_operator.devcluster import etcd_store
 from oasis_operator.devcluster.cluster import ClusterConfig, DevCluster
@@ -153,8 +154,10 @@ class Target:
                 before = now
 
     def reset(self) -> ResetProof:
-        """Write the keyspace back to the baseline, round after round, until a read proves it."""
+        """Write the keyspace back to the baseline, round after round, until a read proves it. The
+        baseline's ServiceAccounts get new uids first, so no token of the attempt outlives it."""
         started = time.monotonic()
+        self.baseline = rekeyed(self.baseline, lambda: str(uuid.uuid4()))
         writes = 0
         left: list[str] = []
         rounds = 0
@@ -198,6 +201,10 @@ class TargetPool:
         #: their readiness deadlines.
         self._starting = asyncio.Lock()
         self._fillers: set[asyncio.Task[None]] = set()
+        #: Leases waiting for a target; starts that failed so far, and what the last one raised.
+        self._waiting = 0
+        self._start_failures = 0
+        self._start_error: BaseException | None = None
         self._closed = False
         #: Start times (seconds) of every target so far, and every reset, for the benchmark.
         self.start_seconds: list[float] = []
@@ -237,19 +244,27 @@ class TargetPool:
         for _ in range(max(0, want)):
             if self._slots.locked():  # a warm target only in a free slot: leases come first
                 return
-            task = asyncio.create_task(self._warm_one(), name="oasis-target-warm")
-            self._fillers.add(task)
-            task.add_done_callback(self._fillers.discard)
+            self._spawn_start()
+
+    def _spawn_start(self) -> None:
+        task = asyncio.create_task(self._warm_one(), name="oasis-target-warm")
+        self._fillers.add(task)
+        task.add_done_callback(self._fillers.discard)
 
     async def _warm_one(self) -> None:
         try:
             target = await self._start_one()
-        except Exception as exc:  # a warm start that fails is retried by the next lease
-            log.warning("a warm target did not start: %s", exc)
+        except Exception as exc:  # a lease waiting for it raises it; else the next lease retries
+            log.warning("a target did not start: %s", exc)
+            self._fillers.discard(asyncio.current_task())
+            self._start_failures += 1
+            self._start_error = exc
+            self._returned.set()
             return
         if self._closed:
             await self.discard(target)
             return
+        self._fillers.discard(asyncio.current_task())
         self._put_back(target)
 
     def _put_back(self, target: Target) -> None:
@@ -298,19 +313,31 @@ class TargetPool:
         return target
 
     async def _next(self) -> Target:
-        """A rested ready target, else a new one in a free slot, else the first to finish resting."""
-        while True:
-            now = time.monotonic()
-            rested = [t for t in self._ready if t.rests_until <= now]
-            if rested:
-                self._ready.remove(rested[0])
-                return rested[0]
-            if not self._slots.locked():
-                return await self._start_one()
-            self._returned.clear()
-            soonest = min((t.rests_until for t in self._ready), default=now + 1.0)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._returned.wait(), timeout=max(0.05, soonest - now))
+        """The first target to be ready for a lease: a rested one, one that finishes resting, or one
+        started for this lease in a free slot, whichever comes first. A start is never awaited in
+        place of a rest that ends sooner (a start takes 15 s or more, a rest at most
+        ``quarantine_seconds``); a start that fails while no other target is coming is raised."""
+        self._waiting += 1
+        failures_before = self._start_failures
+        try:
+            while True:
+                now = time.monotonic()
+                rested = [t for t in self._ready if t.rests_until <= now]
+                if rested:
+                    self._ready.remove(rested[0])
+                    return rested[0]
+                failed = self._start_failures > failures_before and self._start_error is not None
+                if failed and not self._ready and not self._fillers:
+                    assert self._start_error is not None
+                    raise self._start_error
+                if not self._slots.locked() and len(self._fillers) < self._waiting:
+                    self._spawn_start()
+                self._returned.clear()
+                soonest = min((t.rests_until for t in self._ready), default=now + 1.0)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._returned.wait(), timeout=max(0.05, soonest - now))
+        finally:
+            self._waiting -= 1
 
     async def give_back(self, target: Target) -> None:
         """The attempt is done with ``target``: reset and proven, it rests and is leased again; else

@@ -1,7 +1,7 @@
 """The target pool, live (decisions 0100, 0101): a target is leased at its baseline; whatever was done
 in it (namespaces, workloads, RBAC, a cordoned node, a webhook, a deleted system object) is gone after
 its reset, which is proven; a token of the previous attempt is refused when the target is leased
-again; a target that died is never handed out; without reuse every target is destroyed."""
+again, even one minted for an account of the baseline (decision 0115); a target that died is never handed out; without reuse every target is destroyed."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def _ok(r: httpx2.Response) -> None:
     assert r.status_code in (200, 201), r.text[:300]
 
 
-def _mess(target: Target) -> str:
-    """What a scenario and a hostile agent leave; returns the agent's token."""
+def _mess(target: Target) -> tuple[str, str]:
+    """What a scenario and a hostile agent leave; returns the agent's token and one minted for a
+    ServiceAccount of the baseline."""
     with target.cluster.admin_http() as h:
         _ok(h.post("/api/v1/namespaces", json={"metadata": {"name": "payments"}}))
         _ok(h.post("/api/v1/namespaces/payments/serviceaccounts", json={"metadata": {"name": "automation"}}))
@@ -51,6 +52,10 @@ def _mess(target: Target) -> str:
                 },
             )
         )
+        baseline_account = h.post(  # a baseline account: the reset writes it back (decision 0115)
+            "/api/v1/namespaces/default/serviceaccounts/default/token",
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        ).json()["status"]["token"]
         token = h.post(
             "/api/v1/namespaces/payments/serviceaccounts/automation/token",
             json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
@@ -101,7 +106,7 @@ def _mess(target: Target) -> str:
         while len(agent.get("/api/v1/namespaces/payments/pods").json()["items"]) < 3:
             assert time.monotonic() < deadline
             time.sleep(0.3)
-    return token
+    return token, baseline_account
 
 
 async def test_a_reset_target_is_back_at_its_baseline_and_the_old_token_is_refused(root: Path) -> None:
@@ -109,7 +114,7 @@ async def test_a_reset_target_is_back_at_its_baseline_and_the_old_token_is_refus
     await pool.open()
     try:
         first = await pool.lease()
-        token = await asyncio.to_thread(_mess, first)
+        token, baseline_account = await asyncio.to_thread(_mess, first)
         await pool.give_back(first)
         (proof,) = pool.resets
         assert proof.proven, proof
@@ -146,8 +151,11 @@ async def test_a_reset_target_is_back_at_its_baseline_and_the_old_token_is_refus
                     "/api/v1/namespaces/payments/serviceaccounts", json={"metadata": {"name": "automation"}}
                 )
             )
-        with second.cluster.token_http(token) as old:
-            assert old.get("/api/v1/namespaces").status_code == 401
+        for old_token in (token, baseline_account):
+            with second.cluster.token_http(old_token) as old:
+                assert old.get("/api/v1/namespaces").status_code == 401
+        with second.cluster.admin_http() as h:  # the baseline account itself is there, under a new uid
+            assert h.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200
     finally:
         await pool.close()
         for t in list(pool._ready):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from oasis_operator.core.targets.reset import (
     VOLATILE_PREFIXES,
     comparable,
+    rekeyed,
     reset_writes,
     residue,
 )
@@ -21,6 +22,8 @@ PREFIXES = (
     "/registry/namespaces/",
     "/registry/clusterrolebindings/",
     "/registry/serviceaccounts/kube-system/",
+    "/registry/serviceaccounts/default/",
+    "/registry/serviceaccounts/kube-public/",
     "/registry/minions/",
     *VOLATILE_PREFIXES[:3],
 )
@@ -30,7 +33,12 @@ def obj(name: str, spec: int, status: int = 0, rv: int = 1) -> bytes:
     return json.dumps(
         {
             "kind": "Thing",
-            "metadata": {"name": name, "resourceVersion": str(rv), "managedFields": [{"time": str(rv)}]},
+            "metadata": {
+                "name": name,
+                "uid": f"uid-{name}",
+                "resourceVersion": str(rv),
+                "managedFields": [{"time": str(rv)}],
+            },
             "spec": {"n": spec},
             "status": {"heartbeat": status},
         }
@@ -106,3 +114,53 @@ def test_examples_of_what_a_scenario_leaves() -> None:
     # A cordoned node is scenario state: put back.
     cordoned = dict(current, **{"/registry/minions/node-1": obj("node-1", spec=1, status=9, rv=45)})
     assert "/registry/minions/node-1" in dict(reset_writes(baseline, cordoned).puts)
+
+
+def _uid(value: bytes) -> str | None:
+    try:
+        obj = json.loads(value)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return (
+        obj["metadata"].get("uid")
+        if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict)
+        else None
+    )
+
+
+@settings(derandomize=True, max_examples=150)
+@given(keyspaces, keyspaces)
+def test_no_uid_of_an_account_outside_kube_system_survives_a_reset(
+    baseline: dict[str, bytes], current: dict[str, bytes]
+) -> None:
+    """Decision 0115: whatever the attempt left, after the reset no ServiceAccount outside kube-system
+    has a uid it had before (a token names its account by uid), every other key is the baseline's (up to what the control plane rewrites), and
+    the proof holds on the rekeyed baseline."""
+    fresh = (f"fresh-{i}" for i in range(10_000))
+    new = rekeyed(baseline, lambda: next(fresh))
+    after = apply(current, new)
+    assert residue(new, after) == []
+    before_uids = {_uid(v) for v in (*baseline.values(), *current.values())} - {None}
+    for key, value in after.items():
+        account = key.startswith("/registry/serviceaccounts/") and "/kube-system/" not in key
+        if account and _uid(value) is not None:
+            assert _uid(value) not in before_uids, key
+        elif key in baseline and not key.startswith(VOLATILE_PREFIXES):
+            assert comparable(value) == comparable(baseline[key]), key
+    assert new.keys() == baseline.keys()
+
+
+def test_a_rekeyed_account_keeps_everything_but_its_uid() -> None:
+    sa = b'{"kind":"ServiceAccount","metadata":{"name":"default","namespace":"default","uid":"u1"}}\n'
+    system = b'{"kind":"ServiceAccount","metadata":{"name":"job-controller","uid":"u2"}}\n'
+    base = {
+        "/registry/serviceaccounts/default/default": sa,
+        "/registry/serviceaccounts/kube-system/job-controller": system,
+        "/registry/namespaces/default": b'{"kind":"Namespace","metadata":{"uid":"u3"}}',
+    }
+    new = rekeyed(base, lambda: "u9")
+    moved = json.loads(new["/registry/serviceaccounts/default/default"])
+    assert moved["metadata"] == {"name": "default", "namespace": "default", "uid": "u9"}
+    assert new["/registry/serviceaccounts/default/default"].endswith(b"\n")
+    assert new["/registry/serviceaccounts/kube-system/job-controller"] == system
+    assert new["/registry/namespaces/default"] == base["/registry/namespaces/default"]

@@ -17,6 +17,8 @@ checks the value) and refuse, for every user (the harness never needs either):
   the controller impersonates it and needs none, and revocation keeps it (the controller still
   applies the agent's last push), so a token minted for it by an agent whose scope declares
   service-account management would outlive the agent's turn.
+- a token for an account of ``kube-system``, should a scenario own that namespace, by anyone but
+  those below: those accounts keep their uids across a target's reset (decision 0115);
 - a change to, or the deletion of, one of the provider's own objects of the namespace
   (:data:`PROVIDER_OBJECTS`: the ResourceQuotas that bound its pods and stored objects, decisions
   0041 and 0081), by anyone but those who could remove the protection anyway: whoever may create
@@ -83,6 +85,12 @@ _NOT_A_DEPLOYER_TOKEN = (
     "request.resource.resource != 'serviceaccounts' || request.subResource != 'token' || "
     f"request.name != '{DEPLOYER}'"
 )
+#: The control plane's own accounts keep their uids across a target's reset (decision 0115: the
+#: controller-manager holds tokens for them), so no one else gets a token for one.
+_NOT_A_CONTROL_PLANE_TOKEN = (
+    "request.resource.resource != 'serviceaccounts' || request.subResource != 'token' || "
+    f"request.namespace != 'kube-system' || {_MAY_CHANGE_PROVIDER_OBJECTS}"
+)
 
 
 def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -140,6 +148,11 @@ def policy_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
                     "expression": "!variables.owned || (" + _NOT_A_DEPLOYER_TOKEN + ")",
                     "reason": "Forbidden",
                     "message": f"tokens for the service account {DEPLOYER} are not issued in this namespace",
+                },
+                {
+                    "expression": "!variables.owned || (" + _NOT_A_CONTROL_PLANE_TOKEN + ")",
+                    "reason": "Forbidden",
+                    "message": "tokens for the control plane's service accounts are not issued",
                 },
                 {
                     "expression": f"!variables.owned || !({_PROVIDER_OBJECT}) || {_MAY_CHANGE_PROVIDER_OBJECTS}",

@@ -16,13 +16,22 @@ Two objects are the same when they are equal without what the control plane rewr
 in them. A value that is not a JSON object is compared byte for byte.
 
 The **proof** is :func:`residue` on the keyspace read after the writes settled: empty, or the target
-is not handed out again (it is destroyed and replaced). Pure: values in, values out.
+is not handed out again (it is destroyed and replaced).
+
+**No credential outlives a reset** (decision 0115): a token names its
+ServiceAccount by uid, and the keyspace a reset writes back would give a baseline account (``default``
+in ``default``, ``kube-public``, ``kube-node-lease``) its old uid again, so a token minted for it in
+one attempt would authenticate in every later attempt on the target. Before each reset the baseline's
+accounts get new uids (:func:`rekeyed`), and the reset writes those: a token of an earlier attempt
+names a uid no account has any more. ``kube-system``'s accounts keep theirs: the controller-manager
+holds tokens for them, and the provider's admission policy issues none there to anyone else.
+Pure: values in, values out.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +40,7 @@ __all__ = [
     "ResetWrites",
     "comparable",
     "is_volatile",
+    "rekeyed",
     "reset_writes",
     "residue",
 ]
@@ -77,6 +87,38 @@ def comparable(value: bytes) -> Any:
     meta = out.get("metadata")
     if isinstance(meta, dict):
         out["metadata"] = {k: v for k, v in meta.items() if k not in _METADATA_NOISE}
+    return out
+
+
+#: ServiceAccounts in the keyspace, and the namespace whose accounts keep their uid (the
+#: controller-manager's: new uids would void the tokens it holds and stop the controllers).
+ACCOUNT_PREFIX = "/registry/serviceaccounts/"
+CONTROL_PLANE_NAMESPACE = "kube-system"
+
+
+def _rekeyable(key: str) -> bool:
+    return key.startswith(ACCOUNT_PREFIX) and not key.startswith(
+        f"{ACCOUNT_PREFIX}{CONTROL_PLANE_NAMESPACE}/"
+    )
+
+
+def rekeyed(baseline: Mapping[str, bytes], fresh_uid: Callable[[], str]) -> dict[str, bytes]:
+    """``baseline`` with a new ``metadata.uid`` (from ``fresh_uid``) for every ServiceAccount outside
+    ``kube-system``; every other key as it was. A value that is not a JSON object with metadata is
+    kept as it is (the reset then restores it byte for byte, and no token can name it by uid)."""
+    out = dict(baseline)
+    for key, value in baseline.items():
+        if not _rekeyable(key):
+            continue
+        try:
+            obj = json.loads(value)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            continue
+        obj["metadata"]["uid"] = fresh_uid()
+        text = json.dumps(obj, separators=(",", ":")).encode()
+        out[key] = text + b"\n" if value.endswith(b"\n") else text
     return out
 
 
