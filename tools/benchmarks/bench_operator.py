@@ -13,8 +13,17 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from oasis_operator.core.environment.naming import OWNER_LABEL
 from oasis_operator.devcluster import ClusterConfig, DevCluster, binaries, stack
+
+#: Cluster-wide kinds the harness makes per scenario, looked for after the runs.
+_CLUSTER_WIDE = (
+    "/api/v1/namespaces",
+    "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+)
 
 
 def vm(pid: int, key: str) -> float:
@@ -31,6 +40,7 @@ def main() -> None:
     parser.add_argument(
         "--backends", default="logs,gitops", help="tool-plane back-ends (comma-separated), or '' for none"
     )
+    parser.add_argument("--concurrent", type=int, default=0, help="apply this many runs at once instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         backends = tuple(b for b in args.backends.split(",") if b)
@@ -51,6 +61,9 @@ def main() -> None:
                 )
                 pid = procs.sup.get("operator").pid
                 print(f"operator idle: rss {vm(pid, 'VmRSS'):.0f} MiB")
+                if args.concurrent:
+                    _at_once(http, urls, args.concurrent, args.parallelism, pid)
+                    return
                 for r in range(args.rounds):
                     for persona, url in urls.items():
                         name = f"{persona}-{r}"
@@ -69,6 +82,28 @@ def main() -> None:
         finally:
             procs.stop()
             dev.stop()
+
+
+def _at_once(http: Any, urls: dict[str, str], count: int, parallelism: int, pid: int) -> None:
+    personas = list(urls)
+    names = [f"many-{i}" for i in range(count)]
+    t0 = time.monotonic()
+    for i, name in enumerate(names):
+        url = urls[personas[i % len(personas)]]
+        stack.apply(http, stack.evaluation_run(name, url, parallelism=parallelism), "bench")
+    runs = [stack.wait_completed(http, "bench", name, 3600) for name in names]
+    wall = time.monotonic() - t0
+    verdicts = sorted(str(r["status"].get("verdict")) for r in runs)
+    print(
+        f"{count} runs at once, parallelism {parallelism} each: apply->all Completed {wall:.1f}s; "
+        f"verdicts {verdicts}; operator rss {vm(pid, 'VmRSS'):.0f} MiB (peak {vm(pid, 'VmHWM'):.0f} MiB)"
+    )
+    time.sleep(60)
+    left = {
+        path.rsplit("/", 1)[-1]: len(http.get(path, params={"labelSelector": OWNER_LABEL}).json()["items"])
+        for path in _CLUSTER_WIDE
+    }
+    print(f"left a minute after the runs (objects with {OWNER_LABEL}): {left}")
 
 
 if __name__ == "__main__":
