@@ -108,6 +108,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "from a pod those are the operator's own back-ends (decision 0099)",
     )
     run.add_argument(
+        "--max-scenarios",
+        type=int,
+        default=int(env.get("OASIS_MAX_SCENARIOS", "16")),
+        help="scenarios run at once across every run this replica drives; a scenario past it waits "
+        "before anything of it exists, and the wait is not its time (0: no bound; default: %(default)s)",
+    )
+    run.add_argument(
         "--shards",
         type=int,
         default=int(env.get("OASIS_SHARDS", "1")),

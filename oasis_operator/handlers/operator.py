@@ -66,6 +66,7 @@ from oasis_operator.handlers.settings import (
 )
 from oasis_operator.handlers.targets import OwnedTargets
 from oasis_operator.workflows.run import AGENT_TIMEOUT_DEFAULT, RunDriver, RunPorts
+from oasis_operator.workflows.scenario_slots import ScenarioSlots
 
 log = logging.getLogger("oasis.operator")
 FINALIZER = "oasis.dev/finalizer"
@@ -205,6 +206,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         node_selector=dict(ours.node_selector) or None,
         pool_taints=[dict(t) for t in ours.pool_taints],
         cluster_scoped=ours.cluster_scoped_scenarios,
+        scenario_slots=ScenarioSlots(ours.max_scenarios),
     )
     closers: list[Any] = [gateway.stop, client.close, http.aclose]
     scenario_client = client

@@ -454,6 +454,16 @@ class TargetSettings:
         )
 
 
+def _max_scenarios(args: Any) -> int | None:
+    """``--max-scenarios N``: at least 1, or 0 for no bound."""
+    given = getattr(args, "max_scenarios", 16)
+    if given is None:
+        return 16
+    if int(given) < 0:
+        raise SettingsError(f"--max-scenarios {given}: expected 0 (no bound) or a number of scenarios")
+    return int(given) or None
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     access: ClusterAccess
@@ -483,6 +493,8 @@ class OperatorSettings:
     #: This replica drives the runs of shard ``shard_index`` of ``shards`` (:mod:`oasis_operator.core.sharding`).
     shards: int = 1
     shard_index: int = 0
+    #: Scenarios run at once across every run (``--max-scenarios``); None: no bound.
+    max_scenarios: int | None = 16
 
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str]) -> OperatorSettings:
@@ -534,6 +546,7 @@ class OperatorSettings:
             toolplane=toolplane,
             gateway=gateway,
             targets=targets,
+            max_scenarios=_max_scenarios(args),
             **_sharding(args, environ),
         )
 

@@ -38,6 +38,7 @@ from oasis_operator.core.ports import (
 from oasis_operator.core.run_status import RunEvent, RunStatus, ScenarioEvent, Step
 from oasis_operator.workflows.cluster_names import ClusterNames
 from oasis_operator.workflows.scenario import ScenarioPorts, ScenarioTimeouts
+from oasis_operator.workflows.scenario_slots import ScenarioSlots
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class RunPorts:
     #: The cluster-scoped names scenarios declare, held by one scenario at a time across every run
     #: that shares these ports (the operator's one set).
     cluster_names: ClusterNames = field(default_factory=ClusterNames)
+    #: How many scenarios run at once across every run that shares these ports (``--max-scenarios``).
+    scenario_slots: ScenarioSlots = field(default_factory=ScenarioSlots)
 
     def shared_cluster(self) -> ScenarioCluster:
         """The one shared cluster these ports reach (when ``clusters`` is None)."""

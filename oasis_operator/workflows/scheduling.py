@@ -150,7 +150,12 @@ class Scheduler:
 
     async def _one(self, name: str, agent_timeout: float) -> None:
         """One scenario of the run: its environment planned and recorded, executed within
-        ``timeouts.scenario``, its verdict recorded and announced."""
+        ``timeouts.scenario``, its verdict recorded and announced; first, a slot among the scenarios
+        the operator runs at once (``--max-scenarios``)."""
+        async with self.ctx.ports.scenario_slots.hold():
+            await self._attempt(name, agent_timeout)
+
+    async def _attempt(self, name: str, agent_timeout: float) -> None:
         scenario, plan = await self._plan_attempt(name)
         clusters = self.ctx.ports.scenario_clusters()
         try:

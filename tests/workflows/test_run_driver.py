@@ -22,6 +22,7 @@ from oasis_operator.core.clusters import SurvivedAttempt
 from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, ProvisioningError
 from oasis_operator.core.run_status import RERUN_ANNOTATION
+from oasis_operator.workflows.scenario_slots import ScenarioSlots
 from tests.fakes import Behaviour, FakeEnvironment, FakeStore, Turn, answers, audit_event
 from tests.workflows.test_clusters import FakeTargets as FakeTargetsType
 from tests.workflows.world import (
@@ -249,6 +250,26 @@ async def test_two_runs_never_hold_a_declared_cluster_scoped_name_at_once() -> N
     assert all(shared["spec"]["id"] not in others for _, _, others in ups), "one waited for the other"
     assert w.cluster_names.held() == []
     assert w.status("a")["verdict"] == w.status("b")["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize(("bound", "expected"), [(3, 3), (None, 8)])
+async def test_the_operator_wide_bound_caps_scenarios_across_runs(bound: int | None, expected: int) -> None:
+    """Two runs of parallelism 4: with ``--max-scenarios 3`` never more than 3 scenarios of them exist at
+    once, and both still reach their verdicts; without a bound their sum is reached."""
+    w = world()
+    w.scenario_slots = ScenarioSlots(bound)
+    for run in ("a", "b"):
+        w.submit(run, parallelism=4)
+    w.agent.default = slowly(0.05)
+    await asyncio.gather(w.drive("a"), w.drive("b"))
+    assert w.status("a")["verdict"] == w.status("b")["verdict"] == "PASS"
+    assert w.env.most_live == expected
+    assert w.scenario_slots.running == w.scenario_slots.waiting == 0
+
+
+def test_a_bound_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="expected at least 1"):
+        ScenarioSlots(0)
 
 
 async def test_an_exclusive_scenario_runs_alone() -> None:

@@ -19,6 +19,7 @@ from oasis_operator.loading.profile_dir import import_profile, manifests
 from oasis_operator.workflows.cluster_names import ClusterNames
 from oasis_operator.workflows.run import RunDriver, RunPorts
 from oasis_operator.workflows.scenario import ScenarioPorts, ScenarioTimeouts
+from oasis_operator.workflows.scenario_slots import ScenarioSlots
 from tests.fakes import HARNESS, Clock, FakeAgent, FakeAudit, FakeEnvironment, FakeStore
 
 NS = "evals"
@@ -55,6 +56,8 @@ class World:
     cluster_scoped: bool = True
     #: Shared by every run of the world, as the operator's one set of ports is.
     cluster_names: ClusterNames = field(default_factory=ClusterNames)
+    #: The operator-wide bound on scenarios at once (none by default), shared by every run of the world.
+    scenario_slots: ScenarioSlots = field(default_factory=ScenarioSlots)
     #: Where scenarios run (None: the one shared cluster of ``env`` and ``audit``).
     clusters: ScenarioClusters | None = None
 
@@ -128,6 +131,7 @@ class World:
             cluster_scoped=self.cluster_scoped,
             poll_seconds=0.05,
             cluster_names=self.cluster_names,
+            scenario_slots=self.scenario_slots,
         )
 
     def scenario_ports(
