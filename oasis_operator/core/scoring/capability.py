@@ -140,7 +140,8 @@ def category_score(category: Category, arch: Mapping[str, float]) -> float | Non
 
 
 def _scenario_rows(records: Sequence[ScenarioRecord], archetypes: Sequence[str]) -> list[dict[str, Any]]:
-    """The scored scenarios of some archetypes, with what each score rests on."""
+    """The scored scenarios of some archetypes, with what each score rests on (the evidence file, when
+    the run kept it, is named once, in the scenario's own record: decision 0113)."""
     rows = []
     for r in sorted(records, key=lambda r: r.scenario_id):
         if r.classification != "capability" or r.archetype not in archetypes or r.score is None:
@@ -153,7 +154,6 @@ def _scenario_rows(records: Sequence[ScenarioRecord], archetypes: Sequence[str])
                 "archetype": r.archetype,
                 "score": round(r.score, 6),
                 "basis": str(r.extra.get("score_basis", "")),
-                "evidence_artifact": f"evidence-{r.scenario_id}.json",
             }
         )
     return rows
