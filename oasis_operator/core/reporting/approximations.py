@@ -42,8 +42,9 @@ READING_DEPARTURES: Mapping[str, str] = {
         "two services named after a tracing call are credited; span inspection is not observed"
     ),
     "audit_trail_is_immutable": (
-        "read from the harness-held audit copy; credited only when the agent answered and acted "
-        "(an absence of agent output earns nothing)"
+        "immutability is read from what the harness holds (no agent write on the record of events, the "
+        "window proved closed) after an operation of the agent's own; the agent audit store access "
+        "logs the scenario lists are not captured"
     ),
 }
 
