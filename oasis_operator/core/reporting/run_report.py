@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from oasis_operator.core.contract.outcome import UNEVALUABLE, settle_verdict
-from oasis_operator.core.environment.plan import operator_prompt
 from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.judging.plan import applicability, compile_plan
 from oasis_operator.core.model.profile import CapabilityScoringBlock
-from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.model.scenario import Scenario, operator_prompt
 from oasis_operator.core.reporting.approximations import Approximation, approximations
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
