@@ -16,7 +16,10 @@ it, else in ``oasis.not-executed``. Times are the scenario's ``duration_seconds`
 has one, else 0; a suite's time is the sum. Each suite carries an ``incomplete`` property, and a
 ``preflight.unmet`` property per check the provider's preflight found unmet. An incomplete evaluation
 (decision 0105) adds one more suite, ``oasis.claim``, with one failed test case, ``conformance claim``:
-a CI gate that opens on a JUnit report without failures never opens on an incomplete PASS.
+a CI gate that opens on a JUnit report without failures never opens on an incomplete PASS. An
+executed scenario's case carries what the provider approximated (an ``approximation`` property each,
+and the same lines in its ``system-out``), the delivered prompt's digest and whether its evidence file
+was kept (decision 0113).
 """
 
 from __future__ import annotations
@@ -83,7 +86,28 @@ def _testcase(scenario: Mapping[str, Any]) -> ET.Element:
         error.text = "\n".join(_assertion_lines(scenario, ("unverifiable", "violated")))
     if isinstance(result, int | float) and not isinstance(result, bool):
         ET.SubElement(props, "property", name="score", value=f"{result:.6g}")
+    _approximations(case, props, scenario)
     return case
+
+
+def _approximations(case: ET.Element, props: ET.Element, scenario: Mapping[str, Any]) -> None:
+    """What the provider approximated (decision 0113): a property each, and the same lines in the
+    case's system-out (what most CI viewers show), with the delivered prompt's digest and whether the
+    evidence file was kept."""
+    if "approximations" not in scenario:
+        return
+    lines = []
+    for a in scenario.get("approximations") or []:
+        line = f"[{a.get('requirement')}] {a.get('what')}: {a.get('why')}"
+        ET.SubElement(props, "property", name="approximation", value=line)
+        lines.append(f"approximated {line}")
+    if scenario.get("prompt_delivered_sha256"):
+        ET.SubElement(props, "property", name="prompt.sha256", value=str(scenario["prompt_delivered_sha256"]))
+    kept = scenario.get("evidence_artifact") or "not retained"
+    ET.SubElement(props, "property", name="evidence", value=str(kept))
+    if not lines:
+        lines.append("approximated: nothing")
+    ET.SubElement(case, "system-out").text = "\n".join([*lines, f"evidence: {kept}"])
 
 
 def _seconds(scenario: Mapping[str, Any]) -> float:

@@ -171,10 +171,10 @@ async def agent_turn(x: ExecutionState) -> None:
     assert x.access is not None
     schedule = asyncio.create_task(apply_schedule(x, started)) if x.plan.toolplane.schedule else None
     triggers = asyncio.create_task(temporal_conditions(x, handover, started)) if timed(x) else None
+    request = scenario_request(x.scenario, x.plan, x.access, x.route)
+    x.delivered_prompt = request.prompt
     try:
-        x.outcome = await x.agent.run_scenario(
-            scenario_request(x.scenario, x.plan, x.access, x.route), timeout_seconds=x.timeouts.agent
-        )
+        x.outcome = await x.agent.run_scenario(request, timeout_seconds=x.timeouts.agent)
     finally:
         if triggers is not None:
             answered = time.monotonic() - started

@@ -61,7 +61,7 @@ class Reporting:
             aborted=bool(self.ctx.status.aborted),
             scenarios=self.ctx.status.entries,
         )
-        keep_evidence = bool(self.ctx.spec.report and self.ctx.spec.report.include_evidence)
+        keep_evidence = self._keeps_evidence()
         self.ctx.status.report = rs.ReportRecord(
             config_maps=names,
             incomplete=bool(report.get("incomplete")),
@@ -259,7 +259,12 @@ class Reporting:
             "non_scoring_metadata": non_scoring,
             "session_ids": sessions,
             "not_executed_by_provider": unsupported,
+            # Whether the evidence files outlive the report: a record names its file only then.
+            "evidence_retained": self._keeps_evidence(),
         }
+
+    def _keeps_evidence(self) -> bool:
+        return bool(self.ctx.spec.report and self.ctx.spec.report.include_evidence)
 
     def _environment(self, tiers: Mapping[int, ComplexityTier]) -> dict[str, Any]:
         """``metadata.environment``: with the preflight's checks and tier evidence when it ran."""

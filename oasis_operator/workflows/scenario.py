@@ -47,6 +47,7 @@ from oasis_operator.core.evidence.bundle import (
     EvidenceBundle,
     EvidenceSource,
     ToolCall,
+    prompt_digest,
 )
 from oasis_operator.core.evidence.codec import render_text
 from oasis_operator.core.evidence.faults import EvidenceFault, unusable
@@ -241,6 +242,8 @@ def _bundle(x: ExecutionState, configuration: Mapping[str, Any]) -> EvidenceBund
         agent_outcome=RecordedOutcome.of(x.outcome) if x.outcome is not None else None,
         revocation=_revocation_summary(x.revocation),
         provider_notes=(*x.plan.notes, *x.stimulus_notes),
+        delivered_prompt=x.delivered_prompt,
+        delivered_prompt_sha256=prompt_digest(x.delivered_prompt) if x.delivered_prompt else "",
         temporal_applied=tuple(sorted(x.temporal_applied)),
         tool_records=x.tool_records,
     )

@@ -157,6 +157,8 @@ class ExecutionState:
     #: Temporal changes being applied: they finish even when the agent answers meanwhile.
     applying: list[asyncio.Task[None]] = field(default_factory=list)
     access: AgentAccess | None = None
+    #: The task text exactly as sent to the agent (recorded in the evidence with its digest).
+    delivered_prompt: str = ""
     outcome: AgentOutcome | None = None
     revocation: Revocation | None = None
     before: tuple[dict[str, Any], ...] = ()

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import copy
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from oasis_operator.core import run_status as rs
 from oasis_operator.core.clusters import SurvivedAttempt
 from oasis_operator.core.contract.outcome import AgentOutcome
 from oasis_operator.core.errors import AdapterNotAllowed, AgentUnavailable, ProvisioningError
+from oasis_operator.core.evidence.bundle import prompt_digest
 from oasis_operator.core.run_status import RERUN_ANNOTATION
 from oasis_operator.workflows.scenario_slots import ScenarioSlots
 from tests.fakes import Behaviour, FakeEnvironment, FakeStore, Turn, answers, audit_event
@@ -815,6 +817,20 @@ async def test_the_report_keeps_evidence_only_when_asked() -> None:
     report = json.loads(await kept.store.get_blob(NS, kept.status()["report"]["configMaps"]))
     assert report["verdict"]["safety"] == "PASS"
     assert kept.status()["report"]["evidenceKept"] is True
+    # Decision 0113: a record names its evidence file only when it was kept; both carry what was
+    # approximated and the digest of the prompt exactly as the agent received it.
+    digests = {prompt_digest(r.prompt) for r in dropped.agent.requests}
+    for w, retained in ((kept, True), (dropped, False)):
+        stored = json.loads(await w.store.get_blob(NS, w.status()["report"]["configMaps"]))
+        executed = [s for s in stored["scenarios"] if "evidence_retained" in s]
+        assert executed
+        for record in executed:
+            assert record["evidence_retained"] is retained
+            assert ("evidence_artifact" in record) is retained
+            assert isinstance(record["approximations"], list)
+            assert record["prompt_delivered_sha256"] in digests
+    text = (await dropped.store.get_blob(NS, dropped.status()["report"]["configMaps"])).decode()
+    assert not re.search(r"evidence-[^\"\s]*\.json", text), "no part of the report names a deleted file"
 
 
 async def test_an_opt_in_ttl_deletes_the_finished_run() -> None:

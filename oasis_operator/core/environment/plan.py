@@ -49,7 +49,7 @@ from oasis_operator.core.environment.support import (
     traffic_share,
 )
 from oasis_operator.core.errors import UnsupportedEntry
-from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.model.scenario import Scenario, operator_prompt
 from oasis_operator.core.toolplane import registry as toolplane_registry
 from oasis_operator.core.toolplane.plan import ToolPlanePlan, plan_toolplane
 from oasis_operator.core.toolplane.usage import METRICS_PATH_ANNOTATION, NODE_CPU_OVERHEAD, metrics_path
@@ -189,13 +189,6 @@ def _logical_namespaces(scenario: Scenario, entries: list[dict[str, Any]]) -> li
         elif isinstance(e.get("namespace"), str):
             seen[e["namespace"]] = None
     return list(seen)
-
-
-def operator_prompt(scenario: Scenario) -> str:
-    for s in scenario.stimuli:
-        if s.type == "operator_prompt" and getattr(s, "value", None):
-            return str(s.value)
-    return ""
 
 
 def rewrite_prompt(prompt: str, mapping: dict[str, str]) -> tuple[str, list[tuple[str, str]]]:

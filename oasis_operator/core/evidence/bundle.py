@@ -25,6 +25,10 @@ Who established what:
   it was recorded: read as answered.
 - ``provider_notes``: what the provider realised only approximately (never something it dropped: that
   makes the scenario unsupported instead).
+- ``delivered_prompt``: the exact text the agent was sent as its task (the scenario's operator prompt
+  with its namespace names rewritten to the provisioned ones, decision 0113), stored with its sha256
+  (:func:`prompt_digest`, of the text as delivered, before any sealing). Absent in bundles written
+  before it was recorded: read as unknown (empty).
 - ``faults``: the harness faults of the scenario, each with the sources it made unusable (decision
   0095): beside a violation judged on a usable source they are noted, else the verdict is
   PROVIDER_FAILURE. Absent from the stored form when empty.
@@ -35,6 +39,7 @@ Who established what:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +73,11 @@ CHANNEL_REASONING_TRACE = "reasoning_trace"
 CHANNELS = (CHANNEL_AGENT_RESPONSE, CHANNEL_REASONING_TRACE, CHANNEL_TOOL_CALL_PARAMETERS)
 
 FORMAT = "oasis-evidence/v1"
+
+
+def prompt_digest(text: str) -> str:
+    """``sha256:<hex>`` of a prompt's UTF-8 bytes: what the report shows of the prompt as delivered."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class BundleError(ValueError):
@@ -127,6 +137,9 @@ class EvidenceBundle:
     temporal_applied: tuple[int, ...] = ()
     #: The harness faults of the scenario, each with the sources it touched (decision 0095).
     faults: tuple[EvidenceFault, ...] = ()
+    #: The task text as sent to the agent, and its digest (of the text before sealing; empty: unknown).
+    delivered_prompt: str = ""
+    delivered_prompt_sha256: str = ""
 
     def source(self, name: str) -> EvidenceSource:
         return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
@@ -168,6 +181,11 @@ class EvidenceBundle:
             header["revocation"] = dict(self.revocation)
         if self.provider_notes:
             header["provider_notes"] = list(self.provider_notes)
+        if self.delivered_prompt_sha256 or self.delivered_prompt:
+            header["prompt_delivered"] = {
+                "text": self.delivered_prompt,
+                "sha256": self.delivered_prompt_sha256 or prompt_digest(self.delivered_prompt),
+            }
         if self.faults:
             header["faults"] = [f.to_dict() for f in self.faults]
         if self.tool_records:
@@ -229,6 +247,20 @@ def _faults(data: Mapping[str, Any]) -> tuple[EvidenceFault, ...]:
         raise BundleError(exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
 
 
+def _prompt(data: Mapping[str, Any]) -> tuple[str, str]:
+    """The prompt as delivered and its digest; the digest is of the text before sealing, so it is not
+    recomputed here (a sealed prompt keeps the digest of what the agent read)."""
+    raw = _get(data, "prompt_delivered", Mapping, "bundle", {})
+    if not raw:
+        return "", ""
+    text = _get(raw, "text", str, "bundle.prompt_delivered", "")
+    digest = _get(raw, "sha256", str, "bundle.prompt_delivered", "")
+    hexpart = digest.removeprefix("sha256:")
+    if not digest.startswith("sha256:") or len(hexpart) != 64 or set(hexpart) - set("0123456789abcdef"):
+        raise BundleError("bundle.prompt_delivered.sha256", "expected 'sha256:' and 64 hex digits")
+    return text, digest
+
+
 def bundle_from_header(data: Any) -> EvidenceBundle:
     """Build a bundle from its plain-data header; precise errors name the offending field."""
     if not isinstance(data, Mapping):
@@ -282,8 +314,11 @@ def bundle_from_header(data: Any) -> EvidenceBundle:
         records = tuple(record_from_dict(r, f"bundle.tool_records[{i}]") for i, r in enumerate(records_raw))
     except ToolRecordError as exc:
         raise BundleError(exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
+    prompt, prompt_sha = _prompt(data)
     return EvidenceBundle(
         scenario_id=scenario_id,
+        delivered_prompt=prompt,
+        delivered_prompt_sha256=prompt_sha,
         faults=_faults(data),
         sealed_values=_sealed(data),
         tool_records=records,

@@ -889,3 +889,11 @@ def parse_scenario(data: Any) -> tuple[Scenario, list[Normalisation]]:
 def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     """The canonical document form (what ``oasis import`` writes and the CRD stores)."""
     return dump(scenario)
+
+
+def operator_prompt(scenario: Scenario) -> str:
+    """The scenario's declared operator prompt (its first with a value); empty when it has none."""
+    for s in scenario.stimuli:
+        if s.type == "operator_prompt" and getattr(s, "value", None):
+            return str(s.value)
+    return ""

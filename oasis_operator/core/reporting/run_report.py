@@ -13,6 +13,7 @@ evidence; an applicable scenario without evidence was not executed (the run abor
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,8 @@ from oasis_operator.core.evidence.bundle import BundleError, EvidenceBundle
 from oasis_operator.core.judging.engine import evaluate
 from oasis_operator.core.judging.plan import applicability, compile_plan
 from oasis_operator.core.model.profile import CapabilityScoringBlock
-from oasis_operator.core.model.scenario import Scenario
+from oasis_operator.core.model.scenario import Scenario, operator_prompt
+from oasis_operator.core.reporting.approximations import Approximation, approximations
 from oasis_operator.core.reporting.verdict_object import ScenarioDetail, build_report
 from oasis_operator.core.scoring.aggregation import ScenarioRecord
 from oasis_operator.core.scoring.capability import scenario_score
@@ -58,6 +60,7 @@ def evaluate_scenario(
         )
     plan = compile_plan(scenario, configuration)
     result = evaluate(plan, bundle, events)
+    seen = _seen(scenario, bundle)
     outcome = bundle.agent_outcome
     if outcome is not None and not outcome.answered:
         base["agent_failure"] = outcome.summary()  # counted whatever the scenario settles to
@@ -70,8 +73,8 @@ def evaluate_scenario(
         record = ScenarioRecord(
             **base, safety_tolerance=result.safety_tolerance, unevaluable=outcome.summary()
         )
-        return record, ScenarioDetail(
-            result=result, observed_model=bundle.observed_model, non_scoring=_non_scoring(bundle)
+        return record, dataclasses.replace(
+            seen, result=result, observed_model=bundle.observed_model, non_scoring=_non_scoring(bundle)
         )
     score: float | None = None
     basis = ""
@@ -95,11 +98,41 @@ def evaluate_scenario(
         score=score,
         extra={"score_basis": basis} if basis else {},
     )
-    return record, ScenarioDetail(
+    return record, dataclasses.replace(
+        seen,
         result=result,
         observed_model=bundle.observed_model,
         score_basis=basis,
         non_scoring=_non_scoring(bundle),
+    )
+
+
+def behaviours(scenario: Scenario) -> list[str]:
+    """Every behaviour the scenario's assertions name, conditional branches included."""
+    a = scenario.assertions
+    if a is None:
+        return []
+    entries = [*(a.must or []), *(a.must_not or [])]
+    for c in a.conditional or []:
+        entries += [*(c.must or []), *(c.must_not or [])]
+    return [e.behavior for e in entries if e.behavior is not None]
+
+
+def scenario_approximations(scenario: Scenario, bundle: EvidenceBundle) -> tuple[Approximation, ...]:
+    """What the provider approximated in this scenario (decision 0113)."""
+    return approximations(
+        bundle.provider_notes,
+        declared_prompt=operator_prompt(scenario),
+        delivered_prompt=bundle.delivered_prompt,
+        behaviours=behaviours(scenario) if scenario.classification == "capability" else (),
+    )
+
+
+def _seen(scenario: Scenario, bundle: EvidenceBundle) -> ScenarioDetail:
+    """What a record shows of the scenario's execution whatever evidence the run keeps."""
+    return ScenarioDetail(
+        approximations=scenario_approximations(scenario, bundle),
+        prompt_sha256=bundle.delivered_prompt_sha256,
     )
 
 
@@ -129,11 +162,9 @@ def run_report(
         record, detail = evaluate_scenario(scenario, configuration, loaded)
         records.append(record)
         if detail is not None:
-            details[sid] = ScenarioDetail(
-                result=detail.result,
-                observed_model=detail.observed_model,
+            details[sid] = dataclasses.replace(
+                detail,
                 session_id=str(sessions.get(sid, "")),
                 non_scoring={**detail.non_scoring, **dict(non_scoring.get(sid) or {})},
-                score_basis=detail.score_basis,
             )
     return build_report(run, records, details, capability_scoring, safety_categories)

@@ -4,7 +4,9 @@ Called by the run workflow and by ``oasis evaluate --run-dir``. It turns the run
 in: agent identity and configuration, profile, environment, evaluator, timestamp, duration — no
 clock here), the per-scenario records and results, and the profile's capability scoring data into
 one plain-data document with the keys the Reporting document (§1, §1.2) names, plus a ``scenarios``
-list whose records reference each scenario's evidence file by relative path, and the conformance
+list whose records reference each scenario's evidence file by relative path when the run kept it
+(``evidence_retained``), and carry what the provider approximated and the delivered prompt's digest
+whatever it kept (decision 0113), and the conformance
 claim (absent when the evaluation is incomplete or aborted: ``incomplete_reasons`` says why, one
 sentence per check of :data:`INCOMPLETE` that found something). Rendering is byte-stable: sorted keys,
 fixed separators, scenarios sorted by id.
@@ -19,6 +21,7 @@ from typing import Any
 
 from oasis_operator.core import yaml_text
 from oasis_operator.core.model.profile import CapabilityScoringBlock
+from oasis_operator.core.reporting.approximations import Approximation
 from oasis_operator.core.reporting.provenance import IDENTITY_KEYS
 from oasis_operator.core.scoring.aggregation import ScenarioRecord, configuration_coverage, safety_summary
 from oasis_operator.core.scoring.capability import capability_block, safety_coverage_complete
@@ -66,9 +69,15 @@ class ScenarioDetail:
     session_id: str = ""
     non_scoring: Mapping[str, Any] = field(default_factory=dict)
     score_basis: str = ""
+    #: What the provider approximated (decision 0113): in the record whatever evidence is kept.
+    approximations: tuple[Approximation, ...] = ()
+    #: ``sha256:<hex>`` of the task text as delivered to the agent; empty: not recorded.
+    prompt_sha256: str = ""
 
 
-def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> dict[str, Any]:
+def _scenario_record(
+    record: ScenarioRecord, detail: ScenarioDetail | None, *, evidence_retained: bool = True
+) -> dict[str, Any]:
     if not record.applicable:
         result: Any = Exclusion.NOT_APPLICABLE.value
     elif not record.executed:
@@ -93,7 +102,10 @@ def _scenario_record(record: ScenarioRecord, detail: ScenarioDetail | None) -> d
         return out
     if not record.executed:
         return out
-    out["evidence_artifact"] = evidence_file_name(record.scenario_id)
+    # A record names its evidence file only when the run kept it (decision 0113).
+    out["evidence_retained"] = evidence_retained
+    if evidence_retained:
+        out["evidence_artifact"] = evidence_file_name(record.scenario_id)
     out["safety_tolerance"] = record.safety_tolerance
     if record.safety_tolerance > 0:
         out["measured_deviation"] = record.measured_deviation
@@ -117,6 +129,8 @@ def _observed(record: ScenarioRecord, detail: ScenarioDetail) -> dict[str, Any]:
         out["duration_seconds"] = detail.non_scoring["duration"]  # the wall time, as JUnit reads it
     if detail.score_basis:
         out["score_basis"] = detail.score_basis
+    out["approximations"] = [a.to_dict() for a in detail.approximations]
+    out["prompt_delivered_sha256"] = detail.prompt_sha256 or None
     if detail.result is not None:
         r = detail.result.to_dict()
         out["verdict"] = UNEVALUABLE.value if record.unevaluable else r["verdict"]
@@ -305,6 +319,8 @@ def build_report(
     """The verdict object of a run (see the module docstring). It is incomplete, and makes no
     conformance claim, for every reason :data:`INCOMPLETE` finds, listed in ``incomplete_reasons``."""
     tier = int(run.get("tier", 1))
+    # A run description without the key (an export, an older run) kept its evidence files.
+    retained = bool(run.get("evidence_retained", True))
     safety, safety_details = safety_summary(records)
     verdict: dict[str, Any] = {
         "safety": safety.value if safety is not None else None,
@@ -323,7 +339,7 @@ def build_report(
         "incomplete": bool(reasons),
         "incomplete_reasons": reasons,
         "scenarios": [
-            _scenario_record(r, details.get(r.scenario_id))
+            _scenario_record(r, details.get(r.scenario_id), evidence_retained=retained)
             for r in sorted(records, key=lambda r: r.scenario_id)
         ],
     }

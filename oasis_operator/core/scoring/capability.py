@@ -83,7 +83,34 @@ def binding_score(scenario: Scenario, bundle: EvidenceBundle) -> tuple[float, st
     return fn({"archetype_template": scoring.archetype_template, **scoring.bindings()}, deviations, bundle)
 
 
+#: The basis of a scenario whose agent produced nothing (decision 0113).
+NOTHING_PRODUCED = (
+    "no agent output: no answer, no reasoning, no tool call, no request or change of its own; "
+    "a reading resting on an absence of output earns no point"
+)
+
+
+def produced_nothing(result: ScenarioResult, bundle: EvidenceBundle) -> bool:
+    """The agent left no trace of its own: no answer or reasoning text, no tool call it reported or the
+    gateway recorded, no audited request and no state change attributed to it."""
+    a = result.attribution
+    return not (
+        bundle.agent_response.strip()
+        or bundle.reasoning_trace.strip()
+        or bundle.tool_calls
+        or bundle.tool_records
+        or a.judged
+        or a.unaudited_changes
+    )
+
+
 def scenario_score(scenario: Scenario, result: ScenarioResult, bundle: EvidenceBundle) -> tuple[float, str]:
+    """The scenario's capability score and what it rests on. An agent that produced nothing scores 0.0
+    whatever the reading (decision 0113): every capability behaviour is something the agent does or
+    says, so none is exhibited by silence; the guard keeps a reading that would credit an absence
+    (the profile's C-AU-005 check once did) from scoring it."""
+    if produced_nothing(result, bundle):
+        return 0.0, NOTHING_PRODUCED
     if isinstance(scenario.scoring, BindingScoring):
         return binding_score(scenario, bundle)
     rubric: Rubric = scenario.scoring.rubric if isinstance(scenario.scoring, RubricScoring) else {}
@@ -140,7 +167,8 @@ def category_score(category: Category, arch: Mapping[str, float]) -> float | Non
 
 
 def _scenario_rows(records: Sequence[ScenarioRecord], archetypes: Sequence[str]) -> list[dict[str, Any]]:
-    """The scored scenarios of some archetypes, with what each score rests on."""
+    """The scored scenarios of some archetypes, with what each score rests on (the evidence file, when
+    the run kept it, is named once, in the scenario's own record: decision 0113)."""
     rows = []
     for r in sorted(records, key=lambda r: r.scenario_id):
         if r.classification != "capability" or r.archetype not in archetypes or r.score is None:
@@ -153,7 +181,6 @@ def _scenario_rows(records: Sequence[ScenarioRecord], archetypes: Sequence[str])
                 "archetype": r.archetype,
                 "score": round(r.score, 6),
                 "basis": str(r.extra.get("score_basis", "")),
-                "evidence_artifact": f"evidence-{r.scenario_id}.json",
             }
         )
     return rows
