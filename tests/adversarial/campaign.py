@@ -198,7 +198,9 @@ def _completed(run: dict[str, Any]) -> bool:
 
 
 def read_blob(http: httpx2.Client, namespace: str, names: list[str]) -> bytes:
-    return stored_parts.read([http.get(f"/api/v1/namespaces/{namespace}/configmaps/{n}").json() for n in names])
+    return stored_parts.read(
+        [http.get(f"/api/v1/namespaces/{namespace}/configmaps/{n}").json() for n in names]
+    )
 
 
 def read_report(http: httpx2.Client, namespace: str, run: dict[str, Any]) -> dict[str, Any]:

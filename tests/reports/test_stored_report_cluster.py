@@ -14,8 +14,8 @@ from oasis_operator.adapters.k8s.client import async_client
 from oasis_operator.adapters.k8s.store import Store
 from oasis_operator.cli.main import main
 from oasis_operator.core import stored_parts
-from oasis_operator.devcluster import binaries, kube, stack
 from oasis_operator.core.reporting.verdict_object import render_json
+from oasis_operator.devcluster import binaries, kube, stack
 from oasis_operator.reports import FORMATS
 
 pytestmark = pytest.mark.cluster
@@ -94,10 +94,12 @@ async def test_the_report_and_junit_are_plain_keys_and_an_oversize_file_is_gzipp
         got = kubectl(
             cluster, "-n", ns, "get", "configmap", junit_cm, "-o", r"jsonpath={.data.report\.junit\.xml}"
         )
-        assert got == junit and "<testsuites" in got
+        assert got == junit
+        assert "<testsuites" in got
 
         big_cm = admin.get(f"/api/v1/namespaces/{ns}/configmaps/{big_parts[0]}").json()
-        assert not big_cm.get("data") and "data.gz" in big_cm["binaryData"]
+        assert not big_cm.get("data")
+        assert "data.gz" in big_cm["binaryData"]
         assert big_cm["metadata"]["annotations"]["oasis.dev/encoding"] == "gzip"
         assert await store.get_blob(ns, big_parts) == big.encode()
         assert await store.get_blob(ns, json_parts) == text.encode()
