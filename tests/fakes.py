@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as dt
-import gzip
 import hashlib
 import json
 import uuid
@@ -29,6 +28,7 @@ from typing import Any
 
 import jsonschema
 
+from oasis_operator.core import stored_parts
 from oasis_operator.core.contract.agent import (
     REQUEST_SCHEMA_PATH,
     AgentResponse,
@@ -87,7 +87,7 @@ class FakeStore:
         self.runs: dict[tuple[str, str], dict[str, Any]] = {}
         self.profiles: dict[tuple[str, str], dict[str, Any]] = {}
         self.scenarios: dict[tuple[str, str], dict[str, Any]] = {}
-        self.blobs: dict[str, tuple[str, str, bytes]] = {}  # name -> (run uid, kind, data)
+        self.blobs: dict[str, tuple[str, str, list[dict[str, Any]]]] = {}  # name -> (run uid, kind, parts)
         self.events: list[Event] = []
         self.status_patches: list[dict[str, Any]] = []
         #: Called with each status patch before it is applied (a test can crash the "operator" there).
@@ -170,7 +170,8 @@ class FakeStore:
 
     async def put_blob(self, run: dict[str, Any], kind: str, key: str, data: bytes) -> list[str]:
         name = f"{run['metadata']['name']}-{kind}-{hashlib.sha256(key.encode()).hexdigest()[:10]}-0"
-        self.blobs[name] = (run["metadata"]["uid"], kind, gzip.compress(data, mtime=0))
+        parts = [{"data": p.data, "binaryData": p.binary_data} for p in stored_parts.layout(key, data)]
+        self.blobs[name] = (run["metadata"]["uid"], kind, parts)  # the ConfigMaps' payloads, one name
         return [name]
 
     async def delete_blobs(self, run: dict[str, Any], kind: str) -> int:
@@ -180,7 +181,7 @@ class FakeStore:
         return len(gone)
 
     async def get_blob(self, namespace: str, names: list[str]) -> bytes:
-        return b"".join(gzip.decompress(self.blobs[n][2]) for n in names)
+        return b"".join(stored_parts.read(self.blobs[n][2]) for n in names)
 
     async def event(
         self, run: dict[str, Any], etype: str, reason: str, message: str, now: dt.datetime

@@ -13,8 +13,6 @@ Problems are also collected in :data:`PROBLEMS`; ``pytest_sessionfinish`` fails 
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import sys
 from collections import defaultdict
@@ -23,6 +21,7 @@ from typing import Any
 
 import httpx2
 
+from oasis_operator.core import stored_parts
 from oasis_operator.core.reporting import verdict_object
 from oasis_operator.reports.schema import report_problems
 
@@ -55,7 +54,7 @@ def sweep_cluster(http: httpx2.Client) -> int:
     """Check every stored ``report.json`` on the control plane; returns how many were checked."""
     listed = http.get("/api/v1/configmaps", params={"labelSelector": "oasis.dev/part-of=report"})
     listed.raise_for_status()
-    parts: dict[tuple[str, str], list[tuple[int, bytes]]] = defaultdict(list)
+    parts: dict[tuple[str, str, int], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for cm in listed.json().get("items") or []:
         meta = cm.get("metadata") or {}
         notes = meta.get("annotations") or {}
@@ -67,14 +66,13 @@ def sweep_cluster(http: httpx2.Client) -> int:
             meta.get("namespace", ""),
             int(total or 1),
         )
-        parts[owner].append((int(index), base64.b64decode((cm.get("binaryData") or {}).get("data.gz", ""))))
+        parts[owner].append((int(index), cm))
     for (run, ns, total), chunks in sorted(parts.items()):
         if len(chunks) != total:  # its run was deleted and the collector is removing it
             continue
-        packed = b"".join(data for _, data in sorted(chunks))
         try:
-            report = json.loads(gzip.decompress(packed))
-        except (OSError, EOFError, ValueError) as exc:
+            report = json.loads(stored_parts.read([cm for _, cm in sorted(chunks, key=lambda c: c[0])]))
+        except ValueError as exc:
             PROBLEMS.append(f"stored report of run {ns}/{run}: unreadable ({exc})")
             continue
         CHECKED["stored"] += 1

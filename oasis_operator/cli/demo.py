@@ -101,7 +101,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except SetupError as exc:
         raise CliError(str(exc)) from None
     print(
-        "[1/6] Starting the embedded control plane (the first run builds the binaries: ~7 min)...", flush=True
+        "[1/6] Starting the embedded control plane and its tool-plane back-ends (a first run builds them "
+        "once: about 8 min for the control plane and 25 for the back-ends on 2 cores, each step printed "
+        "as it goes)...",
+        flush=True,
     )
     try:
         bins = binaries.resolve()

@@ -16,13 +16,12 @@ This module does the cluster and file I/O; what it writes are the stored bytes, 
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
 from pathlib import Path
 from typing import Any
 
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CliError
+from oasis_operator.cli.report import read_parts
 from oasis_operator.core.reporting.verdict_object import evidence_file_name
 
 RUN_FILE = "run.json"
@@ -54,13 +53,7 @@ def register(subparsers: Any) -> None:
 
 
 def _blob(http: Any, namespace: str, names: list[str], what: str) -> bytes:
-    packed = b""
-    for name in names:
-        got = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
-        if got.status_code != 200:
-            raise CliError(f"{what}: part {namespace}/{name}: HTTP {got.status_code}")
-        packed += base64.b64decode((got.json().get("binaryData") or {}).get("data.gz", ""))
-    return gzip.decompress(packed) if packed else b""
+    return read_parts(http, namespace, names, what)
 
 
 def run_directory(http: Any, namespace: str, name: str) -> dict[str, bytes]:

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "report",
     "evidence",
     "provider",
+    "certs",
     "completion",
 )
 

@@ -3,7 +3,8 @@
 Called by :mod:`oasis_operator.cli.main`, the container image's entry point and the local stack; turns
 the options into an :class:`~oasis_operator.handlers.settings.OperatorSettings` (handed to the
 handlers through kopf's memo) and starts kopf cluster-wide (or in the named namespaces), standalone
-(one replica; peering is left off), with a liveness endpoint. In a pod it logs in with the pod's
+unless ``--peering`` names kopf's peering object (the guard against a second operator:
+:mod:`oasis_operator.adapters.k8s.peering`), with a liveness endpoint. In a pod it logs in with the pod's
 ServiceAccount, read from the mounted files; no credential is ever written to disk.
 """
 
@@ -12,6 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
+
+import httpx2
 
 from oasis_operator.cli.main import CliError
 from oasis_operator.handlers.settings import (
@@ -125,6 +129,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--shard-index",
         default=env.get("OASIS_SHARD_INDEX", "0"),
         help="this replica's shard, below --shards; `hostname`: the ordinal of a StatefulSet pod's name",
+    )
+    run.add_argument(
+        "--peering",
+        default=env.get("OASIS_PEERING") or None,
+        metavar="NAME",
+        help="guard against a second operator with kopf's peering object NAME (one per shard; created "
+        "when missing; needs kopf's peering CRDs, which the chart installs): while another operator "
+        "of the same or a higher priority is alive in it, this one pauses (decision 0114; default: "
+        "off, one operator assumed)",
+    )
+    run.add_argument(
+        "--peering-priority",
+        type=int,
+        default=int(env.get("OASIS_PEERING_PRIORITY", "0")),
+        help="this operator's priority in the peering: a higher one makes the others pause (a "
+        "debugging operator on a workstation, say); the same one pauses both (default: %(default)s)",
     )
     run.add_argument(
         "--scenario-clusters",
@@ -263,13 +283,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         }[settings.log_format],
     )
     memo = kopf.Memo(settings=settings)
-    if settings.namespaces:
-        kopf.run(
-            namespaces=list(settings.namespaces),
-            standalone=True,
-            liveness_endpoint=settings.liveness,
-            memo=memo,
-        )
-    else:
-        kopf.run(clusterwide=True, standalone=True, liveness_endpoint=settings.liveness, memo=memo)
+    guard = _peering(args, settings)
+    where: dict[str, Any] = (
+        {"namespaces": list(settings.namespaces)} if settings.namespaces else {"clusterwide": True}
+    )
+    kopf.run(**where, **guard, liveness_endpoint=settings.liveness, memo=memo)
     return 0
+
+
+def _peering(args: argparse.Namespace, settings: OperatorSettings) -> dict[str, Any]:
+    """kopf's peering arguments: standalone without ``--peering``; else the shard's peering object,
+    created when missing (decision 0114)."""
+    if not args.peering:
+        return {"standalone": True}
+    from oasis_operator.adapters.k8s.peering import PeeringError, ensure_peering, peering_name
+
+    name = peering_name(args.peering, settings.shard_index, settings.shards)
+    try:
+        with settings.access.sync_http() as http:
+            ensure_peering(http, name, settings.namespaces)
+    except PeeringError as exc:
+        raise CliError(str(exc)) from None
+    except (httpx2.HTTPError, OSError, ValueError) as exc:  # unreachable server, TLS
+        raise CliError(f"--peering {name}: cannot reach the cluster: {exc}") from None
+    return {"peering_name": name, "priority": args.peering_priority}

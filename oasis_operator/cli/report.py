@@ -21,6 +21,7 @@ import yaml
 
 from oasis_operator.cli import kubeaccess
 from oasis_operator.cli.main import CLUSTER_EXIT_CODES, EXIT_CLUSTER, CliError
+from oasis_operator.core import stored_parts
 from oasis_operator.reports import FORMATS
 
 
@@ -72,26 +73,33 @@ def load_report(path: Path) -> dict[str, Any]:
     return doc
 
 
-def read_run_report(http: Any, namespace: str, run: dict[str, Any]) -> dict[str, Any] | None:
-    """The report a run's status points at (gzip parts in ConfigMaps owned by the run); None before
-    the run has one."""
-    import base64
-    import gzip
-
-    names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
-    if not names:
-        return None
-    packed = b""
+def read_parts(http: Any, namespace: str, names: list[str], what: str) -> bytes:
+    """The file stored in the ConfigMaps ``names`` (plain ``data`` or gzipped ``binaryData`` parts:
+    :mod:`~oasis_operator.core.stored_parts`); a :class:`CliError` naming ``what`` when unreadable."""
+    parts = []
     for cm in names:
         got = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{cm}")
         if got.status_code != 200:
-            raise CliError(f"report part {namespace}/{cm}: HTTP {got.status_code}", EXIT_CLUSTER)
-        packed += base64.b64decode(got.json()["binaryData"]["data.gz"])
-    doc = json.loads(gzip.decompress(packed))
+            raise CliError(f"{what}: part {namespace}/{cm}: HTTP {got.status_code}", EXIT_CLUSTER)
+        parts.append(got.json())
+    try:
+        return stored_parts.read(parts)
+    except stored_parts.UnreadablePart as exc:
+        raise CliError(f"{what}: ConfigMaps {', '.join(names)}: {exc}") from None
+
+
+def read_run_report(http: Any, namespace: str, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The report a run's status points at (ConfigMaps owned by the run); None before the run has one."""
+    names = ((run.get("status") or {}).get("report") or {}).get("configMaps") or []
+    where = f"EvaluationRun {namespace}/{run['metadata']['name']}"
+    if not names:
+        return None
+    try:
+        doc = json.loads(read_parts(http, namespace, names, f"{where}: the stored report"))
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{where}: the stored report is not JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise CliError(
-            f"EvaluationRun {namespace}/{run['metadata']['name']}: the stored report is not a mapping"
-        )
+        raise CliError(f"{where}: the stored report is not a mapping")
     return doc
 
 

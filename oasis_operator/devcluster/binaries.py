@@ -8,11 +8,11 @@ a :class:`Binaries` value naming each executable, or a :class:`SetupError` that 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from oasis_operator.devcluster.build_run import run_build
 from oasis_operator.devcluster.errors import SetupError
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
@@ -55,11 +55,9 @@ def resolve(*, build: bool = True, quiet: bool = False) -> Binaries:
         )
     if not build:
         raise SetupError(f"the control-plane binaries are not built; run {BUILD_SCRIPT}")
-    # The script's progress goes to stderr; keep it on the terminal unless asked to be quiet, and
-    # always keep its tail for the error message.
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
-    if not quiet and proc.stderr:
-        sys.stderr.write(proc.stderr)
+    # The script's progress goes to stderr: on the terminal as it happens unless asked to be quiet,
+    # and always kept for the error message.
+    proc = run_build(["bash", str(BUILD_SCRIPT)], quiet=quiet)
     if proc.returncode != 0:
         errors = [
             ln.removeprefix("[build-binaries] error: ") for ln in proc.stderr.splitlines() if "error:" in ln

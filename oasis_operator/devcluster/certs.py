@@ -131,6 +131,7 @@ def _issue(
     *,
     server: bool,
     sans: list[x509.GeneralName] | None = None,
+    validity: dt.timedelta = _VALIDITY,
 ) -> x509.Certificate:
     builder = (
         x509.CertificateBuilder()
@@ -139,7 +140,7 @@ def _issue(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(
@@ -275,3 +276,79 @@ def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: Clien
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+@dataclass(frozen=True)
+class WebhookPKI:
+    """What ``oasis certs create`` writes: a CA, a serving certificate and a client certificate."""
+
+    ca_cert: Path
+    ca_key: Path
+    serving: ClientCert
+    client: ClientCert
+
+
+WEBHOOK_FILES = ("ca.crt", "ca.key", "tls.crt", "tls.key", "client.crt", "client.key")
+
+
+def generate_webhook_pki(
+    directory: Path,
+    now: dt.datetime,
+    names: tuple[str, ...],
+    *,
+    ca_name: str = "audit-webhook-ca",
+    client_name: str = "kube-apiserver-audit",
+    days: int = 365,
+) -> WebhookPKI:
+    """A small CA of its own, a serving certificate for ``names`` (IP addresses as IP SANs, the rest as
+    DNS SANs; the first DNS name is its common name) and a client certificate for ``client_name``, all
+    signed by the CA, written as :data:`WEBHOOK_FILES` into ``directory`` (the audit webhook's
+    certificates, docs/kind.md step 1). Refuses to overwrite: keys are never replaced silently."""
+    _require_cryptography()
+    if not names:
+        raise SetupError("the serving certificate needs at least one name (an IP address or a DNS name)")
+    existing = [directory / f for f in WEBHOOK_FILES if (directory / f).exists()]
+    if existing:
+        raise SetupError(f"{existing[0]}: already exists (remove it, or choose another --dir)")
+    directory.mkdir(parents=True, exist_ok=True)
+    validity = dt.timedelta(days=days)
+    ca_key = _key()
+    ca_subject = _name(ca_name)
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_subject)
+        .issuer_name(ca_subject)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_cert(directory / "ca.crt", ca_cert)
+    _write_key(directory / "ca.key", ca_key)
+    sans = [_general_name(n) for n in names]
+    dns = [n for n in names if isinstance(_general_name(n), x509.DNSName)]
+
+    def pair(stem: str, subject: x509.Name, *, server: bool) -> ClientCert:
+        key = _key()
+        cert = _issue(
+            subject,
+            key,
+            ca_cert,
+            ca_key,
+            now,
+            server=server,
+            sans=sans if server else None,
+            validity=validity,
+        )
+        cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
+        _write_cert(cert_path, cert)
+        _write_key(key_path, key)
+        return ClientCert(cert_path, key_path)
+
+    serving = pair("tls", _name(dns[0] if dns else names[0]), server=True)
+    client = pair("client", _name(client_name), server=False)
+    return WebhookPKI(directory / "ca.crt", directory / "ca.key", serving, client)

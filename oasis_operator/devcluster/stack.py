@@ -20,6 +20,7 @@ from typing import Any
 import httpx2
 import yaml
 
+from oasis_operator.adapters.k8s import peering
 from oasis_operator.core.environment.manifests import POOL_LABEL
 from oasis_operator.core.model.crd import all_crds
 from oasis_operator.devcluster.errors import SetupError
@@ -44,8 +45,11 @@ def free_port() -> int:
 
 def install_crds(http: httpx2.Client, timeout: float = 30) -> list[str]:
     """Our CRDs, generated from the models as ``crds/`` is (so an installed wheel has them too; decision
-    0108), server-side applied and Established."""
-    return _install(http, [(f"crds/{name}", crd) for name, crd in sorted(all_crds().items())], timeout)
+    0108), and kopf's peering CRDs (the guard of ``--peering``: decision 0114), server-side applied and
+    Established."""
+    ours = [(f"crds/{name}", crd) for name, crd in sorted(all_crds().items())]
+    guard = [(f"oasis_operator.adapters.k8s/{peering.CRD_FILE}", crd) for crd in peering.crds()]
+    return _install(http, ours + guard, timeout)
 
 
 def install_crd_files(http: httpx2.Client, paths: Iterable[Path], timeout: float = 30) -> list[str]:

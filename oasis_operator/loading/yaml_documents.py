@@ -153,11 +153,19 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def yaml_files(paths: Sequence[Path]) -> list[Path]:
-    """The YAML files named by ``paths`` (directories searched recursively, sorted), in order."""
+    """The YAML files named by ``paths`` (directories searched recursively, sorted), in order. Inside a
+    directory, hidden files and directories (``.gitlab-ci.yml``, ``.github/``: the CI recipes of
+    ``examples/ci/``) are not OASIS documents and are passed over, as ``.git/`` is; named, they are read."""
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
-            out += sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+            out += sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in YAML_SUFFIXES
+                and p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
         else:
             out.append(path)
     return out

@@ -12,8 +12,6 @@ evaluation of it and the persona's journal. Nothing is judged here; the tests ju
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 import re
@@ -41,6 +39,7 @@ from oasis_operator.agents.reference.redteam.techniques import (
     items,
     plant_marker,
 )
+from oasis_operator.core import stored_parts
 from oasis_operator.core.model.errors import ModelValidationError
 from oasis_operator.core.model.manifest import scenario_manifest
 from oasis_operator.core.model.scenario import parse_scenario
@@ -199,11 +198,9 @@ def _completed(run: dict[str, Any]) -> bool:
 
 
 def read_blob(http: httpx2.Client, namespace: str, names: list[str]) -> bytes:
-    packed = b""
-    for name in names:
-        cm = http.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}").json()
-        packed += base64.b64decode(cm["binaryData"]["data.gz"])
-    return gzip.decompress(packed) if packed else b""
+    return stored_parts.read(
+        [http.get(f"/api/v1/namespaces/{namespace}/configmaps/{n}").json() for n in names]
+    )
 
 
 def read_report(http: httpx2.Client, namespace: str, run: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,6 @@ lands honest verdicts in status, Events, metrics and the report."""
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import re
 import subprocess
@@ -13,6 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from oasis_operator.core import stored_parts
 from tests.agents.persona_expectations import VIOLATORS
 from tests.operator.conftest import kubectl
 
@@ -87,13 +86,13 @@ def test_the_reckless_agent_fails_exactly_where_it_acted_and_each_failure_names_
 def test_the_report_is_stored_and_agrees_with_the_status(cluster, installation, finished_runs):
     for run in finished_runs.values():
         names = run["status"]["report"]["configMaps"]
-        packed = b""
+        parts = []
         with cluster.admin_http() as http:
             for name in names:
                 cm = http.get(f"/api/v1/namespaces/{installation.namespace}/configmaps/{name}").json()
                 assert cm["metadata"]["ownerReferences"][0]["uid"] == run["metadata"]["uid"]
-                packed += base64.b64decode(cm["binaryData"]["data.gz"])
-        report = json.loads(gzip.decompress(packed))
+                parts.append(cm)
+        report = json.loads(stored_parts.read(parts))
         assert report["verdict"]["safety"] == run["status"]["verdict"]
         assert {u["scenario_id"] for u in report.get("not_executed_by_provider", [])} == set(NOT_YET)
         # Each names its classification, category and result, so JUnit files it in its suite.

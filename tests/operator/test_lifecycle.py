@@ -7,8 +7,6 @@ observed; a finished run costs the API nothing. GitOps gates read every state of
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import re
 import subprocess
@@ -19,6 +17,7 @@ import httpx2
 import pytest
 from junitparser import JUnitXml
 
+from oasis_operator.core import stored_parts
 from oasis_operator.devcluster import kube, stack
 from oasis_operator.devcluster.certs import OPERATOR_USER
 from tests.shipping import test_argocd_health as argo
@@ -92,11 +91,7 @@ def suites_profile(http, ns: str, name: str, suites: dict[str, list[str]]) -> di
 
 
 def blob(http, ns: str, names: list[str]) -> bytes:
-    packed = b"".join(
-        base64.b64decode(http.get(f"/api/v1/namespaces/{ns}/configmaps/{n}").json()["binaryData"]["data.gz"])
-        for n in names
-    )
-    return gzip.decompress(packed)
+    return stored_parts.read([http.get(f"/api/v1/namespaces/{ns}/configmaps/{n}").json() for n in names])
 
 
 @pytest.fixture(scope="module")

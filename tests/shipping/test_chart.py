@@ -208,7 +208,11 @@ def test_the_simulator_and_its_nodes_are_optional(render: Render) -> None:
 
 
 def test_crd_templates_render_the_crds_of_the_repository(render: Render) -> None:
-    rendered = {d["metadata"]["name"]: d for d in by_kind(render(), "CustomResourceDefinition")}
+    rendered = {
+        d["metadata"]["name"]: d
+        for d in by_kind(render(), "CustomResourceDefinition")
+        if d["spec"]["group"] == "oasis.dev"  # kopf's peering CRDs: test_chart_peering.py
+    }
     sources = {p.name: yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))}
     assert set(rendered) == {s["metadata"]["name"] for s in sources.values()}
     for source in sources.values():

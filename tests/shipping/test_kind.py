@@ -1,5 +1,5 @@
 """The kind walk-through (docs/kind.md) and its files: kind-config.yaml mounts what the API server's
-audit flags name, step 1's openssl commands (run here) give certificates that fit the webhook
+audit flags name, step 1's `oasis certs create` (run here) gives certificates that fit the webhook
 configuration and the chart's Service, a TLS handshake with them succeeds only with the client
 certificate, the documented helm command renders the Service at the configured address, and the
 example agent and run are valid manifests."""
@@ -12,6 +12,7 @@ import shlex
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -113,6 +114,7 @@ def test_the_webhook_kubeconfig_points_at_the_fixed_service_address() -> None:
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Step 1 of the walk-through, run as written, in a scratch directory."""
     work = tmp_path_factory.mktemp("kind")
+    (work / ".venv").symlink_to(Path(sys.executable).parents[1])  # the checkout's environment, as documented
     (block,) = bash_blocks("1.")
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=work, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -1,17 +1,15 @@
 """Our custom resources and the objects a run owns, on the API server.
 
 Called by the run workflow and the kopf handlers; turns reads and writes of Profiles, Scenarios and
-EvaluationRuns (status patches), report and evidence objects (ConfigMaps owned by the run, gzipped and
-split so none exceeds the API's size limit) and Events into single async calls over lightkube.
+EvaluationRuns (status patches), report and evidence objects (ConfigMaps owned by the run: plain text when
+it fits, else gzipped and split so none exceeds the API's size limit) and Events into single async calls over lightkube.
 Implements :class:`~oasis_operator.core.ports.RunStore`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
-import gzip
 import hashlib
 from typing import Any
 
@@ -21,7 +19,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Event
 from lightkube.types import PatchType
 
-from oasis_operator.core import reasons
+from oasis_operator.core import reasons, stored_parts
 from oasis_operator.core.model.run import LabelSelector
 
 GROUP, VERSION = "oasis.dev", "v1alpha1"
@@ -30,7 +28,6 @@ Profile = create_namespaced_resource(GROUP, VERSION, "Profile", "profiles")
 Scenario = create_namespaced_resource(GROUP, VERSION, "Scenario", "scenarios")
 
 REPORT_LABEL = "oasis.dev/run"
-PART_LIMIT = 900 * 1024  # bytes of gzip data per ConfigMap (the API's limit is 1 MiB per object)
 MANAGER = "oasis-operator"
 
 
@@ -104,13 +101,13 @@ class Store:
 
     # -- parts: report and evidence -------------------------------------------------------------------
     async def put_blob(self, run: dict[str, Any], kind: str, key: str, data: bytes) -> list[str]:
-        """Store ``data`` gzipped in ConfigMaps owned by the run; returns their names in order."""
-        packed = gzip.compress(data, mtime=0)
+        """Store ``data`` in ConfigMaps owned by the run (plain text when it fits, else gzipped parts:
+        :mod:`~oasis_operator.core.stored_parts`); returns their names in order."""
         run_name = run["metadata"]["name"]
         ns = run["metadata"]["namespace"]
         digest = hashlib.sha256(key.encode()).hexdigest()[:10]
         names = []
-        parts = [packed[i : i + PART_LIMIT] for i in range(0, len(packed), PART_LIMIT)] or [b""]
+        parts = stored_parts.layout(key, data)
         for i, part in enumerate(parts):
             name = f"{run_name[:200]}-{kind}-{digest}-{i}"
             cm = ConfigMap(
@@ -118,10 +115,15 @@ class Store:
                     name=name,
                     namespace=ns,
                     labels={REPORT_LABEL: run_name, "oasis.dev/part-of": kind},
-                    annotations={"oasis.dev/key": key, "oasis.dev/part": f"{i + 1}/{len(parts)}"},
+                    annotations={
+                        "oasis.dev/key": key,
+                        "oasis.dev/part": f"{i + 1}/{len(parts)}",
+                        stored_parts.ENCODING_ANNOTATION: part.encoding,
+                    },
                     ownerReferences=[_owner(run)],  # type: ignore[list-item]
                 ),
-                binaryData={"data.gz": base64.b64encode(part).decode()},
+                data=part.data or None,
+                binaryData=part.binary_data or None,
             )
             await self.client.apply(cm, field_manager=MANAGER, force=True)
             names.append(name)
@@ -142,11 +144,8 @@ class Store:
         return len(names)
 
     async def get_blob(self, namespace: str, names: list[str]) -> bytes:
-        packed = b""
-        for name in names:
-            cm = await self.client.get(ConfigMap, name, namespace=namespace)
-            packed += base64.b64decode((cm.binaryData or {}).get("data.gz", ""))
-        return gzip.decompress(packed) if packed else b""
+        parts = [(await self.client.get(ConfigMap, name, namespace=namespace)).to_dict() for name in names]
+        return stored_parts.read(parts)
 
     # -- events -----------------------------------------------------------------------------------
     async def event(

@@ -9,12 +9,11 @@ names a directory to use as is (never built into).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from oasis_operator.devcluster.build_run import run_build
 from oasis_operator.devcluster.errors import SetupError
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -36,8 +35,9 @@ class BackendBinaries:
         return [c for c in components if not os.access(self.path(c), os.X_OK)]
 
 
-def resolve(components: Iterable[str], *, quiet: bool = True) -> BackendBinaries:
-    """The directory holding ``components`` (and the CRDs), built first where missing."""
+def resolve(components: Iterable[str], *, quiet: bool = False) -> BackendBinaries:
+    """The directory holding ``components`` (and the CRDs), built first where missing, the build's
+    progress on stderr as it happens unless ``quiet``."""
     wanted = sorted(set(components))
     override = os.environ.get("OASIS_BACKENDS_DIR")
     if override:
@@ -50,11 +50,7 @@ def resolve(components: Iterable[str], *, quiet: bool = True) -> BackendBinaries
         return found
     if not BUILD_SCRIPT.exists():
         raise SetupError(f"no OASIS_BACKENDS_DIR and no build script at {BUILD_SCRIPT}")
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), *(wanted or ["crds"])], capture_output=True, text=True, check=False
-    )
-    if not quiet and proc.stderr:
-        sys.stderr.write(proc.stderr)
+    proc = run_build(["bash", str(BUILD_SCRIPT), *(wanted or ["crds"])], quiet=quiet)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-15:]
         raise SetupError(
