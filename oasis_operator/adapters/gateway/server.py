@@ -31,7 +31,9 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import hashlib
 import hmac
+import json
 import logging
 import secrets
 import time
@@ -43,6 +45,7 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
+from oasis_operator.adapters.gateway.mcp_endpoint import McpService
 from oasis_operator.adapters.gateway.route import Route
 from oasis_operator.core.evidence.tool_records import ToolRecord
 from oasis_operator.core.gateway.calls import (
@@ -54,6 +57,13 @@ from oasis_operator.core.gateway.calls import (
     forwarded_request_headers,
     withheld,
 )
+from oasis_operator.core.gateway.mcp_tools import (
+    MAX_ARGUMENT_BYTES,
+    MCP_INTERFACE,
+    McpCall,
+    McpRefusal,
+    mcp_block,
+)
 from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 from oasis_operator.core.stimuli.injection import OutputInjection, applies, inject
 
@@ -64,6 +74,9 @@ __all__ = ["DEFAULT_BODY_BUDGET", "Route", "ToolGateway"]
 #: Body bytes all routes of one gateway keep together (each route within its own
 #: :attr:`GatewayLimits.max_body_bytes`); past it bodies are kept as size and digest (decision 0096).
 DEFAULT_BODY_BUDGET = 128 << 20
+#: The header an MCP tool call's forwarding carries to the gateway's own route: a one-time key of the
+#: call's MCP arguments (never forwarded to a back-end: not an allowed request header).
+MCP_CALL_HEADER = "X-Oasis-Mcp-Call"
 
 
 class _Plain(web.Response):
@@ -128,9 +141,14 @@ class ToolGateway:
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.url = ""
+        self._local = ""
+        self._mcp = McpService(self, GatewayLimits().max_request_bytes)
+        #: MCP tool calls being forwarded, by their one-time key: (tool, arguments).
+        self._mcp_pending: dict[str, tuple[str, dict[str, Any]]] = {}
 
     async def start(self) -> str:
         app = web.Application(client_max_size=1 << 30)  # bounded per route, below
+        app.router.add_route("*", "/{route}/mcp", self._handle_mcp)
         app.router.add_route("*", "/{route}/{interface}/{tail:.*}", self._handle)
         app.router.add_route("*", "/{route}/{interface}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -142,10 +160,16 @@ class ToolGateway:
             raise RuntimeError("the tool gateway did not bind a socket")
         port = sockets[0].getsockname()[1]
         self.url = self._advertise or f"http://{self._host}:{port}"
+        local = (
+            "127.0.0.1" if self._host in ("", "0.0.0.0") else ("::1" if self._host == "::" else self._host)
+        )
+        self._local = f"http://{'[' + local + ']' if ':' in local else local}:{port}"
         self._session = aiohttp.ClientSession(auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar())
+        await self._mcp.start()
         return self.url
 
     async def stop(self) -> None:
+        await self._mcp.stop()
         if self._session is not None:
             await self._session.close()
         if self._runner is not None:
@@ -217,9 +241,7 @@ class ToolGateway:
         self, route: Route, interface: str, token: str | None, started: float
     ) -> tuple[Route, str, int]:
         """The route a call is recorded in, and why it is refused (with its status), or ``""``."""
-        caller = None
-        if token is not None:
-            caller = next((r for t, r in self._by_token.items() if hmac.compare_digest(t, token)), None)
+        caller = self._caller(token)
         if caller is None:
             return route, ("route closed" if route.closed else "no valid token"), 401
         if caller is not route:
@@ -232,6 +254,104 @@ class ToolGateway:
         if route.admitted >= route.limits.max_records:
             return route, f"more than {route.limits.max_records} calls in one scenario", 429
         return route, "", 0
+
+    def _caller(self, token: str | None) -> Route | None:
+        if token is None:
+            return None
+        return next((r for t, r in self._by_token.items() if hmac.compare_digest(t, token)), None)
+
+    # -- MCP (decision 0112) -------------------------------------------------------------------------
+    async def _handle_mcp(self, request: web.Request) -> web.StreamResponse:
+        """One HTTP request of a route's MCP endpoint: authenticated and bounded as every call, then
+        answered by the SDK; recorded here unless it is a tool call (recorded as the call it forwards)."""
+        received = self._clock()
+        started = time.monotonic()
+        route = self._routes.get(request.match_info["route"])
+        if route is None:
+            return _Plain(status=404, text="not found\n")
+        caller = self._caller(_token_of(request))
+        refusal, status, record_in = "", 0, route
+        if caller is None:
+            refusal, status = ("route closed" if route.closed else "no valid token"), 401
+        elif caller is not route:
+            refusal, status, record_in = "token of another scenario", 403, caller
+        body = b""
+        if not refusal:
+            body = await _read_bounded(request.content, route.limits.max_request_bytes)
+            if len(body) > route.limits.max_request_bytes:
+                refusal, status, body = f"request body over {route.limits.max_request_bytes} bytes", 413, b""
+        if refusal:
+            headers = {"WWW-Authenticate": 'Bearer realm="tools"'} if status == 401 else {}
+            answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)
+            return self._recorded(
+                record_in, MCP_INTERFACE, "", request, body, answer, received, started, refused=refusal
+            )
+        answer = await self._mcp.handle(route, request, body)
+        method = _jsonrpc_method(body)
+        if method == "tools/call" and 200 <= answer.status < 300:
+            return answer  # recorded as the call it forwarded, or as its refusal
+        return self._recorded(
+            route,
+            MCP_INTERFACE,
+            method,
+            request,
+            body,
+            answer,
+            received,
+            started,
+            upstream_status=answer.status,
+        )
+
+    def interfaces_of(self, route: Any) -> tuple[str, ...]:
+        assert isinstance(route, Route)
+        return tuple(sorted(route.upstreams))
+
+    async def forward_mcp(self, route: Any, call: McpCall, arguments: Mapping[str, Any]) -> tuple[int, bytes]:
+        """Forward an admitted MCP tool call through the route of its interface, with the scenario's
+        token: admitted, bounded, injected and recorded there like any call, with its MCP arguments."""
+        assert isinstance(route, Route)
+        assert self._session is not None
+        key = secrets.token_urlsafe(24)
+        self._mcp_pending[key] = (call.tool, dict(arguments))
+        url = URL(f"{self._local}/{route.route_id}/{call.interface}/").with_path(
+            f"/{route.route_id}/{call.interface}/{call.path}", encoded=False
+        )
+        try:
+            async with self._session.request(
+                call.method,
+                url,
+                params=dict(call.query),
+                data=call.body.encode() if call.body else None,
+                headers={"Authorization": f"Bearer {route.token}", MCP_CALL_HEADER: key},
+                allow_redirects=False,
+            ) as resp:
+                return resp.status, await resp.read()
+        finally:
+            self._mcp_pending.pop(key, None)
+
+    def record_mcp_refusal(self, route: Any, refusal: McpRefusal, arguments: Mapping[str, Any]) -> None:
+        """An MCP tool call refused before any back-end (unknown tool, arguments over the limit)."""
+        assert isinstance(route, Route)
+        if not route.refused_kept():
+            return
+        encoded = json.dumps(dict(arguments), ensure_ascii=False).encode()
+        shown: dict[str, Any] = (
+            dict(arguments)
+            if len(encoded) <= MAX_ARGUMENT_BYTES
+            else {"bytes": len(encoded), "sha256": hashlib.sha256(encoded).hexdigest()}
+        )
+        route.add(
+            ToolRecord(
+                interface=MCP_INTERFACE,
+                operation="call",
+                target=f"tool/{refusal.tool}",
+                time=_iso(self._clock()),
+                request={"mcp": mcp_block(refusal.tool, shown, refusal.reason.encode())},
+                response=refusal.reason,
+                status=400,
+                refused=refusal.reason,
+            )
+        )
 
     async def _forward(
         self,
@@ -378,9 +498,12 @@ class ToolGateway:
             # (gitops), whose name is then in the upstream's path, not in the agent's.
             upstream = route.upstreams.get(interface)
             base = urlsplit(upstream.url).path.rstrip("/") if upstream is not None else ""
-            operation, target = classify(
-                interface, request.method, f"{base}/{tail}", request.rel_url.query_string
-            )
+            if interface == MCP_INTERFACE:  # the MCP transport itself: no tool, nothing read or written
+                operation, target, tail = "protocol", (f"method/{tail}" if tail else ""), "mcp"
+            else:
+                operation, target = classify(
+                    interface, request.method, f"{base}/{tail}", request.rel_url.query_string
+                )
             payload = answer.body if isinstance(answer.body, bytes) else b""
             keep = self._kept(route, len(body) + len(payload))
             sent = body_evidence(
@@ -401,6 +524,7 @@ class ToolGateway:
             for k, v in request.rel_url.query.items():
                 query.setdefault(k, []).append(v)
             meta = {k: v for k, v in got.items() if k != "body"}
+            via_mcp = self._mcp_pending.get(request.headers.get(MCP_CALL_HEADER, ""))
             if answer.content_type:
                 meta["content_type"] = answer.content_type
             route.add(
@@ -414,11 +538,12 @@ class ToolGateway:
                         "path": "/" + tail,
                         **(
                             {"path_as_sent": "/" + sent_tail}
-                            if (sent_tail := request.match_info.get("tail", "")) != tail
+                            if (sent_tail := request.match_info.get("tail", tail)) != tail
                             else {}
                         ),
                         "query": query,
                         **{f"body_{k}" if k != "body" else "body": v for k, v in sent.items()},
+                        **({"mcp": mcp_block(*via_mcp, payload)} if via_mcp is not None else {}),
                     },
                     response=got.get("body"),
                     status=answer.status if upstream_status is None or upstream_status else 0,
@@ -434,3 +559,13 @@ class ToolGateway:
             route.set_fault(f"a tool call could not be recorded: {type(exc).__name__}: {exc}")
             return _Plain(status=502, text="tool call not recorded\n")
         return answer
+
+
+def _jsonrpc_method(body: bytes) -> str:
+    """The JSON-RPC method of an MCP request body (``invalid`` when it is none: the SDK answered the error)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return "invalid"
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else "invalid"
