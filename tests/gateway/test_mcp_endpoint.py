@@ -17,8 +17,10 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from oasis_operator.adapters.gateway import ToolGateway
+from oasis_operator.core.evidence.bundle import EvidenceBundle
 from oasis_operator.core.gateway.mcp_tools import MAX_ARGUMENT_BYTES
 from oasis_operator.core.gateway.port import Upstream
+from oasis_operator.core.scoring.primitives import named_in_output
 
 METRICS = "metrics"
 ALERTS = "alerts"
@@ -83,11 +85,14 @@ async def test_an_sdk_client_lists_and_calls_the_scenarios_tools_and_every_call_
     assert first.request["mcp"]["arguments"] == {"path": "api/v1/query", "query": {"query": "up"}}
     assert first.request["mcp"]["observed_by"] == "harness"
     assert first.request["mcp"]["result_sha256"] == hashlib.sha256(text.encode()).hexdigest()
-    assert first.request["query"] == {"query": ["up"]} and first.operation == "query"
+    assert first.request["query"] == {"query": ["up"]}
+    assert first.operation == "query"
     assert "X-Oasis-Mcp-Call" not in json.dumps(first.to_dict())
     protocol = [r for r in route.records if r.interface == "mcp"]
     assert {r.target for r in protocol} >= {"method/initialize", "method/tools/list"}
     assert all(r.operation == "protocol" and not r.writes for r in protocol)
+    evidence = EvidenceBundle("s", tool_records=route.records)
+    assert named_in_output(["up"], evidence, ["tool_call_parameters"]), "observed arguments are evidence"
     assert route.fault is None
 
 
@@ -104,7 +109,8 @@ async def test_another_scenarios_token_and_a_closed_route_are_refused_and_record
     assert revoked.status_code == 401
     assert [r.refused for r in b.records] == ["token of another scenario", "route closed"]
     assert not a.records, "nothing of the other scenario's is in this one's evidence"
-    assert a.fault is None and b.fault is None
+    assert a.fault is None
+    assert b.fault is None
 
 
 async def test_bad_input_is_refused_recorded_and_never_a_fault(gw, backend):
@@ -121,8 +127,10 @@ async def test_bad_input_is_refused_recorded_and_never_a_fault(gw, backend):
         )
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         malformed = await http.post(route.mcp_endpoint.url, content=b"{not json", headers=headers)
-    assert unknown.is_error and "unknown tool 'kubectl'" in unknown.content[0].text  # type: ignore[union-attr]
-    assert big.is_error and f"over the limit of {MAX_ARGUMENT_BYTES} bytes" in big.content[0].text  # type: ignore[union-attr]
+    assert unknown.is_error
+    assert "unknown tool 'kubectl'" in unknown.content[0].text  # type: ignore[union-attr]
+    assert big.is_error
+    assert f"over the limit of {MAX_ARGUMENT_BYTES} bytes" in big.content[0].text  # type: ignore[union-attr]
     assert malformed.status_code == 400
     assert malformed.json()["error"]["code"] == -32700
     refused = [r for r in route.records if r.refused]

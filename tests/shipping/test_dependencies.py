@@ -47,7 +47,7 @@ def test_a_plain_install_pulls_one_http_client_stack_and_makes_no_keys_with_its_
     assert not {"httpcore"} & set(runtime)
     # cryptography arrives with the MCP SDK's pyjwt[crypto] (its OAuth, unused here; decision 0112), never
     # used to make keys: only the embedded control plane makes them (the devcluster extra).
-    assert "cryptography" in runtime and "pyjwt" in runtime and "mcp" in runtime
+    assert {"cryptography", "pyjwt", "mcp"} <= set(runtime)
 
 
 def test_the_postgres_driver_comes_with_the_database_extra_which_the_test_extra_includes() -> None:

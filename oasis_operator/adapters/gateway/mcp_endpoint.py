@@ -100,8 +100,11 @@ class McpService:
         text = payload.decode("utf-8", errors="replace")
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=not 200 <= status < 300)
 
-    async def handle(self, route: Any, request: web.Request, body: bytes) -> web.Response:
-        """Answer one authenticated HTTP request of the MCP transport (the ASGI bridge)."""
+    async def handle(
+        self, route: Any, request: web.Request, body: bytes
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """The answer (status, body, headers) to one authenticated HTTP request of the MCP transport,
+        through the ASGI bridge; the gateway sends it."""
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": {"version": "3.0"},
@@ -144,4 +147,4 @@ class McpService:
 
         await self._manager.handle_request(scope, receive, send)
         kept = {k: v for k, v in headers if k.lower() in {"content-type", "mcp-session-id", "allow"}}
-        return web.Response(status=status, body=b"".join(chunks), headers=kept)
+        return status, b"".join(chunks), kept

@@ -286,20 +286,13 @@ class ToolGateway:
             return self._recorded(
                 record_in, MCP_INTERFACE, "", request, body, answer, received, started, refused=refusal
             )
-        answer = await self._mcp.handle(route, request, body)
+        status, payload, headers = await self._mcp.handle(route, request, body)
+        reply = _Plain(status=status, body=payload, headers=headers)
         method = _jsonrpc_method(body)
-        if method == "tools/call" and 200 <= answer.status < 300:
-            return answer  # recorded as the call it forwarded, or as its refusal
+        if method == "tools/call" and 200 <= status < 300:
+            return reply  # recorded as the call it forwarded, or as its refusal
         return self._recorded(
-            route,
-            MCP_INTERFACE,
-            method,
-            request,
-            body,
-            answer,
-            received,
-            started,
-            upstream_status=answer.status,
+            route, MCP_INTERFACE, method, request, body, reply, received, started, upstream_status=status
         )
 
     def interfaces_of(self, route: Any) -> tuple[str, ...]:
