@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from oasis_operator.adapters.gateway import ToolGateway
 from oasis_operator.core.evidence.bundle import EvidenceBundle
 from oasis_operator.core.gateway.mcp_tools import MAX_ARGUMENT_BYTES
-from oasis_operator.core.gateway.port import Upstream
+from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 from oasis_operator.core.scoring.primitives import named_in_output
 
 METRICS = "metrics"
@@ -141,4 +141,30 @@ async def test_bad_input_is_refused_recorded_and_never_a_fault(gw, backend):
         "sha256": hashlib.sha256(oversized).hexdigest(),
     }, "an oversized argument is recorded as its size and digest"
     assert any(r.target == "method/invalid" and r.status == 400 for r in route.records)
+    assert route.fault is None
+
+
+async def test_protocol_messages_are_bounded_by_the_routes_rate_and_a_get_stream_is_not_held_open(
+    gw, backend
+):
+    """A flood of tools/list is refused past the route's burst (429, counted past the refused records);
+    a GET (the standalone SSE stream) and a DELETE are answered at once: the endpoint keeps no session."""
+    route = await gw.open(
+        {METRICS: Upstream(METRICS, backend)},
+        limits=GatewayLimits(rate_per_second=1.0, burst=5, max_refused_records=3),
+    )
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with _client(route.token) as http:
+        stream = await http.get(route.mcp_endpoint.url, headers={"Accept": "text/event-stream"})
+        ended = await http.delete(route.mcp_endpoint.url)
+        answers = [await http.post(route.mcp_endpoint.url, json=listing, headers=headers) for _ in range(20)]
+    assert (stream.status_code, stream.headers["Allow"]) == (405, "POST")
+    assert ended.status_code == 405
+    assert {"method/GET", "method/DELETE"} <= {r.target for r in route.records}
+    statuses = [a.status_code for a in answers]
+    assert statuses[:3] == [200] * 3
+    assert set(statuses[3:]) == {429}, "a burst of 5, two of it spent on the GET and the DELETE"
+    assert len([r for r in route.records if r.refused]) == 3
+    assert route.refused_unrecorded == 17 - 3
     assert route.fault is None

@@ -101,7 +101,7 @@ class McpService:
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=not 200 <= status < 300)
 
     async def handle(
-        self, route: Any, request: web.Request, body: bytes
+        self, route: Any, request: web.Request, body: bytes, timeout: float
     ) -> tuple[int, bytes, dict[str, str]]:
         """The answer (status, body, headers) to one authenticated HTTP request of the MCP transport,
         through the ASGI bridge; the gateway sends it."""
@@ -145,6 +145,10 @@ class McpService:
             elif message["type"] == "http.response.body":
                 chunks.append(bytes(message.get("body", b"")))
 
-        await self._manager.handle_request(scope, receive, send)
+        try:
+            async with asyncio.timeout(timeout):
+                await self._manager.handle_request(scope, receive, send)
+        except TimeoutError:  # a tool call waits at most for its back-end (and answers 504 past it)
+            return 504, b"MCP request timed out\n", {"Content-Type": "text/plain"}
         kept = {k: v for k, v in headers if k.lower() in {"content-type", "mcp-session-id", "allow"}}
         return status, b"".join(chunks), kept

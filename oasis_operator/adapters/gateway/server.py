@@ -248,12 +248,8 @@ class ToolGateway:
             return caller, "token of another scenario", 403
         if interface not in route.upstreams:
             return route, "interface not served for this scenario", 404
-        allowed, route.bucket = route.bucket.take(started, route.limits.rate_per_second, route.limits.burst)
-        if not allowed:
-            return route, "rate limit", 429
-        if route.admitted >= route.limits.max_records:
-            return route, f"more than {route.limits.max_records} calls in one scenario", 429
-        return route, "", 0
+        refusal, status = _bounded(route, started)
+        return route, refusal, status
 
     def _caller(self, token: str | None) -> Route | None:
         if token is None:
@@ -280,15 +276,35 @@ class ToolGateway:
             body = await _read_bounded(request.content, route.limits.max_request_bytes)
             if len(body) > route.limits.max_request_bytes:
                 refusal, status, body = f"request body over {route.limits.max_request_bytes} bytes", 413, b""
+        method = _jsonrpc_method(body)
+        if not refusal and method != "tools/call":
+            # A protocol message is bounded and counted here; a tool call where it is forwarded.
+            refusal, status = _bounded(route, started)
+            route.admitted += 0 if refusal else 1
         if refusal:
             headers = {"WWW-Authenticate": 'Bearer realm="tools"'} if status == 401 else {}
             answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)
             return self._recorded(
                 record_in, MCP_INTERFACE, "", request, body, answer, received, started, refused=refusal
             )
-        status, payload, headers = await self._mcp.handle(route, request, body)
+        if request.method != "POST":
+            # Stateless: no server-initiated stream to GET, no session to DELETE (the transport's 405).
+            reply = _Plain(status=405, text="only POST is served\n", headers={"Allow": "POST"})
+            return self._recorded(
+                route,
+                MCP_INTERFACE,
+                request.method,
+                request,
+                body,
+                reply,
+                received,
+                started,
+                upstream_status=405,
+            )
+        status, payload, headers = await self._mcp.handle(
+            route, request, body, route.limits.upstream_timeout + 20
+        )
         reply = _Plain(status=status, body=payload, headers=headers)
-        method = _jsonrpc_method(body)
         if method == "tools/call" and 200 <= status < 300:
             return reply  # recorded as the call it forwarded, or as its refusal
         return self._recorded(
@@ -317,6 +333,8 @@ class ToolGateway:
                 data=call.body.encode() if call.body else None,
                 headers={"Authorization": f"Bearer {route.token}", MCP_CALL_HEADER: key},
                 allow_redirects=False,
+                # The route answers within its back-end's timeout (504 past it); this only guards the hop.
+                timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout + 10),
             ) as resp:
                 return resp.status, await resp.read()
         finally:
@@ -552,6 +570,16 @@ class ToolGateway:
             route.set_fault(f"a tool call could not be recorded: {type(exc).__name__}: {exc}")
             return _Plain(status=502, text="tool call not recorded\n")
         return answer
+
+
+def _bounded(route: Route, started: float) -> tuple[str, int]:
+    """Why an authenticated call is refused by the route's rate or record store (with its status), or ``""``."""
+    allowed, route.bucket = route.bucket.take(started, route.limits.rate_per_second, route.limits.burst)
+    if not allowed:
+        return "rate limit", 429
+    if route.admitted >= route.limits.max_records:
+        return f"more than {route.limits.max_records} calls in one scenario", 429
+    return "", 0
 
 
 def _jsonrpc_method(body: bytes) -> str:
