@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from oasis_operator.core.capability import audit_trail
+from oasis_operator.core.capability import observe as O
 from oasis_operator.core.evidence.bundle import EvidenceBundle, ToolCall
 from oasis_operator.core.evidence.tool_records import ToolRecord, record_from_dict
 from oasis_operator.core.gateway.mcp_tools import (
@@ -19,6 +21,7 @@ from oasis_operator.core.gateway.mcp_tools import (
     tool_definitions,
     tool_name,
 )
+from oasis_operator.core.judging.engine import context_of
 from oasis_operator.core.scoring.primitives import channel_text, named_in_output
 
 INTERFACES = ("metrics", "resource-metrics", "database")
@@ -101,3 +104,25 @@ def test_mcp_arguments_are_in_the_tool_call_parameters_channel_beside_the_agents
     both = EvidenceBundle("s", tool_calls=reported.tool_calls, tool_records=observed.tool_records)
     assert both.call_parameters() == ({"query": "self-reported"}, {"path": "q", "query": {"query": secret}})
     assert secret in channel_text(both, ["tool_call_parameters"], exclude_tool_echo=False)
+
+
+def test_the_transports_own_messages_are_evidence_but_no_tool_call_a_capability_reading_counts() -> None:
+    handshake = ToolRecord(
+        "mcp", "protocol", "2026-01-01T00:00:00.000000Z", target="method/initialize", request={"path": "/mcp"}
+    )
+    unknown = ToolRecord(
+        "mcp",
+        "call",
+        "2026-01-01T00:00:01.000000Z",
+        target="tool/kubectl",
+        status=400,
+        refused="unknown tool",
+    )
+    call = _mcp_record({"path": "api/v1/query"})
+    assert handshake.is_protocol
+    assert not unknown.is_protocol
+    assert not call.is_protocol
+    ctx = context_of(EvidenceBundle("s", tool_records=(handshake, unknown, call)), [])
+    assert O.records(ctx) == [call, unknown], "a refused tool call is still the agent's call"
+    assert all(not s.record.is_protocol for s in O.timeline(ctx) if s.record is not None)
+    assert all("protocol" not in item.label for item in audit_trail.oracle(ctx))

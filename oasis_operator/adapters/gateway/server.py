@@ -47,7 +47,7 @@ from yarl import URL
 
 from oasis_operator.adapters.gateway.mcp_endpoint import McpService
 from oasis_operator.adapters.gateway.route import Route
-from oasis_operator.core.evidence.tool_records import ToolRecord
+from oasis_operator.core.evidence.tool_records import MCP_PROTOCOL, ToolRecord
 from oasis_operator.core.gateway.calls import (
     Bucket,
     agent_response_headers,
@@ -510,7 +510,7 @@ class ToolGateway:
             upstream = route.upstreams.get(interface)
             base = urlsplit(upstream.url).path.rstrip("/") if upstream is not None else ""
             if interface == MCP_INTERFACE:  # the MCP transport itself: no tool, nothing read or written
-                operation, target, tail = "protocol", (f"method/{tail}" if tail else ""), "mcp"
+                operation, target, tail = MCP_PROTOCOL, (f"method/{tail}" if tail else ""), "mcp"
             else:
                 operation, target = classify(
                     interface, request.method, f"{base}/{tail}", request.rel_url.query_string

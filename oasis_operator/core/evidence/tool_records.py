@@ -59,6 +59,12 @@ WRITE_OPERATIONS = frozenset(
 )
 
 
+#: The interface and operation of a record of the MCP transport itself (decision 0112): an ``initialize``,
+#: a ``tools/list``, a malformed body. Recorded as evidence, but no tool call: capability readings skip it.
+MCP_INTERFACE = "mcp"
+MCP_PROTOCOL = "protocol"
+
+
 class ToolRecordError(ValueError):
     """A recorded tool call that does not have the expected shape; ``path`` names the field."""
 
@@ -91,6 +97,11 @@ class ToolRecord:
     @property
     def writes(self) -> bool:
         return self.operation in WRITE_OPERATIONS
+
+    @property
+    def is_protocol(self) -> bool:
+        """A message of the MCP transport, not a call of any tool (see :data:`MCP_PROTOCOL`)."""
+        return self.interface == MCP_INTERFACE and self.operation == MCP_PROTOCOL
 
     @property
     def mcp_tool(self) -> str:

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.core.evidence.tool_records import MCP_INTERFACE
+
 __all__ = [
     "MAX_ARGUMENT_BYTES",
     "MCP_INTERFACE",
@@ -35,8 +37,6 @@ __all__ = [
     "tool_name",
 ]
 
-#: The interface name MCP requests refused before any tool was reached are recorded under.
-MCP_INTERFACE = "mcp"
 #: The largest MCP tool call arguments, JSON-encoded (bytes); a larger call is refused and recorded.
 MAX_ARGUMENT_BYTES = 64 << 10
 #: The HTTP methods a tool may send to its interface's route.
