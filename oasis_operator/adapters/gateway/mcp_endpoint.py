@@ -68,7 +68,12 @@ class McpService:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run())
-        await self._ready.wait()
+        ready = asyncio.create_task(self._ready.wait())
+        await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():  # the SDK's run context ended before it was ready: its error, not a hang
+            ready.cancel()
+            self._task.result()
+            raise RuntimeError("the MCP session manager stopped before it started")
 
     async def _run(self) -> None:
         async with self._manager.run():
