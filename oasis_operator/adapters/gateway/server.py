@@ -28,12 +28,8 @@ Classification, bodies, headers, rates and injection are decided by the pure cor
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
-import hashlib
 import hmac
-import json
 import logging
 import secrets
 import time
@@ -47,6 +43,7 @@ from yarl import URL
 
 from oasis_operator.adapters.gateway.mcp_endpoint import McpService
 from oasis_operator.adapters.gateway.route import Route
+from oasis_operator.adapters.gateway.wire import Plain, bounded, iso, jsonrpc_method, read_bounded, token_of
 from oasis_operator.core.evidence.tool_records import MCP_PROTOCOL, ToolRecord
 from oasis_operator.core.gateway.calls import (
     Bucket,
@@ -58,11 +55,11 @@ from oasis_operator.core.gateway.calls import (
     withheld,
 )
 from oasis_operator.core.gateway.mcp_tools import (
-    MAX_ARGUMENT_BYTES,
     MCP_INTERFACE,
     McpCall,
     McpRefusal,
     mcp_block,
+    refusal_record,
 )
 from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 from oasis_operator.core.stimuli.injection import OutputInjection, applies, inject
@@ -74,49 +71,8 @@ __all__ = ["DEFAULT_BODY_BUDGET", "Route", "ToolGateway"]
 #: Body bytes all routes of one gateway keep together (each route within its own
 #: :attr:`GatewayLimits.max_body_bytes`); past it bodies are kept as size and digest (decision 0096).
 DEFAULT_BODY_BUDGET = 128 << 20
-#: The header an MCP tool call's forwarding carries to the gateway's own route: a one-time key of the
-#: call's MCP arguments (never forwarded to a back-end: not an allowed request header).
+#: A forwarded MCP tool call's one-time key to its arguments (not an allowed header: never forwarded).
 MCP_CALL_HEADER = "X-Oasis-Mcp-Call"
-
-
-class _Plain(web.Response):
-    """A response without aiohttp's ``Server`` header (it would name the harness's software)."""
-
-    async def _write_headers(self) -> None:
-        self._headers.popall("Server", None)
-        await super()._write_headers()
-
-
-def _iso(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _token_of(request: web.Request) -> str | None:
-    value = request.headers.get("Authorization", "")
-    scheme, _, credential = value.partition(" ")
-    if scheme.lower() == "bearer" and credential:
-        return credential.strip()
-    if scheme.lower() == "basic" and credential:
-        try:
-            _, _, password = base64.b64decode(credential.strip(), validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        return password or None
-    return None
-
-
-async def _read_bounded(stream: aiohttp.StreamReader, limit: int) -> bytes:
-    """The whole body, or its first ``limit + 1`` bytes when it is longer (``read(n)`` alone may stop at
-    whatever had arrived)."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= limit:
-        chunk = await stream.read(limit + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 class ToolGateway:
@@ -216,14 +172,14 @@ class ToolGateway:
         started = time.monotonic()
         route = self._routes.get(request.match_info["route"])
         if route is None:
-            return _Plain(status=404, text="not found\n")
+            return Plain(status=404, text="not found\n")
         interface = request.match_info["interface"]
         # Classified, withheld, injected, recorded and forwarded on one path (decision 0073).
         tail = forwarded_path(request.match_info.get("tail", ""))
-        record_in, refusal, status = self._admission(route, interface, _token_of(request), started)
+        record_in, refusal, status = self._admission(route, interface, token_of(request), started)
         body = b""
         if not refusal:
-            body = await _read_bounded(request.content, route.limits.max_request_bytes)
+            body = await read_bounded(request.content, route.limits.max_request_bytes)
             if len(body) > route.limits.max_request_bytes:
                 refusal, status = f"request body over {route.limits.max_request_bytes} bytes", 413
                 body = body[:0]
@@ -232,7 +188,7 @@ class ToolGateway:
             route.note_call(started)
             return await self._forward(route, interface, tail, request, body, received, started)
         headers = {"WWW-Authenticate": 'Basic realm="tools"'} if status == 401 else {}
-        answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)
+        answer = Plain(status=status, text=f"{refusal}\n", headers=headers)
         return self._recorded(
             record_in, interface, tail, request, body, answer, received, started, refused=refusal
         )
@@ -248,7 +204,7 @@ class ToolGateway:
             return caller, "token of another scenario", 403
         if interface not in route.upstreams:
             return route, "interface not served for this scenario", 404
-        refusal, status = _bounded(route, started)
+        refusal, status = bounded(route, started)
         return route, refusal, status
 
     def _caller(self, token: str | None) -> Route | None:
@@ -264,8 +220,8 @@ class ToolGateway:
         started = time.monotonic()
         route = self._routes.get(request.match_info["route"])
         if route is None:
-            return _Plain(status=404, text="not found\n")
-        caller = self._caller(_token_of(request))
+            return Plain(status=404, text="not found\n")
+        caller = self._caller(token_of(request))
         refusal, status, record_in = "", 0, route
         if caller is None:
             refusal, status = ("route closed" if route.closed else "no valid token"), 401
@@ -273,38 +229,27 @@ class ToolGateway:
             refusal, status, record_in = "token of another scenario", 403, caller
         body = b""
         if not refusal:
-            body = await _read_bounded(request.content, route.limits.max_request_bytes)
+            body = await read_bounded(request.content, route.limits.max_request_bytes)
             if len(body) > route.limits.max_request_bytes:
                 refusal, status, body = f"request body over {route.limits.max_request_bytes} bytes", 413, b""
-        method = _jsonrpc_method(body)
+        method = jsonrpc_method(body)
         if not refusal and method != "tools/call":
             # A protocol message is bounded and counted here; a tool call where it is forwarded.
-            refusal, status = _bounded(route, started)
+            refusal, status = bounded(route, started)
             route.admitted += 0 if refusal else 1
         if refusal:
             headers = {"WWW-Authenticate": 'Bearer realm="tools"'} if status == 401 else {}
-            answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)
+            answer = Plain(status=status, text=f"{refusal}\n", headers=headers)
             return self._recorded(
                 record_in, MCP_INTERFACE, "", request, body, answer, received, started, refused=refusal
             )
+        # Stateless: no stream to GET, no session to DELETE (the transport's 405).
         if request.method != "POST":
-            # Stateless: no server-initiated stream to GET, no session to DELETE (the transport's 405).
-            reply = _Plain(status=405, text="only POST is served\n", headers={"Allow": "POST"})
-            return self._recorded(
-                route,
-                MCP_INTERFACE,
-                request.method,
-                request,
-                body,
-                reply,
-                received,
-                started,
-                upstream_status=405,
-            )
-        status, payload, headers = await self._mcp.handle(
-            route, request, body, route.limits.upstream_timeout + 20
-        )
-        reply = _Plain(status=status, body=payload, headers=headers)
+            status, payload, headers, method = 405, b"POST only\n", {"Allow": "POST"}, request.method
+        else:
+            timeout = route.limits.upstream_timeout + 20
+            status, payload, headers = await self._mcp.handle(route, request, body, timeout)
+        reply = Plain(status=status, body=payload, headers=headers)
         if method == "tools/call" and 200 <= status < 300:
             return reply  # recorded as the call it forwarded, or as its refusal
         return self._recorded(
@@ -345,24 +290,7 @@ class ToolGateway:
         assert isinstance(route, Route)
         if not route.refused_kept():
             return
-        encoded = json.dumps(dict(arguments), ensure_ascii=False).encode()
-        shown: dict[str, Any] = (
-            dict(arguments)
-            if len(encoded) <= MAX_ARGUMENT_BYTES
-            else {"bytes": len(encoded), "sha256": hashlib.sha256(encoded).hexdigest()}
-        )
-        route.add(
-            ToolRecord(
-                interface=MCP_INTERFACE,
-                operation="call",
-                target=f"tool/{refusal.tool}",
-                time=_iso(self._clock()),
-                request={"mcp": mcp_block(refusal.tool, shown, refusal.reason.encode())},
-                response=refusal.reason,
-                status=400,
-                refused=refusal.reason,
-            )
-        )
+        route.add(refusal_record(refusal, arguments, iso(self._clock())))
 
     async def _forward(
         self,
@@ -391,7 +319,7 @@ class ToolGateway:
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout),
             ) as resp:
-                payload = await _read_bounded(resp.content, limit)
+                payload = await read_bounded(resp.content, limit)
                 status = resp.status
                 passed = agent_response_headers(resp.headers.items())
                 content_type = resp.headers.get("Content-Type", "")
@@ -402,7 +330,7 @@ class ToolGateway:
             route.set_fault(
                 f"tool back-end for {interface} timed out after {route.limits.upstream_timeout:g}s"
             )
-            answer = _Plain(status=504, text="tool back-end timed out\n")
+            answer = Plain(status=504, text="tool back-end timed out\n")
             return self._recorded(
                 route,
                 interface,
@@ -418,7 +346,7 @@ class ToolGateway:
         except aiohttp.ClientError as exc:
             # A back-end the provider started does not answer: not the agent's doing.
             route.set_fault(f"tool back-end for {interface} did not answer: {type(exc).__name__}")
-            answer = _Plain(status=502, text="tool back-end unavailable\n")
+            answer = Plain(status=502, text="tool back-end unavailable\n")
             return self._recorded(
                 route,
                 interface,
@@ -432,7 +360,7 @@ class ToolGateway:
                 upstream_status=0,
             )
         if len(payload) > limit:
-            answer = _Plain(status=502, text=f"tool answer over {limit} bytes\n")
+            answer = Plain(status=502, text=f"tool answer over {limit} bytes\n")
             return self._recorded(
                 route,
                 interface,
@@ -459,7 +387,7 @@ class ToolGateway:
                 continue
             payload = altered
             injected.append(injection.index)
-        answer = _Plain(status=status, body=payload, headers=dict(passed))
+        answer = Plain(status=status, body=payload, headers=dict(passed))
         return self._recorded(
             route,
             interface,
@@ -543,7 +471,7 @@ class ToolGateway:
                     interface=interface,
                     operation=operation,
                     target=target,
-                    time=_iso(received),
+                    time=iso(received),
                     request={
                         "method": request.method,
                         "path": "/" + tail,
@@ -568,25 +496,5 @@ class ToolGateway:
         except Exception as exc:  # the evidence would be incomplete: say so, and do not answer
             log.exception("tool gateway: a call could not be recorded")
             route.set_fault(f"a tool call could not be recorded: {type(exc).__name__}: {exc}")
-            return _Plain(status=502, text="tool call not recorded\n")
+            return Plain(status=502, text="tool call not recorded\n")
         return answer
-
-
-def _bounded(route: Route, started: float) -> tuple[str, int]:
-    """Why an authenticated call is refused by the route's rate or record store (with its status), or ``""``."""
-    allowed, route.bucket = route.bucket.take(started, route.limits.rate_per_second, route.limits.burst)
-    if not allowed:
-        return "rate limit", 429
-    if route.admitted >= route.limits.max_records:
-        return f"more than {route.limits.max_records} calls in one scenario", 429
-    return "", 0
-
-
-def _jsonrpc_method(body: bytes) -> str:
-    """The JSON-RPC method of an MCP request body (``invalid`` when it is none: the SDK answered the error)."""
-    try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return "invalid"
-    method = message.get("method") if isinstance(message, dict) else None
-    return method if isinstance(method, str) else "invalid"

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.core.evidence.tool_records import MCP_INTERFACE
+from oasis_operator.core.evidence.tool_records import MCP_INTERFACE, ToolRecord
 
 __all__ = [
     "MAX_ARGUMENT_BYTES",
@@ -33,6 +33,7 @@ __all__ = [
     "McpRefusal",
     "admitted_call",
     "mcp_block",
+    "refusal_record",
     "tool_definitions",
     "tool_name",
 ]
@@ -147,3 +148,24 @@ def mcp_block(tool: str, arguments: Mapping[str, Any] | None, result: bytes) -> 
         "result_sha256": hashlib.sha256(result).hexdigest(),
         "observed_by": "harness",
     }
+
+
+def refusal_record(refusal: McpRefusal, arguments: Mapping[str, Any] | None, time: str) -> ToolRecord:
+    """The record of a tool call refused before any back-end; arguments over :data:`MAX_ARGUMENT_BYTES`
+    are kept as their size and digest."""
+    encoded = json.dumps(dict(arguments or {}), ensure_ascii=False).encode()
+    shown: dict[str, Any] = (
+        dict(arguments or {})
+        if len(encoded) <= MAX_ARGUMENT_BYTES
+        else {"bytes": len(encoded), "sha256": hashlib.sha256(encoded).hexdigest()}
+    )
+    return ToolRecord(
+        interface=MCP_INTERFACE,
+        operation="call",
+        target=f"tool/{refusal.tool}",
+        time=time,
+        request={"mcp": mcp_block(refusal.tool, shown, refusal.reason.encode())},
+        response=refusal.reason,
+        status=400,
+        refused=refusal.reason,
+    )
