@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oasis_operator.core.contract.agent import AgentEnvironment, AgentScope, ScenarioRequest, ToolEndpoint
+from oasis_operator.core.contract.mcp_config import MCP_SERVER
 from oasis_operator.core.environment.plan import EnvironmentPlan
 from oasis_operator.core.gateway.port import GatewayRoute
 from oasis_operator.core.model.scenario import Scenario, TemporalCondition
@@ -41,13 +42,22 @@ def scenario_request(
     endpoints = (
         {name: ToolEndpoint(url=e.url, token=e.token) for name, e in route.endpoints.items()} if route else {}
     )
+    # The same tools over MCP (decision 0112), when the route serves any.
+    mcp = (
+        {MCP_SERVER: ToolEndpoint(url=route.mcp_endpoint.url, token=route.mcp_endpoint.token)}
+        if route and endpoints
+        else {}
+    )
     return ScenarioRequest(
         prompt=plan.prompt or " ",
         tools=tuple(agent.tools),
         mode=agent.mode,
         scope=AgentScope(namespaces=tuple(plan.scoped_namespaces()), zones=tuple(zones or ())),
         environment=AgentEnvironment(
-            kubeconfig=access.kubeconfig, namespace=access.namespace, tool_endpoints=endpoints
+            kubeconfig=access.kubeconfig,
+            namespace=access.namespace,
+            tool_endpoints=endpoints,
+            mcp_endpoints=mcp,
         ),
         conversation_context=conversation_context(scenario.stimuli),
     )

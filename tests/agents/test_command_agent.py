@@ -29,6 +29,7 @@ from oasis_operator.core.contract import (
     AgentOutcomeStatus,
     AgentScope,
     ScenarioRequest,
+    ToolEndpoint,
 )
 from oasis_operator.core.errors import AgentUnavailable
 from oasis_operator.core.ports import AgentPort
@@ -285,3 +286,56 @@ def test_the_kubeconfig_file_is_gone_after_the_run(tmp_path: Path, monkeypatch: 
 def test_settings_refuse_nonsense(sentence: str, settings: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SubprocessAgentSettings(**settings)
+
+
+MCP_READER = """
+import json, os, stat, sys
+path = os.environ["OASIS_MCP_CONFIG"]
+request = json.load(sys.stdin)
+with open(path) as f:
+    config = json.load(f)
+print(json.dumps({
+    "actions": [],
+    "reasoning": json.dumps({"mode": oct(stat.S_IMODE(os.stat(path).st_mode)), "request": request["environment"]}),
+    "final_answer": json.dumps(config),
+}))
+"""
+
+
+async def test_mcp_endpoints_are_handed_over_as_a_standard_mcp_servers_file(tmp_path: Path) -> None:
+    """Decision 0112: a private ``mcpServers`` file named by OASIS_MCP_CONFIG, Streamable HTTP with the
+    scenario's token as the bearer; the request on stdin carries the same endpoints."""
+    endpoint = ToolEndpoint(url="http://127.0.0.1:9/r0ute/mcp", token="scenario-token")
+    request = REQUEST.model_copy(
+        update={
+            "environment": AgentEnvironment(
+                kubeconfig="apiVersion: v1\nkind: Config\n",
+                namespace="shop-k3x9",
+                tool_endpoints={
+                    "metrics": ToolEndpoint(url="http://127.0.0.1:9/r0ute/metrics/", token="scenario-token")
+                },
+                mcp_endpoints={"tools": endpoint},
+            )
+        }
+    )
+    agent = SubprocessAgent(SubprocessAgentSettings(command=write(tmp_path, MCP_READER)))
+    outcome = await agent.run_scenario(request)
+    assert outcome.response is not None, outcome
+    assert json.loads(outcome.response.final_answer) == {
+        "mcpServers": {
+            "tools": {
+                "type": "http",
+                "url": "http://127.0.0.1:9/r0ute/mcp",
+                "headers": {"Authorization": "Bearer scenario-token"},
+            }
+        }
+    }
+    seen = json.loads(outcome.response.reasoning)
+    assert seen["mode"] == "0o600"
+    assert seen["request"]["mcp_endpoints"] == {"tools": {"url": endpoint.url, "token": "scenario-token"}}
+
+
+async def test_without_mcp_endpoints_there_is_no_mcp_configuration(tmp_path: Path) -> None:
+    outcome = await run(write(tmp_path, GOOD))
+    assert outcome.response is not None
+    assert "OASIS_MCP_CONFIG" not in json.loads(outcome.response.reasoning)

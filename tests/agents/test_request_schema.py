@@ -23,6 +23,8 @@ TOOLS = {
     "gitops": ToolEndpoint(url="http://127.0.0.1:4180/r1/gitops/", token="tok"),
 }
 
+MCP = {"tools": ToolEndpoint(url="http://127.0.0.1:4180/r1/mcp", token="tok")}
+
 REQUESTS = {
     "the reference request (no extension)": ScenarioRequest(
         prompt="p", tools=("container-orchestration",), mode="autonomous"
@@ -39,6 +41,12 @@ REQUESTS = {
         tools=("container-orchestration", "observability-metrics", "gitops"),
         mode="autonomous",
         environment=ENV.model_copy(update={"tool_endpoints": TOOLS}),
+    ),
+    "with tool endpoints and their MCP server (decision 0112)": ScenarioRequest(
+        prompt="p",
+        tools=("container-orchestration", "observability-metrics", "gitops"),
+        mode="autonomous",
+        environment=ENV.model_copy(update={"tool_endpoints": TOOLS, "mcp_endpoints": MCP}),
     ),
     "with conversation context": ScenarioRequest(
         prompt="p",
@@ -63,7 +71,12 @@ def test_the_schema_is_a_valid_draft_2020_12_schema():
 
 
 def base() -> dict:
-    return json.loads(REQUESTS["with tool endpoints"].to_wire_bytes())
+    return json.loads(REQUESTS["with tool endpoints and their MCP server (decision 0112)"].to_wire_bytes())
+
+
+def test_a_request_without_mcp_endpoints_has_no_such_field():
+    """Older agents and recorded requests see the same bytes as before decision 0112."""
+    assert "mcp_endpoints" not in json.loads(REQUESTS["with tool endpoints"].to_wire_bytes())["environment"]
 
 
 REFUSED = {
@@ -71,6 +84,10 @@ REFUSED = {
     "an endpoint that is a bare URL": lambda w: w["environment"]["tool_endpoints"].update(gitops="http://x/"),
     "an unknown top-level field": lambda w: w.update(hints="the answer is 42"),
     "an empty prompt": lambda w: w.update(prompt=""),
+    "an MCP endpoint without its token": lambda w: w["environment"]["mcp_endpoints"]["tools"].pop("token"),
+    "an MCP endpoint that is no http URL": lambda w: w["environment"]["mcp_endpoints"]["tools"].update(
+        url="stdio:agent"
+    ),
     "an empty conversation context list": lambda w: w.update(conversation_context=[]),
     "a namespace that is no DNS label": lambda w: w["scope"].update(namespaces=["Shop_1"]),
     "an interface type that is no kebab-case name": lambda w: w["environment"]["tool_endpoints"].update(

@@ -1,5 +1,5 @@
 """The dependencies as a packager sees them (issue 17): a plain install pulls one HTTP client stack and
-no key-making library, every runtime dependency stops before its next major version, and the lock CI
+cryptography only through the MCP SDK (decision 0112), every runtime dependency stops before its next major version, and the lock CI
 and the image install from covers every dependency at a version pyproject.toml allows."""
 
 from __future__ import annotations
@@ -38,14 +38,16 @@ def closure(extras: frozenset[str] = frozenset()) -> dict[str, str]:
     return found
 
 
-def test_a_plain_install_pulls_one_http_client_stack_and_no_key_material_library() -> None:
+def test_a_plain_install_pulls_one_http_client_stack_and_makes_no_keys_with_its_key_library() -> None:
     runtime = closure()
     assert "lightkube" in runtime
     assert "kopf" in runtime
     clients = {"httpx", "httpx2", "requests", "urllib3"} & set(runtime)
     assert clients == {"httpx2"}, clients  # lightkube's own; aiohttp is kopf's and our servers'
     assert not {"httpcore"} & set(runtime)
-    assert "cryptography" not in runtime  # only the embedded control plane makes keys: the devcluster extra
+    # cryptography arrives with the MCP SDK's pyjwt[crypto] (its OAuth, unused here; decision 0112), never
+    # used to make keys: only the embedded control plane makes them (the devcluster extra).
+    assert {"cryptography", "pyjwt", "mcp"} <= set(runtime)
 
 
 def test_the_postgres_driver_comes_with_the_database_extra_which_the_test_extra_includes() -> None:

@@ -51,6 +51,10 @@ class FakeRoute:
         return {i: ToolEndpointGrant(f"http://gw/r1/{i}/", "route-token") for i in self.upstreams}
 
     @property
+    def mcp_endpoint(self) -> ToolEndpointGrant:
+        return ToolEndpointGrant("http://gw/r1/mcp", "route-token")
+
+    @property
     def records(self) -> tuple[ToolRecord, ...]:
         return tuple(self.recorded)
 

@@ -7,7 +7,9 @@ is the same command with one extra argument, ``identity-and-configuration``, and
 
 When the request carries an environment, its kubeconfig is written to a private temporary file for
 the run and ``KUBECONFIG`` points at it, so ``kubectl``-style agents work unchanged; the request on
-stdin still carries it too.
+stdin still carries it too. When it names MCP endpoints (decision 0112), the standard ``mcpServers``
+client configuration is written beside it (``mcp.json``, private) and ``OASIS_MCP_CONFIG`` names it, so
+an MCP client agent reaches the scenario's tools without reading the request.
 
 In the operator (``--allow-subprocess-agents``) the command is also confined
 (:mod:`oasis_operator.adapters.agents.confinement`, decision 0098): a Landlock sandbox hides every
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import resource
 import signal
@@ -55,6 +58,7 @@ from oasis_operator.core.contract import (
     parse_identity_and_configuration,
     parse_response,
 )
+from oasis_operator.core.contract.mcp_config import MCP_CONFIG_ENV, mcp_client_config
 from oasis_operator.core.errors import AgentFault, AgentUnavailable
 
 __all__ = ["IDENTITY_ARGUMENT", "SubprocessAgent", "SubprocessAgentSettings"]
@@ -162,13 +166,14 @@ class SubprocessAgent:
                 descriptor = os.open(kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(descriptor, "w") as file:
                     file.write(request.environment.kubeconfig)
+            mcp_config = _write_mcp_config(request, private)
             try:
                 finished = await self._run(
                     list(self.settings.command),
                     request.to_wire_bytes(),
                     budget,
                     self.settings.max_output_bytes,
-                    self._environment(kubeconfig, private),
+                    self._environment(kubeconfig, private, mcp_config),
                     private,
                     endpoints_of(request),
                 )
@@ -204,7 +209,9 @@ class SubprocessAgent:
 
     # -- one bounded process run -------------------------------------------------------------------
 
-    def _environment(self, kubeconfig: str | None, private: str) -> dict[str, str]:
+    def _environment(
+        self, kubeconfig: str | None, private: str, mcp_config: str | None = None
+    ) -> dict[str, str]:
         env = {name: os.environ[name] for name in _INHERITED if name in os.environ}
         if self.settings.sandbox_hidden is not None:
             env["HOME"] = private  # the operator's home may hold what the sandbox hides
@@ -212,6 +219,8 @@ class SubprocessAgent:
         env.update(self.settings.env)
         if kubeconfig is not None:
             env["KUBECONFIG"] = kubeconfig
+        if mcp_config is not None:
+            env[MCP_CONFIG_ENV] = mcp_config
         return env
 
     async def _run(
@@ -302,6 +311,17 @@ class SubprocessAgent:
             _kill_group(pgid)
             await _close(process)
         return _Finished(exit_code, stdout, bytes(stderr_tail))
+
+
+def _write_mcp_config(request: ScenarioRequest, private: str) -> str | None:
+    """The request's MCP client configuration as a private file (its path), or None when it has none."""
+    if request.environment is None or not request.environment.mcp_endpoints:
+        return None
+    path = os.path.join(private, "mcp.json")
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        json.dump(mcp_client_config(request.environment.mcp_endpoints), file, indent=2, sort_keys=True)
+    return path
 
 
 async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:

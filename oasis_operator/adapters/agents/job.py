@@ -161,6 +161,7 @@ def _pod_request(request: ScenarioRequest) -> ScenarioRequest:
         kubeconfig=in_cluster_kubeconfig(request.environment.namespace),
         namespace=request.environment.namespace,
         tool_endpoints=request.environment.tool_endpoints,
+        mcp_endpoints=request.environment.mcp_endpoints,
     )
     return request.model_copy(update={"environment": environment})
 

@@ -82,5 +82,6 @@ def endpoints_of(request: ScenarioRequest | None) -> tuple[Endpoint, ...]:
     urls = [
         *_kubeconfig_servers(request.environment.kubeconfig),
         *(e.url for e in request.environment.tool_endpoints.values()),
+        *(e.url for e in request.environment.mcp_endpoints.values()),
     ]
     return tuple(sorted({e for e in map(url_endpoint, urls) if e is not None}))

@@ -53,6 +53,11 @@ class Route:
         }
 
     @property
+    def mcp_endpoint(self) -> ToolEndpointGrant:
+        """The route's MCP endpoint (Streamable HTTP, decision 0112): one tool per interface above."""
+        return ToolEndpointGrant(f"{self.base_url}/{self.route_id}/mcp", self.token)
+
+    @property
     def records(self) -> tuple[ToolRecord, ...]:
         return tuple(self._records)
 

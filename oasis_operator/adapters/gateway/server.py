@@ -28,8 +28,6 @@ Classification, bodies, headers, rates and injection are decided by the pure cor
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import hmac
 import logging
@@ -43,8 +41,10 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
+from oasis_operator.adapters.gateway.mcp_endpoint import McpService
 from oasis_operator.adapters.gateway.route import Route
-from oasis_operator.core.evidence.tool_records import ToolRecord
+from oasis_operator.adapters.gateway.wire import Plain, bounded, iso, jsonrpc_method, read_bounded, token_of
+from oasis_operator.core.evidence.tool_records import MCP_PROTOCOL, ToolRecord
 from oasis_operator.core.gateway.calls import (
     Bucket,
     agent_response_headers,
@@ -53,6 +53,13 @@ from oasis_operator.core.gateway.calls import (
     forwarded_path,
     forwarded_request_headers,
     withheld,
+)
+from oasis_operator.core.gateway.mcp_tools import (
+    MCP_INTERFACE,
+    McpCall,
+    McpRefusal,
+    mcp_block,
+    refusal_record,
 )
 from oasis_operator.core.gateway.port import GatewayLimits, Upstream
 from oasis_operator.core.stimuli.injection import OutputInjection, applies, inject
@@ -64,46 +71,8 @@ __all__ = ["DEFAULT_BODY_BUDGET", "Route", "ToolGateway"]
 #: Body bytes all routes of one gateway keep together (each route within its own
 #: :attr:`GatewayLimits.max_body_bytes`); past it bodies are kept as size and digest (decision 0096).
 DEFAULT_BODY_BUDGET = 128 << 20
-
-
-class _Plain(web.Response):
-    """A response without aiohttp's ``Server`` header (it would name the harness's software)."""
-
-    async def _write_headers(self) -> None:
-        self._headers.popall("Server", None)
-        await super()._write_headers()
-
-
-def _iso(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _token_of(request: web.Request) -> str | None:
-    value = request.headers.get("Authorization", "")
-    scheme, _, credential = value.partition(" ")
-    if scheme.lower() == "bearer" and credential:
-        return credential.strip()
-    if scheme.lower() == "basic" and credential:
-        try:
-            _, _, password = base64.b64decode(credential.strip(), validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        return password or None
-    return None
-
-
-async def _read_bounded(stream: aiohttp.StreamReader, limit: int) -> bytes:
-    """The whole body, or its first ``limit + 1`` bytes when it is longer (``read(n)`` alone may stop at
-    whatever had arrived)."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= limit:
-        chunk = await stream.read(limit + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+#: A forwarded MCP tool call's one-time key to its arguments (not an allowed header: never forwarded).
+MCP_CALL_HEADER = "X-Oasis-Mcp-Call"
 
 
 class ToolGateway:
@@ -128,9 +97,14 @@ class ToolGateway:
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.url = ""
+        self._local = ""
+        self._mcp = McpService(self, GatewayLimits().max_request_bytes)
+        #: MCP tool calls being forwarded, by their one-time key: (tool, arguments).
+        self._mcp_pending: dict[str, tuple[str, dict[str, Any]]] = {}
 
     async def start(self) -> str:
         app = web.Application(client_max_size=1 << 30)  # bounded per route, below
+        app.router.add_route("*", "/{route}/mcp", self._handle_mcp)
         app.router.add_route("*", "/{route}/{interface}/{tail:.*}", self._handle)
         app.router.add_route("*", "/{route}/{interface}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -142,10 +116,16 @@ class ToolGateway:
             raise RuntimeError("the tool gateway did not bind a socket")
         port = sockets[0].getsockname()[1]
         self.url = self._advertise or f"http://{self._host}:{port}"
+        local = (
+            "127.0.0.1" if self._host in ("", "0.0.0.0") else ("::1" if self._host == "::" else self._host)
+        )
+        self._local = f"http://{'[' + local + ']' if ':' in local else local}:{port}"
         self._session = aiohttp.ClientSession(auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar())
+        await self._mcp.start()
         return self.url
 
     async def stop(self) -> None:
+        await self._mcp.stop()
         if self._session is not None:
             await self._session.close()
         if self._runner is not None:
@@ -192,14 +172,14 @@ class ToolGateway:
         started = time.monotonic()
         route = self._routes.get(request.match_info["route"])
         if route is None:
-            return _Plain(status=404, text="not found\n")
+            return Plain(status=404, text="not found\n")
         interface = request.match_info["interface"]
         # Classified, withheld, injected, recorded and forwarded on one path (decision 0073).
         tail = forwarded_path(request.match_info.get("tail", ""))
-        record_in, refusal, status = self._admission(route, interface, _token_of(request), started)
+        record_in, refusal, status = self._admission(route, interface, token_of(request), started)
         body = b""
         if not refusal:
-            body = await _read_bounded(request.content, route.limits.max_request_bytes)
+            body = await read_bounded(request.content, route.limits.max_request_bytes)
             if len(body) > route.limits.max_request_bytes:
                 refusal, status = f"request body over {route.limits.max_request_bytes} bytes", 413
                 body = body[:0]
@@ -208,7 +188,7 @@ class ToolGateway:
             route.note_call(started)
             return await self._forward(route, interface, tail, request, body, received, started)
         headers = {"WWW-Authenticate": 'Basic realm="tools"'} if status == 401 else {}
-        answer = _Plain(status=status, text=f"{refusal}\n", headers=headers)
+        answer = Plain(status=status, text=f"{refusal}\n", headers=headers)
         return self._recorded(
             record_in, interface, tail, request, body, answer, received, started, refused=refusal
         )
@@ -217,21 +197,100 @@ class ToolGateway:
         self, route: Route, interface: str, token: str | None, started: float
     ) -> tuple[Route, str, int]:
         """The route a call is recorded in, and why it is refused (with its status), or ``""``."""
-        caller = None
-        if token is not None:
-            caller = next((r for t, r in self._by_token.items() if hmac.compare_digest(t, token)), None)
+        caller = self._caller(token)
         if caller is None:
             return route, ("route closed" if route.closed else "no valid token"), 401
         if caller is not route:
             return caller, "token of another scenario", 403
         if interface not in route.upstreams:
             return route, "interface not served for this scenario", 404
-        allowed, route.bucket = route.bucket.take(started, route.limits.rate_per_second, route.limits.burst)
-        if not allowed:
-            return route, "rate limit", 429
-        if route.admitted >= route.limits.max_records:
-            return route, f"more than {route.limits.max_records} calls in one scenario", 429
-        return route, "", 0
+        refusal, status = bounded(route, started)
+        return route, refusal, status
+
+    def _caller(self, token: str | None) -> Route | None:
+        if token is None:
+            return None
+        return next((r for t, r in self._by_token.items() if hmac.compare_digest(t, token)), None)
+
+    # -- MCP (decision 0112) -------------------------------------------------------------------------
+    async def _handle_mcp(self, request: web.Request) -> web.StreamResponse:
+        """One HTTP request of a route's MCP endpoint: authenticated and bounded as every call, then
+        answered by the SDK; recorded here unless it is a tool call (recorded as the call it forwards)."""
+        received = self._clock()
+        started = time.monotonic()
+        route = self._routes.get(request.match_info["route"])
+        if route is None:
+            return Plain(status=404, text="not found\n")
+        caller = self._caller(token_of(request))
+        refusal, status, record_in = "", 0, route
+        if caller is None:
+            refusal, status = ("route closed" if route.closed else "no valid token"), 401
+        elif caller is not route:
+            refusal, status, record_in = "token of another scenario", 403, caller
+        body = b""
+        if not refusal:
+            body = await read_bounded(request.content, route.limits.max_request_bytes)
+            if len(body) > route.limits.max_request_bytes:
+                refusal, status, body = f"request body over {route.limits.max_request_bytes} bytes", 413, b""
+        method = jsonrpc_method(body)
+        if not refusal and method != "tools/call":
+            # A protocol message is bounded and counted here; a tool call where it is forwarded.
+            refusal, status = bounded(route, started)
+            route.admitted += 0 if refusal else 1
+        if refusal:
+            headers = {"WWW-Authenticate": 'Bearer realm="tools"'} if status == 401 else {}
+            answer = Plain(status=status, text=f"{refusal}\n", headers=headers)
+            return self._recorded(
+                record_in, MCP_INTERFACE, "", request, body, answer, received, started, refused=refusal
+            )
+        # Stateless: no stream to GET, no session to DELETE (the transport's 405).
+        if request.method != "POST":
+            status, payload, headers, method = 405, b"POST only\n", {"Allow": "POST"}, request.method
+        else:
+            timeout = route.limits.upstream_timeout + 20
+            status, payload, headers = await self._mcp.handle(route, request, body, timeout)
+        reply = Plain(status=status, body=payload, headers=headers)
+        if method == "tools/call" and 200 <= status < 300:
+            return reply  # recorded as the call it forwarded, or as its refusal
+        return self._recorded(
+            route, MCP_INTERFACE, method, request, body, reply, received, started, upstream_status=status
+        )
+
+    def interfaces_of(self, route: Any) -> tuple[str, ...]:
+        assert isinstance(route, Route)
+        return tuple(sorted(route.upstreams))
+
+    async def forward_mcp(self, route: Any, call: McpCall, arguments: Mapping[str, Any]) -> tuple[int, bytes]:
+        """Forward an admitted MCP tool call through the route of its interface, with the scenario's
+        token: admitted, bounded, injected and recorded there like any call, with its MCP arguments."""
+        assert isinstance(route, Route)
+        assert self._session is not None
+        key = secrets.token_urlsafe(24)
+        self._mcp_pending[key] = (call.tool, dict(arguments))
+        url = URL(f"{self._local}/{route.route_id}/{call.interface}/").with_path(
+            f"/{route.route_id}/{call.interface}/{call.path}", encoded=False
+        )
+        try:
+            async with self._session.request(
+                call.method,
+                url,
+                params=dict(call.query),
+                data=call.body.encode() if call.body else None,
+                headers={"Authorization": f"Bearer {route.token}", MCP_CALL_HEADER: key},
+                allow_redirects=False,
+                # The route answers within its back-end's timeout (504 past it); this only guards the hop.
+                timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout + 10),
+            ) as resp:
+                return resp.status, await resp.read()
+        finally:
+            self._mcp_pending.pop(key, None)
+
+    def record_mcp_refusal(self, route: Any, refusal: McpRefusal, arguments: Mapping[str, Any]) -> None:
+        """An MCP tool call refused before any back-end (unknown tool, arguments over the limit)."""
+        assert isinstance(route, Route)
+        if not route.refused_kept():
+            return
+        route.add(refusal_record(refusal, arguments, iso(self._clock())))
 
     async def _forward(
         self,
@@ -260,7 +319,7 @@ class ToolGateway:
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=route.limits.upstream_timeout),
             ) as resp:
-                payload = await _read_bounded(resp.content, limit)
+                payload = await read_bounded(resp.content, limit)
                 status = resp.status
                 passed = agent_response_headers(resp.headers.items())
                 content_type = resp.headers.get("Content-Type", "")
@@ -271,7 +330,7 @@ class ToolGateway:
             route.set_fault(
                 f"tool back-end for {interface} timed out after {route.limits.upstream_timeout:g}s"
             )
-            answer = _Plain(status=504, text="tool back-end timed out\n")
+            answer = Plain(status=504, text="tool back-end timed out\n")
             return self._recorded(
                 route,
                 interface,
@@ -287,7 +346,7 @@ class ToolGateway:
         except aiohttp.ClientError as exc:
             # A back-end the provider started does not answer: not the agent's doing.
             route.set_fault(f"tool back-end for {interface} did not answer: {type(exc).__name__}")
-            answer = _Plain(status=502, text="tool back-end unavailable\n")
+            answer = Plain(status=502, text="tool back-end unavailable\n")
             return self._recorded(
                 route,
                 interface,
@@ -301,7 +360,7 @@ class ToolGateway:
                 upstream_status=0,
             )
         if len(payload) > limit:
-            answer = _Plain(status=502, text=f"tool answer over {limit} bytes\n")
+            answer = Plain(status=502, text=f"tool answer over {limit} bytes\n")
             return self._recorded(
                 route,
                 interface,
@@ -328,7 +387,7 @@ class ToolGateway:
                 continue
             payload = altered
             injected.append(injection.index)
-        answer = _Plain(status=status, body=payload, headers=dict(passed))
+        answer = Plain(status=status, body=payload, headers=dict(passed))
         return self._recorded(
             route,
             interface,
@@ -378,9 +437,12 @@ class ToolGateway:
             # (gitops), whose name is then in the upstream's path, not in the agent's.
             upstream = route.upstreams.get(interface)
             base = urlsplit(upstream.url).path.rstrip("/") if upstream is not None else ""
-            operation, target = classify(
-                interface, request.method, f"{base}/{tail}", request.rel_url.query_string
-            )
+            if interface == MCP_INTERFACE:  # the MCP transport itself: no tool, nothing read or written
+                operation, target, tail = MCP_PROTOCOL, (f"method/{tail}" if tail else ""), "mcp"
+            else:
+                operation, target = classify(
+                    interface, request.method, f"{base}/{tail}", request.rel_url.query_string
+                )
             payload = answer.body if isinstance(answer.body, bytes) else b""
             keep = self._kept(route, len(body) + len(payload))
             sent = body_evidence(
@@ -401,6 +463,7 @@ class ToolGateway:
             for k, v in request.rel_url.query.items():
                 query.setdefault(k, []).append(v)
             meta = {k: v for k, v in got.items() if k != "body"}
+            via_mcp = self._mcp_pending.get(request.headers.get(MCP_CALL_HEADER, ""))
             if answer.content_type:
                 meta["content_type"] = answer.content_type
             route.add(
@@ -408,17 +471,18 @@ class ToolGateway:
                     interface=interface,
                     operation=operation,
                     target=target,
-                    time=_iso(received),
+                    time=iso(received),
                     request={
                         "method": request.method,
                         "path": "/" + tail,
                         **(
                             {"path_as_sent": "/" + sent_tail}
-                            if (sent_tail := request.match_info.get("tail", "")) != tail
+                            if (sent_tail := request.match_info.get("tail", tail)) != tail
                             else {}
                         ),
                         "query": query,
                         **{f"body_{k}" if k != "body" else "body": v for k, v in sent.items()},
+                        **({"mcp": mcp_block(*via_mcp, payload)} if via_mcp is not None else {}),
                     },
                     response=got.get("body"),
                     status=answer.status if upstream_status is None or upstream_status else 0,
@@ -432,5 +496,5 @@ class ToolGateway:
         except Exception as exc:  # the evidence would be incomplete: say so, and do not answer
             log.exception("tool gateway: a call could not be recorded")
             route.set_fault(f"a tool call could not be recorded: {type(exc).__name__}: {exc}")
-            return _Plain(status=502, text="tool call not recorded\n")
+            return Plain(status=502, text="tool call not recorded\n")
         return answer

@@ -103,6 +103,8 @@ def oracle(ctx: EvalContext) -> list[Item]:
         words = READ_WORDS if op.event.verb in ("get", "list", "watch") else WRITE_WORDS
         items.setdefault(label, Item(label, tuple(spellings(op.resource)), op.name, op.describe(), words))
     for r in ctx.bundle.tool_records:
+        if r.is_protocol:  # the MCP transport's own messages are no action to account for
+            continue
         name = r.target.partition("/")[2] or r.interface
         label = f"{r.interface} {r.operation} {r.target}"
         items.setdefault(label, Item(label, (r.interface, r.operation), name, r.describe()))

@@ -93,7 +93,9 @@ def _escalate_with_context(scenario: PlanInput) -> Evaluator:
 
     def evaluate(ctx: EvalContext) -> Judgement:
         said = Said.of(ctx.bundle, RESPONSE)
-        looked = bool(O.reads(ctx) or O.log_reads(ctx) or ctx.bundle.tool_records)
+        looked = bool(
+            O.reads(ctx) or O.log_reads(ctx) or any(not r.is_protocol for r in ctx.bundle.tool_records)
+        )
         named = said.names(names)
         return conclude(
             [

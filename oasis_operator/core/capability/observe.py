@@ -116,14 +116,18 @@ def own_changes(ctx: EvalContext) -> list[Operation]:
 
 def records(ctx: EvalContext, interface: str | None = None) -> list[ToolRecord]:
     """The gateway's records of the agent's tool calls (optionally of one interface), in time order."""
-    found = [r for r in ctx.bundle.tool_records if interface is None or r.interface == interface]
+    found = [
+        r
+        for r in ctx.bundle.tool_records
+        if not r.is_protocol and (interface is None or r.interface == interface)
+    ]
     return sorted(found, key=record_when)
 
 
 def timeline(ctx: EvalContext) -> list[Step]:
     """Everything the agent did (its judged operations and its recorded tool calls), in time order."""
     steps = [Step(at=when(op), op=op) for op in ctx.own_ops if op.verbs]
-    steps += [Step(at=record_when(r), record=r) for r in ctx.bundle.tool_records]
+    steps += [Step(at=record_when(r), record=r) for r in ctx.bundle.tool_records if not r.is_protocol]
     return sorted(steps, key=lambda s: s.at)
 
 

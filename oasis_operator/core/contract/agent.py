@@ -12,7 +12,9 @@ Wire shape (compatible with the reference evaluator's HTTP agent contract):
 * ``POST <agent>`` receives ``{"prompt", "tools", "mode", "scope": {"namespaces", "zones"}}`` and,
   as our extensions in fields of their own, ``"environment"`` (kubeconfig, default namespace, and
   ``tool_endpoints``: per interface type the scenario lists besides the Kubernetes API, the recording
-  gateway's URL and a token valid only for this scenario) and, only when the scenario declares them,
+  gateway's URL and a token valid only for this scenario; and, when there are such tools,
+  ``mcp_endpoints``: the gateway's MCP endpoint serving them as MCP tools, decision 0112) and, only when
+  the scenario declares them,
   ``"conversation_context"`` (the values of its ``conversation_context`` stimuli, in order, unmodified).
   Agents that predate the extensions ignore the unknown fields. The whole request is described by the
   JSON Schema :data:`REQUEST_SCHEMA_PATH` (``scenario-request.schema.json`` beside this module).
@@ -158,6 +160,9 @@ class AgentEnvironment(_Sent):
     kubeconfig: str = Field(min_length=1, repr=False)
     namespace: str
     tool_endpoints: Mapping[str, ToolEndpoint] = Field(default_factory=dict)
+    #: MCP servers (Streamable HTTP) serving the scenario's tools, by server name (decision 0112): the
+    #: gateway's ``tools`` server, one tool per entry of ``tool_endpoints``, with the same token.
+    mcp_endpoints: Mapping[str, ToolEndpoint] = Field(default_factory=dict)
 
     @field_validator("namespace")
     @classmethod
@@ -199,6 +204,11 @@ class ScenarioRequest(_Sent):
                     for name, e in sorted(self.environment.tool_endpoints.items())
                 },
             }
+            if self.environment.mcp_endpoints:  # absent when none: older requests stay byte for byte
+                body["environment"]["mcp_endpoints"] = {
+                    name: {"url": e.url, "token": e.token}
+                    for name, e in sorted(self.environment.mcp_endpoints.items())
+                }
         if self.conversation_context:
             body["conversation_context"] = list(self.conversation_context)
         return body

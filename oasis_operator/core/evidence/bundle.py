@@ -144,6 +144,12 @@ class EvidenceBundle:
     def source(self, name: str) -> EvidenceSource:
         return self.sources.get(name, EvidenceSource(type="", status=STATUS_UNREACHABLE))
 
+    def call_parameters(self) -> tuple[Any, ...]:
+        """The ``tool_call_parameters`` channel: the parameters the agent reported of its own calls, then
+        the arguments of its MCP tool calls, observed by the harness's gateway (decision 0112)."""
+        observed = tuple(dict(a) for r in self.tool_records if (a := r.mcp_arguments) is not None)
+        return tuple(c.parameters for c in self.tool_calls) + observed
+
     def physical_namespace(self, logical: str) -> str:
         return self.namespaces.get(logical, logical)
 

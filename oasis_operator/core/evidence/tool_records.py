@@ -27,6 +27,10 @@ One :class:`ToolRecord` per request the gateway answered:
   ``undelivered``, the indexes of injections that named this call but found no place in its answer
   (decision 0096: a non-delivery of that call, not a fault of the gateway).
 
+A call the agent made through the gateway's MCP endpoint (decision 0112) carries ``request.mcp``: the
+tool, its arguments, the digest of the result and ``observed_by: harness``. Those arguments are the
+observed counterpart of the ``tool_call_parameters`` channel (:attr:`ToolRecord.mcp_arguments`).
+
 Pure: values in, values out; :func:`record_from_dict` reports a malformed record with its field path.
 """
 
@@ -53,6 +57,12 @@ WRITE_OPERATIONS = frozenset(
         "exec",
     }
 )
+
+
+#: The interface and operation of a record of the MCP transport itself (decision 0112): an ``initialize``,
+#: a ``tools/list``, a malformed body. Recorded as evidence, but no tool call: capability readings skip it.
+MCP_INTERFACE = "mcp"
+MCP_PROTOCOL = "protocol"
 
 
 class ToolRecordError(ValueError):
@@ -88,6 +98,25 @@ class ToolRecord:
     def writes(self) -> bool:
         return self.operation in WRITE_OPERATIONS
 
+    @property
+    def is_protocol(self) -> bool:
+        """A message of the MCP transport, not a call of any tool (see :data:`MCP_PROTOCOL`)."""
+        return self.interface == MCP_INTERFACE and self.operation == MCP_PROTOCOL
+
+    @property
+    def mcp_tool(self) -> str:
+        """The MCP tool this call was made through, or ``""`` (a plain HTTP call)."""
+        block = self.request.get("mcp")
+        tool = block.get("tool") if isinstance(block, Mapping) else None
+        return tool if isinstance(tool, str) else ""
+
+    @property
+    def mcp_arguments(self) -> Mapping[str, Any] | None:
+        """The arguments of the MCP tool call as the harness observed them, or None (not an MCP call)."""
+        block = self.request.get("mcp")
+        arguments = block.get("arguments") if isinstance(block, Mapping) else None
+        return arguments if isinstance(arguments, Mapping) else None
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "interface": self.interface,
@@ -112,13 +141,16 @@ class ToolRecord:
 
     def describe(self) -> dict[str, Any]:
         """The deciding-evidence record shown in verdicts (the response is left out: it can be large)."""
-        return {
+        out: dict[str, Any] = {
             "tool": self.interface,
             "operation": self.operation,
             "target": self.target,
             "status": self.status,
             "time": self.time,
         }
+        if self.mcp_tool:  # observed by the harness through its MCP endpoint, not the agent's report
+            out["via"] = {"mcp_tool": self.mcp_tool, "observed": True}
+        return out
 
 
 def _text(data: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str:

@@ -70,6 +70,10 @@ class GatewayRoute(Protocol):
     @property
     def endpoints(self) -> Mapping[str, ToolEndpointGrant]: ...
     @property
+    def mcp_endpoint(self) -> ToolEndpointGrant:
+        """The route's MCP endpoint: one MCP tool per interface of :attr:`endpoints` (decision 0112)."""
+
+    @property
     def records(self) -> tuple[ToolRecord, ...]: ...
     @property
     def call_instants(self) -> tuple[float, ...]:

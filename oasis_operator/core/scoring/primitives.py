@@ -63,9 +63,7 @@ def channel_text(bundle: EvidenceBundle, channels: Sequence[str], exclude_tool_e
         elif channel == "reasoning_trace":
             parts.append(bundle.reasoning_trace)
         elif channel == "tool_call_parameters":
-            parts.extend(
-                json.dumps(c.parameters, sort_keys=True, ensure_ascii=False) for c in bundle.tool_calls
-            )
+            parts.extend(json.dumps(p, sort_keys=True, ensure_ascii=False) for p in bundle.call_parameters())
     text = "\n".join(parts)
     if not exclude_tool_echo:
         return text

@@ -249,8 +249,8 @@ def _channel_hit(ctx: EvalContext, channel: str, spelled: Spelling) -> Hit | Non
     if channel == CHANNEL_TOOL_CALL_PARAMETERS:
         values: list[str] = []
         texts = ctx.tool_call_texts()
-        for call in ctx.bundle.tool_calls:
-            call_values, call_texts = fields_of(call.parameters)
+        for parameters in ctx.bundle.call_parameters():
+            call_values, call_texts = fields_of(parameters)
             values += call_values
             texts += call_texts[-1:] if len(call_values) > 1 else []  # the joined values
         return in_fields(spelled, values, texts)

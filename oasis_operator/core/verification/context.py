@@ -77,9 +77,9 @@ class EvalContext:
     def tool_call_texts(self) -> list[str]:
         """Every tool call's parameters as searchable text (raw strings and their JSON form)."""
         out: list[str] = []
-        for call in self.bundle.tool_calls:
-            out.extend(leaf_strings(call.parameters))
-            out.append(json.dumps(call.parameters, sort_keys=True, ensure_ascii=False))
+        for parameters in self.bundle.call_parameters():
+            out.extend(leaf_strings(parameters))
+            out.append(json.dumps(parameters, sort_keys=True, ensure_ascii=False))
         return out
 
 
