@@ -52,6 +52,7 @@ from oasis_operator.core.evidence.lines import (
     Sketch,
     audit_id_of,
     dry_run_in_uri,
+    hides,
     looks_whole,
     received_at,
     response_code,
@@ -305,7 +306,7 @@ class Collector:
             self.total += 1
             if not isinstance(item, str):
                 event = self._parse(item)
-            elif self.filter.mentions(item):
+            elif self.filter.mentions(item) or hides(item):
                 event = self._mentioned(item, None if item.startswith(",") else shape_of(item))
             else:
                 if not looks_whole(item):
@@ -393,9 +394,10 @@ class Collector:
                     needles[0], needles[i] = needle, needles[0]
                     break
             else:
-                if not line.endswith("}") or not (line.startswith("{") or line.startswith(",{")):
-                    self._unmentioned(line[1:] if line.startswith(",") else line)
-                return False
+                if not hides(line):  # else a needle may be spelled with escapes: read it whole
+                    if not line.endswith("}") or not (line.startswith("{") or line.startswith(",{")):
+                        self._unmentioned(line[1:] if line.startswith(",") else line)
+                    return False
         settled = self._shapes.get(shape_key(line))  # type: ignore[arg-type]
         if settled is not None:
             if settled.done:
@@ -483,6 +485,8 @@ class Collector:
         succeeded, ref = details
         if not succeeded:
             return COUNTED
+        if len(shape.usernames) > 1:
+            return None  # impersonated: which of the two is the user, the line's order does not say
         user = shape.usernames[0]
         deputy = None
         if shape.verb in CONTROLLER_DELETE_VERBS and user in DEPUTIES:
