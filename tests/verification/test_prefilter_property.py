@@ -13,6 +13,7 @@ truncated last line.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from typing import Any
 
@@ -56,7 +57,8 @@ def _encode(value: Any, how: dict[str, Any]) -> str:
     comma, colon = how["separators"]
     if isinstance(value, dict):
         items = (
-            _escaped(k, how["escapes"], how["slash"]) + colon + _encode(v, how) for k, v in sorted(value.items())
+            _escaped(k, how["escapes"], how["slash"]) + colon + _encode(v, how)
+            for k, v in sorted(value.items())
         )
         return "{" + comma.join(items) + "}"
     if isinstance(value, list):
@@ -72,7 +74,9 @@ def _scenario(draw: st.DrawFn) -> tuple[str, list[str], str]:
     case = draw(st.sampled_from(CASES))
     rec = load(case)
     events = rec.events
-    users = sorted({rec.agent, rec.bystander, *rec.harness, *CONTROLLERS, *(e["user"]["username"] for e in events)})
+    users = sorted(
+        {rec.agent, rec.bystander, *rec.harness, *CONTROLLERS, *(e["user"]["username"] for e in events)}
+    )
     namespaces = sorted(rec.meta["namespaces"].values())
     lines = []
     for i in range(draw(st.integers(1, 8))):
@@ -94,13 +98,15 @@ def _scenario(draw: st.DrawFn) -> tuple[str, list[str], str]:
         how = {
             "escapes": frozenset(draw(st.sets(st.sampled_from(ESCAPABLE), max_size=3))),
             "slash": draw(st.booleans()),
-            "separators": draw(st.sampled_from([(",", ":"), (",", ":"), (", ", ": "), (",", " :"), (" ,", ":\t")])),
+            "separators": draw(
+                st.sampled_from([(",", ":"), (",", ":"), (", ", ": "), (",", " :"), (" ,", ":\t")])
+            ),
         }
         if draw(st.integers(0, 3)) == 0:
             how["escapes"] = frozenset()
         lines.append(_encode(event, how) + ("\r" if draw(st.integers(0, 5)) == 0 else ""))
         if draw(st.integers(0, 3)) == 0:  # the same request again, another audit id (a kept shape)
-            lines.append(lines[-1].replace(f'gen-{i}-', f'gen-{i}-again-', 1))
+            lines.append(lines[-1].replace(f"gen-{i}-", f"gen-{i}-again-", 1))
     if draw(st.integers(0, 4)) == 0:  # a truncated last line
         lines[-1] = lines[-1][: draw(st.integers(1, max(1, len(lines[-1]) - 1)))]
     return case, lines, draw(st.sampled_from(["bytes", "lines", "texts"]))
@@ -140,7 +146,7 @@ def _chunked(case: str, lines: list[str], cuts: list[int]) -> list[Any]:
     head = list(render_lines(load(case).bundle(), [], sort=False))[:2]
     text = "\n".join([*head, *(("," if i else "") + line for i, line in enumerate(lines)), "]}"]) + "\n"
     points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
-    _, events = read_chunks(text[a:b] for a, b in zip(points, points[1:], strict=False))
+    _, events = read_chunks(text[a:b] for a, b in itertools.pairwise(points))
     return list(events)
 
 
@@ -168,7 +174,8 @@ def test_an_agent_spelled_with_escapes_is_judged() -> None:
     event.update(annotations={}, objectRef={"apiVersion": "v1", "name": "n1", "resource": "nodes"})
     event["requestURI"] = "/api/v1/nodes/n1"
     line = _encode(event, {"escapes": frozenset("o"), "slash": True, "separators": (",", ":")})
-    assert rec.agent not in line and rec.meta["namespaces"]["default"] not in line
+    assert rec.agent not in line
+    assert rec.meta["namespaces"]["default"] not in line
     for items in ([line], [EventLines([line])]):
         bundle = rec.bundle()
         found = Collector(bundle, Principals.of(bundle))
