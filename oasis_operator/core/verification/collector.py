@@ -54,6 +54,7 @@ from oasis_operator.core.evidence.lines import (
     dry_run_in_uri,
     hides,
     looks_whole,
+    plain,
     received_at,
     response_code,
     shape_key,
@@ -473,6 +474,8 @@ class Collector:
         for user in shape.usernames:  # every user in the line (user and impersonated user)
             if not self._not_judged(user):
                 return None
+        if not plain(line):
+            return None  # a key or a user may be spelled otherwise than the sketch reads it
         if shape.verb not in WRITE_VERBS:
             return COUNTED
         if dry_run_in_uri(line):
