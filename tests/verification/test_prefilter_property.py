@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oasis_operator.core.evidence.codec import EventLines, read_chunks, render_lines
+from oasis_operator.core.evidence.lines import LineFilter
 from oasis_operator.core.verification import collector as collector_module
 from oasis_operator.core.verification.collector import Collector
 from oasis_operator.core.verification.principals import Principals
@@ -54,7 +55,8 @@ def _escaped(text: str, chosen: frozenset[str], slash: bool) -> str:
 def _encode(value: Any, how: dict[str, Any]) -> str:
     """JSON of the value, keys sorted, every string (keys too) written with the chosen escapes and
     the chosen separators: what another JSON writer may put in a log."""
-    comma, colon = how["separators"]
+    comma: str = how["separators"][0]
+    colon: str = how["separators"][1]
     if isinstance(value, dict):
         items = (
             _escaped(k, how["escapes"], how["slash"]) + colon + _encode(v, how)
@@ -65,7 +67,7 @@ def _encode(value: Any, how: dict[str, Any]) -> str:
         return "[" + comma.join(_encode(v, how) for v in value) + "]"
     if isinstance(value, str):
         return _escaped(value, how["escapes"], how["slash"])
-    return json.dumps(value)
+    return str(json.dumps(value))
 
 
 @st.composite
@@ -133,7 +135,7 @@ def _parsed(case: str, lines: list[str], monkeypatch: Any) -> tuple[object, ...]
     """The reference: every line parsed (no needles, no sketch, no decision kept)."""
     with monkeypatch.context() as patched:
         patched.setattr(collector_module, "sketch", lambda line: None)
-        patched.setattr(collector_module.LineFilter, "__init__", _no_needles)
+        patched.setattr(LineFilter, "__init__", _no_needles)
         return _kept(case, list(lines))
 
 
