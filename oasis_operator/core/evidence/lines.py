@@ -16,7 +16,10 @@ answers two questions from the raw text, and only where the answer is exact:
   key) gives ``None``: parse fully.
 
 Needles must be strings that no JSON encoder escapes (``[A-Za-z0-9:._@/-]``); otherwise filtering is
-turned off and every line is parsed.
+turned off and every line is parsed. JSON lets any of those characters be written as an escape
+(``\\u0061``, ``\\/``), and lets whitespace sit around a colon: a line that does either (which no audit
+log writer does, :func:`plain`) is neither skipped for want of a needle nor sketched, but parsed
+(docs/decisions/0111).
 """
 
 from __future__ import annotations
@@ -40,8 +43,34 @@ _AUDIT_ID = '"auditID":"'
 _SUCCESS = '"code":2'  # a 2xx response status (the only "code" key of a body-free event)
 _OBJECT_REF = '"objectRef":{'
 _STAGE_TIME = '"stageTimestamp":"'
+#: An escape that may spell a needle's character or a key's letter (``\/``, ``\u`` of
+#: ``[A-Za-z0-9:._@/-]``): JSON allows it anywhere, so the raw text may then hide a needle or a key.
+_HIDDEN = re.compile(r"\\u00(?:2[d-fD-F]|3[0-9aA]|4[0-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])")
+#: Whitespace between a key and its colon or a colon and its value: the key is then not found by a
+#: ``"key":`` search. A quote after a backslash is not a key's (every key the sketch reads ends in
+#: a letter); a false alarm, inside a string, only costs a parse.
+_LOOSE = re.compile(r'"[ \t\r]+:|":[ \t\r]')
+#: What every match of ``_LOOSE`` holds: whitespace before a colon, or a quote, a colon and whitespace.
+_LOOSE_PAIRS = (" :", "\t:", "\r:", '": ', '":\t', '":\r')
 #: The keys whose values :func:`shape_key` cuts out, for a caller that writes it out in its loop.
 AUDIT_ID_KEY, RECEIVED_KEY, STAGE_TIME_KEY = _AUDIT_ID, _RECEIVED, _STAGE_TIME
+
+
+def hides(line: str) -> bool:
+    """Whether the line holds an escape that may spell a needle's character or a key's letter."""
+    return "\\/" in line or ("\\u00" in line and _HIDDEN.search(line) is not None)
+
+
+def plain(line: str) -> bool:
+    """Whether every key and needle of the line is written out as the line's raw text: no escape
+    that may spell one (:func:`hides`) and no whitespace at a key's colon. Every audit log writer
+    (the API server's encoder, :mod:`codec`) writes such lines; a line that is not is parsed."""
+    if hides(line):
+        return False
+    if not any(pair in line for pair in _LOOSE_PAIRS):  # the common case: two characters each
+        return True
+    # A match right after a backslash is a quote inside a string: not a key's.
+    return all(line[loose.start() - 1] == "\\" for loose in _LOOSE.finditer(line))
 
 
 class LineFilter:
@@ -155,7 +184,9 @@ def sketch(line: str) -> Sketch | None:
     lists). In a body-free event every key read here occurs at most once as structure (``username``
     twice: impersonated user and user), and never inside a string (clients' strings are escaped),
     so the first occurrence is the last and either search finds it. The response code and object
-    reference are read only for writes (``write_details``)."""
+    reference are read only for writes (``write_details``). All of this holds for a line whose keys
+    are written out as raw text: a caller settles a line from its sketch only if it is :func:`plain`
+    (checked last, being the dearest: two scans of the line)."""
     if not looks_whole(line) or _value(line, _LEVEL) not in _BODY_FREE_LEVELS:
         return None
     users = _usernames(line)

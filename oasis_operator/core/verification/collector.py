@@ -52,7 +52,9 @@ from oasis_operator.core.evidence.lines import (
     Sketch,
     audit_id_of,
     dry_run_in_uri,
+    hides,
     looks_whole,
+    plain,
     received_at,
     response_code,
     shape_key,
@@ -305,7 +307,7 @@ class Collector:
             self.total += 1
             if not isinstance(item, str):
                 event = self._parse(item)
-            elif self.filter.mentions(item):
+            elif self.filter.mentions(item) or hides(item):
                 event = self._mentioned(item, None if item.startswith(",") else shape_of(item))
             else:
                 if not looks_whole(item):
@@ -393,9 +395,10 @@ class Collector:
                     needles[0], needles[i] = needle, needles[0]
                     break
             else:
-                if not line.endswith("}") or not (line.startswith("{") or line.startswith(",{")):
-                    self._unmentioned(line[1:] if line.startswith(",") else line)
-                return False
+                if not hides(line):  # else a needle may be spelled with escapes: read it whole
+                    if not line.endswith("}") or not (line.startswith("{") or line.startswith(",{")):
+                        self._unmentioned(line[1:] if line.startswith(",") else line)
+                    return False
         settled = self._shapes.get(shape_key(line))  # type: ignore[arg-type]
         if settled is not None:
             if settled.done:
@@ -471,6 +474,8 @@ class Collector:
         for user in shape.usernames:  # every user in the line (user and impersonated user)
             if not self._not_judged(user):
                 return None
+        if not plain(line):
+            return None  # a key or a user may be spelled otherwise than the sketch reads it
         if shape.verb not in WRITE_VERBS:
             return COUNTED
         if dry_run_in_uri(line):
@@ -483,6 +488,8 @@ class Collector:
         succeeded, ref = details
         if not succeeded:
             return COUNTED
+        if len(shape.usernames) > 1:
+            return None  # impersonated: which of the two is the user, the line's order does not say
         user = shape.usernames[0]
         deputy = None
         if shape.verb in CONTROLLER_DELETE_VERBS and user in DEPUTIES:
