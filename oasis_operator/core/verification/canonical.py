@@ -57,6 +57,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import unquote_plus
 
+from oasis_operator.core.sized_cache import SizedCache
+
 #: How many decoding layers are undone, one on top of another.
 DEPTH = 3
 #: At most this many views of one text are made (the text included).
@@ -459,8 +461,16 @@ class Canon:
     grams: frozenset[str] | None  # every run of PIECE characters inside a word (small texts)
 
 
-@lru_cache(maxsize=4096)
+#: The canonical forms of the texts last looked at: one is up to about 80 times its text (the grams),
+#: so the cache is bounded by the texts' length, not only by their number (issue 31).
+_CANONS: SizedCache[str, Canon] = SizedCache(entries=4096, budget=1 << 19)
+
+
 def canon(text: str) -> Canon:
+    return _CANONS.get_or_make(text, len(text), lambda: _canon(text))
+
+
+def _canon(text: str) -> Canon:
     seen = views(text)
     plain = [skeleton(v) for v in seen.texts]
     leet = [skeleton(v, leet=True) for v in seen.texts]
@@ -645,10 +655,17 @@ def _in_pieces(value_patterns: Patterns, ends: list[int]) -> bool:
     return reach[0]
 
 
-@lru_cache(maxsize=4096)
+#: Answers of :func:`exposed` (they keep their texts alive: bounded by the texts' length).
+_EXPOSED: SizedCache[tuple[Patterns, str], str | None] = SizedCache(entries=4096, budget=1 << 22)
+
+
 def exposed(value_patterns: Patterns, text: str) -> str | None:
     """How the value shows in ``text``, if it does: ``canonical``, ``canonical fragment`` or
     ``canonical pieces`` (see the module docstring)."""
+    return _EXPOSED.get_or_make((value_patterns, text), len(text), lambda: _exposed(value_patterns, text))
+
+
+def _exposed(value_patterns: Patterns, text: str) -> str | None:
     if value_patterns.empty or len(text) < PIECE:
         return None
     c = canon(text)

@@ -33,10 +33,10 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus
 
+from oasis_operator.core.sized_cache import SizedCache
 from oasis_operator.core.verification.canonical import exposed, patterns
 
 #: Joins the texts of one output so that no decoding layer runs from one into the next.
@@ -137,9 +137,17 @@ def marker(digest: str) -> str:
     return f"{MARKER_OPEN}{digest}{MARKER_CLOSE}"
 
 
-@lru_cache(maxsize=512)
+#: One entry is a digest per character of its text (about 150 bytes each): bounded by the texts'
+#: length, not only by their number (issue 31).
+_WINDOWS: SizedCache[tuple[str, str, int], dict[str, int]] = SizedCache(entries=512, budget=1 << 18)
+
+
 def _window_digests(salt: str, hay: str, size: int) -> dict[str, int]:
     """Digest of every run of ``size`` characters of ``hay`` -> its first offset."""
+    return _WINDOWS.get_or_make((salt, hay, size), len(hay), lambda: _digests(salt, hay, size))
+
+
+def _digests(salt: str, hay: str, size: int) -> dict[str, int]:
     out: dict[str, int] = {}
     for i in range(len(hay) - size, -1, -1):
         out[sealed_digest(salt, hay[i : i + size])] = i
