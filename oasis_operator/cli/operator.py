@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -301,9 +302,15 @@ def _peering(args: argparse.Namespace, settings: OperatorSettings) -> dict[str, 
     name = peering_name(args.peering, settings.shard_index, settings.shards)
     try:
         with settings.access.sync_http() as http:
-            ensure_peering(http, name, settings.namespaces)
+            _, absent = ensure_peering(http, name, settings.namespaces)
     except PeeringError as exc:
         raise CliError(str(exc)) from None
     except (httpx2.HTTPError, OSError, ValueError) as exc:  # unreachable server, TLS
         raise CliError(f"--peering {name}: cannot reach the cluster: {exc}") from None
+    if absent:
+        print(
+            f"oasis: warning: --peering {name}: namespace(s) {', '.join(absent)} do not exist yet; "
+            "no guard there until they do and the operator is restarted",
+            file=sys.stderr,
+        )
     return {"peering_name": name, "priority": args.peering_priority}

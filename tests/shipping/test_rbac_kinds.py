@@ -29,6 +29,8 @@ OPERATOR_OWN: dict[tuple[str, str], str] = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): "the provider's admission policy",
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): "its binding",
     ("events.k8s.io", "events"): "kopf's and the run's Events, through the newer Events API",
+    ("kopf.dev", "clusterkopfpeerings"): "the peering guard against a second operator (decision 0114)",
+    ("kopf.dev", "kopfpeerings"): "the same guard for an operator limited to namespaces",
 }
 
 #: Server-side apply creates or patches; what the provisioner applies needs both.

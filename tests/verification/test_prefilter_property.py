@@ -200,3 +200,22 @@ def test_a_key_spelled_with_escapes_or_spaced_is_not_sketched() -> None:
         found = Collector(bundle, Principals.of(bundle))
         found.feed([EventLines([line])])
         assert [r.event.username for r in found.requests()] == [rec.agent], variant
+
+
+def test_a_create_on_a_non_resource_url_is_no_write_of_any_object(monkeypatch: Any) -> None:
+    """Found by the property in CI: a bystander's ``create`` of ``/openapi/v3`` (no objectRef) was a
+    nameless create of scope ('', '', '') when read whole and nothing when skipped. It is no object's
+    write either way."""
+    line = (
+        '{"annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":""},'
+        '"apiVersion":"audit.k8s.io/v1","auditID":"gen-0-a","kind":"Event","level":"Metadata",'
+        '"requestReceivedTimestamp":"2026-11-30T13:11:28.161719Z","requestURI":"/openapi/v3",'
+        '"responseStatus":{"code":200,"metadata":{}},"sourceIPs":["127.0.0.1"],"stage":"ResponseComplete",'
+        '"stageTimestamp":"2026-11-30T13:11:28.162030Z","user":{"groups":["system:authenticated",'
+        '"system:masters"],"uid":"aa901cee","username":"system:apiserver"},"userAgent":"kube-apiserver",'
+        '"verb":"create"}\r'
+    )
+    lines = [line, line.replace("gen-0-a", "gen-0-again-a")]
+    reference = _parsed("bystander", lines, monkeypatch)
+    assert _kept("bystander", _chunked("bystander", lines, [])) == reference
+    assert _kept("bystander", [EventLines(lines)]) == reference

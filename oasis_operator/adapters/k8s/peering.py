@@ -35,9 +35,11 @@ def crds() -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text) if d]
 
 
-def ensure_peering(http: Any, name: str, namespaces: Sequence[str]) -> list[str]:
+def ensure_peering(http: Any, name: str, namespaces: Sequence[str]) -> tuple[list[str], list[str]]:
     """Create the peering object(s) ``name`` when missing: one ClusterKopfPeering for a cluster-wide
-    operator, one KopfPeering per namespace otherwise. Returns the paths it checked."""
+    operator, one KopfPeering per namespace otherwise. Returns the paths it checked, and the served
+    namespaces that do not exist yet (nothing to guard there until they do: the operator says so and
+    starts; kopf runs unguarded in a namespace whose peering object is missing)."""
     targets: list[tuple[str, str, str | None]]
     if namespaces:
         targets = [
@@ -58,7 +60,8 @@ def ensure_peering(http: Any, name: str, namespaces: Sequence[str]) -> list[str]
             f"CRDs (the chart does; `oasis dev-cluster up` does; or kubectl apply -f "
             f"oasis_operator/adapters/k8s/{CRD_FILE}), or run without --peering"
         )
-    done = []
+    done: list[str] = []
+    absent: list[str] = []
     for collection, kind, ns in targets:
         got = http.get(f"{collection}/{name}")
         if got.status_code == 200:
@@ -66,13 +69,16 @@ def ensure_peering(http: Any, name: str, namespaces: Sequence[str]) -> list[str]
             continue
         meta: dict[str, Any] = {"name": name, **({"namespace": ns} if ns else {})}
         made = http.post(collection, json={"apiVersion": GROUP_VERSION, "kind": kind, "metadata": meta})
+        if ns and made.status_code == 404 and http.get(f"/api/v1/namespaces/{ns}").status_code == 404:
+            absent.append(ns)
+            continue
         if made.status_code not in (200, 201, 409):  # 409: another operator created it meanwhile
             where = f" in namespace {ns}" if ns else ""
             raise PeeringError(
                 f"--peering {name}: creating {kind} {name}{where}: HTTP {made.status_code}: {_message(made)}"
             )
         done.append(f"{collection}/{name}")
-    return done
+    return done, absent
 
 
 def _message(response: Any) -> str:

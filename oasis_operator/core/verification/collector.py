@@ -136,7 +136,8 @@ class WriteIndex:
                     self._harness_body(key, event)
                 else:
                     self.harness_bodiless.setdefault(key, set()).add(entry[0])
-        elif verb == "create" and not subresource and actor != ACTOR_JUDGED:
+        elif verb == "create" and resource and not subresource and actor != ACTOR_JUDGED:
+            # (a create without a resource is a non-resource URL: no object of any scope)
             self.nameless_creates[(group, resource, namespace)] += 1
 
     def _harness_body(self, key: ObjectKey, event: AuditEvent) -> None:
@@ -499,7 +500,7 @@ class Collector:
             deputy = (user, uri, code)
         group, resource, subresource, namespace, name = ref
         nameless = None
-        if shape.verb == "create" and not name and not subresource:
+        if shape.verb == "create" and resource and not name and not subresource:
             nameless = (group, resource, "" if resource == "namespaces" else namespace)
         return Settled(shape.verb, ref, self._actor(user), deputy, nameless)
 
