@@ -308,9 +308,12 @@ def _peering(args: argparse.Namespace, settings: OperatorSettings) -> dict[str, 
     except (httpx2.HTTPError, OSError, ValueError) as exc:  # unreachable server, TLS
         raise CliError(f"--peering {name}: cannot reach the cluster: {exc}") from None
     if absent:
+        # kopf waits for a named peering object in every served namespace before it serves it: with
+        # one missing, the operator would serve nothing there. Run unguarded, and say so.
         print(
             f"oasis: warning: --peering {name}: namespace(s) {', '.join(absent)} do not exist yet; "
-            "no guard there until they do and the operator is restarted",
+            "running without the peering guard (restart the operator once they exist to have it)",
             file=sys.stderr,
         )
+        return {"standalone": True}
     return {"peering_name": name, "priority": args.peering_priority}
