@@ -172,19 +172,7 @@ def generate_pki(directory: Path, now: dt.datetime, *, serve_names: tuple[str, .
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = _key()
     ca_subject = _name("kubernetes-ca")
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_subject)
-        .issuer_name(ca_subject)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(_key_usage(ca=True), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_cert = _self_signed_ca(ca_key, ca_subject, now, _VALIDITY, path_length=None)
     ca_cert_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
     _write_cert(ca_cert_path, ca_cert)
     _write_key(ca_key_path, ca_key)
@@ -314,19 +302,7 @@ def generate_webhook_pki(
     validity = dt.timedelta(days=days)
     ca_key = _key()
     ca_subject = _name(ca_name)
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_subject)
-        .issuer_name(ca_subject)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + validity)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(ca=True), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_cert = _self_signed_ca(ca_key, ca_subject, now, validity, path_length=0)
     _write_cert(directory / "ca.crt", ca_cert)
     _write_key(directory / "ca.key", ca_key)
     sans = [_general_name(n) for n in names]
@@ -352,3 +328,27 @@ def generate_webhook_pki(
     serving = pair("tls", _name(dns[0] if dns else names[0]), server=True)
     client = pair("client", _name(client_name), server=False)
     return WebhookPKI(directory / "ca.crt", directory / "ca.key", serving, client)
+
+
+def _self_signed_ca(
+    key: ec.EllipticCurvePrivateKey,
+    subject: x509.Name,
+    now: dt.datetime,
+    validity: dt.timedelta,
+    *,
+    path_length: int | None,
+) -> x509.Certificate:
+    """A CA certificate signed by its own ``key``, valid from five minutes before ``now``."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=path_length), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
